@@ -1,0 +1,141 @@
+#include "heap/buckets.h"
+
+#include <cmath>
+#include <unordered_set>
+
+#include "base/bytes.h"
+#include "base/error.h"
+
+namespace goheap2pprof {
+
+namespace {
+
+MemRecordCycle LoadCycle(const uint8_t* p) {
+  return {LoadU64(p), LoadU64(p + 8), LoadU64(p + 16), LoadU64(p + 24)};
+}
+
+// Most buckets hold short stacks; reading this much after the header in the
+// same call usually fetches the whole bucket at once.
+constexpr uint64_t kSpeculativeStackWords = 32;
+
+}  // namespace
+
+WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits) {
+  WalkResult result;
+  std::unordered_set<uint64_t> seen;
+  std::vector<uint8_t> buf;
+  uint64_t addr = head;
+  while (addr != 0) {
+    if (result.buckets.size() >= limits.max_buckets) {
+      throw Error(ErrorKind::kMalformed, "heap bucket list has more than ", limits.max_buckets,
+                  " buckets (stopped at ", Hex(addr), ")");
+    }
+    if (!seen.insert(addr).second) {
+      throw Error(ErrorKind::kMalformed, "heap bucket list loops back to bucket ", Hex(addr),
+                  " after ", result.buckets.size(), " buckets");
+    }
+    if ((addr & 7) != 0) {
+      throw Error(ErrorKind::kMalformed, "heap bucket pointer ", Hex(addr), " is misaligned");
+    }
+    // One read for header + a typical stack + memRecord; a second only for
+    // deep stacks or at the end of a mapping.
+    uint64_t guess = kBucketHeaderSize + 8 * kSpeculativeStackWords + kMemRecordSize;
+    buf.resize(guess);
+    bool have_guess = mem.TryRead(addr, buf);
+    if (!have_guess) {
+      buf.resize(kBucketHeaderSize);
+      if (!mem.TryRead(addr, buf)) {
+        throw Error(ErrorKind::kMalformed, "heap bucket at ", Hex(addr),
+                    " is not mapped in the target (after ", result.buckets.size(), " buckets)");
+      }
+    }
+    const uint8_t* h = buf.data();
+    uint64_t allnext = LoadU64(h + 8);
+    uint64_t typ = LoadU64(h + 16);
+    uint64_t size = LoadU64(h + 32);
+    uint64_t nstk = LoadU64(h + 40);
+    if (typ != kMemProfileBucketType) {
+      throw Error(ErrorKind::kMalformed, "bucket at ", Hex(addr), ": type ", typ,
+                  " is not a heap bucket (1)");
+    }
+    if (nstk > limits.max_stack_words) {
+      throw Error(ErrorKind::kMalformed, "bucket at ", Hex(addr), ": nstk ", nstk, " exceeds ",
+                  limits.max_stack_words);
+    }
+    uint64_t total = kBucketHeaderSize + 8 * nstk + kMemRecordSize;
+    if (!have_guess || total > buf.size()) {
+      buf.resize(total);
+      if (!mem.TryRead(addr, buf)) {
+        throw Error(ErrorKind::kMalformed, "bucket at ", Hex(addr), ": its ", nstk,
+                    " stack words and record are not mapped");
+      }
+    }
+    Bucket b;
+    b.addr = addr;
+    b.size = size;
+    b.stack.resize(nstk);
+    std::memcpy(b.stack.data(), buf.data() + kBucketHeaderSize, 8 * nstk);
+    const uint8_t* rec = buf.data() + kBucketHeaderSize + 8 * nstk;
+    b.active = LoadCycle(rec);
+    for (int i = 0; i < 3; ++i) b.future[i] = LoadCycle(rec + 32 * (i + 1));
+    result.buckets.push_back(std::move(b));
+    addr = allnext;
+  }
+  return result;
+}
+
+namespace {
+MemProfileRecord ToRecord(const Bucket& b, const MemRecordCycle& c) {
+  MemProfileRecord r;
+  r.alloc_bytes = static_cast<int64_t>(c.alloc_bytes);
+  r.free_bytes = static_cast<int64_t>(c.free_bytes);
+  r.alloc_objects = static_cast<int64_t>(c.allocs);
+  r.free_objects = static_cast<int64_t>(c.frees);
+  r.bucket = &b;
+  return r;
+}
+}  // namespace
+
+std::vector<MemProfileRecord> EmulateMemProfile(std::span<const Bucket> buckets, uint32_t cycle) {
+  const uint32_t index = cycle % 3;
+  std::vector<MemRecordCycle> eff(buckets.size());
+  bool clear = true;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    eff[i] = buckets[i].active;
+    eff[i].Add(buckets[i].future[index]);  // mProf_FlushLocked(index)
+    if (eff[i].allocs != 0 || eff[i].frees != 0) clear = false;
+  }
+  if (clear) {
+    // Nothing published yet: the runtime folds in all three future cycles
+    // (future[index] is already zero after the flush above, so adding it
+    // again from the raw bucket would double count).
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      for (uint32_t c = 0; c < 3; ++c) {
+        if (c != index) eff[i].Add(buckets[i].future[c]);
+      }
+    }
+  }
+  std::vector<MemProfileRecord> out;
+  out.reserve(buckets.size());
+  for (size_t i = 0; i < buckets.size(); ++i) out.push_back(ToRecord(buckets[i], eff[i]));
+  return out;
+}
+
+std::vector<MemProfileRecord> PublishedCounts(std::span<const Bucket> buckets) {
+  std::vector<MemProfileRecord> out;
+  out.reserve(buckets.size());
+  for (const Bucket& b : buckets) out.push_back(ToRecord(b, b.active));
+  return out;
+}
+
+ScaledPair ScaleHeapSample(int64_t count, int64_t size, int64_t rate) {
+  if (count == 0 || size == 0) return {0, 0};
+  if (rate <= 1) return {count, size};
+  double avg_size = static_cast<double>(size) / static_cast<double>(count);
+  double scale = 1.0 / (1.0 - std::exp(-avg_size / static_cast<double>(rate)));
+  // Go converts float64 to int64 by truncation toward zero.
+  return {static_cast<int64_t>(static_cast<double>(count) * scale),
+          static_cast<int64_t>(static_cast<double>(size) * scale)};
+}
+
+}  // namespace goheap2pprof

@@ -1,0 +1,87 @@
+// Reading the runtime's heap-profile buckets (runtime.mbuckets) out of a
+// MemoryReader, emulating runtime.MemProfile on them, and runtime/pprof's
+// sampling-rate scaling.
+//
+//   WalkResult w = WalkBuckets(mem, head, {.max_stack_words = 1026});
+//   std::vector<MemProfileRecord> recs = EmulateMemProfile(w.buckets, cycle);
+//   HeapValues v = ScaleHeapSample(recs[0].alloc_objects, recs[0].alloc_bytes, rate);
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "proc/memory_reader.h"
+
+namespace goheap2pprof {
+
+// runtime.memRecordCycle: four uintptr counters, in this order.
+struct MemRecordCycle {
+  uint64_t allocs = 0;
+  uint64_t frees = 0;
+  uint64_t alloc_bytes = 0;
+  uint64_t free_bytes = 0;
+  void Add(const MemRecordCycle& o) {
+    allocs += o.allocs;  // uintptr arithmetic wraps, as in the runtime
+    frees += o.frees;
+    alloc_bytes += o.alloc_bytes;
+    free_bytes += o.free_bytes;
+  }
+};
+
+// Layout constants of runtime.bucket (identical Go 1.18-1.26).
+inline constexpr uint64_t kBucketHeaderSize = 48;  // next, allnext, typ, hash, size, nstk
+inline constexpr uint64_t kMemRecordSize = 128;    // active + future[3]
+inline constexpr uint64_t kMemProfileBucketType = 1;
+
+struct Bucket {
+  uint64_t addr = 0;
+  uint64_t size = 0;              // allocation size, part of the bucket key
+  std::vector<uint64_t> stack;    // return PCs, leaf first
+  MemRecordCycle active;          // published
+  MemRecordCycle future[3];       // per-cycle, not yet published
+};
+
+struct WalkLimits {
+  uint64_t max_stack_words = 32;
+  uint64_t max_buckets = 4'000'000;
+};
+
+struct WalkResult {
+  std::vector<Bucket> buckets;  // runtime order: newest first
+};
+
+// Follows allnext from head. Throws Error(kMalformed) naming the bucket
+// address when the list is inconsistent: an unmapped bucket, typ != 1, nstk
+// out of range, a cycle, or more than max_buckets buckets.
+WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits);
+
+// One runtime.MemProfileRecord (memProfileInternal with inuseZero = true).
+struct MemProfileRecord {
+  int64_t alloc_bytes = 0;
+  int64_t free_bytes = 0;
+  int64_t alloc_objects = 0;
+  int64_t free_objects = 0;
+  const Bucket* bucket = nullptr;
+  int64_t InUseBytes() const { return alloc_bytes - free_bytes; }
+  int64_t InUseObjects() const { return alloc_objects - free_objects; }
+};
+
+// What runtime.MemProfile would return right now, without writing to the
+// target: active + future[cycle % 3]; if nothing was ever published (every
+// bucket's allocs and frees are 0), active + all three futures. Every bucket
+// yields a record, in bucket order.
+std::vector<MemProfileRecord> EmulateMemProfile(std::span<const Bucket> buckets, uint32_t cycle);
+
+// The runtime's published counters only (active), as the seed collector
+// reports them.
+std::vector<MemProfileRecord> PublishedCounts(std::span<const Bucket> buckets);
+
+struct ScaledPair {
+  int64_t count = 0;
+  int64_t bytes = 0;
+};
+// runtime/pprof's scaleHeapSample: unbias Poisson-sampled counts.
+ScaledPair ScaleHeapSample(int64_t count, int64_t size, int64_t rate);
+
+}  // namespace goheap2pprof

@@ -1,0 +1,213 @@
+#include "pprof/heap_profile_builder.h"
+
+#include "base/error.h"
+
+namespace goheap2pprof {
+
+HeapProfileBuilder::HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTraits& traits,
+                                       std::vector<ProfileMapping> mappings, int64_t rate,
+                                       int64_t time_nanos)
+    : sym_(symbolizer), traits_(traits), rate_(rate) {
+  Str("");
+  for (ProfileMapping& m : mappings) mem_.push_back({std::move(m)});
+  if (mem_.empty()) {
+    // runtime/pprof's fallback when /proc/self/maps yields nothing.
+    ProfileMapping fake;
+    fake.fake = true;
+    mem_.push_back({fake});
+  }
+  auto set_type = [this](pb::ValueType* vt, std::string_view type, std::string_view unit) {
+    vt->set_type(Str(type));
+    vt->set_unit(Str(unit));
+  };
+  set_type(profile_.mutable_period_type(), "space", "bytes");
+  profile_.set_period(rate);
+  set_type(profile_.add_sample_type(), "alloc_objects", "count");
+  set_type(profile_.add_sample_type(), "alloc_space", "bytes");
+  set_type(profile_.add_sample_type(), "inuse_objects", "count");
+  set_type(profile_.add_sample_type(), "inuse_space", "bytes");
+  profile_.set_time_nanos(time_nanos);
+}
+
+int64_t HeapProfileBuilder::Str(std::string_view s) {
+  auto [it, inserted] = strings_.try_emplace(std::string(s), profile_.string_table_size());
+  if (inserted) profile_.add_string_table(std::string(s));
+  return it->second;
+}
+
+void HeapProfileBuilder::AddComment(std::string_view text) { profile_.add_comment(Str(text)); }
+
+bool HeapProfileBuilder::TryAdd(uint64_t pc, std::span<const SymFrame> frames, bool failed) {
+  if (!deck_.frames.empty()) {
+    // The deck's frames all come from one PC's expansion, so only the last
+    // one decides whether the new PC continues the same inline group.
+    const SymFrame& last = deck_.frames.back();
+    const SymFrame& next = frames.front();
+    if (!last.inlined) return false;
+    if (last.entry == 0 || next.entry == 0) return false;
+    if (last.entry != next.entry) return false;
+    if (traits_.deck_compares_printed_name) {
+      if (last.printed_name == next.printed_name) return false;  // maybe recursion
+    } else if (last.function == next.function) {
+      return false;
+    }
+  }
+  deck_.pcs.push_back(pc);
+  deck_.frames.insert(deck_.frames.end(), frames.begin(), frames.end());
+  deck_.tried = true;
+  deck_.failed |= failed;
+  if (deck_.pcs.size() == 1) {
+    deck_.first_pc_frames = deck_.frames.size();
+    deck_.first_pc_failed = failed;
+  }
+  return true;
+}
+
+uint64_t HeapProfileBuilder::EmitLocation() {
+  if (deck_.pcs.empty()) return 0;
+  const uint64_t addr = deck_.pcs.front();
+  const uint64_t id = locs_.size() + 1;
+  LocInfo& info = locs_[addr];
+  info.id = id;
+  info.pcs = deck_.pcs;
+  info.first_pc_failed = deck_.first_pc_failed;
+  info.first_pc_frames.assign(deck_.frames.begin(),
+                              deck_.frames.begin() + static_cast<long>(deck_.first_pc_frames));
+
+  pb::Location* loc = profile_.add_location();
+  loc->set_id(id);
+  loc->set_address(deck_.frames.front().pc);
+  for (const SymFrame& frame : deck_.frames) {
+    // Go 1.21 keyed Functions by the printed name while writing the raw one,
+    // so the first instantiation of a generic function names them all.
+    const std::string key =
+        traits_.dedup_by_printed_name ? frame.printed_name : std::string(frame.function);
+    auto [it, inserted] = funcs_.try_emplace(key, funcs_.size() + 1);
+    if (inserted) {
+      pb::Function* fn = profile_.add_function();
+      fn->set_id(it->second);
+      fn->set_name(Str(frame.function));
+      fn->set_system_name(Str(frame.function));
+      fn->set_filename(Str(frame.file));
+      if (traits_.writes_start_line) fn->set_start_line(frame.start_line);
+    }
+    pb::Line* line = loc->add_line();
+    line->set_function_id(it->second);
+    line->set_line(frame.line);
+  }
+  for (size_t i = 0; i < mem_.size(); ++i) {
+    MappingState& m = mem_[i];
+    if ((m.m.start <= addr && addr < m.m.limit) || m.m.fake) {
+      loc->set_mapping_id(i + 1);
+      m.tried |= deck_.tried;
+      m.failed |= deck_.failed;
+      break;
+    }
+  }
+  deck_.Reset();
+  return id;
+}
+
+std::vector<uint64_t> HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input) {
+  std::vector<uint64_t> out;
+  deck_.Reset();
+  const std::vector<uint64_t> expanded = sym_.ExpandFinalInlineFrame(input);
+  std::span<const uint64_t> stk(expanded);
+  while (!stk.empty()) {
+    const uint64_t addr = stk.front();
+    if (auto it = locs_.find(addr); it != locs_.end()) {
+      const LocInfo& l = it->second;
+      // A cached PC may be a "fake" PC of an inline group still in the deck.
+      if (traits_.cached_location_deck_retry && !deck_.pcs.empty() &&
+          TryAdd(addr, l.first_pc_frames, l.first_pc_failed)) {
+        stk = stk.subspan(1);
+        continue;
+      }
+      if (uint64_t id = EmitLocation()) out.push_back(id);
+      out.push_back(l.id);
+      // runtime/pprof skips as many PCs as the cached location covers without
+      // comparing them (it would panic on a too-short stack; we clamp).
+      stk = stk.subspan(std::min(l.pcs.size(), stk.size()));
+      continue;
+    }
+    const PcFrames& frames = sym_.FramesFor(addr);
+    if (frames.frames.empty()) {  // runtime.goexit
+      if (uint64_t id = EmitLocation()) out.push_back(id);
+      stk = stk.subspan(1);
+      continue;
+    }
+    if (TryAdd(addr, frames.frames, frames.lookup_failed)) {
+      stk = stk.subspan(1);
+      continue;
+    }
+    if (uint64_t id = EmitLocation()) out.push_back(id);
+    if (auto it = locs_.find(addr); it != locs_.end()) {
+      out.push_back(it->second.id);
+      stk = stk.subspan(std::min(it->second.pcs.size(), stk.size()));
+    } else {
+      TryAdd(addr, frames.frames, frames.lookup_failed);  // succeeds: the deck is empty
+      stk = stk.subspan(1);
+    }
+  }
+  if (uint64_t id = EmitLocation()) out.push_back(id);
+  return out;
+}
+
+void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
+  std::vector<uint64_t> locs;
+  const std::vector<uint64_t>& full = r.bucket->stack;
+  bool hide_runtime = true;
+  for (int tries = 0; tries < 2; ++tries) {
+    std::span<const uint64_t> stk(full);
+    if (hide_runtime) {
+      for (size_t i = 0; i < full.size(); ++i) {
+        std::optional<std::string_view> name = sym_.FuncNameForPc(full[i]);
+        bool hidden = false;
+        if (name) {
+          for (std::string_view prefix : traits_.hidden_prefixes)
+            hidden |= name->starts_with(prefix);
+        }
+        if (hidden) continue;
+        stk = stk.subspan(i);  // the first non-runtime frame and its callers
+        break;
+      }
+    }
+    locs = AppendLocsForStack(stk);
+    if (!locs.empty()) break;
+    hide_runtime = false;  // show all frames next time
+  }
+
+  pb::Sample* s = profile_.add_sample();
+  ScaledPair alloc = ScaleHeapSample(r.alloc_objects, r.alloc_bytes, rate_);
+  ScaledPair inuse = ScaleHeapSample(r.InUseObjects(), r.InUseBytes(), rate_);
+  s->add_value(alloc.count);
+  s->add_value(alloc.bytes);
+  s->add_value(inuse.count);
+  s->add_value(inuse.bytes);
+  for (uint64_t id : locs) s->add_location_id(id);
+  int64_t block_size = r.alloc_objects > 0 ? r.alloc_bytes / r.alloc_objects : 0;
+  if (block_size != 0) {
+    pb::Label* label = s->add_label();
+    label->set_key(Str("bytes"));
+    label->set_num(block_size);
+  }
+}
+
+pb::Profile HeapProfileBuilder::Finish() {
+  for (size_t i = 0; i < mem_.size(); ++i) {
+    const MappingState& m = mem_[i];
+    if (m.m.fake && i > 0) continue;
+    pb::Mapping* pm = profile_.add_mapping();
+    pm->set_id(i + 1);
+    pm->set_memory_start(m.m.start);
+    pm->set_memory_limit(m.m.limit);
+    pm->set_file_offset(m.m.offset);
+    pm->set_filename(Str(m.m.file));
+    pm->set_build_id(Str(m.m.build_id));
+    // Names are in the profile only where every lookup in the mapping worked.
+    pm->set_has_functions(m.tried && !m.failed);
+  }
+  return std::move(profile_);
+}
+
+}  // namespace goheap2pprof

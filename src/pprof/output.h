@@ -1,0 +1,29 @@
+// Serializing, gzipping and writing a profile so that a failed run never
+// leaves a partial or truncated file: the bytes go to a temporary file in the
+// destination directory, which is renamed over the destination only after
+// everything was written and flushed.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "proto/profile.pb.h"
+
+namespace goheap2pprof {
+
+// gzip (RFC 1952) of data at zlib level 1, the level runtime/pprof uses.
+std::string Gzip(std::string_view data);
+// Inverse, for tests and tools; throws Error(kMalformed) on a bad stream.
+std::string Gunzip(std::string_view data, size_t max_size = size_t{1} << 31);
+
+// Serialized, gzipped profile.
+std::string EncodeProfile(const pb::Profile& profile);
+
+// Checks, before any target memory is read, that `path` can be created
+// (directory exists and is writable); throws Error(kIo) otherwise.
+void CheckOutputWritable(const std::string& path);
+// Writes data to path atomically; "-" means standard output. Throws
+// Error(kIo) naming the path; on failure the destination is untouched.
+void WriteOutput(const std::string& path, std::string_view data);
+
+}  // namespace goheap2pprof

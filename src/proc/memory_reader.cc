@@ -1,0 +1,218 @@
+#include "proc/memory_reader.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "base/bytes.h"
+#include "base/error.h"
+
+namespace goheap2pprof {
+
+void MemoryReader::ReadMany(std::span<ReadRequest> requests) {
+  for (ReadRequest& r : requests) r.ok = TryRead(r.addr, r.dst);
+}
+
+void MemoryReader::Read(uint64_t addr, std::span<uint8_t> dst, std::string_view what) {
+  if (!TryRead(addr, dst)) {
+    throw Error(ErrorKind::kMalformed, what, " at ", Hex(addr), " (", dst.size(),
+                " bytes) is not mapped in the target");
+  }
+}
+
+uint64_t MemoryReader::ReadU64(uint64_t addr, std::string_view what) {
+  uint8_t buf[8];
+  Read(addr, buf, what);
+  return LoadU64(buf);
+}
+
+uint32_t MemoryReader::ReadU32(uint64_t addr, std::string_view what) {
+  uint8_t buf[4];
+  Read(addr, buf, what);
+  return LoadU32(buf);
+}
+
+// ---------------------------------------------------------------------------
+
+namespace {
+// The kernel caps one process_vm_readv at IOV_MAX iovecs per side.
+constexpr size_t kMaxIov = 1024;
+}  // namespace
+
+ProcessMemoryReader::ProcessMemoryReader(pid_t pid) : pid_(pid) {}
+
+ProcessMemoryReader::~ProcessMemoryReader() = default;
+
+void ProcessMemoryReader::ThrowFor(int err, uint64_t addr, size_t len) {
+  if (err == ESRCH) {
+    throw Error(ErrorKind::kNoSuchProcess, "process ", pid_, " exited while reading ", len,
+                " bytes at ", Hex(addr));
+  }
+  if (err == EPERM || err == EACCES) {
+    throw Error(ErrorKind::kPermission, "not permitted to read memory of process ", pid_, " (",
+                std::strerror(err), ")");
+  }
+  throw Error(ErrorKind::kIo, "reading ", len, " bytes at ", Hex(addr), " of process ", pid_,
+              ": ", std::strerror(err));
+}
+
+bool ProcessMemoryReader::ReadViaProcMem(uint64_t addr, std::span<uint8_t> dst) {
+  if (!mem_fd_.valid()) {
+    std::string path = "/proc/" + std::to_string(pid_) + "/mem";
+    mem_fd_.Reset(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!mem_fd_.valid()) ThrowFor(errno == ENOENT ? ESRCH : errno, addr, dst.size());
+  }
+  size_t done = 0;
+  while (done < dst.size()) {
+    if (addr + done > static_cast<uint64_t>(INT64_MAX)) return false;
+    ++stats_.syscalls;
+    ssize_t n = pread(mem_fd_.get(), dst.data() + done, dst.size() - done,
+                      static_cast<off_t>(addr + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EIO || errno == EFAULT) return false;  // unmapped
+      ThrowFor(errno, addr, dst.size());
+    }
+    if (n == 0) {
+      // The address space is gone: the process exited (mm released).
+      if (kill(pid_, 0) != 0 && errno == ESRCH) ThrowFor(ESRCH, addr, dst.size());
+      return false;
+    }
+    done += static_cast<size_t>(n);
+    stats_.bytes_read += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+bool ProcessMemoryReader::TryRead(uint64_t addr, std::span<uint8_t> dst) {
+  ReadRequest r{addr, dst, false};
+  ReadMany(std::span<ReadRequest>(&r, 1));
+  return r.ok;
+}
+
+void ProcessMemoryReader::ReadMany(std::span<ReadRequest> requests) {
+  if (use_proc_mem_) {
+    for (ReadRequest& r : requests) r.ok = ReadViaProcMem(r.addr, r.dst);
+    return;
+  }
+  // Batch up to kMaxIov requests per process_vm_readv. The call stops at the
+  // first remote iovec that faults, so on a short read the requests it
+  // fully covered are done and the failing one is retried alone to learn
+  // whether it is unmapped.
+  size_t i = 0;
+  std::vector<iovec> local, remote;
+  while (i < requests.size()) {
+    size_t n = std::min(kMaxIov, requests.size() - i);
+    local.clear();
+    remote.clear();
+    size_t total = 0;
+    for (size_t k = 0; k < n; ++k) {
+      ReadRequest& r = requests[i + k];
+      r.ok = false;
+      local.push_back({r.dst.data(), r.dst.size()});
+      remote.push_back({reinterpret_cast<void*>(r.addr), r.dst.size()});
+      total += r.dst.size();
+    }
+    ++stats_.syscalls;
+    ssize_t got = process_vm_readv(pid_, local.data(), n, remote.data(), n, 0);
+    if (got < 0) {
+      int err = errno;
+      if (err == ENOSYS) {
+        use_proc_mem_ = true;
+        for (size_t k = i; k < requests.size(); ++k)
+          requests[k].ok = ReadViaProcMem(requests[k].addr, requests[k].dst);
+        return;
+      }
+      if (err == EFAULT || err == EIO) {
+        // The first request faulted: mark it, continue after it.
+        if (n == 1) {
+          requests[i].ok = false;
+          ++i;
+          continue;
+        }
+        // Retry the first one alone to classify it.
+        ReadRequest& first = requests[i];
+        iovec l{first.dst.data(), first.dst.size()};
+        iovec r{reinterpret_cast<void*>(first.addr), first.dst.size()};
+        ++stats_.syscalls;
+        ssize_t g = process_vm_readv(pid_, &l, 1, &r, 1, 0);
+        if (g < 0 && errno != EFAULT && errno != EIO) ThrowFor(errno, first.addr, first.dst.size());
+        first.ok = g == static_cast<ssize_t>(first.dst.size());
+        if (g > 0) stats_.bytes_read += static_cast<uint64_t>(g);
+        ++i;
+        continue;
+      }
+      if (err == EPERM && i == 0 && !mem_fd_.valid()) {
+        // Some kernels allow /proc/<pid>/mem where process_vm_readv is
+        // refused (e.g. under a seccomp filter); try it before giving up.
+        use_proc_mem_ = true;
+        for (size_t k = i; k < requests.size(); ++k)
+          requests[k].ok = ReadViaProcMem(requests[k].addr, requests[k].dst);
+        return;
+      }
+      ThrowFor(err, requests[i].addr, requests[i].dst.size());
+    }
+    stats_.bytes_read += static_cast<uint64_t>(got);
+    if (static_cast<size_t>(got) == total) {
+      for (size_t k = 0; k < n; ++k) requests[i + k].ok = true;
+      i += n;
+      continue;
+    }
+    // Partial: mark the fully covered prefix, then handle the next request alone.
+    size_t covered = static_cast<size_t>(got);
+    size_t k = 0;
+    while (k < n && requests[i + k].dst.size() <= covered) {
+      covered -= requests[i + k].dst.size();
+      requests[i + k].ok = true;
+      ++k;
+    }
+    i += k;
+    if (k < n) {
+      ReadRequest& bad = requests[i];
+      iovec l{bad.dst.data(), bad.dst.size()};
+      iovec r{reinterpret_cast<void*>(bad.addr), bad.dst.size()};
+      ++stats_.syscalls;
+      ssize_t g = process_vm_readv(pid_, &l, 1, &r, 1, 0);
+      if (g < 0 && errno != EFAULT && errno != EIO) ThrowFor(errno, bad.addr, bad.dst.size());
+      bad.ok = g == static_cast<ssize_t>(bad.dst.size());
+      if (g > 0) stats_.bytes_read += static_cast<uint64_t>(g);
+      ++i;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+
+void TestMemory::Map(uint64_t addr, std::vector<uint8_t> bytes) {
+  ranges_[addr] = std::move(bytes);
+}
+
+void TestMemory::PutU64(uint64_t addr, uint64_t value) {
+  auto it = ranges_.upper_bound(addr);
+  if (it == ranges_.begin()) throw Error(ErrorKind::kInternal, "PutU64 outside test memory");
+  --it;
+  uint64_t off = addr - it->first;
+  if (off + 8 > it->second.size()) throw Error(ErrorKind::kInternal, "PutU64 outside test memory");
+  std::memcpy(it->second.data() + off, &value, 8);
+}
+
+bool TestMemory::TryRead(uint64_t addr, std::span<uint8_t> dst) {
+  if (hook_) hook_(stats_.syscalls);
+  ++stats_.syscalls;
+  auto it = ranges_.upper_bound(addr);
+  if (it == ranges_.begin()) return false;
+  --it;
+  uint64_t off = addr - it->first;
+  if (off > it->second.size() || dst.size() > it->second.size() - off) return false;
+  std::memcpy(dst.data(), it->second.data() + off, dst.size());
+  stats_.bytes_read += dst.size();
+  return true;
+}
+
+}  // namespace goheap2pprof

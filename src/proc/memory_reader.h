@@ -1,0 +1,94 @@
+// All target memory goes through MemoryReader: a live process
+// (process_vm_readv, falling back to /proc/<pid>/mem) or test memory built in
+// a unit test or fuzzer. Readers never write to the target.
+//
+//   ProcessMemoryReader mem(pid);
+//   uint64_t head = mem.ReadU64(mbuckets_addr, "runtime.mbuckets");
+//   std::vector<uint8_t> buf(48);
+//   if (!mem.TryRead(addr, buf)) { /* unmapped */ }
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "base/unique_fd.h"
+
+namespace goheap2pprof {
+
+struct ReadRequest {
+  uint64_t addr = 0;
+  std::span<uint8_t> dst;
+  bool ok = false;  // set by ReadMany: the whole range was read
+};
+
+struct ReadStats {
+  uint64_t syscalls = 0;    // read system calls issued
+  uint64_t bytes_read = 0;  // bytes successfully copied from the target
+};
+
+class MemoryReader {
+ public:
+  virtual ~MemoryReader() = default;
+
+  // Reads all of dst from addr. Returns false if any part of the range is not
+  // mapped in the target. Throws Error for process-level failures: the process
+  // is gone (kNoSuchProcess) or reading is not allowed (kPermission).
+  virtual bool TryRead(uint64_t addr, std::span<uint8_t> dst) = 0;
+
+  // Reads many ranges, setting each request's ok. The default issues one
+  // TryRead per request; a live reader batches them into few system calls.
+  virtual void ReadMany(std::span<ReadRequest> requests);
+
+  virtual ReadStats stats() const { return {}; }
+
+  // TryRead that throws Error(kMalformed) naming `what` when unmapped.
+  void Read(uint64_t addr, std::span<uint8_t> dst, std::string_view what);
+  uint64_t ReadU64(uint64_t addr, std::string_view what);
+  uint32_t ReadU32(uint64_t addr, std::string_view what);
+};
+
+// Memory of a live process.
+class ProcessMemoryReader : public MemoryReader {
+ public:
+  explicit ProcessMemoryReader(pid_t pid);
+  ~ProcessMemoryReader() override;
+  bool TryRead(uint64_t addr, std::span<uint8_t> dst) override;
+  void ReadMany(std::span<ReadRequest> requests) override;
+  ReadStats stats() const override { return stats_; }
+
+ private:
+  bool ReadViaProcMem(uint64_t addr, std::span<uint8_t> dst);
+  [[noreturn]] void ThrowFor(int err, uint64_t addr, size_t len);
+
+  pid_t pid_;
+  UniqueFd mem_fd_;       // /proc/<pid>/mem, opened on first fallback
+  bool use_proc_mem_ = false;  // process_vm_readv unavailable (ENOSYS)
+  ReadStats stats_;
+};
+
+// Sparse memory assembled by tests and fuzzers: byte ranges at addresses;
+// everything else reads as unmapped.
+class TestMemory : public MemoryReader {
+ public:
+  void Map(uint64_t addr, std::vector<uint8_t> bytes);
+  void PutU64(uint64_t addr, uint64_t value);  // into an existing mapping
+  bool TryRead(uint64_t addr, std::span<uint8_t> dst) override;
+  ReadStats stats() const override { return stats_; }
+  // Called before every read with the number of reads so far; lets a test
+  // change memory mid-walk (the process "moves on" under the reader).
+  void SetReadHook(std::function<void(uint64_t read_index)> hook) { hook_ = std::move(hook); }
+
+ private:
+  std::map<uint64_t, std::vector<uint8_t>> ranges_;  // start -> bytes
+  ReadStats stats_;
+  std::function<void(uint64_t)> hook_;
+};
+
+}  // namespace goheap2pprof

@@ -1,0 +1,146 @@
+#include "proc/procfs.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+#include "base/error.h"
+#include "base/unique_fd.h"
+
+namespace goheap2pprof {
+
+namespace {
+
+std::string_view NextField(std::string_view* rest) {
+  size_t start = rest->find_first_not_of(' ');
+  if (start == std::string_view::npos) {
+    *rest = {};
+    return {};
+  }
+  size_t end = rest->find(' ', start);
+  if (end == std::string_view::npos) end = rest->size();
+  std::string_view field = rest->substr(start, end - start);
+  *rest = rest->substr(end);
+  return field;
+}
+
+template <typename T>
+bool ParseNumber(std::string_view s, T* out, int base = 10) {
+  if (s.empty()) return false;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out, base);
+  return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+}  // namespace
+
+std::optional<pid_t> ParsePid(std::string_view text) {
+  pid_t pid = 0;
+  if (text.empty() || text.size() > 10 || text[0] == '0') return std::nullopt;
+  for (char c : text)
+    if (c < '0' || c > '9') return std::nullopt;
+  if (!ParseNumber(text, &pid) || pid <= 0) return std::nullopt;
+  return pid;
+}
+
+ProcStat ParseProcStat(std::string_view text) {
+  // "pid (comm) state ppid ..." where comm may contain anything, so the comm
+  // ends at the LAST ')'.
+  size_t open = text.find('(');
+  size_t close = text.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
+    throw Error(ErrorKind::kMalformed, "/proc stat line has no (comm)");
+  }
+  ProcStat st;
+  std::string_view pid_text = text.substr(0, open);
+  while (!pid_text.empty() && pid_text.back() == ' ') pid_text.remove_suffix(1);
+  if (!ParseNumber(pid_text, &st.pid)) throw Error(ErrorKind::kMalformed, "/proc stat: bad pid");
+  st.comm = std::string(text.substr(open + 1, close - open - 1));
+  std::string_view rest = text.substr(close + 1);
+  // Fields after comm, numbered as in proc(5): 3 state, 4 ppid, ... 9 flags,
+  // ... 22 starttime.
+  std::string_view state = NextField(&rest);
+  if (state.size() != 1) throw Error(ErrorKind::kMalformed, "/proc stat: bad state");
+  st.state = state[0];
+  for (int field = 4; field <= 22; ++field) {
+    std::string_view f = NextField(&rest);
+    if (f.empty()) throw Error(ErrorKind::kMalformed, "/proc stat: only ", field - 1, " fields");
+    if (field == 9 && !ParseNumber(f, &st.flags))
+      throw Error(ErrorKind::kMalformed, "/proc stat: bad flags");
+    if (field == 22 && !ParseNumber(f, &st.start_time))
+      throw Error(ErrorKind::kMalformed, "/proc stat: bad starttime");
+  }
+  return st;
+}
+
+std::vector<MapsEntry> ParseProcMaps(std::string_view text) {
+  std::vector<MapsEntry> out;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    if (line.empty()) continue;
+    std::string_view rest = line;
+    std::string_view range = NextField(&rest);
+    std::string_view perms = NextField(&rest);
+    std::string_view offset = NextField(&rest);
+    std::string_view dev = NextField(&rest);
+    std::string_view inode = NextField(&rest);
+    MapsEntry e;
+    size_t dash = range.find('-');
+    if (dash == std::string_view::npos || !ParseNumber(range.substr(0, dash), &e.start, 16) ||
+        !ParseNumber(range.substr(dash + 1), &e.end, 16) || e.end < e.start ||
+        perms.size() != 4 || !ParseNumber(offset, &e.offset, 16) || dev.empty() ||
+        !ParseNumber(inode, &e.inode)) {
+      throw Error(ErrorKind::kMalformed, "/proc maps: cannot parse line \"",
+                  line.substr(0, 200), "\"");
+    }
+    e.perms = std::string(perms);
+    e.dev = std::string(dev);
+    size_t path_start = rest.find_first_not_of(' ');
+    if (path_start != std::string_view::npos) e.path = std::string(rest.substr(path_start));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::string ReadProcFile(pid_t pid, std::string_view name) {
+  std::string path = "/proc/" + std::to_string(pid) + "/" + std::string(name);
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    int err = errno;
+    if (err == ENOENT || err == ESRCH)
+      throw Error(ErrorKind::kNoSuchProcess, "no process with pid ", pid, " (", path, ")");
+    if (err == EACCES || err == EPERM)
+      throw Error(ErrorKind::kPermission, "cannot open ", path, ": ", std::strerror(err));
+    throw Error(ErrorKind::kIo, "cannot open ", path, ": ", std::strerror(err));
+  }
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(fd.get(), buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      if (err == ESRCH)
+        throw Error(ErrorKind::kNoSuchProcess, "process ", pid, " exited while reading ", path);
+      if (err == EACCES || err == EPERM)
+        throw Error(ErrorKind::kPermission, "cannot read ", path, ": ", std::strerror(err));
+      throw Error(ErrorKind::kIo, "cannot read ", path, ": ", std::strerror(err));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > (256u << 20)) {
+      throw Error(ErrorKind::kMalformed, path, " is larger than 256 MiB");
+    }
+  }
+  return out;
+}
+
+ProcStat ReadProcStat(pid_t pid) { return ParseProcStat(ReadProcFile(pid, "stat")); }
+
+std::vector<MapsEntry> ReadProcMaps(pid_t pid) { return ParseProcMaps(ReadProcFile(pid, "maps")); }
+
+}  // namespace goheap2pprof

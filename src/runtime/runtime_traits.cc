@@ -1,0 +1,58 @@
+#include "runtime/runtime_traits.h"
+
+#include "base/error.h"
+
+namespace goheap2pprof {
+
+namespace {
+// Minor versions exercised end to end by tests/e2e/oracle_test.sh.
+constexpr int kVerifiedMinors[] = {19, 26, 27};
+}  // namespace
+
+RuntimeTraits TraitsForVersion(const GoVersion& v) {
+  if (v.major != 1 || v.minor < 18) {
+    throw Error(ErrorKind::kUnsupported, "target was built with ", FormatGoVersion(v),
+                "; goheap2pprof reads Go 1.18 and newer (older runtimes use other bucket "
+                "and pclntab layouts)");
+  }
+  const int m = v.minor;
+  RuntimeTraits t;
+  t.version = v;
+  for (int verified : kVerifiedMinors) t.verified |= (m == verified);
+
+  if (m == 18) {
+    t.cycle_symbol = "runtime.mProf";
+    t.cycle_encoding = CycleEncoding::kMProfStruct;
+  } else {
+    t.cycle_symbol = "runtime.mProfCycle";
+    t.cycle_encoding = CycleEncoding::kMProfCycle;
+  }
+  if (m <= 22) {
+    t.max_stack_words = 32;
+  } else if (m <= 25) {
+    t.max_stack_words = 1024;
+  } else {
+    t.max_stack_words = 1024 + 2;
+  }
+
+  t.hidden_prefixes = {"runtime."};
+  if (m >= 24) t.hidden_prefixes.push_back("internal/runtime/");
+  t.writes_start_line = m >= 20;
+  t.dedup_by_printed_name = m == 21;
+  t.deck_compares_printed_name = m <= 21;
+  t.cached_location_deck_retry = m >= 19;
+
+  // internal/abi FuncID numbering (runtime/symtab.go before 1.21).
+  if (m <= 21) {
+    t.func_ids = {.gopanic = 9, .panicwrap = 14, .sigpanic = 18, .wrapper = 21};
+  } else if (m <= 24) {
+    t.func_ids = {.gopanic = 10, .panicwrap = 15, .sigpanic = 19, .wrapper = 22};
+  } else {
+    t.func_ids = {.gopanic = 10, .panicwrap = 15, .sigpanic = 20, .wrapper = 23};
+  }
+  return t;
+}
+
+std::string VerifiedVersionsText() { return "Go 1.19, 1.26 and 1.27"; }
+
+}  // namespace goheap2pprof

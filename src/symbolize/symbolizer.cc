@@ -1,0 +1,106 @@
+#include "symbolize/symbolizer.h"
+
+#include "base/error.h"
+
+namespace goheap2pprof {
+
+Symbolizer::Symbolizer(const Pclntab& pclntab, const RuntimeTraits& traits)
+    : tab_(pclntab), traits_(traits) {}
+
+std::string Symbolizer::PrintedName(std::string_view raw) const {
+  if (traits_.version.minor < 21) return std::string(raw);
+  // funcNameForPrint: everything between the first '[' and the last ']'
+  // becomes "...".
+  size_t open = raw.find('[');
+  if (open == std::string_view::npos) return std::string(raw);
+  size_t close = raw.rfind(']');
+  if (close == std::string_view::npos || close <= open) return std::string(raw);
+  std::string out(raw.substr(0, open));
+  out += "[...]";
+  out += raw.substr(close + 1);
+  return out;
+}
+
+std::optional<std::string_view> Symbolizer::FuncNameForPc(uint64_t pc) {
+  auto it = name_cache_.find(pc);
+  if (it != name_cache_.end()) return it->second;
+  std::optional<std::string_view> name;
+  try {
+    if (std::optional<FuncRef> f = tab_.FindFunc(pc)) name = tab_.FrameAt(*f, pc).function;
+  } catch (const Error&) {
+    // A corrupt table entry is a failed lookup, as a nil *Func would be.
+    name.reset();
+  }
+  name_cache_.emplace(pc, name);
+  return name;
+}
+
+const PcFrames& Symbolizer::FramesFor(uint64_t addr) {
+  auto it = frames_cache_.find(addr);
+  if (it != frames_cache_.end()) return it->second;
+
+  PcFrames result;
+  SymFrame frame;
+  try {
+    // CallersFrames looks the function up at the return PC itself, then
+    // evaluates everything at the call instruction (PC - 1).
+    if (std::optional<FuncRef> f = tab_.FindFunc(addr)) {
+      uint64_t pc = addr > f->entry ? addr - 1 : addr;
+      PcFrame pf = tab_.FrameAt(*f, pc);
+      frame.pc = pc;
+      frame.function = pf.function;
+      frame.file = pf.file;
+      frame.line = pf.line;
+      frame.start_line = pf.start_line;
+      frame.inlined = pf.inlined;
+      frame.entry = f->entry;
+      frame.printed_name = PrintedName(pf.function);
+    }
+  } catch (const Error&) {
+    frame = SymFrame();
+  }
+  if (frame.printed_name == "runtime.goexit") {
+    // allFrames returns nothing: goexit produces no location.
+    return frames_cache_.emplace(addr, std::move(result)).first->second;
+  }
+  if (frame.pc == 0 || frame.printed_name.empty() || frame.file.empty() || frame.line == 0) {
+    result.lookup_failed = true;
+    ++failed_lookups_;
+  }
+  if (frame.pc == 0) frame.pc = addr - 1;
+  result.frames.push_back(std::move(frame));
+  return frames_cache_.emplace(addr, std::move(result)).first->second;
+}
+
+std::vector<uint64_t> Symbolizer::ExpandFinalInlineFrame(std::span<const uint64_t> stk) {
+  std::vector<uint64_t> out(stk.begin(), stk.end());
+  if (stk.empty()) return out;
+  const uint64_t pc = stk.back();
+  const uint64_t tracepc = pc - 1;
+  try {
+    std::optional<FuncRef> f = tab_.FindFunc(tracepc);
+    if (!f) return out;
+    if (!tab_.FrameAt(*f, tracepc).inlined) return out;
+    out.pop_back();
+    // Walk the inline chain outward from tracepc, re-adding each level's
+    // "return PC", skipping wrappers the way the traceback does.
+    uint8_t callee_id = 0;  // FuncIDNormal: the leaf is known not elided
+    const FuncIds& ids = traits_.func_ids;
+    uint64_t level_pc = tracepc;
+    for (int depth = 0; depth < 4096; ++depth) {
+      PcFrame fr = tab_.FrameAt(*f, level_pc);
+      bool elide_wrapper = !(callee_id == ids.gopanic || callee_id == ids.sigpanic ||
+                             callee_id == ids.panicwrap);
+      if (!(fr.func_id == ids.wrapper && elide_wrapper)) out.push_back(level_pc + 1);
+      callee_id = fr.func_id;
+      std::optional<uint64_t> parent = tab_.InlineParentPc(*f, level_pc);
+      if (!parent) break;  // that was the physical function
+      level_pc = *parent;
+    }
+  } catch (const Error&) {
+    return std::vector<uint64_t>(stk.begin(), stk.end());
+  }
+  return out;
+}
+
+}  // namespace goheap2pprof

@@ -1,0 +1,199 @@
+// Bucket walk and runtime.MemProfile emulation on test memory.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstring>
+
+#include "base/error.h"
+#include "heap/buckets.h"
+#include "proc/memory_reader.h"
+
+namespace goheap2pprof {
+namespace {
+
+// Lays out runtime.bucket structs in TestMemory.
+class BucketArena {
+ public:
+  explicit BucketArena(uint64_t base) : base_(base), next_(base) {}
+
+  // Returns the address of a new heap bucket; links are set with Link().
+  uint64_t Add(uint64_t size, std::vector<uint64_t> stack, MemRecordCycle active,
+               std::array<MemRecordCycle, 3> future = {}, uint64_t typ = 1) {
+    uint64_t addr = next_;
+    std::vector<uint64_t> words = {0, 0, typ, 0x1234, size, stack.size()};
+    words.insert(words.end(), stack.begin(), stack.end());
+    auto put = [&](const MemRecordCycle& c) {
+      words.insert(words.end(), {c.allocs, c.frees, c.alloc_bytes, c.free_bytes});
+    };
+    put(active);
+    for (const auto& f : future) put(f);
+    for (uint64_t w : words) {
+      uint8_t b[8];
+      std::memcpy(b, &w, 8);
+      bytes_.insert(bytes_.end(), b, b + 8);
+    }
+    next_ += words.size() * 8;
+    return addr;
+  }
+  void SetAllnext(uint64_t bucket, uint64_t next) {
+    std::memcpy(&bytes_[bucket - base_ + 8], &next, 8);
+  }
+  void MapInto(TestMemory& mem) { mem.Map(base_, bytes_); }
+
+ private:
+  uint64_t base_;
+  uint64_t next_;
+  std::vector<uint8_t> bytes_;
+};
+
+TEST(WalkBuckets, FollowsAllnextNewestFirst) {
+  BucketArena arena(0x10000);
+  uint64_t b1 = arena.Add(16, {0x401000, 0x402000}, {1, 0, 16, 0});
+  uint64_t b2 = arena.Add(32, {0x403000}, {2, 1, 64, 32});
+  arena.SetAllnext(b2, b1);
+  TestMemory mem;
+  arena.MapInto(mem);
+  WalkResult w = WalkBuckets(mem, b2, {.max_stack_words = 32});
+  ASSERT_EQ(w.buckets.size(), 2u);
+  EXPECT_EQ(w.buckets[0].addr, b2);
+  EXPECT_EQ(w.buckets[0].size, 32u);
+  EXPECT_EQ(w.buckets[0].stack, std::vector<uint64_t>({0x403000}));
+  EXPECT_EQ(w.buckets[0].active.alloc_bytes, 64u);
+  EXPECT_EQ(w.buckets[1].stack, std::vector<uint64_t>({0x401000, 0x402000}));
+}
+
+TEST(WalkBuckets, EmptyListIsEmpty) {
+  TestMemory mem;
+  EXPECT_TRUE(WalkBuckets(mem, 0, {}).buckets.empty());
+}
+
+TEST(WalkBuckets, DetectsCycle) {
+  BucketArena arena(0x10000);
+  uint64_t b1 = arena.Add(16, {1}, {});
+  uint64_t b2 = arena.Add(16, {2}, {});
+  arena.SetAllnext(b1, b2);
+  arena.SetAllnext(b2, b1);
+  TestMemory mem;
+  arena.MapInto(mem);
+  try {
+    WalkBuckets(mem, b1, {});
+    FAIL() << "cycle not detected";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kMalformed);
+    EXPECT_NE(std::string(e.what()).find("loops back"), std::string::npos) << e.what();
+  }
+}
+
+TEST(WalkBuckets, RejectsWrongTypeHugeNstkUnmappedAndTooMany) {
+  BucketArena arena(0x10000);
+  uint64_t bad_type = arena.Add(16, {1}, {}, {}, /*typ=*/2);
+  uint64_t deep = arena.Add(16, std::vector<uint64_t>(40, 7), {});
+  uint64_t ok1 = arena.Add(16, {1}, {});
+  uint64_t ok2 = arena.Add(16, {1}, {});
+  arena.SetAllnext(ok2, ok1);
+  TestMemory mem;
+  arena.MapInto(mem);
+  EXPECT_THROW(WalkBuckets(mem, bad_type, {}), Error);
+  EXPECT_THROW(WalkBuckets(mem, deep, {.max_stack_words = 32}), Error);
+  EXPECT_EQ(WalkBuckets(mem, deep, {.max_stack_words = 64}).buckets.size(), 1u);
+  EXPECT_THROW(WalkBuckets(mem, 0xdead000, {}), Error);
+  EXPECT_THROW(WalkBuckets(mem, ok2, {.max_stack_words = 32, .max_buckets = 1}), Error);
+  EXPECT_EQ(WalkBuckets(mem, ok2, {.max_stack_words = 32, .max_buckets = 2}).buckets.size(), 2u);
+}
+
+TEST(WalkBuckets, BucketAtEndOfMappingIsReadExactly) {
+  // A bucket whose speculative over-read would cross the end of the mapping.
+  BucketArena arena(0x20000);
+  uint64_t b = arena.Add(8, {0x401234}, {3, 1, 24, 8});
+  TestMemory mem;
+  arena.MapInto(mem);
+  WalkResult w = WalkBuckets(mem, b, {});
+  ASSERT_EQ(w.buckets.size(), 1u);
+  EXPECT_EQ(w.buckets[0].active.allocs, 3u);
+}
+
+Bucket MakeBucket(MemRecordCycle active, std::array<MemRecordCycle, 3> future) {
+  Bucket b;
+  b.active = active;
+  for (int i = 0; i < 3; ++i) b.future[i] = future[i];
+  return b;
+}
+
+TEST(EmulateMemProfile, AddsOnlyTheCycleBeingFlushed) {
+  // cycle 7: index 7 % 3 = 1 is flushed into active; 2 and 0 are not yet published.
+  std::vector<Bucket> bs = {MakeBucket({10, 4, 1000, 400}, {{{1, 0, 100, 0}, {2, 1, 200, 100}, {4, 0, 400, 0}}})};
+  auto recs = EmulateMemProfile(bs, 7);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].alloc_objects, 12);
+  EXPECT_EQ(recs[0].free_objects, 5);
+  EXPECT_EQ(recs[0].alloc_bytes, 1200);
+  EXPECT_EQ(recs[0].free_bytes, 500);
+  // Published-only counting sees just active.
+  auto pub = PublishedCounts(bs);
+  EXPECT_EQ(pub[0].alloc_objects, 10);
+}
+
+TEST(EmulateMemProfile, NoGcYetFoldsAllThreeCycles) {
+  // Cycle 0 flushes future[0], which is empty: nothing is published, so the
+  // runtime folds in future[1] and future[2] as well.
+  std::vector<Bucket> bs = {
+      MakeBucket({}, {{{}, {2, 0, 16, 0}, {4, 1, 32, 8}}}),
+      MakeBucket({}, {{{}, {}, {}}}),
+  };
+  auto recs = EmulateMemProfile(bs, 0);
+  EXPECT_EQ(recs[0].alloc_objects, 6);
+  EXPECT_EQ(recs[0].free_objects, 1);
+  EXPECT_EQ(recs[0].alloc_bytes, 48);
+  EXPECT_EQ(recs[0].free_bytes, 8);
+  // All-zero buckets still become records.
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[1].alloc_objects, 0);
+}
+
+TEST(EmulateMemProfile, OnePublishedBucketDisablesTheFallback) {
+  std::vector<Bucket> bs = {
+      MakeBucket({}, {{{1, 0, 8, 0}, {2, 0, 16, 0}, {4, 0, 32, 0}}}),
+      MakeBucket({1, 0, 8, 0}, {{{}, {}, {}}}),
+  };
+  auto recs = EmulateMemProfile(bs, 0);  // index 0
+  EXPECT_EQ(recs[0].alloc_objects, 1);
+  EXPECT_EQ(recs[1].alloc_objects, 1);
+}
+
+TEST(EmulateMemProfile, FlushedCycleAloneCountsAsPublished) {
+  // active is zero but future[C%3] is not: after the runtime's flush that is
+  // published data, so the no-GC fallback must not apply.
+  std::vector<Bucket> bs = {MakeBucket({}, {{{0, 0, 0, 0}, {0, 0, 0, 0}, {3, 0, 24, 0}}}),
+                            MakeBucket({}, {{{5, 0, 40, 0}, {}, {}}})};
+  auto recs = EmulateMemProfile(bs, 2);
+  EXPECT_EQ(recs[0].alloc_objects, 3);
+  EXPECT_EQ(recs[1].alloc_objects, 0);
+}
+
+TEST(EmulateMemProfile, TornCountersWithFreesAboveAllocsGiveNegativeInUse) {
+  // The runtime reports what it has; in-use can go negative transiently.
+  std::vector<Bucket> bs = {MakeBucket({1, 2, 16, 32}, {})};
+  auto recs = EmulateMemProfile(bs, 3);
+  EXPECT_EQ(recs[0].InUseObjects(), -1);
+  EXPECT_EQ(recs[0].InUseBytes(), -16);
+}
+
+TEST(ScaleHeapSample, MatchesRuntimePprof) {
+  EXPECT_EQ(ScaleHeapSample(0, 100, 512 * 1024).count, 0);
+  EXPECT_EQ(ScaleHeapSample(5, 0, 512 * 1024).bytes, 0);
+  EXPECT_EQ(ScaleHeapSample(5, 80, 1).bytes, 80);
+  EXPECT_EQ(ScaleHeapSample(5, 80, 0).bytes, 80);
+  // Expected values printed by runtime/pprof's scaleHeapSample compiled with
+  // Go 1.26.8 (float64 math, truncation toward zero).
+  struct Case { int64_t count, size, want_count, want_bytes; };
+  for (const Case& c : {Case{1, 1 << 20, 1, 1212696}, Case{1, 16, 32768, 524296},
+                        Case{3, 48, 98305, 1572888}, Case{1000, 4096000, 128500, 526338666},
+                        Case{7, 123456, 211, 3732090}}) {
+    ScaledPair p = ScaleHeapSample(c.count, c.size, 512 * 1024);
+    EXPECT_EQ(p.count, c.want_count) << c.count << " x " << c.size;
+    EXPECT_EQ(p.bytes, c.want_bytes) << c.count << " x " << c.size;
+  }
+}
+
+}  // namespace
+}  // namespace goheap2pprof
