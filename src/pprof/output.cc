@@ -131,6 +131,15 @@ void WriteOutput(const std::string& path, std::string_view data) {
     WriteAll(STDOUT_FILENO, data, "standard output");
     return;
   }
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    // A device or pipe (/dev/stdout, a FIFO, /dev/full) cannot be replaced by
+    // rename; write into it directly.
+    UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd.valid()) throw Error(ErrorKind::kIo, "cannot open ", path, ": ", std::strerror(errno));
+    WriteAll(fd.get(), data, path);
+    return;
+  }
   std::string tmp = DirName(path) + "/.goheap2pprof.tmp.XXXXXX";
   UniqueFd fd(mkostemp(tmp.data(), O_CLOEXEC));
   if (!fd.valid()) {

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The README's demo: builds goheap2pprof and a small Go service that serves no
+# pprof endpoint, captures the service's heap from outside, and shows it with
+# go tool pprof -top.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/install-deps.sh
+build=${BUILD_DIR:-build}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j"$(nproc)" --target goheap2pprof
+
+work=$(mktemp -d)
+(cd testdata/demo && go build -o "$work/demo-service" .)
+"$work/demo-service" > "$work/stdout" &
+demo_pid=$!
+trap 'kill $demo_pid 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 100); do
+  grep -q READY "$work/stdout" 2>/dev/null && break
+  sleep 0.1
+done
+grep -q READY "$work/stdout" || { echo "demo: the demo service did not start" >&2; exit 1; }
+
+echo "demo: capturing the heap of demo-service (pid $demo_pid) from outside the process"
+"$build/goheap2pprof" -v "$demo_pid" -o "$work/heap.pb.gz"
+echo
+echo "demo: go tool pprof -top $work/heap.pb.gz"
+go tool pprof -top -nodecount=15 "$work/heap.pb.gz"

@@ -1,0 +1,76 @@
+// gzip and the atomic output writer.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "base/error.h"
+#include "pprof/output.h"
+
+namespace goheap2pprof {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ReadAll(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class OutputTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("goheap2pprof-out-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST(Gzip, RoundTripsAndHasGzipHeader) {
+  std::string data(100000, 'x');
+  for (size_t i = 0; i < data.size(); i += 7) data[i] = static_cast<char>(i);
+  std::string gz = Gzip(data);
+  ASSERT_GE(gz.size(), 10u);
+  EXPECT_EQ(static_cast<uint8_t>(gz[0]), 0x1f);
+  EXPECT_EQ(static_cast<uint8_t>(gz[1]), 0x8b);
+  EXPECT_EQ(Gunzip(gz), data);
+  EXPECT_THROW(Gunzip(gz.substr(0, gz.size() / 2)), Error);
+  EXPECT_THROW(Gunzip("not gzip at all"), Error);
+}
+
+TEST_F(OutputTest, WritesAtomicallyAndLeavesNoTemporaries) {
+  fs::path out = dir_ / "heap.pb.gz";
+  WriteOutput(out, "first");
+  WriteOutput(out, "second");
+  EXPECT_EQ(ReadAll(out), "second");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+}
+
+TEST_F(OutputTest, MissingDirectoryFailsBeforeReading) {
+  try {
+    CheckOutputWritable((dir_ / "nope" / "heap.pb.gz").string());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIo);
+    EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(CheckOutputWritable(dir_.string()), Error);  // a directory
+  EXPECT_NO_THROW(CheckOutputWritable((dir_ / "heap.pb.gz").string()));
+  EXPECT_NO_THROW(CheckOutputWritable("-"));
+}
+
+TEST_F(OutputTest, FullDeviceKeepsExistingFile) {
+  // /dev/full fails every write; a failed write must leave the old file alone.
+  fs::path out = dir_ / "keep.pb.gz";
+  WriteOutput(out, "precious");
+  if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "/dev/full is not available here";
+  EXPECT_THROW(WriteOutput("/dev/full", std::string(1 << 16, 'x')), Error);
+  EXPECT_EQ(ReadAll(out), "precious");
+}
+
+}  // namespace
+}  // namespace goheap2pprof

@@ -1,0 +1,144 @@
+// /proc parsers and the memory readers, on text and on this test process.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "base/error.h"
+#include "proc/memory_reader.h"
+#include "proc/procfs.h"
+
+namespace goheap2pprof {
+namespace {
+
+TEST(ParsePid, AcceptsOnlyPlainPositiveNumbers) {
+  EXPECT_EQ(ParsePid("1234"), 1234);
+  EXPECT_EQ(ParsePid("1"), 1);
+  for (const char* bad : {"", "0", "-1", "+5", "12a", " 12", "0x10", "99999999999", "007"}) {
+    EXPECT_FALSE(ParsePid(bad)) << bad;
+  }
+}
+
+TEST(ParseProcStat, HandlesCommWithSpacesAndParens) {
+  std::string line =
+      "4242 (my (weird) prog) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 8 0 987654 "
+      "1000000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
+  ProcStat st = ParseProcStat(line);
+  EXPECT_EQ(st.pid, 4242);
+  EXPECT_EQ(st.comm, "my (weird) prog");
+  EXPECT_EQ(st.state, 'S');
+  EXPECT_EQ(st.flags, 4194560u);
+  EXPECT_EQ(st.start_time, 987654u);
+}
+
+TEST(ParseProcStat, RejectsTruncatedLines) {
+  EXPECT_THROW(ParseProcStat("12 (x) S 1 2 3"), Error);
+  EXPECT_THROW(ParseProcStat("no parens here"), Error);
+  EXPECT_THROW(ParseProcStat(""), Error);
+}
+
+TEST(ParseProcStat, ReadsThisProcess) {
+  ProcStat st = ReadProcStat(getpid());
+  EXPECT_EQ(st.pid, getpid());
+  EXPECT_GT(st.start_time, 0u);
+  EXPECT_EQ(ReadProcStat(getpid()).start_time, st.start_time);
+}
+
+TEST(ParseProcMaps, ParsesAllFieldKinds) {
+  std::string text =
+      "00400000-00452000 r-xp 00000000 fd:01 1234567                            /usr/bin/prog\n"
+      "7f00aa000000-7f00aa021000 rw-p 00000000 00:00 0 \n"
+      "7f00ab000000-7f00ab001000 r-xp 00003000 08:02 42   /tmp/lib with space.so (deleted)\n"
+      "7ffd1a3f2000-7ffd1a3f4000 r-xp 00000000 00:00 0                          [vdso]\n"
+      "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]\n";
+  std::vector<MapsEntry> maps = ParseProcMaps(text);
+  ASSERT_EQ(maps.size(), 5u);
+  EXPECT_EQ(maps[0].start, 0x400000u);
+  EXPECT_EQ(maps[0].end, 0x452000u);
+  EXPECT_EQ(maps[0].perms, "r-xp");
+  EXPECT_EQ(maps[0].inode, 1234567u);
+  EXPECT_EQ(maps[0].path, "/usr/bin/prog");
+  EXPECT_EQ(maps[1].path, "");
+  EXPECT_EQ(maps[2].offset, 0x3000u);
+  EXPECT_EQ(maps[2].path, "/tmp/lib with space.so (deleted)");
+  EXPECT_EQ(maps[3].path, "[vdso]");
+  EXPECT_EQ(maps[4].start, 0xffffffffff600000u);
+}
+
+TEST(ParseProcMaps, RejectsGarbage) {
+  EXPECT_THROW(ParseProcMaps("zzzz-0000 r-xp 0 0:0 0\n"), Error);
+  EXPECT_THROW(ParseProcMaps("1000-0fff r-xp 0 00:00 0\n"), Error);  // end < start
+  EXPECT_THROW(ParseProcMaps("1000-2000 rx 0 00:00 0\n"), Error);
+}
+
+TEST(ReadProcFile, MissingProcessIsNoSuchProcess) {
+  try {
+    ReadProcFile(999999999, "stat");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kNoSuchProcess);
+  }
+}
+
+TEST(ProcessMemoryReader, ReadsOwnMemoryAndBatches) {
+  static uint64_t values[3] = {0x1111, 0x2222, 0x3333};
+  static char text[] = "hello, remote reader";
+  ProcessMemoryReader mem(getpid());
+  EXPECT_EQ(mem.ReadU64(reinterpret_cast<uint64_t>(&values[1]), "v"), 0x2222u);
+  std::vector<uint8_t> a(8), b(sizeof(text)), c(8);
+  std::vector<ReadRequest> reqs = {
+      {reinterpret_cast<uint64_t>(&values[0]), a},
+      {8, c},  // page 0 is never mapped
+      {reinterpret_cast<uint64_t>(text), b},
+  };
+  mem.ReadMany(reqs);
+  EXPECT_TRUE(reqs[0].ok);
+  EXPECT_FALSE(reqs[1].ok);
+  EXPECT_TRUE(reqs[2].ok);
+  EXPECT_EQ(std::memcmp(b.data(), text, sizeof(text)), 0);
+  EXPECT_GE(mem.stats().syscalls, 2u);
+  EXPECT_GT(mem.stats().bytes_read, 0u);
+}
+
+TEST(ProcessMemoryReader, UnmappedAddressIsNotFatal) {
+  ProcessMemoryReader mem(getpid());
+  std::vector<uint8_t> buf(16);
+  EXPECT_FALSE(mem.TryRead(0x10, buf));
+  try {
+    mem.Read(0x10, buf, "runtime.mbuckets");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kMalformed);
+    EXPECT_NE(std::string(e.what()).find("runtime.mbuckets at 0x10"), std::string::npos);
+  }
+}
+
+TEST(ProcessMemoryReader, ExitedProcessIsNoSuchProcess) {
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  int status;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ProcessMemoryReader mem(child);
+  std::vector<uint8_t> buf(8);
+  try {
+    mem.TryRead(0x400000, buf);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kNoSuchProcess) << e.what();
+  }
+}
+
+TEST(TestMemory, ReadsOnlyWhatIsMapped) {
+  TestMemory mem;
+  mem.Map(0x1000, std::vector<uint8_t>(16, 0xab));
+  std::vector<uint8_t> buf(8);
+  EXPECT_TRUE(mem.TryRead(0x1008, buf));
+  EXPECT_FALSE(mem.TryRead(0x100c, buf));  // crosses the end
+  EXPECT_FALSE(mem.TryRead(0xff8, buf));
+  mem.PutU64(0x1000, 42);
+  EXPECT_EQ(mem.ReadU64(0x1000, "x"), 42u);
+}
+
+}  // namespace
+}  // namespace goheap2pprof
