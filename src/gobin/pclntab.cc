@@ -1,0 +1,279 @@
+#include "gobin/pclntab.h"
+
+namespace goheap2pprof {
+
+namespace {
+
+// pcHeader magics (internal/abi/symtab.go).
+constexpr uint32_t kMagicGo118 = 0xfffffff0;
+constexpr uint32_t kMagicGo120 = 0xfffffff1;
+constexpr uint32_t kMagicGo116 = 0xfffffffa;
+constexpr uint32_t kMagicGo12 = 0xfffffffb;
+
+constexpr uint64_t kHeaderSize = 72;  // magic..pclnOffset, 8-byte pointers
+
+// PCDATA / FUNCDATA indices (runtime/symtab.go, internal/abi/symtab.go).
+constexpr uint32_t kPcdataInlTreeIndex = 2;
+constexpr uint32_t kFuncdataInlTree = 3;
+
+// _func fixed-part sizes and inlinedCall sizes per layout.
+constexpr uint64_t kFuncHeaderGo118 = 40;
+constexpr uint64_t kFuncHeaderGo120 = 44;
+constexpr uint64_t kInlinedCallGo118 = 20;
+constexpr uint64_t kInlinedCallGo120 = 16;
+
+uint32_t ByteSwap32(uint32_t v) { return __builtin_bswap32(v); }
+
+}  // namespace
+
+Pclntab::Pclntab(Bytes table, uint64_t text_start, Bytes gofunc)
+    : table_(table, "pclntab"), gofunc_(gofunc, "pclntab funcdata (go:func.*)"),
+      text_start_(text_start) {
+  if (!table_.Has(0, kHeaderSize)) {
+    throw Error(ErrorKind::kMalformed, "pclntab: ", table_.size(),
+                " bytes is too short for a pcHeader");
+  }
+  magic_ = table_.U32(0);
+  if (magic_ == kMagicGo118) {
+    format_ = PclntabFormat::kGo118;
+  } else if (magic_ == kMagicGo120) {
+    format_ = PclntabFormat::kGo120;
+  } else if (magic_ == kMagicGo116 || magic_ == kMagicGo12) {
+    throw Error(ErrorKind::kUnsupported, "pclntab magic ", Hex(magic_),
+                " is from Go 1.17 or older; Go 1.18+ is required");
+  } else if (ByteSwap32(magic_) == kMagicGo118 || ByteSwap32(magic_) == kMagicGo120) {
+    throw Error(ErrorKind::kUnsupported, "pclntab is big-endian; only little-endian is supported");
+  } else {
+    throw Error(ErrorKind::kMalformed, "pclntab: unknown magic ", Hex(magic_));
+  }
+  if (table_.U8(4) != 0 || table_.U8(5) != 0) {
+    throw Error(ErrorKind::kMalformed, "pclntab: nonzero header padding");
+  }
+  min_lc_ = table_.U8(6);
+  if (min_lc_ != 1 && min_lc_ != 2 && min_lc_ != 4) {
+    throw Error(ErrorKind::kMalformed, "pclntab: bad PC quantum ", int{min_lc_});
+  }
+  if (table_.U8(7) != 8) {
+    throw Error(ErrorKind::kUnsupported, "pclntab: pointer size ", int{table_.U8(7)},
+                "; only 64-bit targets are supported");
+  }
+  nfunc_ = table_.U64(8);
+  header_text_start_ = table_.U64(24);
+
+  // Each table runs from its offset to the end of the pclntab: the header
+  // gives no lengths, and reads are bounds-checked against the whole table.
+  auto tail = [&](uint64_t header_off, std::string_view what) {
+    uint64_t off = table_.U64(header_off);
+    if (off > table_.size()) {
+      throw Error(ErrorKind::kMalformed, "pclntab: ", what, " offset ", Hex(off),
+                  " is beyond the ", table_.size(), "-byte table");
+    }
+    return table_.Sub(off, table_.size() - off, what);
+  };
+  funcnametab_ = tail(32, "pclntab funcnametab");
+  cutab_ = tail(40, "pclntab cutab");
+  filetab_ = tail(48, "pclntab filetab");
+  pctab_ = tail(56, "pclntab pctab");
+  functab_ = tail(64, "pclntab functab");
+  pcln_offset_ = table_.U64(64);
+
+  // nfunc+1 functab entries of 8 bytes must fit; this also bounds nfunc.
+  std::optional<uint64_t> ftab_size = CheckedMul(nfunc_, 8);
+  if (!ftab_size || !functab_.Has(0, *ftab_size + 8)) {
+    throw Error(ErrorKind::kMalformed, "pclntab: nfunc ", nfunc_, " does not fit in the ",
+                functab_.size(), "-byte functab");
+  }
+}
+
+uint32_t Pclntab::FtabEntryOff(uint64_t index) const { return functab_.U32(index * 8); }
+
+uint64_t Pclntab::text_end() const { return text_start_ + FtabEntryOff(nfunc_); }
+
+FuncRef Pclntab::FuncAt(uint32_t index) const {
+  if (index >= nfunc_) {
+    throw Error(ErrorKind::kInternal, "pclntab: function index ", index, " out of range (nfunc ",
+                nfunc_, ")");
+  }
+  FuncRef f;
+  f.index = index;
+  f.entry = text_start_ + functab_.U32(uint64_t{index} * 8);
+  f.func_off = pcln_offset_ + functab_.U32(uint64_t{index} * 8 + 4);
+  return f;
+}
+
+std::optional<FuncRef> Pclntab::FindFunc(uint64_t pc) const {
+  if (pc < text_start_ || nfunc_ == 0) return std::nullopt;
+  uint64_t off = pc - text_start_;
+  // ftab[nfunc].entryoff is the end of text.
+  if (off >= FtabEntryOff(nfunc_) || off < FtabEntryOff(0)) return std::nullopt;
+  // Last i in [0, nfunc) with entryoff(i) <= off. O(log nfunc) even if the
+  // table is unsorted garbage.
+  uint64_t lo = 0;
+  uint64_t hi = nfunc_;
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (FtabEntryOff(mid) <= off) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return FuncAt(static_cast<uint32_t>(lo));
+}
+
+Pclntab::FuncHeader Pclntab::ReadFunc(const FuncRef& f) const {
+  bool go120 = format_ == PclntabFormat::kGo120;
+  uint64_t fixed = go120 ? kFuncHeaderGo120 : kFuncHeaderGo118;
+  ByteView func = table_.Sub(f.func_off, fixed, "pclntab _func");
+  FuncHeader h;
+  h.off = f.func_off;
+  h.entry_off = func.U32(0);
+  h.name_off = func.I32(4);
+  h.pcfile = func.U32(20);
+  h.pcln = func.U32(24);
+  h.npcdata = func.U32(28);
+  h.cu_offset = func.U32(32);
+  if (go120) {
+    h.start_line = func.I32(36);
+    h.func_id = func.U8(40);
+    h.nfuncdata = func.U8(43);
+  } else {
+    h.func_id = func.U8(36);
+    h.nfuncdata = func.U8(39);
+  }
+  h.pcdata_off = f.func_off + fixed;
+  // The pcdata and funcdata offset arrays must be inside the table.
+  table_.Require(h.pcdata_off, (uint64_t{h.npcdata} + h.nfuncdata) * 4);
+  return h;
+}
+
+uint32_t Pclntab::PcData(const FuncHeader& h, uint32_t index) const {
+  if (index >= h.npcdata) return 0;
+  return table_.U32(h.pcdata_off + uint64_t{index} * 4);
+}
+
+std::optional<uint32_t> Pclntab::FuncData(const FuncHeader& h, uint32_t index) const {
+  if (index >= h.nfuncdata) return std::nullopt;
+  uint32_t off = table_.U32(h.pcdata_off + (uint64_t{h.npcdata} + index) * 4);
+  if (off == 0xffffffff) return std::nullopt;
+  return off;
+}
+
+std::string_view Pclntab::FuncName(const FuncRef& f) const {
+  return NameAt(ReadFunc(f).name_off);
+}
+
+uint8_t Pclntab::FuncId(const FuncRef& f) const { return ReadFunc(f).func_id; }
+
+std::string_view Pclntab::NameAt(int32_t name_off) const {
+  if (name_off < 0) {
+    throw Error(ErrorKind::kMalformed, "pclntab: negative function name offset ", name_off);
+  }
+  return funcnametab_.CString(static_cast<uint32_t>(name_off), 64 * 1024);
+}
+
+std::string_view Pclntab::FileAt(const FuncHeader& h, int32_t fileno) const {
+  if (fileno < 0) return "?";
+  uint64_t index = uint64_t{h.cu_offset} + static_cast<uint32_t>(fileno);
+  uint32_t file_off = cutab_.U32(index * 4);
+  if (file_off == 0xffffffff) return "?";
+  return filetab_.CString(file_off, 64 * 1024);
+}
+
+int32_t Pclntab::PcValue(const FuncRef& f, uint32_t table_off, uint64_t pc) const {
+  return PcValueAt(f.entry, table_off, pc);
+}
+
+int32_t Pclntab::PcValueAt(uint64_t entry, uint32_t table_off, uint64_t pc) const {
+  if (table_off == 0) return -1;
+  // Follows runtime.pcvalue/step. Values and PC deltas are 32-bit in the
+  // runtime, so wrap-around is computed in uint32 exactly as it does. Every
+  // step consumes at least two bytes, so the loop ends within the table.
+  uint64_t p = table_off;
+  uint32_t val = static_cast<uint32_t>(-1);
+  uint64_t cur = entry;
+  bool first = true;
+  while (true) {
+    if (pctab_.U8(p) == 0 && !first) return -1;
+    first = false;
+    uint32_t uvdelta = static_cast<uint32_t>(pctab_.Uvarint(&p));
+    val += (-(uvdelta & 1)) ^ (uvdelta >> 1);
+    uint32_t pcdelta = static_cast<uint32_t>(pctab_.Uvarint(&p));
+    std::optional<uint64_t> next = CheckedAdd(cur, uint64_t{pcdelta} * min_lc_);
+    if (!next) {
+      throw Error(ErrorKind::kMalformed, "pclntab: pc table at ", Hex(table_off),
+                  " runs past the end of the address space");
+    }
+    cur = *next;
+    if (pc < cur) return static_cast<int32_t>(val);
+  }
+}
+
+std::optional<Pclntab::InlinedCall> Pclntab::InlinedCallAt(const FuncRef& f,
+                                                           const FuncHeader& h,
+                                                           uint64_t pc) const {
+  int32_t ix = PcValueAt(f.entry, PcData(h, kPcdataInlTreeIndex), pc);
+  if (ix < 0) return std::nullopt;
+  std::optional<uint32_t> tree = FuncData(h, kFuncdataInlTree);
+  if (!tree) {
+    throw Error(ErrorKind::kMalformed, "pclntab: function at ", Hex(f.entry),
+                " has inline index ", ix, " at ", Hex(pc), " but no inline tree");
+  }
+  InlinedCall call;
+  if (format_ == PclntabFormat::kGo120) {
+    // {u8 funcID; u8 pad[3]; i32 nameOff; i32 parentPc; i32 startLine}
+    ByteView e = gofunc_.Sub(uint64_t{*tree} + uint64_t(ix) * kInlinedCallGo120,
+                             kInlinedCallGo120, "inlinedCall");
+    call.func_id = e.U8(0);
+    call.name_off = e.I32(4);
+    call.parent_pc = e.I32(8);
+    call.start_line = e.I32(12);
+  } else {
+    // {i16 parent; u8 funcID; u8 pad; i32 file; i32 line; i32 func; i32 parentPc}
+    ByteView e = gofunc_.Sub(uint64_t{*tree} + uint64_t(ix) * kInlinedCallGo118,
+                             kInlinedCallGo118, "inlinedCall");
+    call.func_id = e.U8(2);
+    call.name_off = e.I32(12);
+    call.parent_pc = e.I32(16);
+  }
+  return call;
+}
+
+PcFrame Pclntab::FrameAt(const FuncRef& f, uint64_t pc) const {
+  FuncHeader h = ReadFunc(f);
+  PcFrame frame;
+  frame.entry = f.entry;
+  // File and line always come from the physical function's tables: for an
+  // inlined body they describe the inlined source position already.
+  int32_t fileno = PcValueAt(f.entry, h.pcfile, pc);
+  int32_t line = PcValueAt(f.entry, h.pcln, pc);
+  if (fileno == -1 || line == -1) {
+    // runtime.funcline1 reports "?":0 when either table has no value.
+    frame.file = "?";
+    frame.line = 0;
+  } else {
+    frame.file = FileAt(h, fileno);
+    frame.line = line;
+  }
+  if (std::optional<InlinedCall> call = InlinedCallAt(f, h, pc)) {
+    frame.function = NameAt(call->name_off);
+    frame.start_line = call->start_line;
+    frame.func_id = call->func_id;
+    frame.inlined = true;
+  } else {
+    frame.function = NameAt(h.name_off);
+    frame.start_line = h.start_line;
+    frame.func_id = h.func_id;
+  }
+  return frame;
+}
+
+std::optional<uint64_t> Pclntab::InlineParentPc(const FuncRef& f, uint64_t pc) const {
+  FuncHeader h = ReadFunc(f);
+  std::optional<InlinedCall> call = InlinedCallAt(f, h, pc);
+  if (!call) return std::nullopt;
+  // parentPc is an offset from the function entry (signed in the runtime).
+  return f.entry + static_cast<uint64_t>(static_cast<int64_t>(call->parent_pc));
+}
+
+}  // namespace goheap2pprof

@@ -1,0 +1,3 @@
+module example.com/frames
+
+go 1.19

@@ -1,0 +1,250 @@
+// ElfFile on a hand-built ELF image (headers, notes, vaddr reads), on bad
+// headers, and on the running test binary itself.
+#include "elf/elf_file.h"
+
+#include <elf.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+// Called through its address below; C linkage keeps the symbol name plain.
+extern "C" __attribute__((noinline)) int goheap2pprof_elf_test_marker(int x) { return x * 3 + 1; }
+
+namespace goheap2pprof {
+namespace {
+
+template <typename T>
+void Put(std::vector<uint8_t>& b, size_t off, const T& v) {
+  if (b.size() < off + sizeof(T)) b.resize(off + sizeof(T));
+  std::memcpy(&b[off], &v, sizeof(T));
+}
+
+void AppendNote(std::vector<uint8_t>& b, std::string_view owner, uint32_t type,
+                std::string_view desc) {
+  auto pad = [&] { b.resize((b.size() + 3) / 4 * 4, 0); };
+  uint32_t hdr[3] = {static_cast<uint32_t>(owner.size() + 1), static_cast<uint32_t>(desc.size()),
+                     type};
+  size_t at = b.size();
+  Put(b, at, hdr);
+  b.insert(b.end(), owner.begin(), owner.end());
+  b.push_back(0);
+  pad();
+  b.insert(b.end(), desc.begin(), desc.end());
+  pad();
+}
+
+constexpr uint64_t kBase = 0x400000;
+
+// ehdr | phdr (one PT_LOAD of the whole file at kBase) | notes | shstrtab |
+// section headers (null, .note.gnu.build-id, .note.go.buildid, .shstrtab).
+std::vector<uint8_t> BuildElf(uint16_t machine = EM_X86_64) {
+  std::vector<uint8_t> b(sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr), 0);
+  size_t gnu_off = b.size();
+  AppendNote(b, "GNU", NT_GNU_BUILD_ID, std::string("\x01\x23\xab\xff", 4));
+  size_t gnu_size = b.size() - gnu_off;
+  size_t go_off = b.size();
+  AppendNote(b, "Go", 4, "abc/def");
+  size_t go_size = b.size() - go_off;
+  size_t shstr_off = b.size();
+  std::string shstr("\0.note.gnu.build-id\0.note.go.buildid\0.shstrtab\0", 48);
+  b.insert(b.end(), shstr.begin(), shstr.end());
+  b.resize((b.size() + 7) / 8 * 8, 0);
+  size_t shoff = b.size();
+
+  Elf64_Shdr sh[4] = {};
+  sh[1].sh_name = 1;
+  sh[1].sh_type = SHT_NOTE;
+  sh[1].sh_flags = SHF_ALLOC;
+  sh[1].sh_addr = kBase + gnu_off;
+  sh[1].sh_offset = gnu_off;
+  sh[1].sh_size = gnu_size;
+  sh[1].sh_addralign = 4;
+  sh[2].sh_name = 20;
+  sh[2].sh_type = SHT_NOTE;
+  sh[2].sh_flags = SHF_ALLOC;
+  sh[2].sh_addr = kBase + go_off;
+  sh[2].sh_offset = go_off;
+  sh[2].sh_size = go_size;
+  sh[2].sh_addralign = 4;
+  sh[3].sh_name = 37;
+  sh[3].sh_type = SHT_STRTAB;
+  sh[3].sh_offset = shstr_off;
+  sh[3].sh_size = shstr.size();
+  sh[3].sh_addralign = 1;
+  for (int i = 0; i < 4; ++i) Put(b, shoff + i * sizeof(Elf64_Shdr), sh[i]);
+
+  Elf64_Ehdr eh = {};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = ET_EXEC;
+  eh.e_machine = machine;
+  eh.e_version = EV_CURRENT;
+  eh.e_entry = kBase + 0x100;
+  eh.e_phoff = sizeof(Elf64_Ehdr);
+  eh.e_shoff = shoff;
+  eh.e_ehsize = sizeof(Elf64_Ehdr);
+  eh.e_phentsize = sizeof(Elf64_Phdr);
+  eh.e_phnum = 1;
+  eh.e_shentsize = sizeof(Elf64_Shdr);
+  eh.e_shnum = 4;
+  eh.e_shstrndx = 3;
+  Put(b, 0, eh);
+
+  Elf64_Phdr ph = {};
+  ph.p_type = PT_LOAD;
+  ph.p_flags = PF_R;
+  ph.p_offset = 0;
+  ph.p_vaddr = kBase;
+  ph.p_paddr = kBase;
+  ph.p_filesz = shoff;  // the section headers are not loaded
+  ph.p_memsz = shoff + 0x1000;
+  ph.p_align = 0x1000;
+  Put(b, sizeof(Elf64_Ehdr), ph);
+  return b;
+}
+
+ErrorKind KindOf(std::vector<uint8_t> bytes, std::string* message = nullptr) {
+  try {
+    ElfFile::FromBytes(std::move(bytes), "test.elf");
+  } catch (const Error& e) {
+    if (message) *message = e.what();
+    return e.kind();
+  }
+  return ErrorKind::kInternal;  // did not throw
+}
+
+TEST(ElfFileTest, HandBuiltImage) {
+  std::vector<uint8_t> image = BuildElf();
+  ElfFile elf = ElfFile::FromBytes(image, "test.elf");
+  EXPECT_EQ(elf.name(), "test.elf");
+  EXPECT_EQ(elf.type(), ET_EXEC);
+  EXPECT_EQ(elf.machine(), EM_X86_64);
+  EXPECT_EQ(elf.entry(), kBase + 0x100);
+  EXPECT_EQ(elf.bytes().size(), image.size());
+  ASSERT_EQ(elf.segments().size(), 1u);
+  EXPECT_EQ(elf.segments()[0].type, uint32_t{PT_LOAD});
+  EXPECT_EQ(elf.FirstLoadVaddr(), kBase);
+  // libelf's section iteration skips the null section 0.
+  ASSERT_EQ(elf.sections().size(), 3u);
+  ASSERT_NE(elf.FindSection(".note.go.buildid"), nullptr);
+  EXPECT_EQ(elf.FindSection(".nothing"), nullptr);
+  EXPECT_FALSE(elf.SectionData(".nothing"));
+  EXPECT_EQ(elf.SectionData(".shstrtab")->size(), 48u);
+
+  EXPECT_EQ(elf.GnuBuildId(), "0123abff");
+  EXPECT_EQ(elf.GoBuildId(), "abc/def");
+  EXPECT_FALSE(elf.HasSymtab());
+  EXPECT_FALSE(elf.FindSymbol("main.main"));
+
+  std::optional<Bytes> head = elf.ReadVaddr(kBase, 4);
+  ASSERT_TRUE(head);
+  EXPECT_EQ(std::memcmp(head->data(), ELFMAG, 4), 0);
+  uint64_t filesz = elf.segments()[0].filesz;
+  EXPECT_TRUE(elf.ReadVaddr(kBase + filesz - 8, 8));
+  EXPECT_FALSE(elf.ReadVaddr(kBase + filesz - 8, 9));  // into the zero-fill part
+  EXPECT_FALSE(elf.ReadVaddr(kBase - 1, 2));
+  EXPECT_FALSE(elf.ReadVaddr(~uint64_t{0} - 2, 8));  // overflowing range
+  std::optional<Bytes> tail = elf.ReadVaddrToSegmentEnd(kBase + 0x10);
+  ASSERT_TRUE(tail);
+  EXPECT_EQ(tail->size(), filesz - 0x10);
+  EXPECT_FALSE(elf.ReadVaddrToSegmentEnd(kBase + filesz));
+
+  // Moving keeps everything valid.
+  ElfFile moved = std::move(elf);
+  EXPECT_EQ(moved.GoBuildId(), "abc/def");
+  ElfFile assigned = ElfFile::FromBytes(BuildElf(EM_AARCH64), "arm64.elf");
+  assigned = std::move(moved);
+  EXPECT_EQ(assigned.GnuBuildId(), "0123abff");
+}
+
+TEST(ElfFileTest, RejectsNonElfAndUnsupported) {
+  std::string msg;
+  EXPECT_EQ(KindOf({'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd', '!', '!', '!', '!', '!',
+                    '!', '!'},
+                   &msg),
+            ErrorKind::kNotGo);
+  EXPECT_NE(msg.find("not an ELF"), std::string::npos) << msg;
+  EXPECT_EQ(KindOf({}), ErrorKind::kNotGo);
+
+  std::vector<uint8_t> b = BuildElf();
+  b[EI_CLASS] = ELFCLASS32;
+  EXPECT_EQ(KindOf(b, &msg), ErrorKind::kUnsupported);
+  EXPECT_NE(msg.find("32-bit ELF"), std::string::npos) << msg;
+
+  b = BuildElf();
+  b[EI_DATA] = ELFDATA2MSB;
+  EXPECT_EQ(KindOf(b, &msg), ErrorKind::kUnsupported);
+  EXPECT_NE(msg.find("big-endian"), std::string::npos) << msg;
+
+  EXPECT_EQ(KindOf(BuildElf(EM_386), &msg), ErrorKind::kUnsupported);
+  EXPECT_NE(msg.find("i386"), std::string::npos) << msg;
+  EXPECT_EQ(KindOf(BuildElf(EM_AARCH64)), ErrorKind::kInternal);  // accepted
+}
+
+TEST(ElfFileTest, TruncatedImagesThrowOrLoad) {
+  std::vector<uint8_t> image = BuildElf();
+  for (size_t n = 0; n < image.size(); ++n) {
+    try {
+      ElfFile elf = ElfFile::FromBytes(std::vector<uint8_t>(image.begin(), image.begin() + n), "t");
+      elf.GnuBuildId();
+      elf.GoBuildId();
+      elf.FindSymbol("x");
+      for (const ElfSection& s : elf.sections()) elf.SectionData(s.name);
+    } catch (const Error&) {
+    }
+  }
+}
+
+TEST(ElfFileTest, OpenFileErrors) {
+  try {
+    ElfFile::Open("/nonexistent/goheap2pprof-test");
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIo);
+  }
+  std::filesystem::path p = std::filesystem::temp_directory_path() /
+                            ("goheap2pprof-elf-test-" + std::to_string(getpid()));
+  {
+    std::ofstream out(p);
+    out << "#!/bin/sh\necho not an elf\n";
+  }
+  try {
+    ElfFile::Open(p.string(), "script");
+    ADD_FAILURE() << "expected kNotGo";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kNotGo);
+    EXPECT_NE(std::string(e.what()).find("script is not an ELF"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(p);
+}
+
+TEST(ElfFileTest, OpensOwnExecutableViaProc) {
+  ElfFile elf = ElfFile::Open("/proc/self/exe");
+  EXPECT_TRUE(elf.type() == ET_EXEC || elf.type() == ET_DYN);
+  EXPECT_TRUE(elf.HasSymtab());
+  std::optional<ElfSymbol> sym = elf.FindSymbol("goheap2pprof_elf_test_marker");
+  ASSERT_TRUE(sym);
+  EXPECT_GT(sym->size, 0u);
+  // The file bytes at the symbol's link-time address are the code running in
+  // this process at the relocated address.
+  auto* fn = &goheap2pprof_elf_test_marker;
+  EXPECT_EQ(fn(1), 4);
+  uint64_t runtime_addr = reinterpret_cast<uint64_t>(fn);
+  std::optional<Bytes> code = elf.ReadVaddr(sym->value, sym->size);
+  ASSERT_TRUE(code);
+  EXPECT_EQ(std::memcmp(code->data(), reinterpret_cast<const void*>(runtime_addr), code->size()),
+            0);
+  // Dynamic symbols are indexed too (libc imports are skipped as undefined).
+  EXPECT_FALSE(elf.FindSymbol("__nonexistent_symbol__"));
+}
+
+}  // namespace
+}  // namespace goheap2pprof

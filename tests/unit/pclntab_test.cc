@@ -1,0 +1,717 @@
+// Pclntab decoding on hand-built tables (both layouts, corrupt input), and
+// GoBinary + Pclntab on real Go binaries built during the test run with each
+// available toolchain and build mode (testdata/gobin/frames).
+#include "gobin/pclntab.h"
+
+#include <elf.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "elf/elf_file.h"
+#include "gobin/go_binary.h"
+
+namespace goheap2pprof {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Hand-built tables.
+
+void PutU32(std::vector<uint8_t>& b, uint64_t off, uint32_t v) {
+  if (b.size() < off + 4) b.resize(off + 4);
+  std::memcpy(&b[off], &v, 4);
+}
+void PutU64(std::vector<uint8_t>& b, uint64_t off, uint64_t v) {
+  if (b.size() < off + 8) b.resize(off + 8);
+  std::memcpy(&b[off], &v, 8);
+}
+void AppendUvarint(std::vector<uint8_t>& b, uint64_t v) {
+  while (v >= 0x80) {
+    b.push_back(static_cast<uint8_t>(v) | 0x80);
+    v >>= 7;
+  }
+  b.push_back(static_cast<uint8_t>(v));
+}
+
+// A pcvalue table: {value, length in bytes} runs, as cmd/link encodes them.
+std::vector<uint8_t> PcTable(const std::vector<std::pair<int32_t, uint32_t>>& runs,
+                             uint8_t min_lc = 1) {
+  std::vector<uint8_t> out;
+  int32_t prev = -1;
+  for (auto [value, len] : runs) {
+    int32_t delta = value - prev;
+    AppendUvarint(out, static_cast<uint32_t>((delta << 1) ^ (delta >> 31)));
+    AppendUvarint(out, len / min_lc);
+    prev = value;
+  }
+  out.push_back(0);
+  return out;
+}
+
+struct HandTable {
+  std::vector<uint8_t> table;
+  std::vector<uint8_t> gofunc;
+};
+
+constexpr uint64_t kText = 0x1000;
+
+// Two functions: main.f at text+0 (0x100 bytes) with main.inl inlined at
+// [0x20, 0x30), main.g at text+0x100 (0x100 bytes) with an unknown file.
+HandTable BuildHandTable(bool go120) {
+  const uint64_t func_hdr = go120 ? 44 : 40;
+  std::vector<uint8_t> t(72, 0);
+  PutU32(t, 0, go120 ? 0xfffffff1 : 0xfffffff0);
+  t[6] = 1;  // minLC
+  t[7] = 8;  // ptrSize
+  PutU64(t, 8, 2);     // nfunc
+  PutU64(t, 16, 1);    // nfiles
+  PutU64(t, 24, kText);
+
+  // funcnametab
+  uint64_t funcname_off = t.size();
+  std::string names("main.f\0main.g\0main.inl\0", 23);
+  t.insert(t.end(), names.begin(), names.end());
+  const int32_t name_f = 0, name_g = 7, name_inl = 14;
+  // cutab: fileno 0 -> "a.go", fileno 1 -> unknown
+  uint64_t cu_off = t.size();
+  PutU32(t, cu_off, 0);
+  PutU32(t, cu_off + 4, 0xffffffff);
+  // filetab
+  uint64_t filetab_off = t.size();
+  std::string files("a.go\0", 5);
+  t.insert(t.end(), files.begin(), files.end());
+  // pctab; offset 0 inside it means "no table", so start with a pad byte.
+  uint64_t pctab_off = t.size();
+  std::vector<uint8_t> pctab{0};
+  auto add_table = [&](const std::vector<uint8_t>& tab) {
+    uint32_t off = static_cast<uint32_t>(pctab.size());
+    pctab.insert(pctab.end(), tab.begin(), tab.end());
+    return off;
+  };
+  // Lines use a 2-byte varint for the 0xf0 run.
+  uint32_t f_pcln = add_table(PcTable({{10, 0x10}, {12, 0xf0}}));
+  uint32_t f_pcfile = add_table(PcTable({{0, 0x100}}));
+  uint32_t f_inl = add_table(PcTable({{-1, 0x20}, {0, 0x10}, {-1, 0xd0}}));
+  uint32_t g_pcln = add_table(PcTable({{5, 0x100}}));
+  uint32_t g_pcfile = add_table(PcTable({{1, 0x100}}));
+  t.insert(t.end(), pctab.begin(), pctab.end());
+
+  // functab + _func records
+  uint64_t pcln_off = t.size();
+  std::vector<uint8_t> ft(3 * 8, 0);
+  uint64_t f_func = ft.size();
+  uint64_t f_size = func_hdr + 3 * 4 + 4 * 4;  // npcdata 3, nfuncdata 4
+  uint64_t g_func = f_func + f_size;
+  PutU32(ft, 0, 0x000);
+  PutU32(ft, 4, static_cast<uint32_t>(f_func));
+  PutU32(ft, 8, 0x100);
+  PutU32(ft, 12, static_cast<uint32_t>(g_func));
+  PutU32(ft, 16, 0x200);  // end of text
+  PutU32(ft, 20, 0);
+  auto put_func = [&](uint64_t at, uint32_t entry, int32_t name, uint32_t pcfile, uint32_t pcln,
+                      uint32_t npcdata, int32_t start_line, uint8_t nfuncdata) {
+    PutU32(ft, at + 0, entry);
+    PutU32(ft, at + 4, static_cast<uint32_t>(name));
+    PutU32(ft, at + 20, pcfile);
+    PutU32(ft, at + 24, pcln);
+    PutU32(ft, at + 28, npcdata);
+    PutU32(ft, at + 32, 0);  // cuOffset
+    if (go120) {
+      PutU32(ft, at + 36, static_cast<uint32_t>(start_line));
+      ft.resize(std::max<size_t>(ft.size(), at + 44));
+      ft[at + 40] = 0;  // funcID normal
+      ft[at + 43] = nfuncdata;
+    } else {
+      ft.resize(std::max<size_t>(ft.size(), at + 40));
+      ft[at + 36] = 0;
+      ft[at + 39] = nfuncdata;
+    }
+  };
+  put_func(f_func, 0x000, name_f, f_pcfile, f_pcln, 3, 7, 4);
+  PutU32(ft, f_func + func_hdr + 0, 0);
+  PutU32(ft, f_func + func_hdr + 4, 0);
+  PutU32(ft, f_func + func_hdr + 8, f_inl);  // PCDATA_InlTreeIndex
+  PutU32(ft, f_func + func_hdr + 12, 0xffffffff);
+  PutU32(ft, f_func + func_hdr + 16, 0xffffffff);
+  PutU32(ft, f_func + func_hdr + 20, 0xffffffff);
+  PutU32(ft, f_func + func_hdr + 24, 8);  // FUNCDATA_InlTree at gofunc+8
+  put_func(g_func, 0x100, name_g, g_pcfile, g_pcln, 0, 50, 0);
+  t.insert(t.end(), ft.begin(), ft.end());
+
+  PutU64(t, 32, funcname_off);
+  PutU64(t, 40, cu_off);
+  PutU64(t, 48, filetab_off);
+  PutU64(t, 56, pctab_off);
+  PutU64(t, 64, pcln_off);
+
+  std::vector<uint8_t> gofunc(8, 0xee);  // something else before the tree
+  if (go120) {
+    gofunc.resize(8 + 16, 0);
+    gofunc[8] = 0;  // funcID
+    PutU32(gofunc, 12, name_inl);
+    PutU32(gofunc, 16, 0x18);  // parentPc
+    PutU32(gofunc, 20, 30);    // startLine
+  } else {
+    gofunc.resize(8 + 20, 0);
+    gofunc[8 + 0] = 0xff;  // parent = -1
+    gofunc[8 + 1] = 0xff;
+    gofunc[8 + 2] = 0;  // funcID
+    PutU32(gofunc, 8 + 12, name_inl);
+    PutU32(gofunc, 8 + 16, 0x18);
+  }
+  return {t, gofunc};
+}
+
+class PclntabHandTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(PclntabHandTest, HeaderAndFindFunc) {
+  bool go120 = GetParam();
+  HandTable h = BuildHandTable(go120);
+  Pclntab tab(h.table, kText, h.gofunc);
+  EXPECT_EQ(tab.format(), go120 ? PclntabFormat::kGo120 : PclntabFormat::kGo118);
+  EXPECT_EQ(tab.nfunc(), 2u);
+  EXPECT_EQ(tab.min_lc(), 1);
+  EXPECT_EQ(tab.header_text_start(), kText);
+  EXPECT_EQ(tab.text_end(), kText + 0x200);
+  EXPECT_FALSE(tab.FindFunc(kText - 1));
+  EXPECT_FALSE(tab.FindFunc(kText + 0x200));
+  EXPECT_FALSE(tab.FindFunc(0));
+  for (uint64_t pc : {kText, kText + 1, kText + 0xff}) {
+    ASSERT_TRUE(tab.FindFunc(pc)) << pc;
+    EXPECT_EQ(tab.FindFunc(pc)->index, 0u);
+    EXPECT_EQ(tab.FindFunc(pc)->entry, kText);
+  }
+  for (uint64_t pc : {kText + 0x100, kText + 0x1ff}) {
+    ASSERT_TRUE(tab.FindFunc(pc));
+    EXPECT_EQ(tab.FindFunc(pc)->index, 1u);
+  }
+  EXPECT_EQ(tab.FuncName(tab.FuncAt(0)), "main.f");
+  EXPECT_EQ(tab.FuncName(tab.FuncAt(1)), "main.g");
+  EXPECT_THROW(tab.FuncAt(2), Error);
+}
+
+TEST_P(PclntabHandTest, PcValueDecoding) {
+  HandTable h = BuildHandTable(GetParam());
+  Pclntab tab(h.table, kText, h.gofunc);
+  FuncRef f = tab.FuncAt(0);
+  EXPECT_EQ(tab.PcValue(f, 0, kText), -1);  // no table
+  EXPECT_EQ(tab.FrameAt(f, kText).line, 10);
+  EXPECT_EQ(tab.FrameAt(f, kText + 0xf).line, 10);
+  EXPECT_EQ(tab.FrameAt(f, kText + 0x10).line, 12);
+  EXPECT_EQ(tab.FrameAt(f, kText + 0xff).line, 12);
+}
+
+TEST_P(PclntabHandTest, FramesAndInlining) {
+  bool go120 = GetParam();
+  HandTable h = BuildHandTable(go120);
+  Pclntab tab(h.table, kText, h.gofunc);
+  FuncRef f = tab.FuncAt(0);
+
+  PcFrame outer = tab.FrameAt(f, kText + 0x1f);
+  EXPECT_EQ(outer.function, "main.f");
+  EXPECT_EQ(outer.file, "a.go");
+  EXPECT_EQ(outer.line, 12);
+  EXPECT_EQ(outer.start_line, go120 ? 7 : 0);
+  EXPECT_FALSE(outer.inlined);
+  EXPECT_EQ(outer.entry, kText);
+  EXPECT_FALSE(tab.InlineParentPc(f, kText + 0x1f));
+
+  PcFrame inner = tab.FrameAt(f, kText + 0x25);
+  EXPECT_EQ(inner.function, "main.inl");
+  EXPECT_EQ(inner.file, "a.go");
+  EXPECT_EQ(inner.line, 12);  // from the physical function's table
+  EXPECT_EQ(inner.start_line, go120 ? 30 : 0);
+  EXPECT_TRUE(inner.inlined);
+  EXPECT_EQ(inner.entry, kText);
+  EXPECT_EQ(tab.InlineParentPc(f, kText + 0x25), kText + 0x18);
+  EXPECT_FALSE(tab.FrameAt(f, kText + 0x30).inlined);
+
+  FuncRef g = tab.FuncAt(1);
+  PcFrame gf = tab.FrameAt(g, kText + 0x150);
+  EXPECT_EQ(gf.function, "main.g");
+  EXPECT_EQ(gf.file, "?");  // cutab entry 0xffffffff
+  EXPECT_EQ(gf.line, 5);
+  EXPECT_EQ(gf.start_line, go120 ? 50 : 0);
+}
+
+// Every prefix and every single-byte corruption of the table either decodes
+// or throws Error; nothing reads out of bounds (run under ASan in CI).
+TEST_P(PclntabHandTest, CorruptTablesThrowErrorOnly) {
+  HandTable h = BuildHandTable(GetParam());
+  auto exercise = [&](Bytes table, Bytes gofunc) {
+    try {
+      Pclntab tab(table, kText, gofunc);
+      for (uint64_t pc = kText - 1; pc <= kText + 0x201; pc += 7) {
+        try {
+          std::optional<FuncRef> f = tab.FindFunc(pc);
+          if (!f) continue;
+          tab.FuncName(*f);
+          tab.FuncId(*f);
+          tab.FrameAt(*f, pc);
+          tab.InlineParentPc(*f, pc);
+        } catch (const Error&) {
+        }
+      }
+    } catch (const Error&) {
+    }
+  };
+  for (size_t n = 0; n <= h.table.size(); ++n) {
+    exercise(Bytes(h.table.data(), n), h.gofunc);
+  }
+  for (size_t n = 0; n <= h.gofunc.size(); ++n) {
+    exercise(h.table, Bytes(h.gofunc.data(), n));
+  }
+  for (size_t i = 0; i < h.table.size(); ++i) {
+    for (uint8_t v : {uint8_t{0x00}, uint8_t{0x7f}, uint8_t{0x80}, uint8_t{0xff}}) {
+      std::vector<uint8_t> bad = h.table;
+      bad[i] = v;
+      exercise(bad, h.gofunc);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(PclntabLayouts, PclntabHandTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "Go120" : "Go118"; });
+
+TEST(PclntabTest, RejectsBadHeaders) {
+  HandTable h = BuildHandTable(true);
+  auto kind_of = [&](std::vector<uint8_t> t) {
+    try {
+      Pclntab tab(t, kText, h.gofunc);
+    } catch (const Error& e) {
+      return e.kind();
+    }
+    return ErrorKind::kInternal;  // did not throw
+  };
+  std::vector<uint8_t> t = h.table;
+  PutU32(t, 0, 0x12345678);
+  EXPECT_EQ(kind_of(t), ErrorKind::kMalformed);
+  PutU32(t, 0, 0xfffffffa);  // Go 1.16/1.17
+  EXPECT_EQ(kind_of(t), ErrorKind::kUnsupported);
+  PutU32(t, 0, 0xf1ffffff);  // byte-swapped 1.20 magic
+  EXPECT_EQ(kind_of(t), ErrorKind::kUnsupported);
+  t = h.table;
+  t[7] = 4;  // 32-bit pointers
+  EXPECT_EQ(kind_of(t), ErrorKind::kUnsupported);
+  t = h.table;
+  t[6] = 3;  // no such PC quantum
+  EXPECT_EQ(kind_of(t), ErrorKind::kMalformed);
+  t = h.table;
+  PutU64(t, 8, uint64_t{1} << 61);  // nfunc * 8 overflows
+  EXPECT_EQ(kind_of(t), ErrorKind::kMalformed);
+  t = h.table;
+  PutU64(t, 8, 1000);  // functab too small
+  EXPECT_EQ(kind_of(t), ErrorKind::kMalformed);
+  t = h.table;
+  PutU64(t, 56, t.size() + 1);  // pctab offset beyond the table
+  EXPECT_EQ(kind_of(t), ErrorKind::kMalformed);
+  EXPECT_EQ(kind_of(std::vector<uint8_t>(h.table.begin(), h.table.begin() + 71)),
+            ErrorKind::kMalformed);
+}
+
+TEST(PclntabTest, PcValueVarintsAndQuantum) {
+  // A table with a 3-byte value varint and a PC quantum of 4 (arm64).
+  HandTable h = BuildHandTable(true);
+  std::vector<uint8_t> t = h.table;
+  t[6] = 4;
+  Pclntab tab(t, kText, h.gofunc);
+  FuncRef f = tab.FuncAt(0);
+  // pcln of f encodes runs of 0x10 and 0xf0 "quanta": with minLC 4 they
+  // cover 0x40 and 0x3c0 bytes.
+  EXPECT_EQ(tab.FrameAt(f, kText + 0x3f).line, 10);
+  EXPECT_EQ(tab.FrameAt(f, kText + 0x40).line, 12);
+  EXPECT_EQ(tab.FrameAt(f, kText + 0x3ff).line, 12);
+
+  std::vector<uint8_t> v;
+  AppendUvarint(v, 300000);
+  uint64_t off = 0;
+  EXPECT_EQ(ByteView(v, "varint").Uvarint(&off), 300000u);
+  EXPECT_EQ(off, 3u);
+  std::vector<uint8_t> endless(11, 0x80);
+  off = 0;
+  EXPECT_THROW(ByteView(endless, "varint").Uvarint(&off), Error);
+}
+
+TEST(PclntabTest, PcValueTableWithoutTerminatorThrows) {
+  HandTable h = BuildHandTable(true);
+  // A table starting at the last byte of the pclntab has no room for its
+  // PC delta: the decoder must throw instead of reading past the bytes.
+  uint64_t pctab_off;
+  std::memcpy(&pctab_off, &h.table[56], 8);
+  Pclntab tab(h.table, kText, h.gofunc);
+  FuncRef g = tab.FuncAt(1);
+  uint32_t last = static_cast<uint32_t>(h.table.size() - pctab_off - 1);
+  EXPECT_THROW(tab.PcValue(g, last, kText + 0x100), Error);
+  EXPECT_THROW(tab.PcValue(g, last + 1, kText + 0x100), Error);
+}
+
+// ---------------------------------------------------------------------------
+// Real Go binaries.
+
+struct Toolchain {
+  std::string label;  // "go1.19"
+  int minor;
+  std::string go;   // command
+  std::string env;  // extra environment for every go command
+};
+
+struct BuildMode {
+  std::string label;
+  bool pie;
+  bool cgo;
+};
+
+struct BuiltBinary {
+  std::string skip_reason;  // non-empty: not available
+  std::string path;
+  std::string output;  // stdout of running it
+};
+
+std::string RunCommand(const std::string& cmd, int* status) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) {
+    *status = -1;
+    return out;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  *status = pclose(p);
+  return out;
+}
+
+const std::vector<Toolchain>& Toolchains() {
+  static const std::vector<Toolchain> kToolchains = {
+      {"go1.19", 19, "/usr/lib/go-1.19/bin/go", ""},
+      {"go1.26", 26, "go", "GOTOOLCHAIN=local"},
+      {"go1.27", 27, "go", "GOTOOLCHAIN=go1.27.3"},
+  };
+  return kToolchains;
+}
+
+const std::vector<BuildMode>& BuildModes() {
+  static const std::vector<BuildMode> kModes = {
+      {"exe", false, false},
+      {"pie", true, false},
+      {"cgo", false, true},
+      {"cgo_pie", true, true},
+  };
+  return kModes;
+}
+
+// Builds (once per test run) and runs testdata/gobin/frames.
+const BuiltBinary& GetBinary(const Toolchain& tc, const BuildMode& mode) {
+  static std::map<std::string, BuiltBinary> cache;
+  std::string key = tc.label + "-" + mode.label;
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  BuiltBinary& b = cache[key];
+
+  int status = 0;
+  std::string version =
+      RunCommand("env " + tc.env + " " + tc.go + " version 2>&1", &status);
+  if (status != 0 || version.find(tc.label + ".") == std::string::npos) {
+    b.skip_reason = tc.label + " toolchain unavailable (`" + tc.go + " version`: " + version + ")";
+    return b;
+  }
+  if (mode.cgo) {
+    RunCommand("gcc --version >/dev/null 2>&1", &status);
+    if (status != 0) {
+      b.skip_reason = "cgo build needs gcc, which is not available";
+      return b;
+    }
+  }
+  std::filesystem::path dir = std::filesystem::path(GOHEAP2PPROF_BINARY_DIR) / "testdata_gobin";
+  std::filesystem::create_directories(dir);
+  b.path = (dir / ("frames-" + key)).string();
+  std::string src = std::string(GOHEAP2PPROF_SOURCE_DIR) + "/testdata/gobin/frames";
+  std::string cmd = "cd '" + src + "' && env " + tc.env +
+                    (mode.cgo ? " CGO_ENABLED=1 " : " CGO_ENABLED=0 ") + tc.go + " build -o '" +
+                    b.path + "'" + (mode.pie ? " -buildmode=pie" : "") + " . 2>&1";
+  std::string log = RunCommand(cmd, &status);
+  if (status != 0) {
+    // A missing toolchain is a skip; a toolchain that fails to build our
+    // program is a real failure, reported by the caller.
+    b.path.clear();
+    b.output = "build failed: " + cmd + "\n" + log;
+    return b;
+  }
+  b.output = RunCommand("'" + b.path + "'", &status);
+  if (status != 0) {
+    b.path.clear();
+    b.output = "running the program failed:\n" + b.output;
+  }
+  return b;
+}
+
+struct RealCase {
+  size_t toolchain;
+  size_t mode;
+};
+
+class GoBinaryRealTest : public ::testing::TestWithParam<RealCase> {
+ protected:
+  void SetUp() override {
+    tc_ = &Toolchains()[GetParam().toolchain];
+    mode_ = &BuildModes()[GetParam().mode];
+    bin_ = &GetBinary(*tc_, *mode_);
+    if (!bin_->skip_reason.empty()) GTEST_SKIP() << bin_->skip_reason;
+    ASSERT_FALSE(bin_->path.empty()) << bin_->output;
+    elf_ = std::make_unique<ElfFile>(ElfFile::Open(bin_->path));
+    go_ = std::make_unique<GoBinary>(*elf_);
+  }
+
+  const Toolchain* tc_ = nullptr;
+  const BuildMode* mode_ = nullptr;
+  const BuiltBinary* bin_ = nullptr;
+  std::unique_ptr<ElfFile> elf_;
+  std::unique_ptr<GoBinary> go_;
+};
+
+// runtime.funcNameForPrint: Frame.Function shows generic shapes as "[...]"
+// since Go 1.21, while the pclntab keeps the full name.
+std::string NameForPrint(std::string_view name) {
+  size_t i = name.find('[');
+  if (i == std::string_view::npos) return std::string(name);
+  size_t j = name.rfind(']');
+  if (j == std::string_view::npos || j <= i) return std::string(name);
+  return std::string(name.substr(0, i)) + "[...]" + std::string(name.substr(j + 1));
+}
+
+TEST_P(GoBinaryRealTest, EveryFunctabEntryMatchesItsSymbol) {
+  Pclntab tab = go_->OpenPclntab(0);
+  ASSERT_GT(tab.nfunc(), 100u);
+  size_t checked = 0;
+  size_t shortened = 0;
+  std::vector<std::string> problems;
+  for (uint32_t i = 0; i < tab.nfunc(); ++i) {
+    FuncRef f = tab.FuncAt(i);
+    std::string name(tab.FuncName(f));
+    // Assembly (ABI0) functions and ABI wrappers carry an ".abi0" suffix in
+    // the ELF symtab but not in the pclntab, so one pclntab name may belong
+    // to two functions.
+    // cmd/link also writes the middle dot of names like
+    // "type:.eq.runtime.untracedG·7" as '.' in ELF symbol names.
+    for (size_t dot = name.find("\u00b7"); dot != std::string::npos; dot = name.find("\u00b7")) {
+      name.replace(dot, 2, ".");
+    }
+    std::optional<ElfSymbol> sym = elf_->FindSymbol(name);
+    std::optional<ElfSymbol> abi0 = elf_->FindSymbol(name + ".abi0");
+    bool matches = (sym && sym->value == f.entry) || (abi0 && abi0->value == f.entry);
+    if (!sym && !abi0 && tc_->minor < 21 && name.find("[...]") != std::string::npos) {
+      // Before 1.21 the linker shortened every bracketed part of pclntab
+      // names to "[...]" (generic shapes, but also "type..eq.[2]T"), so the
+      // symbol cannot be found by name.
+      ++shortened;
+    } else if (!matches) {
+      problems.push_back(name + ": no symbol at entry " + Hex(f.entry) + " (symbol " +
+                         (sym ? Hex(sym->value) : "none") + ", .abi0 " +
+                         (abi0 ? Hex(abi0->value) : "none") + ")");
+    }
+    std::optional<FuncRef> at = tab.FindFunc(f.entry);
+    if (!at || at->index != i) problems.push_back("FindFunc(entry) wrong for " + name);
+    uint64_t next = i + 1 < tab.nfunc() ? tab.FuncAt(i + 1).entry : tab.text_end();
+    if (next > f.entry + 1) {
+      at = tab.FindFunc(f.entry + 1);
+      if (!at || at->index != i) problems.push_back("FindFunc(entry+1) wrong for " + name);
+    }
+    ++checked;
+  }
+  EXPECT_TRUE(problems.empty()) << problems.size() << " problems, first: " << problems[0];
+  EXPECT_EQ(checked, tab.nfunc());
+  EXPECT_LT(shortened, tab.nfunc() / 20);
+  if (tc_->minor >= 21) {
+    EXPECT_EQ(shortened, 0u);
+  }
+}
+
+TEST_P(GoBinaryRealTest, FramesMatchCallersFrames) {
+  std::optional<uint64_t> anchor_sym = go_->SymbolAddress("main.anchor");
+  ASSERT_TRUE(anchor_sym);
+  std::istringstream in(bin_->output);
+  std::string line;
+  uint64_t bias = 0;
+  bool have_anchor = false;
+  struct Pc {
+    std::string tag;
+    uint64_t pc;
+    bool inlined;
+    std::string function, file;
+    int64_t line;
+  };
+  std::vector<Pc> pcs;
+  while (std::getline(in, line)) {
+    if (line.rfind("anchor ", 0) == 0) {
+      bias = std::stoull(line.substr(7), nullptr, 16) - *anchor_sym;
+      have_anchor = true;
+      continue;
+    }
+    // pc <tag> <hex> <0|1>\t<function>\t<file>\t<line>
+    std::istringstream fields(line);
+    std::string head, function, file, line_text;
+    std::getline(fields, head, '\t');
+    std::getline(fields, function, '\t');
+    std::getline(fields, file, '\t');
+    std::getline(fields, line_text);
+    std::istringstream hs(head);
+    std::string word, tag, hex;
+    int inlined = 0;
+    hs >> word >> tag >> hex >> inlined;
+    ASSERT_EQ(word, "pc") << line;
+    pcs.push_back({tag, std::stoull(hex, nullptr, 16), inlined != 0, function, file,
+                   std::stoll(line_text)});
+  }
+  ASSERT_TRUE(have_anchor) << bin_->output;
+  if (!mode_->pie) { EXPECT_EQ(bias, 0u); }
+  ASSERT_GT(pcs.size(), 40u);
+
+  Pclntab tab = go_->OpenPclntab(bias);
+  size_t inlined_seen = 0;
+  for (size_t i = 0; i < pcs.size(); ++i) {
+    const Pc& p = pcs[i];
+    SCOPED_TRACE(p.tag + " pc " + Hex(p.pc) + " " + p.function);
+    std::optional<FuncRef> f = tab.FindFunc(p.pc - 1);
+    ASSERT_TRUE(f);
+    PcFrame fr = tab.FrameAt(*f, p.pc - 1);
+    std::string name = tc_->minor >= 21 ? NameForPrint(fr.function) : std::string(fr.function);
+    EXPECT_EQ(name, p.function);
+    EXPECT_EQ(fr.file, p.file);
+    EXPECT_EQ(fr.line, p.line);
+    EXPECT_EQ(fr.inlined, p.inlined);
+    if (tc_->minor < 20) { EXPECT_EQ(fr.start_line, 0); }
+    if (tc_->minor >= 20 && p.function.rfind("main.", 0) == 0) { EXPECT_GT(fr.start_line, 0); }
+    // Logical stacks: after an inlined frame comes entry+parentPc+1 of the
+    // same physical function.
+    std::optional<uint64_t> parent = tab.InlineParentPc(*f, p.pc - 1);
+    EXPECT_EQ(parent.has_value(), fr.inlined);
+    if (parent && i + 1 < pcs.size() && pcs[i + 1].tag == p.tag) {
+      ++inlined_seen;
+      EXPECT_EQ(pcs[i + 1].pc, *parent + 1);
+    }
+  }
+  EXPECT_GE(inlined_seen, 5u);
+}
+
+TEST_P(GoBinaryRealTest, VersionAndLayout) {
+  ASSERT_TRUE(go_->version());
+  EXPECT_EQ(go_->version()->major, 1);
+  EXPECT_EQ(go_->version()->minor, tc_->minor);
+  EXPECT_EQ(go_->version_source(), "buildinfo");
+  ASSERT_TRUE(go_->build_info());
+  EXPECT_EQ(go_->build_info()->main_path, "example.com/frames");
+
+  PclntabLocation loc = go_->LocatePclntab();
+  Pclntab tab = go_->OpenPclntab(0);
+  EXPECT_EQ(tab.format(), tc_->minor >= 20 ? PclntabFormat::kGo120 : PclntabFormat::kGo118);
+  EXPECT_EQ(loc.text_source, "runtime.text");
+  ASSERT_TRUE(go_->SymbolAddress("runtime.text"));
+  EXPECT_EQ(tab.text_start(), *go_->SymbolAddress("runtime.text"));
+  if (tc_->minor >= 26) {
+    EXPECT_EQ(tab.header_text_start(), 0u);
+    EXPECT_EQ(loc.source, ".gopclntab");
+  } else if (!mode_->pie) {
+    EXPECT_EQ(tab.header_text_start(), tab.text_start());
+  }
+  if (tc_->minor < 26 && mode_->pie && mode_->cgo) {
+    EXPECT_EQ(loc.source, "runtime.pclntab symbol");
+  }
+  EXPECT_NE(loc.gofunc_vaddr, 0u);
+  const ElfSection* text = elf_->FindSection(".text");
+  ASSERT_NE(text, nullptr);
+  if (mode_->cgo) {
+    EXPECT_NE(text->addr, tab.text_start()) << "expected the external-link .text/runtime.text gap";
+  }
+  EXPECT_EQ(elf_->type(), mode_->pie ? ET_DYN : ET_EXEC);
+  EXPECT_FALSE(elf_->GoBuildId().empty());
+  // GNU build IDs: from the system linker with cgo; from cmd/link by default
+  // since Go 1.24.
+  EXPECT_EQ(elf_->GnuBuildId().empty(), !mode_->cgo && tc_->minor < 24)
+      << elf_->GnuBuildId();
+  RecordProperty("pclntab_source", loc.source);
+  std::cout << "  [" << tc_->label << " " << mode_->label << "] pclntab from " << loc.source
+            << " at " << Hex(loc.vaddr) << ", runtime.text " << Hex(loc.text_start)
+            << ", .text " << Hex(text->addr) << ", header textStart "
+            << Hex(tab.header_text_start()) << ", gofunc " << Hex(loc.gofunc_vaddr)
+            << ", magic " << Hex(tab.magic()) << ", nfunc " << tab.nfunc() << "\n";
+}
+
+TEST_P(GoBinaryRealTest, VersionFallbacksWithoutBuildInfo) {
+  // Erase the build-info magic: the version must still be found, from
+  // runtime.buildVersion or (external PIE, where its pointer is a
+  // relocation) the .rodata scan.
+  std::vector<uint8_t> bytes(elf_->bytes().begin(), elf_->bytes().end());
+  std::string_view magic("\xff Go buildinf:", 14);
+  size_t erased = 0;
+  for (size_t i = 0; i + magic.size() <= bytes.size(); i += 16) {
+    if (std::memcmp(&bytes[i], magic.data(), magic.size()) == 0) {
+      bytes[i + 1] = 'X';
+      ++erased;
+    }
+  }
+  ASSERT_EQ(erased, 1u);
+  ElfFile copy = ElfFile::FromBytes(std::move(bytes), "copy");
+  GoBinary bin(copy);
+  EXPECT_FALSE(bin.build_info());
+  ASSERT_TRUE(bin.version()) << "no version found";
+  EXPECT_EQ(bin.version()->minor, tc_->minor);
+  std::cout << "  [" << tc_->label << " " << mode_->label << "] without buildinfo: "
+            << FormatGoVersion(*bin.version()) << " from " << bin.version_source() << "\n";
+  if (!mode_->pie) { EXPECT_EQ(bin.version_source(), "runtime.buildVersion"); }
+}
+
+std::vector<RealCase> AllRealCases() {
+  std::vector<RealCase> cases;
+  for (size_t t = 0; t < Toolchains().size(); ++t) {
+    for (size_t m = 0; m < BuildModes().size(); ++m) cases.push_back({t, m});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(GoBinaryBuilds, GoBinaryRealTest, ::testing::ValuesIn(AllRealCases()),
+                         [](const auto& info) {
+                           std::string name = Toolchains()[info.param.toolchain].label + "_" +
+                                              BuildModes()[info.param.mode].label;
+                           for (char& c : name) {
+                             if (c == '.') c = '_';
+                           }
+                           return name;
+                         });
+
+TEST(GoBinaryTest, NotGoAndStripped) {
+  // The test binary itself is ELF but not Go.
+  ElfFile self = ElfFile::Open("/proc/self/exe");
+  GoBinary bin(self);
+  EXPECT_FALSE(bin.build_info());
+  EXPECT_EQ(bin.version_source(), bin.version() ? "rodata scan" : "");
+  try {
+    bin.OpenPclntab(0);
+    ADD_FAILURE() << "expected kNotGo";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kNotGo) << e.what();
+  }
+}
+
+TEST(GoBinaryTest, ScanForGoVersion) {
+  auto scan = [](std::string_view s) {
+    return ScanForGoVersion(Bytes(reinterpret_cast<const uint8_t*>(s.data()), s.size()));
+  };
+  EXPECT_EQ(scan(std::string_view("abc\0go1.21.5xyz", 15)), (GoVersion{1, 21, 5}));
+  EXPECT_EQ(scan("go1.21.5 and go1.21.5 again"), (GoVersion{1, 21, 5}));
+  EXPECT_FALSE(scan("go1.21.5 and go1.22.0"));
+  EXPECT_FALSE(scan("cargo1.21 only"));
+  EXPECT_FALSE(scan("nothing here"));
+}
+
+}  // namespace
+}  // namespace goheap2pprof
