@@ -159,7 +159,8 @@ CaptureReport RunCapture(const CaptureOptions& options, std::ostream& log) {
   for (;; ++retries) {
     cycle_word = mem.ReadU32(addrs.cycle, traits.cycle_symbol);
     uint64_t head = mem.ReadU64(addrs.mbuckets, "runtime.mbuckets");
-    walk = WalkBuckets(mem, head, {.max_stack_words = traits.max_stack_words});
+    walk = WalkBuckets(mem, head, {.max_stack_words = traits.max_stack_words,
+                                         .record_layout = traits.record_layout});
     uint32_t after = mem.ReadU32(addrs.cycle, traits.cycle_symbol);
     if (after == cycle_word) break;
     if (retries + 1 >= kMaxCycleRetries) {

@@ -10,7 +10,11 @@ namespace goheap2pprof {
 
 namespace {
 
-MemRecordCycle LoadCycle(const uint8_t* p) {
+MemRecordCycle LoadCycle(const uint8_t* p, MemRecordLayout layout, uint64_t size) {
+  if (layout == MemRecordLayout::kCountsOnly) {
+    uint64_t allocs = LoadU64(p), frees = LoadU64(p + 8);
+    return {allocs, frees, allocs * size, frees * size};
+  }
   return {LoadU64(p), LoadU64(p + 8), LoadU64(p + 16), LoadU64(p + 24)};
 }
 
@@ -20,10 +24,16 @@ constexpr uint64_t kSpeculativeStackWords = 32;
 
 }  // namespace
 
+uint64_t MemRecordSize(MemRecordLayout layout) {
+  return layout == MemRecordLayout::kCountsOnly ? 64 : 128;
+}
+
 WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits) {
   WalkResult result;
   std::unordered_set<uint64_t> seen;
   std::vector<uint8_t> buf;
+  const uint64_t record_size = MemRecordSize(limits.record_layout);
+  const uint64_t cycle_size = record_size / 4;
   uint64_t addr = head;
   while (addr != 0) {
     if (result.buckets.size() >= limits.max_buckets) {
@@ -39,7 +49,7 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
     }
     // One read for header + a typical stack + memRecord; a second only for
     // deep stacks or at the end of a mapping.
-    uint64_t guess = kBucketHeaderSize + 8 * kSpeculativeStackWords + kMemRecordSize;
+    uint64_t guess = kBucketHeaderSize + 8 * kSpeculativeStackWords + record_size;
     buf.resize(guess);
     bool have_guess = mem.TryRead(addr, buf);
     if (!have_guess) {
@@ -62,7 +72,7 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
       throw Error(ErrorKind::kMalformed, "bucket at ", Hex(addr), ": nstk ", nstk, " exceeds ",
                   limits.max_stack_words);
     }
-    uint64_t total = kBucketHeaderSize + 8 * nstk + kMemRecordSize;
+    uint64_t total = kBucketHeaderSize + 8 * nstk + record_size;
     if (!have_guess || total > buf.size()) {
       buf.resize(total);
       if (!mem.TryRead(addr, buf)) {
@@ -76,8 +86,10 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
     b.stack.resize(nstk);
     std::memcpy(b.stack.data(), buf.data() + kBucketHeaderSize, 8 * nstk);
     const uint8_t* rec = buf.data() + kBucketHeaderSize + 8 * nstk;
-    b.active = LoadCycle(rec);
-    for (int i = 0; i < 3; ++i) b.future[i] = LoadCycle(rec + 32 * (i + 1));
+    b.active = LoadCycle(rec, limits.record_layout, size);
+    for (int i = 0; i < 3; ++i) {
+      b.future[i] = LoadCycle(rec + cycle_size * (i + 1), limits.record_layout, size);
+    }
     result.buckets.push_back(std::move(b));
     addr = allnext;
   }

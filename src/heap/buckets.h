@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "proc/memory_reader.h"
+#include "runtime/runtime_traits.h"
 
 namespace goheap2pprof {
 
@@ -29,10 +30,12 @@ struct MemRecordCycle {
   }
 };
 
-// Layout constants of runtime.bucket (identical Go 1.18-1.26).
-inline constexpr uint64_t kBucketHeaderSize = 48;  // next, allnext, typ, hash, size, nstk
-inline constexpr uint64_t kMemRecordSize = 128;    // active + future[3]
+// runtime.bucket header: next, allnext, typ, hash, size, nstk (Go 1.18+).
+inline constexpr uint64_t kBucketHeaderSize = 48;
 inline constexpr uint64_t kMemProfileBucketType = 1;
+
+// Size of the memRecord after the stack (active + future[3]).
+uint64_t MemRecordSize(MemRecordLayout layout);
 
 struct Bucket {
   uint64_t addr = 0;
@@ -45,13 +48,15 @@ struct Bucket {
 struct WalkLimits {
   uint64_t max_stack_words = 32;
   uint64_t max_buckets = 4'000'000;
+  MemRecordLayout record_layout = MemRecordLayout::kCountsAndBytes;
 };
 
 struct WalkResult {
   std::vector<Bucket> buckets;  // runtime order: newest first
 };
 
-// Follows allnext from head. Throws Error(kMalformed) naming the bucket
+// Follows allnext from head. With MemRecordLayout::kCountsOnly the byte
+// counters are filled in as objects x size, which is what the runtime reports. Throws Error(kMalformed) naming the bucket
 // address when the list is inconsistent: an unmapped bucket, typ != 1, nstk
 // out of range, a cycle, or more than max_buckets buckets.
 WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits);

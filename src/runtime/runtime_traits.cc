@@ -35,6 +35,11 @@ RuntimeTraits TraitsForVersion(const GoVersion& v) {
     t.max_stack_words = 1024 + 2;
   }
 
+  if (m >= 27) {
+    t.record_layout = MemRecordLayout::kCountsOnly;
+    t.bytes_label_is_object_size = true;
+  }
+
   t.hidden_prefixes = {"runtime."};
   if (m >= 24) t.hidden_prefixes.push_back("internal/runtime/");
   t.writes_start_line = m >= 20;

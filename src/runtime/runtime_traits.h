@@ -20,6 +20,12 @@ enum class CycleEncoding {
   kMProfCycle,   // 1.19+: runtime.mProfCycle, uint32 value = cycle<<1 | flushed
 };
 
+// runtime.memRecordCycle, the ring of per-cycle counters after a bucket's
+// stack: {allocs, frees, alloc_bytes, free_bytes} up to Go 1.26 (memRecord of
+// 128 bytes); {allocs, frees} from Go 1.27, where bytes are objects x the
+// bucket's size (64 bytes).
+enum class MemRecordLayout { kCountsAndBytes, kCountsOnly };
+
 // FuncIDs needed for expandFinalInlineFrame's wrapper elision.
 struct FuncIds {
   uint8_t gopanic = 0;
@@ -40,11 +46,16 @@ struct RuntimeTraits {
   // Largest nstk a heap bucket can have: 32 before 1.23, the 1024 cap of
   // debug.profstackdepth from 1.23, plus the 2 extra words recorded from 1.26.
   uint64_t max_stack_words = 32;
+  // memRecordCycle holds bytes up to 1.26, only object counts from 1.27.
+  MemRecordLayout record_layout = MemRecordLayout::kCountsAndBytes;
 
   // --- runtime/pprof's heap writer (protomem.go, proto.go) ---
   // hideRuntime drops leading frames whose FuncForPC name has one of these.
   std::vector<std::string_view> hidden_prefixes;
   bool writes_start_line = false;         // Function.start_line, 1.20+
+  // 1.27+: the "bytes" label is the bucket's object size on every sample;
+  // before, AllocBytes/AllocObjects and only when that is non-zero.
+  bool bytes_label_is_object_size = false;
   bool dedup_by_printed_name = false;     // 1.21 only: Function keyed by "F[...]"
   bool deck_compares_printed_name = false;  // 1.18-1.21 compare Frame.Function
   bool cached_location_deck_retry = false;  // 1.19+: fake-PC retry on cache hit
