@@ -111,15 +111,15 @@ CaptureReport RunCapture(const CaptureOptions& options, std::ostream& log) {
   if (!bin.version()) {
     std::optional<uint64_t> has_runtime = bin.SymbolAddress("runtime.mbuckets");
     if (!has_runtime && !exe.FindSection(".gopclntab") && !exe.FindSection(".go.buildinfo")) {
-      throw Error(ErrorKind::kNotGo, "process ", pid, " (", exe.name(),
-                  ") is not a Go program: no Go build info, pclntab or runtime symbols");
+      throw Error(ErrorKind::kNotGo, exe.name(),
+                  " is not a Go program: no Go build info, pclntab or runtime symbols");
     }
     throw Error(ErrorKind::kUnsupported, exe.name(), " looks like Go but its Go version "
                 "could not be determined");
   }
   const RuntimeTraits traits = TraitsForVersion(*bin.version());
   report.go_version = FormatGoVersion(traits.version);
-  verbose("target ", pid, " (", start_stat.comm, "): ", exe.name());
+  verbose("target ", exe.name(), ", comm ", start_stat.comm);
   verbose("Go version ", report.go_version, " (from ", bin.version_source(), ")");
   if (!traits.verified) {
     warn("Go " + report.go_version + " is not among the versions goheap2pprof is tested with (" +

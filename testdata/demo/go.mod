@@ -1,0 +1,3 @@
+module goheap2pprof.test/demo
+
+go 1.19

@@ -1,0 +1,3 @@
+module goheap2pprof.test/oracle
+
+go 1.19
