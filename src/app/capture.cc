@@ -9,7 +9,9 @@
 #include "app/target.h"
 #include "base/error.h"
 #include "gobin/go_binary.h"
+#include "gobin/runtime_variables.h"
 #include "heap/buckets.h"
+#include "heap/snapshot.h"
 #include "pprof/heap_profile_builder.h"
 #include "pprof/output.h"
 #include "proc/memory_reader.h"
@@ -22,9 +24,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// How many times the walk is repeated when a GC published a profile cycle
-// while we were reading (the counters would mix two cycles).
-constexpr int kMaxCycleRetries = 5;
 
 class PhaseTimer {
  public:
@@ -45,27 +44,6 @@ class PhaseTimer {
   Clock::time_point last_ = Clock::now();
 };
 
-struct RuntimeAddresses {
-  uint64_t mbuckets = 0;
-  uint64_t rate = 0;
-  uint64_t cycle = 0;
-  std::optional<uint64_t> disable_profiling;
-};
-
-uint64_t RequireSymbol(const GoBinary& bin, std::string_view name, uint64_t bias) {
-  std::optional<uint64_t> addr = bin.SymbolAddress(name);
-  if (!addr) {
-    throw Error(ErrorKind::kUnsupported, bin.elf().name(), " has no symbol ", name,
-                "; this Go runtime's heap profiler cannot be located")
-        .WithHint("goheap2pprof needs the runtime's symbols; is this a Go 1.18+ program?");
-  }
-  return *addr + bias;
-}
-
-// The cycle number memProfileInternal uses, from the raw cycle word.
-uint32_t DecodeCycle(uint32_t word, CycleEncoding enc) {
-  return enc == CycleEncoding::kMProfCycle ? word >> 1 : word;
-}
 
 }  // namespace
 
@@ -125,12 +103,6 @@ CaptureReport RunCapture(const CaptureOptions& options, std::ostream& log) {
     warn("Go " + report.go_version + " is not among the versions goheap2pprof is tested with (" +
          VerifiedVersionsText() + "); proceeding because its runtime tables validate");
   }
-  if (!exe.HasSymtab()) {
-    throw Error(ErrorKind::kUnsupported, exe.name(),
-                " is stripped (no .symtab), so runtime.mbuckets cannot be located by name")
-        .WithHint("capture from an unstripped build of the same program (built without "
-                  "-ldflags=-s); support for stripped binaries is planned");
-  }
 
   // 3. Map link-time addresses to runtime addresses (PIE load bias).
   const FileIdentity exe_id = ExecutableIdentity(pid);
@@ -140,45 +112,35 @@ CaptureReport RunCapture(const CaptureOptions& options, std::ostream& log) {
           ", load bias ", Hex(bias));
 
   // 4. Find the runtime's heap-profile variables.
-  RuntimeAddresses addrs;
-  addrs.mbuckets = RequireSymbol(bin, "runtime.mbuckets", bias);
-  addrs.rate = RequireSymbol(bin, "runtime.MemProfileRate", bias);
-  addrs.cycle = RequireSymbol(bin, traits.cycle_symbol, bias);
-  if (auto a = bin.SymbolAddress("runtime.disableMemoryProfiling")) addrs.disable_profiling = *a + bias;
-  verbose("runtime.mbuckets at ", Hex(addrs.mbuckets), ", runtime.MemProfileRate at ",
-          Hex(addrs.rate), ", ", traits.cycle_symbol, " at ", Hex(addrs.cycle));
+  const RuntimeVariables vars = LocateRuntimeVariables(bin, traits.cycle_symbol);
+  HeapAddresses addrs{vars.mbuckets.addr + bias, vars.mem_profile_rate.addr + bias,
+                      vars.cycle.addr + bias};
+  verbose("runtime.mbuckets at ", Hex(addrs.mbuckets), " (", vars.mbuckets.source,
+          "), runtime.MemProfileRate at ", Hex(addrs.mem_profile_rate), " (",
+          vars.mem_profile_rate.source, "), ", traits.cycle_symbol, " at ", Hex(addrs.cycle), " (",
+          vars.cycle.source, ")");
   timer.Done("identify");
 
   // 5. Read the rate and the bucket list, repeating the walk if a GC
   //    published a new profile cycle meanwhile.
   ProcessMemoryReader mem(pid);
-  const int64_t rate = static_cast<int64_t>(mem.ReadU64(addrs.rate, "runtime.MemProfileRate"));
-  WalkResult walk;
-  uint32_t cycle_word = 0;
-  int retries = 0;
-  for (;; ++retries) {
-    cycle_word = mem.ReadU32(addrs.cycle, traits.cycle_symbol);
-    uint64_t head = mem.ReadU64(addrs.mbuckets, "runtime.mbuckets");
-    walk = WalkBuckets(mem, head, {.max_stack_words = traits.max_stack_words,
-                                         .record_layout = traits.record_layout});
-    uint32_t after = mem.ReadU32(addrs.cycle, traits.cycle_symbol);
-    if (after == cycle_word) break;
-    if (retries + 1 >= kMaxCycleRetries) {
-      warn("the profile cycle kept changing during " + std::to_string(kMaxCycleRetries) +
-           " walks (the target is collecting garbage constantly); counters may mix two cycles");
-      break;
-    }
+  const HeapSnapshot snap = ReadHeapSnapshot(mem, addrs, traits);
+  const int64_t rate = snap.rate;
+  if (!snap.consistent) {
+    warn("the profile cycle changed during each of " + std::to_string(snap.walks) +
+         " walks (the target collects garbage constantly); counters may mix two cycles");
   }
-  const uint32_t cycle = DecodeCycle(cycle_word, traits.cycle_encoding);
-  verbose("MemProfileRate ", rate, ", cycle ", cycle, ", ", walk.buckets.size(), " buckets",
-          retries ? ", retries " + std::to_string(retries) : "");
+  verbose("MemProfileRate ", rate, ", cycle ", snap.cycle, ", ", snap.buckets.size(), " buckets, ",
+          snap.walks, snap.walks == 1 ? " walk" : " walks");
   timer.Done("walk");
 
-  if (walk.buckets.empty()) {
+  if (snap.buckets.empty()) {
     bool disabled = false;
-    if (addrs.disable_profiling) {
+    if (vars.disable_memory_profiling) {
       uint8_t flag = 0;
-      disabled = mem.TryRead(*addrs.disable_profiling, std::span<uint8_t>(&flag, 1)) && flag != 0;
+      disabled = mem.TryRead(vars.disable_memory_profiling->addr + bias,
+                             std::span<uint8_t>(&flag, 1)) &&
+                 flag != 0;
     }
     if (disabled) {
       throw Error(ErrorKind::kSamplingDisabled, "heap profiling is compiled out of process ", pid,
@@ -200,7 +162,7 @@ CaptureReport RunCapture(const CaptureOptions& options, std::ostream& log) {
   if (options.after_walk_hook) options.after_walk_hook();
 
   // 6. Emulate runtime.MemProfile and build the profile as runtime/pprof does.
-  const std::vector<MemProfileRecord> records = EmulateMemProfile(walk.buckets, cycle);
+  const std::vector<MemProfileRecord> records = EmulateMemProfile(snap.buckets, snap.cycle);
   const Pclntab pclntab = bin.OpenPclntab(bias);
   Symbolizer symbolizer(pclntab, traits);
   const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -209,8 +171,8 @@ CaptureReport RunCapture(const CaptureOptions& options, std::ostream& log) {
   HeapProfileBuilder builder(symbolizer, traits, ProfileMappings(pid, maps, exe_id, exe), rate,
                              now_ns);
   for (const MemProfileRecord& r : records) builder.AddRecord(r);
-  if (retries > 0) {
-    builder.AddComment("goheap2pprof: walked the bucket list " + std::to_string(retries + 1) +
+  if (snap.walks > 1) {
+    builder.AddComment("goheap2pprof: walked the bucket list " + std::to_string(snap.walks) +
                        " times because a GC published a profile cycle during the walk");
   }
   pb::Profile profile = builder.Finish();

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "heap/buckets.h"
+#include "heap/snapshot.h"
 #include "proc/memory_reader.h"
 
 namespace goheap2pprof {
@@ -193,6 +194,88 @@ TEST(ScaleHeapSample, MatchesRuntimePprof) {
     EXPECT_EQ(p.count, c.want_count) << c.count << " x " << c.size;
     EXPECT_EQ(p.bytes, c.want_bytes) << c.count << " x " << c.size;
   }
+}
+
+}  // namespace
+}  // namespace goheap2pprof
+
+namespace goheap2pprof {
+namespace {
+
+// Test memory holding runtime.mbuckets, MemProfileRate and mProfCycle words
+// plus one bucket, for ReadHeapSnapshot.
+struct RuntimeImage {
+  static constexpr uint64_t kVars = 0x5000;  // mbuckets, rate, cycle
+  TestMemory mem;
+  HeapAddresses addrs{kVars, kVars + 8, kVars + 16};
+  RuntimeImage(uint32_t cycle_word) {
+    BucketArena arena(0x10000);
+    uint64_t b = arena.Add(64, {0x401000}, {4, 1, 256, 64}, {{{1, 0, 64, 0}, {}, {}}});
+    arena.MapInto(mem);
+    std::vector<uint8_t> vars(24, 0);
+    std::memcpy(&vars[0], &b, 8);
+    int64_t rate = 512 * 1024;
+    std::memcpy(&vars[8], &rate, 8);
+    std::memcpy(&vars[16], &cycle_word, 4);
+    mem.Map(kVars, vars);
+  }
+};
+
+TEST(ReadHeapSnapshot, StableCycleNeedsOneWalk) {
+  RuntimeImage img(/*cycle_word=*/(6 << 1) | 1);
+  HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, TraitsForVersion({1, 26, 0}));
+  EXPECT_EQ(s.walks, 1);
+  EXPECT_TRUE(s.consistent);
+  EXPECT_EQ(s.cycle, 6u);
+  EXPECT_EQ(s.rate, 512 * 1024);
+  ASSERT_EQ(s.buckets.size(), 1u);
+}
+
+TEST(ReadHeapSnapshot, CycleChangingMidWalkIsRetried) {
+  RuntimeImage img(/*cycle_word=*/6 << 1);
+  // The GC publishes (flushed bit set, then the next cycle) while the first
+  // walk reads the bucket; the second walk sees a stable cycle.
+  int changes = 0;
+  img.mem.SetReadHook([&](uint64_t read_index) {
+    if (read_index == 3 && changes++ == 0) img.mem.PutU64(RuntimeImage::kVars + 16, 7 << 1);
+  });
+  HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, TraitsForVersion({1, 26, 0}));
+  EXPECT_EQ(s.walks, 2);
+  EXPECT_TRUE(s.consistent);
+  EXPECT_EQ(s.cycle, 7u);
+}
+
+TEST(ReadHeapSnapshot, GivesUpAfterBoundedRetries) {
+  RuntimeImage img(/*cycle_word=*/0);
+  uint32_t word = 0;
+  img.mem.SetReadHook([&](uint64_t) { img.mem.PutU64(RuntimeImage::kVars + 16, word += 2); });
+  HeapSnapshot s =
+      ReadHeapSnapshot(img.mem, img.addrs, TraitsForVersion({1, 26, 0}), {.max_walks = 3});
+  EXPECT_EQ(s.walks, 3);
+  EXPECT_FALSE(s.consistent);
+}
+
+TEST(ReadHeapSnapshot, Go118CycleIsAPlainCounter) {
+  RuntimeImage img(/*cycle_word=*/5);
+  HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, TraitsForVersion({1, 18, 0}));
+  EXPECT_EQ(s.cycle, 5u);
+}
+
+TEST(ReadHeapSnapshot, Go127CountsOnlyRecordDerivesBytesFromSize) {
+  // Go 1.27 memRecordCycle is {allocs, frees}: lay out a 64-byte record.
+  TestMemory mem;
+  std::vector<uint64_t> words = {0, 0, 1, 0, /*size=*/48, /*nstk=*/1, 0x401000,
+                                 /*active*/ 5, 2, /*future*/ 1, 0, 0, 0, 0, 0};
+  std::vector<uint8_t> bytes(words.size() * 8);
+  std::memcpy(bytes.data(), words.data(), bytes.size());
+  mem.Map(0x10000, bytes);
+  WalkResult w = WalkBuckets(mem, 0x10000, {.max_stack_words = 1026,
+                                            .record_layout = MemRecordLayout::kCountsOnly});
+  ASSERT_EQ(w.buckets.size(), 1u);
+  EXPECT_EQ(w.buckets[0].active.allocs, 5u);
+  EXPECT_EQ(w.buckets[0].active.alloc_bytes, 240u);
+  EXPECT_EQ(w.buckets[0].active.free_bytes, 96u);
+  EXPECT_EQ(w.buckets[0].future[0].alloc_bytes, 48u);
 }
 
 }  // namespace

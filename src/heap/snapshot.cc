@@ -1,0 +1,34 @@
+#include "heap/snapshot.h"
+
+namespace goheap2pprof {
+
+uint32_t DecodeCycle(uint32_t word, CycleEncoding encoding) {
+  // 1.19+: value = cycle << 1 | flushed. Bit 0 flips when mProf_Flush runs,
+  // which also changes what a reader sees, so retries compare the raw word.
+  return encoding == CycleEncoding::kMProfCycle ? word >> 1 : word;
+}
+
+HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
+                              const RuntimeTraits& traits, const SnapshotLimits& limits) {
+  HeapSnapshot snap;
+  snap.rate = static_cast<int64_t>(mem.ReadU64(addrs.mem_profile_rate, "runtime.MemProfileRate"));
+  const WalkLimits walk_limits{.max_stack_words = traits.max_stack_words,
+                               .max_buckets = limits.max_buckets,
+                               .record_layout = traits.record_layout};
+  for (;;) {
+    ++snap.walks;
+    uint32_t before = mem.ReadU32(addrs.cycle, traits.cycle_symbol);
+    uint64_t head = mem.ReadU64(addrs.mbuckets, "runtime.mbuckets");
+    snap.buckets = WalkBuckets(mem, head, walk_limits).buckets;
+    uint32_t after = mem.ReadU32(addrs.cycle, traits.cycle_symbol);
+    snap.cycle = DecodeCycle(before, traits.cycle_encoding);
+    if (after == before) break;
+    if (snap.walks >= limits.max_walks) {
+      snap.consistent = false;
+      break;
+    }
+  }
+  return snap;
+}
+
+}  // namespace goheap2pprof

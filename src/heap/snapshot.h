@@ -1,0 +1,45 @@
+// A consistent read of the heap profile state: the live MemProfileRate, the
+// profile cycle and the bucket list. A GC that publishes a cycle while the
+// list is being read (the cycle word changes) would mix two cycles, so the
+// walk is repeated, a bounded number of times.
+//
+//   HeapSnapshot s = ReadHeapSnapshot(mem, {mbuckets, rate, cycle}, traits);
+//   auto records = EmulateMemProfile(s.buckets, s.cycle);
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "heap/buckets.h"
+#include "proc/memory_reader.h"
+#include "runtime/runtime_traits.h"
+
+namespace goheap2pprof {
+
+// Runtime addresses (load bias applied).
+struct HeapAddresses {
+  uint64_t mbuckets = 0;
+  uint64_t mem_profile_rate = 0;
+  uint64_t cycle = 0;
+};
+
+struct HeapSnapshot {
+  int64_t rate = 0;
+  uint32_t cycle = 0;   // the cycle number memProfileInternal uses
+  std::vector<Bucket> buckets;
+  int walks = 0;        // walks done; > 1 when the cycle changed mid-walk
+  bool consistent = true;  // false if the cycle changed during every walk
+};
+
+struct SnapshotLimits {
+  int max_walks = 5;
+  uint64_t max_buckets = 4'000'000;
+};
+
+HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
+                              const RuntimeTraits& traits, const SnapshotLimits& limits = {});
+
+// The cycle number from the raw cycle word.
+uint32_t DecodeCycle(uint32_t word, CycleEncoding encoding);
+
+}  // namespace goheap2pprof
