@@ -6,7 +6,8 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
   libprotobuf-dev protobuf-compiler zlib1g-dev libcli11-dev
-  libelf-dev libdw-dev libgtest-dev googletest
+  libelf-dev libdw-dev libcapstone-dev libgtest-dev googletest
+  clang libclang-rt-14-dev
   golang-1.19-go curl ca-certificates
 )
 
