@@ -62,7 +62,8 @@ ElfFile OpenTargetExecutable(pid_t pid) {
                   " has no executable (", path, " is empty): it is a kernel thread or exiting");
     }
     if (err == EACCES || err == EPERM) {
-      throw Error(ErrorKind::kPermission, "cannot read ", path, ": ", std::strerror(err));
+      throw Error(ErrorKind::kPermission, "not permitted to inspect process ", pid, " (reading ",
+                  path, ": ", std::strerror(err), ")");
     }
     throw Error(ErrorKind::kIo, "cannot read ", path, ": ", std::strerror(err));
   }

@@ -35,6 +35,7 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
   const uint64_t record_size = MemRecordSize(limits.record_layout);
   const uint64_t cycle_size = record_size / 4;
   uint64_t addr = head;
+  uint64_t total_words = 0;
   while (addr != 0) {
     if (result.buckets.size() >= limits.max_buckets) {
       throw Error(ErrorKind::kMalformed, "heap bucket list has more than ", limits.max_buckets,
@@ -72,6 +73,12 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
       throw Error(ErrorKind::kMalformed, "bucket at ", Hex(addr), ": nstk ", nstk, " exceeds ",
                   limits.max_stack_words);
     }
+    total_words += nstk;
+    if (total_words > limits.max_total_stack_words) {
+      throw Error(ErrorKind::kMalformed, "heap bucket stacks exceed ", limits.max_total_stack_words,
+                  " words in total (at bucket ", Hex(addr), ", bucket ", result.buckets.size(),
+                  ")");
+    }
     uint64_t total = kBucketHeaderSize + 8 * nstk + record_size;
     if (!have_guess || total > buf.size()) {
       buf.resize(total);
@@ -84,7 +91,7 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
     b.addr = addr;
     b.size = size;
     b.stack.resize(nstk);
-    std::memcpy(b.stack.data(), buf.data() + kBucketHeaderSize, 8 * nstk);
+    if (nstk > 0) std::memcpy(b.stack.data(), buf.data() + kBucketHeaderSize, 8 * nstk);
     const uint8_t* rec = buf.data() + kBucketHeaderSize + 8 * nstk;
     b.active = LoadCycle(rec, limits.record_layout, size);
     for (int i = 0; i < 3; ++i) {
@@ -140,14 +147,24 @@ std::vector<MemProfileRecord> PublishedCounts(std::span<const Bucket> buckets) {
   return out;
 }
 
+namespace {
+// Go's float64 -> int64 conversion as compiled for amd64 (CVTTSD2SI): truncates
+// toward zero, and yields INT64_MIN for NaN and out-of-range values, where a
+// C++ cast would be undefined. Corrupt counters can produce such values.
+int64_t GoFloatToInt64(double v) {
+  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+}  // namespace
+
 ScaledPair ScaleHeapSample(int64_t count, int64_t size, int64_t rate) {
   if (count == 0 || size == 0) return {0, 0};
   if (rate <= 1) return {count, size};
   double avg_size = static_cast<double>(size) / static_cast<double>(count);
   double scale = 1.0 / (1.0 - std::exp(-avg_size / static_cast<double>(rate)));
   // Go converts float64 to int64 by truncation toward zero.
-  return {static_cast<int64_t>(static_cast<double>(count) * scale),
-          static_cast<int64_t>(static_cast<double>(size) * scale)};
+  return {GoFloatToInt64(static_cast<double>(count) * scale),
+          GoFloatToInt64(static_cast<double>(size) * scale)};
 }
 
 }  // namespace goheap2pprof

@@ -48,6 +48,9 @@ struct Bucket {
 struct WalkLimits {
   uint64_t max_stack_words = 32;
   uint64_t max_buckets = 4'000'000;
+  // Bounds the memory a walk can take (8 bytes per word): 64M words is
+  // 512 MiB of stacks, far above the 250k x 128-word worst cases seen.
+  uint64_t max_total_stack_words = 64'000'000;
   MemRecordLayout record_layout = MemRecordLayout::kCountsAndBytes;
 };
 
@@ -58,7 +61,8 @@ struct WalkResult {
 // Follows allnext from head. With MemRecordLayout::kCountsOnly the byte
 // counters are filled in as objects x size, which is what the runtime reports. Throws Error(kMalformed) naming the bucket
 // address when the list is inconsistent: an unmapped bucket, typ != 1, nstk
-// out of range, a cycle, or more than max_buckets buckets.
+// out of range, a cycle, or more than max_buckets buckets or
+// max_total_stack_words stack words.
 WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits);
 
 // One runtime.MemProfileRecord (memProfileInternal with inuseZero = true).

@@ -210,7 +210,7 @@ bool TestMemory::TryRead(uint64_t addr, std::span<uint8_t> dst) {
   --it;
   uint64_t off = addr - it->first;
   if (off > it->second.size() || dst.size() > it->second.size() - off) return false;
-  std::memcpy(dst.data(), it->second.data() + off, dst.size());
+  if (!dst.empty()) std::memcpy(dst.data(), it->second.data() + off, dst.size());
   stats_.bytes_read += dst.size();
   return true;
 }

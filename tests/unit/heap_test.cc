@@ -280,3 +280,44 @@ TEST(ReadHeapSnapshot, Go127CountsOnlyRecordDerivesBytesFromSize) {
 
 }  // namespace
 }  // namespace goheap2pprof
+
+namespace goheap2pprof {
+namespace {
+
+TEST(WalkBuckets, TotalStackWordsAreBounded) {
+  BucketArena arena(0x10000);
+  uint64_t b1 = arena.Add(16, std::vector<uint64_t>(20, 1), {});
+  uint64_t b2 = arena.Add(16, std::vector<uint64_t>(20, 2), {});
+  arena.SetAllnext(b2, b1);
+  TestMemory mem;
+  arena.MapInto(mem);
+  EXPECT_EQ(WalkBuckets(mem, b2, {.max_total_stack_words = 40}).buckets.size(), 2u);
+  EXPECT_THROW(WalkBuckets(mem, b2, {.max_total_stack_words = 39}), Error);
+}
+
+TEST(WalkBuckets, MisalignedAndWildPointersAreErrorsNotCrashes) {
+  BucketArena arena(0x10000);
+  uint64_t b1 = arena.Add(16, {1}, {});
+  arena.SetAllnext(b1, 0x10003);  // misaligned
+  TestMemory mem;
+  arena.MapInto(mem);
+  EXPECT_THROW(WalkBuckets(mem, b1, {}), Error);
+  arena.SetAllnext(b1, 0xfffffffffffffff8ull);  // wild
+  TestMemory mem2;
+  arena.MapInto(mem2);
+  EXPECT_THROW(WalkBuckets(mem2, b1, {}), Error);
+}
+
+TEST(ScaleHeapSample, HostileCountersDoNotOverflow) {
+  // Torn or corrupt counters: huge and negative values must give Go's
+  // answer (INT64_MIN for out-of-range conversions), never undefined behaviour.
+  ScaledPair p = ScaleHeapSample(1, INT64_MAX, 512 * 1024);
+  EXPECT_EQ(p.count, 1);
+  ScaledPair q = ScaleHeapSample(-5, INT64_MIN, 512 * 1024);
+  (void)q;
+  ScaledPair r = ScaleHeapSample(INT64_MIN, 1, 512 * 1024);
+  EXPECT_EQ(r.count, INT64_MIN);
+}
+
+}  // namespace
+}  // namespace goheap2pprof

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Regenerates the committed fuzz seed corpora in testdata/fuzz/ from
+# tests/fuzz/make_seeds.cc, plus small ELF seeds compiled from a trivial C
+# program. Usage: bash scripts/make-fuzz-seeds.sh [build-dir]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+cmake -S . -B "$build" -G Ninja >/dev/null
+cmake --build "$build" --target fuzz_make_seeds >/dev/null
+"$build/tests/fuzz/fuzz_make_seeds" testdata/fuzz
+
+elf_dir=testdata/fuzz/elf
+mkdir -p "$elf_dir"
+src=$(mktemp --suffix=.c)
+trap 'rm -f "$src"' EXIT
+printf 'int marker = 42;\nint main(void) { return marker - 42; }\n' > "$src"
+gcc -Os -o "$elf_dir/tiny-c" "$src"
+gcc -Os -s -o "$elf_dir/tiny-c-stripped" "$src"
+echo "make-fuzz-seeds: wrote $(find testdata/fuzz -type f | wc -l) seeds"

@@ -1,0 +1,3 @@
+module goheap2pprof/testdata/errtargets/nopprof
+
+go 1.19

@@ -1,0 +1,3 @@
+module goheap2pprof/testdata/errtargets/quiet
+
+go 1.19

@@ -1,0 +1,44 @@
+// Fuzz target: ELF parsing, symbol lookup, notes, vaddr reads, and the Go
+// layer on top (build info, pclntab location, runtime variables).
+#include <cstdint>
+#include <vector>
+
+#include "base/error.h"
+#include "elf/elf_file.h"
+#include "gobin/go_binary.h"
+#include "gobin/runtime_variables.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace goheap2pprof;
+  try {
+    ElfFile elf = ElfFile::FromBytes(std::vector<uint8_t>(data, data + size), "fuzz");
+    for (const char* name : {"main", "runtime.mbuckets", "runtime.text", "_start"}) {
+      if (auto sym = elf.FindSymbol(name)) (void)elf.ReadVaddr(sym->value, 16);
+    }
+    (void)elf.GnuBuildId();
+    (void)elf.GoBuildId();
+    (void)elf.SectionData(".gopclntab");
+    (void)elf.ReadVaddr(elf.entry(), 64);
+    GoBinary bin(elf);
+    (void)bin.version();
+    try {
+      (void)bin.LocatePclntab();
+    } catch (const Error&) {
+    }
+    try {
+      (void)LocateRuntimeVariables(bin, "runtime.mProfCycle");
+    } catch (const Error&) {
+    }
+    try {
+      Pclntab tab = bin.OpenPclntab(0);
+      for (uint32_t i = 0; i < tab.nfunc() && i < 32; ++i) {
+        FuncRef f = tab.FuncAt(i);
+        (void)tab.FuncName(f);
+        (void)tab.FrameAt(f, f.entry);
+      }
+    } catch (const Error&) {
+    }
+  } catch (const Error&) {
+  }
+  return 0;
+}

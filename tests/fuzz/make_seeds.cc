@@ -1,0 +1,160 @@
+// Writes the seed corpora of the fuzz targets into <dir>/<target>/:
+//   fuzz_make_seeds testdata/fuzz
+// (scripts/make-fuzz-seeds.sh runs it and adds ELF seeds built with gcc).
+// Seeds are small, valid inputs that reach deep into each parser.
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "../unit/hand_pclntab.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Buf = std::vector<uint8_t>;
+
+void Write(const fs::path& dir, const std::string& name, const Buf& bytes) {
+  fs::create_directories(dir);
+  std::ofstream out(dir / name, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+void WriteText(const fs::path& dir, const std::string& name, const std::string& text) {
+  Write(dir, name, Buf(text.begin(), text.end()));
+}
+void Append64(Buf& b, uint64_t v) {
+  uint8_t raw[8];
+  std::memcpy(raw, &v, 8);
+  b.insert(b.end(), raw, raw + 8);
+}
+void Append32(Buf& b, uint32_t v) {
+  uint8_t raw[4];
+  std::memcpy(raw, &v, 4);
+  b.insert(b.end(), raw, raw + 4);
+}
+
+void PclntabSeeds(const fs::path& dir) {
+  using goheap2pprof::testing_pclntab::BuildHandTable;
+  for (bool go120 : {false, true}) {
+    auto hand = BuildHandTable(go120);
+    Buf b;
+    Append32(b, static_cast<uint32_t>(hand.gofunc.size()));
+    b.insert(b.end(), hand.table.begin(), hand.table.end());
+    b.insert(b.end(), hand.gofunc.begin(), hand.gofunc.end());
+    Write(dir, go120 ? "hand-go120" : "hand-go118", b);
+  }
+}
+
+void BuildInfoSeeds(const fs::path& dir) {
+  auto blob = [](const std::string& version, const std::string& mod) {
+    Buf b = {0xff};
+    std::string magic = " Go buildinf:";
+    b.insert(b.end(), magic.begin(), magic.end());
+    b.push_back(8);  // ptrSize
+    b.push_back(2);  // flags: inline strings
+    b.resize(32, 0);
+    b.push_back(static_cast<uint8_t>(version.size()));
+    b.insert(b.end(), version.begin(), version.end());
+    // uvarint length of modinfo (may exceed one byte)
+    uint64_t n = mod.size();
+    while (n >= 0x80) {
+      b.push_back(static_cast<uint8_t>(n) | 0x80);
+      n >>= 7;
+    }
+    b.push_back(static_cast<uint8_t>(n));
+    b.insert(b.end(), mod.begin(), mod.end());
+    b.resize((b.size() + 15) / 16 * 16, 0);
+    return b;
+  };
+  const std::string start("\x30\x77\xaf\x0c\x92\x74\x08\x02\x41\xe1\xc1\x07\xe6\xd6\x18\xe6", 16);
+  const std::string end("\xf9\x32\x43\x31\x86\x18\x20\x72\x00\x82\x42\x10\x41\x16\xd8\xf2", 16);
+  Write(dir, "go1.26.8", blob("go1.26.8", start + "path\texample.com/x\nmod\texample.com/x\t(devel)\t\n" + end));
+  Write(dir, "go1.19.8-empty-mod", blob("go1.19.8", ""));
+  Buf padded(48, 0);
+  Buf b = blob("go1.22.0 X:boringcrypto", "");
+  padded.insert(padded.end(), b.begin(), b.end());
+  Write(dir, "aligned-in-data", padded);
+  WriteText(dir, "devel-version", "devel go1.23-abcdef Tue Jan 1");
+}
+
+void ProcfsSeeds(const fs::path& dir) {
+  WriteText(dir, "stat",
+            "4242 (my (weird) prog) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 8 0 987654 "
+            "1000000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n");
+  WriteText(dir, "maps",
+            "00400000-00452000 r-xp 00000000 fd:01 1234567                    /usr/bin/prog\n"
+            "7f00aa000000-7f00aa021000 rw-p 00000000 00:00 0 \n"
+            "7f00ab000000-7f00ab001000 r-xp 00003000 08:02 42   /tmp/lib.so (deleted)\n"
+            "7ffd1a3f2000-7ffd1a3f4000 r-xp 00000000 00:00 0                  [vdso]\n"
+            "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0          [vsyscall]\n");
+  WriteText(dir, "pid", "31337");
+}
+
+// A bucket list laid out from offset 0 of the fuzz image (mapped at kBase).
+void HeapSeeds(const fs::path& dir) {
+  constexpr uint64_t kBase = 0x100000;
+  struct B {
+    uint64_t size;
+    std::vector<uint64_t> stack;
+    std::vector<uint64_t> record;  // active + future[3]
+  };
+  auto image = [&](const std::vector<B>& buckets, bool counts_only) {
+    Buf mem;
+    std::vector<uint64_t> addrs;
+    for (const B& b : buckets) {
+      addrs.push_back(kBase + mem.size());
+      mem.resize(mem.size() + 8 * (6 + b.stack.size()) + (counts_only ? 64 : 128), 0);
+    }
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      uint64_t off = addrs[i] - kBase;
+      uint64_t next = i + 1 < buckets.size() ? addrs[i + 1] : 0;
+      std::vector<uint64_t> words = {0, next, 1, 0x9e3779b9, buckets[i].size, buckets[i].stack.size()};
+      words.insert(words.end(), buckets[i].stack.begin(), buckets[i].stack.end());
+      words.insert(words.end(), buckets[i].record.begin(), buckets[i].record.end());
+      std::memcpy(&mem[off], words.data(), std::min(words.size() * 8, mem.size() - off));
+    }
+    return mem;
+  };
+  auto seed = [&](const std::string& name, uint8_t version, uint32_t cycle, uint64_t rate,
+                  const Buf& mem) {
+    Buf b;
+    Append64(b, mem.empty() ? 0 : 1);  // head: the first bucket, at offset 0
+    Append32(b, cycle);
+    b.push_back(version);
+    Append64(b, rate);
+    b.insert(b.end(), mem.begin(), mem.end());
+    Write(dir, name, b);
+  };
+  // Stacks point into the hand-built pclntab's functions (text 0x1000-0x1200),
+  // including the inlined range [0x1020, 0x1030) of main.f.
+  std::vector<B> go126 = {
+      {16, {0x1025, 0x1105}, {4, 1, 64, 16, 1, 0, 16, 0, 2, 0, 32, 0, 0, 0, 0, 0}},
+      {4096, {0x1031, 0x1101, 0x1011}, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+      {8, {0x10ff}, {9, 9, 72, 72, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+  };
+  seed("go126-rate1", 3, 7 << 1, 1, image(go126, false));
+  seed("go126-default-rate", 3, (4 << 1) | 1, 512 * 1024, image(go126, false));
+  seed("go118-unpublished", 0, 2, 512 * 1024,
+       image({{32, {0x1021}, {0, 0, 0, 0, 1, 0, 32, 0, 2, 0, 64, 0, 3, 1, 96, 32}}}, false));
+  seed("go127-counts-only", 4, 3 << 1, 1,
+       image({{48, {0x1027, 0x1100}, {5, 2, 1, 0, 0, 0, 0, 0}}, {24, {0x1010}, {1, 0, 0, 0, 0, 0, 0, 0}}}, true));
+  seed("empty", 2, 0, 512 * 1024, {});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s <corpus-dir>\n", argv[0]);
+    return 2;
+  }
+  fs::path root(argv[1]);
+  PclntabSeeds(root / "pclntab");
+  BuildInfoSeeds(root / "buildinfo");
+  ProcfsSeeds(root / "procfs");
+  HeapSeeds(root / "heap");
+  return 0;
+}
