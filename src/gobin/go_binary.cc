@@ -35,7 +35,11 @@ std::optional<GoVersion> ScanForGoVersion(Bytes data) {
   return found;
 }
 
-GoBinary::GoBinary(const ElfFile& elf) : elf_(elf) { FindVersion(); }
+GoBinary::GoBinary(const ElfFile& elf) : elf_(elf), relocs_(elf) { FindVersion(); }
+
+std::optional<uint64_t> GoBinary::ReadPointer(uint64_t vaddr) const {
+  return relocs_.ReadPointer(vaddr);
+}
 
 std::optional<uint64_t> GoBinary::SymbolAddress(std::string_view name) const {
   std::optional<ElfSymbol> sym = elf_.FindSymbol(name);
@@ -86,14 +90,83 @@ void GoBinary::FindVersion() {
     }
   }
 
-  // 3. A "go1.N" string in read-only data, accepted only if unambiguous.
+  // The remaining sources need the pclntab and moduledata. They are
+  // optional evidence: a binary that is not Go, or whose tables do not
+  // validate, simply has no version here, and the caller reports that.
+  if (!elf_.HasSymtab()) {
+    try {
+      // 3. Stripped: runtime.buildVersion found through schedinit's code.
+      version_ = RecoverBuildVersion();
+      if (version_) {
+        version_source_ = "runtime.buildVersion (recovered from runtime.schedinit)";
+        return;
+      }
+    } catch (const Error&) {
+    }
+  }
+
+  // 4. A "go1.N" string in read-only data, accepted only if unambiguous.
   if (std::optional<Bytes> rodata = elf_.SectionData(".rodata")) {
     version_ = ScanForGoVersion(*rodata);
-    if (version_) version_source_ = "rodata scan";
+    if (version_) {
+      version_source_ = "rodata scan";
+      return;
+    }
+  }
+
+  // 5. The moduledata layout, when it implies a single release (1.26, 1.27).
+  if (!elf_.HasSymtab()) {
+    try {
+      PclntabLocation loc = LocatePclntab();
+      if (loc.moduledata) {
+        version_ = VersionImpliedBy(loc.moduledata->layout);
+        if (version_) {
+          version_source_ = "moduledata layout (" +
+                            std::string(ModuleDataLayoutName(loc.moduledata->layout)) + ")";
+        }
+      }
+    } catch (const Error&) {
+    }
   }
 }
 
+std::optional<GoVersion> GoBinary::RecoverBuildVersion() const {
+  // schedinit does `if buildVersion == "" { buildVersion = "unknown" }`: it
+  // reads and writes buildVersion.len (8 bytes at +8). It does the same to
+  // runtime.modinfo, so every such header is a candidate and only one whose
+  // bytes parse as a Go version counts; all must agree. (The pointer store
+  // is not required: on arm64 it may go through a register loaded earlier.)
+  std::optional<std::vector<DataRef>> refs = FunctionDataRefs("runtime.schedinit");
+  if (!refs) return std::nullopt;
+  std::optional<GoVersion> found;
+  for (const DataRef& len_write : *refs) {
+    if (!len_write.write || len_write.size != 8 || len_write.target < 8) continue;
+    const uint64_t header = len_write.target - 8;
+    bool len_read = false;
+    for (const DataRef& r : *refs) {
+      if (!r.write && r.size == 8 && r.target == len_write.target) len_read = true;
+    }
+    if (!len_read) continue;
+    std::optional<uint64_t> ptr = ReadPointer(header);
+    std::optional<uint64_t> len = ReadPointer(header + 8);
+    if (!ptr || !len || *ptr == 0 || *len == 0 || *len > kMaxVersionLen) continue;
+    std::optional<Bytes> s = elf_.ReadVaddr(*ptr, *len);
+    if (!s) continue;
+    std::optional<GoVersion> v = ParseGoVersion(
+        std::string_view(reinterpret_cast<const char*>(s->data()), s->size()));
+    if (!v) continue;
+    if (found && *found != *v) return std::nullopt;
+    found = v;
+  }
+  return found;
+}
+
 PclntabLocation GoBinary::LocatePclntab() const {
+  if (!location_) location_ = FindPclntab();
+  return *location_;
+}
+
+PclntabLocation GoBinary::FindPclntab() const {
   PclntabLocation loc;
   for (std::string_view name : {".gopclntab", ".data.rel.ro.gopclntab"}) {
     const ElfSection* s = elf_.FindSection(name);
@@ -106,22 +179,76 @@ PclntabLocation GoBinary::LocatePclntab() const {
   if (loc.source.empty()) {
     std::optional<uint64_t> start = SymbolAddress("runtime.pclntab");
     std::optional<uint64_t> end = SymbolAddress("runtime.epclntab");
-    if (!start || !end) {
-      throw Error(ErrorKind::kNotGo, elf_.name(),
-                  " has no Go pclntab (no .gopclntab section, no runtime.pclntab symbol)");
+    if (start && end) {
+      if (*end <= *start) {
+        throw Error(ErrorKind::kMalformed, elf_.name(), ": runtime.epclntab ", Hex(*end),
+                    " is not after runtime.pclntab ", Hex(*start));
+      }
+      std::optional<Bytes> bytes = elf_.ReadVaddr(*start, *end - *start);
+      if (!bytes) {
+        throw Error(ErrorKind::kMalformed, elf_.name(), ": pclntab [", Hex(*start), ", ",
+                    Hex(*end), ") is not backed by file bytes of one segment");
+      }
+      loc.vaddr = *start;
+      loc.table = *bytes;
+      loc.source = "runtime.pclntab symbol";
     }
-    if (*end <= *start) {
-      throw Error(ErrorKind::kMalformed, elf_.name(), ": runtime.epclntab ", Hex(*end),
-                  " is not after runtime.pclntab ", Hex(*start));
+  }
+  if (loc.source.empty() && !elf_.HasSymtab()) {
+    // Stripped externally linked PIE before 1.26: the pclntab is somewhere in
+    // .data.rel.ro. A pcHeader-looking place counts only if a moduledata
+    // points to it and validates; exactly one must.
+    std::vector<uint64_t> headers = ScanForPclntabHeaders(elf_);
+    for (uint64_t vaddr : headers) {
+      std::optional<Bytes> bytes = elf_.ReadVaddrToSegmentEnd(vaddr);
+      if (!bytes) continue;
+      std::optional<ModuleData> md = FindModuleData(elf_, relocs_, vaddr, *bytes, std::nullopt);
+      if (!md) continue;
+      if (loc.moduledata) {
+        throw Error(ErrorKind::kUnsupported, elf_.name(), ": two pclntabs validate, at ",
+                    Hex(loc.vaddr), " and ", Hex(vaddr), "; refusing to guess")
+            .WithHint("capture from an unstripped build of the same program (built without "
+                      "-ldflags=-s)");
+      }
+      loc.vaddr = vaddr;
+      loc.table = *bytes;
+      loc.source = "pcHeader scan";
+      loc.moduledata = md;
     }
-    std::optional<Bytes> bytes = elf_.ReadVaddr(*start, *end - *start);
-    if (!bytes) {
-      throw Error(ErrorKind::kMalformed, elf_.name(), ": pclntab [", Hex(*start), ", ",
-                  Hex(*end), ") is not backed by file bytes of one segment");
+    if (loc.source.empty() && !headers.empty()) {
+      throw Error(ErrorKind::kUnsupported, elf_.name(), " is stripped and has no pclntab "
+                  "section; none of the ", headers.size(), " pcHeader-like places (first at ",
+                  Hex(headers[0]), ") is referenced by a moduledata that validates")
+          .WithHint("capture from an unstripped build of the same program (built without "
+                    "-ldflags=-s); Go 1.18 or newer is required");
     }
-    loc.vaddr = *start;
-    loc.table = *bytes;
-    loc.source = "runtime.pclntab symbol";
+  }
+  if (loc.source.empty()) {
+    throw Error(ErrorKind::kNotGo, elf_.name(),
+                " has no Go pclntab (no .gopclntab section, no runtime.pclntab symbol, no "
+                "pcHeader referenced by a moduledata)");
+  }
+  if (!elf_.HasSymtab() && !loc.moduledata) {
+    loc.moduledata = FindModuleData(elf_, relocs_, loc.vaddr, loc.table, std::nullopt);
+    if (!loc.moduledata) {
+      throw Error(ErrorKind::kUnsupported, elf_.name(),
+                  " is stripped and no runtime.firstmoduledata pointing to its pclntab at ",
+                  Hex(loc.vaddr), " (", loc.source, ") validates")
+          .WithHint("capture from an unstripped build of the same program (built without "
+                    "-ldflags=-s); Go 1.18 or newer is required");
+    }
+  }
+  if (loc.moduledata && version_ && (version_source_ == "buildinfo" ||
+                                     version_source_ == "runtime.buildVersion")) {
+    // The build info names the release; its layout family must be the one
+    // that validated, or one of the two is not what it seems.
+    if (ModuleDataLayoutFor(*version_) != loc.moduledata->layout) {
+      throw Error(ErrorKind::kUnsupported, elf_.name(), ": the build info says ",
+                  FormatGoVersion(*version_), " but the moduledata at ",
+                  Hex(loc.moduledata->vaddr), " has the ",
+                  ModuleDataLayoutName(loc.moduledata->layout), " layout")
+          .WithHint("capture from an unstripped build of the same program");
+    }
   }
 
   // Never the .text section address: with external linking it is 0x100
@@ -129,6 +256,9 @@ PclntabLocation GoBinary::LocatePclntab() const {
   if (std::optional<uint64_t> text = SymbolAddress("runtime.text")) {
     loc.text_start = *text;
     loc.text_source = "runtime.text";
+  } else if (loc.moduledata) {
+    loc.text_start = loc.moduledata->text;
+    loc.text_source = "moduledata.text";
   } else if (ByteView view(loc.table, "pclntab"); view.Has(24, 8) && view.U64(24) != 0) {
     // Stored until 1.25 (0 from 1.26 on).
     loc.text_start = view.U64(24);
@@ -138,30 +268,57 @@ PclntabLocation GoBinary::LocatePclntab() const {
   for (std::string_view name : {"go:func.*", "go.func.*"}) {
     if (std::optional<uint64_t> gofunc = SymbolAddress(name)) {
       loc.gofunc_vaddr = *gofunc;
-      loc.gofunc = elf_.ReadVaddrToSegmentEnd(*gofunc).value_or(Bytes());
       break;
     }
+  }
+  if (loc.gofunc_vaddr == 0 && loc.moduledata) loc.gofunc_vaddr = loc.moduledata->gofunc;
+  if (loc.gofunc_vaddr != 0) {
+    loc.gofunc = elf_.ReadVaddrToSegmentEnd(loc.gofunc_vaddr).value_or(Bytes());
   }
   return loc;
 }
 
 Pclntab GoBinary::OpenPclntab(uint64_t load_bias) const {
   PclntabLocation loc = LocatePclntab();
-  if (!elf_.HasSymtab()) {
-    throw Error(ErrorKind::kUnsupported, elf_.name(),
-                " is stripped (no .symtab); its pclntab is in ", loc.source,
-                " but reading stripped binaries is not supported yet")
-        .WithHint("run the target from an unstripped build (without -ldflags=-s)");
-  }
   if (loc.text_source.empty()) {
     throw Error(ErrorKind::kMalformed, elf_.name(),
-                ": no runtime.text symbol and pcHeader.textStart is 0");
+                ": no runtime.text symbol, no moduledata and pcHeader.textStart is 0");
   }
   if (loc.gofunc_vaddr == 0) {
     throw Error(ErrorKind::kMalformed, elf_.name(),
-                ": no go:func.* symbol, so inline trees cannot be located");
+                ": no go:func.* symbol or moduledata.gofunc, so inline trees cannot be located");
   }
   return Pclntab(loc.table, loc.text_start + load_bias, loc.gofunc);
+}
+
+std::optional<std::vector<DataRef>> GoBinary::FunctionDataRefs(std::string_view name) const {
+  if (!link_pclntab_) {
+    link_pclntab_ = std::make_unique<Pclntab>(OpenPclntab(0));
+    // One pass over the functab (bounded by nfunc, which the Pclntab checked
+    // against the table size). Names are views into the file image.
+    for (uint32_t i = 0; i < link_pclntab_->nfunc(); ++i) {
+      func_index_.emplace(link_pclntab_->FuncName(link_pclntab_->FuncAt(i)), i);
+    }
+  }
+  auto it = func_index_.find(name);
+  if (it == func_index_.end()) return std::nullopt;
+  const Pclntab& tab = *link_pclntab_;
+  const FuncRef f = tab.FuncAt(it->second);
+  const uint64_t end =
+      it->second + 1 < tab.nfunc() ? tab.FuncAt(it->second + 1).entry : tab.text_end();
+  // Go functions are at most a few hundred KiB; a larger span means the
+  // table is corrupt.
+  constexpr uint64_t kMaxFuncSize = 1 << 20;
+  if (end <= f.entry || end - f.entry > kMaxFuncSize) {
+    throw Error(ErrorKind::kMalformed, elf_.name(), ": function ", name, " at ", Hex(f.entry),
+                " has implausible size ", end - f.entry, " (next entry ", Hex(end), ")");
+  }
+  std::optional<Bytes> code = elf_.ReadVaddr(f.entry, end - f.entry);
+  if (!code) {
+    throw Error(ErrorKind::kMalformed, elf_.name(), ": code of ", name, " [", Hex(f.entry), ", ",
+                Hex(end), ") is not in the file");
+  }
+  return ScanDataRefs(elf_.machine(), *code, f.entry);
 }
 
 }  // namespace goheap2pprof

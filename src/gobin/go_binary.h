@@ -2,6 +2,9 @@
 // the Go version, and where the pclntab and its funcdata live. Everything is
 // in link-time addresses; callers add the PIE load bias themselves (only
 // OpenPclntab takes it, because the Pclntab works in runtime addresses).
+// Stripped binaries (no .symtab) work too: text start and funcdata then come
+// from runtime.firstmoduledata found in the file (gobin/moduledata.h), and
+// runtime functions are found by name in the pclntab.
 //
 //   ElfFile elf = ElfFile::Open("/proc/123/exe");
 //   GoBinary bin(elf);
@@ -11,13 +14,19 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "base/bytes.h"
 #include "elf/elf_file.h"
+#include "elf/relative_relocs.h"
 #include "gobin/buildinfo.h"
+#include "gobin/code_scan.h"
+#include "gobin/moduledata.h"
 #include "gobin/pclntab.h"
 
 namespace goheap2pprof {
@@ -26,13 +35,19 @@ namespace goheap2pprof {
 struct PclntabLocation {
   uint64_t vaddr = 0;  // link-time address of the pcHeader
   Bytes table;         // the pclntab's file bytes
-  std::string source;  // ".gopclntab", ".data.rel.ro.gopclntab" or "runtime.pclntab symbol"
+  // ".gopclntab", ".data.rel.ro.gopclntab", "runtime.pclntab symbol" or
+  // "pcHeader scan" (stripped externally linked PIE before 1.26).
+  std::string source;
   // Link-time runtime.text, which functab entry offsets are relative to; 0 if
-  // neither the symbol nor pcHeader.textStart gives it.
+  // neither the symbol, moduledata nor pcHeader.textStart gives it.
   uint64_t text_start = 0;
-  std::string text_source;    // "runtime.text" or "pcHeader.textStart"
+  // "runtime.text", "moduledata.text" or "pcHeader.textStart"
+  std::string text_source;
   uint64_t gofunc_vaddr = 0;  // link-time go:func.* (go.func.* before 1.20); 0 if unknown
   Bytes gofunc;               // from gofunc_vaddr to the end of its segment's file bytes
+  // runtime.firstmoduledata from the file; only looked for when the binary
+  // has no symbol table.
+  std::optional<ModuleData> moduledata;
 };
 
 class GoBinary {
@@ -53,25 +68,47 @@ class GoBinary {
   // unambiguous "go1.N" string in .rodata. nullopt if none worked.
   std::optional<GoVersion> version() const { return version_; }
   // How version() was found: "buildinfo", "runtime.buildVersion",
-  // "rodata scan", or "" when it was not.
+  // "runtime.buildVersion (recovered from runtime.schedinit)", "rodata scan",
+  // "moduledata layout (Go 1.26)", or "" when it was not.
   const std::string& version_source() const { return version_source_; }
+  // True when the version did not come from the build info: callers warn.
+  bool version_inferred() const { return version_ && version_source_ != "buildinfo"; }
 
-  // Finds the pclntab by section (.gopclntab, .data.rel.ro.gopclntab) or by
+  // Finds the pclntab by section (.gopclntab, .data.rel.ro.gopclntab), by
   // the runtime.pclntab..runtime.epclntab symbols (externally linked PIE
-  // before 1.26 has no section). Throws kNotGo if there is none.
+  // before 1.26 has no section), or in a stripped binary by scanning data for
+  // a pcHeader that a moduledata points to. Throws kNotGo if there is none,
+  // kUnsupported if a stripped binary's tables are ambiguous. Cached.
   PclntabLocation LocatePclntab() const;
-  // A decoder for the pclntab with text_start = link-time runtime.text +
-  // load_bias. Throws kUnsupported for stripped binaries (no .symtab), and
-  // kMalformed/kUnsupported if the table is not one we can read.
+  // A decoder for the pclntab with text_start = link-time runtime.text (or
+  // moduledata.text) + load_bias. Throws kMalformed/kUnsupported if the table
+  // is not one we can read.
   Pclntab OpenPclntab(uint64_t load_bias) const;
+
+  // Data references of the machine code of the function named `name` in the
+  // pclntab (link-time addresses), or nullopt if there is no such function.
+  // Works on stripped binaries; throws like OpenPclntab.
+  std::optional<std::vector<DataRef>> FunctionDataRefs(std::string_view name) const;
+
+  // The link-time 8-byte pointer stored at vaddr in the file (PIE
+  // relocations applied); nullopt if not file-backed.
+  std::optional<uint64_t> ReadPointer(uint64_t vaddr) const;
 
  private:
   void FindVersion();
+  PclntabLocation FindPclntab() const;
+  // runtime.buildVersion located through runtime.schedinit's code.
+  std::optional<GoVersion> RecoverBuildVersion() const;
 
   const ElfFile& elf_;
+  RelativeRelocs relocs_;
   std::optional<BuildInfo> build_info_;
   std::optional<GoVersion> version_;
   std::string version_source_;
+  mutable std::optional<PclntabLocation> location_;
+  // Link-time decoder and name -> functab index, built on first use.
+  mutable std::unique_ptr<Pclntab> link_pclntab_;
+  mutable std::unordered_map<std::string_view, uint32_t> func_index_;
 };
 
 // The Go version named by "go1.N[.P]" strings in data, if all such strings

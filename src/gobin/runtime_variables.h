@@ -27,8 +27,10 @@ struct RuntimeVariables {
   std::optional<RuntimeVariable> disable_memory_profiling;
 };
 
-// Throws Error(kUnsupported) naming the missing variable, or the fact that
-// the binary is stripped.
+// Throws Error(kUnsupported) naming the missing variable. Without .symtab the addresses are recovered from the machine code of
+// runtime functions found through the pclntab (see runtime_variables.cc),
+// each cross-checked against several functions and the moduledata ranges;
+// source then says "recovered from runtime.mProf_FlushLocked, ...".
 RuntimeVariables LocateRuntimeVariables(const GoBinary& bin, std::string_view cycle_symbol);
 
 }  // namespace goheap2pprof

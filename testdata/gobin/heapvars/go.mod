@@ -1,0 +1,3 @@
+module example.com/heapvars
+
+go 1.19

@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# The oracle matrix on STRIPPED targets: like oracle_test.sh (whose structure
+# this follows), but testdata/oracle is built with -ldflags="-s -w", so
+# goheap2pprof must recover runtime.mbuckets and friends from machine code and
+# symbolize through moduledata. Each capture must say (with -v) that the
+# addresses were recovered, the binary must have no .symtab, and profdiff must
+# find the capture identical to the process's own profile (including the
+# executable mapping's file name and build ID).
+#
+#   bash tests/e2e/stripped_oracle_test.sh <path-to-goheap2pprof> <path-to-profdiff>
+#
+# Environment: GOHEAP2PPROF_SOURCE_DIR (repo root), GOHEAP2PPROF_BINARY_DIR
+# (scratch space goes to $GOHEAP2PPROF_BINARY_DIR/e2e). Toolchains: `go`
+# (1.26.8), /usr/lib/go-1.19/bin/go (1.19.8), `GOTOOLCHAIN=go1.27.3 go`; the
+# ones that are missing are reported and skipped.
+#
+# Exit status: 0 all cases passed, 1 some failed, 77 nothing could run.
+set -u
+
+if [[ $# -ne 2 ]]; then
+  echo "usage: $0 <goheap2pprof> <profdiff>" >&2
+  exit 2
+fi
+tool=$(realpath "$1")
+profdiff=$(realpath "$2")
+src=${GOHEAP2PPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+bin=${GOHEAP2PPROF_BINARY_DIR:-$src/build}
+ready_timeout=${ORACLE_READY_TIMEOUT:-120}  # seconds; rate 1 targets do a lot of work
+
+for f in "$tool" "$profdiff"; do
+  if [[ ! -x $f ]]; then
+    echo "SKIP: $f is not an executable"
+    exit 77
+  fi
+done
+# `go` needs a cache directory; CTest may run us without HOME.
+if [[ -z ${HOME:-} && -z ${GOCACHE:-} ]]; then
+  export GOCACHE=$bin/e2e/go-cache GOPATH=$bin/e2e/go-path
+fi
+
+mkdir -p "$bin/e2e"
+work=$(mktemp -d "$bin/e2e/stripped.XXXXXX")
+target_pid=""
+cleanup() {
+  if [[ -n $target_pid ]]; then
+    kill "$target_pid" 2>/dev/null
+    wait "$target_pid" 2>/dev/null
+  fi
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+passed=0 failed=0 skipped=0
+results=()
+
+# Prints a case result line (and keeps it for the summary).
+report() {
+  echo "$1"
+  results+=("$1")
+}
+
+# go_cmd <version>: the command line that runs that toolchain, or fails.
+go_cmd() {
+  case $1 in
+    go1.19.8) echo "/usr/lib/go-1.19/bin/go" ;;
+    go1.26.8) echo "env GOTOOLCHAIN=local go" ;;
+    go1.27.3) echo "env GOTOOLCHAIN=go1.27.3 go" ;;
+  esac
+}
+
+# toolchain_ok <version>: 0 if the toolchain runs and is that version; else
+# prints why not.
+toolchain_ok() {
+  local version=$1 out
+  if ! out=$($(go_cmd "$version") version 2>&1); then
+    echo "toolchain $version unavailable: $(echo "$out" | tail -n 1)"
+    return 1
+  fi
+  if [[ $out != *"go version $version "* ]]; then
+    echo "toolchain $version unavailable: got '$out'"
+    return 1
+  fi
+}
+
+# build <version> <mode> <cgo 0|1> <out>: builds the oracle target, stripped.
+build() {
+  local version=$1 mode=$2 cgo=$3 out=$4 tags=()
+  [[ $cgo == 1 ]] && tags=(-tags withcgo)
+  (cd "$src/testdata/oracle" &&
+    CGO_ENABLED=$cgo $(go_cmd "$version") build -buildmode="$mode" "${tags[@]}" \
+      -ldflags="-s -w" -o "$out" .) || return 1
+  # -s must really have removed the symbol table, or this test proves nothing.
+  if LC_ALL=C readelf -S "$out" | grep -q ' \.symtab '; then
+    echo "$out still has a .symtab"
+    return 1
+  fi
+}
+
+# run_case <label> <binary> <rate>: one target run, one capture, one diff.
+run_case() {
+  local label=$1 binary=$2 rate=$3 dir rc samples
+  dir=$work/$(echo "$label" | tr ' =' '_-')
+  mkdir -p "$dir"
+  "$binary" -rate "$rate" -out "$dir/oracle.pb.gz" >"$dir/target.out" 2>"$dir/target.err" &
+  target_pid=$!
+  local deadline=$((SECONDS + ready_timeout))
+  until grep -q '^READY ' "$dir/target.out" 2>/dev/null; do
+    if ! kill -0 "$target_pid" 2>/dev/null || ((SECONDS >= deadline)); then
+      report "FAIL $label (target did not print READY within ${ready_timeout}s)"
+      sed 's/^/    target: /' "$dir/target.err" | tail -n 20
+      cleanup
+      target_pid=""
+      failed=$((failed + 1))
+      return
+    fi
+    sleep 0.1
+  done
+
+  "$tool" -v "$target_pid" -o "$dir/ours.pb.gz" >"$dir/tool.out" 2>&1
+  rc=$?
+  cleanup
+  target_pid=""
+  if [[ $rc -ne 0 ]]; then
+    report "FAIL $label (goheap2pprof exited $rc)"
+    sed 's/^/    /' "$dir/tool.out" | tail -n 20
+    failed=$((failed + 1))
+    return
+  fi
+  if ! grep -q 'runtime.mbuckets at .* (recovered from runtime\.' "$dir/tool.out"; then
+    report "FAIL $label (-v does not say runtime.mbuckets was recovered)"
+    sed 's/^/    /' "$dir/tool.out" | head -n 20
+    failed=$((failed + 1))
+    return
+  fi
+  "$profdiff" "$dir/oracle.pb.gz" "$dir/ours.pb.gz" >"$dir/profdiff.out" 2>&1
+  rc=$?
+  samples=$(sed -n 's/^samples: expected \([0-9]*\),.*/\1/p' "$dir/profdiff.out")
+  if [[ $rc -eq 0 ]]; then
+    report "PASS $label (${samples:-?} samples)"
+    passed=$((passed + 1))
+  else
+    report "FAIL $label (profdiff exited $rc; files in $dir)"
+    # The verdict first, then the start of the details (all in profdiff.out).
+    grep -E '^(samples:|header differs|main mapping differs)' -A 2 "$dir/profdiff.out" |
+      grep -v '^--$' | sed 's/^/    /'
+    sed 's/^/    /' "$dir/profdiff.out" | head -n 60 | cut -c 1-300
+    failed=$((failed + 1))
+  fi
+}
+
+# The matrix. Each binary is built once and run at both rates.
+builds=()
+for version in go1.19.8 go1.26.8 go1.27.3; do
+  for mode in exe pie; do builds+=("$version $mode 0"); done
+done
+builds+=("go1.26.8 exe 1" "go1.19.8 pie 1")
+
+declare -A toolchain_state
+for entry in "${builds[@]}"; do
+  read -r version mode cgo <<<"$entry"
+  name="$version $mode"
+  [[ $cgo == 1 ]] && name="$name cgo"
+  if [[ -z ${toolchain_state[$version]:-} ]]; then
+    if why=$(toolchain_ok "$version"); then
+      toolchain_state[$version]=ok
+    else
+      toolchain_state[$version]=$why
+    fi
+  fi
+  if [[ ${toolchain_state[$version]} != ok ]]; then
+    report "SKIP $name (${toolchain_state[$version]})"
+    skipped=$((skipped + 2))
+    continue
+  fi
+  binary=$work/oracle-$version-$mode-cgo$cgo
+  if ! build_log=$(build "$version" "$mode" "$cgo" "$binary" 2>&1); then
+    if [[ $cgo == 1 ]] && ! command -v "${CC:-gcc}" >/dev/null; then
+      report "SKIP $name (no C compiler for cgo)"
+      skipped=$((skipped + 2))
+      continue
+    fi
+    report "FAIL $name (go build failed)"
+    echo "$build_log" | sed 's/^/    /' | tail -n 20
+    failed=$((failed + 2))
+    continue
+  fi
+  run_case "$name rate=1" "$binary" 1
+  run_case "$name rate=default" "$binary" 0
+done
+
+if ((failed > 0)); then
+  echo "--- results"
+  printf '%s\n' "${results[@]}"
+fi
+echo "summary: $passed passed, $failed failed, $skipped skipped (work dir $work)"
+if ((passed + failed == 0)); then
+  echo "SKIP: nothing could run"
+  exit 77
+fi
+if ((failed == 0)); then
+  rm -rf "$work"
+  exit 0
+fi
+exit 1

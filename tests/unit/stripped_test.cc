@@ -1,0 +1,363 @@
+// Stripped binaries: runtime variables, text start and funcdata recovered
+// without .symtab must equal what the symbol table of an unstripped twin
+// says. testdata/gobin/heapvars is built with each available toolchain, build
+// mode and link mode (and cross-built for arm64) twice: with
+// -ldflags="-s -w" and with -ldflags="-w -w". The twin's flags have the same
+// length on purpose: the build info records the -ldflags string, so flags of
+// another length would move every data section (verified by LayoutsMatch).
+#include <elf.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "elf/elf_file.h"
+#include "gobin/code_scan.h"
+#include "gobin/go_binary.h"
+#include "gobin/moduledata.h"
+#include "gobin/runtime_variables.h"
+
+namespace goheap2pprof {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Code scanning on hand-assembled instructions.
+
+TEST(CodeScanTest, Amd64RipRelative) {
+  // mov rax, [rip+0x10]; lea rcx, [rip-0x20]; mov dword ptr [rip+0x8], 1; ret
+  const std::vector<uint8_t> code = {0x48, 0x8b, 0x05, 0x10, 0x00, 0x00, 0x00,  //
+                                     0x48, 0x8d, 0x0d, 0xe0, 0xff, 0xff, 0xff,  //
+                                     0xc7, 0x05, 0x08, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
+                                     0xc3};
+  std::vector<DataRef> refs = ScanDataRefs(EM_X86_64, code, 0x1000);
+  ASSERT_EQ(refs.size(), 3u);
+  EXPECT_EQ(refs[0].target, 0x1007u + 0x10);
+  EXPECT_EQ(refs[0].size, 8);
+  EXPECT_FALSE(refs[0].write);
+  EXPECT_EQ(refs[1].target, 0x100eu - 0x20);
+  EXPECT_EQ(refs[1].size, 0);
+  EXPECT_EQ(refs[2].target, 0x1018u + 0x8);
+  EXPECT_EQ(refs[2].size, 4);
+  EXPECT_TRUE(refs[2].write);
+}
+
+TEST(CodeScanTest, Arm64AdrpPairs) {
+  auto put = [](std::vector<uint8_t>& b, uint32_t insn) {
+    for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(insn >> (8 * i)));
+  };
+  std::vector<uint8_t> code;
+  put(code, 0x90000001);  // adrp x1, +0 pages  (page of 0x10000 = 0x10000)
+  put(code, 0x91004021);  // add  x1, x1, #0x10
+  put(code, 0x88dffc21);  // ldar w1, [x1]
+  put(code, 0xb0000002);  // adrp x2, +1 page
+  put(code, 0xf9000440);  // str  x0, [x2, #8]
+  put(code, 0xd65f03c0);  // ret
+  std::vector<DataRef> refs = ScanDataRefs(EM_AARCH64, code, 0x10000);
+  ASSERT_EQ(refs.size(), 2u);
+  EXPECT_EQ(refs[0].target, 0x10010u);
+  EXPECT_EQ(refs[0].size, 4);  // from the ldar through the ADD's register
+  EXPECT_FALSE(refs[0].write);
+  EXPECT_EQ(refs[1].target, 0x11008u);
+  EXPECT_EQ(refs[1].size, 8);
+  EXPECT_TRUE(refs[1].write);
+  // Truncated and garbage code decode without reading out of bounds.
+  for (size_t n = 0; n <= code.size(); ++n) {
+    ScanDataRefs(EM_AARCH64, Bytes(code.data(), n), 0x10000);
+  }
+  EXPECT_THROW(ScanDataRefs(EM_386, code, 0), Error);
+}
+
+// ---------------------------------------------------------------------------
+// Real Go binaries.
+
+struct Toolchain {
+  std::string label;  // "go1.19"
+  int minor;
+  std::string go;   // command
+  std::string env;  // extra environment for every go command
+};
+
+struct Mode {
+  std::string label;
+  std::string arch;  // GOARCH
+  bool pie;
+  bool cgo;
+};
+
+const std::vector<Toolchain>& Toolchains() {
+  static const std::vector<Toolchain> kToolchains = {
+      {"go1.19", 19, "/usr/lib/go-1.19/bin/go", ""},
+      {"go1.26", 26, "go", "GOTOOLCHAIN=local"},
+      {"go1.27", 27, "go", "GOTOOLCHAIN=go1.27.3"},
+  };
+  return kToolchains;
+}
+
+const std::vector<Mode>& Modes() {
+  static const std::vector<Mode> kModes = {
+      {"amd64_exe", "amd64", false, false}, {"amd64_pie", "amd64", true, false},
+      {"amd64_cgo_exe", "amd64", false, true}, {"amd64_cgo_pie", "amd64", true, true},
+      {"arm64_exe", "arm64", false, false}, {"arm64_pie", "arm64", true, false},
+  };
+  return kModes;
+}
+
+std::string RunCommand(const std::string& cmd, int* status) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) {
+    *status = -1;
+    return out;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  *status = pclose(p);
+  return out;
+}
+
+struct Twins {
+  std::string skip_reason;
+  std::string error;  // build failure: a test failure, not a skip
+  std::string stripped, unstripped;
+};
+
+const Twins& GetTwins(const Toolchain& tc, const Mode& mode) {
+  static std::map<std::string, Twins> cache;
+  const std::string key = tc.label + "-" + mode.label;
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  Twins& t = cache[key];
+  int status = 0;
+  std::string version = RunCommand("env " + tc.env + " " + tc.go + " version 2>&1", &status);
+  if (status != 0 || version.find(tc.label + ".") == std::string::npos) {
+    t.skip_reason = tc.label + " toolchain unavailable (`" + tc.go + " version`: " + version + ")";
+    return t;
+  }
+  if (mode.cgo) {
+    RunCommand("gcc --version >/dev/null 2>&1", &status);
+    if (status != 0) {
+      t.skip_reason = "cgo build needs gcc, which is not available";
+      return t;
+    }
+  }
+  std::filesystem::path dir = std::filesystem::path(GOHEAP2PPROF_BINARY_DIR) / "testdata_stripped";
+  std::filesystem::create_directories(dir);
+  const std::string src = std::string(GOHEAP2PPROF_SOURCE_DIR) + "/testdata/gobin/heapvars";
+  for (bool strip : {true, false}) {
+    std::string out = (dir / ("heapvars-" + key + (strip ? "-stripped" : "-twin"))).string();
+    std::string cmd = "cd '" + src + "' && env " + tc.env + " GOARCH=" + mode.arch +
+                      (mode.cgo ? " CGO_ENABLED=1 " : " CGO_ENABLED=0 ") + tc.go +
+                      " build -o '" + out + "'" + (mode.pie ? " -buildmode=pie" : "") +
+                      (strip ? " '-ldflags=-s -w'" : " '-ldflags=-w -w'") + " . 2>&1";
+    std::string log = RunCommand(cmd, &status);
+    if (status != 0) {
+      t.error = "build failed: " + cmd + "\n" + log;
+      return t;
+    }
+    (strip ? t.stripped : t.unstripped) = out;
+  }
+  return t;
+}
+
+struct Case {
+  size_t toolchain;
+  size_t mode;
+};
+
+class StrippedTest : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    tc_ = &Toolchains()[GetParam().toolchain];
+    mode_ = &Modes()[GetParam().mode];
+    const Twins& t = GetTwins(*tc_, *mode_);
+    if (!t.skip_reason.empty()) GTEST_SKIP() << t.skip_reason;
+    ASSERT_TRUE(t.error.empty()) << t.error;
+    stripped_elf_ = std::make_unique<ElfFile>(ElfFile::Open(t.stripped));
+    twin_elf_ = std::make_unique<ElfFile>(ElfFile::Open(t.unstripped));
+    stripped_ = std::make_unique<GoBinary>(*stripped_elf_);
+    twin_ = std::make_unique<GoBinary>(*twin_elf_);
+  }
+
+  std::string CycleSymbol() const {
+    return tc_->minor >= 19 ? "runtime.mProfCycle" : "runtime.mProf";
+  }
+
+  const Toolchain* tc_ = nullptr;
+  const Mode* mode_ = nullptr;
+  std::unique_ptr<ElfFile> stripped_elf_, twin_elf_;
+  std::unique_ptr<GoBinary> stripped_, twin_;
+};
+
+// The premise of comparing twins: same code and data layout.
+TEST_P(StrippedTest, LayoutsMatch) {
+  EXPECT_FALSE(stripped_elf_->HasSymtab());
+  EXPECT_TRUE(twin_elf_->HasSymtab());
+  EXPECT_EQ(stripped_elf_->machine(), mode_->arch == "arm64" ? EM_AARCH64 : EM_X86_64);
+  for (std::string_view name :
+       {".text", ".noptrdata", ".data", ".bss", ".noptrbss", ".go.module", ".gopclntab"}) {
+    const ElfSection* a = stripped_elf_->FindSection(name);
+    const ElfSection* b = twin_elf_->FindSection(name);
+    ASSERT_EQ(a == nullptr, b == nullptr) << name;
+    if (a == nullptr) continue;
+    // Go 1.19's internal linker puts .shstrtab (which names .symtab) in the
+    // read-only segment, so .gopclntab moves; only data and text must match.
+    if (name == ".gopclntab" && tc_->minor < 26) continue;
+    EXPECT_EQ(a->addr, b->addr) << name;
+    EXPECT_EQ(a->size, b->size) << name;
+  }
+}
+
+TEST_P(StrippedTest, RecoveredVariablesEqualTwinSymbols) {
+  RuntimeVariables got = LocateRuntimeVariables(*stripped_, CycleSymbol());
+  RuntimeVariables want = LocateRuntimeVariables(*twin_, CycleSymbol());
+  EXPECT_EQ(want.mbuckets.source, "symbol table");
+  EXPECT_EQ(got.mbuckets.addr, want.mbuckets.addr) << got.mbuckets.source;
+  EXPECT_EQ(got.mem_profile_rate.addr, want.mem_profile_rate.addr)
+      << got.mem_profile_rate.source;
+  EXPECT_EQ(got.cycle.addr, want.cycle.addr) << got.cycle.source;
+  ASSERT_TRUE(want.disable_memory_profiling);
+  ASSERT_TRUE(got.disable_memory_profiling);
+  EXPECT_EQ(got.disable_memory_profiling->addr, want.disable_memory_profiling->addr);
+  for (const RuntimeVariable* v :
+       {&got.mbuckets, &got.mem_profile_rate, &got.cycle, &*got.disable_memory_profiling}) {
+    EXPECT_TRUE(v->source.starts_with("recovered from runtime.")) << v->source;
+  }
+  EXPECT_NE(got.mbuckets.source.find("runtime.mProf_FlushLocked"), std::string::npos);
+  std::cout << "  [" << tc_->label << " " << mode_->label << "] mbuckets " << Hex(got.mbuckets.addr)
+            << " (" << got.mbuckets.source << "), MemProfileRate "
+            << Hex(got.mem_profile_rate.addr) << ", cycle " << Hex(got.cycle.addr)
+            << " (" << got.cycle.source << "), disableMemoryProfiling "
+            << Hex(got.disable_memory_profiling->addr) << "\n";
+}
+
+TEST_P(StrippedTest, TextStartAndFuncdataFromModuledata) {
+  PclntabLocation loc = stripped_->LocatePclntab();
+  ASSERT_TRUE(loc.moduledata);
+  EXPECT_EQ(loc.text_source, "moduledata.text");
+  EXPECT_EQ(loc.text_start, *twin_->SymbolAddress("runtime.text"));
+  std::optional<uint64_t> gofunc = twin_->SymbolAddress(tc_->minor >= 20 ? "go:func.*" : "go.func.*");
+  ASSERT_TRUE(gofunc);
+  EXPECT_EQ(loc.gofunc_vaddr, *gofunc);
+  EXPECT_EQ(loc.moduledata->vaddr, *twin_->SymbolAddress("runtime.firstmoduledata"));
+  EXPECT_EQ(loc.moduledata->layout, ModuleDataLayoutFor(GoVersion{1, tc_->minor, 0}));
+  if (tc_->minor >= 26) {
+    EXPECT_EQ(loc.moduledata->source, ".go.module section");
+  }
+  if (tc_->minor < 26 && mode_->pie && mode_->cgo) {
+    EXPECT_EQ(loc.source, "pcHeader scan");
+    EXPECT_EQ(loc.vaddr, *twin_->SymbolAddress("runtime.pclntab"));
+  }
+  if (mode_->cgo) {
+    EXPECT_NE(stripped_elf_->FindSection(".text")->addr, loc.text_start);
+  }
+  EXPECT_EQ(stripped_->version_source(), "buildinfo");
+}
+
+// The pclntab symbolizer of the stripped binary names every function as the
+// twin's symbol table does, at the symbol's address.
+TEST_P(StrippedTest, SymbolizerAgreesWithTwinSymtab) {
+  Pclntab tab = stripped_->OpenPclntab(0);
+  ASSERT_GT(tab.nfunc(), 100u);
+  size_t checked = 0;
+  std::vector<std::string> problems;
+  for (uint32_t i = 0; i < tab.nfunc(); ++i) {
+    std::string name(tab.FuncName(tab.FuncAt(i)));
+    std::string sym_name = name;
+    // cmd/link writes the middle dot of "type:.eq.T·1" as '.' in ELF names.
+    for (size_t d = sym_name.find("\u00b7"); d != std::string::npos; d = sym_name.find("\u00b7")) {
+      sym_name.replace(d, 2, ".");
+    }
+    std::optional<ElfSymbol> sym = twin_elf_->FindSymbol(sym_name);
+    if (!sym) sym = twin_elf_->FindSymbol(sym_name + ".abi0");
+    // Before 1.21 pclntab names shorten bracketed parts to "[...]".
+    if (!sym && tc_->minor < 21 && name.find("[...]") != std::string::npos) continue;
+    if (!sym) {
+      problems.push_back(name + ": no symbol in the twin");
+      continue;
+    }
+    std::optional<FuncRef> f = tab.FindFunc(sym->value);
+    if (!f || tab.FuncName(*f) != name) {
+      problems.push_back(name + ": FindFunc(" + Hex(sym->value) + ") gives " +
+                         (f ? std::string(tab.FuncName(*f)) : "nothing"));
+    }
+    ++checked;
+  }
+  EXPECT_TRUE(problems.empty()) << problems.size() << " problems, first: " << problems[0];
+  EXPECT_GT(checked, tab.nfunc() * 9 / 10);
+}
+
+// Build info removed: the version is still found, and flagged as inferred.
+TEST_P(StrippedTest, VersionWithoutBuildInfo) {
+  std::vector<uint8_t> bytes(stripped_elf_->bytes().begin(), stripped_elf_->bytes().end());
+  std::string_view magic("\xff Go buildinf:", 14);
+  size_t erased = 0;
+  for (size_t i = 0; i + magic.size() <= bytes.size(); i += 16) {
+    if (std::memcmp(&bytes[i], magic.data(), magic.size()) == 0) {
+      std::memset(&bytes[i], 0, magic.size());
+      ++erased;
+    }
+  }
+  ASSERT_EQ(erased, 1u);
+  ElfFile copy = ElfFile::FromBytes(std::move(bytes), "copy");
+  GoBinary bin(copy);
+  EXPECT_FALSE(bin.build_info());
+  ASSERT_TRUE(bin.version()) << "no version found";
+  EXPECT_EQ(bin.version()->minor, tc_->minor);
+  EXPECT_TRUE(bin.version_inferred());
+  EXPECT_EQ(bin.version_source(), "runtime.buildVersion (recovered from runtime.schedinit)");
+  // And the variables are still recovered.
+  RuntimeVariables got = LocateRuntimeVariables(bin, CycleSymbol());
+  EXPECT_EQ(got.mbuckets.addr, *twin_->SymbolAddress("runtime.mbuckets"));
+}
+
+// Fail closed: a moduledata that does not validate stops the recovery with a
+// message instead of a guess.
+TEST_P(StrippedTest, CorruptModuledataIsRefused) {
+  PclntabLocation loc = stripped_->LocatePclntab();
+  ASSERT_TRUE(loc.moduledata);
+  std::vector<uint8_t> bytes(stripped_elf_->bytes().begin(), stripped_elf_->bytes().end());
+  // Change ftab's length (offset 136; a plain integer, so no PIE
+  // relocation supplies it instead of the file).
+  std::optional<Bytes> field = stripped_elf_->ReadVaddr(loc.moduledata->vaddr + 136, 8);
+  ASSERT_TRUE(field);
+  size_t off = static_cast<size_t>(field->data() - stripped_elf_->bytes().data());
+  bytes[off] ^= 0x01;
+  ElfFile copy = ElfFile::FromBytes(std::move(bytes), "corrupt");
+  GoBinary bin(copy);
+  try {
+    LocateRuntimeVariables(bin, CycleSymbol());
+    ADD_FAILURE() << "expected kUnsupported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported) << e.what();
+    EXPECT_NE(std::string(e.what()).find("moduledata"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("stripped"), std::string::npos) << e.what();
+    EXPECT_FALSE(e.hint().empty());
+  }
+}
+
+std::vector<Case> AllCases() {
+  std::vector<Case> cases;
+  for (size_t t = 0; t < Toolchains().size(); ++t) {
+    for (size_t m = 0; m < Modes().size(); ++m) cases.push_back({t, m});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Builds, StrippedTest, ::testing::ValuesIn(AllCases()),
+                         [](const auto& info) {
+                           std::string name = Toolchains()[info.param.toolchain].label + "_" +
+                                              Modes()[info.param.mode].label;
+                           for (char& c : name) {
+                             if (c == '.') c = '_';
+                           }
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace goheap2pprof
