@@ -6,6 +6,11 @@
 #
 #   bash tests/e2e/oracle_test.sh <path-to-goheap2pprof> <path-to-profdiff>
 #
+# With ORACLE_STRIP=1 (tests/e2e/stripped_oracle_test.sh) every target is
+# built with -ldflags="-s -w": goheap2pprof must then recover runtime.mbuckets
+# and friends from machine code and symbolize through moduledata, and say so
+# with -v; the binary must have no .symtab, or the run proves nothing.
+#
 # Environment: GOHEAP2PPROF_SOURCE_DIR (repo root), GOHEAP2PPROF_BINARY_DIR
 # (scratch space goes to $GOHEAP2PPROF_BINARY_DIR/e2e). Toolchains: `go`
 # (1.26.8), /usr/lib/go-1.19/bin/go (1.19.8), `GOTOOLCHAIN=go1.27.3 go`; the
@@ -36,7 +41,8 @@ if [[ -z ${HOME:-} && -z ${GOCACHE:-} ]]; then
 fi
 
 mkdir -p "$bin/e2e"
-work=$(mktemp -d "$bin/e2e/oracle.XXXXXX")
+strip=${ORACLE_STRIP:-0}
+work=$(mktemp -d "$bin/e2e/oracle$([[ $strip == 1 ]] && echo -stripped).XXXXXX")
 target_pid=""
 cleanup() {
   if [[ -n $target_pid ]]; then
@@ -81,10 +87,16 @@ toolchain_ok() {
 
 # build <version> <mode> <cgo 0|1> <out>: builds the oracle target.
 build() {
-  local version=$1 mode=$2 cgo=$3 out=$4 tags=()
-  [[ $cgo == 1 ]] && tags=(-tags withcgo)
+  local version=$1 mode=$2 cgo=$3 out=$4 flags=()
+  [[ $cgo == 1 ]] && flags=(-tags withcgo)
+  [[ $strip == 1 ]] && flags+=(-ldflags="-s -w")
   (cd "$src/testdata/oracle" &&
-    CGO_ENABLED=$cgo $(go_cmd "$version") build -buildmode="$mode" "${tags[@]}" -o "$out" .)
+    CGO_ENABLED=$cgo $(go_cmd "$version") build -buildmode="$mode" "${flags[@]}" -o "$out" .) ||
+    return 1
+  if [[ $strip == 1 ]] && LC_ALL=C readelf -S "$out" | grep -q ' \.symtab '; then
+    echo "$out still has a .symtab"
+    return 1
+  fi
 }
 
 # run_case <label> <binary> <rate>: one target run, one capture, one diff.
@@ -107,13 +119,19 @@ run_case() {
     sleep 0.1
   done
 
-  "$tool" "$target_pid" -o "$dir/ours.pb.gz" >"$dir/tool.out" 2>&1
+  "$tool" -v "$target_pid" -o "$dir/ours.pb.gz" >"$dir/tool.out" 2>&1
   rc=$?
   cleanup
   target_pid=""
   if [[ $rc -ne 0 ]]; then
     report "FAIL $label (goheap2pprof exited $rc)"
     sed 's/^/    /' "$dir/tool.out" | tail -n 20
+    failed=$((failed + 1))
+    return
+  fi
+  if [[ $strip == 1 ]] && ! grep -q 'runtime.mbuckets at .* (recovered from runtime\.' "$dir/tool.out"; then
+    report "FAIL $label (-v does not say runtime.mbuckets was recovered)"
+    sed 's/^/    /' "$dir/tool.out" | head -n 20
     failed=$((failed + 1))
     return
   fi
@@ -139,6 +157,9 @@ for version in go1.19.8 go1.26.8 go1.27.3; do
   for mode in exe pie; do builds+=("$version $mode 0"); done
 done
 builds+=("go1.26.8 exe 1")
+# The hardest stripped case: an externally linked PIE before 1.26 has no
+# pclntab section at all.
+[[ $strip == 1 ]] && builds+=("go1.19.8 pie 1")
 
 declare -A toolchain_state
 for entry in "${builds[@]}"; do
