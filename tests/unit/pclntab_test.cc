@@ -20,12 +20,16 @@
 
 #include "elf/elf_file.h"
 #include "gobin/go_binary.h"
+#include "go_toolchains.h"
 #include "hand_pclntab.h"
 
 namespace goheap2pprof {
 namespace {
 
 using namespace testing_pclntab;  // NOLINT: test fixtures
+using testing_go::RunCommand;
+using testing_go::Toolchain;
+using testing_go::Toolchains;
 
 class PclntabHandTest : public ::testing::TestWithParam<bool> {};
 
@@ -213,13 +217,6 @@ TEST(PclntabTest, PcValueTableWithoutTerminatorThrows) {
 // ---------------------------------------------------------------------------
 // Real Go binaries.
 
-struct Toolchain {
-  std::string label;  // "go1.19"
-  int minor;
-  std::string go;   // command
-  std::string env;  // extra environment for every go command
-};
-
 struct BuildMode {
   std::string label;
   bool pie;
@@ -231,29 +228,6 @@ struct BuiltBinary {
   std::string path;
   std::string output;  // stdout of running it
 };
-
-std::string RunCommand(const std::string& cmd, int* status) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) {
-    *status = -1;
-    return out;
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  *status = pclose(p);
-  return out;
-}
-
-const std::vector<Toolchain>& Toolchains() {
-  static const std::vector<Toolchain> kToolchains = {
-      {"go1.19", 19, "/usr/lib/go-1.19/bin/go", ""},
-      {"go1.26", 26, "go", "GOTOOLCHAIN=local"},
-      {"go1.27", 27, "go", "GOTOOLCHAIN=go1.27.3"},
-  };
-  return kToolchains;
-}
 
 const std::vector<BuildMode>& BuildModes() {
   static const std::vector<BuildMode> kModes = {
@@ -273,35 +247,23 @@ const BuiltBinary& GetBinary(const Toolchain& tc, const BuildMode& mode) {
   if (it != cache.end()) return it->second;
   BuiltBinary& b = cache[key];
 
-  int status = 0;
-  std::string version =
-      RunCommand("env " + tc.env + " " + tc.go + " version 2>&1", &status);
-  if (status != 0 || version.find(tc.label + ".") == std::string::npos) {
-    b.skip_reason = tc.label + " toolchain unavailable (`" + tc.go + " version`: " + version + ")";
-    return b;
-  }
-  if (mode.cgo) {
-    RunCommand("gcc --version >/dev/null 2>&1", &status);
-    if (status != 0) {
-      b.skip_reason = "cgo build needs gcc, which is not available";
-      return b;
-    }
-  }
   std::filesystem::path dir = std::filesystem::path(GOHEAP2PPROF_BINARY_DIR) / "testdata_gobin";
-  std::filesystem::create_directories(dir);
   b.path = (dir / ("frames-" + key)).string();
-  std::string src = std::string(GOHEAP2PPROF_SOURCE_DIR) + "/testdata/gobin/frames";
-  std::string cmd = "cd '" + src + "' && env " + tc.env +
-                    (mode.cgo ? " CGO_ENABLED=1 " : " CGO_ENABLED=0 ") + tc.go + " build -o '" +
-                    b.path + "'" + (mode.pie ? " -buildmode=pie" : "") + " . 2>&1";
-  std::string log = RunCommand(cmd, &status);
-  if (status != 0) {
-    // A missing toolchain is a skip; a toolchain that fails to build our
-    // program is a real failure, reported by the caller.
+  testing_go::BuildResult built =
+      testing_go::BuildGoProgram(tc, "gobin/frames", b.path, "amd64", mode.pie, mode.cgo);
+  if (!built.skip_reason.empty()) {
+    b.skip_reason = built.skip_reason;
     b.path.clear();
-    b.output = "build failed: " + cmd + "\n" + log;
     return b;
   }
+  if (!built.error.empty()) {
+    // A toolchain that fails to build our program is a real failure,
+    // reported by the caller.
+    b.path.clear();
+    b.output = built.error;
+    return b;
+  }
+  int status = 0;
   b.output = RunCommand("'" + b.path + "'", &status);
   if (status != 0) {
     b.path.clear();

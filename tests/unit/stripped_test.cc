@@ -22,9 +22,14 @@
 #include "gobin/go_binary.h"
 #include "gobin/moduledata.h"
 #include "gobin/runtime_variables.h"
+#include "go_toolchains.h"
 
 namespace goheap2pprof {
 namespace {
+
+using testing_go::RunCommand;
+using testing_go::Toolchain;
+using testing_go::Toolchains;
 
 // ---------------------------------------------------------------------------
 // Code scanning on hand-assembled instructions.
@@ -76,28 +81,12 @@ TEST(CodeScanTest, Arm64AdrpPairs) {
 // ---------------------------------------------------------------------------
 // Real Go binaries.
 
-struct Toolchain {
-  std::string label;  // "go1.19"
-  int minor;
-  std::string go;   // command
-  std::string env;  // extra environment for every go command
-};
-
 struct Mode {
   std::string label;
   std::string arch;  // GOARCH
   bool pie;
   bool cgo;
 };
-
-const std::vector<Toolchain>& Toolchains() {
-  static const std::vector<Toolchain> kToolchains = {
-      {"go1.19", 19, "/usr/lib/go-1.19/bin/go", ""},
-      {"go1.26", 26, "go", "GOTOOLCHAIN=local"},
-      {"go1.27", 27, "go", "GOTOOLCHAIN=go1.27.3"},
-  };
-  return kToolchains;
-}
 
 const std::vector<Mode>& Modes() {
   static const std::vector<Mode> kModes = {
@@ -106,20 +95,6 @@ const std::vector<Mode>& Modes() {
       {"arm64_exe", "arm64", false, false}, {"arm64_pie", "arm64", true, false},
   };
   return kModes;
-}
-
-std::string RunCommand(const std::string& cmd, int* status) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) {
-    *status = -1;
-    return out;
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  *status = pclose(p);
-  return out;
 }
 
 struct Twins {
@@ -133,31 +108,20 @@ const Twins& GetTwins(const Toolchain& tc, const Mode& mode) {
   const std::string key = tc.label + "-" + mode.label;
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   Twins& t = cache[key];
-  int status = 0;
-  std::string version = RunCommand("env " + tc.env + " " + tc.go + " version 2>&1", &status);
-  if (status != 0 || version.find(tc.label + ".") == std::string::npos) {
-    t.skip_reason = tc.label + " toolchain unavailable (`" + tc.go + " version`: " + version + ")";
-    return t;
-  }
-  if (mode.cgo) {
-    RunCommand("gcc --version >/dev/null 2>&1", &status);
-    if (status != 0) {
-      t.skip_reason = "cgo build needs gcc, which is not available";
+  std::filesystem::path dir = std::filesystem::path(GOHEAP2PPROF_BINARY_DIR) / "testdata_stripped";
+  for (bool strip : {true, false}) {
+    // The twin's -ldflags has the same length: build info records it, and a
+    // different length would shift every data section.
+    std::string out = (dir / ("heapvars-" + key + (strip ? "-stripped" : "-twin"))).string();
+    testing_go::BuildResult built = testing_go::BuildGoProgram(
+        tc, "gobin/heapvars", out, mode.arch, mode.pie, mode.cgo,
+        strip ? "'-ldflags=-s -w'" : "'-ldflags=-w -w'");
+    if (!built.skip_reason.empty()) {
+      t.skip_reason = built.skip_reason;
       return t;
     }
-  }
-  std::filesystem::path dir = std::filesystem::path(GOHEAP2PPROF_BINARY_DIR) / "testdata_stripped";
-  std::filesystem::create_directories(dir);
-  const std::string src = std::string(GOHEAP2PPROF_SOURCE_DIR) + "/testdata/gobin/heapvars";
-  for (bool strip : {true, false}) {
-    std::string out = (dir / ("heapvars-" + key + (strip ? "-stripped" : "-twin"))).string();
-    std::string cmd = "cd '" + src + "' && env " + tc.env + " GOARCH=" + mode.arch +
-                      (mode.cgo ? " CGO_ENABLED=1 " : " CGO_ENABLED=0 ") + tc.go +
-                      " build -o '" + out + "'" + (mode.pie ? " -buildmode=pie" : "") +
-                      (strip ? " '-ldflags=-s -w'" : " '-ldflags=-w -w'") + " . 2>&1";
-    std::string log = RunCommand(cmd, &status);
-    if (status != 0) {
-      t.error = "build failed: " + cmd + "\n" + log;
+    if (!built.error.empty()) {
+      t.error = built.error;
       return t;
     }
     (strip ? t.stripped : t.unstripped) = out;
