@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,34 @@ inline BuildResult BuildGoProgram(const Toolchain& tc, const std::string& packag
   std::string log = RunCommand(cmd, &status);
   if (status != 0) r.error = "build failed: " + cmd + "\n" + log;
   return r;
+}
+
+// Parameters of a test instantiated for every toolchain x build mode.
+struct ToolchainCase {
+  size_t toolchain;
+  size_t mode;
+};
+
+// How gtest prints the parameter (and so how CTest names the test).
+inline void PrintTo(const ToolchainCase& c, std::ostream* os) {
+  *os << Toolchains()[c.toolchain].label << " mode " << c.mode;
+}
+
+inline std::vector<ToolchainCase> AllToolchainCases(size_t n_modes) {
+  std::vector<ToolchainCase> cases;
+  for (size_t t = 0; t < Toolchains().size(); ++t) {
+    for (size_t m = 0; m < n_modes; ++m) cases.push_back({t, m});
+  }
+  return cases;
+}
+
+// A gtest parameter name: "go1_26_amd64_pie".
+inline std::string CaseName(const ToolchainCase& c, const std::string& mode_label) {
+  std::string name = Toolchains()[c.toolchain].label + "_" + mode_label;
+  for (char& ch : name) {
+    if (ch == '.') ch = '_';
+  }
+  return name;
 }
 
 }  // namespace testing_go

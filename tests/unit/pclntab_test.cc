@@ -272,10 +272,7 @@ const BuiltBinary& GetBinary(const Toolchain& tc, const BuildMode& mode) {
   return b;
 }
 
-struct RealCase {
-  size_t toolchain;
-  size_t mode;
-};
+using RealCase = testing_go::ToolchainCase;
 
 class GoBinaryRealTest : public ::testing::TestWithParam<RealCase> {
  protected:
@@ -487,22 +484,11 @@ TEST_P(GoBinaryRealTest, VersionFallbacksWithoutBuildInfo) {
   if (!mode_->pie) { EXPECT_EQ(bin.version_source(), "runtime.buildVersion"); }
 }
 
-std::vector<RealCase> AllRealCases() {
-  std::vector<RealCase> cases;
-  for (size_t t = 0; t < Toolchains().size(); ++t) {
-    for (size_t m = 0; m < BuildModes().size(); ++m) cases.push_back({t, m});
-  }
-  return cases;
-}
-
-INSTANTIATE_TEST_SUITE_P(GoBinaryBuilds, GoBinaryRealTest, ::testing::ValuesIn(AllRealCases()),
+INSTANTIATE_TEST_SUITE_P(GoBinaryBuilds, GoBinaryRealTest,
+                         ::testing::ValuesIn(testing_go::AllToolchainCases(BuildModes().size())),
                          [](const auto& info) {
-                           std::string name = Toolchains()[info.param.toolchain].label + "_" +
-                                              BuildModes()[info.param.mode].label;
-                           for (char& c : name) {
-                             if (c == '.') c = '_';
-                           }
-                           return name;
+                           return testing_go::CaseName(info.param,
+                                                       BuildModes()[info.param.mode].label);
                          });
 
 TEST(GoBinaryTest, NotGoAndStripped) {

@@ -129,10 +129,7 @@ const Twins& GetTwins(const Toolchain& tc, const Mode& mode) {
   return t;
 }
 
-struct Case {
-  size_t toolchain;
-  size_t mode;
-};
+using Case = testing_go::ToolchainCase;
 
 class StrippedTest : public ::testing::TestWithParam<Case> {
  protected:
@@ -305,22 +302,10 @@ TEST_P(StrippedTest, CorruptModuledataIsRefused) {
   }
 }
 
-std::vector<Case> AllCases() {
-  std::vector<Case> cases;
-  for (size_t t = 0; t < Toolchains().size(); ++t) {
-    for (size_t m = 0; m < Modes().size(); ++m) cases.push_back({t, m});
-  }
-  return cases;
-}
-
-INSTANTIATE_TEST_SUITE_P(Builds, StrippedTest, ::testing::ValuesIn(AllCases()),
+INSTANTIATE_TEST_SUITE_P(Builds, StrippedTest,
+                         ::testing::ValuesIn(testing_go::AllToolchainCases(Modes().size())),
                          [](const auto& info) {
-                           std::string name = Toolchains()[info.param.toolchain].label + "_" +
-                                              Modes()[info.param.mode].label;
-                           for (char& c : name) {
-                             if (c == '.') c = '_';
-                           }
-                           return name;
+                           return testing_go::CaseName(info.param, Modes()[info.param.mode].label);
                          });
 
 }  // namespace
