@@ -72,8 +72,12 @@ struct MemProfileRecord {
   int64_t alloc_objects = 0;
   int64_t free_objects = 0;
   const Bucket* bucket = nullptr;
-  int64_t InUseBytes() const { return alloc_bytes - free_bytes; }
-  int64_t InUseObjects() const { return alloc_objects - free_objects; }
+  // Go's int64 arithmetic wraps; so does ours, for corrupt or torn counters.
+  int64_t InUseBytes() const { return WrapSub(alloc_bytes, free_bytes); }
+  int64_t InUseObjects() const { return WrapSub(alloc_objects, free_objects); }
+  static int64_t WrapSub(int64_t a, int64_t b) {
+    return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+  }
 };
 
 // What runtime.MemProfile would return right now, without writing to the

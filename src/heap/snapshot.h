@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "heap/buckets.h"
+#include "proc/block_cache_reader.h"
 #include "proc/memory_reader.h"
 #include "runtime/runtime_traits.h"
 
@@ -34,6 +35,11 @@ struct HeapSnapshot {
 struct SnapshotLimits {
   int max_walks = 5;
   uint64_t max_buckets = 4'000'000;
+  // Readable mappings of the target. When set, each walk reads the bucket
+  // list through a fresh BlockCacheReader (large block reads); the runtime
+  // variables are always read directly, so a changed cycle word is seen.
+  std::vector<AddressRange> cache_ranges;
+  uint64_t cache_block_size = 256 * 1024;
 };
 
 HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,

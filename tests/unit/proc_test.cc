@@ -142,3 +142,42 @@ TEST(TestMemory, ReadsOnlyWhatIsMapped) {
 
 }  // namespace
 }  // namespace goheap2pprof
+
+#include "proc/block_cache_reader.h"
+
+namespace goheap2pprof {
+namespace {
+
+TEST(BlockCacheReader, ServesManySmallReadsFromFewBlockReads) {
+  TestMemory mem;
+  std::vector<uint8_t> bytes(1 << 20);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7);
+  mem.Map(0x100000, bytes);
+  BlockCacheReader cached(mem, {{0x100000, 0x200000}}, 64 * 1024);
+  std::vector<uint8_t> buf(48);
+  for (uint64_t off = 0; off + 48 <= bytes.size(); off += 200) {
+    ASSERT_TRUE(cached.TryRead(0x100000 + off, buf));
+    ASSERT_EQ(buf[5], static_cast<uint8_t>((off + 5) * 7));
+  }
+  EXPECT_EQ(mem.stats().syscalls, 16u);  // 1 MiB / 64 KiB blocks, each read once
+  // A read across a block boundary is stitched from two blocks.
+  std::vector<uint8_t> across(100);
+  ASSERT_TRUE(cached.TryRead(0x100000 + 64 * 1024 - 50, across));
+  EXPECT_EQ(across[60], static_cast<uint8_t>((64 * 1024 - 50 + 60) * 7));
+}
+
+TEST(BlockCacheReader, ClampsBlocksToMappingsAndFallsBackOutside) {
+  TestMemory mem;
+  mem.Map(0x10000, std::vector<uint8_t>(0x1000, 1));  // a 4 KiB mapping
+  mem.Map(0x90000, std::vector<uint8_t>(0x100, 2));   // not in the range list
+  BlockCacheReader cached(mem, {{0x10000, 0x11000}}, 256 * 1024);
+  std::vector<uint8_t> buf(16);
+  EXPECT_TRUE(cached.TryRead(0x10ff0, buf));   // the block is the whole mapping
+  EXPECT_FALSE(cached.TryRead(0x10ff8, buf));  // runs past the mapping's end
+  EXPECT_TRUE(cached.TryRead(0x90000, buf));   // uncached, read directly
+  EXPECT_EQ(buf[0], 2);
+  EXPECT_FALSE(cached.TryRead(0x50000, buf));  // unmapped
+}
+
+}  // namespace
+}  // namespace goheap2pprof
