@@ -8,6 +8,26 @@ uint32_t DecodeCycle(uint32_t word, CycleEncoding encoding) {
   return encoding == CycleEncoding::kMProfCycle ? word >> 1 : word;
 }
 
+namespace {
+
+// mProf_Flush sets the "flushed" bit first and then, for every bucket, adds
+// future[C%3] into active and zeroes it; nothing writes future[C%3] again
+// until the next cycle. So with the bit set, a non-zero future[C%3] means the
+// flush was still running while we read: a bucket caught between its add and
+// its zeroing would be counted twice.
+bool FlushInProgress(uint32_t cycle_word, const RuntimeTraits& traits,
+                     const std::vector<Bucket>& buckets) {
+  if (traits.cycle_encoding != CycleEncoding::kMProfCycle || (cycle_word & 1) == 0) return false;
+  const uint32_t index = DecodeCycle(cycle_word, traits.cycle_encoding) % 3;
+  for (const Bucket& b : buckets) {
+    const MemRecordCycle& f = b.future[index];
+    if (f.allocs != 0 || f.frees != 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
                               const RuntimeTraits& traits, const SnapshotLimits& limits) {
   HeapSnapshot snap;
@@ -27,7 +47,7 @@ HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
     }
     uint32_t after = mem.ReadU32(addrs.cycle, traits.cycle_symbol);
     snap.cycle = DecodeCycle(before, traits.cycle_encoding);
-    if (after == before) break;
+    if (after == before && !FlushInProgress(before, traits, snap.buckets)) break;
     if (snap.walks >= limits.max_walks) {
       snap.consistent = false;
       break;

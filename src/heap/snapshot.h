@@ -1,7 +1,8 @@
 // A consistent read of the heap profile state: the live MemProfileRate, the
 // profile cycle and the bucket list. A GC that publishes a cycle while the
-// list is being read (the cycle word changes) would mix two cycles, so the
-// walk is repeated, a bounded number of times.
+// list is being read (the cycle word changes, or the flushed bit is set while
+// some bucket still holds the cycle being flushed) would mix or double-count
+// a cycle, so the walk is repeated, a bounded number of times.
 //
 //   HeapSnapshot s = ReadHeapSnapshot(mem, {mbuckets, rate, cycle}, traits);
 //   auto records = EmulateMemProfile(s.buckets, s.cycle);

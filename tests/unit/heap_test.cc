@@ -222,7 +222,9 @@ struct RuntimeImage {
 };
 
 TEST(ReadHeapSnapshot, StableCycleNeedsOneWalk) {
-  RuntimeImage img(/*cycle_word=*/(6 << 1) | 1);
+  // Between mProf_NextCycle and mProf_Flush (flushed bit clear): future[C%3]
+  // is pending and the emulation adds it, as MemProfile would.
+  RuntimeImage img(/*cycle_word=*/6 << 1);
   HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, TraitsForVersion({1, 26, 0}));
   EXPECT_EQ(s.walks, 1);
   EXPECT_TRUE(s.consistent);
@@ -317,6 +319,33 @@ TEST(ScaleHeapSample, HostileCountersDoNotOverflow) {
   (void)q;
   ScaledPair r = ScaleHeapSample(INT64_MIN, 1, 512 * 1024);
   EXPECT_EQ(r.count, INT64_MIN);
+}
+
+}  // namespace
+}  // namespace goheap2pprof
+
+namespace goheap2pprof {
+namespace {
+
+TEST(ReadHeapSnapshot, FlushInProgressIsRetried) {
+  // The flushed bit is set for cycle 6 (index 0) but the bucket still holds
+  // future[0]: mProf_Flush has not reached it yet. Once the "runtime" has
+  // finished (future[0] folded into active and zeroed), the walk is kept.
+  RuntimeImage img(/*cycle_word=*/(6 << 1) | 1);
+  const uint64_t future0 = 0x10000 + 48 + 8 + 32;  // header, 1 stack word, active
+  int walks_seen = 0;
+  img.mem.SetReadHook([&](uint64_t read_index) {
+    if (read_index == 8 && walks_seen++ == 0) {
+      img.mem.PutU64(0x10000 + 48 + 8, 5);  // active.allocs = 4 + 1
+      img.mem.PutU64(future0, 0);           // future[0].allocs = 0
+      img.mem.PutU64(future0 + 16, 0);      // future[0].alloc_bytes = 0
+    }
+  });
+  HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, TraitsForVersion({1, 26, 0}));
+  EXPECT_EQ(s.walks, 2);
+  EXPECT_TRUE(s.consistent);
+  auto recs = EmulateMemProfile(s.buckets, s.cycle);
+  EXPECT_EQ(recs[0].alloc_objects, 5);  // counted once
 }
 
 }  // namespace
