@@ -1,6 +1,7 @@
 // profdiff: do two pprof profiles mean the same thing?
 //
 //   profdiff [--ignore-addresses] expected.pb.gz actual.pb.gz
+//   profdiff --aggregate-inuse profile.pb.gz
 //
 // The end-to-end tests compare goheap2pprof's output with the target's own
 // runtime/pprof output. Byte identity is neither possible (time_nanos, packed
@@ -10,6 +11,11 @@
 // labels and stack spelled out in full (location address, then per line the
 // function name, system name, file, start line and line). Ids and string table
 // order disappear in the process; the order of samples does not matter.
+//
+// --aggregate-inuse prints, for the JSON snapshot tests, the in-use bytes and
+// objects summed per stack (samples with both zero left out), one line per
+// stack: "<bytes>\t<objects>\t<frame>\t<frame>...", frames "function
+// file:line" leaf first (inline frames innermost first), sorted.
 //
 // Exit status: 0 identical, 1 different, 2 error (unreadable or malformed file).
 #include <zlib.h>
@@ -238,18 +244,83 @@ int ReportMissing(const char* title, const Canonical& a, const Canonical& b) {
   return missing;
 }
 
+// --aggregate-inuse: the per-stack in-use sums of one profile.
+int AggregateInUse(const std::string& path) {
+  pb::Profile p;
+  if (!p.ParseFromString(Gunzip(path, ReadFile(path)))) {
+    throw Error(ErrorKind::kMalformed, path, ": not a profile.proto message");
+  }
+  auto str = [&](int64_t i) -> const std::string& {
+    if (i < 0 || i >= p.string_table_size()) {
+      throw Error(ErrorKind::kMalformed, path, ": string index ", i, " out of range");
+    }
+    return p.string_table(static_cast<int>(i));
+  };
+  int objects_index = -1, bytes_index = -1;
+  for (int i = 0; i < p.sample_type_size(); ++i) {
+    if (str(p.sample_type(i).type()) == "inuse_objects") objects_index = i;
+    if (str(p.sample_type(i).type()) == "inuse_space") bytes_index = i;
+  }
+  if (objects_index < 0 || bytes_index < 0) {
+    throw Error(ErrorKind::kMalformed, path, ": no inuse_objects/inuse_space sample types");
+  }
+  std::unordered_map<uint64_t, const pb::Location*> locations;
+  std::unordered_map<uint64_t, const pb::Function*> functions;
+  for (const pb::Location& loc : p.location()) locations[loc.id()] = &loc;
+  for (const pb::Function& fn : p.function()) functions[fn.id()] = &fn;
+  std::map<std::string, std::pair<int64_t, int64_t>> sums;  // stack -> bytes, objects
+  for (const pb::Sample& s : p.sample()) {
+    if (s.value_size() <= std::max(objects_index, bytes_index)) continue;
+    const int64_t objects = s.value(objects_index), bytes = s.value(bytes_index);
+    if (objects == 0 && bytes == 0) continue;
+    std::string stack;
+    for (uint64_t id : s.location_id()) {
+      auto loc = locations.find(id);
+      if (loc == locations.end()) {
+        throw Error(ErrorKind::kMalformed, path, ": sample refers to missing location ", id);
+      }
+      bool any = false;
+      for (const pb::Line& line : loc->second->line()) {
+        auto fn = functions.find(line.function_id());
+        if (fn == functions.end() || str(fn->second->name()).empty()) continue;
+        stack += "\t" + str(fn->second->name()) + " " + str(fn->second->filename()) + ":" +
+                 std::to_string(line.line());
+        any = true;
+      }
+      if (!any) stack += "\t" + Hex(loc->second->address());
+    }
+    sums[stack].first += bytes;
+    sums[stack].second += objects;
+  }
+  std::vector<std::string> lines;
+  for (const auto& [stack, sum] : sums) {
+    lines.push_back(std::to_string(sum.first) + "\t" + std::to_string(sum.second) + stack);
+  }
+  std::sort(lines.begin(), lines.end());
+  for (const std::string& line : lines) std::cout << line << "\n";
+  return 0;
+}
+
 int Run(int argc, char** argv) {
   CLI::App app{"Compare two pprof profiles by meaning (exit 0 same, 1 different, 2 error)"};
   bool ignore_addresses = false;
   std::string expected_path, actual_path;
   app.add_flag("--ignore-addresses", ignore_addresses,
                "do not compare location addresses and mapping ranges");
-  app.add_option("expected", expected_path, "expected profile (.pb.gz or .pb)")->required();
-  app.add_option("actual", actual_path, "actual profile (.pb.gz or .pb)")->required();
+  std::string aggregate_path;
+  app.add_option("--aggregate-inuse", aggregate_path,
+                 "print the profile's in-use bytes and objects per stack instead of comparing");
+  app.add_option("expected", expected_path, "expected profile (.pb.gz or .pb)");
+  app.add_option("actual", actual_path, "actual profile (.pb.gz or .pb)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (!aggregate_path.empty()) return AggregateInUse(aggregate_path);
+  if (expected_path.empty() || actual_path.empty()) {
+    std::cerr << "profdiff: need an expected and an actual profile (or --aggregate-inuse)\n";
+    return 2;
   }
 
   Canonical expected = Load(expected_path, ignore_addresses);
