@@ -1,7 +1,6 @@
 #include "heap/buckets.h"
 
 #include <cmath>
-#include <unordered_set>
 
 #include "base/bytes.h"
 #include "base/error.h"
@@ -30,7 +29,8 @@ uint64_t MemRecordSize(MemRecordLayout layout) {
 
 WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits) {
   WalkResult result;
-  std::unordered_set<uint64_t> seen;
+  uint64_t tortoise = 0, power = 1, steps = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> stack_slices;  // (offset, length) per bucket
   std::vector<uint8_t> buf;
   const uint64_t record_size = MemRecordSize(limits.record_layout);
   const uint64_t cycle_size = record_size / 4;
@@ -41,9 +41,16 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
       throw Error(ErrorKind::kMalformed, "heap bucket list has more than ", limits.max_buckets,
                   " buckets (stopped at ", Hex(addr), ")");
     }
-    if (!seen.insert(addr).second) {
+    // Brent's cycle detection: O(1) memory, and a loop is found within a
+    // few times its length.
+    if (addr == tortoise) {
       throw Error(ErrorKind::kMalformed, "heap bucket list loops back to bucket ", Hex(addr),
                   " after ", result.buckets.size(), " buckets");
+    }
+    if (++steps == power) {
+      tortoise = addr;
+      power *= 2;
+      steps = 0;
     }
     if ((addr & 7) != 0) {
       throw Error(ErrorKind::kMalformed, "heap bucket pointer ", Hex(addr), " is misaligned");
@@ -90,15 +97,24 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
     Bucket b;
     b.addr = addr;
     b.size = size;
-    b.stack.resize(nstk);
-    if (nstk > 0) std::memcpy(b.stack.data(), buf.data() + kBucketHeaderSize, 8 * nstk);
+    // Stacks go into one arena; the spans are set once it stops growing.
+    stack_slices.emplace_back(result.stack_words.size(), nstk);
+    result.stack_words.resize(result.stack_words.size() + nstk);
+    if (nstk > 0) {
+      std::memcpy(result.stack_words.data() + stack_slices.back().first,
+                  buf.data() + kBucketHeaderSize, 8 * nstk);
+    }
     const uint8_t* rec = buf.data() + kBucketHeaderSize + 8 * nstk;
     b.active = LoadCycle(rec, limits.record_layout, size);
     for (int i = 0; i < 3; ++i) {
       b.future[i] = LoadCycle(rec + cycle_size * (i + 1), limits.record_layout, size);
     }
-    result.buckets.push_back(std::move(b));
+    result.buckets.push_back(b);
     addr = allnext;
+  }
+  for (size_t i = 0; i < result.buckets.size(); ++i) {
+    result.buckets[i].stack = std::span<const uint64_t>(
+        result.stack_words.data() + stack_slices[i].first, stack_slices[i].second);
   }
   return result;
 }

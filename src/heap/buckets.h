@@ -40,7 +40,7 @@ uint64_t MemRecordSize(MemRecordLayout layout);
 struct Bucket {
   uint64_t addr = 0;
   uint64_t size = 0;              // allocation size, part of the bucket key
-  std::vector<uint64_t> stack;    // return PCs, leaf first
+  std::span<const uint64_t> stack;  // return PCs, leaf first (in WalkResult::stack_words)
   MemRecordCycle active;          // published
   MemRecordCycle future[3];       // per-cycle, not yet published
 };
@@ -56,6 +56,9 @@ struct WalkLimits {
 
 struct WalkResult {
   std::vector<Bucket> buckets;  // runtime order: newest first
+  // Every bucket's stack, back to back; Bucket::stack points into it, so move
+  // the two together (moving a vector keeps its data in place).
+  std::vector<uint64_t> stack_words;
 };
 
 // Follows allnext from head. With MemRecordLayout::kCountsOnly the byte

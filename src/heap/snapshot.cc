@@ -39,12 +39,15 @@ HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
     ++snap.walks;
     uint32_t before = mem.ReadU32(addrs.cycle, traits.cycle_symbol);
     uint64_t head = mem.ReadU64(addrs.mbuckets, "runtime.mbuckets");
+    WalkResult walk;
     if (limits.cache_ranges.empty()) {
-      snap.buckets = WalkBuckets(mem, head, walk_limits).buckets;
+      walk = WalkBuckets(mem, head, walk_limits);
     } else {
       BlockCacheReader cached(mem, limits.cache_ranges, limits.cache_block_size);
-      snap.buckets = WalkBuckets(cached, head, walk_limits).buckets;
+      walk = WalkBuckets(cached, head, walk_limits);
     }
+    snap.buckets = std::move(walk.buckets);
+    snap.stack_words = std::move(walk.stack_words);
     uint32_t after = mem.ReadU32(addrs.cycle, traits.cycle_symbol);
     snap.cycle = DecodeCycle(before, traits.cycle_encoding);
     if (after == before && !FlushInProgress(before, traits, snap.buckets)) break;

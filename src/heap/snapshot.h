@@ -29,6 +29,7 @@ struct HeapSnapshot {
   int64_t rate = 0;
   uint32_t cycle = 0;   // the cycle number memProfileInternal uses
   std::vector<Bucket> buckets;
+  std::vector<uint64_t> stack_words;  // backs buckets[i].stack
   int walks = 0;        // walks done; > 1 when the cycle changed mid-walk
   bool consistent = true;  // false if the cycle changed during every walk
 };

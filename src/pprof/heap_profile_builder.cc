@@ -7,7 +7,10 @@ namespace goheap2pprof {
 HeapProfileBuilder::HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTraits& traits,
                                        std::vector<ProfileMapping> mappings, int64_t rate,
                                        int64_t time_nanos)
-    : sym_(symbolizer), traits_(traits), rate_(rate) {
+    : sym_(symbolizer),
+      traits_(traits),
+      rate_(rate),
+      profile_(google::protobuf::Arena::CreateMessage<pb::Profile>(&arena_)) {
   Str("");
   for (ProfileMapping& m : mappings) mem_.push_back({std::move(m)});
   if (mem_.empty()) {
@@ -20,22 +23,24 @@ HeapProfileBuilder::HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTrai
     vt->set_type(Str(type));
     vt->set_unit(Str(unit));
   };
-  set_type(profile_.mutable_period_type(), "space", "bytes");
-  profile_.set_period(rate);
-  set_type(profile_.add_sample_type(), "alloc_objects", "count");
-  set_type(profile_.add_sample_type(), "alloc_space", "bytes");
-  set_type(profile_.add_sample_type(), "inuse_objects", "count");
-  set_type(profile_.add_sample_type(), "inuse_space", "bytes");
-  profile_.set_time_nanos(time_nanos);
+  set_type(profile_->mutable_period_type(), "space", "bytes");
+  profile_->set_period(rate);
+  set_type(profile_->add_sample_type(), "alloc_objects", "count");
+  set_type(profile_->add_sample_type(), "alloc_space", "bytes");
+  set_type(profile_->add_sample_type(), "inuse_objects", "count");
+  set_type(profile_->add_sample_type(), "inuse_space", "bytes");
+  profile_->set_time_nanos(time_nanos);
 }
 
 int64_t HeapProfileBuilder::Str(std::string_view s) {
-  auto [it, inserted] = strings_.try_emplace(std::string(s), profile_.string_table_size());
-  if (inserted) profile_.add_string_table(std::string(s));
-  return it->second;
+  if (auto it = strings_.find(s); it != strings_.end()) return it->second;
+  int64_t index = profile_->string_table_size();
+  profile_->add_string_table(std::string(s));
+  strings_.emplace(std::string(s), index);
+  return index;
 }
 
-void HeapProfileBuilder::AddComment(std::string_view text) { profile_.add_comment(Str(text)); }
+void HeapProfileBuilder::AddComment(std::string_view text) { profile_->add_comment(Str(text)); }
 
 bool HeapProfileBuilder::TryAdd(uint64_t pc, std::span<const SymFrame> frames, bool failed) {
   if (!deck_.frames.empty()) {
@@ -66,15 +71,16 @@ bool HeapProfileBuilder::TryAdd(uint64_t pc, std::span<const SymFrame> frames, b
 uint64_t HeapProfileBuilder::EmitLocation() {
   if (deck_.pcs.empty()) return 0;
   const uint64_t addr = deck_.pcs.front();
-  const uint64_t id = locs_.size() + 1;
-  LocInfo& info = locs_[addr];
+  const uint64_t id = loc_infos_.size() + 1;
+  locs_.Insert(addr, static_cast<uint32_t>(loc_infos_.size()));
+  LocInfo& info = loc_infos_.emplace_back();
   info.id = id;
   info.pcs = deck_.pcs;
   info.first_pc_failed = deck_.first_pc_failed;
   info.first_pc_frames.assign(deck_.frames.begin(),
                               deck_.frames.begin() + static_cast<long>(deck_.first_pc_frames));
 
-  pb::Location* loc = profile_.add_location();
+  pb::Location* loc = profile_->add_location();
   loc->set_id(id);
   loc->set_address(deck_.frames.front().pc);
   for (const SymFrame& frame : deck_.frames) {
@@ -84,7 +90,7 @@ uint64_t HeapProfileBuilder::EmitLocation() {
         traits_.dedup_by_printed_name ? frame.printed_name : std::string(frame.function);
     auto [it, inserted] = funcs_.try_emplace(key, funcs_.size() + 1);
     if (inserted) {
-      pb::Function* fn = profile_.add_function();
+      pb::Function* fn = profile_->add_function();
       fn->set_id(it->second);
       fn->set_name(Str(frame.function));
       fn->set_system_name(Str(frame.function));
@@ -111,23 +117,27 @@ uint64_t HeapProfileBuilder::EmitLocation() {
 std::vector<uint64_t> HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input) {
   std::vector<uint64_t> out;
   deck_.Reset();
-  const std::vector<uint64_t> expanded = sym_.ExpandFinalInlineFrame(input);
-  std::span<const uint64_t> stk(expanded);
+  // Only a stack cut inside an inline group changes; others are used as is.
+  std::optional<std::vector<uint64_t>> expanded = sym_.ExpandFinalInlineFrame(input);
+  std::span<const uint64_t> stk = expanded ? std::span<const uint64_t>(*expanded) : input;
   while (!stk.empty()) {
     const uint64_t addr = stk.front();
-    if (auto it = locs_.find(addr); it != locs_.end()) {
-      const LocInfo& l = it->second;
+    if (const uint32_t* index = locs_.Find(addr)) {
+      const LocInfo& l = loc_infos_[*index];
       // A cached PC may be a "fake" PC of an inline group still in the deck.
       if (traits_.cached_location_deck_retry && !deck_.pcs.empty() &&
           TryAdd(addr, l.first_pc_frames, l.first_pc_failed)) {
         stk = stk.subspan(1);
         continue;
       }
+      // EmitLocation may grow loc_infos_: take what we need from l first.
+      const uint64_t cached_id = l.id;
+      const size_t cached_pcs = l.pcs.size();
       if (uint64_t id = EmitLocation()) out.push_back(id);
-      out.push_back(l.id);
+      out.push_back(cached_id);
       // runtime/pprof skips as many PCs as the cached location covers without
       // comparing them (it would panic on a too-short stack; we clamp).
-      stk = stk.subspan(std::min(l.pcs.size(), stk.size()));
+      stk = stk.subspan(std::min(cached_pcs, stk.size()));
       continue;
     }
     const PcFrames& frames = sym_.FramesFor(addr);
@@ -141,9 +151,10 @@ std::vector<uint64_t> HeapProfileBuilder::AppendLocsForStack(std::span<const uin
       continue;
     }
     if (uint64_t id = EmitLocation()) out.push_back(id);
-    if (auto it = locs_.find(addr); it != locs_.end()) {
-      out.push_back(it->second.id);
-      stk = stk.subspan(std::min(it->second.pcs.size(), stk.size()));
+    if (const uint32_t* index = locs_.Find(addr)) {
+      const LocInfo& l = loc_infos_[*index];
+      out.push_back(l.id);
+      stk = stk.subspan(std::min(l.pcs.size(), stk.size()));
     } else {
       TryAdd(addr, frames.frames, frames.lookup_failed);  // succeeds: the deck is empty
       stk = stk.subspan(1);
@@ -155,7 +166,7 @@ std::vector<uint64_t> HeapProfileBuilder::AppendLocsForStack(std::span<const uin
 
 void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
   std::vector<uint64_t> locs;
-  const std::vector<uint64_t>& full = r.bucket->stack;
+  const std::span<const uint64_t> full = r.bucket->stack;
   bool hide_runtime = true;
   for (int tries = 0; tries < 2; ++tries) {
     std::span<const uint64_t> stk(full);
@@ -177,13 +188,14 @@ void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
     hide_runtime = false;  // show all frames next time
   }
 
-  pb::Sample* s = profile_.add_sample();
+  pb::Sample* s = profile_->add_sample();
   ScaledPair alloc = ScaleHeapSample(r.alloc_objects, r.alloc_bytes, rate_);
   ScaledPair inuse = ScaleHeapSample(r.InUseObjects(), r.InUseBytes(), rate_);
   s->add_value(alloc.count);
   s->add_value(alloc.bytes);
   s->add_value(inuse.count);
   s->add_value(inuse.bytes);
+  s->mutable_location_id()->Reserve(static_cast<int>(locs.size()));
   for (uint64_t id : locs) s->add_location_id(id);
   int64_t block_size = r.alloc_objects > 0 ? r.alloc_bytes / r.alloc_objects : 0;
   if (traits_.bytes_label_is_object_size) block_size = static_cast<int64_t>(r.bucket->size);
@@ -194,11 +206,11 @@ void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
   }
 }
 
-pb::Profile HeapProfileBuilder::Finish() {
+const pb::Profile& HeapProfileBuilder::Finish() {
   for (size_t i = 0; i < mem_.size(); ++i) {
     const MappingState& m = mem_[i];
     if (m.m.fake && i > 0) continue;
-    pb::Mapping* pm = profile_.add_mapping();
+    pb::Mapping* pm = profile_->add_mapping();
     pm->set_id(i + 1);
     pm->set_memory_start(m.m.start);
     pm->set_memory_limit(m.m.limit);
@@ -208,7 +220,7 @@ pb::Profile HeapProfileBuilder::Finish() {
     // Names are in the profile only where every lookup in the mapping worked.
     pm->set_has_functions(m.tried && !m.failed);
   }
-  return std::move(profile_);
+  return *profile_;
 }
 
 }  // namespace goheap2pprof

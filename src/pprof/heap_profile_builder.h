@@ -5,7 +5,7 @@
 //
 //   HeapProfileBuilder b(symbolizer, traits, mappings, rate, time_nanos);
 //   for (const MemProfileRecord& r : records) b.AddRecord(r);
-//   pb::Profile p = b.Finish();
+//   const pb::Profile& p = b.Finish();
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/pc_map.h"
 #include "heap/buckets.h"
+#include <google/protobuf/arena.h>
+
 #include "proto/profile.pb.h"
 #include "runtime/runtime_traits.h"
 #include "symbolize/symbolizer.h"
@@ -39,10 +42,11 @@ class HeapProfileBuilder {
 
   void AddRecord(const MemProfileRecord& record);
   void AddComment(std::string_view text);
-  // Completes the profile (mappings, string table). Call once.
-  pb::Profile Finish();
+  // Completes the profile (mappings, string table). Call once; the profile
+  // lives in the builder's arena, as long as the builder.
+  const pb::Profile& Finish();
 
-  uint64_t sample_count() const { return static_cast<uint64_t>(profile_.sample_size()); }
+  uint64_t sample_count() const { return static_cast<uint64_t>(profile_->sample_size()); }
 
  private:
   struct Deck {
@@ -75,9 +79,19 @@ class HeapProfileBuilder {
   const RuntimeTraits& traits_;
   std::vector<MappingState> mem_;
   int64_t rate_;
-  pb::Profile profile_;
-  std::unordered_map<std::string, int64_t> strings_;
-  std::unordered_map<uint64_t, LocInfo> locs_;
+  // Thousands of small messages: an arena makes building and freeing them
+  // a few large allocations instead of one each.
+  google::protobuf::Arena arena_;
+  pb::Profile* profile_;
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> strings_;
+  // Emitted locations by their first raw PC (runtime/pprof's b.locs); the
+  // map holds indexes into loc_infos_.
+  PcMap<uint32_t> locs_;
+  std::vector<LocInfo> loc_infos_;
   std::unordered_map<std::string, uint64_t> funcs_;
   Deck deck_;
 };

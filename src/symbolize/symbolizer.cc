@@ -72,16 +72,21 @@ const PcFrames& Symbolizer::FramesFor(uint64_t addr) {
   return frames_cache_.emplace(addr, std::move(result)).first->second;
 }
 
-std::vector<uint64_t> Symbolizer::ExpandFinalInlineFrame(std::span<const uint64_t> stk) {
-  std::vector<uint64_t> out(stk.begin(), stk.end());
-  if (stk.empty()) return out;
+std::optional<std::vector<uint64_t>> Symbolizer::ExpandFinalInlineFrame(
+    std::span<const uint64_t> stk) {
+  if (stk.empty()) return std::nullopt;
   const uint64_t pc = stk.back();
   const uint64_t tracepc = pc - 1;
   try {
+    // Most stacks end in the same few PCs (runtime.main, goexit): remember
+    // which ones are not inside inlined code.
+    if (not_inlined_final_pcs_.contains(pc)) return std::nullopt;
     std::optional<FuncRef> f = tab_.FindFunc(tracepc);
-    if (!f) return out;
-    if (!tab_.FrameAt(*f, tracepc).inlined) return out;
-    out.pop_back();
+    if (!f || !tab_.FrameAt(*f, tracepc).inlined) {
+      not_inlined_final_pcs_.insert(pc);
+      return std::nullopt;
+    }
+    std::vector<uint64_t> out(stk.begin(), stk.end() - 1);
     // Walk the inline chain outward from tracepc, re-adding each level's
     // "return PC", skipping wrappers the way the traceback does.
     uint8_t callee_id = 0;  // FuncIDNormal: the leaf is known not elided
@@ -97,10 +102,10 @@ std::vector<uint64_t> Symbolizer::ExpandFinalInlineFrame(std::span<const uint64_
       if (!parent) break;  // that was the physical function
       level_pc = *parent;
     }
+    return out;
   } catch (const Error&) {
-    return std::vector<uint64_t>(stk.begin(), stk.end());
+    return std::nullopt;
   }
-  return out;
 }
 
 }  // namespace goheap2pprof

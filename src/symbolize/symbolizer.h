@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "gobin/pclntab.h"
@@ -48,8 +49,9 @@ class Symbolizer {
   std::optional<std::string_view> FuncNameForPc(uint64_t pc);
   const PcFrames& FramesFor(uint64_t addr);
   // runtime_expandFinalInlineFrame: restores inline frames lost when the
-  // stack was truncated in the middle of an inline group.
-  std::vector<uint64_t> ExpandFinalInlineFrame(std::span<const uint64_t> stk);
+  // stack was truncated in the middle of an inline group. nullopt when the
+  // stack stays as it is (the last PC is not inside inlined code).
+  std::optional<std::vector<uint64_t>> ExpandFinalInlineFrame(std::span<const uint64_t> stk);
 
   // Frame.Function as printed: since Go 1.21 "pkg.F[go.shape.int]" -> "pkg.F[...]".
   std::string PrintedName(std::string_view raw) const;
@@ -62,6 +64,7 @@ class Symbolizer {
   const RuntimeTraits& traits_;
   std::unordered_map<uint64_t, PcFrames> frames_cache_;
   std::unordered_map<uint64_t, std::optional<std::string_view>> name_cache_;
+  std::unordered_set<uint64_t> not_inlined_final_pcs_;
   uint64_t failed_lookups_ = 0;
 };
 

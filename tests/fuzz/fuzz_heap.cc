@@ -59,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const MemProfileRecord& r : PublishedCounts(snap.buckets)) {
       (void)ScaleHeapSample(r.InUseObjects(), r.InUseBytes(), snap.rate);
     }
-    pb::Profile p = builder.Finish();
+    const pb::Profile& p = builder.Finish();
     if (p.sample_size() != static_cast<int>(snap.buckets.size())) __builtin_trap();
   } catch (const Error&) {
   }

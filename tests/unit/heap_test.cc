@@ -58,9 +58,11 @@ TEST(WalkBuckets, FollowsAllnextNewestFirst) {
   ASSERT_EQ(w.buckets.size(), 2u);
   EXPECT_EQ(w.buckets[0].addr, b2);
   EXPECT_EQ(w.buckets[0].size, 32u);
-  EXPECT_EQ(w.buckets[0].stack, std::vector<uint64_t>({0x403000}));
+  EXPECT_EQ(std::vector<uint64_t>(w.buckets[0].stack.begin(), w.buckets[0].stack.end()),
+            std::vector<uint64_t>({0x403000}));
   EXPECT_EQ(w.buckets[0].active.alloc_bytes, 64u);
-  EXPECT_EQ(w.buckets[1].stack, std::vector<uint64_t>({0x401000, 0x402000}));
+  EXPECT_EQ(std::vector<uint64_t>(w.buckets[1].stack.begin(), w.buckets[1].stack.end()),
+            std::vector<uint64_t>({0x401000, 0x402000}));
 }
 
 TEST(WalkBuckets, EmptyListIsEmpty) {

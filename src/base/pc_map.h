@@ -1,0 +1,76 @@
+// A hash map from non-zero 64-bit keys (program counters, addresses) to
+// values, with open addressing and linear probing. The profile builder looks
+// up every PC of every stack here; std::unordered_map's node allocation and
+// prime-modulo hashing made that the single largest cost of a capture.
+//
+//   PcMap<uint32_t> m;
+//   m.Insert(0x401234, 7);
+//   if (const uint32_t* v = m.Find(0x401234)) use(*v);
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace goheap2pprof {
+
+template <typename V>
+class PcMap {
+ public:
+  PcMap() { slots_.resize(16); }
+
+  size_t size() const { return size_; }
+
+  // nullptr if absent. Key 0 is never present.
+  const V* Find(uint64_t key) const {
+    if (key == 0) return nullptr;
+    for (size_t i = Slot(key);; i = (i + 1) & (slots_.size() - 1)) {
+      const Entry& e = slots_[i];
+      if (e.key == key) return &e.value;
+      if (e.key == 0) return nullptr;
+    }
+  }
+  V* Find(uint64_t key) { return const_cast<V*>(std::as_const(*this).Find(key)); }
+
+  // Inserts or overwrites; key must not be 0. Returns the stored value.
+  V& Insert(uint64_t key, V value) {
+    if (2 * (size_ + 1) > slots_.size()) Grow();
+    for (size_t i = Slot(key);; i = (i + 1) & (slots_.size() - 1)) {
+      Entry& e = slots_[i];
+      if (e.key == key) {
+        e.value = std::move(value);
+        return e.value;
+      }
+      if (e.key == 0) {
+        e.key = key;
+        e.value = std::move(value);
+        ++size_;
+        return e.value;
+      }
+    }
+  }
+
+ private:
+  struct Entry {
+    uint64_t key = 0;
+    V value{};
+  };
+  size_t Slot(uint64_t key) const {
+    // Fibonacci hashing spreads PCs, which share their high bits.
+    return static_cast<size_t>((key * 0x9e3779b97f4a7c15ull) >> 32) & (slots_.size() - 1);
+  }
+  void Grow() {
+    std::vector<Entry> old = std::move(slots_);
+    slots_.assign(old.size() * 2, Entry{});
+    size_ = 0;
+    for (Entry& e : old) {
+      if (e.key != 0) Insert(e.key, std::move(e.value));
+    }
+  }
+
+  std::vector<Entry> slots_;
+  size_t size_ = 0;
+};
+
+}  // namespace goheap2pprof
