@@ -7,7 +7,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <string>
+
+#include <google/protobuf/io/gzip_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 
 #include "base/error.h"
 #include "base/unique_fd.h"
@@ -126,18 +130,24 @@ void CheckOutputWritable(const std::string& path) {
   }
 }
 
-void WriteOutput(const std::string& path, std::string_view data) {
+namespace {
+
+// Runs write(fd, what) against the destination so that a failure leaves it
+// untouched: a regular file (or a new one) is written to a temporary file in
+// the same directory, flushed and renamed over it; "-" is standard output; a
+// device or pipe (/dev/stdout, a FIFO, /dev/full) cannot be replaced by
+// rename and is written directly.
+void WriteAtomically(const std::string& path,
+                     const std::function<void(int fd, const std::string& what)>& write) {
   if (path == "-") {
-    WriteAll(STDOUT_FILENO, data, "standard output");
+    write(STDOUT_FILENO, "standard output");
     return;
   }
   struct stat st;
   if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    // A device or pipe (/dev/stdout, a FIFO, /dev/full) cannot be replaced by
-    // rename; write into it directly.
     UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
     if (!fd.valid()) throw Error(ErrorKind::kIo, "cannot open ", path, ": ", std::strerror(errno));
-    WriteAll(fd.get(), data, path);
+    write(fd.get(), path);
     return;
   }
   std::string tmp = DirName(path) + "/.goheap2pprof.tmp.XXXXXX";
@@ -147,7 +157,7 @@ void WriteOutput(const std::string& path, std::string_view data) {
                 std::strerror(errno));
   }
   try {
-    WriteAll(fd.get(), data, tmp);
+    write(fd.get(), tmp);
     if (fchmod(fd.get(), 0644) != 0 || fsync(fd.get()) != 0) {
       throw Error(ErrorKind::kIo, "flushing ", tmp, ": ", std::strerror(errno));
     }
@@ -160,6 +170,34 @@ void WriteOutput(const std::string& path, std::string_view data) {
     unlink(tmp.c_str());
     throw;
   }
+}
+
+}  // namespace
+
+void WriteOutput(const std::string& path, std::string_view data) {
+  WriteAtomically(path, [&](int fd, const std::string& what) { WriteAll(fd, data, what); });
+}
+
+void WriteProfile(const std::string& path, const pb::Profile& profile) {
+  WriteAtomically(path, [&](int fd, const std::string& what) {
+    // Serialize straight into the compressor: the encoded profile never
+    // exists in memory as a whole, only its compressed blocks do.
+    google::protobuf::io::FileOutputStream file(fd, 1 << 16);
+    {
+      google::protobuf::io::GzipOutputStream::Options options;
+      options.format = google::protobuf::io::GzipOutputStream::GZIP;
+      options.compression_level = 1;  // what runtime/pprof uses
+      options.buffer_size = 1 << 16;
+      google::protobuf::io::GzipOutputStream gzip(&file, options);
+      if (!profile.SerializeToZeroCopyStream(&gzip) || !gzip.Close()) {
+        throw Error(ErrorKind::kIo, "writing ", what, ": ",
+                    file.GetErrno() ? std::strerror(file.GetErrno()) : "compression failed");
+      }
+    }
+    if (!file.Flush()) {
+      throw Error(ErrorKind::kIo, "writing ", what, ": ", std::strerror(file.GetErrno()));
+    }
+  });
 }
 
 }  // namespace goheap2pprof

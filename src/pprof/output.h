@@ -25,5 +25,8 @@ void CheckOutputWritable(const std::string& path);
 // Writes data to path atomically; "-" means standard output. Throws
 // Error(kIo) naming the path; on failure the destination is untouched.
 void WriteOutput(const std::string& path, std::string_view data);
+// Writes the gzipped profile to path the same way, serializing directly into
+// the compressor (EncodeProfile's bytes, without holding them in memory).
+void WriteProfile(const std::string& path, const pb::Profile& profile);
 
 }  // namespace goheap2pprof

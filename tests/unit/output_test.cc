@@ -74,3 +74,47 @@ TEST_F(OutputTest, FullDeviceKeepsExistingFile) {
 
 }  // namespace
 }  // namespace goheap2pprof
+
+namespace goheap2pprof {
+namespace {
+
+pb::Profile SmallProfile() {
+  pb::Profile p;
+  p.add_string_table("");
+  p.add_string_table("space");
+  p.mutable_period_type()->set_type(1);
+  p.set_period(524288);
+  for (int i = 0; i < 5000; ++i) {
+    pb::Sample* s = p.add_sample();
+    for (int v = 0; v < 4; ++v) s->add_value(i * 10 + v);
+    s->add_location_id(i % 7 + 1);
+  }
+  return p;
+}
+
+TEST_F(OutputTest, WriteProfileStreamsTheSameBytesAsEncodeProfile) {
+  pb::Profile p = SmallProfile();
+  fs::path out = dir_ / "streamed.pb.gz";
+  WriteProfile(out.string(), p);
+  std::string streamed = ReadAll(out);
+  EXPECT_EQ(static_cast<uint8_t>(streamed[0]), 0x1f);
+  EXPECT_EQ(Gunzip(streamed), Gunzip(EncodeProfile(p)));
+  pb::Profile back;
+  ASSERT_TRUE(back.ParseFromString(Gunzip(streamed)));
+  EXPECT_EQ(back.sample_size(), 5000);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+}
+
+TEST_F(OutputTest, WriteProfileToAFullDeviceFails) {
+  if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "/dev/full is not available here";
+  try {
+    WriteProfile("/dev/full", SmallProfile());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIo);
+    EXPECT_NE(std::string(e.what()).find("No space left"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace goheap2pprof
