@@ -111,8 +111,27 @@ uint64_t ComputeLoadBias(const ElfFile& exe, const std::vector<MapsEntry>& maps,
               " in /proc/maps matches one of its PT_LOAD segments; cannot compute the load bias");
 }
 
+std::optional<ElfFile> OpenMappedFile(pid_t pid, const MapsEntry& e) {
+  std::string file = e.path;
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (file.ends_with(kDeleted)) file.resize(file.size() - kDeleted.size());
+  char range[64];
+  std::snprintf(range, sizeof(range), "%llx-%llx", static_cast<unsigned long long>(e.start),
+                static_cast<unsigned long long>(e.end));
+  for (const std::string& candidate :
+       {ProcPath(pid, "map_files/") + range, ProcPath(pid, "root") + file}) {
+    try {
+      return ElfFile::Open(candidate, file);
+    } catch (const Error&) {
+      // Not readable or not an ELF we read: try the next way.
+    }
+  }
+  return std::nullopt;
+}
+
 std::vector<ProfileMapping> ProfileMappings(pid_t pid, const std::vector<MapsEntry>& maps,
-                                            const FileIdentity& exe_id, const ElfFile& exe) {
+                                            const FileIdentity& exe_id,
+                                            const std::string& exe_build_id) {
   std::vector<ProfileMapping> out;
   std::map<std::string, std::string> build_ids;  // by path
   constexpr std::string_view kDeleted = " (deleted)";
@@ -125,26 +144,13 @@ std::vector<ProfileMapping> ProfileMappings(pid_t pid, const std::vector<MapsEnt
     }
     ProfileMapping m{e.start, e.end, e.offset, file, "", false};
     if (MapsEntryIsFile(e, exe_id)) {
-      m.build_id = exe.GnuBuildId();
+      m.build_id = exe_build_id;
     } else if (!file.empty() && file[0] == '/') {
       auto it = build_ids.find(file);
       if (it == build_ids.end()) {
-        std::string id;
-        // map_files opens exactly what is mapped, even if deleted; root/
-        // reaches the file in the target's mount namespace.
-        char range[64];
-        std::snprintf(range, sizeof(range), "%llx-%llx", static_cast<unsigned long long>(e.start),
-                      static_cast<unsigned long long>(e.end));
-        for (const std::string& candidate :
-             {ProcPath(pid, "map_files/") + range, ProcPath(pid, "root") + file}) {
-          try {
-            id = ElfFile::Open(candidate, file).GnuBuildId();
-            break;
-          } catch (const Error&) {
-            // Not readable or not ELF: runtime/pprof reports no build ID either.
-          }
-        }
-        it = build_ids.emplace(file, id).first;
+        // Not readable or not ELF: runtime/pprof reports no build ID either.
+        std::optional<ElfFile> elf = OpenMappedFile(pid, e);
+        it = build_ids.emplace(file, elf ? elf->GnuBuildId() : std::string()).first;
       }
       m.build_id = it->second;
     }

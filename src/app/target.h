@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,9 +43,16 @@ bool MapsEntryIsFile(const MapsEntry& e, const FileIdentity& id);
 uint64_t ComputeLoadBias(const ElfFile& exe, const std::vector<MapsEntry>& maps,
                          const FileIdentity& id);
 
+// The file behind a maps entry, opened through /proc/<pid>/map_files (exactly
+// what is mapped, even if deleted) or /proc/<pid>/root (the target's mount
+// namespace); nullopt if neither can be opened as an ELF we read.
+std::optional<ElfFile> OpenMappedFile(pid_t pid, const MapsEntry& e);
+
 // The executable mappings runtime/pprof's parseProcSelfMaps keeps, with GNU
-// build IDs read through /proc/<pid>/map_files or /proc/<pid>/root.
+// build IDs read through OpenMappedFile; the executable's (exe_id) is
+// exe_build_id.
 std::vector<ProfileMapping> ProfileMappings(pid_t pid, const std::vector<MapsEntry>& maps,
-                                            const FileIdentity& exe_id, const ElfFile& exe);
+                                            const FileIdentity& exe_id,
+                                            const std::string& exe_build_id);
 
 }  // namespace goheap2pprof
