@@ -7,8 +7,10 @@ packages=(
   cmake ninja-build g++ pkg-config
   libprotobuf-dev protobuf-compiler zlib1g-dev libcli11-dev
   libelf-dev libdw-dev libcapstone-dev libgtest-dev googletest
+  nlohmann-json3-dev jq
   clang libclang-rt-14-dev
   golang-1.19-go curl ca-certificates
+  qemu-user-static libc6-arm64-cross
 )
 
 missing=()

@@ -2,11 +2,14 @@
 // type into a message, a hint and the kind's exit code.
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
 #include "app/capture.h"
+#include "app/output_format.h"
 #include "base/error.h"
+#include "pprof/output.h"
 #include "proc/procfs.h"
 
 namespace goheap2pprof {
@@ -31,12 +34,14 @@ std::string DefaultHint(ErrorKind kind) {
     case ErrorKind::kUsage: return "run goheap2pprof --help";
     case ErrorKind::kNoSuchProcess: return "check the pid with ps; the target may have exited";
     case ErrorKind::kPermission:
-      return "run as root or as the target's user with CAP_SYS_PTRACE; check "
-             "kernel.yama.ptrace_scope (0 or 1 allows same-user reads, 1 only with "
-             "CAP_SYS_PTRACE for non-children); in a container, add --cap-add=SYS_PTRACE and "
-             "share the target's pid namespace";
+      return "run as root, or as the target's user with CAP_SYS_PTRACE; "
+             "kernel.yama.ptrace_scope=1 requires CAP_SYS_PTRACE to read a process that is not "
+             "your child, 2 always requires it, 3 forbids it; in a container, add "
+             "--cap-add=SYS_PTRACE and share the target's pid namespace (--pid=container:<id>)";
     case ErrorKind::kNotGo: return "point goheap2pprof at the pid of a Go program";
-    case ErrorKind::kUnsupported: return "see the supported targets in the README";
+    case ErrorKind::kUnsupported:
+      return "goheap2pprof reads Go 1.18+ programs built for 64-bit little-endian amd64 or "
+             "arm64; see \"Supported targets\" in the README";
     case ErrorKind::kSamplingDisabled: return "enable heap profiling in the target and restart it";
     case ErrorKind::kMalformed:
       return "the target may be changing too fast or is not a standard Go runtime; retry, and "
@@ -45,6 +50,17 @@ std::string DefaultHint(ErrorKind kind) {
     case ErrorKind::kInternal: return "please report this bug";
   }
   return "";
+}
+
+// --format json promises pipelines a document even when the capture fails:
+// the status and reason, with what was learned before the failure.
+void WriteFailureJson(const CaptureOptions& options, const CaptureReport& report,
+                      const Error& error) {
+  try {
+    WriteOutput(options.output, RenderFailureJson(options, report, error));
+  } catch (const std::exception& e) {
+    std::cerr << "goheap2pprof: could not write the failure snapshot: " << e.what() << "\n";
+  }
 }
 
 int Main(int argc, char** argv) {
@@ -59,10 +75,44 @@ int Main(int argc, char** argv) {
   app.add_option("pid", pid_text, "process id of the Go program")->required();
   app.add_option("-o,--output", options.output,
                  "output file ('-' for standard output); default: "
-                 "<program>-<pid>-<time>.heap.pb.gz in the current directory");
+                 "<program>-<pid>-<time>.heap.pb.gz in the current directory for pprof, "
+                 "standard output for json and text");
+  std::string format = "pprof", counters = "exact";
+  OutputOptions& out = options.output_format;
+  app.add_option("--format", format,
+                 "pprof: gzipped profile.proto; json: the seed collector's in-use snapshot "
+                 "(entries by stack, largest first); text: a go tool pprof -top table")
+      ->check(CLI::IsMember({"pprof", "json", "text"}))
+      ->capture_default_str();
+  app.add_option("--counters", counters,
+                 "exact: what runtime.MemProfile (and /debug/pprof/heap) returns; published: "
+                 "the runtime's published counters only (memRecord.active), as the seed "
+                 "collector reads them")
+      ->check(CLI::IsMember({"exact", "published"}))
+      ->capture_default_str();
+  CLI::Option* top = app.add_option("--top", out.top,
+                                    "json: entries kept (output_truncated tells if more "
+                                    "exist); text: rows shown; 0 keeps all")
+                         ->check(CLI::NonNegativeNumber)
+                         ->capture_default_str();
+  CLI::Option* sample_index =
+      app.add_option("--sample-index", out.sample_index, "text: the value to rank by")
+          ->check(CLI::IsMember({"inuse_space", "inuse_objects", "alloc_space", "alloc_objects"}))
+          ->capture_default_str();
   app.add_flag("-v,--verbose", options.verbose,
                "report the Go version, build mode, addresses, rate, cycle, bucket count and "
                "phase timings");
+  app.add_flag("--stats", options.stats,
+               "print what the capture cost: buckets, bytes read, read system calls, walks and "
+               "the time of each phase");
+  CLI::Option* exe_option =
+      app.add_option("--exe", options.executable.path,
+                     "read symbols and tables from this file instead of the running executable "
+                     "(e.g. the unstripped build a stripped binary was made from with strip); "
+                     "it must match the running one by build ID and layout");
+  app.add_flag("--force", options.executable.force,
+               "use the --exe file even if it does not match the running executable (warns)")
+      ->needs(exe_option);
   app.set_version_flag("--version", std::string("goheap2pprof ") + GOHEAP2PPROF_VERSION);
 
   try {
@@ -76,21 +126,39 @@ int Main(int argc, char** argv) {
     return static_cast<int>(ErrorKind::kUsage);
   }
 
+  out.format = format == "json"   ? OutputFormat::kJson
+               : format == "text" ? OutputFormat::kText
+                                  : OutputFormat::kPprof;
+  out.counters = counters == "published" ? CounterSource::kPublished : CounterSource::kExact;
+  // Text and JSON are for terminals and pipes; a binary profile is not.
+  if (out.format != OutputFormat::kPprof && options.output.empty()) options.output = "-";
+  CaptureReport report;
   try {
+    if (top->count() > 0 && out.format == OutputFormat::kPprof) {
+      throw Error(ErrorKind::kUsage, "--top applies to --format json and text");
+    }
+    if (sample_index->count() > 0 && out.format != OutputFormat::kText) {
+      throw Error(ErrorKind::kUsage, "--sample-index applies to --format text");
+    }
     std::optional<pid_t> pid = ParsePid(pid_text);
     if (!pid) throw Error(ErrorKind::kUsage, "\"", pid_text, "\" is not a process id");
     options.pid = *pid;
-    CaptureReport report = RunCapture(options, std::cerr);
+    if (const char* seam = std::getenv("GOHEAP2PPROF_TEST_SEAM")) options.seams = ParseTestSeams(seam);
+    RunCapture(options, std::cerr, report);
     if (options.output.empty() || options.verbose) {
       std::cerr << "goheap2pprof: wrote " << report.samples << " samples to "
                 << report.output_path << "\n";
     }
     return 0;
   } catch (const Error& e) {
+    if (out.format == OutputFormat::kJson) WriteFailureJson(options, report, e);
     std::cerr << "goheap2pprof: error: " << e.what() << "\n"
               << "hint: " << (e.hint().empty() ? DefaultHint(e.kind()) : e.hint()) << "\n";
     return static_cast<int>(e.kind());
   } catch (const std::exception& e) {
+    if (out.format == OutputFormat::kJson) {
+      WriteFailureJson(options, report, Error(ErrorKind::kInternal, e.what()));
+    }
     std::cerr << "goheap2pprof: unexpected failure: " << e.what() << "\nhint: please report "
               << "this bug\n";
     return 1;
