@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# goheap2pprof benchmark (issue 5): capture cost against the target serving
+# its own /debug/pprof/heap, for 1k..250k distinct heap buckets and 1024-deep
+# stacks, then the harmlessness measurement (bench/harm.sh). Prints tables;
+# there are no thresholds: the goal columns are computed, never enforced.
+#
+#   bash bench/bench.sh                       # everything (~10 minutes)
+#   SIZES="1000 10000" DEEP=0 HARM=0 bash bench/bench.sh
+#
+# Environment:
+#   SIZES         bucket counts to build targets for (default "1000 10000 100000 250000")
+#   DEEP          buckets of the deep-stack variant, 0 to skip (default 10000)
+#   DEEP_FRAMES   frames of the deep variant's recursion (default 1000; GODEBUG=profstackdepth=1024)
+#   REPEAT        measurements per size; the tables show medians (default 5)
+#   HARM          1 runs bench/harm.sh at the end (default 1)
+#   BUILD_DIR     where the tool is built (default <repo>/build-bench, Release)
+#   GO            the Go command for the targets (default "env GOTOOLCHAIN=local go", i.e. Go 1.26.8)
+#
+# What each column is:
+#   ours wall/CPU    goheap2pprof's wall time and user+sys CPU (/usr/bin/time), medians
+#   curl wall        time_total of curl http://127.0.0.1:<port>/debug/pprof/heap
+#   target CPU       the target's utime+stime (/proc/<pid>/stat, CLK_TCK) over the
+#                    curl, over our capture, and over an idle interval as long as our
+#                    capture (the noise floor)
+#   ratio            curl wall / ours wall
+#   bucket MiB       the target's own count of its profiling-bucket memory:
+#                    MemStats.BuckHashSys minus the fixed 179999-pointer hash table
+#                    (= sum of 48 + 8*nstk + 128 bytes per heap bucket)
+#   syscalls/64KiB   read syscalls per 64 KiB of bucket memory (goal <= 1)
+#   RSS/(3B+50M)     our peak RSS over 3 x bucket memory + 50 MiB (goal <= 1)
+set -u
+
+src=$(cd "$(dirname "$0")/.." && pwd)
+sizes=${SIZES:-1000 10000 100000 250000}
+deep=${DEEP:-10000}
+deep_frames=${DEEP_FRAMES:-1000}
+repeat=${REPEAT:-5}
+harm=${HARM:-1}
+build=${BUILD_DIR:-$src/build-bench}
+read -r -a go_cmd <<<"${GO:-env GOTOOLCHAIN=local go}"
+clk_tck=$(getconf CLK_TCK)
+
+die() {
+  echo "bench: $*" >&2
+  exit 1
+}
+
+for cmd in cmake ninja curl awk; do
+  command -v $cmd >/dev/null || die "$cmd not found (bash scripts/install-deps.sh)"
+done
+if [[ ! -x /usr/bin/time ]]; then
+  echo "bench: installing GNU time for peak RSS" >&2
+  apt-get install -y time >/dev/null 2>&1 || die "/usr/bin/time missing (apt-get install time)"
+fi
+
+# --- build -------------------------------------------------------------------
+echo "building goheap2pprof (Release) in $build" >&2
+cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null ||
+  die "cmake configure failed"
+cmake --build "$build" -j"$(nproc)" --target goheap2pprof >/dev/null || die "build failed"
+tool=$build/goheap2pprof
+work=$(mktemp -d "${TMPDIR:-/tmp}/goheap2pprof-bench.XXXXXX")
+target_pid=""
+cleanup() {
+  if [[ -n $target_pid ]]; then
+    kill "$target_pid" 2>/dev/null
+    wait "$target_pid" 2>/dev/null
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+go_version=$("${go_cmd[@]}" version) || die "no Go toolchain (${go_cmd[*]})"
+(cd "$src/testdata/benchtarget" && "${go_cmd[@]}" build -o "$work/benchtarget" .) ||
+  die "building testdata/benchtarget failed"
+
+# --- helpers -------------------------------------------------------------------
+# cpu_ticks <pid>: utime+stime of the whole process, in clock ticks.
+cpu_ticks() {
+  local stat
+  stat=$(<"/proc/$1/stat") || return 1
+  stat=${stat##*) }  # fields after "(comm) "; utime, stime are fields 14, 15
+  read -r -a f <<<"$stat"
+  echo $((f[11] + f[12]))
+}
+ticks_ms() { echo $(($1 * 1000 / clk_tck)); }
+now_ns() { date +%s%N; }
+median() { sort -n | awk '{v[NR] = $1} END {if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+# start_target <label> <args...>: starts benchtarget, sets target_pid, port,
+# and waits for READY.
+start_target() {
+  local label=$1
+  shift
+  "$@" >"$work/target.out" 2>"$work/target.err" &
+  target_pid=$!
+  local deadline=$((SECONDS + 600))
+  until grep -q '^READY ' "$work/target.out" 2>/dev/null; do
+    if ! kill -0 "$target_pid" 2>/dev/null || ((SECONDS >= deadline)); then
+      cat "$work/target.err" >&2
+      die "$label: target did not print READY"
+    fi
+    sleep 0.2
+  done
+  read -r _ _ port _ <"$work/target.out"
+}
+
+stop_target() {
+  kill "$target_pid" 2>/dev/null
+  wait "$target_pid" 2>/dev/null
+  target_pid=""
+}
+
+# measure <label>: REPEAT rounds of (our capture, idle interval, curl) against
+# the running target; appends one result line to $work/results.
+measure() {
+  local label=$1 r t0 t1 s e
+  local -a ours_wall ours_cpu ours_rss calls bytes ours_size tgt_ours idle curl_wall tgt_curl curl_size
+  # Warm-up: the first fetch creates the buckets of the pprof handler's own
+  # allocations (MemProfileRate is 1); afterwards the bucket set is stable.
+  curl -sf -o "$work/curl.pb.gz" "http://127.0.0.1:$port/debug/pprof/heap" || die "$label: curl failed"
+  "$tool" "$target_pid" -o "$work/ours.pb.gz" 2>/dev/null || die "$label: capture failed"
+  local buckets bucket_bytes
+  read -r buckets bucket_bytes < <(curl -sf "http://127.0.0.1:$port/bucketmem")
+  for ((r = 0; r < repeat; r++)); do
+    t0=$(cpu_ticks "$target_pid")
+    s=$(now_ns)
+    /usr/bin/time -f '%U %S %M' -o "$work/time" "$tool" "$target_pid" -o "$work/ours.pb.gz" --stats \
+      2>"$work/stats" || die "$label: capture failed: $(cat "$work/stats")"
+    e=$(now_ns)
+    t1=$(cpu_ticks "$target_pid")
+    ours_wall+=($(((e - s) / 1000000)))
+    read -r u sy rss <"$work/time"
+    ours_cpu+=($(awk -v u="$u" -v s="$sy" 'BEGIN {print int((u + s) * 1000 + 0.5)}'))
+    ours_rss+=("$rss")
+    tgt_ours+=($(ticks_ms $((t1 - t0))))
+    calls+=($(awk '/read syscalls/ {print $3}' "$work/stats"))
+    bytes+=($(awk '/bytes read/ {print $3}' "$work/stats"))
+    ours_size+=($(stat -c %s "$work/ours.pb.gz"))
+
+    # The noise floor: the idle target over as long as our capture took.
+    t0=$(cpu_ticks "$target_pid")
+    sleep "$(awk -v ns=$((e - s)) 'BEGIN {printf "%.3f", ns / 1e9}')"
+    t1=$(cpu_ticks "$target_pid")
+    idle+=($(ticks_ms $((t1 - t0))))
+
+    t0=$(cpu_ticks "$target_pid")
+    w=$(curl -sf -o "$work/curl.pb.gz" -w '%{time_total}' "http://127.0.0.1:$port/debug/pprof/heap") ||
+      die "$label: curl failed"
+    t1=$(cpu_ticks "$target_pid")
+    curl_wall+=($(awk -v w="$w" 'BEGIN {print int(w * 1000 + 0.5)}'))
+    tgt_curl+=($(ticks_ms $((t1 - t0))))
+    curl_size+=($(stat -c %s "$work/curl.pb.gz"))
+  done
+  m() { printf '%s\n' "$@" | median; }
+  echo "$label $buckets $bucket_bytes $(m "${ours_wall[@]}") $(m "${ours_cpu[@]}") $(m "${curl_wall[@]}")" \
+    "$(m "${tgt_curl[@]}") $(m "${tgt_ours[@]}") $(m "${idle[@]}") $(m "${calls[@]}") $(m "${bytes[@]}")" \
+    "$(m "${ours_rss[@]}") $(m "${ours_size[@]}") $(m "${curl_size[@]}")" \
+    "$(printf '%s,' "${tgt_ours[@]}") $(printf '%s,' "${tgt_curl[@]}")" >>"$work/results"
+}
+
+# --- run -----------------------------------------------------------------------
+: >"$work/results"
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+for n in $sizes; do
+  echo "size $n: starting target" >&2
+  start_target "$n" "$work/benchtarget" -buckets "$n"
+  measure "$n"
+  stop_target
+done
+if ((deep > 0)); then
+  echo "deep ($deep buckets, $deep_frames frames): starting target" >&2
+  start_target deep env GODEBUG=profstackdepth=1024 "$work/benchtarget" -buckets "$deep" -deep "$deep_frames"
+  measure "deep-$deep_frames"
+  stop_target
+fi
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# --- tables --------------------------------------------------------------------
+echo
+echo "goheap2pprof $("$tool" --version 2>/dev/null | head -n 1); targets built with $go_version"
+echo "$(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')); load average at start $load_start, at end $load_end"
+echo "medians of $repeat runs; CLK_TCK $clk_tck (target CPU resolution $((1000 / clk_tck)) ms)"
+echo
+echo "Capture time: goheap2pprof vs the target serving /debug/pprof/heap (MemProfileRate 1)"
+echo
+awk 'BEGIN {
+  printf "| target | buckets | ours wall ms | ours CPU ms | curl wall ms | target CPU for curl ms | speed-up (curl wall / ours wall) | target CPU during ours ms | target CPU idle ms |\n"
+  printf "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n" }
+  { printf "| %s | %d | %d | %d | %d | %d | %.1fx | %d | %d |\n", $1, $2, $4, $5, $6, $7, ($4 > 0 ? $6 / $4 : 0), $8, $9 }' "$work/results"
+echo
+echo "Resources: reads and memory against the goals (<= 1 read syscall per 64 KiB of bucket memory; peak RSS <= 3 x bucket memory + 50 MiB)"
+echo
+awk 'BEGIN {
+  printf "| target | bucket memory MiB | read syscalls | syscalls per 64 KiB | bytes read MiB | peak RSS MiB | RSS / (3 x bucket + 50 MiB) | profile KiB ours | profile KiB curl |\n"
+  printf "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n" }
+  { mib = $3 / 1048576
+    printf "| %s | %.1f | %d | %.3f | %.1f | %.1f | %.2f | %.0f | %.0f |\n", $1, mib, $10, $10 / ($3 / 65536), $11 / 1048576, $12 / 1024, ($12 / 1024) / (3 * mib + 50), $13 / 1024, $14 / 1024 }' "$work/results"
+echo
+echo "Target CPU (ms, utime+stime) per run, during our capture | during curl:"
+awk '{ printf "  %-12s ours %s | curl %s\n", $1, $15, $16 }' "$work/results" | sed 's/,\( \|$\)/\1/g'
+
+if ((harm == 1)); then
+  echo
+  BUILD_DIR=$build SKIP_BUILD=1 bash "$src/bench/harm.sh"
+fi

@@ -1,0 +1,3 @@
+module goheap2pprof.test/benchtarget
+
+go 1.19

@@ -1,0 +1,3 @@
+module goheap2pprof.test/churn
+
+go 1.19

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# Consistency under load (issue 5): 300 back-to-back captures of a target
+# whose GC runs many times a second (testdata/churn) must each be a valid heap
+# profile without negative in-use values, and their totals must lie within
+# what the target's own /debug/pprof/heap served just before and just after.
+#
+#   bash tests/e2e/consistency_test.sh <path-to-goheap2pprof> <path-to-profdiff>
+#
+# Environment: GOHEAP2PPROF_SOURCE_DIR, GOHEAP2PPROF_BINARY_DIR (scratch in
+# $GOHEAP2PPROF_BINARY_DIR/e2e); CONSISTENCY_CAPTURES (300),
+# CONSISTENCY_EVERY (10: every Nth capture is bracketed by two fetches of the
+# target's own profile), CHURN_ARGS (extra churn flags).
+#
+# Why the bounds are what they are. The runtime serves, and goheap2pprof
+# emulates, per bucket active + future[C % 3] (C = profile cycle). That is
+# monotone in time: allocation and free counts only grow (a GC publishing a
+# cycle adds to them, new buckets add samples), and every bucket has one
+# object size, so the sampling scale factor per bucket is constant and the
+# scaled alloc_* and free_* (= alloc_* - inuse_*) totals only grow too. A
+# capture taken between the two fetches b and a therefore has
+#     A_b <= alloc <= A_a            F_b <= free <= F_a
+# and since inuse = alloc - free,
+#     I_a - (A_a - A_b) <= inuse <= I_b + (A_a - A_b).
+# In-use may go up and down, so [min(I_b, I_a), max(I_b, I_a)] would be
+# wrong: allocations and frees published between b and a can move in-use
+# anywhere within the allocation growth. Each bound gets a tolerance of one
+# unit per sample: the scaled values are truncated to integers per sample,
+# and C++ and Go may round exp() differently in the last place. A walk torn
+# by a cycle change (and not repeated) would count a cycle twice or mix in
+# unpublished counts, and fall outside these bounds.
+#
+# Exit status: 0 pass, 1 fail, 77 skipped (no go, no curl).
+set -u
+
+if [[ $# -ne 2 ]]; then
+  echo "usage: $0 <goheap2pprof> <profdiff>" >&2
+  exit 2
+fi
+tool=$(realpath "$1")
+src=${GOHEAP2PPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+bin=${GOHEAP2PPROF_BINARY_DIR:-$src/build}
+captures=${CONSISTENCY_CAPTURES:-300}
+every=${CONSISTENCY_EVERY:-10}
+read -r -a churn_args <<<"${CHURN_ARGS:-}"
+
+if [[ ! -x $tool ]]; then
+  echo "SKIP: $tool is not an executable"
+  exit 77
+fi
+for cmd in go curl; do
+  if ! command -v $cmd >/dev/null; then
+    echo "SKIP: $cmd not found"
+    exit 77
+  fi
+done
+if [[ -z ${HOME:-} && -z ${GOCACHE:-} ]]; then
+  export GOCACHE=$bin/e2e/go-cache GOPATH=$bin/e2e/go-path
+fi
+
+mkdir -p "$bin/e2e"
+work=$(mktemp -d "$bin/e2e/consistency.XXXXXX")
+target_pid=""
+cleanup() {
+  if [[ -n $target_pid ]]; then
+    kill "$target_pid" 2>/dev/null
+    wait "$target_pid" 2>/dev/null
+  fi
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+fail() {
+  echo "FAIL: $*"
+  echo "(files in $work)"
+  exit 1
+}
+
+if ! (cd "$src/testdata/churn" && GOTOOLCHAIN=local go build -o "$work/churn" . &&
+  GOTOOLCHAIN=local go build -o "$work/profcheck" ./profcheck) >"$work/build.log" 2>&1; then
+  cat "$work/build.log"
+  fail "building testdata/churn"
+fi
+
+"$work/churn" "${churn_args[@]}" >"$work/churn.out" 2>"$work/churn.err" &
+target_pid=$!
+deadline=$((SECONDS + 30))
+until grep -q '^READY ' "$work/churn.out" 2>/dev/null; do
+  if ! kill -0 "$target_pid" 2>/dev/null || ((SECONDS >= deadline)); then
+    cat "$work/churn.err"
+    fail "churn did not print READY"
+  fi
+  sleep 0.1
+done
+read -r _ _ port <"$work/churn.out"
+url=http://127.0.0.1:$port
+fetch() { curl -sf --max-time 30 -o "$1" "$url/debug/pprof/heap"; }
+sleep 1  # let the churn reach its steady state (buckets for every size)
+fetch "$work/warmup.pb.gz" || fail "fetching the target's own profile"
+stats_before=$(curl -sf "$url/stats")
+
+echo "churn pid $target_pid ${churn_args[*]}: $captures captures, every ${every}th bracketed by the target's own profile"
+start=$SECONDS
+for ((i = 1; i <= captures; i++)); do
+  name=$(printf '%03d' "$i")
+  if ((i % every == 0)); then
+    fetch "$work/$name.before.pb.gz" || fail "fetch before capture $i"
+  fi
+  "$tool" "$target_pid" -o "$work/$name.pb.gz" --stats >"$work/$name.log" 2>&1
+  rc=$?
+  if ((i % every == 0)); then
+    fetch "$work/$name.after.pb.gz" || fail "fetch after capture $i"
+  fi
+  if ((rc != 0)); then
+    sed 's/^/    /' "$work/$name.log"
+    fail "capture $i: goheap2pprof exited $rc"
+  fi
+done
+stats_after=$(curl -sf "$url/stats")
+elapsed=$((SECONDS - start))
+cleanup
+target_pid=""
+
+# Validity: our own decoder on every file, go tool pprof on the bracketed ones.
+"$work/profcheck" "$work"/*.pb.gz >"$work/profcheck.out"
+invalid=$(grep -c -v ' ok ' "$work/profcheck.out")
+negative=$(awk '$2 == "ok" && $14 != 0' "$work/profcheck.out" | wc -l)
+pprof_bad=0
+for f in "$work"/*0.pb.gz; do
+  if ! go tool pprof -raw "$f" >"$f.raw" 2>&1 || ! grep -q '^Samples:' "$f.raw"; then
+    echo "go tool pprof cannot read $f:"
+    head -n 5 "$f.raw" | sed 's/^/    /'
+    pprof_bad=$((pprof_bad + 1))
+  fi
+done
+
+# Walks: how often the profile cycle changed mid-walk.
+walk_summary=$(awk '/^  walks / {walks += $2; torn += substr($3, 2); n++; if ($2 > 1) retried++}
+  END {printf "%d walks for %d captures, %d captures retried, %d walks discarded", walks, n, retried, torn}' \
+  "$work"/[0-9][0-9][0-9].log)
+gave_up=$(grep -l 'profile cycle changed during each' "$work"/[0-9][0-9][0-9].log | wc -l)
+
+# Totals of the bracketed captures.
+bounds_bad=0 checked=0
+declare -A tot
+while read -r path ok _ samples _ ao _ as _ io _ is _; do
+  [[ $ok == ok ]] || continue
+  tot[$path]="$samples $ao $as $io $is"
+done <"$work/profcheck.out"
+for ((i = every; i <= captures; i += every)); do
+  name=$(printf '%03d' "$i")
+  b=${tot[$work/$name.before.pb.gz]:-} o=${tot[$work/$name.pb.gz]:-} a=${tot[$work/$name.after.pb.gz]:-}
+  [[ -n $b && -n $o && -n $a ]] || continue
+  checked=$((checked + 1))
+  torn=$(awk '/^  walks / {print $2 - 1}' "$work/$name.log")
+  if ! verdict=$(awk -v b="$b" -v o="$o" -v a="$a" -v torn="$torn" 'BEGIN {
+      split(b, B); split(o, O); split(a, A)
+      tol = (A[1] > B[1] ? A[1] : B[1])   # one unit per sample
+      bad = 0
+      # alloc_objects, alloc_space: monotone.
+      for (k = 2; k <= 3; k++) {
+        if (O[k] < B[k] - tol || O[k] > A[k] + tol) bad = 1
+      }
+      # inuse_objects (4) vs alloc_objects (2), inuse_space (5) vs alloc_space (3).
+      for (k = 4; k <= 5; k++) {
+        grow = A[k-2] - B[k-2]
+        lo = A[k] - grow - tol; hi = B[k] + grow + tol
+        if (O[k] < lo || O[k] > hi) bad = 1
+        # free = alloc - inuse is monotone too.
+        if (O[k-2] - O[k] < B[k-2] - B[k] - tol || O[k-2] - O[k] > A[k-2] - A[k] + tol) bad = 1
+      }
+      printf "alloc_space %.0f <= %.0f <= %.0f; inuse_space %.0f in [%.0f, %.0f] (before %.0f, after %.0f); retried walks %d", \
+        B[3], O[3], A[3], O[5], A[5] - (A[3] - B[3]), B[5] + (A[3] - B[3]), B[5], A[5], torn
+      exit bad }'); then
+    echo "OUT OF BOUNDS capture $i: $verdict"
+    bounds_bad=$((bounds_bad + 1))
+  elif ((i % (every * 10) == 0)); then
+    echo "capture $i: $verdict"
+  fi
+done
+
+echo "churn /stats before: $stats_before"
+echo "churn /stats after:  $stats_after"
+echo "$stats_before $stats_after" | awk '{printf "target: %.0f GC cycles/s, %.0f work items/s during the test\n", ($10 - $4) / (($12 - $6) / 1e9), ($8 - $2) / (($12 - $6) / 1e9)}'
+echo "$captures captures in ${elapsed}s: $walk_summary; $gave_up gave up (cycle changed in every walk)"
+echo "invalid profiles: $invalid (go tool pprof rejected $pprof_bad); profiles with negative in-use: $negative"
+echo "totals checked against the target's own profile: $checked, out of bounds: $bounds_bad"
+if ((invalid > 0 || negative > 0 || pprof_bad > 0 || bounds_bad > 0)); then
+  grep -v ' ok ' "$work/profcheck.out" | head -n 5
+  awk '$2 == "ok" && $14 != 0' "$work/profcheck.out" | head -n 5
+  fail "see above"
+fi
+if ((checked == 0)); then
+  fail "no capture could be compared"
+fi
+echo "PASS"
+rm -rf "$work"
+exit 0
