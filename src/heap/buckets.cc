@@ -36,7 +36,7 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
   const uint64_t cycle_size = record_size / 4;
   uint64_t addr = head;
   uint64_t total_words = 0;
-  while (addr != 0) {
+  while (addr != 0 && addr != limits.stop_at) {
     if (result.buckets.size() >= limits.max_buckets) {
       throw Error(ErrorKind::kMalformed, "heap bucket list has more than ", limits.max_buckets,
                   " buckets (stopped at ", Hex(addr), ")");
@@ -117,6 +117,28 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
         result.stack_words.data() + stack_slices[i].first, stack_slices[i].second);
   }
   return result;
+}
+
+void RereadRecords(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout) {
+  const uint64_t record_size = MemRecordSize(layout);
+  const uint64_t cycle_size = record_size / 4;
+  std::vector<uint8_t> bytes(buckets.size() * record_size);
+  std::vector<ReadRequest> requests(buckets.size());
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    requests[i].addr = buckets[i].addr + kBucketHeaderSize + 8 * buckets[i].stack.size();
+    requests[i].dst = std::span<uint8_t>(bytes.data() + i * record_size, record_size);
+  }
+  mem.ReadMany(requests);
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    if (!requests[i].ok) {
+      throw Error(ErrorKind::kMalformed, "bucket at ", Hex(buckets[i].addr),
+                  ": its record is no longer mapped");
+    }
+    const uint8_t* rec = bytes.data() + i * record_size;
+    Bucket& b = buckets[i];
+    b.active = LoadCycle(rec, layout, b.size);
+    for (int c = 0; c < 3; ++c) b.future[c] = LoadCycle(rec + cycle_size * (c + 1), layout, b.size);
+  }
 }
 
 namespace {

@@ -52,6 +52,9 @@ struct WalkLimits {
   // 512 MiB of stacks, far above the 250k x 128-word worst cases seen.
   uint64_t max_total_stack_words = 64'000'000;
   MemRecordLayout record_layout = MemRecordLayout::kCountsAndBytes;
+  // Stop before this bucket (the head seen by an earlier walk): new buckets
+  // are only ever prepended, so that walk already has the rest.
+  uint64_t stop_at = 0;
 };
 
 struct WalkResult {
@@ -67,6 +70,11 @@ struct WalkResult {
 // out of range, a cycle, or more than max_buckets buckets or
 // max_total_stack_words stack words.
 WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits);
+
+// Reads every bucket's memRecord again, in batched vectored reads. Headers
+// and stacks never change once a bucket exists; only the counters move, so
+// this is all a retry after a concurrent GC publication needs.
+void RereadRecords(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout);
 
 // One runtime.MemProfileRecord (memProfileInternal with inuseZero = true).
 struct MemProfileRecord {

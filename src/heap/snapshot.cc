@@ -1,5 +1,7 @@
 #include "heap/snapshot.h"
 
+#include <algorithm>
+
 namespace goheap2pprof {
 
 uint32_t DecodeCycle(uint32_t word, CycleEncoding encoding) {
@@ -35,27 +37,44 @@ HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
   const WalkLimits walk_limits{.max_stack_words = traits.max_stack_words,
                                .max_buckets = limits.max_buckets,
                                .record_layout = traits.record_layout};
+  // The first walk reads everything, in large blocks.
+  ++snap.walks;
+  uint32_t before = mem.ReadU32(addrs.cycle, traits.cycle_symbol);
+  uint64_t head = mem.ReadU64(addrs.mbuckets, "runtime.mbuckets");
+  WalkResult walk;
+  if (limits.cache_ranges.empty()) {
+    walk = WalkBuckets(mem, head, walk_limits);
+  } else {
+    BlockCacheReader cached(mem, limits.cache_ranges, limits.cache_block_size);
+    walk = WalkBuckets(cached, head, walk_limits);
+  }
+  snap.buckets = std::move(walk.buckets);
+  snap.stack_arenas.push_back(std::move(walk.stack_words));
   for (;;) {
-    ++snap.walks;
-    uint32_t before = mem.ReadU32(addrs.cycle, traits.cycle_symbol);
-    uint64_t head = mem.ReadU64(addrs.mbuckets, "runtime.mbuckets");
-    WalkResult walk;
-    if (limits.cache_ranges.empty()) {
-      walk = WalkBuckets(mem, head, walk_limits);
-    } else {
-      BlockCacheReader cached(mem, limits.cache_ranges, limits.cache_block_size);
-      walk = WalkBuckets(cached, head, walk_limits);
-    }
-    snap.buckets = std::move(walk.buckets);
-    snap.stack_words = std::move(walk.stack_words);
     uint32_t after = mem.ReadU32(addrs.cycle, traits.cycle_symbol);
-    snap.cycle = DecodeCycle(before, traits.cycle_encoding);
     if (after == before && !FlushInProgress(before, traits, snap.buckets)) break;
     if (snap.walks >= limits.max_walks) {
       snap.consistent = false;
       break;
     }
+    // A GC published (or was publishing) a cycle meanwhile. Buckets never
+    // change but their counters, and new ones are only prepended: take the
+    // new ones, then re-read every counter between two reads of the cycle.
+    ++snap.walks;
+    before = mem.ReadU32(addrs.cycle, traits.cycle_symbol);
+    uint64_t new_head = mem.ReadU64(addrs.mbuckets, "runtime.mbuckets");
+    if (new_head != head) {
+      WalkLimits prefix_limits = walk_limits;
+      prefix_limits.stop_at = head;
+      prefix_limits.max_buckets = limits.max_buckets - std::min(limits.max_buckets, snap.buckets.size());
+      WalkResult fresh = WalkBuckets(mem, new_head, prefix_limits);
+      snap.buckets.insert(snap.buckets.begin(), fresh.buckets.begin(), fresh.buckets.end());
+      snap.stack_arenas.push_back(std::move(fresh.stack_words));
+      head = new_head;
+    }
+    RereadRecords(mem, snap.buckets, traits.record_layout);
   }
+  snap.cycle = DecodeCycle(before, traits.cycle_encoding);
   return snap;
 }
 

@@ -29,13 +29,17 @@ struct HeapSnapshot {
   int64_t rate = 0;
   uint32_t cycle = 0;   // the cycle number memProfileInternal uses
   std::vector<Bucket> buckets;
-  std::vector<uint64_t> stack_words;  // backs buckets[i].stack
-  int walks = 0;        // walks done; > 1 when the cycle changed mid-walk
+  // Back buckets[i].stack: the first walk's stacks, then those of buckets
+  // created before a retry.
+  std::vector<std::vector<uint64_t>> stack_arenas;
+  // Reads of the list: 1, plus one per retry. A retry re-reads only the
+  // counters (and any buckets created since), so it is short and cheap.
+  int walks = 0;
   bool consistent = true;  // false if the cycle changed during every walk
 };
 
 struct SnapshotLimits {
-  int max_walks = 5;
+  int max_walks = 10;  // retries are cheap: they re-read only the counters
   uint64_t max_buckets = 4'000'000;
   // Readable mappings of the target. When set, each walk reads the bucket
   // list through a fresh BlockCacheReader (large block reads); the runtime

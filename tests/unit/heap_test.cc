@@ -352,3 +352,48 @@ TEST(ReadHeapSnapshot, FlushInProgressIsRetried) {
 
 }  // namespace
 }  // namespace goheap2pprof
+
+namespace goheap2pprof {
+namespace {
+
+TEST(ReadHeapSnapshot, RetryTakesNewBucketsAndRereadsOnlyCounters) {
+  // Two buckets in memory; the list starts at `old_b`. During the first walk
+  // a GC publishes (new cycle, new counters) and a bucket is prepended.
+  BucketArena arena(0x10000);
+  uint64_t old_b = arena.Add(64, {0x401000}, {1, 0, 64, 0});
+  // Its pending allocation sits in future[(C+2)%3] = future[1], where mallocs go.
+  uint64_t new_b = arena.Add(32, {0x402000, 0x403000}, {0, 0, 0, 0}, {{{}, {2, 0, 64, 0}, {}}});
+  arena.SetAllnext(new_b, old_b);
+  TestMemory mem;
+  arena.MapInto(mem);
+  constexpr uint64_t kVars = 0x5000;
+  std::vector<uint8_t> vars(24, 0);
+  std::memcpy(&vars[0], &old_b, 8);
+  int64_t rate = 1;
+  std::memcpy(&vars[8], &rate, 8);
+  uint32_t cycle_word = 4 << 1;
+  std::memcpy(&vars[16], &cycle_word, 4);
+  mem.Map(kVars, vars);
+  bool published = false;
+  mem.SetReadHook([&](uint64_t read_index) {
+    if (read_index == 4 && !published) {
+      published = true;
+      mem.PutU64(kVars, new_b);
+      mem.PutU64(kVars + 16, (5 << 1) | 1);
+      mem.PutU64(old_b + 48 + 8, 3);  // old bucket's active.allocs: 1 -> 3
+    }
+  });
+  HeapSnapshot s = ReadHeapSnapshot(mem, {kVars, kVars + 8, kVars + 16}, TraitsForVersion({1, 26, 0}));
+  EXPECT_EQ(s.walks, 2);
+  EXPECT_TRUE(s.consistent);
+  EXPECT_EQ(s.cycle, 5u);
+  ASSERT_EQ(s.buckets.size(), 2u);
+  EXPECT_EQ(s.buckets[0].addr, new_b);
+  EXPECT_EQ(std::vector<uint64_t>(s.buckets[0].stack.begin(), s.buckets[0].stack.end()),
+            std::vector<uint64_t>({0x402000, 0x403000}));
+  EXPECT_EQ(s.buckets[1].addr, old_b);
+  EXPECT_EQ(s.buckets[1].active.allocs, 3u);
+}
+
+}  // namespace
+}  // namespace goheap2pprof
