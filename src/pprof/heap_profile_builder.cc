@@ -114,8 +114,9 @@ uint64_t HeapProfileBuilder::EmitLocation() {
   return id;
 }
 
-std::vector<uint64_t> HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input) {
-  std::vector<uint64_t> out;
+void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
+                                            std::vector<uint64_t>& out) {
+  out.clear();
   deck_.Reset();
   // Only a stack cut inside an inline group changes; others are used as is.
   std::optional<std::vector<uint64_t>> expanded = sym_.ExpandFinalInlineFrame(input);
@@ -161,11 +162,10 @@ std::vector<uint64_t> HeapProfileBuilder::AppendLocsForStack(std::span<const uin
     }
   }
   if (uint64_t id = EmitLocation()) out.push_back(id);
-  return out;
 }
 
 void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
-  std::vector<uint64_t> locs;
+  std::vector<uint64_t>& locs = locs_scratch_;  // reused: one allocation for all samples
   const std::span<const uint64_t> full = r.bucket->stack;
   bool hide_runtime = true;
   for (int tries = 0; tries < 2; ++tries) {
@@ -183,7 +183,7 @@ void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
         break;
       }
     }
-    locs = AppendLocsForStack(stk);
+    AppendLocsForStack(stk, locs);
     if (!locs.empty()) break;
     hide_runtime = false;  // show all frames next time
   }

@@ -73,7 +73,8 @@ class HeapProfileBuilder {
   int64_t Str(std::string_view s);
   bool TryAdd(uint64_t pc, std::span<const SymFrame> frames, bool failed);
   uint64_t EmitLocation();
-  std::vector<uint64_t> AppendLocsForStack(std::span<const uint64_t> stk);
+  // Location ids for a stack, into out (cleared first).
+  void AppendLocsForStack(std::span<const uint64_t> stk, std::vector<uint64_t>& out);
 
   Symbolizer& sym_;
   const RuntimeTraits& traits_;
@@ -94,6 +95,7 @@ class HeapProfileBuilder {
   std::vector<LocInfo> loc_infos_;
   std::unordered_map<std::string, uint64_t> funcs_;
   Deck deck_;
+  std::vector<uint64_t> locs_scratch_;
 };
 
 }  // namespace goheap2pprof

@@ -1,5 +1,7 @@
 #include "proc/block_cache_reader.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -20,6 +22,45 @@ const AddressRange* BlockCacheReader::RangeFor(uint64_t addr) const {
   return addr < it->end ? &*it : nullptr;
 }
 
+namespace {
+constexpr size_t kArenaSize = 32 << 20;
+constexpr size_t kHugePage = 2 << 20;
+}  // namespace
+
+BlockCacheReader::Arena::Arena(size_t size) {
+  // Over-allocate so the arena can start on a huge-page boundary.
+  void* p = mmap(nullptr, size + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+  if (p == MAP_FAILED) return;  // Take() then fails and blocks are read directly
+  uint8_t* raw = static_cast<uint8_t*>(p);
+  uint8_t* aligned = reinterpret_cast<uint8_t*>(
+      (reinterpret_cast<uintptr_t>(raw) + kHugePage - 1) & ~(uintptr_t{kHugePage} - 1));
+  madvise(aligned, size, MADV_HUGEPAGE);  // advisory: fine if it is refused
+  base_ = raw;
+  size_ = size + kHugePage;
+  used_ = static_cast<size_t>(aligned - raw);
+}
+
+BlockCacheReader::Arena::~Arena() {
+  if (base_ != nullptr) munmap(base_, size_);
+}
+
+uint8_t* BlockCacheReader::Arena::Take(size_t n) {
+  if (base_ == nullptr || n > size_ - used_) return nullptr;
+  uint8_t* p = base_ + used_;
+  used_ += (n + 63) & ~size_t{63};
+  return p;
+}
+
+std::span<uint8_t> BlockCacheReader::Allocate(size_t n) {
+  uint8_t* p = arenas_.empty() ? nullptr : arenas_.back()->Take(n);
+  if (p == nullptr) {
+    arenas_.push_back(std::make_unique<Arena>(std::max(kArenaSize, n)));
+    p = arenas_.back()->Take(n);
+  }
+  return p == nullptr ? std::span<uint8_t>() : std::span<uint8_t>(p, n);
+}
+
 const BlockCacheReader::Block* BlockCacheReader::BlockFor(uint64_t addr) {
   const uint64_t aligned = addr & ~(block_size_ - 1);
   auto it = blocks_.find(aligned);
@@ -29,11 +70,11 @@ const BlockCacheReader::Block* BlockCacheReader::BlockFor(uint64_t addr) {
     // Clamp to the mapping so the read cannot fault on a neighbour.
     block.start = std::max(aligned, r->start);
     uint64_t end = std::min(aligned + block_size_, r->end);
-    block.bytes.resize(end - block.start);
-    if (inner_.TryRead(block.start, block.bytes)) {
+    block.bytes = Allocate(end - block.start);
+    if (!block.bytes.empty() && inner_.TryRead(block.start, block.bytes)) {
       cached_bytes_ += block.bytes.size();
     } else {
-      block.bytes.clear();  // the mapping changed; fall back to direct reads
+      block.bytes = {};  // the mapping changed (or no memory): read directly
     }
   }
   auto [pos, inserted] = blocks_.emplace(aligned, std::move(block));

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -38,8 +39,25 @@ class BlockCacheReader : public MemoryReader {
  private:
   struct Block {
     uint64_t start = 0;
-    std::vector<uint8_t> bytes;  // empty if the block could not be read
+    std::span<uint8_t> bytes;  // in an arena; empty if the block could not be read
   };
+  // Large anonymous mappings that blocks are carved from. Asking for huge
+  // pages turns tens of thousands of page faults per capture into dozens.
+  class Arena {
+   public:
+    explicit Arena(size_t size);
+    ~Arena();
+    Arena(const Arena&) = delete;
+    Arena& operator=(const Arena&) = delete;
+    // nullptr when full.
+    uint8_t* Take(size_t n);
+
+   private:
+    uint8_t* base_ = nullptr;
+    size_t size_ = 0;
+    size_t used_ = 0;
+  };
+  std::span<uint8_t> Allocate(size_t n);
   // The block holding addr, reading it on first use; nullptr if addr is in no
   // known mapping or the block could not be read.
   const Block* BlockFor(uint64_t addr);
@@ -49,6 +67,7 @@ class BlockCacheReader : public MemoryReader {
   std::vector<AddressRange> ranges_;
   uint64_t block_size_;
   std::unordered_map<uint64_t, Block> blocks_;  // by aligned block address
+  std::vector<std::unique_ptr<Arena>> arenas_;
   uint64_t cached_bytes_ = 0;
 };
 
