@@ -14,11 +14,9 @@
 # Go's arm64 PIEs name as their interpreter (scripts/install-deps.sh installs
 # both). Exit status: 0 passed, 1 failed, 77 skipped (the reason is printed).
 set -u
+source "$(dirname "$0")/lib.sh"
 
-if [[ $# -ne 2 ]]; then
-  echo "usage: $0 <goheap2pprof> <profdiff>" >&2
-  exit 2
-fi
+e2e_check_args "$@"
 here=$(cd "$(dirname "$0")" && pwd)
 qemu=$(command -v qemu-aarch64-static || true)
 sysroot=/usr/aarch64-linux-gnu
@@ -32,11 +30,7 @@ if [[ ! -e $sysroot/lib/ld-linux-aarch64.so.1 ]]; then
 fi
 # qemu must be able to run an arm64 program at all here (e.g. a seccomp
 # profile or a low vm.mmap_min_addr limit can stop it).
-# `go` needs a cache directory; CTest may run us without HOME.
-if [[ -z ${HOME:-} && -z ${GOCACHE:-} ]]; then
-  bin=${GOHEAP2PPROF_BINARY_DIR:-$here/../../build}
-  export GOCACHE=$bin/e2e/go-cache GOPATH=$bin/e2e/go-path
-fi
+e2e_go_cache_fallback "${GOHEAP2PPROF_BINARY_DIR:-$here/../../build}"
 probe_dir=$(mktemp -d)
 trap 'rm -rf "$probe_dir"' EXIT
 cat >"$probe_dir/main.go" <<'EOF'

@@ -31,44 +31,23 @@
 #
 # Exit status: 0 pass, 1 fail, 77 skipped (no go, no curl).
 set -u
+source "$(dirname "$0")/lib.sh"
 
-if [[ $# -ne 2 ]]; then
-  echo "usage: $0 <goheap2pprof> <profdiff>" >&2
-  exit 2
-fi
-tool=$(realpath "$1")
-src=${GOHEAP2PPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-bin=${GOHEAP2PPROF_BINARY_DIR:-$src/build}
+e2e_init "$@"
 captures=${CONSISTENCY_CAPTURES:-300}
 every=${CONSISTENCY_EVERY:-10}
 read -r -a churn_args <<<"${CHURN_ARGS:-}"
 
-if [[ ! -x $tool ]]; then
-  echo "SKIP: $tool is not an executable"
-  exit 77
-fi
+e2e_require_executables "$tool"
 for cmd in go curl; do
-  if ! command -v $cmd >/dev/null; then
-    echo "SKIP: $cmd not found"
-    exit 77
-  fi
+  e2e_require_command "$cmd" "$cmd not found"
 done
-if [[ -z ${HOME:-} && -z ${GOCACHE:-} ]]; then
-  export GOCACHE=$bin/e2e/go-cache GOPATH=$bin/e2e/go-path
-fi
 
-mkdir -p "$bin/e2e"
-work=$(mktemp -d "$bin/e2e/consistency.XXXXXX")
-target_pid=""
-cleanup() {
-  if [[ -n $target_pid ]]; then
-    kill "$target_pid" 2>/dev/null
-    wait "$target_pid" 2>/dev/null
-  fi
-}
-trap cleanup EXIT
+e2e_make_work consistency
+trap e2e_stop_pids EXIT
 trap 'exit 1' INT TERM
 
+# Unlike lib.sh's fail, this one ends the test: every check here is a whole-test verdict.
 fail() {
   echo "FAIL: $*"
   echo "(files in $work)"
@@ -81,16 +60,11 @@ if ! (cd "$src/testdata/churn" && GOTOOLCHAIN=local go build -o "$work/churn" . 
   fail "building testdata/churn"
 fi
 
-"$work/churn" "${churn_args[@]}" >"$work/churn.out" 2>"$work/churn.err" &
-target_pid=$!
-deadline=$((SECONDS + 30))
-until grep -q '^READY ' "$work/churn.out" 2>/dev/null; do
-  if ! kill -0 "$target_pid" 2>/dev/null || ((SECONDS >= deadline)); then
-    cat "$work/churn.err"
-    fail "churn did not print READY"
-  fi
-  sleep 0.1
-done
+e2e_start "$work/churn.out" "$work/churn.err" "$work/churn" "${churn_args[@]}"
+if ! e2e_wait_for_line "$work/churn.out" '^READY ' "$target_pid" 30; then
+  cat "$work/churn.err"
+  fail "churn did not print READY"
+fi
 read -r _ _ port <"$work/churn.out"
 url=http://127.0.0.1:$port
 fetch() { curl -sf --max-time 30 -o "$1" "$url/debug/pprof/heap"; }
@@ -117,8 +91,7 @@ for ((i = 1; i <= captures; i++)); do
 done
 stats_after=$(curl -sf "$url/stats")
 elapsed=$((SECONDS - start))
-cleanup
-target_pid=""
+e2e_stop_pids
 
 # Validity: our own decoder on every file, go tool pprof on the bracketed ones.
 "$work/profcheck" "$work"/*.pb.gz >"$work/profcheck.out"

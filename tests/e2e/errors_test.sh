@@ -8,36 +8,18 @@
 #
 # Exit status: 0 all cases passed, 1 some failed, 77 nothing could run.
 set -u
+source "$(dirname "$0")/lib.sh"
 
-if [[ $# -ne 2 ]]; then
-  echo "usage: $0 <goheap2pprof> <profdiff>" >&2
-  exit 2
-fi
-tool=$(realpath "$1")
-src=${GOHEAP2PPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-bin=${GOHEAP2PPROF_BINARY_DIR:-$src/build}
-if ! command -v go >/dev/null; then
-  echo "SKIP: no go toolchain on PATH"
-  exit 77
-fi
-if [[ -z ${HOME:-} && -z ${GOCACHE:-} ]]; then
-  export GOCACHE=$bin/e2e/go-cache GOPATH=$bin/e2e/go-path
-fi
-mkdir -p "$bin/e2e"
-work=$(mktemp -d "$bin/e2e/errors.XXXXXX")
+e2e_init "$@"
+e2e_require_command go "no go toolchain on PATH"
+e2e_make_work errors
 chmod 755 "$work"
-pids=()
 mounted=""
 cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  e2e_stop_pids -9
   [[ -n $mounted ]] && umount "$mounted" 2>/dev/null
 }
 trap cleanup EXIT
-
-passed=0 failed=0 skipped=0
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1"; failed=$((failed + 1)); }
-skip() { echo "SKIP $1"; skipped=$((skipped + 1)); }
 
 # --- targets ---------------------------------------------------------------
 build() {  # build <out> <dir> [env...]
@@ -59,11 +41,7 @@ start() {
   "$@" > "$out" 2>&1 &
   TPID=$!
   pids+=("$TPID")
-  for _ in $(seq 300); do
-    grep -q READY "$out" 2>/dev/null && return 0
-    kill -0 "$TPID" 2>/dev/null || break
-    sleep 0.05
-  done
+  e2e_wait_for_line "$out" READY "$TPID" 15 && return 0
   echo "target did not become ready: $*; output: $(cat "$out")"
   return 1
 }
@@ -296,8 +274,4 @@ else
   skip "output directory not writable: needs root and setpriv"
 fi
 
-echo "summary: $passed passed, $failed failed, $skipped skipped (work dir $work)"
-((failed == 0)) || exit 1
-((passed > 0)) || exit 77
-rm -rf "$work"
-exit 0
+e2e_finish

@@ -20,42 +20,14 @@
 #
 # Exit status: 0 all cases passed, 1 some failed, 77 nothing could run.
 set -u
+source "$(dirname "$0")/lib.sh"
 
-if [[ $# -ne 2 ]]; then
-  echo "usage: $0 <goheap2pprof> <profdiff>" >&2
-  exit 2
-fi
-tool=$(realpath "$1")
-profdiff=$(realpath "$2")
-src=${GOHEAP2PPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-bin=${GOHEAP2PPROF_BINARY_DIR:-$src/build}
+e2e_init "$@"
 for cmd in go strip python3; do
-  if ! command -v "$cmd" >/dev/null; then
-    echo "SKIP: no $cmd on PATH"
-    exit 77
-  fi
+  e2e_require_command "$cmd" "no $cmd on PATH"
 done
-if [[ -z ${HOME:-} && -z ${GOCACHE:-} ]]; then
-  export GOCACHE=$bin/e2e/go-cache GOPATH=$bin/e2e/go-path
-fi
-mkdir -p "$bin/e2e"
-work=$(mktemp -d "$bin/e2e/exe-option.XXXXXX")
-target_pid=""
-cleanup() {
-  if [[ -n $target_pid ]]; then
-    kill "$target_pid" 2>/dev/null
-    wait "$target_pid" 2>/dev/null
-  fi
-}
-trap cleanup EXIT
-
-passed=0 failed=0 skipped=0
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() {
-  echo "FAIL $1"
-  failed=$((failed + 1))
-  [[ -n ${2:-} ]] && sed 's/^/    /' "$2" | head -n 20
-}
+e2e_make_work exe-option
+trap e2e_stop_pids EXIT
 
 # Writes a copy of $1 to $2 whose Go build ID differs in its last character
 # (same length, same layout): "the same program, another build" for --force.
@@ -75,14 +47,8 @@ EOF
 # run_target <dir> <binary>: starts the oracle target at rate 1, waits for READY.
 run_target() {
   local dir=$1 binary=$2
-  "$binary" -rate 1 -out "$dir/oracle.pb.gz" >"$dir/target.out" 2>"$dir/target.err" &
-  target_pid=$!
-  for _ in $(seq 1200); do
-    grep -q '^READY ' "$dir/target.out" 2>/dev/null && return 0
-    kill -0 "$target_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  return 1
+  e2e_start "$dir/target.out" "$dir/target.err" "$binary" -rate 1 -out "$dir/oracle.pb.gz"
+  e2e_wait_for_line "$dir/target.out" '^READY ' "$target_pid" 120
 }
 
 # identical <label> <dir> <profile>: profdiff against the target's own profile.
@@ -94,9 +60,9 @@ identical() {
   return 1
 }
 
-for entry in "go1.26.8 pie env GOTOOLCHAIN=local go" "go1.19.8 exe /usr/lib/go-1.19/bin/go"; do
-  read -r version mode go_cmd <<<"$entry"
-  if ! $go_cmd version 2>/dev/null | grep -q "go version $version "; then
+for entry in "go1.26.8 pie" "go1.19.8 exe"; do
+  read -r version mode <<<"$entry"
+  if ! toolchain_ok "$version" >/dev/null; then
     echo "SKIP $version (toolchain unavailable)"
     skipped=$((skipped + 3))
     continue
@@ -104,7 +70,7 @@ for entry in "go1.26.8 pie env GOTOOLCHAIN=local go" "go1.19.8 exe /usr/lib/go-1
   dir=$work/$version-$mode
   mkdir -p "$dir"
   if ! (cd "$src/testdata/oracle" &&
-    CGO_ENABLED=0 $go_cmd build -buildmode="$mode" -o "$dir/original" .) >"$dir/build.log" 2>&1 ||
+    CGO_ENABLED=0 $(go_cmd "$version") build -buildmode="$mode" -o "$dir/original" .) >"$dir/build.log" 2>&1 ||
     ! strip -o "$dir/app" "$dir/original" 2>>"$dir/build.log" ||
     ! other_build_id "$dir/original" "$dir/rebuilt" 2>>"$dir/build.log"; then
     fail "$version $mode (build failed)" "$dir/build.log"
@@ -116,8 +82,7 @@ for entry in "go1.26.8 pie env GOTOOLCHAIN=local go" "go1.19.8 exe /usr/lib/go-1
   fi
   if ! run_target "$dir" "$dir/app"; then
     fail "$version $mode (target did not print READY)" "$dir/target.err"
-    cleanup
-    target_pid=""
+    e2e_stop_pids
     continue
   fi
 
@@ -160,8 +125,7 @@ for entry in "go1.26.8 pie env GOTOOLCHAIN=local go" "go1.19.8 exe /usr/lib/go-1
   elif identical "$label" "$dir" "$dir/forced.pb.gz"; then
     pass "$label"
   fi
-  cleanup
-  target_pid=""
+  e2e_stop_pids
 done
 
 "$tool" --force 1 >"$work/force-alone.log" 2>&1
@@ -172,13 +136,4 @@ else
   fail "--force without --exe (exit $rc)" "$work/force-alone.log"
 fi
 
-echo "summary: $passed passed, $failed failed, $skipped skipped (work dir $work)"
-if ((passed + failed == 0)); then
-  echo "SKIP: nothing could run"
-  exit 77
-fi
-if ((failed == 0)); then
-  rm -rf "$work"
-  exit 0
-fi
-exit 1
+e2e_finish

@@ -24,72 +24,25 @@
 # Uses Go 1.26.8 (`go`) and jq; exit 0 all passed, 1 something failed, 77
 # when they are missing.
 set -u
+source "$(dirname "$0")/lib.sh"
 
-if [[ $# -ne 2 ]]; then
-  echo "usage: $0 <goheap2pprof> <profdiff>" >&2
-  exit 2
-fi
-tool=$(realpath "$1")
-profdiff=$(realpath "$2")
-src=${GOHEAP2PPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-bin=${GOHEAP2PPROF_BINARY_DIR:-$src/build}
+e2e_init "$@"
 timeout_s=${ORACLE_READY_TIMEOUT:-120}
+e2e_require_executables "$tool" "$profdiff"
+e2e_require_command jq "needs jq (scripts/install-deps.sh installs it)"
+e2e_require_go
 
-for f in "$tool" "$profdiff"; do
-  if [[ ! -x $f ]]; then
-    echo "SKIP: $f is not an executable"
-    exit 77
-  fi
-done
-if ! command -v jq >/dev/null; then
-  echo "SKIP: needs jq (scripts/install-deps.sh installs it)"
-  exit 77
-fi
-if [[ -z ${HOME:-} && -z ${GOCACHE:-} ]]; then
-  export GOCACHE=$bin/e2e/go-cache GOPATH=$bin/e2e/go-path
-fi
-go=(env GOTOOLCHAIN=local go)
-if ! version=$("${go[@]}" version 2>&1) || [[ $version != *"go version go1.26.8 "* ]]; then
-  echo "SKIP: needs Go 1.26.8 as \`go\` (got: ${version:-nothing})"
-  exit 77
-fi
-
-mkdir -p "$bin/e2e"
-work=$(mktemp -d "$bin/e2e/formats.XXXXXX")
+e2e_make_work formats
 export PPROF_TMPDIR=$work/pprof-tmp
-pids=()
-cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do
-    kill "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-  done
-  pids=()
-}
-trap cleanup EXIT
+trap e2e_stop_pids EXIT
 trap 'exit 1' INT TERM
-
-passed=0 failed=0
-pass() {
-  echo "PASS $1"
-  passed=$((passed + 1))
-}
-fail() {
-  echo "FAIL $1"
-  failed=$((failed + 1))
-}
 
 # wait_ready <dir> <pid>: waits for the target's READY line.
 wait_ready() {
-  local deadline=$((SECONDS + timeout_s))
-  until grep -q '^READY ' "$1/target.out" 2>/dev/null; do
-    if ! kill -0 "$2" 2>/dev/null || ((SECONDS >= deadline)); then
-      echo "target did not print READY within ${timeout_s}s:"
-      tail -n 20 "$1/target.err"
-      return 1
-    fi
-    sleep 0.1
-  done
+  e2e_wait_for_line "$1/target.out" '^READY ' "$2" "$timeout_s" && return 0
+  echo "target did not print READY within ${timeout_s}s:"
+  tail -n 20 "$1/target.err"
+  return 1
 }
 
 # The JSON schema, as jq filters that must all hold (each printed on failure).
@@ -154,23 +107,15 @@ top_rows() {
     /^ *flat +flat%/ { listing = 1 }' "$1"
 }
 
-echo "building testdata/oracle with $("${go[@]}" version)"
-binary=$work/bin/oracle
-if ! (cd "$src/testdata/oracle" && CGO_ENABLED=0 "${go[@]}" build -o "$binary" .) \
-  >"$work/build.log" 2>&1; then
-  fail "go build of testdata/oracle"
-  cat "$work/build.log"
-  exit 1
-fi
+e2e_build_oracle
 
 # run_case <label> <rate>
 run_case() {
   local label=$1 rate=$2 dir pid idx n counters
   dir=$work/$label
   mkdir -p "$dir"
-  "$binary" -rate "$rate" -out "$dir/oracle.pb.gz" >"$dir/target.out" 2>"$dir/target.err" &
-  pid=$!
-  pids+=("$pid")
+  e2e_start "$dir/target.out" "$dir/target.err" "$binary" -rate "$rate" -out "$dir/oracle.pb.gz"
+  pid=$target_pid
   wait_ready "$dir" "$pid" || return 1
   "$profdiff" --aggregate-inuse "$dir/oracle.pb.gz" | LC_ALL=C sort >"$dir/oracle.agg" ||
     return 1
@@ -245,13 +190,13 @@ run_case() {
   else
     fail "$label (2) --counters published: no comment in the pprof header"
   fi
-  cleanup
+  e2e_stop_pids
 }
 
 run_case rate1 1 || fail "rate1: could not run the target"
-cleanup
+e2e_stop_pids
 run_case ratedefault 0 || fail "ratedefault: could not run the target"
-cleanup
+e2e_stop_pids
 
 # (3) Before any GC.
 nogc_dir=$work/nogc
@@ -291,9 +236,8 @@ if ! (cd "$nogc_dir" && CGO_ENABLED=0 "${go[@]}" build -o nogc .) >"$nogc_dir/bu
   fail "(3) go build of the no-GC program"
   cat "$nogc_dir/build.log"
 else
-  GOGC=off "$nogc_dir/nogc" >"$nogc_dir/target.out" 2>"$nogc_dir/target.err" &
-  nogc_pid=$!
-  pids+=("$nogc_pid")
+  e2e_start "$nogc_dir/target.out" "$nogc_dir/target.err" env GOGC=off "$nogc_dir/nogc"
+  nogc_pid=$target_pid
   if wait_ready "$nogc_dir" "$nogc_pid"; then
     "$tool" "$nogc_pid" --format json --counters published >"$nogc_dir/published.json" 2>/dev/null
     "$tool" "$nogc_pid" --format json >"$nogc_dir/exact.json" 2>/dev/null
@@ -310,7 +254,7 @@ else
   else
     fail "(3) the no-GC program did not start"
   fi
-  cleanup
+  e2e_stop_pids
 fi
 
 # (4) Failures still produce JSON, with the usual exit code.
@@ -319,7 +263,7 @@ sleeper=$!
 pids+=("$sleeper")
 "$tool" "$sleeper" --format json >"$work/notgo.json" 2>"$work/notgo.log"
 rc=$?
-cleanup
+e2e_stop_pids
 if [[ $rc -eq 5 && $(jq -r '[.status, (.entries | length), (.status_reason | test("not a Go program"))] | @csv' "$work/notgo.json") == '"unavailable",0,true' ]]; then
   pass "(4) non-Go process: exit 5 and JSON status unavailable"
 else
@@ -334,9 +278,4 @@ else
   fail "(4) missing pid: exit $rc, JSON: $(head -c 300 "$work/missing.json" 2>/dev/null)"
 fi
 
-echo "summary: $passed passed, $failed failed (work dir $work)"
-if ((failed == 0)); then
-  rm -rf "$work"
-  exit 0
-fi
-exit 1
+e2e_finish --no-skipped

@@ -23,73 +23,25 @@
 #
 # Exit status: 0 all cases passed, 1 some failed, 77 nothing could run.
 set -u
+source "$(dirname "$0")/lib.sh"
 
-if [[ $# -ne 2 ]]; then
-  echo "usage: $0 <goheap2pprof> <profdiff>" >&2
-  exit 2
-fi
-tool=$(realpath "$1")
-profdiff=$(realpath "$2")
-src=${GOHEAP2PPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-bin=${GOHEAP2PPROF_BINARY_DIR:-$src/build}
+e2e_init "$@"
 ready_timeout=${ORACLE_READY_TIMEOUT:-120}  # seconds; rate 1 targets do a lot of work
+e2e_require_executables "$tool" "$profdiff"
 
-for f in "$tool" "$profdiff"; do
-  if [[ ! -x $f ]]; then
-    echo "SKIP: $f is not an executable"
-    exit 77
-  fi
-done
-# `go` needs a cache directory; CTest may run us without HOME.
-if [[ -z ${HOME:-} && -z ${GOCACHE:-} ]]; then
-  export GOCACHE=$bin/e2e/go-cache GOPATH=$bin/e2e/go-path
-fi
-
-mkdir -p "$bin/e2e"
 strip=${ORACLE_STRIP:-0}
 goarch=${ORACLE_GOARCH:-}
 read -r -a runner <<<"${ORACLE_RUNNER:-}"
-work=$(mktemp -d "$bin/e2e/oracle${goarch:+-$goarch}$([[ $strip == 1 ]] && echo -stripped).XXXXXX")
-target_pid=""
-cleanup() {
-  if [[ -n $target_pid ]]; then
-    kill "$target_pid" 2>/dev/null
-    wait "$target_pid" 2>/dev/null
-  fi
-}
-trap cleanup EXIT
+e2e_make_work "oracle${goarch:+-$goarch}$([[ $strip == 1 ]] && echo -stripped)"
+trap e2e_stop_pids EXIT
 trap 'exit 1' INT TERM
 
-passed=0 failed=0 skipped=0
 results=()
 
 # Prints a case result line (and keeps it for the summary).
 report() {
   echo "$1"
   results+=("$1")
-}
-
-# go_cmd <version>: the command line that runs that toolchain, or fails.
-go_cmd() {
-  case $1 in
-    go1.19.8) echo "/usr/lib/go-1.19/bin/go" ;;
-    go1.26.8) echo "env GOTOOLCHAIN=local go" ;;
-    go1.27.3) echo "env GOTOOLCHAIN=go1.27.3 go" ;;
-  esac
-}
-
-# toolchain_ok <version>: 0 if the toolchain runs and is that version; else
-# prints why not.
-toolchain_ok() {
-  local version=$1 out
-  if ! out=$($(go_cmd "$version") version 2>&1); then
-    echo "toolchain $version unavailable: $(echo "$out" | tail -n 1)"
-    return 1
-  fi
-  if [[ $out != *"go version $version "* ]]; then
-    echo "toolchain $version unavailable: got '$out'"
-    return 1
-  fi
 }
 
 # build <version> <mode> <cgo 0|1> <out>: builds the oracle target.
@@ -112,25 +64,19 @@ run_case() {
   local label=$1 binary=$2 rate=$3 dir rc samples
   dir=$work/$(echo "$label" | tr ' =' '_-')
   mkdir -p "$dir"
-  "${runner[@]}" "$binary" -rate "$rate" -out "$dir/oracle.pb.gz" >"$dir/target.out" 2>"$dir/target.err" &
-  target_pid=$!
-  local deadline=$((SECONDS + ready_timeout))
-  until grep -q '^READY ' "$dir/target.out" 2>/dev/null; do
-    if ! kill -0 "$target_pid" 2>/dev/null || ((SECONDS >= deadline)); then
-      report "FAIL $label (target did not print READY within ${ready_timeout}s)"
-      sed 's/^/    target: /' "$dir/target.err" | tail -n 20
-      cleanup
-      target_pid=""
-      failed=$((failed + 1))
-      return
-    fi
-    sleep 0.1
-  done
+  e2e_start "$dir/target.out" "$dir/target.err" \
+    "${runner[@]}" "$binary" -rate "$rate" -out "$dir/oracle.pb.gz"
+  if ! e2e_wait_for_line "$dir/target.out" '^READY ' "$target_pid" "$ready_timeout"; then
+    report "FAIL $label (target did not print READY within ${ready_timeout}s)"
+    sed 's/^/    target: /' "$dir/target.err" | tail -n 20
+    e2e_stop_pids
+    failed=$((failed + 1))
+    return
+  fi
 
   "$tool" -v "$target_pid" -o "$dir/ours.pb.gz" >"$dir/tool.out" 2>&1
   rc=$?
-  cleanup
-  target_pid=""
+  e2e_stop_pids
   if [[ $rc -ne 0 ]]; then
     report "FAIL $label (goheap2pprof exited $rc)"
     sed 's/^/    /' "$dir/tool.out" | tail -n 20
@@ -212,13 +158,4 @@ if ((failed > 0)); then
   echo "--- results"
   printf '%s\n' "${results[@]}"
 fi
-echo "summary: $passed passed, $failed failed, $skipped skipped (work dir $work)"
-if ((passed + failed == 0)); then
-  echo "SKIP: nothing could run"
-  exit 77
-fi
-if ((failed == 0)); then
-  rm -rf "$work"
-  exit 0
-fi
-exit 1
+e2e_finish

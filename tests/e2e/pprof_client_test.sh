@@ -15,68 +15,27 @@
 #
 # Uses Go 1.26.8 (`go`); exit 0 all passed, 1 something failed, 77 no Go.
 set -u
+source "$(dirname "$0")/lib.sh"
 
-if [[ $# -ne 2 ]]; then
-  echo "usage: $0 <goheap2pprof> <profdiff>" >&2
-  exit 2
-fi
-tool=$(realpath "$1")
-profdiff=$(realpath "$2")
-src=${GOHEAP2PPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-bin=${GOHEAP2PPROF_BINARY_DIR:-$src/build}
+e2e_init "$@"
 timeout_s=${ORACLE_READY_TIMEOUT:-120}
+e2e_require_executables "$tool"
+e2e_require_go
 
-if [[ ! -x $tool ]]; then
-  echo "SKIP: $tool is not an executable"
-  exit 77
-fi
-if [[ -z ${HOME:-} && -z ${GOCACHE:-} ]]; then
-  export GOCACHE=$bin/e2e/go-cache GOPATH=$bin/e2e/go-path
-fi
-go=(env GOTOOLCHAIN=local go)
-if ! version=$("${go[@]}" version 2>&1) || [[ $version != *"go version go1.26.8 "* ]]; then
-  echo "SKIP: needs Go 1.26.8 as \`go\` (got: ${version:-nothing})"
-  exit 77
-fi
-
-mkdir -p "$bin/e2e"
-work=$(mktemp -d "$bin/e2e/pprof_client.XXXXXX")
+e2e_make_work pprof_client
 # pprof must not find the binary anywhere (it also looks in $PPROF_BINARY_PATH).
 export PPROF_BINARY_PATH=$work/no-binaries PPROF_TMPDIR=$work/pprof-tmp
-pids=()
-cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do
-    kill "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-  done
-  pids=()
-}
-trap cleanup EXIT
+trap e2e_stop_pids EXIT
 trap 'exit 1' INT TERM
 
-passed=0 failed=0
-pass() {
-  echo "PASS $1"
-  passed=$((passed + 1))
-}
-fail() {
-  echo "FAIL $1"
-  failed=$((failed + 1))
-}
 pprof() { "${go[@]}" tool pprof "$@" 2>/dev/null; }
 
 # wait_for <file> <regex> <pid>: waits until a line of file matches.
 wait_for() {
-  local deadline=$((SECONDS + timeout_s))
-  until grep -q "$2" "$1" 2>/dev/null; do
-    if ! kill -0 "$3" 2>/dev/null || ((SECONDS >= deadline)); then
-      echo "target did not print $2 within ${timeout_s}s:"
-      tail -n 20 "${1%.out}.err"
-      return 1
-    fi
-    sleep 0.1
-  done
+  e2e_wait_for_line "$1" "$2" "$3" "$timeout_s" && return 0
+  echo "target did not print $2 within ${timeout_s}s:"
+  tail -n 20 "${1%.out}.err"
+  return 1
 }
 
 # capture <pid> <out>: runs goheap2pprof, reporting a failure.
@@ -104,24 +63,16 @@ traces() {
     sort
 }
 
-echo "building testdata/oracle with $("${go[@]}" version)"
-binary=$work/bin/oracle
-if ! (cd "$src/testdata/oracle" && CGO_ENABLED=0 "${go[@]}" build -o "$binary" .) \
-  >"$work/build.log" 2>&1; then
-  fail "go build of testdata/oracle"
-  cat "$work/build.log"
-  exit 1
-fi
+e2e_build_oracle
 
 # ---- (a) names and traces, binary moved away.
 run_a() {
   local dir=$work/a idx
   mkdir -p "$dir"
-  "$binary" -rate 1 -out "$dir/oracle.pb.gz" >"$dir/target.out" 2>"$dir/target.err" &
-  pids+=($!)
-  wait_for "$dir/target.out" '^READY ' "$!" || return 1
-  capture "${pids[-1]}" "$dir/ours.pb.gz" || return 1
-  cleanup
+  e2e_start "$dir/target.out" "$dir/target.err" "$binary" -rate 1 -out "$dir/oracle.pb.gz"
+  wait_for "$dir/target.out" '^READY ' "$target_pid" || return 1
+  capture "$target_pid" "$dir/ours.pb.gz" || return 1
+  e2e_stop_pids
   mv "$binary" "$binary.moved"
 
   local ok=1
@@ -186,16 +137,15 @@ check_base() {
 run_b() {
   local dir=$work/b pid
   mkdir -p "$dir"
-  "$binary" -rate 1 -phase2 -out "$dir/oracle1.pb.gz" -out2 "$dir/oracle2.pb.gz" \
-    >"$dir/target.out" 2>"$dir/target.err" &
-  pid=$!
-  pids+=("$pid")
+  e2e_start "$dir/target.out" "$dir/target.err" \
+    "$binary" -rate 1 -phase2 -out "$dir/oracle1.pb.gz" -out2 "$dir/oracle2.pb.gz"
+  pid=$target_pid
   wait_for "$dir/target.out" '^READY1 ' "$pid" || return 1
   capture "$pid" "$dir/before.pb.gz" || return 1
   kill -USR1 "$pid"
   wait_for "$dir/target.out" '^READY2 ' "$pid" || return 1
   capture "$pid" "$dir/after.pb.gz" || return 1
-  cleanup
+  e2e_stop_pids
 
   if ! check_base "oracle files" "$dir/oracle1.pb.gz" "$dir/oracle2.pb.gz"; then
     fail "(b) -base on the target's own profiles (the test target is broken, not the tool)"
@@ -245,7 +195,7 @@ run_c() {
     [[ $code == 200 ]] && break
     sleep 0.2
   done
-  cleanup
+  e2e_stop_pids
   if [[ $code != 200 ]]; then
     fail "(c) -http: /ui/flamegraph answered HTTP $code"
     tail -n 20 "$dir/pprof.log"
@@ -262,13 +212,8 @@ else
   fail "(a) could not capture"
   echo "SKIP (c) -http: needs the capture of (a)"
 fi
-cleanup
+e2e_stop_pids
 run_b || fail "(b) could not capture"
-cleanup
+e2e_stop_pids
 
-echo "summary: $passed passed, $failed failed (work dir $work)"
-if ((failed == 0)); then
-  rm -rf "$work"
-  exit 0
-fi
-exit 1
+e2e_finish --no-skipped

@@ -1,0 +1,206 @@
+# Shared pieces of the end-to-end tests (tests/e2e/*_test.sh). Not a test:
+# each script sources it right after `set -u`:
+#
+#   source "$(dirname "$0")/lib.sh"
+#
+# Every test is run as `bash <script> <goheap2pprof> <profdiff>`, with the
+# environment GOHEAP2PPROF_SOURCE_DIR (repo root) and GOHEAP2PPROF_BINARY_DIR
+# (build tree; scratch space goes to its e2e/ folder). Exit status: 0 pass,
+# 1 fail, 77 skip, 2 usage error.
+#
+# What this defines, in the order a test uses it:
+#   e2e_check_args, e2e_init       arguments; tool, profdiff, src, bin; GOCACHE
+#   e2e_go_cache_fallback          a Go cache when CTest runs us without HOME
+#   e2e_require_executables        skip unless the given files are executable
+#   e2e_require_command            skip unless a command is on PATH
+#   go_cmd, toolchain_ok           the Go toolchains of the test matrix
+#   e2e_require_go                 skip unless `go` is Go 1.26.8; sets go=(...)
+#   e2e_make_work                  a fresh scratch directory: work
+#   e2e_build_oracle               testdata/oracle built with Go 1.26.8
+#   e2e_start, e2e_wait_for_line   background targets and their READY lines
+#   e2e_stop_pids                  kill what was started (for cleanup traps)
+#   pass, fail, skip, e2e_finish   counting the cases, summary and exit status
+
+# e2e_check_args "$@": exits 2 with the usage line unless there are exactly
+# two arguments.
+e2e_check_args() {
+  if [[ $# -ne 2 ]]; then
+    echo "usage: $0 <goheap2pprof> <profdiff>" >&2
+    exit 2
+  fi
+}
+
+# e2e_init "$@": checks the arguments, then sets tool and profdiff (absolute
+# paths of the two arguments), src (the repository) and bin (the build tree),
+# and makes sure `go` has a cache directory.
+e2e_init() {
+  e2e_check_args "$@"
+  tool=$(realpath "$1")
+  profdiff=$(realpath "$2")
+  src=${GOHEAP2PPROF_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+  bin=${GOHEAP2PPROF_BINARY_DIR:-$src/build}
+  e2e_go_cache_fallback "$bin"
+}
+
+# e2e_go_cache_fallback <build-dir>: `go` needs a cache directory, and CTest
+# may run us without HOME: then GOCACHE and GOPATH go to <build-dir>/e2e.
+e2e_go_cache_fallback() {
+  if [[ -z ${HOME:-} && -z ${GOCACHE:-} ]]; then
+    export GOCACHE=$1/e2e/go-cache GOPATH=$1/e2e/go-path
+  fi
+}
+
+# e2e_require_executables <file>...: skips the test (exit 77) unless every
+# file is executable.
+e2e_require_executables() {
+  local f
+  for f in "$@"; do
+    if [[ ! -x $f ]]; then
+      echo "SKIP: $f is not an executable"
+      exit 77
+    fi
+  done
+}
+
+# e2e_require_command <command> <reason>: skips the test (exit 77), printing
+# "SKIP: <reason>", unless the command is on PATH.
+e2e_require_command() {
+  if ! command -v "$1" >/dev/null; then
+    echo "SKIP: $2"
+    exit 77
+  fi
+}
+
+# go_cmd <version>: the command line that runs that Go toolchain (word-split
+# it), or nothing for a version outside the matrix.
+go_cmd() {
+  case $1 in
+    go1.19.8) echo "/usr/lib/go-1.19/bin/go" ;;
+    go1.26.8) echo "env GOTOOLCHAIN=local go" ;;
+    go1.27.3) echo "env GOTOOLCHAIN=go1.27.3 go" ;;
+  esac
+}
+
+# toolchain_ok <version>: 0 if the toolchain runs and is that version; else
+# prints why not.
+toolchain_ok() {
+  local version=$1 out
+  if ! out=$($(go_cmd "$version") version 2>&1); then
+    echo "toolchain $version unavailable: $(echo "$out" | tail -n 1)"
+    return 1
+  fi
+  if [[ $out != *"go version $version "* ]]; then
+    echo "toolchain $version unavailable: got '$out'"
+    return 1
+  fi
+}
+
+# e2e_require_go: sets the array go to the command that runs Go 1.26.8 (the
+# `go` on PATH), or skips the test (exit 77) when that is not what it runs.
+e2e_require_go() {
+  local version
+  read -r -a go <<<"$(go_cmd go1.26.8)"
+  if ! version=$("${go[@]}" version 2>&1) || [[ $version != *"go version go1.26.8 "* ]]; then
+    echo "SKIP: needs Go 1.26.8 as \`go\` (got: ${version:-nothing})"
+    exit 77
+  fi
+}
+
+# e2e_make_work <name>: sets work to a new directory $bin/e2e/<name>.XXXXXX.
+e2e_make_work() {
+  mkdir -p "$bin/e2e"
+  work=$(mktemp -d "$bin/e2e/$1.XXXXXX")
+}
+
+# e2e_build_oracle: builds testdata/oracle with "${go[@]}" (e2e_require_go)
+# into binary=$work/bin/oracle; when that fails, reports it and exits 1.
+e2e_build_oracle() {
+  echo "building testdata/oracle with $("${go[@]}" version)"
+  binary=$work/bin/oracle
+  if ! (cd "$src/testdata/oracle" && CGO_ENABLED=0 "${go[@]}" build -o "$binary" .) \
+    >"$work/build.log" 2>&1; then
+    fail "go build of testdata/oracle"
+    cat "$work/build.log"
+    exit 1
+  fi
+}
+
+# The processes a test started in the background; e2e_stop_pids ends them.
+pids=()
+
+# e2e_start <stdout-file> <stderr-file> <command...>: starts the command in
+# the background, sets target_pid to its pid and adds it to pids.
+target_pid=""
+e2e_start() {
+  local out=$1 err=$2
+  shift 2
+  "$@" >"$out" 2>"$err" &
+  target_pid=$!
+  pids+=("$target_pid")
+}
+
+# e2e_wait_for_line <file> <regex> <pid> <timeout-seconds>: waits until a
+# line of the file matches; returns 1, silently, if the process <pid> ends or
+# the timeout passes first.
+e2e_wait_for_line() {
+  local file=$1 regex=$2 pid=$3 deadline=$((SECONDS + $4))
+  until grep -q "$regex" "$file" 2>/dev/null; do
+    if ! kill -0 "$pid" 2>/dev/null || ((SECONDS >= deadline)); then
+      return 1
+    fi
+    sleep 0.1
+  done
+}
+
+# e2e_stop_pids [signal]: kills every process in pids (with SIGTERM, or the
+# given signal such as -9), waits for each, and empties the list. Use it in
+# the EXIT trap, and between cases.
+e2e_stop_pids() {
+  local pid
+  for pid in "${pids[@]}"; do
+    kill ${1:+"$1"} "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
+  pids=()
+}
+
+# Case results: pass <what>, fail <what> [<file>: shows its first 20 lines,
+# indented], skip <what>. Each prints one "PASS|FAIL|SKIP <what>" line and
+# counts it for e2e_finish.
+passed=0 failed=0 skipped=0
+pass() {
+  echo "PASS $1"
+  passed=$((passed + 1))
+}
+fail() {
+  echo "FAIL $1"
+  failed=$((failed + 1))
+  if [[ -n ${2:-} ]]; then
+    sed 's/^/    /' "$2" | head -n 20
+  fi
+}
+skip() {
+  echo "SKIP $1"
+  skipped=$((skipped + 1))
+}
+
+# e2e_finish [--no-skipped]: prints the summary line ("summary: P passed,
+# F failed, S skipped (work dir W)"; without the skipped count when asked)
+# and exits: 77 if no case passed or failed, 1 if one failed, else 0 after
+# removing $work (which is kept on failure, for inspection).
+e2e_finish() {
+  if [[ ${1:-} == --no-skipped ]]; then
+    echo "summary: $passed passed, $failed failed (work dir $work)"
+  else
+    echo "summary: $passed passed, $failed failed, $skipped skipped (work dir $work)"
+  fi
+  if ((passed + failed == 0)); then
+    echo "SKIP: nothing could run"
+    exit 77
+  fi
+  if ((failed == 0)); then
+    rm -rf "$work"
+    exit 0
+  fi
+  exit 1
+}
