@@ -113,8 +113,10 @@ std::string ReadProcFile(pid_t pid, std::string_view name) {
     int err = errno;
     if (err == ENOENT || err == ESRCH)
       throw Error(ErrorKind::kNoSuchProcess, "no process with pid ", pid, " (", path, ")");
-    if (err == EACCES || err == EPERM)
-      throw Error(ErrorKind::kPermission, "cannot open ", path, ": ", std::strerror(err));
+    if (err == EACCES || err == EPERM) {
+      throw Error(ErrorKind::kPermission, "not permitted to inspect process ", pid, " (opening ",
+                  path, ": ", std::strerror(err), ")");
+    }
     throw Error(ErrorKind::kIo, "cannot open ", path, ": ", std::strerror(err));
   }
   std::string out;
@@ -126,8 +128,10 @@ std::string ReadProcFile(pid_t pid, std::string_view name) {
       int err = errno;
       if (err == ESRCH)
         throw Error(ErrorKind::kNoSuchProcess, "process ", pid, " exited while reading ", path);
-      if (err == EACCES || err == EPERM)
-        throw Error(ErrorKind::kPermission, "cannot read ", path, ": ", std::strerror(err));
+      if (err == EACCES || err == EPERM) {
+        throw Error(ErrorKind::kPermission, "not permitted to inspect process ", pid, " (reading ",
+                    path, ": ", std::strerror(err), ")");
+      }
       throw Error(ErrorKind::kIo, "cannot read ", path, ": ", std::strerror(err));
     }
     if (n == 0) break;

@@ -202,7 +202,8 @@ if command -v setpriv >/dev/null && [[ $(id -u) == 0 ]] && id nobody >/dev/null 
   setpriv --reuid=nobody --regid=nogroup --clear-groups "$tool" "$TPID" -o "$d/keep.pb.gz" \
     > /dev/null 2> "$work/stderr"
   rc=$?
-  check_case "permission denied (as nobody)" 4 "Permission denied" "$d" "$rc" "$work/stderr"
+  check_case "permission denied (as nobody)" 4 "not permitted to inspect process $TPID" "$d" "$rc" \
+    "$work/stderr"
   for word in CAP_SYS_PTRACE kernel.yama.ptrace_scope container; do
     grep -q "$word" "$work/stderr" || fail "permission hint does not mention $word"
   done
