@@ -41,8 +41,8 @@ class BlockCacheReader : public MemoryReader {
     uint64_t start = 0;
     std::span<uint8_t> bytes;  // in an arena; empty if the block could not be read
   };
-  // Large anonymous mappings that blocks are carved from. Asking for huge
-  // pages turns tens of thousands of page faults per capture into dozens.
+  // Large anonymous mappings that blocks are carved from, populated up front
+  // instead of page by page.
   class Arena {
    public:
     explicit Arena(size_t size);
@@ -51,6 +51,7 @@ class BlockCacheReader : public MemoryReader {
     Arena& operator=(const Arena&) = delete;
     // nullptr when full.
     uint8_t* Take(size_t n);
+    size_t size() const { return size_; }
 
    private:
     uint8_t* base_ = nullptr;
