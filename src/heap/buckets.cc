@@ -56,18 +56,24 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
       throw Error(ErrorKind::kMalformed, "heap bucket pointer ", Hex(addr), " is misaligned");
     }
     // One read for header + a typical stack + memRecord; a second only for
-    // deep stacks or at the end of a mapping.
-    uint64_t guess = kBucketHeaderSize + 8 * kSpeculativeStackWords + record_size;
-    buf.resize(guess);
-    bool have_guess = mem.TryRead(addr, buf);
-    if (!have_guess) {
-      buf.resize(kBucketHeaderSize);
+    // deep stacks or at the end of a mapping. A caching reader lends its
+    // bytes (View) and nothing is copied.
+    const uint64_t guess = kBucketHeaderSize + 8 * kSpeculativeStackWords + record_size;
+    const uint8_t* data = mem.View(addr, guess);
+    uint64_t have = guess;
+    if (data == nullptr) {
+      buf.resize(guess);
       if (!mem.TryRead(addr, buf)) {
-        throw Error(ErrorKind::kMalformed, "heap bucket at ", Hex(addr),
-                    " is not mapped in the target (after ", result.buckets.size(), " buckets)");
+        buf.resize(kBucketHeaderSize);
+        if (!mem.TryRead(addr, buf)) {
+          throw Error(ErrorKind::kMalformed, "heap bucket at ", Hex(addr),
+                      " is not mapped in the target (after ", result.buckets.size(), " buckets)");
+        }
       }
+      data = buf.data();
+      have = buf.size();
     }
-    const uint8_t* h = buf.data();
+    const uint8_t* h = data;
     uint64_t allnext = LoadU64(h + 8);
     uint64_t typ = LoadU64(h + 16);
     uint64_t size = LoadU64(h + 32);
@@ -87,11 +93,15 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
                   ")");
     }
     uint64_t total = kBucketHeaderSize + 8 * nstk + record_size;
-    if (!have_guess || total > buf.size()) {
-      buf.resize(total);
-      if (!mem.TryRead(addr, buf)) {
-        throw Error(ErrorKind::kMalformed, "bucket at ", Hex(addr), ": its ", nstk,
-                    " stack words and record are not mapped");
+    if (total > have) {
+      data = mem.View(addr, total);
+      if (data == nullptr) {
+        buf.resize(total);
+        if (!mem.TryRead(addr, buf)) {
+          throw Error(ErrorKind::kMalformed, "bucket at ", Hex(addr), ": its ", nstk,
+                      " stack words and record are not mapped");
+        }
+        data = buf.data();
       }
     }
     Bucket b;
@@ -102,9 +112,9 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
     result.stack_words.resize(result.stack_words.size() + nstk);
     if (nstk > 0) {
       std::memcpy(result.stack_words.data() + stack_slices.back().first,
-                  buf.data() + kBucketHeaderSize, 8 * nstk);
+                  data + kBucketHeaderSize, 8 * nstk);
     }
-    const uint8_t* rec = buf.data() + kBucketHeaderSize + 8 * nstk;
+    const uint8_t* rec = data + kBucketHeaderSize + 8 * nstk;
     b.active = LoadCycle(rec, limits.record_layout, size);
     for (int i = 0; i < 3; ++i) {
       b.future[i] = LoadCycle(rec + cycle_size * (i + 1), limits.record_layout, size);

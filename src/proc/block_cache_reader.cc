@@ -84,6 +84,14 @@ const BlockCacheReader::Block* BlockCacheReader::BlockFor(uint64_t addr) {
   return pos->second.bytes.empty() ? nullptr : &pos->second;
 }
 
+const uint8_t* BlockCacheReader::View(uint64_t addr, uint64_t len) {
+  const Block* b = BlockFor(addr);
+  if (b == nullptr || addr < b->start) return nullptr;
+  const uint64_t off = addr - b->start;
+  if (off > b->bytes.size() || len > b->bytes.size() - off) return nullptr;
+  return b->bytes.data() + off;
+}
+
 bool BlockCacheReader::TryRead(uint64_t addr, std::span<uint8_t> dst) {
   size_t done = 0;
   while (done < dst.size()) {

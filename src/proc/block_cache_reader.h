@@ -32,6 +32,8 @@ class BlockCacheReader : public MemoryReader {
                    uint64_t block_size = 256 * 1024);
 
   bool TryRead(uint64_t addr, std::span<uint8_t> dst) override;
+  // The bytes when [addr, addr+len) lies within one cached block.
+  const uint8_t* View(uint64_t addr, uint64_t len) override;
   ReadStats stats() const override { return inner_.stats(); }
 
   uint64_t cached_bytes() const { return cached_bytes_; }

@@ -48,6 +48,15 @@ class MemoryReader {
 
   virtual ReadStats stats() const { return {}; }
 
+  // Bytes [addr, addr+len) if the reader already holds them locally (a
+  // cache), valid as long as the reader; nullptr otherwise, and then the
+  // caller reads with TryRead. Lets walkers parse without copying.
+  virtual const uint8_t* View(uint64_t addr, uint64_t len) {
+    (void)addr;
+    (void)len;
+    return nullptr;
+  }
+
   // TryRead that throws Error(kMalformed) naming `what` when unmapped.
   void Read(uint64_t addr, std::span<uint8_t> dst, std::string_view what);
   uint64_t ReadU64(uint64_t addr, std::string_view what);

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "heap/buckets.h"
 #include "heap/snapshot.h"
+#include "proc/block_cache_reader.h"
 #include "proc/memory_reader.h"
 
 namespace goheap2pprof {
@@ -393,6 +394,41 @@ TEST(ReadHeapSnapshot, RetryTakesNewBucketsAndRereadsOnlyCounters) {
             std::vector<uint64_t>({0x402000, 0x403000}));
   EXPECT_EQ(s.buckets[1].addr, old_b);
   EXPECT_EQ(s.buckets[1].active.allocs, 3u);
+}
+
+}  // namespace
+}  // namespace goheap2pprof
+
+namespace goheap2pprof {
+namespace {
+
+TEST(WalkBuckets, ThroughTheBlockCacheGivesTheSameBuckets) {
+  // Buckets of every stack depth, so some straddle the 4 KiB cache blocks
+  // and the walker mixes lent views with stitched copies.
+  BucketArena arena(0x100000);
+  uint64_t prev = 0;
+  for (uint64_t i = 0; i < 200; ++i) {
+    std::vector<uint64_t> stack(i % 40, 0x401000 + i);
+    uint64_t b = arena.Add(16 + i, stack, {i, i / 2, 16 * i, 8 * i});
+    if (prev != 0) arena.SetAllnext(b, prev);
+    prev = b;
+  }
+  TestMemory mem;
+  arena.MapInto(mem);
+  WalkResult direct = WalkBuckets(mem, prev, {.max_stack_words = 64});
+  BlockCacheReader cached(mem, {{0x100000, 0x200000}}, 4096);
+  WalkResult via_cache = WalkBuckets(cached, prev, {.max_stack_words = 64});
+  ASSERT_EQ(direct.buckets.size(), 200u);
+  ASSERT_EQ(via_cache.buckets.size(), 200u);
+  for (size_t i = 0; i < 200; ++i) {
+    const Bucket& a = direct.buckets[i];
+    const Bucket& b = via_cache.buckets[i];
+    EXPECT_EQ(a.addr, b.addr);
+    EXPECT_EQ(a.size, b.size);
+    EXPECT_TRUE(std::equal(a.stack.begin(), a.stack.end(), b.stack.begin(), b.stack.end()));
+    EXPECT_EQ(a.active.alloc_bytes, b.active.alloc_bytes);
+    EXPECT_EQ(a.active.frees, b.active.frees);
+  }
 }
 
 }  // namespace
