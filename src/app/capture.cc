@@ -194,8 +194,9 @@ void RunCapture(const CaptureOptions& options, std::ostream& log, CaptureReport&
          " was inferred from " + bin.version_source());
   }
   if (!traits.verified) {
-    warn(report.go_version + " is newer than the Go versions goheap2pprof is tested with (" +
-         VerifiedVersionsText() + "); proceeding because its runtime tables validate");
+    warn(report.go_version + (traits.newer_than_verified ? " is newer than" : " is not one of") +
+         " the Go versions goheap2pprof is tested with (" + VerifiedVersionsText() +
+         "); proceeding because its runtime tables validate");
   }
 
   // 3. Map link-time addresses to runtime addresses (PIE load bias).

@@ -1,5 +1,7 @@
 #include "runtime/runtime_traits.h"
 
+#include <iterator>
+
 #include "base/error.h"
 
 namespace goheap2pprof {
@@ -19,6 +21,7 @@ RuntimeTraits TraitsForVersion(const GoVersion& v) {
   RuntimeTraits t;
   t.version = v;
   for (int verified : kVerifiedMinors) t.verified |= (m == verified);
+  t.newer_than_verified = m > kVerifiedMinors[std::size(kVerifiedMinors) - 1];
 
   if (m == 18) {
     t.cycle_symbol = "runtime.mProf";

@@ -39,6 +39,7 @@ struct RuntimeTraits {
   // True for versions whose layout the project's tests verify end to end;
   // others are read only when the runtime tables validate, with a warning.
   bool verified = false;
+  bool newer_than_verified = false;  // newer than every verified version
 
   // --- heap buckets (runtime/mprof.go) ---
   std::string_view cycle_symbol;  // runtime.mProfCycle or runtime.mProf

@@ -1,0 +1,64 @@
+// The per-version table: what changes at which Go release.
+#include "runtime/runtime_traits.h"
+
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+
+namespace goheap2pprof {
+namespace {
+
+TEST(RuntimeTraits, RefusesGoOlderThan118) {
+  try {
+    TraitsForVersion({1, 17, 13});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("go1.17.13"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RuntimeTraits, VersionBoundaries) {
+  RuntimeTraits t118 = TraitsForVersion({1, 18, 0});
+  EXPECT_EQ(t118.cycle_symbol, "runtime.mProf");
+  EXPECT_EQ(t118.cycle_encoding, CycleEncoding::kMProfStruct);
+  EXPECT_FALSE(t118.cached_location_deck_retry);
+
+  RuntimeTraits t119 = TraitsForVersion({1, 19, 8});
+  EXPECT_TRUE(t119.verified);
+  EXPECT_EQ(t119.cycle_symbol, "runtime.mProfCycle");
+  EXPECT_EQ(t119.max_stack_words, 32u);
+  EXPECT_FALSE(t119.writes_start_line);
+
+  RuntimeTraits t121 = TraitsForVersion({1, 21, 0});
+  EXPECT_TRUE(t121.dedup_by_printed_name);
+  EXPECT_TRUE(t121.deck_compares_printed_name);
+  EXPECT_FALSE(t121.verified);
+  EXPECT_FALSE(t121.newer_than_verified);
+
+  RuntimeTraits t122 = TraitsForVersion({1, 22, 0});
+  EXPECT_FALSE(t122.dedup_by_printed_name);
+  EXPECT_FALSE(t122.deck_compares_printed_name);
+
+  EXPECT_EQ(TraitsForVersion({1, 23, 0}).max_stack_words, 1024u);
+  EXPECT_EQ(TraitsForVersion({1, 24, 0}).hidden_prefixes.size(), 2u);
+  EXPECT_EQ(TraitsForVersion({1, 23, 0}).hidden_prefixes.size(), 1u);
+
+  RuntimeTraits t126 = TraitsForVersion({1, 26, 8});
+  EXPECT_EQ(t126.max_stack_words, 1026u);
+  EXPECT_EQ(t126.record_layout, MemRecordLayout::kCountsAndBytes);
+  EXPECT_FALSE(t126.bytes_label_is_object_size);
+
+  RuntimeTraits t127 = TraitsForVersion({1, 27, 3});
+  EXPECT_TRUE(t127.verified);
+  EXPECT_EQ(t127.record_layout, MemRecordLayout::kCountsOnly);
+  EXPECT_TRUE(t127.bytes_label_is_object_size);
+
+  RuntimeTraits t129 = TraitsForVersion({1, 29, 0});
+  EXPECT_FALSE(t129.verified);
+  EXPECT_TRUE(t129.newer_than_verified);
+  EXPECT_EQ(t129.record_layout, MemRecordLayout::kCountsOnly);
+}
+
+}  // namespace
+}  // namespace goheap2pprof
