@@ -28,7 +28,6 @@ struct ElfFile::SymbolTables {
 
 namespace {
 
-constexpr uint64_t kPageSize = 4096;
 
 std::string ElfErrorText() { return elf_errmsg(-1) ? elf_errmsg(-1) : "unknown libelf error"; }
 
@@ -314,18 +313,6 @@ std::optional<Bytes> ElfFile::ReadVaddrToSegmentEnd(uint64_t vaddr) const {
     return ReadVaddr(vaddr, backed - (vaddr - seg.vaddr));
   }
   return std::nullopt;
-}
-
-uint64_t ElfFile::FirstLoadVaddr() const {
-  // The segment at file offset 0 is what the first file mapping of the
-  // process shows; if there is none, use the lowest PT_LOAD.
-  std::optional<uint64_t> lowest;
-  for (const ElfSegment& seg : segments_) {
-    if (seg.type != PT_LOAD) continue;
-    if (seg.offset == 0) return seg.vaddr & ~(kPageSize - 1);
-    if (!lowest || seg.vaddr < *lowest) lowest = seg.vaddr;
-  }
-  return lowest.value_or(0) & ~(kPageSize - 1);
 }
 
 template <typename Fn>

@@ -84,10 +84,6 @@ class ElfFile {
   // containing it; nullopt if vaddr is not file-backed.
   std::optional<Bytes> ReadVaddrToSegmentEnd(uint64_t vaddr) const;
 
-  // Lowest PT_LOAD vaddr rounded down to the page, and the vaddr of the
-  // PT_LOAD with p_offset == 0 (what maps to the file's first mapping).
-  uint64_t FirstLoadVaddr() const;
-
   // Hex of the NT_GNU_BUILD_ID note found in SHT_NOTE sections (what
   // runtime/pprof reports); empty if none.
   std::string GnuBuildId() const;

@@ -6,14 +6,12 @@
 #include <array>
 
 #include "base/error.h"
+#include "gobin/pclntab.h"
 
 namespace goheap2pprof {
 
 namespace {
 
-constexpr uint32_t kMagicGo118 = 0xfffffff0;
-constexpr uint32_t kMagicGo120 = 0xfffffff1;
-constexpr uint64_t kPcHeaderSize = 72;
 // A Go program has one text section per 0x7c00000-ish bytes of code on
 // arm64/ppc64 and exactly one on amd64; anything larger is not a moduledata.
 constexpr uint64_t kMaxTextSections = 1024;
@@ -185,9 +183,9 @@ std::optional<ModuleData> FindModuleData(const ElfFile& elf, const RelativeReloc
   }
   // The pclntab magic separates 1.18-1.19 from the rest.
   std::erase_if(layouts, [&](ModuleDataLayout l) {
-    return (magic == kMagicGo118) != (l == ModuleDataLayout::kGo118);
+    return (magic == kPclntabMagicGo118) != (l == ModuleDataLayout::kGo118);
   });
-  if (magic != kMagicGo118 && magic != kMagicGo120) return std::nullopt;
+  if (magic != kPclntabMagicGo118 && magic != kPclntabMagicGo120) return std::nullopt;
 
   // Candidate places: the .go.module section (1.26+ puts exactly
   // runtime.firstmoduledata there), else every aligned word of writable file
@@ -246,7 +244,7 @@ std::vector<uint64_t> ScanForPclntabHeaders(const ElfFile& elf, size_t max_resul
     const uint64_t skip = (8 - seg.vaddr % 8) % 8;
     for (uint64_t off = skip; off + kPcHeaderSize <= bytes->size(); off += 8) {
       uint32_t magic = LoadU32(p + off);
-      if ((magic != kMagicGo118 && magic != kMagicGo120) || p[off + 4] != 0 ||
+      if ((magic != kPclntabMagicGo118 && magic != kPclntabMagicGo120) || p[off + 4] != 0 ||
           p[off + 5] != 0 || (p[off + 6] != 1 && p[off + 6] != 2 && p[off + 6] != 4) ||
           p[off + 7] != 8) {
         continue;

@@ -4,13 +4,9 @@ namespace goheap2pprof {
 
 namespace {
 
-// pcHeader magics (internal/abi/symtab.go).
-constexpr uint32_t kMagicGo118 = 0xfffffff0;
-constexpr uint32_t kMagicGo120 = 0xfffffff1;
+// Magics of the pre-1.18 layouts, recognised only to name them in errors.
 constexpr uint32_t kMagicGo116 = 0xfffffffa;
 constexpr uint32_t kMagicGo12 = 0xfffffffb;
-
-constexpr uint64_t kHeaderSize = 72;  // magic..pclnOffset, 8-byte pointers
 
 // PCDATA / FUNCDATA indices (runtime/symtab.go, internal/abi/symtab.go).
 constexpr uint32_t kPcdataInlTreeIndex = 2;
@@ -29,19 +25,19 @@ uint32_t ByteSwap32(uint32_t v) { return __builtin_bswap32(v); }
 Pclntab::Pclntab(Bytes table, uint64_t text_start, Bytes gofunc)
     : table_(table, "pclntab"), gofunc_(gofunc, "pclntab funcdata (go:func.*)"),
       text_start_(text_start) {
-  if (!table_.Has(0, kHeaderSize)) {
+  if (!table_.Has(0, kPcHeaderSize)) {
     throw Error(ErrorKind::kMalformed, "pclntab: ", table_.size(),
                 " bytes is too short for a pcHeader");
   }
   magic_ = table_.U32(0);
-  if (magic_ == kMagicGo118) {
+  if (magic_ == kPclntabMagicGo118) {
     format_ = PclntabFormat::kGo118;
-  } else if (magic_ == kMagicGo120) {
+  } else if (magic_ == kPclntabMagicGo120) {
     format_ = PclntabFormat::kGo120;
   } else if (magic_ == kMagicGo116 || magic_ == kMagicGo12) {
     throw Error(ErrorKind::kUnsupported, "pclntab magic ", Hex(magic_),
                 " is from Go 1.17 or older; Go 1.18+ is required");
-  } else if (ByteSwap32(magic_) == kMagicGo118 || ByteSwap32(magic_) == kMagicGo120) {
+  } else if (ByteSwap32(magic_) == kPclntabMagicGo118 || ByteSwap32(magic_) == kPclntabMagicGo120) {
     throw Error(ErrorKind::kUnsupported, "pclntab is big-endian; only little-endian is supported");
   } else {
     throw Error(ErrorKind::kMalformed, "pclntab: unknown magic ", Hex(magic_));

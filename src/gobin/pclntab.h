@@ -20,6 +20,11 @@ namespace goheap2pprof {
 
 enum class PclntabFormat { kGo118, kGo120 };
 
+// pcHeader.magic values (internal/abi/symtab.go) and the header's size.
+inline constexpr uint32_t kPclntabMagicGo118 = 0xfffffff0;  // Go 1.18-1.19
+inline constexpr uint32_t kPclntabMagicGo120 = 0xfffffff1;  // Go 1.20+
+inline constexpr uint64_t kPcHeaderSize = 72;
+
 // A function found in the functab.
 struct FuncRef {
   uint32_t index = 0;     // functab index

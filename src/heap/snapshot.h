@@ -44,7 +44,7 @@ struct SnapshotLimits {
   // Readable mappings of the target. When set, each walk reads the bucket
   // list through a fresh BlockCacheReader (large block reads); the runtime
   // variables are always read directly, so a changed cycle word is seen.
-  std::vector<AddressRange> cache_ranges;
+  std::vector<AddressRange> cache_ranges = {};
   uint64_t cache_block_size = 256 * 1024;
 };
 

@@ -46,7 +46,6 @@ class HeapProfileBuilder {
   // lives in the builder's arena, as long as the builder.
   const pb::Profile& Finish();
 
-  uint64_t sample_count() const { return static_cast<uint64_t>(profile_->sample_size()); }
 
  private:
   struct Deck {

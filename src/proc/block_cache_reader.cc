@@ -74,9 +74,7 @@ const BlockCacheReader::Block* BlockCacheReader::BlockFor(uint64_t addr) {
     block.start = std::max(aligned, r->start);
     uint64_t end = std::min(aligned + block_size_, r->end);
     block.bytes = Allocate(end - block.start);
-    if (!block.bytes.empty() && inner_.TryRead(block.start, block.bytes)) {
-      cached_bytes_ += block.bytes.size();
-    } else {
+    if (block.bytes.empty() || !inner_.TryRead(block.start, block.bytes)) {
       block.bytes = {};  // the mapping changed (or no memory): read directly
     }
   }

@@ -36,7 +36,6 @@ class BlockCacheReader : public MemoryReader {
   const uint8_t* View(uint64_t addr, uint64_t len) override;
   ReadStats stats() const override { return inner_.stats(); }
 
-  uint64_t cached_bytes() const { return cached_bytes_; }
 
  private:
   struct Block {
@@ -71,7 +70,6 @@ class BlockCacheReader : public MemoryReader {
   uint64_t block_size_;
   std::unordered_map<uint64_t, Block> blocks_;  // by aligned block address
   std::vector<std::unique_ptr<Arena>> arenas_;
-  uint64_t cached_bytes_ = 0;
 };
 
 }  // namespace goheap2pprof
