@@ -117,7 +117,9 @@ void CheckOutputWritable(const std::string& path) {
   std::string dir = DirName(path);
   struct stat st;
   if (stat(dir.c_str(), &st) != 0) {
-    throw Error(ErrorKind::kIo, "output directory ", dir, " does not exist (", std::strerror(errno),
+    int err = errno;
+    throw Error(ErrorKind::kIo, "output directory ", dir,
+                err == ENOENT ? " does not exist (" : " cannot be reached (", std::strerror(err),
                 ")");
   }
   if (!S_ISDIR(st.st_mode)) throw Error(ErrorKind::kIo, "output directory ", dir, " is not a directory");

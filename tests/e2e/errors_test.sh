@@ -15,9 +15,15 @@ e2e_require_command go "no go toolchain on PATH"
 e2e_make_work errors
 chmod 755 "$work"
 mounted=""
+# The cases run as the nobody user need the tool, a target and output
+# directories that nobody can reach, wherever the build tree lives (a clone
+# under a private mktemp directory, say).
+nobody_dir=$(mktemp -d /tmp/goheap2pprof-nobody.XXXXXX)
+chmod 755 "$nobody_dir"
 cleanup() {
   e2e_stop_pids -9
   [[ -n $mounted ]] && umount "$mounted" 2>/dev/null
+  rm -rf "$nobody_dir"
 }
 trap cleanup EXIT
 
@@ -32,6 +38,7 @@ build() {  # build <out> <dir> [env...]
 }
 build "$work/quiet" testdata/errtargets/quiet
 build "$work/nopprof" testdata/errtargets/nopprof
+cp "$tool" "$work/quiet" "$nobody_dir/"
 
 # start <outfile> <command...>: runs a target, waits for READY, sets TPID.
 TPID=""
@@ -74,10 +81,11 @@ check_case() {
 }
 
 head -c 4096 /dev/urandom > "$work/keep.orig"
-# new_dir: a fresh output directory holding keep.pb.gz (the "existing -o file").
+# new_dir [parent]: a fresh output directory holding keep.pb.gz (the
+# "existing -o file"), in $work unless a parent is given.
 new_dir() {
   local d
-  d=$(mktemp -d "$work/out.XXXXXX")
+  d=$(mktemp -d "${1:-$work}/out.XXXXXX")
   chmod 777 "$d"
   cp "$work/keep.orig" "$d/keep.pb.gz"
   chmod 666 "$d/keep.pb.gz"
@@ -198,8 +206,9 @@ fi
 # --- 5. permission denied --------------------------------------------------
 if command -v setpriv >/dev/null && [[ $(id -u) == 0 ]] && id nobody >/dev/null 2>&1 &&
    start "$work/perm.out" "$work/quiet"; then
-  d=$(new_dir)
-  setpriv --reuid=nobody --regid=nogroup --clear-groups "$tool" "$TPID" -o "$d/keep.pb.gz" \
+  d=$(new_dir "$nobody_dir")
+  setpriv --reuid=nobody --regid=nogroup --clear-groups "$nobody_dir/goheap2pprof" "$TPID" \
+    -o "$d/keep.pb.gz" \
     > /dev/null 2> "$work/stderr"
   rc=$?
   check_case "permission denied (as nobody)" 4 "not permitted to inspect process $TPID" "$d" "$rc" \
@@ -263,12 +272,14 @@ if start "$work/out.out" "$work/quiet"; then
   fi
 fi
 if command -v setpriv >/dev/null && [[ $(id -u) == 0 ]] &&
-   start "$work/nobody.out" setpriv --reuid=nobody --regid=nogroup --clear-groups "$work/quiet"; then
+   start "$work/nobody.out" setpriv --reuid=nobody --regid=nogroup --clear-groups \
+     "$nobody_dir/quiet"; then
   # Target and tool both run as nobody, so only the output directory is wrong.
-  d=$(new_dir)
+  d=$(new_dir "$nobody_dir")
   chmod 755 "$d"
-  TPID=$(pgrep -n -f "^$work/quiet\$")
-  setpriv --reuid=nobody --regid=nogroup --clear-groups "$tool" "$TPID" -o "$d/keep.pb.gz" \
+  TPID=$(pgrep -n -f "^$nobody_dir/quiet\$")
+  setpriv --reuid=nobody --regid=nogroup --clear-groups "$nobody_dir/goheap2pprof" "$TPID" \
+    -o "$d/keep.pb.gz" \
     > /dev/null 2> "$work/stderr"
   check_case "output directory not writable" 9 "is not writable" "$d" "$?" "$work/stderr"
 else
