@@ -140,7 +140,9 @@ TEST_P(PclntabHandTest, CorruptTablesThrowErrorOnly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PclntabLayouts, PclntabHandTest, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "Go120" : "Go118"; });
+                         [](const auto& param_info) {
+                           return param_info.param ? "Go120" : "Go118";
+                         });
 
 TEST(PclntabTest, RejectsBadHeaders) {
   HandTable h = BuildHandTable(true);
@@ -486,9 +488,9 @@ TEST_P(GoBinaryRealTest, VersionFallbacksWithoutBuildInfo) {
 
 INSTANTIATE_TEST_SUITE_P(GoBinaryBuilds, GoBinaryRealTest,
                          ::testing::ValuesIn(testing_go::AllToolchainCases(BuildModes().size())),
-                         [](const auto& info) {
-                           return testing_go::CaseName(info.param,
-                                                       BuildModes()[info.param.mode].label);
+                         [](const auto& param_info) {
+                           return testing_go::CaseName(param_info.param,
+                                                       BuildModes()[param_info.param.mode].label);
                          });
 
 TEST(GoBinaryTest, NotGoAndStripped) {

@@ -304,8 +304,9 @@ TEST_P(StrippedTest, CorruptModuledataIsRefused) {
 
 INSTANTIATE_TEST_SUITE_P(Builds, StrippedTest,
                          ::testing::ValuesIn(testing_go::AllToolchainCases(Modes().size())),
-                         [](const auto& info) {
-                           return testing_go::CaseName(info.param, Modes()[info.param.mode].label);
+                         [](const auto& param_info) {
+                           return testing_go::CaseName(param_info.param,
+                                                       Modes()[param_info.param.mode].label);
                          });
 
 }  // namespace
