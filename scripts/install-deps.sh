@@ -8,7 +8,7 @@ packages=(
   libprotobuf-dev protobuf-compiler zlib1g-dev libcli11-dev
   libelf-dev libdw-dev libcapstone-dev libgtest-dev googletest
   nlohmann-json3-dev jq
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format
   golang-1.19-go curl ca-certificates
   qemu-user-static libc6-arm64-cross
 )

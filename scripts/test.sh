@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# The README's test command: installs missing dependencies, configures,
-# builds and runs every test (unit, fuzz corpus replay, end-to-end oracle,
-# error cases, real pprof client), then the unit tests and corpus replays
-# once more under AddressSanitizer + UndefinedBehaviorSanitizer.
+# The README's test command: installs missing dependencies, checks the
+# formatting (.clang-format), configures, builds and runs every test (unit,
+# fuzz corpus replay, end-to-end oracle, error cases, real pprof client), then
+# the unit tests and corpus replays once more under AddressSanitizer +
+# UndefinedBehaviorSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
+bash scripts/check-format.sh
 build=${BUILD_DIR:-build}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# GOHEAP2PPROF_WERROR=ON (set by .ci/run) makes any warning in our code fail the build.
+werror=${GOHEAP2PPROF_WERROR:-OFF}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DGOHEAP2PPROF_WERROR="$werror" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 ctest --test-dir "$build" --output-on-failure -j1 "$@"
 
@@ -17,7 +22,8 @@ if [[ ${GOHEAP2PPROF_SKIP_SANITIZERS:-0} == 1 ]]; then
   exit 0
 fi
 asan=${build}-asan
-cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGOHEAP2PPROF_SANITIZE=ON >/dev/null
+cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGOHEAP2PPROF_SANITIZE=ON \
+  -DGOHEAP2PPROF_WERROR="$werror" >/dev/null
 cmake --build "$asan" -j"$(nproc)" --target unit_tests \
   fuzz_replay_procfs fuzz_replay_buildinfo fuzz_replay_elf fuzz_replay_pclntab fuzz_replay_heap
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
