@@ -15,19 +15,25 @@
 namespace goheap2pprof {
 namespace {
 
+// The same table as "Exit codes" in the README.
 constexpr const char* kExitCodes = R"(Exit codes:
-  0   profile written (also when nothing was sampled yet: the profile is empty)
+  0   profile written (also when nothing was sampled yet: the profile is then empty, as the
+      runtime would serve it, and a warning says so)
   1   unexpected failure (a bug; please report it)
-  2   usage: bad arguments
-  3   no such process: the pid does not exist, is a zombie, or exited during the capture
-  4   permission denied: not allowed to read the target's memory
-  5   not a Go program
-  6   unsupported target: Go older than 1.18, not 64-bit little-endian amd64/arm64,
-      or a stripped binary
-  7   heap sampling is disabled in the target
+  2   usage: bad arguments, or an --exe file that does not match the process (without --force)
+  3   no such process: the pid does not exist, is a zombie, or exited or was reused during the
+      capture
+  4   permission denied: not allowed to inspect or read the target
+  5   not a Go program (including kernel threads, and a qemu-user process with no Go guest it
+      can read)
+  6   unsupported target: Go older than 1.18, not a 64-bit little-endian amd64/arm64 ELF, or a
+      binary goheap2pprof cannot read without guessing (e.g. a stripped binary whose runtime
+      variables cannot be recovered unambiguously, or qemu-user mapping several Go programs)
+  7   heap sampling is disabled in the target (the linker compiled it out, or the program set
+      runtime.MemProfileRate = 0)
   8   the target's memory or executable is inconsistent
-  9   I/O error on the output or the executable
-  10  internal error)";
+  9   I/O error: writing the output, or reading the executable, /proc or the target's memory
+  10  internal error (a bug; please report it))";
 
 std::string DefaultHint(ErrorKind kind) {
   switch (kind) {
