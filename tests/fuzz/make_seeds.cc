@@ -142,6 +142,69 @@ void HeapSeeds(const fs::path& dir) {
   seed("go127-counts-only", 4, 3 << 1, 1,
        image({{48, {0x1027, 0x1100}, {5, 2, 1, 0, 0, 0, 0, 0}}, {24, {0x1010}, {1, 0, 0, 0, 0, 0, 0, 0}}}, true));
   seed("empty", 2, 0, 512 * 1024, {});
+  // Corrupt counters at the ends of the int64 range: a sample of INT64_MIN
+  // objects and byte sums that overflow when the views add them up (two
+  // buckets with the same stack merge in the JSON view).
+  constexpr uint64_t kMin = 0x8000000000000000ull, kMax = 0x7fffffffffffffffull;
+  std::vector<B> extreme = {
+      {16, {0x1025, 0x1105}, {kMin, 0, kMax, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+      {16, {0x1025, 0x1105}, {1, 0, kMax, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+      {8, {0x10ff}, {kMax, 0, kMin, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+  };
+  // Selector 3: Go 1.26, inuse_space; 3 + 5: inuse_objects; 3 + 20: every row.
+  seed("extreme-counters-rate1", 3, 7 << 1, 1, image(extreme, false));
+  seed("extreme-counters-objects-all-rows", 3 + 5 + 20, 7 << 1, 1, image(extreme, false));
+  seed("extreme-counters-scaled", 3 + 10, 7 << 1, 512 * 1024, image(extreme, false));
+}
+
+// BlockCacheReader inputs (layout in tests/fuzz/fuzz_block_cache.cc).
+void BlockCacheSeeds(const fs::path& dir) {
+  struct Span {
+    uint16_t offset, length;
+  };
+  struct Read {
+    bool view;
+    uint16_t offset, length;
+  };
+  auto seed = [&](const std::string& name, uint8_t block_shift, uint8_t arena, bool top,
+                  const std::vector<Span>& ranges, const std::vector<Span>& chunks,
+                  const std::vector<Read>& reads) {
+    Buf b = {block_shift, arena, static_cast<uint8_t>(top ? 1 : 0)};
+    auto spans = [&](const std::vector<Span>& list) {
+      b.push_back(static_cast<uint8_t>(list.size()));
+      for (const Span& s : list) {
+        for (uint16_t v : {s.offset, s.length}) {
+          b.push_back(static_cast<uint8_t>(v));
+          b.push_back(static_cast<uint8_t>(v >> 8));
+        }
+      }
+    };
+    spans(ranges);
+    spans(chunks);
+    for (const Read& r : reads) {
+      b.push_back(r.view ? 1 : 0);
+      for (uint16_t v : {r.offset, r.length}) {
+        b.push_back(static_cast<uint8_t>(v));
+        b.push_back(static_cast<uint8_t>(v >> 8));
+      }
+    }
+    Write(dir, name, b);
+  };
+  // 256-byte blocks clamped to odd mapping ends, carved from 98-byte arenas:
+  // every block fills its arena to the last byte (the rounding bug's case).
+  seed("odd-ends-tiny-arenas", 4, 1, false, {{0, 1001}, {1000, 301}},
+       {{0, 1001}, {2000, 301}},
+       {{false, 0, 600}, {true, 100, 50}, {false, 400, 300}, {false, 990, 40},
+        {true, 1000, 200}, {false, 1010, 300}});
+  // Mappings that claim more than is readable (the target unmapped memory
+  // since /proc/<pid>/maps was read): blocks fail, reads go direct.
+  seed("maps-claim-unreadable", 6, 40, false, {{0, 8000}}, {{0, 3000}, {3000, 1000}, {5000, 100}},
+       {{false, 0, 2900}, {false, 2990, 1500}, {true, 2500, 10}, {false, 2500, 5000}});
+  // The last mapping ends at the top of the address space; a read past it
+  // must fail, not wrap around.
+  seed("top-of-address-space", 12, 255, true, {{0xfff0, 0xffff}, {0xfff8, 0xffff}},
+       {{0xfff0, 0xffff}, {0xfff8, 0xffff}},
+       {{false, 0xfff8, 0xfff0}, {true, 0xfffe, 0x100}, {false, 0xffff, 0xffff}});
 }
 
 }  // namespace
@@ -156,5 +219,6 @@ int main(int argc, char** argv) {
   BuildInfoSeeds(root / "buildinfo");
   ProcfsSeeds(root / "procfs");
   HeapSeeds(root / "heap");
+  BlockCacheSeeds(root / "block_cache");
   return 0;
 }

@@ -316,12 +316,19 @@ TEST(WalkBuckets, MisalignedAndWildPointersAreErrorsNotCrashes) {
 TEST(ScaleHeapSample, HostileCountersDoNotOverflow) {
   // Torn or corrupt counters: huge and negative values must give Go's
   // answer (INT64_MIN for out-of-range conversions), never undefined behaviour.
+  // Expected values printed by runtime/pprof's scaleHeapSample built with Go
+  // 1.26.8 on amd64.
   ScaledPair p = ScaleHeapSample(1, INT64_MAX, 512 * 1024);
   EXPECT_EQ(p.count, 1);
+  EXPECT_EQ(p.bytes, INT64_MIN);  // 2^63 after rounding to float64: out of range
+  // A negative count makes the average size positive and huge: scale 1, and
+  // INT64_MIN bytes convert back exactly.
   ScaledPair q = ScaleHeapSample(-5, INT64_MIN, 512 * 1024);
-  (void)q;
+  EXPECT_EQ(q.count, -5);
+  EXPECT_EQ(q.bytes, INT64_MIN);
   ScaledPair r = ScaleHeapSample(INT64_MIN, 1, 512 * 1024);
   EXPECT_EQ(r.count, INT64_MIN);
+  EXPECT_EQ(r.bytes, INT64_MIN);  // exp(~1e-25) is 1: scale 1/0 = +Inf, out of range
 }
 
 }  // namespace
