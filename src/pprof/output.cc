@@ -1,6 +1,8 @@
 #include "pprof/output.h"
 
 #include <fcntl.h>
+#include <google/protobuf/io/gzip_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,9 +14,6 @@
 #include <functional>
 #include <string>
 #include <utility>
-
-#include <google/protobuf/io/gzip_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl.h>
 
 #include "base/error.h"
 #include "base/unique_fd.h"

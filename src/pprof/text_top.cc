@@ -302,8 +302,8 @@ TopTable ComputeTop(const pb::Profile& profile, const TextTopOptions& options) {
   std::vector<size_t> nodes = g.Build(nullptr);
   int64_t graph_total = 0;
   for (size_t n : nodes) graph_total = SaturatingAdd(graph_total, g.node(n).flat);
-  const int64_t node_cutoff = SaturatingAbs(
-      SaturatingFromDouble(static_cast<double>(graph_total) * options.node_fraction));
+  const int64_t node_cutoff =
+      SaturatingAbs(SaturatingFromDouble(static_cast<double>(graph_total) * options.node_fraction));
   // pprof's default -edgefraction, which decides which edges (and so which
   // inline labels) survive.
   const int64_t edge_cutoff =
@@ -390,12 +390,11 @@ TopTable ComputeTop(const pb::Profile& profile, const TextTopOptions& options) {
                          format(table.total) + " total");
   if (table.total != 0) {
     if (dropped_nodes > 0) {
-      table.labels.push_back(
-          "Dropped " + std::to_string(dropped_nodes) + (dropped_nodes > 1 ? " nodes" : " node") +
-          " (cum <= " +
-          format(SaturatingAbs(SaturatingFromDouble(static_cast<double>(table.total) *
-                                                    options.node_fraction))) +
-          ")");
+      table.labels.push_back("Dropped " + std::to_string(dropped_nodes) +
+                             (dropped_nodes > 1 ? " nodes" : " node") + " (cum <= " +
+                             format(SaturatingAbs(SaturatingFromDouble(
+                                 static_cast<double>(table.total) * options.node_fraction))) +
+                             ")");
     }
     const int node_count = static_cast<int>(table.rows.size());
     if (node_count > 0 && node_count < orig_count) {

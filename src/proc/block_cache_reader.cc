@@ -8,8 +8,7 @@
 namespace goheap2pprof {
 
 BlockCacheReader::BlockCacheReader(MemoryReader& inner, std::vector<AddressRange> ranges,
-                                   uint64_t block_size,
-                                   size_t first_arena_size)
+                                   uint64_t block_size, size_t first_arena_size)
     : inner_(inner),
       ranges_(std::move(ranges)),
       block_size_(block_size),
@@ -63,8 +62,8 @@ uint8_t* BlockCacheReader::Arena::Take(size_t n) {
 std::span<uint8_t> BlockCacheReader::Allocate(size_t n) {
   uint8_t* p = arenas_.empty() ? nullptr : arenas_.back()->Take(n);
   if (p == nullptr) {
-    size_t size = arenas_.empty() ? first_arena_size_
-                                  : std::min(kMaxArenaSize, 2 * arenas_.back()->size());
+    size_t size =
+        arenas_.empty() ? first_arena_size_ : std::min(kMaxArenaSize, 2 * arenas_.back()->size());
     arenas_.push_back(std::make_unique<Arena>(std::max(size, n)));
     p = arenas_.back()->Take(n);
   }

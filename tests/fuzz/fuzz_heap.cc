@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../unit/hand_pclntab.h"
 #include "base/error.h"
 #include "heap/buckets.h"
 #include "heap/snapshot.h"
@@ -20,7 +21,6 @@
 #include "proc/memory_reader.h"
 #include "runtime/runtime_traits.h"
 #include "symbolize/symbolizer.h"
-#include "../unit/hand_pclntab.h"
 
 namespace {
 constexpr uint64_t kBase = 0x100000;
@@ -78,8 +78,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     info.runtime_version = "go1.26.8";
     info.cycle = snap.cycle;
     if (JsonSnapshot(p, info, {.top = rows}).empty()) __builtin_trap();
-    const std::string text = TextTop(p, {.sample_index = kSampleTypes[selector / 5 % 4],
-                                         .node_count = static_cast<int>(rows)});
+    const std::string text = TextTop(
+        p, {.sample_index = kSampleTypes[selector / 5 % 4], .node_count = static_cast<int>(rows)});
     if (text.find("flat%") == std::string::npos) __builtin_trap();
   } catch (const Error&) {
   }

@@ -204,10 +204,13 @@ void BlockCacheSeeds(const fs::path& dir) {
   };
   // 256-byte blocks clamped to odd mapping ends, carved from 98-byte arenas:
   // every block fills its arena to the last byte (the rounding bug's case).
-  seed("odd-ends-tiny-arenas", 4, 1, false, {{0, 1001}, {1000, 301}},
-       {{0, 1001}, {2000, 301}},
-       {{false, 0, 600}, {true, 100, 50}, {false, 400, 300}, {false, 990, 40},
-        {true, 1000, 200}, {false, 1010, 300}});
+  seed("odd-ends-tiny-arenas", 4, 1, false, {{0, 1001}, {1000, 301}}, {{0, 1001}, {2000, 301}},
+       {{false, 0, 600},
+        {true, 100, 50},
+        {false, 400, 300},
+        {false, 990, 40},
+        {true, 1000, 200},
+        {false, 1010, 300}});
   // Mappings that claim more than is readable (the target unmapped memory
   // since /proc/<pid>/maps was read): blocks fail, reads go direct.
   seed("maps-claim-unreadable", 6, 40, false, {{0, 8000}}, {{0, 3000}, {3000, 1000}, {5000, 100}},
@@ -221,11 +224,18 @@ void BlockCacheSeeds(const fs::path& dir) {
 
 // Functions whose code the Go layer reads (runtime-variable scan, moduledata).
 bool CodeIsRead(std::string_view name) {
-  static const char* const kNames[] = {
-      "runtime.schedinit",     "runtime.mProf_FlushLocked", "runtime.stkbucket",
-      "runtime.MemProfile",    "runtime.memProfileInternal", "runtime.mProf_Free",
-      "runtime.mProf_Flush",   "runtime.mProf_Malloc",      "runtime.profilealloc",
-      "runtime.allocmcache",   "runtime.init",              "main.main"};
+  static const char* const kNames[] = {"runtime.schedinit",
+                                       "runtime.mProf_FlushLocked",
+                                       "runtime.stkbucket",
+                                       "runtime.MemProfile",
+                                       "runtime.memProfileInternal",
+                                       "runtime.mProf_Free",
+                                       "runtime.mProf_Flush",
+                                       "runtime.mProf_Malloc",
+                                       "runtime.profilealloc",
+                                       "runtime.allocmcache",
+                                       "runtime.init",
+                                       "main.main"};
   return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
 }
 
@@ -350,7 +360,8 @@ void GoElfSeed(const fs::path& dir, const std::string& binary, const std::string
     vars = std::string("runtime variables: ") + e.what();
   }
   std::printf("%s: %zu bytes (from %zu), %s, %llu functions, %s\n", name.c_str(), out.size(),
-              in.size(), bin.version() ? goheap2pprof::FormatGoVersion(*bin.version()).c_str() : "no version",
+              in.size(),
+              bin.version() ? goheap2pprof::FormatGoVersion(*bin.version()).c_str() : "no version",
               static_cast<unsigned long long>(tab.nfunc()), vars.c_str());
 }
 

@@ -2,12 +2,9 @@
 // headers, and on the running test binary itself.
 #include "elf/elf_file.h"
 
-#include "base/error.h"
-#include "base/unique_fd.h"
-
 #include <elf.h>
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +17,9 @@
 #include <future>
 #include <string>
 #include <vector>
+
+#include "base/error.h"
+#include "base/unique_fd.h"
 
 // Called through its address below; C linkage keeps the symbol name plain.
 extern "C" __attribute__((noinline)) int goheap2pprof_elf_test_marker(int x) { return x * 3 + 1; }

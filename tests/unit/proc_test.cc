@@ -93,7 +93,8 @@ TEST(ProcessMemoryReader, ReadsOwnMemoryAndBatches) {
   // a reader issuing one call per range would count 300.
   std::vector<std::vector<uint8_t>> bufs(300, std::vector<uint8_t>(8));
   std::vector<ReadRequest> reqs;
-  for (size_t i = 0; i < 300; ++i) reqs.push_back({reinterpret_cast<uint64_t>(&values[i]), bufs[i]});
+  for (size_t i = 0; i < 300; ++i)
+    reqs.push_back({reinterpret_cast<uint64_t>(&values[i]), bufs[i]});
   mem.ReadMany(reqs);
   EXPECT_EQ(mem.stats().syscalls, 2u);
   for (size_t i = 0; i < 300; ++i) {
