@@ -102,7 +102,11 @@ ElfFile::~ElfFile() {
 ElfFile ElfFile::Open(const std::string& path, std::string display_name) {
   ElfFile file;
   file.name_ = display_name.empty() ? path : std::move(display_name);
-  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // Files under /proc/<pid>/root and map_files are the target's to choose: a
+  // FIFO there would block a plain open until someone writes to it, and a
+  // terminal would become ours. O_NONBLOCK makes the open return at once;
+  // the type is checked before anything is read.
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
   if (fd.get() < 0) {
     int err = errno;
     ErrorKind kind = (err == EACCES || err == EPERM) ? ErrorKind::kPermission : ErrorKind::kIo;

@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "base/saturating.h"
 #include "pprof/profile_view.h"
 
 namespace goheap2pprof {
@@ -81,8 +82,8 @@ std::vector<SnapshotEntry> InUseByStack(const pb::Profile& profile) {
         e.name = frames.front().function.empty() ? frames.front().Text() : frames.front().function;
       }
     }
-    e.bytes += bytes;
-    e.objects += objects;
+    e.bytes = SaturatingAdd(e.bytes, bytes);
+    e.objects = SaturatingAdd(e.objects, objects);
   }
   std::vector<SnapshotEntry> entries;
   entries.reserve(by_stack.size());
@@ -102,8 +103,8 @@ std::string JsonSnapshot(const pb::Profile& profile, const SnapshotInfo& info,
   std::vector<SnapshotEntry> entries = InUseByStack(profile);
   int64_t total_bytes = 0, total_objects = 0;
   for (const SnapshotEntry& e : entries) {
-    total_bytes += e.bytes;
-    total_objects += e.objects;
+    total_bytes = SaturatingAdd(total_bytes, e.bytes);
+    total_objects = SaturatingAdd(total_objects, e.objects);
   }
   const size_t entries_total = entries.size();
   const bool truncated = options.top != 0 && entries.size() > options.top;

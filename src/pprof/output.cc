@@ -1,17 +1,19 @@
 #include "pprof/output.h"
 
 #include <fcntl.h>
+#include <google/protobuf/io/gzip_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
-
-#include <google/protobuf/io/gzip_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <utility>
 
 #include "base/error.h"
 #include "base/unique_fd.h"
@@ -134,6 +136,29 @@ void CheckOutputWritable(const std::string& path) {
 
 namespace {
 
+// A new file next to path, created the way os.Create (and so go tool pprof)
+// creates its output: mode 0666, which the kernel reduces by the umask (or
+// the directory's default ACL). mkstemp would give 0600, and a fixed fchmod
+// would ignore the user's umask.
+std::pair<UniqueFd, std::string> CreateTemporaryNextTo(const std::string& path) {
+  const std::string prefix = DirName(path) + "/.goheap2pprof.tmp.";
+  int err = EEXIST;
+  for (int attempt = 0; attempt < 100 && err == EEXIST; ++attempt) {
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof(r), 0) != static_cast<ssize_t>(sizeof(r))) {
+      r ^= static_cast<uint64_t>(getpid()) << 32 ^ static_cast<uint64_t>(attempt);
+    }
+    char suffix[17];
+    std::snprintf(suffix, sizeof(suffix), "%016llx", static_cast<unsigned long long>(r));
+    std::string tmp = prefix + suffix;
+    UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOCTTY | O_CLOEXEC, 0666));
+    if (fd.valid()) return {std::move(fd), std::move(tmp)};
+    err = errno;
+  }
+  throw Error(ErrorKind::kIo, "cannot create a temporary file next to ", path, ": ",
+              std::strerror(err));
+}
+
 // Runs write(fd, what) against the destination so that a failure leaves it
 // untouched: a regular file (or a new one) is written to a temporary file in
 // the same directory, flushed and renamed over it; "-" is standard output; a
@@ -152,15 +177,10 @@ void WriteAtomically(const std::string& path,
     write(fd.get(), path);
     return;
   }
-  std::string tmp = DirName(path) + "/.goheap2pprof.tmp.XXXXXX";
-  UniqueFd fd(mkostemp(tmp.data(), O_CLOEXEC));
-  if (!fd.valid()) {
-    throw Error(ErrorKind::kIo, "cannot create a temporary file next to ", path, ": ",
-                std::strerror(errno));
-  }
+  auto [fd, tmp] = CreateTemporaryNextTo(path);
   try {
     write(fd.get(), tmp);
-    if (fchmod(fd.get(), 0644) != 0 || fsync(fd.get()) != 0) {
+    if (fsync(fd.get()) != 0) {
       throw Error(ErrorKind::kIo, "flushing ", tmp, ": ", std::strerror(errno));
     }
     int rc = close(fd.Release());

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "base/saturating.h"
 #include "pprof/profile_view.h"
 
 namespace goheap2pprof {
@@ -51,7 +52,9 @@ const ByteUnit* SniffByteUnit(std::string unit) {
 // ("minimum"/"auto": the largest unit in which it is still >= 1).
 std::pair<double, std::string> Scale(int64_t value, const std::string& from_unit,
                                      const std::string& to_unit) {
-  if (value < 0 && -value > 0) {
+  // Go's check: -value > 0 fails only for INT64_MIN, which pprof then
+  // scales as the negative number it is (and so do we, without negating it).
+  if (value < 0 && value != kInt64Min) {
     auto [v, u] = Scale(-value, from_unit, to_unit);
     return {-v, u};
   }
@@ -159,11 +162,11 @@ class Graph {
           }
           if (!seen_node[n]) {
             seen_node[n] = true;
-            nodes_[n].cum += w;
+            nodes_[n].cum = SaturatingAdd(nodes_[n].cum, w);
           }
           if (parent && n != *parent && seen_edge.insert({n, *parent}).second) {
             auto [e, inserted] = nodes_[n].in.try_emplace(*parent);
-            e->second.weight += w;
+            e->second.weight = SaturatingAdd(e->second.weight, w);
             // The caller-to-callee edge is an inline call when the callee is
             // not the location's outermost frame.
             if (ni + 1 == loc_nodes.size()) e->second.inline_call = false;
@@ -172,7 +175,7 @@ class Graph {
           residual = false;
         }
       }
-      if (parent && !residual) nodes_[*parent].flat += w;
+      if (parent && !residual) nodes_[*parent].flat = SaturatingAdd(nodes_[*parent].flat, w);
     }
     std::vector<size_t> present;
     for (size_t n = 0; n < nodes_.size(); ++n) {
@@ -188,10 +191,12 @@ class Graph {
     std::sort(ns.begin(), ns.end(), [this](size_t l, size_t r) {
       const Node& a = nodes_[l];
       const Node& b = nodes_[r];
-      if (std::abs(a.flat) != std::abs(b.flat)) return std::abs(a.flat) > std::abs(b.flat);
+      const int64_t flat_a = SaturatingAbs(a.flat), flat_b = SaturatingAbs(b.flat);
+      if (flat_a != flat_b) return flat_a > flat_b;
       const std::string pa = keys_[l].Printable(), pb = keys_[r].Printable();
       if (pa != pb) return pa < pb;
-      if (std::abs(a.cum) != std::abs(b.cum)) return std::abs(a.cum) > std::abs(b.cum);
+      const int64_t cum_a = SaturatingAbs(a.cum), cum_b = SaturatingAbs(b.cum);
+      if (cum_a != cum_b) return cum_a > cum_b;
       return keys_[l] < keys_[r];
     });
   }
@@ -199,7 +204,7 @@ class Graph {
   void TrimEdges(const std::vector<size_t>& ns, int64_t cutoff) {
     for (size_t n : ns) {
       std::erase_if(nodes_[n].in,
-                    [cutoff](const auto& e) { return std::abs(e.second.weight) < cutoff; });
+                    [cutoff](const auto& e) { return SaturatingAbs(e.second.weight) < cutoff; });
     }
   }
 
@@ -287,25 +292,27 @@ TopTable ComputeTop(const pb::Profile& profile, const TextTopOptions& options) {
   TopTable table;
   table.sample_unit = view.Str(profile.sample_type(index).unit());
   for (const pb::Sample& s : profile.sample()) {
-    if (s.value_size() > index) table.total += std::abs(s.value(index));
+    if (s.value_size() > index) {
+      table.total = SaturatingAdd(table.total, SaturatingAbs(s.value(index)));
+    }
   }
 
   // newTrimmedGraph: drop nodes below the cum cutoff, sort, keep the top.
   Graph g(view, index);
   std::vector<size_t> nodes = g.Build(nullptr);
   int64_t graph_total = 0;
-  for (size_t n : nodes) graph_total += g.node(n).flat;
+  for (size_t n : nodes) graph_total = SaturatingAdd(graph_total, g.node(n).flat);
   const int64_t node_cutoff =
-      std::abs(static_cast<int64_t>(static_cast<double>(graph_total) * options.node_fraction));
+      SaturatingAbs(SaturatingFromDouble(static_cast<double>(graph_total) * options.node_fraction));
   // pprof's default -edgefraction, which decides which edges (and so which
   // inline labels) survive.
   const int64_t edge_cutoff =
-      std::abs(static_cast<int64_t>(static_cast<double>(graph_total) * 0.001));
+      SaturatingAbs(SaturatingFromDouble(static_cast<double>(graph_total) * 0.001));
   int dropped_nodes = 0;
   if (node_cutoff > 0) {
     std::set<size_t> kept;
     for (size_t n : nodes) {
-      if (std::abs(g.node(n).cum) >= node_cutoff) kept.insert(n);
+      if (SaturatingAbs(g.node(n).cum) >= node_cutoff) kept.insert(n);
     }
     if (kept.size() != nodes.size()) {
       dropped_nodes = static_cast<int>(nodes.size() - kept.size());
@@ -341,8 +348,8 @@ TopTable ComputeTop(const pb::Profile& profile, const TextTopOptions& options) {
   if (!table.rows.empty()) {
     int64_t min_value = 0;
     for (const TopRow& r : table.rows) {
-      int64_t v = std::abs(r.flat);
-      if (v == 0) v = std::abs(r.cum);
+      int64_t v = SaturatingAbs(r.flat);
+      if (v == 0) v = SaturatingAbs(r.cum);
       if (v > 0 && (min_value == 0 || v < min_value)) min_value = v;
     }
     const int64_t max_value = table.total;
@@ -350,8 +357,8 @@ TopTable ComputeTop(const pb::Profile& profile, const TextTopOptions& options) {
     const std::string min_unit = Scale(min_value, table.sample_unit, "minimum").second;
     const std::string max_unit = Scale(max_value, table.sample_unit, "minimum").second;
     std::string unit = min_unit;
-    if (min_unit != max_unit && min_value * 100 < max_value) {
-      unit = Scale(100 * min_value, table.sample_unit, "minimum").second;
+    if (min_unit != max_unit && SaturatingMul(min_value, 100) < max_value) {
+      unit = Scale(SaturatingMul(min_value, 100), table.sample_unit, "minimum").second;
     }
     table.output_unit = unit.empty() ? table.sample_unit : unit;
   }
@@ -376,19 +383,18 @@ TopTable ComputeTop(const pb::Profile& profile, const TextTopOptions& options) {
     table.labels.push_back("Time: " + FormatTime(profile.time_nanos()));
   }
   int64_t shown = 0;
-  for (const TopRow& r : table.rows) shown += r.flat;
+  for (const TopRow& r : table.rows) shown = SaturatingAdd(shown, r.flat);
   std::string percent = FormatPprofPercentage(shown, table.total);
   percent.erase(0, percent.find_first_not_of(' '));
   table.labels.push_back("Showing nodes accounting for " + format(shown) + ", " + percent + " of " +
                          format(table.total) + " total");
   if (table.total != 0) {
     if (dropped_nodes > 0) {
-      table.labels.push_back(
-          "Dropped " + std::to_string(dropped_nodes) + (dropped_nodes > 1 ? " nodes" : " node") +
-          " (cum <= " +
-          format(std::abs(static_cast<int64_t>(static_cast<double>(table.total) *
-                                                options.node_fraction))) +
-          ")");
+      table.labels.push_back("Dropped " + std::to_string(dropped_nodes) +
+                             (dropped_nodes > 1 ? " nodes" : " node") + " (cum <= " +
+                             format(SaturatingAbs(SaturatingFromDouble(
+                                 static_cast<double>(table.total) * options.node_fraction))) +
+                             ")");
     }
     const int node_count = static_cast<int>(table.rows.size());
     if (node_count > 0 && node_count < orig_count) {
@@ -412,7 +418,7 @@ std::string TextTop(const pb::Profile& profile, const TextTopOptions& options) {
   out += line;
   int64_t flat_sum = 0;
   for (const TopRow& r : table.rows) {
-    flat_sum += r.flat;
+    flat_sum = SaturatingAdd(flat_sum, r.flat);
     std::snprintf(line, sizeof(line), "%10s %s %s %10s %s  ", format(r.flat).c_str(),
                   FormatPprofPercentage(r.flat, table.total).c_str(),
                   FormatPprofPercentage(flat_sum, table.total).c_str(), format(r.cum).c_str(),

@@ -11,6 +11,8 @@
 //    node count (-nodecount);
 //  - values are printed in the unit pprof chooses ("minimum": the unit of
 //    the smallest value shown, unless that is 100x below the total).
+// Sums saturate at the ends of the int64 range (pprof's Go code wraps), so
+// corrupt sample values give a defined, visibly extreme table.
 //
 //   std::string text = TextTop(profile, {.sample_index = "inuse_space", .node_count = 10});
 #pragma once

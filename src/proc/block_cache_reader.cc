@@ -8,8 +8,11 @@
 namespace goheap2pprof {
 
 BlockCacheReader::BlockCacheReader(MemoryReader& inner, std::vector<AddressRange> ranges,
-                                   uint64_t block_size)
-    : inner_(inner), ranges_(std::move(ranges)), block_size_(block_size) {
+                                   uint64_t block_size, size_t first_arena_size)
+    : inner_(inner),
+      ranges_(std::move(ranges)),
+      block_size_(block_size),
+      first_arena_size_(first_arena_size) {
   std::sort(ranges_.begin(), ranges_.end(),
             [](const AddressRange& a, const AddressRange& b) { return a.start < b.start; });
 }
@@ -25,7 +28,6 @@ const AddressRange* BlockCacheReader::RangeFor(uint64_t addr) const {
 namespace {
 // Arenas grow geometrically, so a small target maps little and a large one
 // needs few mappings.
-constexpr size_t kFirstArenaSize = 4 << 20;
 constexpr size_t kMaxArenaSize = 64 << 20;
 }  // namespace
 
@@ -47,17 +49,21 @@ BlockCacheReader::Arena::~Arena() {
 }
 
 uint8_t* BlockCacheReader::Arena::Take(size_t n) {
-  if (base_ == nullptr || n > size_ - used_) return nullptr;
+  const size_t room = size_ - used_;
+  if (base_ == nullptr || n > room) return nullptr;
   uint8_t* p = base_ + used_;
-  used_ += (n + 63) & ~size_t{63};
+  // Blocks start 64-byte aligned; the padding after the last one may not fit,
+  // and used_ must never pass size_ (room would wrap and hand out memory
+  // beyond the arena).
+  used_ += std::min(room, (n + 63) & ~size_t{63});
   return p;
 }
 
 std::span<uint8_t> BlockCacheReader::Allocate(size_t n) {
   uint8_t* p = arenas_.empty() ? nullptr : arenas_.back()->Take(n);
   if (p == nullptr) {
-    size_t size = arenas_.empty() ? kFirstArenaSize
-                                  : std::min(kMaxArenaSize, 2 * arenas_.back()->size());
+    size_t size =
+        arenas_.empty() ? first_arena_size_ : std::min(kMaxArenaSize, 2 * arenas_.back()->size());
     arenas_.push_back(std::make_unique<Arena>(std::max(size, n)));
     p = arenas_.back()->Take(n);
   }
@@ -72,7 +78,9 @@ const BlockCacheReader::Block* BlockCacheReader::BlockFor(uint64_t addr) {
   if (const AddressRange* r = RangeFor(addr)) {
     // Clamp to the mapping so the read cannot fault on a neighbour.
     block.start = std::max(aligned, r->start);
-    uint64_t end = std::min(aligned + block_size_, r->end);
+    // The last block of the address space ends at 2^64, which wraps to 0.
+    const uint64_t block_end = aligned + block_size_ == 0 ? UINT64_MAX : aligned + block_size_;
+    const uint64_t end = std::min(block_end, r->end);
     block.bytes = Allocate(end - block.start);
     if (block.bytes.empty() || !inner_.TryRead(block.start, block.bytes)) {
       block.bytes = {};  // the mapping changed (or no memory): read directly

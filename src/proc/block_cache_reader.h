@@ -28,29 +28,26 @@ class BlockCacheReader : public MemoryReader {
  public:
   // ranges: readable mappings of the target, sorted by start (others are
   // read through `inner` uncached). block_size must be a power of two.
+  // first_arena_size: the first arena's bytes (tests make it small to
+  // exercise full arenas); later arenas double up to 64 MiB.
   BlockCacheReader(MemoryReader& inner, std::vector<AddressRange> ranges,
-                   uint64_t block_size = 256 * 1024);
+                   uint64_t block_size = 256 * 1024, size_t first_arena_size = 4 << 20);
 
   bool TryRead(uint64_t addr, std::span<uint8_t> dst) override;
   // The bytes when [addr, addr+len) lies within one cached block.
   const uint8_t* View(uint64_t addr, uint64_t len) override;
   ReadStats stats() const override { return inner_.stats(); }
 
-
- private:
-  struct Block {
-    uint64_t start = 0;
-    std::span<uint8_t> bytes;  // in an arena; empty if the block could not be read
-  };
   // Large anonymous mappings that blocks are carved from, populated up front
-  // instead of page by page.
+  // instead of page by page. Public for its unit test.
   class Arena {
    public:
     explicit Arena(size_t size);
     ~Arena();
     Arena(const Arena&) = delete;
     Arena& operator=(const Arena&) = delete;
-    // nullptr when full.
+    // n bytes at a 64-byte aligned offset; nullptr when they do not fit (or
+    // the mapping failed).
     uint8_t* Take(size_t n);
     size_t size() const { return size_; }
 
@@ -58,6 +55,12 @@ class BlockCacheReader : public MemoryReader {
     uint8_t* base_ = nullptr;
     size_t size_ = 0;
     size_t used_ = 0;
+  };
+
+ private:
+  struct Block {
+    uint64_t start = 0;
+    std::span<uint8_t> bytes;  // in an arena; empty if the block could not be read
   };
   std::span<uint8_t> Allocate(size_t n);
   // The block holding addr, reading it on first use; nullptr if addr is in no
@@ -68,6 +71,7 @@ class BlockCacheReader : public MemoryReader {
   MemoryReader& inner_;
   std::vector<AddressRange> ranges_;
   uint64_t block_size_;
+  size_t first_arena_size_;
   std::unordered_map<uint64_t, Block> blocks_;  // by aligned block address
   std::vector<std::unique_ptr<Arena>> arenas_;
 };

@@ -203,7 +203,7 @@ void TestMemory::PutU64(uint64_t addr, uint64_t value) {
 }
 
 bool TestMemory::TryRead(uint64_t addr, std::span<uint8_t> dst) {
-  if (hook_) hook_(stats_.syscalls);
+  if (hook_) hook_(addr, dst.size());
   ++stats_.syscalls;
   auto it = ranges_.upper_bound(addr);
   if (it == ranges_.begin()) return false;

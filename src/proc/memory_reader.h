@@ -90,14 +90,17 @@ class TestMemory : public MemoryReader {
   void PutU64(uint64_t addr, uint64_t value);  // into an existing mapping
   bool TryRead(uint64_t addr, std::span<uint8_t> dst) override;
   ReadStats stats() const override { return stats_; }
-  // Called before every read with the number of reads so far; lets a test
-  // change memory mid-walk (the process "moves on" under the reader).
-  void SetReadHook(std::function<void(uint64_t read_index)> hook) { hook_ = std::move(hook); }
+  // Called before every read with the range about to be read; lets a test
+  // change memory mid-walk (the process "moves on" under the reader) when
+  // the reader reaches a given object, whatever the reads before it were.
+  void SetReadHook(std::function<void(uint64_t addr, uint64_t len)> hook) {
+    hook_ = std::move(hook);
+  }
 
  private:
   std::map<uint64_t, std::vector<uint8_t>> ranges_;  // start -> bytes
   ReadStats stats_;
-  std::function<void(uint64_t)> hook_;
+  std::function<void(uint64_t, uint64_t)> hook_;
 };
 
 }  // namespace goheap2pprof

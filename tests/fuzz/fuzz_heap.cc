@@ -1,20 +1,26 @@
-// Fuzz target: the bucket walk, the MemProfile emulation, scaling and the
-// profile builder over fuzzed target memory.
-// Input: u64 head (0: empty list, n: bucket list head at offset n-1), u32 cycle word, u8 Go version selector, u64 rate,
-// then the memory image mapped at kBase. Stacks are symbolized against a
-// fixed hand-built pclntab (text at 0x1000).
+// Fuzz target: the bucket walk, the MemProfile emulation, scaling, the
+// profile builder and the three output formats (gzipped pprof, JSON
+// snapshot, text top) over fuzzed target memory.
+// Input: u64 head (0: empty list, n: bucket list head at offset n-1), u32
+// cycle word, u8 selector (Go version: selector % 5; text sample type:
+// selector / 5 % 4; rows and JSON entries: selector / 20 % 3 picks 10, all
+// or 1), u64 rate, then the memory image mapped at kBase. Stacks are
+// symbolized against a fixed hand-built pclntab (text at 0x1000).
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
+#include "../unit/hand_pclntab.h"
 #include "base/error.h"
 #include "heap/buckets.h"
 #include "heap/snapshot.h"
 #include "pprof/heap_profile_builder.h"
+#include "pprof/json_snapshot.h"
+#include "pprof/output.h"
+#include "pprof/text_top.h"
 #include "proc/memory_reader.h"
 #include "runtime/runtime_traits.h"
 #include "symbolize/symbolizer.h"
-#include "../unit/hand_pclntab.h"
 
 namespace {
 constexpr uint64_t kBase = 0x100000;
@@ -61,6 +67,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     const pb::Profile& p = builder.Finish();
     if (p.sample_size() != static_cast<int>(snap.buckets.size())) __builtin_trap();
+
+    // Every view of the profile must render whatever the counters hold.
+    static const char* const kSampleTypes[] = {"inuse_space", "inuse_objects", "alloc_space",
+                                               "alloc_objects"};
+    static const size_t kRows[] = {10, 0, 1};
+    const size_t rows = kRows[selector / 20 % 3];
+    if (EncodeProfile(p).empty()) __builtin_trap();
+    SnapshotInfo info;
+    info.runtime_version = "go1.26.8";
+    info.cycle = snap.cycle;
+    if (JsonSnapshot(p, info, {.top = rows}).empty()) __builtin_trap();
+    const std::string text = TextTop(
+        p, {.sample_index = kSampleTypes[selector / 5 % 4], .node_count = static_cast<int>(rows)});
+    if (text.find("flat%") == std::string::npos) __builtin_trap();
   } catch (const Error&) {
   }
   return 0;

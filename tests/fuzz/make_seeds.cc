@@ -1,7 +1,13 @@
 // Writes the seed corpora of the fuzz targets into <dir>/<target>/:
-//   fuzz_make_seeds testdata/fuzz
+//   fuzz_make_seeds testdata/fuzz [go-binary seed-name]
 // (scripts/make-fuzz-seeds.sh runs it and adds ELF seeds built with gcc).
-// Seeds are small, valid inputs that reach deep into each parser.
+// Seeds are small, valid inputs that reach deep into each parser. A Go
+// binary given on the command line is compacted into an ELF seed: its
+// segments are kept except the code, of which only the runtime functions
+// the Go layer reads remain.
+#include <elf.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +17,12 @@
 #include <vector>
 
 #include "../unit/hand_pclntab.h"
+#include "base/error.h"
+#include "elf/elf_file.h"
+#include "gobin/buildinfo.h"
+#include "gobin/go_binary.h"
+#include "gobin/pclntab.h"
+#include "gobin/runtime_variables.h"
 
 namespace {
 
@@ -142,13 +154,222 @@ void HeapSeeds(const fs::path& dir) {
   seed("go127-counts-only", 4, 3 << 1, 1,
        image({{48, {0x1027, 0x1100}, {5, 2, 1, 0, 0, 0, 0, 0}}, {24, {0x1010}, {1, 0, 0, 0, 0, 0, 0, 0}}}, true));
   seed("empty", 2, 0, 512 * 1024, {});
+  // Corrupt counters at the ends of the int64 range: a sample of INT64_MIN
+  // objects and byte sums that overflow when the views add them up (two
+  // buckets with the same stack merge in the JSON view).
+  constexpr uint64_t kMin = 0x8000000000000000ull, kMax = 0x7fffffffffffffffull;
+  std::vector<B> extreme = {
+      {16, {0x1025, 0x1105}, {kMin, 0, kMax, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+      {16, {0x1025, 0x1105}, {1, 0, kMax, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+      {8, {0x10ff}, {kMax, 0, kMin, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+  };
+  // Selector 3: Go 1.26, inuse_space; 3 + 5: inuse_objects; 3 + 20: every row.
+  seed("extreme-counters-rate1", 3, 7 << 1, 1, image(extreme, false));
+  seed("extreme-counters-objects-all-rows", 3 + 5 + 20, 7 << 1, 1, image(extreme, false));
+  seed("extreme-counters-scaled", 3 + 10, 7 << 1, 512 * 1024, image(extreme, false));
+}
+
+// BlockCacheReader inputs (layout in tests/fuzz/fuzz_block_cache.cc).
+void BlockCacheSeeds(const fs::path& dir) {
+  struct Span {
+    uint16_t offset, length;
+  };
+  struct Read {
+    bool view;
+    uint16_t offset, length;
+  };
+  auto seed = [&](const std::string& name, uint8_t block_shift, uint8_t arena, bool top,
+                  const std::vector<Span>& ranges, const std::vector<Span>& chunks,
+                  const std::vector<Read>& reads) {
+    Buf b = {block_shift, arena, static_cast<uint8_t>(top ? 1 : 0)};
+    auto spans = [&](const std::vector<Span>& list) {
+      b.push_back(static_cast<uint8_t>(list.size()));
+      for (const Span& s : list) {
+        for (uint16_t v : {s.offset, s.length}) {
+          b.push_back(static_cast<uint8_t>(v));
+          b.push_back(static_cast<uint8_t>(v >> 8));
+        }
+      }
+    };
+    spans(ranges);
+    spans(chunks);
+    for (const Read& r : reads) {
+      b.push_back(r.view ? 1 : 0);
+      for (uint16_t v : {r.offset, r.length}) {
+        b.push_back(static_cast<uint8_t>(v));
+        b.push_back(static_cast<uint8_t>(v >> 8));
+      }
+    }
+    Write(dir, name, b);
+  };
+  // 256-byte blocks clamped to odd mapping ends, carved from 98-byte arenas:
+  // every block fills its arena to the last byte (the rounding bug's case).
+  seed("odd-ends-tiny-arenas", 4, 1, false, {{0, 1001}, {1000, 301}}, {{0, 1001}, {2000, 301}},
+       {{false, 0, 600},
+        {true, 100, 50},
+        {false, 400, 300},
+        {false, 990, 40},
+        {true, 1000, 200},
+        {false, 1010, 300}});
+  // Mappings that claim more than is readable (the target unmapped memory
+  // since /proc/<pid>/maps was read): blocks fail, reads go direct.
+  seed("maps-claim-unreadable", 6, 40, false, {{0, 8000}}, {{0, 3000}, {3000, 1000}, {5000, 100}},
+       {{false, 0, 2900}, {false, 2990, 1500}, {true, 2500, 10}, {false, 2500, 5000}});
+  // The last mapping ends at the top of the address space; a read past it
+  // must fail, not wrap around.
+  seed("top-of-address-space", 12, 255, true, {{0xfff0, 0xffff}, {0xfff8, 0xffff}},
+       {{0xfff0, 0xffff}, {0xfff8, 0xffff}},
+       {{false, 0xfff8, 0xfff0}, {true, 0xfffe, 0x100}, {false, 0xffff, 0xffff}});
+}
+
+// Functions whose code the Go layer reads (runtime-variable scan, moduledata).
+bool CodeIsRead(std::string_view name) {
+  static const char* const kNames[] = {"runtime.schedinit",
+                                       "runtime.mProf_FlushLocked",
+                                       "runtime.stkbucket",
+                                       "runtime.MemProfile",
+                                       "runtime.memProfileInternal",
+                                       "runtime.mProf_Free",
+                                       "runtime.mProf_Flush",
+                                       "runtime.mProf_Malloc",
+                                       "runtime.profilealloc",
+                                       "runtime.allocmcache",
+                                       "runtime.init",
+                                       "main.main"};
+  return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
+}
+
+// A 64-bit little-endian Go executable with its executable PT_LOAD replaced
+// by one PT_LOAD per function in CodeIsRead and for the first function (the .text section becomes
+// NOBITS), every other segment, the notes and the section headers kept.
+Buf CompactGoElf(const Buf& in) {
+  using goheap2pprof::ElfFile;
+  using goheap2pprof::GoBinary;
+  using goheap2pprof::Pclntab;
+  const ElfFile elf = ElfFile::FromBytes(in, "go binary");
+  const GoBinary bin(elf);
+  const Pclntab tab = bin.OpenPclntab(0);
+  struct Range {
+    uint64_t start, end;
+  };
+  std::vector<Range> code;
+  for (uint32_t i = 0; i < tab.nfunc(); ++i) {
+    const goheap2pprof::FuncRef f = tab.FuncAt(i);
+    // The first function too: the moduledata's text start must be code.
+    if (i != 0 && !CodeIsRead(tab.FuncName(f))) continue;
+    const uint64_t end = i + 1 < tab.nfunc() ? tab.FuncAt(i + 1).entry : tab.text_end();
+    code.push_back({f.entry, end});
+  }
+
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, in.data(), sizeof(eh));
+  std::vector<Elf64_Phdr> ph(eh.e_phnum);
+  std::memcpy(ph.data(), in.data() + eh.e_phoff, ph.size() * sizeof(Elf64_Phdr));
+  std::vector<Elf64_Shdr> sh(eh.e_shnum);
+  std::memcpy(sh.data(), in.data() + eh.e_shoff, sh.size() * sizeof(Elf64_Shdr));
+
+  // New program headers: code chunks instead of the executable segment.
+  std::vector<Elf64_Phdr> out_ph;
+  std::vector<std::pair<Elf64_Phdr*, uint64_t>> copies;  // phdr, old offset
+  const Elf64_Phdr* text_seg = nullptr;
+  for (const Elf64_Phdr& p : ph) {
+    if (p.p_type == PT_LOAD && (p.p_flags & PF_X)) {
+      text_seg = &p;
+      for (const Range& r : code) {
+        Elf64_Phdr c = p;
+        c.p_vaddr = c.p_paddr = r.start;
+        c.p_filesz = c.p_memsz = r.end - r.start;
+        c.p_offset = p.p_offset + (r.start - p.p_vaddr);
+        out_ph.push_back(c);
+      }
+    } else if (p.p_type != PT_PHDR) {
+      out_ph.push_back(p);
+    }
+  }
+  Buf out(sizeof(Elf64_Ehdr) + out_ph.size() * sizeof(Elf64_Phdr), 0);
+  auto append = [&](uint64_t old_offset, uint64_t size) {
+    out.resize((out.size() + 15) / 16 * 16, 0);
+    const uint64_t at = out.size();
+    out.insert(out.end(), in.begin() + old_offset, in.begin() + old_offset + size);
+    return at;
+  };
+  // Segment contents, remembering where each old file range went.
+  struct Moved {
+    uint64_t old_offset, size, new_offset;
+  };
+  std::vector<Moved> moved;
+  for (Elf64_Phdr& p : out_ph) {
+    if (p.p_filesz == 0) continue;
+    const uint64_t old = p.p_offset;
+    p.p_offset = append(old, p.p_filesz);
+    moved.push_back({old, p.p_filesz, p.p_offset});
+  }
+  auto relocate = [&](uint64_t old_offset, uint64_t size) -> std::optional<uint64_t> {
+    for (const Moved& m : moved) {
+      if (old_offset >= m.old_offset && old_offset + size <= m.old_offset + m.size) {
+        return m.new_offset + (old_offset - m.old_offset);
+      }
+    }
+    return std::nullopt;
+  };
+  for (Elf64_Shdr& s : sh) {
+    if (s.sh_type == SHT_NULL || s.sh_type == SHT_NOBITS) continue;
+    const bool in_text = text_seg != nullptr && s.sh_offset >= text_seg->p_offset &&
+                         s.sh_offset < text_seg->p_offset + text_seg->p_filesz;
+    if (std::optional<uint64_t> at = relocate(s.sh_offset, s.sh_size)) {
+      s.sh_offset = *at;
+    } else if (in_text && (s.sh_flags & SHF_EXECINSTR)) {
+      s.sh_type = SHT_NOBITS;  // the code is only in the chunks
+    } else {
+      s.sh_offset = append(s.sh_offset, s.sh_size);  // notes, .shstrtab
+    }
+  }
+  // Notes live in the executable segment: point PT_NOTE at their new place.
+  for (Elf64_Phdr& p : out_ph) {
+    if (p.p_type != PT_NOTE) continue;
+    for (const Elf64_Shdr& s : sh) {
+      if (s.sh_type == SHT_NOTE && s.sh_addr == p.p_vaddr) p.p_offset = s.sh_offset;
+    }
+  }
+  out.resize((out.size() + 15) / 16 * 16, 0);
+  eh.e_phoff = sizeof(Elf64_Ehdr);
+  eh.e_phnum = static_cast<uint16_t>(out_ph.size());
+  eh.e_shoff = out.size();
+  std::memcpy(out.data(), &eh, sizeof(eh));
+  std::memcpy(out.data() + sizeof(eh), out_ph.data(), out_ph.size() * sizeof(Elf64_Phdr));
+  const uint8_t* shb = reinterpret_cast<const uint8_t*>(sh.data());
+  out.insert(out.end(), shb, shb + sh.size() * sizeof(Elf64_Shdr));
+  return out;
+}
+
+void GoElfSeed(const fs::path& dir, const std::string& binary, const std::string& name) {
+  std::ifstream f(binary, std::ios::binary);
+  const Buf in((std::istreambuf_iterator<char>(f)), {});
+  const Buf out = CompactGoElf(in);
+  Write(dir, name, out);
+  // Say how far the Go layer gets on the seed.
+  const goheap2pprof::ElfFile elf = goheap2pprof::ElfFile::FromBytes(out, name);
+  const goheap2pprof::GoBinary bin(elf);
+  const goheap2pprof::Pclntab tab = bin.OpenPclntab(0);
+  std::string vars;
+  try {
+    const goheap2pprof::RuntimeVariables v =
+        goheap2pprof::LocateRuntimeVariables(bin, "runtime.mProfCycle");
+    vars = "runtime variables found";
+  } catch (const goheap2pprof::Error& e) {
+    vars = std::string("runtime variables: ") + e.what();
+  }
+  std::printf("%s: %zu bytes (from %zu), %s, %llu functions, %s\n", name.c_str(), out.size(),
+              in.size(),
+              bin.version() ? goheap2pprof::FormatGoVersion(*bin.version()).c_str() : "no version",
+              static_cast<unsigned long long>(tab.nfunc()), vars.c_str());
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s <corpus-dir>\n", argv[0]);
+  if (argc != 2 && argc != 4) {
+    std::fprintf(stderr, "usage: %s <corpus-dir> [go-binary seed-name]\n", argv[0]);
     return 2;
   }
   fs::path root(argv[1]);
@@ -156,5 +377,7 @@ int main(int argc, char** argv) {
   BuildInfoSeeds(root / "buildinfo");
   ProcfsSeeds(root / "procfs");
   HeapSeeds(root / "heap");
+  BlockCacheSeeds(root / "block_cache");
+  if (argc == 4) GoElfSeed(root / "elf", argv[2], argv[3]);
   return 0;
 }

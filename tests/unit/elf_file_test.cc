@@ -3,15 +3,23 @@
 #include "elf/elf_file.h"
 
 #include <elf.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <string>
 #include <vector>
+
+#include "base/error.h"
+#include "base/unique_fd.h"
 
 // Called through its address below; C linkage keeps the symbol name plain.
 extern "C" __attribute__((noinline)) int goheap2pprof_elf_test_marker(int x) { return x * 3 + 1; }
@@ -223,6 +231,34 @@ TEST(ElfFileTest, OpenFileErrors) {
     EXPECT_NE(std::string(e.what()).find("script is not an ELF"), std::string::npos) << e.what();
   }
   std::filesystem::remove(p);
+}
+
+TEST(ElfFileTest, FifoIsRefusedWithoutBlocking) {
+  // A target can plant a FIFO where we look for its files (/proc/<pid>/root);
+  // opening it must neither wait for a writer nor read from it.
+  std::filesystem::path p = std::filesystem::temp_directory_path() /
+                            ("goheap2pprof-elf-fifo-" + std::to_string(getpid()));
+  std::filesystem::remove(p);
+  ASSERT_EQ(mkfifo(p.c_str(), 0600), 0) << std::strerror(errno);
+  std::future<std::string> opened = std::async(std::launch::async, [&p] {
+    try {
+      ElfFile::Open(p.string(), "planted");
+      return std::string("opened");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  });
+  // A hang guard, not a speed limit: a blocking open never returns at all.
+  if (opened.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+    // Unblock the open so the test can end, then fail.
+    UniqueFd writer(open(p.c_str(), O_WRONLY | O_NONBLOCK));
+    opened.wait();
+    std::filesystem::remove(p);
+    FAIL() << "opening a FIFO blocked";
+  }
+  const std::string result = opened.get();
+  std::filesystem::remove(p);
+  EXPECT_NE(result.find("planted is not a regular file"), std::string::npos) << result;
 }
 
 TEST(ElfFileTest, OpensOwnExecutableViaProc) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -266,6 +267,26 @@ TEST(JsonSnapshot, FailureHasStatusReasonAndNoEntries) {
   EXPECT_EQ(StatusForError(ErrorKind::kNotGo), SnapshotStatus::kUnavailable);
 }
 
+TEST(JsonSnapshot, SumsSaturateInsteadOfOverflowing) {
+  // Corrupt counters: two samples of one stack whose bytes add past INT64_MAX.
+  ProfileMaker m;
+  uint64_t f = m.Loc({{"main.f", 1}});
+  uint64_t g = m.Loc({{"main.g", 2}});
+  m.InUse({f}, 1, INT64_MAX);
+  m.InUse({f}, INT64_MAX, 5);
+  m.InUse({g}, INT64_MIN, INT64_MIN);
+  std::vector<SnapshotEntry> entries = InUseByStack(m.profile());
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].name, "main.f");
+  EXPECT_EQ(entries[0].bytes, INT64_MAX);
+  EXPECT_EQ(entries[0].objects, INT64_MAX);
+  EXPECT_EQ(entries[1].bytes, INT64_MIN);
+  Json j = Snapshot(m.profile());
+  // INT64_MAX + INT64_MIN: the totals are defined (-1), not wrapped twice.
+  EXPECT_EQ(j["inuse_bytes_total"].get<int64_t>(), -1);
+  EXPECT_EQ(j["inuse_objects_total"].get<int64_t>(), -1);
+}
+
 // ---- text top
 
 // main.main -> main.a -> main.leaf (inlined into main.a) and
@@ -281,6 +302,45 @@ ProfileMaker TopFixture() {
   m.Sample({leaf2, b2, b1, mainf}, {2, 3000, 2, 300});
   m.Sample({b1, mainf}, {4, 100, 4, 100});
   return m;
+}
+
+TEST(TextTop, Int64MinIsScaledLikePprofWithoutRecursion) {
+  // pprof's Scale negates negative values, except INT64_MIN (whose negation
+  // overflows), which it scales as is: no unit fits, so bytes.
+  EXPECT_EQ(FormatPprofValue(INT64_MIN, "bytes", "minimum"), "-9223372036854775808B");
+  EXPECT_EQ(FormatPprofValue(INT64_MIN, "count", "minimum"), "-9223372036854775808");
+  EXPECT_EQ(FormatPprofValue(INT64_MIN + 1, "bytes", "minimum"), "-8192PB");
+  EXPECT_EQ(FormatPprofValue(INT64_MIN, "bytes", "MB"), "-8796093022208MB");
+}
+
+TEST(TextTop, SumsOfHostileValuesSaturate) {
+  // ScaleHeapSample yields INT64_MIN for corrupt counters; two huge samples
+  // under one caller overflow its cum and the total.
+  ProfileMaker m;
+  uint64_t mainf = m.Loc({{"main.main", 1}});
+  uint64_t f = m.Loc({{"main.f", 2}});
+  uint64_t g = m.Loc({{"main.g", 3}});
+  uint64_t h = m.Loc({{"main.h", 4}});
+  m.InUse({f, mainf}, 1, INT64_MAX);
+  m.InUse({g, mainf}, 1, INT64_MAX);
+  m.InUse({h}, 1, INT64_MIN);
+  TopTable t = ComputeTop(m.profile(), {.sample_index = "inuse_space", .node_count = 0});
+  EXPECT_EQ(t.total, INT64_MAX);
+  std::vector<std::tuple<std::string, int64_t, int64_t>> rows;
+  for (const TopRow& r : t.rows) rows.emplace_back(r.name, r.flat, r.cum);
+  // |INT64_MIN| saturates to INT64_MAX, so main.h ties and sorts by name.
+  const std::vector<std::tuple<std::string, int64_t, int64_t>> want = {
+      {"main.f", INT64_MAX, INT64_MAX},
+      {"main.g", INT64_MAX, INT64_MAX},
+      {"main.h", INT64_MIN, INT64_MIN},
+      {"main.main", 0, INT64_MAX},
+  };
+  EXPECT_EQ(rows, want);
+  EXPECT_EQ(t.output_unit, "PB");
+  const std::string text = TextTop(m.profile(), {.sample_index = "inuse_space", .node_count = 0});
+  EXPECT_NE(text.find("   -8192PB"), std::string::npos) << text;
+  EXPECT_NE(text.find("    8192PB   100%   100%     8192PB   100%  main.f\n"), std::string::npos)
+      << text;
 }
 
 TEST(TextTop, FlatGoesToTheInnermostFrameAndCumCountsRecursionOnce) {

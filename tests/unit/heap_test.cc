@@ -41,6 +41,8 @@ class BucketArena {
     std::memcpy(&bytes_[bucket - base_ + 8], &next, 8);
   }
   void MapInto(TestMemory& mem) { mem.Map(base_, bytes_); }
+  // One past the last bucket added so far.
+  uint64_t End() const { return next_; }
 
  private:
   uint64_t base_;
@@ -205,15 +207,25 @@ TEST(ScaleHeapSample, MatchesRuntimePprof) {
 namespace goheap2pprof {
 namespace {
 
+// True if the read [addr, addr+len) touches a byte of [lo, hi). Read hooks
+// use it to change memory when the reader reaches an object, so a test does
+// not depend on how many reads come before.
+bool Touches(uint64_t addr, uint64_t len, uint64_t lo, uint64_t hi) {
+  return addr < hi && lo < addr + len;
+}
+
 // Test memory holding runtime.mbuckets, MemProfileRate and mProfCycle words
 // plus one bucket, for ReadHeapSnapshot.
 struct RuntimeImage {
   static constexpr uint64_t kVars = 0x5000;  // mbuckets, rate, cycle
   TestMemory mem;
   HeapAddresses addrs{kVars, kVars + 8, kVars + 16};
+  uint64_t bucket = 0, bucket_end = 0;
   RuntimeImage(uint32_t cycle_word) {
     BucketArena arena(0x10000);
     uint64_t b = arena.Add(64, {0x401000}, {4, 1, 256, 64}, {{{1, 0, 64, 0}, {}, {}}});
+    bucket = b;
+    bucket_end = arena.End();
     arena.MapInto(mem);
     std::vector<uint8_t> vars(24, 0);
     std::memcpy(&vars[0], &b, 8);
@@ -238,13 +250,18 @@ TEST(ReadHeapSnapshot, StableCycleNeedsOneWalk) {
 
 TEST(ReadHeapSnapshot, CycleChangingMidWalkIsRetried) {
   RuntimeImage img(/*cycle_word=*/6 << 1);
-  // The GC publishes (flushed bit set, then the next cycle) while the first
-  // walk reads the bucket; the second walk sees a stable cycle.
-  int changes = 0;
-  img.mem.SetReadHook([&](uint64_t read_index) {
-    if (read_index == 3 && changes++ == 0) img.mem.PutU64(RuntimeImage::kVars + 16, 7 << 1);
+  // The GC publishes (the next cycle) right after the first walk has read
+  // the bucket; the second walk sees a stable cycle.
+  bool bucket_read = false, published = false;
+  img.mem.SetReadHook([&](uint64_t addr, uint64_t len) {
+    if (bucket_read && !published) {
+      published = true;
+      img.mem.PutU64(RuntimeImage::kVars + 16, 7 << 1);
+    }
+    bucket_read |= Touches(addr, len, img.bucket, img.bucket_end);
   });
   HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, TraitsForVersion({1, 26, 0}));
+  ASSERT_TRUE(published);
   EXPECT_EQ(s.walks, 2);
   EXPECT_TRUE(s.consistent);
   EXPECT_EQ(s.cycle, 7u);
@@ -253,7 +270,8 @@ TEST(ReadHeapSnapshot, CycleChangingMidWalkIsRetried) {
 TEST(ReadHeapSnapshot, GivesUpAfterBoundedRetries) {
   RuntimeImage img(/*cycle_word=*/0);
   uint32_t word = 0;
-  img.mem.SetReadHook([&](uint64_t) { img.mem.PutU64(RuntimeImage::kVars + 16, word += 2); });
+  img.mem.SetReadHook(
+      [&](uint64_t, uint64_t) { img.mem.PutU64(RuntimeImage::kVars + 16, word += 2); });
   HeapSnapshot s =
       ReadHeapSnapshot(img.mem, img.addrs, TraitsForVersion({1, 26, 0}), {.max_walks = 3});
   EXPECT_EQ(s.walks, 3);
@@ -316,12 +334,19 @@ TEST(WalkBuckets, MisalignedAndWildPointersAreErrorsNotCrashes) {
 TEST(ScaleHeapSample, HostileCountersDoNotOverflow) {
   // Torn or corrupt counters: huge and negative values must give Go's
   // answer (INT64_MIN for out-of-range conversions), never undefined behaviour.
+  // Expected values printed by runtime/pprof's scaleHeapSample built with Go
+  // 1.26.8 on amd64.
   ScaledPair p = ScaleHeapSample(1, INT64_MAX, 512 * 1024);
   EXPECT_EQ(p.count, 1);
+  EXPECT_EQ(p.bytes, INT64_MIN);  // 2^63 after rounding to float64: out of range
+  // A negative count makes the average size positive and huge: scale 1, and
+  // INT64_MIN bytes convert back exactly.
   ScaledPair q = ScaleHeapSample(-5, INT64_MIN, 512 * 1024);
-  (void)q;
+  EXPECT_EQ(q.count, -5);
+  EXPECT_EQ(q.bytes, INT64_MIN);
   ScaledPair r = ScaleHeapSample(INT64_MIN, 1, 512 * 1024);
   EXPECT_EQ(r.count, INT64_MIN);
+  EXPECT_EQ(r.bytes, INT64_MIN);  // exp(~1e-25) is 1: scale 1/0 = +Inf, out of range
 }
 
 }  // namespace
@@ -336,15 +361,20 @@ TEST(ReadHeapSnapshot, FlushInProgressIsRetried) {
   // finished (future[0] folded into active and zeroed), the walk is kept.
   RuntimeImage img(/*cycle_word=*/(6 << 1) | 1);
   const uint64_t future0 = 0x10000 + 48 + 8 + 32;  // header, 1 stack word, active
-  int walks_seen = 0;
-  img.mem.SetReadHook([&](uint64_t read_index) {
-    if (read_index == 8 && walks_seen++ == 0) {
+  // The flush finishes after the first walk has read the bucket, before the
+  // reader looks at the cycle word again.
+  bool bucket_read = false, flushed = false;
+  img.mem.SetReadHook([&](uint64_t addr, uint64_t len) {
+    if (bucket_read && !flushed && Touches(addr, len, img.addrs.cycle, img.addrs.cycle + 4)) {
+      flushed = true;
       img.mem.PutU64(0x10000 + 48 + 8, 5);  // active.allocs = 4 + 1
       img.mem.PutU64(future0, 0);           // future[0].allocs = 0
       img.mem.PutU64(future0 + 16, 0);      // future[0].alloc_bytes = 0
     }
+    bucket_read |= Touches(addr, len, img.bucket, img.bucket_end);
   });
   HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, TraitsForVersion({1, 26, 0}));
+  ASSERT_TRUE(flushed);
   EXPECT_EQ(s.walks, 2);
   EXPECT_TRUE(s.consistent);
   auto recs = EmulateMemProfile(s.buckets, s.cycle);
@@ -362,6 +392,7 @@ TEST(ReadHeapSnapshot, RetryTakesNewBucketsAndRereadsOnlyCounters) {
   // a GC publishes (new cycle, new counters) and a bucket is prepended.
   BucketArena arena(0x10000);
   uint64_t old_b = arena.Add(64, {0x401000}, {1, 0, 64, 0});
+  const uint64_t old_end = arena.End();
   // Its pending allocation sits in future[(C+2)%3] = future[1], where mallocs go.
   uint64_t new_b = arena.Add(32, {0x402000, 0x403000}, {0, 0, 0, 0}, {{{}, {2, 0, 64, 0}, {}}});
   arena.SetAllnext(new_b, old_b);
@@ -375,16 +406,19 @@ TEST(ReadHeapSnapshot, RetryTakesNewBucketsAndRereadsOnlyCounters) {
   uint32_t cycle_word = 4 << 1;
   std::memcpy(&vars[16], &cycle_word, 4);
   mem.Map(kVars, vars);
-  bool published = false;
-  mem.SetReadHook([&](uint64_t read_index) {
-    if (read_index == 4 && !published) {
+  // The GC publishes right after the first walk has read old_b.
+  bool old_read = false, published = false;
+  mem.SetReadHook([&](uint64_t addr, uint64_t len) {
+    if (old_read && !published) {
       published = true;
       mem.PutU64(kVars, new_b);
       mem.PutU64(kVars + 16, (5 << 1) | 1);
       mem.PutU64(old_b + 48 + 8, 3);  // old bucket's active.allocs: 1 -> 3
     }
+    old_read |= Touches(addr, len, old_b, old_end);
   });
   HeapSnapshot s = ReadHeapSnapshot(mem, {kVars, kVars + 8, kVars + 16}, TraitsForVersion({1, 26, 0}));
+  ASSERT_TRUE(published);
   EXPECT_EQ(s.walks, 2);
   EXPECT_TRUE(s.consistent);
   EXPECT_EQ(s.cycle, 5u);

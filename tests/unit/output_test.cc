@@ -50,6 +50,41 @@ TEST_F(OutputTest, WritesAtomicallyAndLeavesNoTemporaries) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
 }
 
+// Sets the umask for one scope and restores it.
+class ScopedUmask {
+ public:
+  explicit ScopedUmask(mode_t mask) : old_(umask(mask)) {}
+  ~ScopedUmask() { umask(old_); }
+
+ private:
+  mode_t old_;
+};
+
+mode_t ModeOf(const fs::path& p) {
+  struct stat st;
+  EXPECT_EQ(stat(p.c_str(), &st), 0) << p;
+  return st.st_mode & 07777;
+}
+
+TEST_F(OutputTest, NewFilesGet0666LessTheUmask) {
+  // As os.Create (go tool pprof -output) creates files.
+  {
+    ScopedUmask mask(022);
+    WriteOutput(dir_ / "a.json", "{}");
+    WriteProfile(dir_ / "a.pb.gz", pb::Profile());
+  }
+  EXPECT_EQ(ModeOf(dir_ / "a.json"), 0644u);
+  EXPECT_EQ(ModeOf(dir_ / "a.pb.gz"), 0644u);
+  {
+    ScopedUmask mask(007);
+    WriteOutput(dir_ / "b.json", "{}");
+    WriteProfile(dir_ / "b.pb.gz", pb::Profile());
+  }
+  EXPECT_EQ(ModeOf(dir_ / "b.json"), 0660u);
+  EXPECT_EQ(ModeOf(dir_ / "b.pb.gz"), 0660u);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 4);
+}
+
 TEST_F(OutputTest, MissingDirectoryFailsBeforeReading) {
   try {
     CheckOutputWritable((dir_ / "nope" / "heap.pb.gz").string());

@@ -20,6 +20,8 @@
 
 #include "elf/elf_file.h"
 #include "gobin/go_binary.h"
+#include "runtime/runtime_traits.h"
+#include "symbolize/symbolizer.h"
 #include "go_toolchains.h"
 #include "hand_pclntab.h"
 
@@ -295,16 +297,6 @@ class GoBinaryRealTest : public ::testing::TestWithParam<RealCase> {
   std::unique_ptr<GoBinary> go_;
 };
 
-// runtime.funcNameForPrint: Frame.Function shows generic shapes as "[...]"
-// since Go 1.21, while the pclntab keeps the full name.
-std::string NameForPrint(std::string_view name) {
-  size_t i = name.find('[');
-  if (i == std::string_view::npos) return std::string(name);
-  size_t j = name.rfind(']');
-  if (j == std::string_view::npos || j <= i) return std::string(name);
-  return std::string(name.substr(0, i)) + "[...]" + std::string(name.substr(j + 1));
-}
-
 TEST_P(GoBinaryRealTest, EveryFunctabEntryMatchesItsSymbol) {
   Pclntab tab = go_->OpenPclntab(0);
   ASSERT_GT(tab.nfunc(), 100u);
@@ -393,6 +385,11 @@ TEST_P(GoBinaryRealTest, FramesMatchCallersFrames) {
   ASSERT_GT(pcs.size(), 40u);
 
   Pclntab tab = go_->OpenPclntab(bias);
+  // Frame.Function is the name as the runtime prints it (generic shapes as
+  // "[...]" since Go 1.21): the symbolizer's printed name, not the pclntab's.
+  ASSERT_TRUE(go_->version());
+  const RuntimeTraits traits = TraitsForVersion(*go_->version());
+  const Symbolizer sym(tab, traits);
   size_t inlined_seen = 0;
   for (size_t i = 0; i < pcs.size(); ++i) {
     const Pc& p = pcs[i];
@@ -400,8 +397,7 @@ TEST_P(GoBinaryRealTest, FramesMatchCallersFrames) {
     std::optional<FuncRef> f = tab.FindFunc(p.pc - 1);
     ASSERT_TRUE(f);
     PcFrame fr = tab.FrameAt(*f, p.pc - 1);
-    std::string name = tc_->minor >= 21 ? NameForPrint(fr.function) : std::string(fr.function);
-    EXPECT_EQ(name, p.function);
+    EXPECT_EQ(sym.PrintedName(fr.function), p.function);
     EXPECT_EQ(fr.file, p.file);
     EXPECT_EQ(fr.line, p.line);
     EXPECT_EQ(fr.inlined, p.inlined);

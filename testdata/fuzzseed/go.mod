@@ -1,0 +1,3 @@
+module example.com/fuzzseed
+
+go 1.18
