@@ -63,4 +63,12 @@ RuntimeTraits TraitsForVersion(const GoVersion& v) {
 
 std::string VerifiedVersionsText() { return "Go 1.19, 1.26 and 1.27"; }
 
+std::optional<std::string> UntestedVersionWarning(const RuntimeTraits& traits) {
+  if (traits.verified) return std::nullopt;
+  return FormatGoVersion(traits.version) +
+         (traits.newer_than_verified ? " is newer than" : " is not one of") +
+         " the Go versions goheap2pprof is tested with (" + VerifiedVersionsText() +
+         "); proceeding because its runtime tables validate";
+}
+
 }  // namespace goheap2pprof
