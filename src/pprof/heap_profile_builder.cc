@@ -206,7 +206,9 @@ void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
   for (uint64_t id : locs) s->add_location_id(id);
   int64_t block_size = r.alloc_objects > 0 ? r.alloc_bytes / r.alloc_objects : 0;
   if (traits_.bytes_label_is_object_size) block_size = static_cast<int64_t>(r.bucket->size);
-  if (block_size != 0) {
+  // 1.27+ labels every sample with its object size; before, only a non-zero
+  // AllocBytes/AllocObjects.
+  if (block_size != 0 || traits_.bytes_label_is_object_size) {
     pb::Label* label = s->add_label();
     label->set_key(Str("bytes"));
     label->set_num(block_size);
