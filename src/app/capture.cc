@@ -84,7 +84,7 @@ HeapSnapshot WalkHeap(CaptureSource& source, const HeapAddresses& addrs,
   // block instead of a few per bucket.
   SnapshotLimits limits;
   for (const MapsEntry& e : source.mappings()) {
-    if (!e.perms.empty() && e.perms[0] == 'r') limits.cache_ranges.push_back({e.start, e.end});
+    if (e.readable()) limits.cache_ranges.push_back({e.start, e.end});
   }
   MemoryReader& mem = source.memory();
   const ReadStats before = mem.stats();

@@ -41,7 +41,6 @@ class ExecutableAnalysis {
   ExecutableAnalysis& operator=(const ExecutableAnalysis&) = delete;
 
   const ElfFile& elf() const { return *elf_; }
-  const GoBinary& binary() const { return binary_; }
   const RuntimeTraits& traits() const { return traits_; }
   const std::string& go_version() const { return go_version_; }  // "go1.26.8"
   // Link-time addresses of mbuckets, MemProfileRate, the cycle and
@@ -61,7 +60,9 @@ class ExecutableAnalysis {
   explicit ExecutableAnalysis(std::shared_ptr<const ElfFile> elf);
 
   std::shared_ptr<const ElfFile> elf_;
-  GoBinary binary_;  // refers to *elf_
+  // Refers to *elf_. Not exposed: its lazily filled caches are not
+  // thread-safe, and everything a capture needs from it is taken here.
+  GoBinary binary_;
   RuntimeTraits traits_;
   std::string go_version_;
   RuntimeVariables variables_;

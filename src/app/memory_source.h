@@ -8,6 +8,12 @@
 //   mem->Map(0x10000, bytes);
 //   MemorySource src(std::move(mem), maps, std::move(exe), {.pid = 1, .comm = "test"});
 //   CaptureResult r = Capture(src, *ExecutableAnalysis::Create(src.executable().elf), {});
+//
+// For a core file: memory() reads the PT_LOAD segments of the mapped core,
+// maps come from NT_FILE (file mappings) and the PT_LOAD flags (perms),
+// identity from NT_PRSTATUS/NT_PRPSINFO (start_time 0). NT_FILE has no
+// inodes, and MapsEntryIsFile needs one: give every distinct path the same
+// made-up non-zero inode in both the maps and TargetExecutable::running.
 #pragma once
 
 #include <memory>

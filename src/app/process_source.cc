@@ -24,8 +24,8 @@ struct LiveProcess {
   std::vector<MapsEntry> maps;
   ProcessMemoryReader memory;
 
-  explicit LiveProcess(const ProcessIdentity& id)
-      : identity(id), maps(ReadProcMaps(id.pid)), memory(id.pid) {}
+  LiveProcess(const ProcessIdentity& id, std::vector<MapsEntry> m)
+      : identity(id), maps(std::move(m)), memory(id.pid) {}
 
   void CheckSame() const {
     ProcStat at_start;
@@ -252,9 +252,9 @@ TargetExecutable ChooseExecutable(pid_t pid, const std::vector<MapsEntry>& maps,
 // A live process running its own executable.
 class ProcessSource : public CaptureSource {
  public:
-  ProcessSource(const ProcessIdentity& id, const FileIdentity& proc_exe,
-                const ExecutableOptions& options)
-      : process_(id),
+  ProcessSource(const ProcessIdentity& id, std::vector<MapsEntry> maps,
+                const FileIdentity& proc_exe, const ExecutableOptions& options)
+      : process_(id, std::move(maps)),
         executable_(ChooseExecutable(id.pid, process_.maps,
                                      FindNativeRunningFile(id.pid, proc_exe, options), options)) {}
 
@@ -283,9 +283,9 @@ class ProcessSource : public CaptureSource {
 // A qemu-user emulator process, captured as its guest program.
 class QemuUserSource : public CaptureSource {
  public:
-  QemuUserSource(const ProcessIdentity& id, const FileIdentity& proc_exe,
-                 const ExecutableOptions& options)
-      : process_(id),
+  QemuUserSource(const ProcessIdentity& id, std::vector<MapsEntry> maps,
+                 const FileIdentity& proc_exe, const ExecutableOptions& options)
+      : process_(id, std::move(maps)),
         executable_(ChooseExecutable(
             id.pid, process_.maps, FindQemuGuestFile(id.pid, process_.maps, proc_exe, options),
             options)) {}
@@ -341,9 +341,14 @@ ProcessIdentity IdentifyLiveProcess(pid_t pid) {
 
 std::unique_ptr<CaptureSource> OpenProcessSource(const ProcessIdentity& id,
                                                  const ExecutableOptions& options) {
+  // The maps first: reading them is the first thing a user without access
+  // to the target is refused, with the clearest message.
+  std::vector<MapsEntry> maps = ReadProcMaps(id.pid);
   const FileIdentity proc_exe = ExecutableIdentity(id.pid);
-  if (IsQemuUserPath(proc_exe.path)) return std::make_unique<QemuUserSource>(id, proc_exe, options);
-  return std::make_unique<ProcessSource>(id, proc_exe, options);
+  if (IsQemuUserPath(proc_exe.path)) {
+    return std::make_unique<QemuUserSource>(id, std::move(maps), proc_exe, options);
+  }
+  return std::make_unique<ProcessSource>(id, std::move(maps), proc_exe, options);
 }
 
 bool IsQemuUserPath(std::string_view path) {

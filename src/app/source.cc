@@ -11,7 +11,7 @@ std::vector<ProfileMapping> ExecutableFileMappings(
   std::vector<ProfileMapping> out;
   std::map<std::string, std::string> build_ids;  // by path: each file is read once
   for (const MapsEntry& e : maps) {
-    if (e.perms.size() < 4 || e.perms[2] != 'x') continue;
+    if (!e.executable()) continue;
     if (e.path.empty()) continue;
     std::string file = StripDeleted(e.path);
     ProfileMapping m{e.start, e.end, e.offset, file, "", false};

@@ -33,6 +33,9 @@ struct MapsEntry {
   std::string dev;
   uint64_t inode = 0;
   std::string path;  // as printed, possibly with " (deleted)"; may be empty
+
+  bool readable() const { return perms.size() >= 1 && perms[0] == 'r'; }
+  bool executable() const { return perms.size() >= 3 && perms[2] == 'x'; }
 };
 
 std::vector<MapsEntry> ParseProcMaps(std::string_view text);
