@@ -46,8 +46,7 @@ void Identify(const CaptureSource& source, const ExecutableAnalysis& analysis,
   report.go_version = analysis.go_version();
   report.notes.insert(report.notes.end(), exe.notes.begin(), exe.notes.end());
   report.warnings.insert(report.warnings.end(), exe.warnings.begin(), exe.warnings.end());
-  report.notes.push_back(
-      Text("target ", analysis.elf().name(), ", comm ", source.identity().comm));
+  report.notes.push_back(Text("target ", analysis.elf().name(), ", comm ", source.identity().comm));
   report.notes.insert(report.notes.end(), analysis.notes().begin(), analysis.notes().end());
   report.warnings.insert(report.warnings.end(), analysis.warnings().begin(),
                          analysis.warnings().end());
@@ -60,13 +59,13 @@ HeapAddresses LocateVariables(const ExecutableAnalysis& analysis, uint64_t bias,
   const RuntimeVariables& vars = analysis.variables();
   const HeapAddresses addrs{vars.mbuckets.addr + bias, vars.mem_profile_rate.addr + bias,
                             vars.cycle.addr + bias};
-  report.notes.push_back(Text("build mode ", BuildModeName(analysis.elf()), ", load bias ",
-                              Hex(bias)));
+  report.notes.push_back(
+      Text("build mode ", BuildModeName(analysis.elf()), ", load bias ", Hex(bias)));
   report.notes.push_back(Text("runtime.mbuckets at ", Hex(addrs.mbuckets), " (",
                               vars.mbuckets.source, "), runtime.MemProfileRate at ",
                               Hex(addrs.mem_profile_rate), " (", vars.mem_profile_rate.source,
-                              "), ", analysis.traits().cycle_symbol, " at ", Hex(addrs.cycle),
-                              " (", vars.cycle.source, ")"));
+                              "), ", analysis.traits().cycle_symbol, " at ", Hex(addrs.cycle), " (",
+                              vars.cycle.source, ")"));
   if (vars.disable_memory_profiling) {
     report.notes.push_back(Text("runtime.disableMemoryProfiling at ",
                                 Hex(vars.disable_memory_profiling->addr + bias), " (",
@@ -117,22 +116,24 @@ void CheckSamplingState(CaptureSource& source, const ExecutableAnalysis& analysi
   const pid_t pid = source.identity().pid;
   const std::optional<RuntimeVariable>& disable = analysis.variables().disable_memory_profiling;
   uint8_t flag = 0;
-  if (disable &&
-      source.memory().TryRead(disable->addr + bias, std::span<uint8_t>(&flag, 1)) && flag != 0) {
+  if (disable && source.memory().TryRead(disable->addr + bias, std::span<uint8_t>(&flag, 1)) &&
+      flag != 0) {
     throw Error(ErrorKind::kSamplingDisabled, "heap profiling is compiled out of process ", pid,
                 ": the linker set runtime.disableMemoryProfiling because the program never uses "
-                "runtime/pprof or runtime.MemProfile (", snap.buckets.size(),
-                " bucket(s) from runtime start-up only)")
-        .WithHint("link runtime/pprof into the program (e.g. import _ \"net/http/pprof\" or call "
-                  "pprof.WriteHeapProfile somewhere), or set runtime.MemProfileRate at startup, "
-                  "and restart it");
+                "runtime/pprof or runtime.MemProfile (",
+                snap.buckets.size(), " bucket(s) from runtime start-up only)")
+        .WithHint(
+            "link runtime/pprof into the program (e.g. import _ \"net/http/pprof\" or call "
+            "pprof.WriteHeapProfile somewhere), or set runtime.MemProfileRate at startup, "
+            "and restart it");
   }
   if (snap.buckets.empty() && snap.rate == 0) {
     throw Error(ErrorKind::kSamplingDisabled, "heap profiling is off in process ", pid,
                 ": the program set runtime.MemProfileRate = 0 (or ran with "
                 "GODEBUG=memprofilerate=0)")
-        .WithHint("remove the MemProfileRate = 0 assignment or the GODEBUG setting and restart "
-                  "the program");
+        .WithHint(
+            "remove the MemProfileRate = 0 assignment or the GODEBUG setting and restart "
+            "the program");
   }
   if (snap.buckets.empty()) {
     report.warnings.push_back(Text("no heap allocation has been sampled yet in process ", pid,
@@ -150,10 +151,10 @@ FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalys
                              uint64_t bias, const HeapSnapshot& snap,
                              const std::vector<MemProfileRecord>& records,
                              const CaptureOptions& options, CaptureReport& report) {
-  const int64_t now_ns = options.time_nanos.value_or(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count());
+  const int64_t now_ns =
+      options.time_nanos.value_or(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count());
   Symbolizer& symbolizer = analysis.symbolizer();
   HeapProfileBuilder builder(symbolizer, analysis.traits(), source.ProfileMappings(), snap.rate,
                              now_ns, bias);
@@ -167,8 +168,8 @@ FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalys
   }
   report.samples = records.size();
   report.notes.push_back(Text(symbolizer.distinct_pcs(), " distinct PCs symbolized, ",
-                              symbolizer.failed_lookups(), " failed (since ",
-                              analysis.elf().name(), " was analysed)"));
+                              symbolizer.failed_lookups(), " failed (since ", analysis.elf().name(),
+                              " was analysed)"));
   return std::move(builder).TakeProfile();
 }
 
@@ -201,8 +202,7 @@ CaptureResult Capture(CaptureSource& source, const ExecutableAnalysis& analysis,
                                                     : EmulateMemProfile(snap.buckets, snap.cycle);
 
   // 6. Symbolize and build the profile as runtime/pprof does.
-  FinishedProfile profile =
-      BuildProfile(source, analysis, bias, snap, records, options, report);
+  FinishedProfile profile = BuildProfile(source, analysis, bias, snap, records, options, report);
   timer.Done("symbolize+build");
 
   // 7. The target must still be the process we started with: a pid reused

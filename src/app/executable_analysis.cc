@@ -17,7 +17,8 @@ RuntimeTraits TraitsOf(const GoBinary& bin) {
       throw Error(ErrorKind::kNotGo, exe.name(),
                   " is not a Go program: no Go build info, pclntab or runtime symbols");
     }
-    throw Error(ErrorKind::kUnsupported, exe.name(), " looks like Go but its Go version "
+    throw Error(ErrorKind::kUnsupported, exe.name(),
+                " looks like Go but its Go version "
                 "could not be determined");
   }
   return TraitsForVersion(*bin.version());

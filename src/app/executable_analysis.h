@@ -6,9 +6,9 @@
 // process running that executable, and a long-running caller analyses a
 // binary once.
 //
-//   std::shared_ptr<const ExecutableAnalysis> a = ExecutableAnalysis::Create(src->executable().elf);
-//   CaptureResult r1 = Capture(source_of_pid_1, *a, {});
-//   CaptureResult r2 = Capture(source_of_pid_2, *a, {});  // no re-analysis
+//   std::shared_ptr<const ExecutableAnalysis> a =
+//   ExecutableAnalysis::Create(src->executable().elf); CaptureResult r1 = Capture(source_of_pid_1,
+//   *a, {}); CaptureResult r2 = Capture(source_of_pid_2, *a, {});  // no re-analysis
 //
 // Sharing: an analysis is immutable after Create except for the symbolizer's
 // cache, which is internally synchronized, so captures on several threads may

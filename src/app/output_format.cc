@@ -48,8 +48,8 @@ std::string RenderOutput(const pb::Profile& profile, const OutputOptions& out,
     case OutputFormat::kPprof:
       return EncodeProfile(profile);
     case OutputFormat::kText:
-      return TextTop(profile, {.sample_index = out.sample_index,
-                               .node_count = static_cast<int>(out.top)});
+      return TextTop(profile,
+                     {.sample_index = out.sample_index, .node_count = static_cast<int>(out.top)});
     case OutputFormat::kJson: {
       SnapshotInfo info = BaseInfo(out, context);
       if (context.report && !context.report->consistent) {

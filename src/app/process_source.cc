@@ -114,16 +114,17 @@ std::string CandidateList(const std::vector<MappedElf>& files) {
 
 bool SameSegments(const ElfFile& a, const ElfFile& b) {
   std::vector<ElfSegment> la, lb;
-  for (const ElfSegment& s : a.segments()) if (IsLoadSegment(s)) la.push_back(s);
-  for (const ElfSegment& s : b.segments()) if (IsLoadSegment(s)) lb.push_back(s);
+  for (const ElfSegment& s : a.segments())
+    if (IsLoadSegment(s)) la.push_back(s);
+  for (const ElfSegment& s : b.segments())
+    if (IsLoadSegment(s)) lb.push_back(s);
   if (la.size() != lb.size()) return false;
   for (size_t i = 0; i < la.size(); ++i) {
     const ElfSegment& x = la[i];
     const ElfSegment& y = lb[i];
     // p_filesz may differ: strip trims the zero bytes at the end of the last
     // data segment, which loads the same (the rest up to p_memsz is zeroed).
-    if (x.offset != y.offset || x.vaddr != y.vaddr || x.memsz != y.memsz ||
-        x.flags != y.flags) {
+    if (x.offset != y.offset || x.vaddr != y.vaddr || x.memsz != y.memsz || x.flags != y.flags) {
       return false;
     }
   }
@@ -193,8 +194,9 @@ RunningFile FindQemuGuestFile(pid_t pid, const std::vector<MapsEntry>& maps,
       throw Error(ErrorKind::kNotGo, "process ", pid, " is the emulator ", emulator,
                   ", and none of the guest files it maps is a Go program we can read",
                   guest.empty() ? "" : " (", CandidateList(guest), guest.empty() ? "" : ")")
-          .WithHint("check that the guest is a 64-bit arm64/amd64 Go program; if its file "
-                    "cannot be opened, pass a copy with --exe PATH");
+          .WithHint(
+              "check that the guest is a 64-bit arm64/amd64 Go program; if its file "
+              "cannot be opened, pass a copy with --exe PATH");
     }
     throw Error(ErrorKind::kUnsupported, "process ", pid, " is the emulator ", emulator,
                 " and maps several Go programs (", CandidateList(go_files),
@@ -226,8 +228,7 @@ TargetExecutable ChooseExecutable(pid_t pid, const std::vector<MapsEntry>& maps,
   }
   target.elf = std::make_shared<const ElfFile>(ElfFile::Open(options.path));
   const ElfFile& given = *target.elf;
-  std::optional<std::string> why =
-      running.elf ? BuildMismatch(given, *running.elf) : std::nullopt;
+  std::optional<std::string> why = running.elf ? BuildMismatch(given, *running.elf) : std::nullopt;
   if (!why) why = LayoutMismatch(given, maps, running.id);
   target.gnu_build_id = running.elf ? running.elf->GnuBuildId() : given.GnuBuildId();
   if (why) {
@@ -236,15 +237,16 @@ TargetExecutable ChooseExecutable(pid_t pid, const std::vector<MapsEntry>& maps,
                              " (" + running.id.path + "): " + *why;
     if (!options.force) {
       throw Error(ErrorKind::kUsage, text)
-          .WithHint("pass the build the running binary was made from (strip/objcopy keep the "
-                    "build IDs, so an unstripped original matches its stripped copy), or add "
-                    "--force to use this file anyway");
+          .WithHint(
+              "pass the build the running binary was made from (strip/objcopy keep the "
+              "build IDs, so an unstripped original matches its stripped copy), or add "
+              "--force to use this file anyway");
     }
     target.warnings.push_back(text + "; using it anyway because of --force");
   } else {
-    target.notes.push_back("--exe " + options.path + " matches the running " + running.id.path +
-                           (running.elf ? " (build IDs and segments)"
-                                        : " (its mappings in /proc/<pid>/maps only)"));
+    target.notes.push_back(
+        "--exe " + options.path + " matches the running " + running.id.path +
+        (running.elf ? " (build IDs and segments)" : " (its mappings in /proc/<pid>/maps only)"));
   }
   return target;
 }
@@ -286,9 +288,9 @@ class QemuUserSource : public CaptureSource {
   QemuUserSource(const ProcessIdentity& id, std::vector<MapsEntry> maps,
                  const FileIdentity& proc_exe, const ExecutableOptions& options)
       : process_(id, std::move(maps)),
-        executable_(ChooseExecutable(
-            id.pid, process_.maps, FindQemuGuestFile(id.pid, process_.maps, proc_exe, options),
-            options)) {}
+        executable_(ChooseExecutable(id.pid, process_.maps,
+                                     FindQemuGuestFile(id.pid, process_.maps, proc_exe, options),
+                                     options)) {}
 
   const ProcessIdentity& identity() const override { return process_.identity; }
   const std::vector<MapsEntry>& mappings() const override { return process_.maps; }

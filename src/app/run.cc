@@ -57,9 +57,7 @@ class SeamSource : public CaptureSource {
   const ProcessIdentity& identity() const override { return inner_->identity(); }
   const std::vector<MapsEntry>& mappings() const override { return inner_->mappings(); }
   const TargetExecutable& executable() const override { return inner_->executable(); }
-  std::vector<ProfileMapping> ProfileMappings() const override {
-    return inner_->ProfileMappings();
-  }
+  std::vector<ProfileMapping> ProfileMappings() const override { return inner_->ProfileMappings(); }
   MemoryReader& memory() override { return memory_; }
 
   void CheckSameProcess() const override {

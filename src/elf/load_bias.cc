@@ -36,8 +36,10 @@ uint64_t ComputeLoadBias(const ElfFile& elf, const std::vector<MapsEntry>& maps,
     if (!seg) continue;
     const uint64_t bias = e.start - (seg->vaddr & kPageMask);
     if (IsFixedAddress(elf) && bias != 0) {
-      throw Error(ErrorKind::kMalformed, elf.name(), " is a fixed-address executable but is "
-                  "mapped at ", Hex(e.start), " instead of ", Hex(seg->vaddr & kPageMask));
+      throw Error(ErrorKind::kMalformed, elf.name(),
+                  " is a fixed-address executable but is "
+                  "mapped at ",
+                  Hex(e.start), " instead of ", Hex(seg->vaddr & kPageMask));
     }
     return bias;
   }

@@ -35,8 +35,8 @@ ElfFile OpenProcessExecutable(pid_t pid) {
   if (n < 0) {
     int err = errno;
     if (err == ENOENT) {
-      throw Error(ErrorKind::kNotGo, "process ", pid,
-                  " has no executable (", path, " is empty): it is a kernel thread or exiting");
+      throw Error(ErrorKind::kNotGo, "process ", pid, " has no executable (", path,
+                  " is empty): it is a kernel thread or exiting");
     }
     if (err == EACCES || err == EPERM) {
       throw Error(ErrorKind::kPermission, "not permitted to inspect process ", pid, " (reading ",

@@ -114,8 +114,8 @@ std::string ProcPath(pid_t pid, std::string_view rest) {
 std::string ReadProcFile(pid_t pid, std::string_view name) {
   std::optional<std::string> text = ReadProcFileIfPresent(pid, name);
   if (!text) {
-    throw Error(ErrorKind::kNoSuchProcess, "no process with pid ", pid, " (",
-                ProcPath(pid, name), ")");
+    throw Error(ErrorKind::kNoSuchProcess, "no process with pid ", pid, " (", ProcPath(pid, name),
+                ")");
   }
   return std::move(*text);
 }

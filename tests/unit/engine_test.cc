@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "app/capture.h"
@@ -41,12 +42,20 @@ const char kExePath[] = "/srv/app";
 // [0x40, 0x50) called from offset 0x30, and main.main.
 std::vector<HandFunc> Functions() {
   return {
-      {.name = "runtime.mallocgc", .file = "runtime/malloc.go", .start_line = 900,
+      {.name = "runtime.mallocgc",
+       .file = "runtime/malloc.go",
+       .start_line = 900,
        .lines = {{950, 0x100}}},
-      {.name = "main.alloc", .file = "main.go", .start_line = 10,
+      {.name = "main.alloc",
+       .file = "main.go",
+       .start_line = 10,
        .lines = {{11, 0x40}, {12, 0xc0}},
-       .inlines = {{.name = "main.helper", .begin = 0x40, .end = 0x50, .parent_pc = 0x30,
-                    .line = 21, .start_line = 20}}},
+       .inlines = {{.name = "main.helper",
+                    .begin = 0x40,
+                    .end = 0x50,
+                    .parent_pc = 0x30,
+                    .line = 21,
+                    .start_line = 20}}},
       {.name = "main.main", .file = "main.go", .start_line = 30, .lines = {{31, 0x100}}},
   };
 }
@@ -165,14 +174,14 @@ TEST_F(EngineTest, CapturesAProfileFromTestMemory) {
   const auto analysis = ExecutableAnalysis::Create(file_);
   EXPECT_EQ(analysis->go_version(), "go1.26.2");
   // Newest first in the runtime's list: bucket 0 is the head.
-  std::unique_ptr<MemorySource> src = Source(
-      kBias, {{.size = 64,
-               // mallocgc <- helper inlined in alloc (and the virtual PC the
-               // runtime records for alloc's frame: parent PC + 1) <- main
-               .stack = {0, 0x20, 1, 0x48, 1, 0x31, 2, 0x10},
-               .active = {10, 4, 640, 256},
-               .future = {{{}, {2, 0, 128, 0}, {}}}},
-              {.size = 1024, .stack = {2, 0x10}, .active = {1, 1, 1024, 1024}}});
+  std::unique_ptr<MemorySource> src =
+      Source(kBias, {{.size = 64,
+                      // mallocgc <- helper inlined in alloc (and the virtual PC the
+                      // runtime records for alloc's frame: parent PC + 1) <- main
+                      .stack = {0, 0x20, 1, 0x48, 1, 0x31, 2, 0x10},
+                      .active = {10, 4, 640, 256},
+                      .future = {{{}, {2, 0, 128, 0}, {}}}},
+                     {.size = 1024, .stack = {2, 0x10}, .active = {1, 1, 1024, 1024}}});
   CaptureResult r = Capture(*src, *analysis, {.time_nanos = 12345});
   const pb::Profile& p = r.profile.get();
 
@@ -252,12 +261,48 @@ TEST_F(EngineTest, OneAnalysisServesProcessesAtOtherBiases) {
   EXPECT_EQ(a.sample(0).value(1), b.sample(0).value(1));
 }
 
+TEST_F(EngineTest, CapturesOnSeveralThreadsShareOneAnalysis) {
+  // The agent captures many processes of one executable at once: the
+  // analysis is shared, its symbolizer cache filled concurrently.
+  const auto analysis = ExecutableAnalysis::Create(file_);
+  const std::vector<TestBucket> buckets = {
+      {.size = 64, .stack = {0, 0x20, 1, 0x48, 1, 0x31, 2, 0x10}, .active = {10, 4, 640, 256}},
+      {.size = 32, .stack = {1, 0x10, 2, 0x10}, .active = {3, 0, 96, 0}},
+      {.size = 1024, .stack = {2, 0x90}, .active = {1, 1, 1024, 1024}}};
+  constexpr int kThreads = 4;
+  std::vector<std::unique_ptr<MemorySource>> sources;
+  for (int i = 0; i < kThreads; ++i) sources.push_back(Source(kBias + 0x1000000 * i, buckets));
+  std::vector<std::string> stacks(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      for (int round = 0; round < 20; ++round) {
+        CaptureResult r = Capture(*sources[i], *analysis, {.time_nanos = 1});
+        const pb::Profile& p = r.profile.get();
+        std::string text;
+        for (const pb::Sample& s : p.sample()) {
+          for (uint64_t id : s.location_id()) {
+            for (const std::string& line : LineFunctions(p, id)) text += line + " ";
+          }
+          text += "/ ";
+        }
+        stacks[i] = text;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(stacks[0],
+            "main.helper:21 main.alloc:11 main.main:31 / main.alloc:11 main.main:31 / "
+            "main.main:31 / ");
+  for (int i = 1; i < kThreads; ++i) EXPECT_EQ(stacks[i], stacks[0]);
+}
+
 TEST_F(EngineTest, PublishedCountersLeaveTheUnpublishedCycleOut) {
   const auto analysis = ExecutableAnalysis::Create(file_);
   CaptureResult r = Capture(*Source(kBias, {{.size = 64,
-                                              .stack = {2, 0x10},
-                                              .active = {10, 4, 640, 256},
-                                              .future = {{{}, {2, 0, 128, 0}, {}}}}}),
+                                             .stack = {2, 0x10},
+                                             .active = {10, 4, 640, 256},
+                                             .future = {{{}, {2, 0, 128, 0}, {}}}}}),
                             *analysis, {.counters = CounterSource::kPublished});
   const pb::Profile& p = r.profile.get();
   EXPECT_EQ(p.sample(0).value(0), Scaled(10, 640).first);
@@ -284,8 +329,8 @@ TEST_F(EngineTest, RateZeroWithNoBucketsIsSamplingDisabled) {
 TEST_F(EngineTest, CompiledOutProfilingIsSamplingDisabled) {
   const auto analysis = ExecutableAnalysis::Create(file_);
   std::unique_ptr<MemorySource> src =
-      Source(kBias, {{.size = 16, .stack = {2, 0x10}, .active = {1, 0, 16, 0}}}, kRate,
-             4 << 1, /*disable=*/1);
+      Source(kBias, {{.size = 16, .stack = {2, 0x10}, .active = {1, 0, 16, 0}}}, kRate, 4 << 1,
+             /*disable=*/1);
   try {
     Capture(*src, *analysis, {});
     FAIL() << "captured a target whose profiling is compiled out";
@@ -311,9 +356,7 @@ class GoneSource : public CaptureSource {
   const ProcessIdentity& identity() const override { return inner_->identity(); }
   const std::vector<MapsEntry>& mappings() const override { return inner_->mappings(); }
   const TargetExecutable& executable() const override { return inner_->executable(); }
-  std::vector<ProfileMapping> ProfileMappings() const override {
-    return inner_->ProfileMappings();
-  }
+  std::vector<ProfileMapping> ProfileMappings() const override { return inner_->ProfileMappings(); }
   MemoryReader& memory() override { return inner_->memory(); }
   void CheckSameProcess() const override {
     throw Error(ErrorKind::kNoSuchProcess, "process 4242 exited during the capture");

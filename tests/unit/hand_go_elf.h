@@ -84,8 +84,8 @@ inline HandGoElf BuildHandGoElf(const HandTable& table, std::string_view go_vers
   info.push_back(0);
   add(".go.buildinfo", SHT_PROGBITS, SHF_ALLOC | SHF_WRITE, info, 16);
 
-  const uint64_t data = add(".noptrdata", SHT_PROGBITS, SHF_ALLOC | SHF_WRITE,
-                            std::vector<uint8_t>(32, 0), 16);
+  const uint64_t data =
+      add(".noptrdata", SHT_PROGBITS, SHF_ALLOC | SHF_WRITE, std::vector<uint8_t>(32, 0), 16);
   out.mbuckets = data;
   out.mem_profile_rate = data + 8;
   out.cycle = data + 16;

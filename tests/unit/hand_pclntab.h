@@ -156,7 +156,6 @@ inline HandTable BuildHandTable(bool go120) {
   return {t, gofunc};
 }
 
-
 // A function for BuildGo120Table. Functions are laid out back to back from
 // text offset 0 in the order given. Lines are {line, length} runs over the
 // function's bytes; an inlined call paints its own line over its range.
@@ -312,7 +311,7 @@ inline HandTable BuildGo120Table(const std::vector<HandFunc>& funcs) {
     PutU32(ft, at + 32, 0);  // cuOffset
     PutU32(ft, at + 36, static_cast<uint32_t>(f.start_line));
     ft[at + 40] = f.func_id;
-    ft[at + 43] = 4;  // nfuncdata
+    ft[at + 43] = 4;                       // nfuncdata
     PutU32(ft, at + kFuncHdr + 8, l.inl);  // PCDATA_InlTreeIndex
     for (int k = 0; k < 4; ++k) PutU32(ft, at + kFuncHdr + 12 + 4 * k, 0xffffffff);
     PutU32(ft, at + kFuncHdr + 12 + 12, l.tree_off);  // FUNCDATA_InlTree

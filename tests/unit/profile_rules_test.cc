@@ -30,35 +30,52 @@ constexpr uint64_t kText = 0x400000;
 
 // Function indexes in Table(); each function is 0x100 bytes long.
 enum Fn : uint64_t {
-  kMallocgc,      // runtime.mallocgc
-  kMapsAlloc,     // internal/runtime/maps.newarray
-  kAlloc,         // main.alloc, with main.helper inlined at [0x40, 0x50) from 0x30
-  kMain,          // main.main
-  kGoexit,        // runtime.goexit, with main.shim inlined at [0x10, 0x20) from 0x08
-  kGenericInt,    // main.G[go.shape.int]
-  kGenericStr,    // main.G[go.shape.string]
-  kRuntimeMain,   // runtime.main
+  kMallocgc,     // runtime.mallocgc
+  kMapsAlloc,    // internal/runtime/maps.newarray
+  kAlloc,        // main.alloc, with main.helper inlined at [0x40, 0x50) from 0x30
+  kMain,         // main.main
+  kGoexit,       // runtime.goexit, with main.shim inlined at [0x10, 0x20) from 0x08
+  kGenericInt,   // main.G[go.shape.int]
+  kGenericStr,   // main.G[go.shape.string]
+  kRuntimeMain,  // runtime.main
 };
 
 std::vector<HandFunc> Table() {
   return {
-      {.name = "runtime.mallocgc", .file = "runtime/malloc.go", .start_line = 900,
+      {.name = "runtime.mallocgc",
+       .file = "runtime/malloc.go",
+       .start_line = 900,
        .lines = {{950, 0x100}}},
-      {.name = "internal/runtime/maps.newarray", .file = "internal/runtime/maps/map.go",
-       .start_line = 40, .lines = {{41, 0x100}}},
-      {.name = "main.alloc", .file = "main.go", .start_line = 10,
+      {.name = "internal/runtime/maps.newarray",
+       .file = "internal/runtime/maps/map.go",
+       .start_line = 40,
+       .lines = {{41, 0x100}}},
+      {.name = "main.alloc",
+       .file = "main.go",
+       .start_line = 10,
        .lines = {{11, 0x40}, {12, 0xc0}},
-       .inlines = {{.name = "main.helper", .begin = 0x40, .end = 0x50, .parent_pc = 0x30,
-                    .line = 21, .start_line = 20}}},
+       .inlines = {{.name = "main.helper",
+                    .begin = 0x40,
+                    .end = 0x50,
+                    .parent_pc = 0x30,
+                    .line = 21,
+                    .start_line = 20}}},
       {.name = "main.main", .file = "main.go", .start_line = 30, .lines = {{31, 0x100}}},
-      {.name = "runtime.goexit", .file = "runtime/asm_amd64.s", .start_line = 1,
+      {.name = "runtime.goexit",
+       .file = "runtime/asm_amd64.s",
+       .start_line = 1,
        .lines = {{2, 0x100}},
-       .inlines = {{.name = "main.shim", .begin = 0x10, .end = 0x20, .parent_pc = 0x08,
-                    .line = 5, .start_line = 4}}},
+       .inlines = {{.name = "main.shim",
+                    .begin = 0x10,
+                    .end = 0x20,
+                    .parent_pc = 0x08,
+                    .line = 5,
+                    .start_line = 4}}},
       {.name = "main.G[go.shape.int]", .file = "g.go", .start_line = 50, .lines = {{51, 0x100}}},
-      {.name = "main.G[go.shape.string]", .file = "g.go", .start_line = 50,
-       .lines = {{52, 0x100}}},
-      {.name = "runtime.main", .file = "runtime/proc.go", .start_line = 140,
+      {.name = "main.G[go.shape.string]", .file = "g.go", .start_line = 50, .lines = {{52, 0x100}}},
+      {.name = "runtime.main",
+       .file = "runtime/proc.go",
+       .start_line = 140,
        .lines = {{283, 0x100}}},
   };
 }
@@ -74,8 +91,8 @@ class Rules {
         pclntab_(table_.table, kText, table_.gofunc),
         traits_(TraitsForVersion(version)),
         symbolizer_(pclntab_, traits_),
-        builder_(symbolizer_, traits_,
-                 {{kText, kText + 0x1000, 0, "/app", "b1d", false}}, rate, 1) {}
+        builder_(symbolizer_, traits_, {{kText, kText + 0x1000, 0, "/app", "b1d", false}}, rate,
+                 1) {}
 
   // Adds a record: alloc/free objects and bytes over a bucket of `size`.
   void Add(std::vector<uint64_t> stack, int64_t alloc_n, int64_t alloc_b, int64_t free_n = 0,
@@ -116,8 +133,8 @@ std::string Stack(const pb::Profile& p, int i) {
       if (loc.id() != id) continue;
       for (int k = 0; k < loc.line_size(); ++k) {
         if (k > 0) out += ", ";
-        out += FunctionName(p, loc.line(k).function_id()) + ":" +
-               std::to_string(loc.line(k).line());
+        out +=
+            FunctionName(p, loc.line(k).function_id()) + ":" + std::to_string(loc.line(k).line());
       }
     }
   }
@@ -129,8 +146,8 @@ std::string Stack(const pb::Profile& p, int i) {
 
 TEST(HideRuntime, LeadingRuntimeFramesAreDropped) {
   Rules r({1, 26, 0});
-  r.Add({Pc(kMallocgc, 0x10), Pc(kMapsAlloc, 0x10), Pc(kMain, 0x10), Pc(kRuntimeMain, 0x10)},
-        1, 64);
+  r.Add({Pc(kMallocgc, 0x10), Pc(kMapsAlloc, 0x10), Pc(kMain, 0x10), Pc(kRuntimeMain, 0x10)}, 1,
+        64);
   // "Found non-runtime. Show any runtime uses above it": runtime.main stays.
   EXPECT_EQ(Stack(r.Finish(), 0), "main.main:31 | runtime.main:283");
 }
@@ -341,9 +358,9 @@ TEST(LoadBias, AddressesAreRuntimeAndLookupsLinkTime) {
   const RuntimeTraits traits = TraitsForVersion({1, 26, 0});
   Symbolizer symbolizer(pclntab, traits);
   constexpr uint64_t kBias = 0x7f0000000000;
-  HeapProfileBuilder b(symbolizer, traits, {{kText + kBias, kText + kBias + 0x1000, 0, "/app", "",
-                                             false}},
-                       512 * 1024, 1, kBias);
+  HeapProfileBuilder b(symbolizer, traits,
+                       {{kText + kBias, kText + kBias + 0x1000, 0, "/app", "", false}}, 512 * 1024,
+                       1, kBias);
   const std::vector<uint64_t> stack = {Pc(kAlloc, 0x48) + kBias, Pc(kAlloc, 0x31) + kBias};
   Bucket bucket;
   bucket.stack = stack;
