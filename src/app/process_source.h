@@ -45,11 +45,4 @@ std::unique_ptr<CaptureSource> OpenProcessSource(const ProcessIdentity& id,
 // True for a qemu-user emulator's path ("/usr/bin/qemu-aarch64-static").
 bool IsQemuUserPath(std::string_view path);
 
-// Why `given` is not the same build as `running`, or nullopt if it is: the
-// PT_LOAD headers must be equal and the Go and GNU build IDs (each when
-// either file has one) too; with no build ID at all, the loadable bytes.
-// `strip` and `objcopy --strip-*` keep all of these, so a stripped binary
-// matches the unstripped file it was made from.
-std::optional<std::string> BuildMismatch(const ElfFile& given, const ElfFile& running);
-
 }  // namespace goheap2pprof

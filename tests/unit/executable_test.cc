@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "elf/build_match.h"
 #include "elf/elf_file.h"
 #include "elf/load_bias.h"
 #include "proc/procfs.h"
