@@ -402,5 +402,31 @@ TEST_F(EngineTest, AnExecutableWithoutGoIsNotGo) {
   }
 }
 
+TEST(ExecutableFileMappings, KeepsExecutableFileMappingsAsParseProcSelfMapsDoes) {
+  const std::vector<MapsEntry> maps = {
+      {0x1000, 0x2000, "r--p", 0, "08:01", 7, "/srv/app (deleted)"},
+      {0x2000, 0x3000, "r-xp", 0x1000, "08:01", 7, "/srv/app (deleted)"},
+      {0x4000, 0x5000, "r-xp", 0, "08:01", 9, "/lib/libc.so.6"},
+      {0x6000, 0x7000, "r-xp", 0x2000, "08:01", 9, "/lib/libc.so.6"},
+      {0x8000, 0x9000, "rw-p", 0, "00:00", 0, "[heap]"},
+      {0xa000, 0xb000, "r-xp", 0, "00:00", 0, "[vdso]"},
+  };
+  int lookups = 0;
+  const std::vector<ProfileMapping> m =
+      ExecutableFileMappings(maps, {7, "/srv/app (deleted)"}, "exeid", [&](const MapsEntry& e) {
+        ++lookups;
+        return "id-of-" + e.path;
+      });
+  ASSERT_EQ(m.size(), 4u);
+  EXPECT_EQ(m[0].file, "/srv/app");  // " (deleted)" removed
+  EXPECT_EQ(m[0].build_id, "exeid");
+  EXPECT_EQ(m[0].offset, 0x1000u);
+  EXPECT_EQ(m[1].build_id, "id-of-/lib/libc.so.6");
+  EXPECT_EQ(m[2].build_id, "id-of-/lib/libc.so.6");
+  EXPECT_EQ(lookups, 1);           // each file is read once
+  EXPECT_EQ(m[3].file, "[vdso]");  // kept, without a build ID
+  EXPECT_EQ(m[3].build_id, "");
+}
+
 }  // namespace
 }  // namespace goheap2pprof
