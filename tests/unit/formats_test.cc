@@ -279,7 +279,7 @@ TEST(JsonSnapshot, SumsSaturateInsteadOfOverflowing) {
   m.InUse({f}, 1, INT64_MAX);
   m.InUse({f}, INT64_MAX, 5);
   m.InUse({g}, INT64_MIN, INT64_MIN);
-  std::vector<SnapshotEntry> entries = InUseByStack(m.profile());
+  std::vector<SnapshotEntry> entries = InUseByStack(m.profile(), kRuntimePrefixes);
   ASSERT_EQ(entries.size(), 2u);
   EXPECT_EQ(entries[0].name, "main.f");
   EXPECT_EQ(entries[0].bytes, INT64_MAX);
