@@ -193,11 +193,7 @@ void RunCapture(const CaptureOptions& options, std::ostream& log, CaptureReport&
     warn(exe.name() + " has no Go build info; its version " + report.go_version +
          " was inferred from " + bin.version_source());
   }
-  if (!traits.verified) {
-    warn(report.go_version + (traits.newer_than_verified ? " is newer than" : " is not one of") +
-         " the Go versions goheap2pprof is tested with (" + VerifiedVersionsText() +
-         "); proceeding because its runtime tables validate");
-  }
+  if (std::optional<std::string> w = UnverifiedVersionWarning(traits)) warn(*w);
 
   // 3. Map link-time addresses to runtime addresses (PIE load bias).
   const uint64_t bias = ComputeLoadBias(exe, maps, target.running);
@@ -205,12 +201,12 @@ void RunCapture(const CaptureOptions& options, std::ostream& log, CaptureReport&
           ", load bias ", Hex(bias));
 
   // 4. Find the runtime's heap-profile variables.
-  const RuntimeVariables vars = LocateRuntimeVariables(bin, traits.cycle_symbol);
+  const RuntimeVariables vars = LocateRuntimeVariables(bin, traits.variables);
   HeapAddresses addrs{vars.mbuckets.addr + bias, vars.mem_profile_rate.addr + bias,
                       vars.cycle.addr + bias};
   verbose("runtime.mbuckets at ", Hex(addrs.mbuckets), " (", vars.mbuckets.source,
           "), runtime.MemProfileRate at ", Hex(addrs.mem_profile_rate), " (",
-          vars.mem_profile_rate.source, "), ", traits.cycle_symbol, " at ", Hex(addrs.cycle), " (",
+          vars.mem_profile_rate.source, "), ", traits.variables.cycle_symbol, " at ", Hex(addrs.cycle), " (",
           vars.cycle.source, ")");
   if (vars.disable_memory_profiling) {
     verbose("runtime.disableMemoryProfiling at ", Hex(vars.disable_memory_profiling->addr + bias),
