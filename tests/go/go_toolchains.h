@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <ostream>
@@ -55,11 +56,17 @@ struct GoProgram {
   std::string path;
 };
 
-// The fixture's program <name> of toolchain tc, as the status file
+// The fixture's program <name> of toolchain tc (in $GOHEAP2PPROF_GO_PROGRAMS_DIR
+// when set), as the status file
 // (<build>/go-programs/status: "<version> ok|skip <why>|fail <why>") says.
 inline GoProgram FindGoProgram(const Toolchain& tc, const std::string& name) {
   GoProgram p;
-  const std::filesystem::path dir = std::filesystem::path(GOHEAP2PPROF_BINARY_DIR) / "go-programs";
+  // Another build tree's programs (the sanitizer build reuses the main one's).
+  const char* env = std::getenv("GOHEAP2PPROF_GO_PROGRAMS_DIR");
+  const std::filesystem::path dir =
+      env != nullptr && *env != '\0'
+          ? std::filesystem::path(env)
+          : std::filesystem::path(GOHEAP2PPROF_BINARY_DIR) / "go-programs";
   std::ifstream status(dir / "status");
   std::string line,
       state = "fail",
