@@ -25,13 +25,16 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Go toolchains the tests cover: the machine's go, Debian's Go 1.19 (above),
-# and Go 1.27.3, which the go command fetches through the module proxy once.
+# Go toolchains the tests cover (tests/go_toolchains.txt): the machine's go,
+# Debian's Go 1.19 (above), Go 1.27.3, which the go command fetches through
+# the module proxy once, and the toolchains of ../shared/toolchains beside
+# the repository, unpacked into the cache (once; seconds when done before).
 if ! command -v go >/dev/null; then
   echo "install-deps: no 'go' on PATH; installing Debian's golang-go" >&2
   DEBIAN_FRONTEND=noninteractive ${sudo:-} apt-get install -y -qq golang-go >/dev/null
 fi
 if ! GOTOOLCHAIN=go1.27.3 go version >/dev/null 2>&1; then
-  echo "install-deps: could not fetch Go 1.27.3 through the module proxy; its tests will be skipped" >&2
+  echo "install-deps: could not fetch Go 1.27.3 through the module proxy; its tests fail unless GOHEAP2PPROF_ALLOW_MISSING_TOOLCHAINS=1" >&2
 fi
+bash "$(dirname "$0")/unpack-toolchains.sh"
 echo "install-deps: ok"

@@ -40,10 +40,10 @@ ExecutableAnalysis::ExecutableAnalysis(std::shared_ptr<const ElfFile> elf)
     warnings_.push_back(elf_->name() + " has no Go build info; its version " + go_version_ +
                         " was inferred from " + binary_.version_source());
   }
-  if (std::optional<std::string> untested = UntestedVersionWarning(traits_)) {
+  if (std::optional<std::string> untested = UnverifiedVersionWarning(traits_)) {
     warnings_.push_back(std::move(*untested));
   }
-  variables_ = LocateRuntimeVariables(binary_, traits_.cycle_symbol);
+  variables_ = LocateRuntimeVariables(binary_, traits_.variables);
   // Link-time addresses (bias 0): the same table then serves every process.
   pclntab_ = std::make_unique<const Pclntab>(binary_.OpenPclntab(0));
   symbolizer_ = std::make_unique<Symbolizer>(*pclntab_, traits_);

@@ -137,6 +137,20 @@ std::optional<ModuleData> Validate(const ElfFile& elf, const RelativeRelocs& rel
 
 }  // namespace
 
+std::string_view DataSectionName(DataSection section) {
+  switch (section) {
+    case DataSection::kNoptrdata:
+      return ".noptrdata";
+    case DataSection::kData:
+      return ".data";
+    case DataSection::kBss:
+      return ".bss";
+    case DataSection::kNoptrbss:
+      return ".noptrbss";
+  }
+  return "?";
+}
+
 std::string_view ModuleDataLayoutName(ModuleDataLayout layout) {
   switch (layout) {
     case ModuleDataLayout::kGo118:

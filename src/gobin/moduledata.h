@@ -42,6 +42,13 @@ ModuleDataLayout ModuleDataLayoutFor(const GoVersion& v);
 // (1.26 and 1.27; the older families span several releases).
 std::optional<GoVersion> VersionImpliedBy(ModuleDataLayout layout);
 
+// The data sections whose ranges moduledata records, where package
+// variables live.
+enum class DataSection { kNoptrdata, kData, kBss, kNoptrbss };
+
+// ".noptrbss" etc., for messages.
+std::string_view DataSectionName(DataSection section);
+
 // All link-time addresses.
 struct ModuleData {
   uint64_t vaddr = 0;   // of runtime.firstmoduledata
@@ -63,6 +70,19 @@ struct ModuleData {
   bool InNoptrbss(uint64_t a) const { return a >= noptrbss && a < enoptrbss; }
   bool InAnyData(uint64_t a) const {
     return InNoptrdata(a) || InData(a) || InBss(a) || InNoptrbss(a);
+  }
+  bool In(DataSection section, uint64_t a) const {
+    switch (section) {
+      case DataSection::kNoptrdata:
+        return InNoptrdata(a);
+      case DataSection::kData:
+        return InData(a);
+      case DataSection::kBss:
+        return InBss(a);
+      case DataSection::kNoptrbss:
+        return InNoptrbss(a);
+    }
+    return false;
   }
 };
 

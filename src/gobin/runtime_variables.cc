@@ -130,41 +130,52 @@ RuntimeVariable Recover(const GoBinary& bin, RuntimeCode& code, std::string_view
   return {*accepted.begin(), "recovered from " + used};
 }
 
-RuntimeVariables RecoverFromCode(const GoBinary& bin, std::string_view cycle_symbol) {
+// "" if a is in the section, else why not.
+std::string CheckSection(const ModuleData& md, DataSection section, uint64_t a) {
+  if (md.In(section, a)) return "";
+  return "is not in " + std::string(DataSectionName(section));
+}
+
+RuntimeVariables RecoverFromCode(const GoBinary& bin, const RuntimeVariableLayout& layout) {
   const PclntabLocation loc = bin.LocatePclntab();
   if (!loc.moduledata) {
     throw Unrecoverable(bin, "runtime.mbuckets", "no moduledata was found");
   }
   const ModuleData& md = *loc.moduledata;
-  const bool go120 = md.layout != ModuleDataLayout::kGo118;
   RuntimeCode code(bin);
   RuntimeVariables v;
 
   // mbuckets: the list head walked by mProf_FlushLocked (its only data
   // reference), prepended to by stkbucket and read by MemProfile. A pointer,
-  // so in .bss, and pointer-aligned.
+  // so in .bss (.noptrbss in 1.18, see RuntimeVariableLayout), and aligned.
   v.mbuckets = Recover(
       bin, code, "runtime.mbuckets",
       {{{"runtime.mProf_FlushLocked"}, true, std::nullopt},
        {{"runtime.stkbucket"}, true, std::nullopt},
        {{"runtime.memProfileInternal", "runtime.MemProfile"}, false, std::nullopt}},
       [&](uint64_t a) -> std::string {
-        if (!md.InBss(a)) return "is not in .bss";
+        if (std::string why = CheckSection(md, layout.mbuckets, a); !why.empty()) return why;
         if (a % 8 != 0) return "is not 8-byte aligned";
         return "";
       });
 
   // The heap profile cycle (mProfCycle, or mProf whose first field is the
   // cycle in 1.18): read as a 4-byte word by mProf_Free, and referenced by
-  // mProf_Flush and mProf_Malloc. The profMemFutureLock array they also share
+  // the flush (layout.cycle_flush_function) and mProf_Malloc. The profMemFutureLock array they also share
   // is only ever address-taken, which the access size rules out.
-  v.cycle = Recover(bin, code, cycle_symbol,
+  v.cycle = Recover(bin, code, layout.cycle_symbol,
                     {{{"runtime.mProf_Free"}, true, 4},
-                     {{"runtime.mProf_Flush"}, true, std::nullopt},
+                     {{layout.cycle_flush_function}, true, std::nullopt},
                      {{"runtime.mProf_Malloc"}, true, std::nullopt},
-                     {{"runtime.memProfileInternal", "runtime.MemProfile"}, false, std::nullopt}},
+                     {layout.mem_profile_reads_cycle
+                          ? std::initializer_list<std::string_view>{"runtime.memProfileInternal",
+                                                                    "runtime.MemProfile"}
+                          : std::initializer_list<std::string_view>{},
+                      false, std::nullopt}},
                     [&](uint64_t a) -> std::string {
-                      if (!md.InBss(a) && !md.InNoptrbss(a)) return "is not zero-initialized data";
+                      if (std::string why = CheckSection(md, layout.cycle, a); !why.empty()) {
+                        return why;
+                      }
                       if (a % 4 != 0) return "is not 4-byte aligned";
                       return "";
                     });
@@ -177,12 +188,12 @@ RuntimeVariables RecoverFromCode(const GoBinary& bin, std::string_view cycle_sym
       {{{"runtime.profilealloc"}, true, 8}, {{"runtime.allocmcache"}, true, 8}},
       [&](uint64_t a) -> std::string {
         if (a % 8 != 0) return "is not 8-byte aligned";
-        if (go120) {
-          if (!md.InNoptrdata(a)) return "is not in .noptrdata";
-          std::optional<uint64_t> value = bin.ReadPointer(a);
-          if (value != kDefaultMemProfileRate) return "does not hold 524288 in the file";
-        } else if (!md.InBss(a) && !md.InNoptrbss(a)) {
-          return "is not zero-initialized data";
+        if (std::string why = CheckSection(md, layout.mem_profile_rate, a); !why.empty()) {
+          return why;
+        }
+        if (layout.mem_profile_rate == DataSection::kNoptrdata &&
+            bin.ReadPointer(a) != kDefaultMemProfileRate) {
+          return "does not hold 524288 in the file";
         }
         return "";
       });
@@ -199,7 +210,7 @@ RuntimeVariables RecoverFromCode(const GoBinary& bin, std::string_view cycle_sym
       const DataRef& store = (*refs)[i];
       const DataRef& test = (*refs)[i - 1];
       if (store.write && store.target == v.mem_profile_rate.addr && test.size == 1 &&
-          !test.write && md.InAnyData(test.target)) {
+          !test.write && md.In(layout.disable_memory_profiling, test.target)) {
         found.insert(test.target);
       }
     }
@@ -213,12 +224,12 @@ RuntimeVariables RecoverFromCode(const GoBinary& bin, std::string_view cycle_sym
 
 }  // namespace
 
-RuntimeVariables LocateRuntimeVariables(const GoBinary& bin, std::string_view cycle_symbol) {
-  if (!bin.elf().HasSymtab()) return RecoverFromCode(bin, cycle_symbol);
+RuntimeVariables LocateRuntimeVariables(const GoBinary& bin, const RuntimeVariableLayout& layout) {
+  if (!bin.elf().HasSymtab()) return RecoverFromCode(bin, layout);
   RuntimeVariables v;
   v.mbuckets = FromSymbol(bin, "runtime.mbuckets");
   v.mem_profile_rate = FromSymbol(bin, "runtime.MemProfileRate");
-  v.cycle = FromSymbol(bin, cycle_symbol);
+  v.cycle = FromSymbol(bin, layout.cycle_symbol);
   if (std::optional<uint64_t> a = bin.SymbolAddress("runtime.disableMemoryProfiling")) {
     v.disable_memory_profiling = RuntimeVariable{*a, "symbol table"};
   }

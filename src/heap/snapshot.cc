@@ -39,7 +39,7 @@ HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
                                .record_layout = traits.record_layout};
   // The first walk reads everything, in large blocks.
   ++snap.walks;
-  uint32_t before = mem.ReadU32(addrs.cycle, traits.cycle_symbol);
+  uint32_t before = mem.ReadU32(addrs.cycle, traits.variables.cycle_symbol);
   uint64_t head = mem.ReadU64(addrs.mbuckets, "runtime.mbuckets");
   WalkResult walk;
   if (limits.cache_ranges.empty()) {
@@ -51,7 +51,7 @@ HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
   snap.buckets = std::move(walk.buckets);
   snap.stack_arenas.push_back(std::move(walk.stack_words));
   for (;;) {
-    uint32_t after = mem.ReadU32(addrs.cycle, traits.cycle_symbol);
+    uint32_t after = mem.ReadU32(addrs.cycle, traits.variables.cycle_symbol);
     if (after == before && !FlushInProgress(before, traits, snap.buckets)) break;
     if (snap.walks >= limits.max_walks) {
       snap.consistent = false;
@@ -61,7 +61,7 @@ HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
     // change but their counters, and new ones are only prepended: take the
     // new ones, then re-read every counter between two reads of the cycle.
     ++snap.walks;
-    before = mem.ReadU32(addrs.cycle, traits.cycle_symbol);
+    before = mem.ReadU32(addrs.cycle, traits.variables.cycle_symbol);
     uint64_t new_head = mem.ReadU64(addrs.mbuckets, "runtime.mbuckets");
     if (new_head != head) {
       WalkLimits prefix_limits = walk_limits;

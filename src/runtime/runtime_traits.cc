@@ -7,8 +7,22 @@
 namespace goheap2pprof {
 
 namespace {
-// Minor versions exercised end to end by tests/e2e/oracle_test.sh.
-constexpr int kVerifiedMinors[] = {19, 26, 27};
+
+// The releases exercised end to end by the Go tier of the tests (every
+// toolchain of tests/go_toolchains.txt): the oracle matrix, the stripped
+// oracle, the pclntab and stripped-recovery tests.
+constexpr GoVersion kVerified[] = {
+    {1, 18, 10}, {1, 19, 8}, {1, 20, 14}, {1, 21, 5}, {1, 21, 13}, {1, 22, 10},
+    {1, 23, 4},  {1, 24, 3}, {1, 25, 3},  {1, 26, 8}, {1, 27, 3},
+};
+
+// True from release 1.<minor>.<patch> on: per-version rules say "from patch
+// release N" with this, not with their own comparisons.
+bool From(const GoVersion& v, int minor, int patch = 0) {
+  if (v.minor != minor) return v.minor > minor;
+  return v.patch >= patch;
+}
+
 }  // namespace
 
 RuntimeTraits TraitsForVersion(const GoVersion& v) {
@@ -17,43 +31,60 @@ RuntimeTraits TraitsForVersion(const GoVersion& v) {
                 "; goheap2pprof reads Go 1.18 and newer (older runtimes use other bucket "
                 "and pclntab layouts)");
   }
-  const int m = v.minor;
   RuntimeTraits t;
   t.version = v;
-  for (int verified : kVerifiedMinors) t.verified |= (m == verified);
-  t.newer_than_verified = m > kVerifiedMinors[std::size(kVerifiedMinors) - 1];
+  for (const GoVersion& verified : kVerified) t.verified |= (v.minor == verified.minor);
+  t.newer_than_verified = v.minor > kVerified[std::size(kVerified) - 1].minor;
 
-  if (m == 18) {
-    t.cycle_symbol = "runtime.mProf";
+  // runtime/mprof.go declares mProf (1.18) or mProfCycle (1.19+). In 1.18
+  // mbuckets is a *bucket and bucket is //go:notinheap, so the linker puts
+  // it with the pointer-free zeroed data; 1.19 made it an
+  // atomic.UnsafePointer (.bss). MemProfileRate is set by an initializer up
+  // to 1.19 and statically 512 KiB from 1.20.
+  if (!From(v, 19)) {
+    t.variables.cycle_symbol = "runtime.mProf";
+    t.variables.cycle_flush_function = "runtime.mProf_FlushLocked";
+    t.variables.mem_profile_reads_cycle = false;
     t.cycle_encoding = CycleEncoding::kMProfStruct;
+    t.variables.mbuckets = DataSection::kNoptrbss;
   } else {
-    t.cycle_symbol = "runtime.mProfCycle";
+    t.variables.cycle_symbol = "runtime.mProfCycle";
+    t.variables.cycle_flush_function = "runtime.mProf_Flush";
     t.cycle_encoding = CycleEncoding::kMProfCycle;
+    t.variables.mbuckets = DataSection::kBss;
   }
-  if (m <= 22) {
+  t.variables.cycle = DataSection::kNoptrbss;
+  t.variables.mem_profile_rate = From(v, 20) ? DataSection::kNoptrdata : DataSection::kNoptrbss;
+  t.variables.disable_memory_profiling = DataSection::kNoptrbss;
+
+  // maxStack = 32 up to 1.22; debug.profstackdepth (at most
+  // maxProfStackDepth = 1024) from 1.23; mProf_Malloc records 2 more words
+  // from 1.26.
+  if (!From(v, 23)) {
     t.max_stack_words = 32;
-  } else if (m <= 25) {
+  } else if (!From(v, 26)) {
     t.max_stack_words = 1024;
   } else {
     t.max_stack_words = 1024 + 2;
   }
 
-  if (m >= 27) {
+  if (From(v, 27)) {
     t.record_layout = MemRecordLayout::kCountsOnly;
     t.bytes_label_is_object_size = true;
   }
 
   t.hidden_prefixes = {"runtime."};
-  if (m >= 24) t.hidden_prefixes.push_back("internal/runtime/");
-  t.writes_start_line = m >= 20;
-  t.dedup_by_printed_name = m == 21;
-  t.deck_compares_printed_name = m <= 21;
-  t.cached_location_deck_retry = m >= 19;
+  if (From(v, 24)) t.hidden_prefixes.push_back("internal/runtime/");
+  t.writes_start_line = From(v, 20);
+  t.frame_function_elides_shapes = From(v, 21);
+  t.dedup_by_printed_name = From(v, 21) && !From(v, 21, 6);
+  t.deck_compares_printed_name = !From(v, 22);
+  t.cached_location_deck_retry = From(v, 19);
 
-  // internal/abi FuncID numbering (runtime/symtab.go before 1.21).
-  if (m <= 21) {
+  // FuncID numbering: runtime/symtab.go up to 1.20, internal/abi from 1.21.
+  if (!From(v, 22)) {
     t.func_ids = {.gopanic = 9, .panicwrap = 14, .sigpanic = 18, .wrapper = 21};
-  } else if (m <= 24) {
+  } else if (!From(v, 25)) {
     t.func_ids = {.gopanic = 10, .panicwrap = 15, .sigpanic = 19, .wrapper = 22};
   } else {
     t.func_ids = {.gopanic = 10, .panicwrap = 15, .sigpanic = 20, .wrapper = 23};
@@ -62,17 +93,15 @@ RuntimeTraits TraitsForVersion(const GoVersion& v) {
 }
 
 std::string VerifiedVersionsText() {
-  // "Go 1.19, 1.26 and 1.27", from the list itself so the two cannot differ.
-  std::string text = "Go ";
-  const size_t n = std::size(kVerifiedMinors);
-  for (size_t i = 0; i < n; ++i) {
-    if (i > 0) text += i + 1 == n ? " and " : ", ";
-    text += "1." + std::to_string(kVerifiedMinors[i]);
+  std::string out = "Go ";
+  for (size_t i = 0; i < std::size(kVerified); ++i) {
+    if (i > 0) out += i + 1 == std::size(kVerified) ? " and " : ", ";
+    out += FormatGoVersion(kVerified[i]).substr(2);  // without "go"
   }
-  return text;
+  return out;
 }
 
-std::optional<std::string> UntestedVersionWarning(const RuntimeTraits& traits) {
+std::optional<std::string> UnverifiedVersionWarning(const RuntimeTraits& traits) {
   if (traits.verified) return std::nullopt;
   return FormatGoVersion(traits.version) +
          (traits.newer_than_verified ? " is newer than" : " is not one of") +

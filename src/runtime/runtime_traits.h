@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gobin/buildinfo.h"
+#include "gobin/runtime_variables.h"
 
 namespace goheap2pprof {
 
@@ -37,13 +38,18 @@ struct FuncIds {
 
 struct RuntimeTraits {
   GoVersion version;
-  // True for versions whose layout the project's tests verify end to end;
-  // others are read only when the runtime tables validate, with a warning.
+  // True for the Go minor versions the project's tests verify end to end
+  // (every patch release of them: patch releases carry fixes only, and the
+  // one patch-level change of the heap profile known, go1.21.6's, is a
+  // field below with both sides tested); others are read only when the
+  // runtime tables validate, with a warning.
   bool verified = false;
   bool newer_than_verified = false;  // newer than every verified version
 
-  // --- heap buckets (runtime/mprof.go) ---
-  std::string_view cycle_symbol;  // runtime.mProfCycle or runtime.mProf
+  // --- the heap profiler's variables (runtime/mprof.go) ---
+  // The cycle's name (runtime.mProfCycle or runtime.mProf) and the section
+  // each variable is in.
+  RuntimeVariableLayout variables;
   CycleEncoding cycle_encoding = CycleEncoding::kMProfCycle;
   // Largest nstk a heap bucket can have: 32 before 1.23, the 1024 cap of
   // debug.profstackdepth from 1.23, plus the 2 extra words recorded from 1.26.
@@ -58,7 +64,14 @@ struct RuntimeTraits {
   // 1.27+: the "bytes" label is the bucket's object size on every sample;
   // before, AllocBytes/AllocObjects and only when that is non-zero.
   bool bytes_label_is_object_size = false;
-  bool dedup_by_printed_name = false;     // 1.21 only: Function keyed by "F[...]"
+  // runtime.Frame.Function is funcNameForPrint's: generic shapes shown as
+  // "[...]" (1.21+); before, the symbol name itself.
+  bool frame_function_elides_shapes = false;
+  // emitLocation keys Functions by Frame.Function instead of the symbol
+  // name, so generic instances share the first one's Function: go1.21.0 to
+  // go1.21.5 (fixed in go1.21.6, "runtime/pprof: fix generics function
+  // names"). Before 1.21 the two names are the same.
+  bool dedup_by_printed_name = false;
   bool deck_compares_printed_name = false;  // 1.18-1.21 compare Frame.Function
   bool cached_location_deck_retry = false;  // 1.19+: fake-PC retry on cache hit
   FuncIds func_ids;
@@ -69,11 +82,12 @@ struct RuntimeTraits {
 // newest known traits with verified = false.
 RuntimeTraits TraitsForVersion(const GoVersion& version);
 
-// The newest and oldest Go versions the tests verify, for messages.
+// Every Go release the tests verify ("Go 1.18.10, 1.19.8, ..."), for
+// messages.
 std::string VerifiedVersionsText();
 
-// The warning a capture of a version the tests do not verify carries, or
-// nullopt for a verified one.
-std::optional<std::string> UntestedVersionWarning(const RuntimeTraits& traits);
+// The warning for a version whose layout the tests do not verify (newer or
+// not among the verified minors), or nullopt for a verified one.
+std::optional<std::string> UnverifiedVersionWarning(const RuntimeTraits& traits);
 
 }  // namespace goheap2pprof

@@ -8,7 +8,7 @@ Symbolizer::Symbolizer(const Pclntab& pclntab, const RuntimeTraits& traits)
     : tab_(pclntab), traits_(traits) {}
 
 std::string Symbolizer::PrintedName(std::string_view raw) const {
-  if (traits_.version.minor < 21) return std::string(raw);
+  if (!traits_.frame_function_elides_shapes) return std::string(raw);
   // funcNameForPrint: everything between the first '[' and the last ']'
   // becomes "...".
   size_t open = raw.find('[');

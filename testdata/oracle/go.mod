@@ -1,3 +1,3 @@
 module goheap2pprof.test/oracle
 
-go 1.19
+go 1.18

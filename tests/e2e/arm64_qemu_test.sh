@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Live arm64 capture, proven under emulation: the oracle matrix of
-# oracle_test.sh (each toolchain, exe and pie, MemProfileRate 1 and default),
+# oracle_test.sh (the toolchains marked arm64-live in tests/go_toolchains.txt,
+# exe and pie, MemProfileRate 1 and default),
 # cross-built with GOARCH=arm64 CGO_ENABLED=0, unstripped and stripped
 # (-ldflags="-s -w"), run under qemu-aarch64-static. goheap2pprof is pointed
 # at the qemu process and must find the guest program in its maps, read the

@@ -13,7 +13,9 @@
 #   e2e_go_cache_fallback          a Go cache when CTest runs us without HOME
 #   e2e_require_executables        skip unless the given files are executable
 #   e2e_require_command            skip unless a command is on PATH
-#   go_cmd, toolchain_ok           the Go toolchains of the test matrix
+#   toolchain_versions, go_cmd, toolchain_ok, ...
+#                                  the Go toolchains (tests/go_toolchains.txt)
+#   go_programs_status, go_program the programs the go_programs fixture built
 #   e2e_require_go                 skip unless `go` is Go 1.26.8; sets go=(...)
 #   e2e_make_work                  a fresh scratch directory: work
 #   e2e_build_oracle               testdata/oracle built with Go 1.26.8
@@ -71,21 +73,54 @@ e2e_require_command() {
   fi
 }
 
+# The Go toolchains of the test matrix: tests/go_toolchains.txt, the one
+# list of them; the "shared" ones are unpacked by scripts/unpack-toolchains.sh
+# into toolchains_dir from toolchains_shared (scripts/toolchain_dirs.sh; CTest
+# passes both in the environment).
+toolchains_list=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/go_toolchains.txt
+toolchains_shared=$(repo=$(cd "$(dirname "$toolchains_list")/.." && pwd) &&
+  source "$repo/scripts/toolchain_dirs.sh" && echo "$shared")
+toolchains_dir=$(repo=$(cd "$(dirname "$toolchains_list")/.." && pwd) &&
+  source "$repo/scripts/toolchain_dirs.sh" && echo "$cache")
+
+# toolchain_versions: every version of the list, oldest first.
+toolchain_versions() {
+  awk '$1 ~ /^go/ {print $1}' "$toolchains_list"
+}
+
+# toolchain_how <version>: shared, path, gotoolchain or a go binary's path.
+toolchain_how() {
+  awk -v v="$1" '$1 == v {print $2}' "$toolchains_list"
+}
+
+# toolchain_arm64_live <version>: 0 if its arm64 builds run live under qemu.
+toolchain_arm64_live() {
+  [[ $(awk -v v="$1" '$1 == v {print $3}' "$toolchains_list") == arm64-live ]]
+}
+
 # go_cmd <version>: the command line that runs that Go toolchain (word-split
-# it), or nothing for a version outside the matrix.
+# it), or nothing for a version outside the list.
 go_cmd() {
-  case $1 in
-    go1.19.8) echo "/usr/lib/go-1.19/bin/go" ;;
-    go1.26.8) echo "env GOTOOLCHAIN=local go" ;;
-    go1.27.3) echo "env GOTOOLCHAIN=go1.27.3 go" ;;
+  local how
+  how=$(toolchain_how "$1")
+  case $how in
+    shared) echo "env GOTOOLCHAIN=local $toolchains_dir/$1/bin/go" ;;
+    path) echo "env GOTOOLCHAIN=local go" ;;
+    gotoolchain) echo "env GOTOOLCHAIN=$1 go" ;;
+    /*) echo "env GOTOOLCHAIN=local $how" ;;
   esac
 }
 
 # toolchain_ok <version>: 0 if the toolchain runs and is that version; else
 # prints why not.
 toolchain_ok() {
-  local version=$1 out
-  if ! out=$($(go_cmd "$version") version 2>&1); then
+  local version=$1 out cmd
+  cmd=$(go_cmd "$version")
+  if [[ -z $cmd ]]; then
+    echo "toolchain $version is not in $toolchains_list"
+    return 1
+  fi
+  if ! out=$($cmd version 2>&1); then
     echo "toolchain $version unavailable: $(echo "$out" | tail -n 1)"
     return 1
   fi
@@ -93,6 +128,20 @@ toolchain_ok() {
     echo "toolchain $version unavailable: got '$out'"
     return 1
   fi
+}
+
+# go_programs_status <version>: "ok", "skip <why>" or "fail <why>" from the
+# go_programs fixture (tests/go_programs.sh) in $bin/go-programs; "fail ..."
+# when the fixture did not run.
+go_programs_status() {
+  local line
+  line=$(awk -v v="$1" '$1 == v {$1 = ""; sub(/^ /, ""); print}' "$bin/go-programs/status" 2>/dev/null)
+  echo "${line:-fail the go_programs fixture has no status for $1 (run ctest, or bash tests/go_programs.sh $bin)}"
+}
+
+# go_program <version> <name>: the path of a program the fixture built.
+go_program() {
+  echo "$bin/go-programs/$1/$2"
 }
 
 # e2e_require_go: sets the array go to the command that runs Go 1.26.8 (the
@@ -112,9 +161,15 @@ e2e_make_work() {
   work=$(mktemp -d "$bin/e2e/$1.XXXXXX")
 }
 
-# e2e_build_oracle: builds testdata/oracle with "${go[@]}" (e2e_require_go)
-# into binary=$work/bin/oracle; when that fails, reports it and exits 1.
+# e2e_build_oracle: sets binary to testdata/oracle built with Go 1.26.8: the
+# go_programs fixture's, else built with "${go[@]}" (e2e_require_go) into
+# $work/bin/oracle; when that fails, reports it and exits 1.
 e2e_build_oracle() {
+  binary=$(go_program go1.26.8 oracle-amd64-exe)
+  if [[ $(go_programs_status go1.26.8) == ok && -x $binary ]]; then
+    echo "testdata/oracle as the go_programs fixture built it with Go 1.26.8: $binary"
+    return
+  fi
   echo "building testdata/oracle with $("${go[@]}" version)"
   binary=$work/bin/oracle
   if ! (cd "$src/testdata/oracle" && CGO_ENABLED=0 "${go[@]}" build -o "$binary" .) \

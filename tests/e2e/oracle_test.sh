@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# The oracle matrix: build testdata/oracle with every available Go toolchain
-# and build mode, run it, and check that goheap2pprof's capture of the live
-# process means exactly the same as the process's own heap profile (written
-# by runtime/pprof in a quiescent state, see testdata/oracle/main.go).
+# The oracle matrix: testdata/oracle built with every Go toolchain and build
+# mode (by the go_programs fixture), run, and goheap2pprof's capture of the
+# live process checked to mean exactly the same as the process's own heap
+# profile (written by runtime/pprof in a quiescent state, see
+# testdata/oracle/main.go).
 #
 #   bash tests/e2e/oracle_test.sh <path-to-goheap2pprof> <path-to-profdiff>
 #
 # With ORACLE_STRIP=1 (tests/e2e/stripped_oracle_test.sh) every target is
 # built with -ldflags="-s -w": goheap2pprof must then recover runtime.mbuckets
 # and friends from machine code and symbolize through moduledata, and say so
-# with -v; the binary must have no .symtab, or the run proves nothing.
+# with -v (the fixture checked that the binary has no .symtab).
 #
 # With ORACLE_GOARCH=arm64 and ORACLE_RUNNER="qemu-aarch64-static -L ..."
 # (tests/e2e/arm64_qemu_test.sh) the targets are cross-built without cgo and
@@ -17,9 +18,11 @@
 # shows its guest, every mapping must match, not only the executable's.
 #
 # Environment: GOHEAP2PPROF_SOURCE_DIR (repo root), GOHEAP2PPROF_BINARY_DIR
-# (scratch space goes to $GOHEAP2PPROF_BINARY_DIR/e2e). Toolchains: `go`
-# (1.26.8), /usr/lib/go-1.19/bin/go (1.19.8), `GOTOOLCHAIN=go1.27.3 go`; the
-# ones that are missing are reported and skipped.
+# (scratch space goes to $GOHEAP2PPROF_BINARY_DIR/e2e; the targets are the
+# go_programs fixture's, tests/go_programs.sh, in its go-programs/).
+# Toolchains: every one of tests/go_toolchains.txt (ORACLE_VERSIONS="v ..."
+# picks some); one the fixture could not use FAILS, unless it was allowed to
+# be missing (then one SKIP line says which and why).
 #
 # Exit status: 0 all cases passed, 1 some failed, 77 nothing could run.
 set -u
@@ -42,21 +45,6 @@ results=()
 report() {
   echo "$1"
   results+=("$1")
-}
-
-# build <version> <mode> <cgo 0|1> <out>: builds the oracle target.
-build() {
-  local version=$1 mode=$2 cgo=$3 out=$4 flags=()
-  [[ $cgo == 1 ]] && flags=(-tags withcgo)
-  [[ $strip == 1 ]] && flags+=(-ldflags="-s -w")
-  (cd "$src/testdata/oracle" &&
-    env CGO_ENABLED="$cgo" ${goarch:+GOARCH=$goarch} $(go_cmd "$version") build \
-      -buildmode="$mode" "${flags[@]}" -o "$out" .) ||
-    return 1
-  if [[ $strip == 1 ]] && LC_ALL=C readelf -S "$out" | grep -q ' \.symtab '; then
-    echo "$out still has a .symtab"
-    return 1
-  fi
 }
 
 # run_case <label> <binary> <rate>: one target run, one capture, one diff.
@@ -108,50 +96,48 @@ run_case() {
   fi
 }
 
-# The matrix. Each binary is built once and run at both rates.
-builds=()
-for version in go1.19.8 go1.26.8 go1.27.3; do
-  for mode in exe pie; do builds+=("$version $mode 0"); done
-done
-# cgo targets need a C compiler for the target architecture: native only.
-if [[ -z $goarch ]]; then
-  builds+=("go1.26.8 exe 1")
-  # The hardest stripped case: an externally linked PIE before 1.26 has no
-  # pclntab section at all.
-  [[ $strip == 1 ]] && builds+=("go1.19.8 pie 1")
-fi
-
-declare -A toolchain_state
-for entry in "${builds[@]}"; do
-  read -r version mode cgo <<<"$entry"
-  name="$version $mode"
-  [[ $cgo == 1 ]] && name="$name cgo"
-  if [[ -z ${toolchain_state[$version]:-} ]]; then
-    if why=$(toolchain_ok "$version"); then
-      toolchain_state[$version]=ok
-    else
-      toolchain_state[$version]=$why
-    fi
+# The matrix: every toolchain of tests/go_toolchains.txt (under qemu, the
+# arm64-live ones), exe and PIE, and one cgo build per version (stripped: the
+# externally linked PIE, which before 1.26 has no pclntab section at all).
+# The go_programs fixture built each binary once; each runs at both rates.
+arch=${goarch:-amd64}
+suffix=$([[ $strip == 1 ]] && echo -stripped)
+declare -A skipped_why
+for version in ${ORACLE_VERSIONS:-$(toolchain_versions)}; do
+  if [[ -n $goarch ]] && ! toolchain_arm64_live "$version"; then continue; fi
+  read -r state why <<<"$(go_programs_status "$version")"
+  builds=("exe 0" "pie 0")
+  # cgo targets need a C compiler for the target architecture: native only.
+  if [[ -z $goarch ]]; then
+    builds+=("$([[ $strip == 1 ]] && echo pie || echo exe) 1")
   fi
-  if [[ ${toolchain_state[$version]} != ok ]]; then
-    report "SKIP $name (${toolchain_state[$version]})"
-    skipped=$((skipped + 2))
+  if [[ $state == skip ]]; then
+    skipped_why[$why]+=" $version"
+    skipped=$((skipped + 2 * ${#builds[@]}))
     continue
   fi
-  binary=$work/oracle-$version-$mode-cgo$cgo
-  if ! build_log=$(build "$version" "$mode" "$cgo" "$binary" 2>&1); then
-    if [[ $cgo == 1 ]] && ! command -v "${CC:-gcc}" >/dev/null; then
-      report "SKIP $name (no C compiler for cgo)"
-      skipped=$((skipped + 2))
+  if [[ $state != ok ]]; then
+    report "FAIL $version ($why)"
+    failed=$((failed + 2 * ${#builds[@]}))
+    continue
+  fi
+  for entry in "${builds[@]}"; do
+    read -r mode cgo <<<"$entry"
+    name="$version $mode"
+    [[ $cgo == 1 ]] && name="$name cgo"
+    binary=$(go_program "$version" "oracle-$arch-$mode$([[ $cgo == 1 ]] && echo -cgo)$suffix")
+    if [[ ! -x $binary ]]; then
+      report "FAIL $name ($binary was not built)"
+      failed=$((failed + 2))
       continue
     fi
-    report "FAIL $name (go build failed)"
-    echo "$build_log" | sed 's/^/    /' | tail -n 20
-    failed=$((failed + 2))
-    continue
-  fi
-  run_case "$name rate=1" "$binary" 1
-  run_case "$name rate=default" "$binary" 0
+    run_case "$name rate=1" "$binary" 1
+    run_case "$name rate=default" "$binary" 0
+  done
+done
+# One line per reason for the toolchains that may be missing here.
+for why in "${!skipped_why[@]}"; do
+  report "SKIP${skipped_why[$why]} ($why)"
 done
 
 if ((failed > 0)); then

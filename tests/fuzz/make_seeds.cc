@@ -23,6 +23,7 @@
 #include "gobin/go_binary.h"
 #include "gobin/pclntab.h"
 #include "gobin/runtime_variables.h"
+#include "runtime/runtime_traits.h"
 
 namespace {
 
@@ -354,7 +355,8 @@ void GoElfSeed(const fs::path& dir, const std::string& binary, const std::string
   std::string vars;
   try {
     const goheap2pprof::RuntimeVariables v =
-        goheap2pprof::LocateRuntimeVariables(bin, "runtime.mProfCycle");
+        goheap2pprof::LocateRuntimeVariables(
+            bin, goheap2pprof::TraitsForVersion(*bin.version()).variables);
     vars = "runtime variables found";
   } catch (const goheap2pprof::Error& e) {
     vars = std::string("runtime variables: ") + e.what();

@@ -1,3 +1,3 @@
 module example.com/heapvars
 
-go 1.19
+go 1.18

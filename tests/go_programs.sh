@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The CTest fixture of the Go tier (FIXTURES_SETUP go_programs): builds every
+# Go test program once per toolchain of tests/go_toolchains.txt and build
+# mode into <build>/go-programs/<version>/, where the suites that need them
+# (go_binary_tests, e2e.oracle_test, e2e.stripped_oracle_test,
+# e2e.arm64_qemu_test, ...) read them instead of building their own.
+#
+#   bash tests/go_programs.sh <build-dir>
+#
+# <build>/go-programs/status gets one line per toolchain:
+#   <version> ok
+#   <version> skip <why>    allowed to be missing: a "shared" toolchain when
+#                           the shared folder does not exist, or any toolchain
+#                           with GOHEAP2PPROF_ALLOW_MISSING_TOOLCHAINS=1
+#   <version> fail <why>    missing or failing to build: the suites FAIL
+# A program is rebuilt only when its toolchain, flags or sources change (the
+# key beside it). Exit status: 0 when every toolchain is ok or allowed to be
+# skipped, 1 otherwise (the suites then report each failed toolchain too).
+set -u
+src=$(cd "$(dirname "$0")/.." && pwd)
+bin=$(realpath "${1:?usage: $0 <build-dir>}")
+source "$src/tests/e2e/lib.sh"
+e2e_go_cache_fallback "$bin"
+out=$bin/go-programs
+mkdir -p "$out"
+
+bash "$src/scripts/unpack-toolchains.sh" || echo "FAIL: unpacking the shared toolchains (above)"
+
+# build_one <version> <program> <arch> <mode exe|pie> <cgo 0|1> <variant
+# plain|stripped|twin>: builds testdata/<program> into
+# $out/<version>/<name>, name = <basename>-<arch>-<mode>[-cgo][-<variant>].
+build_one() {
+  local version=$1 program=$2 arch=$3 mode=$4 cgo=$5 variant=$6 name key flags=()
+  name=$(basename "$program")-$arch-$mode$([[ $cgo == 1 ]] && echo -cgo)
+  [[ $variant != plain ]] && name+=-$variant
+  # The twin's -ldflags has the length of the stripped one's: build info
+  # records the flags, and another length would move every data section.
+  case $variant in
+    stripped) flags+=("-ldflags=-s -w") ;;
+    twin) flags+=("-ldflags=-w -w") ;;
+  esac
+  [[ $program == oracle && $cgo == 1 ]] && flags+=(-tags withcgo)
+  key="$version_text|$arch|$mode|$cgo|${flags[*]}|$(cat "$src/testdata/$program"/*.go \
+    "$src/testdata/$program/go.mod" | md5sum)"
+  if [[ -x $out/$version/$name && $(cat "$out/$version/$name.key" 2>/dev/null) == "$key" ]]; then
+    return 0
+  fi
+  rm -f "$out/$version/$name" "$out/$version/$name.key"
+  if ! (cd "$src/testdata/$program" &&
+    env GOARCH="$arch" CGO_ENABLED="$cgo" $(go_cmd "$version") build -buildmode="$mode" \
+      "${flags[@]}" -o "$out/$version/$name" .) >"$out/$version/$name.log" 2>&1; then
+    echo "FAIL $version: go build of $name"
+    sed 's/^/    /' "$out/$version/$name.log" | tail -n 20
+    return 1
+  fi
+  if [[ $variant == stripped ]] && LC_ALL=C readelf -S "$out/$version/$name" | grep -q ' \.symtab '; then
+    echo "FAIL $version: $name still has a .symtab"
+    return 1
+  fi
+  echo "$key" >"$out/$version/$name.key"
+  built=$((built + 1))
+}
+
+# The programs of one toolchain; returns 1 when one does not build.
+build_all() {
+  local version=$1 ok=0 arch mode cgo variant
+  for mode in exe pie; do
+    for cgo in 0 1; do
+      build_one "$version" gobin/frames amd64 "$mode" "$cgo" plain || ok=1
+    done
+  done
+  for arch in amd64 arm64; do
+    for mode in exe pie; do
+      for cgo in 0 1; do
+        [[ $arch == arm64 && $cgo == 1 ]] && continue  # no arm64 C compiler
+        for variant in stripped twin; do
+          build_one "$version" gobin/heapvars "$arch" "$mode" "$cgo" "$variant" || ok=1
+        done
+      done
+    done
+  done
+  for mode in exe pie; do
+    for variant in plain stripped; do
+      build_one "$version" oracle amd64 "$mode" 0 "$variant" || ok=1
+      if toolchain_arm64_live "$version"; then
+        build_one "$version" oracle arm64 "$mode" 0 "$variant" || ok=1
+      fi
+    done
+  done
+  # One cgo (externally linked) build per version, and its stripped PIE: an
+  # externally linked PIE before 1.26 has no pclntab section at all.
+  build_one "$version" oracle amd64 exe 1 plain || ok=1
+  build_one "$version" oracle amd64 pie 1 stripped || ok=1
+  return $ok
+}
+
+status=0 built=0 start=$SECONDS
+: >"$out/status.new"
+shared_absent=()
+for version in $(toolchain_versions); do
+  mkdir -p "$out/$version"
+  if ! why=$(toolchain_ok "$version"); then
+    if [[ $(toolchain_how "$version") == shared && ! -d $toolchains_shared ]]; then
+      echo "$version skip no shared folder $toolchains_shared" >>"$out/status.new"
+      shared_absent+=("$version")
+    elif [[ ${GOHEAP2PPROF_ALLOW_MISSING_TOOLCHAINS:-0} == 1 ]]; then
+      echo "SKIP $version: $why (allowed by GOHEAP2PPROF_ALLOW_MISSING_TOOLCHAINS=1)"
+      echo "$version skip $why (allowed by GOHEAP2PPROF_ALLOW_MISSING_TOOLCHAINS=1)" >>"$out/status.new"
+    else
+      echo "FAIL $version: $why (set GOHEAP2PPROF_ALLOW_MISSING_TOOLCHAINS=1 to skip it)"
+      echo "$version fail $why" >>"$out/status.new"
+      status=1
+    fi
+    continue
+  fi
+  version_text=$($(go_cmd "$version") version)
+  if build_all "$version"; then
+    echo "$version ok" >>"$out/status.new"
+  else
+    echo "$version fail a test program did not build (see $out/$version/*.log)" >>"$out/status.new"
+    status=1
+  fi
+done
+mv "$out/status.new" "$out/status"
+if ((${#shared_absent[@]})); then
+  echo "SKIP ${shared_absent[*]}: $toolchains_shared does not exist (only a clone beside a copy of shared/ tests them)"
+fi
+echo "go_programs: $built programs built in $((SECONDS - start)) s; status in $out/status:"
+sed 's/^/  /' "$out/status"
+exit $status
