@@ -19,6 +19,7 @@
 #include "pprof/heap_profile_builder.h"
 #include "pprof/output.h"
 #include "proc/memory_reader.h"
+#include "runtime/bucket_layout.h"
 #include "runtime/runtime_traits.h"
 #include "symbolize/symbolizer.h"
 
@@ -185,19 +186,20 @@ void RunCapture(const CaptureOptions& options, std::ostream& log, CaptureReport&
     throw Error(ErrorKind::kUnsupported, exe.name(), " looks like Go but its Go version "
                 "could not be determined");
   }
-  const RuntimeTraits traits = TraitsForVersion(*bin.version());
-  report.go_version = FormatGoVersion(traits.version);
+  report.go_version = FormatGoVersion(*bin.version());
   verbose("target ", exe.name(), ", comm ", start_stat.comm);
   verbose("Go version ", report.go_version, " (from ", bin.version_source(), ")");
   if (bin.version_inferred()) {
     warn(exe.name() + " has no Go build info; its version " + report.go_version +
          " was inferred from " + bin.version_source());
   }
-  if (!traits.verified) {
-    warn(report.go_version + (traits.newer_than_verified ? " is newer than" : " is not one of") +
-         " the Go versions goheap2pprof is tested with (" + VerifiedVersionsText() +
-         "); proceeding because its runtime tables validate");
-  }
+  // The bucket layout to read with, proven from DWARF where there is some;
+  // refused when it cannot be trusted. Its warnings also go into the output.
+  const LayoutVerdict layout = CheckBucketLayout(exe, TraitsForVersion(*bin.version()),
+                                                 options.executable.assume_go_layout);
+  const RuntimeTraits& traits = layout.traits;
+  for (const std::string& note : layout.notes) verbose(note);
+  for (const std::string& text : layout.warnings) warn(text);
 
   // 3. Map link-time addresses to runtime addresses (PIE load bias).
   const uint64_t bias = ComputeLoadBias(exe, maps, target.running);
@@ -303,6 +305,7 @@ void RunCapture(const CaptureOptions& options, std::ostream& log, CaptureReport&
                        " times because a GC published a profile cycle during the walk");
   }
   if (published) builder.AddComment(PublishedCountersComment());
+  for (const std::string& text : layout.warnings) builder.AddComment("goheap2pprof: warning: " + text);
   const pb::Profile& profile = builder.Finish();
   report.samples = records.size();
   verbose(symbolizer.distinct_pcs(), " distinct PCs symbolized, ", symbolizer.failed_lookups(),

@@ -22,6 +22,7 @@
 
 #include "app/target.h"
 #include "elf/elf_file.h"
+#include "gobin/buildinfo.h"
 #include "pprof/heap_profile_builder.h"
 #include "proc/procfs.h"
 
@@ -30,6 +31,9 @@ namespace goheap2pprof {
 struct ExecutableOptions {
   std::string path;    // --exe; empty: the running file itself
   bool force = false;  // --force: use a mismatching --exe with a warning
+  // --assume-go-layout: the bucket layout of a Go newer than every tested
+  // one, when no DWARF proves it (runtime/bucket_layout.h).
+  std::optional<GoVersion> assume_go_layout;
 };
 
 struct TargetExecutable {

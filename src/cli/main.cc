@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "pprof/output.h"
 #include "proc/procfs.h"
+#include "runtime/bucket_layout.h"
 
 namespace goheap2pprof {
 namespace {
@@ -23,7 +24,9 @@ constexpr const char* kExitCodes = R"(Exit codes:
   4   permission denied: not allowed to read the target's memory
   5   not a Go program
   6   unsupported target: Go older than 1.18, not 64-bit little-endian amd64/arm64,
-      or a stripped binary
+      a heap-bucket layout that differs from the table for its Go version (checked
+      against DWARF), or a Go newer than every tested one without DWARF to prove its
+      layout (see --assume-go-layout)
   7   heap sampling is disabled in the target
   8   the target's memory or executable is inconsistent
   9   I/O error on the output or the executable
@@ -113,6 +116,12 @@ int Main(int argc, char** argv) {
   app.add_flag("--force", options.executable.force,
                "use the --exe file even if it does not match the running executable (warns)")
       ->needs(exe_option);
+  std::string assume_layout;
+  CLI::Option* assume_layout_option = app.add_option(
+      "--assume-go-layout", assume_layout,
+      "for a Go newer than every tested version whose executable has no DWARF to prove its "
+      "heap-bucket layout: read it with this version's layout (e.g. 1.27); warns, also in the "
+      "output");
   app.set_version_flag("--version", std::string("goheap2pprof ") + GOHEAP2PPROF_VERSION);
 
   try {
@@ -139,6 +148,13 @@ int Main(int argc, char** argv) {
     }
     if (sample_index->count() > 0 && out.format != OutputFormat::kText) {
       throw Error(ErrorKind::kUsage, "--sample-index applies to --format text");
+    }
+    if (assume_layout_option->count() > 0) {
+      options.executable.assume_go_layout = ParseLayoutVersion(assume_layout);
+      if (!options.executable.assume_go_layout) {
+        throw Error(ErrorKind::kUsage, "--assume-go-layout \"", assume_layout,
+                    "\" is not a Go version such as 1.27");
+      }
     }
     std::optional<pid_t> pid = ParsePid(pid_text);
     if (!pid) throw Error(ErrorKind::kUsage, "\"", pid_text, "\" is not a process id");

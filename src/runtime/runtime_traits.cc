@@ -63,4 +63,8 @@ RuntimeTraits TraitsForVersion(const GoVersion& v) {
 
 std::string VerifiedVersionsText() { return "Go 1.19, 1.26 and 1.27"; }
 
+GoVersion NewestVerifiedVersion() {
+  return {1, kVerifiedMinors[std::size(kVerifiedMinors) - 1], 0};
+}
+
 }  // namespace goheap2pprof

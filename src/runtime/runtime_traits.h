@@ -71,4 +71,8 @@ RuntimeTraits TraitsForVersion(const GoVersion& version);
 // The newest and oldest Go versions the tests verify, for messages.
 std::string VerifiedVersionsText();
 
+// The newest verified Go version ({1, 27, 0}): a newer one is read with its
+// traits, and so with its heap-bucket layout.
+GoVersion NewestVerifiedVersion();
+
 }  // namespace goheap2pprof
