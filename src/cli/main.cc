@@ -25,8 +25,9 @@ constexpr const char* kExitCodes = R"(Exit codes:
   5   not a Go program
   6   unsupported target: Go older than 1.18, not 64-bit little-endian amd64/arm64,
       a heap-bucket layout that differs from the table for its Go version (checked
-      against DWARF), or a Go newer than every tested one without DWARF to prove its
-      layout (see --assume-go-layout)
+      against DWARF), a Go newer than every tested one without DWARF to prove its
+      layout (see --assume-go-layout), or a stripped binary whose runtime variables
+      cannot be recovered unambiguously
   7   heap sampling is disabled in the target
   8   the target's memory or executable is inconsistent
   9   I/O error on the output or the executable

@@ -37,7 +37,8 @@ struct FuncIds {
 struct RuntimeTraits {
   GoVersion version;
   // True for versions whose layout the project's tests verify end to end;
-  // others are read only when the runtime tables validate, with a warning.
+  // others are read with a warning, and a newer one only when its bucket
+  // layout is proven (runtime/bucket_layout.h).
   bool verified = false;
   bool newer_than_verified = false;  // newer than every verified version
 
