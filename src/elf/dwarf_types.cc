@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 #include <utility>
@@ -30,6 +31,19 @@ std::string DwarfErrorText() {
 
 bool IsDebugSection(std::string_view name) {
   return name.starts_with(".debug_") || name.starts_with(".zdebug_");
+}
+
+// The debug sections that type and variable entries are read from. libdw
+// decompresses every debug section when it opens a file, and line tables,
+// frames, location and range lists are most of Go's DWARF, so the others are
+// hidden from it (see DwarfTypes::Open).
+bool IsTypeSection(std::string_view name) {
+  if (name.starts_with(".zdebug_")) name.remove_prefix(2);
+  for (std::string_view wanted : {".debug_info", ".debug_abbrev", ".debug_str",
+                                  ".debug_line_str", ".debug_str_offsets", ".debug_addr"}) {
+    if (name == wanted) return true;
+  }
+  return false;
 }
 
 bool HasDebugInfo(const ElfFile& elf) {
@@ -131,9 +145,20 @@ std::optional<DwarfTypes> DwarfTypes::Open(const ElfFile& elf) {
   // real counts, which ElfFile has already used.
   const uint64_t section_count = elf.sections().size() + 1;
   CopyRange(file, image, ehdr.e_shoff, section_count * ehdr.e_shentsize);
-  for (const ElfSection& s : elf.sections()) {
-    if (s.type != SHT_NOBITS && (IsDebugSection(s.name) || s.name == ".shstrtab")) {
+  const bool standard_headers = ehdr.e_shentsize == sizeof(Elf64_Shdr) &&
+                                view.Has(ehdr.e_shoff, section_count * sizeof(Elf64_Shdr));
+  for (size_t i = 0; i < elf.sections().size(); ++i) {
+    const ElfSection& s = elf.sections()[i];
+    if (s.type == SHT_NOBITS) continue;
+    if (IsTypeSection(s.name) || s.name == ".shstrtab") {
       CopyRange(file, image, s.offset, s.size);
+    } else if (IsDebugSection(s.name) && standard_headers) {
+      // Not needed: our copy of its header says it has no bytes, which
+      // libdw skips instead of decompressing.
+      const uint64_t type_at = ehdr.e_shoff + (i + 1) * sizeof(Elf64_Shdr) +
+                               offsetof(Elf64_Shdr, sh_type);
+      const uint32_t nobits = SHT_NOBITS;
+      std::memcpy(image + type_at, &nobits, sizeof(nobits));
     }
   }
   // The name table under another name: find it by index.
