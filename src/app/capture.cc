@@ -195,8 +195,8 @@ void RunCapture(const CaptureOptions& options, std::ostream& log, CaptureReport&
   }
   // The bucket layout to read with, proven from DWARF where there is some;
   // refused when it cannot be trusted. Its warnings also go into the output.
-  const LayoutVerdict layout = CheckBucketLayout(exe, TraitsForVersion(*bin.version()),
-                                                 options.executable.assume_go_layout);
+  const LayoutVerdict layout =
+      CheckBucketLayout(exe, TraitsForVersion(*bin.version()), options.executable.assume_go_layout);
   const RuntimeTraits& traits = layout.traits;
   for (const std::string& note : layout.notes) verbose(note);
   for (const std::string& text : layout.warnings) warn(text);
@@ -305,7 +305,9 @@ void RunCapture(const CaptureOptions& options, std::ostream& log, CaptureReport&
                        " times because a GC published a profile cycle during the walk");
   }
   if (published) builder.AddComment(PublishedCountersComment());
-  for (const std::string& text : layout.warnings) builder.AddComment("goheap2pprof: warning: " + text);
+  for (const std::string& text : layout.warnings) {
+    builder.AddComment("goheap2pprof: warning: " + text);
+  }
   const pb::Profile& profile = builder.Finish();
   report.samples = records.size();
   verbose(symbolizer.distinct_pcs(), " distinct PCs symbolized, ", symbolizer.failed_lookups(),

@@ -151,11 +151,7 @@ int Main(int argc, char** argv) {
       throw Error(ErrorKind::kUsage, "--sample-index applies to --format text");
     }
     if (assume_layout_option->count() > 0) {
-      options.executable.assume_go_layout = ParseLayoutVersion(assume_layout);
-      if (!options.executable.assume_go_layout) {
-        throw Error(ErrorKind::kUsage, "--assume-go-layout \"", assume_layout,
-                    "\" is not a Go version such as 1.27");
-      }
+      options.executable.assume_go_layout = ParseAssumedLayout(assume_layout);
     }
     std::optional<pid_t> pid = ParsePid(pid_text);
     if (!pid) throw Error(ErrorKind::kUsage, "\"", pid_text, "\" is not a process id");

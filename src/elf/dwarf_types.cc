@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
-
 #include <utility>
 
 #include "base/error.h"
@@ -39,8 +38,8 @@ bool IsDebugSection(std::string_view name) {
 // hidden from it (see DwarfTypes::Open).
 bool IsTypeSection(std::string_view name) {
   if (name.starts_with(".zdebug_")) name.remove_prefix(2);
-  for (std::string_view wanted : {".debug_info", ".debug_abbrev", ".debug_str",
-                                  ".debug_line_str", ".debug_str_offsets", ".debug_addr"}) {
+  for (std::string_view wanted : {".debug_info", ".debug_abbrev", ".debug_str", ".debug_line_str",
+                                  ".debug_str_offsets", ".debug_addr"}) {
     if (name == wanted) return true;
   }
   return false;
@@ -131,8 +130,8 @@ std::optional<DwarfTypes> DwarfTypes::Open(const ElfFile& elf) {
   Elf64_Ehdr ehdr;
   view.Require(0, sizeof(ehdr));
   std::memcpy(&ehdr, file.data(), sizeof(ehdr));
-  void* addr = mmap(nullptr, file.size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                    -1, 0);
+  void* addr =
+      mmap(nullptr, file.size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (addr == MAP_FAILED) {
     throw Error(ErrorKind::kIo, "cannot map memory for the DWARF of ", elf.name(), ": ",
                 std::strerror(errno));
@@ -155,8 +154,8 @@ std::optional<DwarfTypes> DwarfTypes::Open(const ElfFile& elf) {
     } else if (IsDebugSection(s.name) && standard_headers) {
       // Not needed: our copy of its header says it has no bytes, which
       // libdw skips instead of decompressing.
-      const uint64_t type_at = ehdr.e_shoff + (i + 1) * sizeof(Elf64_Shdr) +
-                               offsetof(Elf64_Shdr, sh_type);
+      const uint64_t type_at =
+          ehdr.e_shoff + (i + 1) * sizeof(Elf64_Shdr) + offsetof(Elf64_Shdr, sh_type);
       const uint32_t nobits = SHT_NOBITS;
       std::memcpy(image + type_at, &nobits, sizeof(nobits));
     }

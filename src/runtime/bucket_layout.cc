@@ -93,7 +93,8 @@ std::vector<StructLayout> ExpectedBucketLayout(const RuntimeTraits& traits) {
                   {"size", kBucketSizeOffset, 8},
                   {"nstk", kBucketNstkOffset, 8}}});
   const uint64_t cycle_size = MemRecordCycleSize(traits.record_layout);
-  StructLayout cycle{"runtime.memRecordCycle", false, cycle_size, {{"allocs", 0, 8}, {"frees", 8, 8}}};
+  StructLayout cycle{
+      "runtime.memRecordCycle", false, cycle_size, {{"allocs", 0, 8}, {"frees", 8, 8}}};
   if (traits.record_layout == MemRecordLayout::kCountsAndBytes) {
     cycle.fields.push_back({"alloc_bytes", 16, 8});
     cycle.fields.push_back({"free_bytes", 24, 8});
@@ -126,14 +127,26 @@ LayoutComparison CompareLayout(const std::vector<StructLayout>& expected,
   return result;
 }
 
+namespace {
+
+bool IsKnownLayout(const GoVersion& v) {
+  return v.major == 1 && v.minor >= 18 && v.minor <= NewestVerifiedVersion().minor;
+}
+
+std::string KnownLayoutsText() {
+  const GoVersion newest = NewestVerifiedVersion();
+  return "goheap2pprof knows the heap-bucket layouts of Go 1.18 to " +
+         std::to_string(newest.major) + "." + std::to_string(newest.minor);
+}
+
+}  // namespace
+
 LayoutVerdict JudgeBucketLayout(std::string_view exe_name, const RuntimeTraits& traits,
                                 const DwarfLookup& dwarf, std::optional<GoVersion> assumed_layout) {
   const GoVersion newest = NewestVerifiedVersion();
-  if (assumed_layout && (assumed_layout->major != 1 || assumed_layout->minor < 18 ||
-                         assumed_layout->minor > newest.minor)) {
-    throw Error(ErrorKind::kUsage, "--assume-go-layout ", assumed_layout->major, ".",
-                assumed_layout->minor, ": goheap2pprof knows the heap-bucket layouts of Go 1.18 to ",
-                newest.major, ".", newest.minor);
+  if (assumed_layout && !IsKnownLayout(*assumed_layout)) {
+    throw Error(ErrorKind::kUsage, "--assume-go-layout ", LayoutName(*assumed_layout), ": ",
+                KnownLayoutsText());
   }
   LayoutVerdict verdict;
   verdict.traits = traits;
@@ -174,9 +187,10 @@ LayoutVerdict JudgeBucketLayout(std::string_view exe_name, const RuntimeTraits& 
       throw Error(ErrorKind::kUnsupported, exe_name, ", built with ", version,
                   ", does not lay out its heap profile the way goheap2pprof's table for ", layout,
                   " does: ", Join(shown, "; "))
-          .WithHint("goheap2pprof refuses rather than read wrong numbers; the Go version in the "
-                    "binary may be wrong, or its runtime modified. Please report it with the "
-                    "output of `go version -m` on the executable");
+          .WithHint(
+              "goheap2pprof refuses rather than read wrong numbers; the Go version in the "
+              "binary may be wrong, or its runtime modified. Please report it with the "
+              "output of `go version -m` on the executable");
     }
     if (cmp.missing.empty()) {
       verdict.proof = LayoutProof::kDwarf;
@@ -204,10 +218,12 @@ LayoutVerdict JudgeBucketLayout(std::string_view exe_name, const RuntimeTraits& 
       throw Error(ErrorKind::kUnsupported, exe_name, " was built with ", version, ", newer than ",
                   tested, ", and ", unproven_because, " to prove that its heap-bucket layout (",
                   structs, ") is still ", layout, "'s")
-          .WithHint("give goheap2pprof the unstripped build with --exe (a binary built without "
-                    "-ldflags=-w keeps its DWARF); or, if you know that " + LayoutName(traits.version) +
-                    " did not change these structs, pass --assume-go-layout " +
-                    std::to_string(newest.major) + "." + std::to_string(newest.minor));
+          .WithHint(
+              "give goheap2pprof the unstripped build with --exe (a binary built without "
+              "-ldflags=-w keeps its DWARF); or, if you know that " +
+              LayoutName(traits.version) +
+              " did not change these structs, pass --assume-go-layout " +
+              std::to_string(newest.major) + "." + std::to_string(newest.minor));
     }
     verdict.proof = LayoutProof::kAssumed;
     verdict.warnings.push_back(version + " is newer than " + tested + " and " +
@@ -220,8 +236,7 @@ LayoutVerdict JudgeBucketLayout(std::string_view exe_name, const RuntimeTraits& 
   if (!traits.verified) {
     verdict.warnings.push_back(version + " is not one of " + tested +
                                "; its heap-bucket layout is read from goheap2pprof's table for " +
-                               layout + " without proof (the executable " + unproven_because +
-                               ")");
+                               layout + " without proof (the executable " + unproven_because + ")");
   }
   return verdict;
 }
@@ -238,13 +253,19 @@ LayoutVerdict CheckBucketLayout(const ElfFile& elf, const RuntimeTraits& traits,
   return JudgeBucketLayout(elf.name(), traits, lookup, assumed_layout);
 }
 
-std::optional<GoVersion> ParseLayoutVersion(std::string_view text) {
-  if (text.starts_with("go")) text.remove_prefix(2);
+GoVersion ParseAssumedLayout(std::string_view text) {
+  std::string_view digits = text;
+  if (digits.starts_with("go")) digits.remove_prefix(2);
+  std::optional<GoVersion> v;
   // Only digits and dots: "1.27rc1" or "1.27 X" name no table.
-  if (text.empty() || text.find_first_not_of("0123456789.") != std::string_view::npos) {
-    return std::nullopt;
+  if (!digits.empty() && digits.find_first_not_of("0123456789.") == std::string_view::npos) {
+    v = ParseGoVersion("go" + std::string(digits));
   }
-  return ParseGoVersion("go" + std::string(text));
+  if (!v || !IsKnownLayout(*v)) {
+    throw Error(ErrorKind::kUsage, "--assume-go-layout \"", text,
+                "\": ", v ? KnownLayoutsText() : "not a Go version such as 1.27");
+  }
+  return *v;
 }
 
 }  // namespace goheap2pprof

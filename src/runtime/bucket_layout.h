@@ -38,9 +38,7 @@ constexpr uint64_t MemRecordCycleSize(MemRecordLayout layout) {
   return layout == MemRecordLayout::kCountsOnly ? 16 : 32;
 }
 // runtime.memRecord: active, then future[3].
-constexpr uint64_t MemRecordSize(MemRecordLayout layout) {
-  return 4 * MemRecordCycleSize(layout);
-}
+constexpr uint64_t MemRecordSize(MemRecordLayout layout) { return 4 * MemRecordCycleSize(layout); }
 
 struct FieldLayout {
   std::string_view name;
@@ -106,8 +104,9 @@ LayoutVerdict JudgeBucketLayout(std::string_view exe_name, const RuntimeTraits& 
 LayoutVerdict CheckBucketLayout(const ElfFile& elf, const RuntimeTraits& traits,
                                 std::optional<GoVersion> assumed_layout);
 
-// "1.27" or "go1.27" (a patch number is allowed and ignored) for
-// --assume-go-layout; nullopt if it is neither.
-std::optional<GoVersion> ParseLayoutVersion(std::string_view text);
+// The version of --assume-go-layout: "1.27" or "go1.27" (a patch number is
+// allowed and changes nothing). Throws kUsage unless it names a layout
+// goheap2pprof knows (Go 1.18 to the newest tested version).
+GoVersion ParseAssumedLayout(std::string_view text);
 
 }  // namespace goheap2pprof

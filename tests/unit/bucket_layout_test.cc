@@ -39,7 +39,8 @@ DwarfStruct AsDwarf(const StructLayout& s) {
   DwarfStruct d;
   d.name = std::string(s.name);
   d.size = s.size;
-  for (const FieldLayout& f : s.fields) d.members.push_back({std::string(f.name), f.offset, f.size});
+  for (const FieldLayout& f : s.fields)
+    d.members.push_back({std::string(f.name), f.offset, f.size});
   return d;
 }
 
@@ -186,11 +187,9 @@ TEST(BucketLayout, EveryKindOfDifferenceIsNamed) {
     const char* message;
   };
   const Case cases[] = {
-      {"moved field",
-       [](FakeDwarf& d) { d.structs["runtime.bucket"].members[1].offset = 16; },
+      {"moved field", [](FakeDwarf& d) { d.structs["runtime.bucket"].members[1].offset = 16; },
        "runtime.bucket.allnext is at offset 16 in the DWARF, 8 in the table"},
-      {"resized field",
-       [](FakeDwarf& d) { d.structs["runtime.bucket"].members[5].size = 4; },
+      {"resized field", [](FakeDwarf& d) { d.structs["runtime.bucket"].members[5].size = 4; },
        "runtime.bucket.nstk is 4 bytes in the DWARF, 8 in the table"},
       {"offset not a constant",
        [](FakeDwarf& d) { d.structs["runtime.memRecord"].members[1].offset.reset(); },
@@ -204,8 +203,7 @@ TEST(BucketLayout, EveryKindOfDifferenceIsNamed) {
          d.structs["runtime.bucket"].members.push_back({"extra", 48, 8});
        },
        "runtime.bucket is 56 bytes in the DWARF, 48 in the table"},
-      {"cycle variable",
-       [](FakeDwarf& d) { d.structs["runtime.mProfCycle"].size = 8; },
+      {"cycle variable", [](FakeDwarf& d) { d.structs["runtime.mProfCycle"].size = 8; },
        "the type of runtime.mProfCycle is 8 bytes in the DWARF, 4 in the table"},
   };
   for (const Case& c : cases) {
@@ -279,12 +277,20 @@ TEST(BucketLayout, AssumedLayoutMustBeKnown) {
   EXPECT_EQ(v.traits.record_layout, MemRecordLayout::kCountsAndBytes);
 }
 
-TEST(BucketLayout, ParseLayoutVersion) {
-  EXPECT_EQ(ParseLayoutVersion("1.27"), (GoVersion{1, 27, 0}));
-  EXPECT_EQ(ParseLayoutVersion("go1.26"), (GoVersion{1, 26, 0}));
-  EXPECT_EQ(ParseLayoutVersion("1.27.3"), (GoVersion{1, 27, 3}));
-  for (const char* bad : {"", "go", "27", "1.27rc1", "1.27 x", "gogo1.27", "v1.27"}) {
-    EXPECT_FALSE(ParseLayoutVersion(bad)) << bad;
+TEST(BucketLayout, ParseAssumedLayout) {
+  EXPECT_EQ(ParseAssumedLayout("1.27"), (GoVersion{1, 27, 0}));
+  EXPECT_EQ(ParseAssumedLayout("go1.26"), (GoVersion{1, 26, 0}));
+  EXPECT_EQ(ParseAssumedLayout("1.27.3"), (GoVersion{1, 27, 3}));
+  EXPECT_EQ(ParseAssumedLayout("1.18"), (GoVersion{1, 18, 0}));
+  for (const char* bad :
+       {"", "go", "27", "1.27rc1", "1.27 x", "gogo1.27", "v1.27", "1.17", "1.28", "2.0"}) {
+    try {
+      ParseAssumedLayout(bad);
+      ADD_FAILURE() << "accepted \"" << bad << "\"";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kUsage) << bad;
+      EXPECT_TRUE(Contains(e.what(), std::string("\"") + bad + "\"")) << e.what();
+    }
   }
 }
 
@@ -323,7 +329,8 @@ class DwarfTypesTest : public ::testing::Test {
   }
   // Runs objcopy with `flags` on the test binary into a temporary file.
   std::string Objcopy(const std::string& flags, const std::string& suffix) {
-    std::string out = (std::filesystem::path(GOHEAP2PPROF_BINARY_DIR) / "dwarf_types_test").string();
+    std::string out =
+        (std::filesystem::path(GOHEAP2PPROF_BINARY_DIR) / "dwarf_types_test").string();
     std::filesystem::create_directories(out);
     out += "/self" + suffix;
     std::string cmd = "objcopy " + flags + " '" + self_ + "' '" + out + "' 2>&1";

@@ -11,8 +11,8 @@
 
 #include "elf/dwarf_types.h"
 #include "elf/elf_file.h"
-#include "gobin/go_binary.h"
 #include "go_toolchains.h"
+#include "gobin/go_binary.h"
 #include "runtime/bucket_layout.h"
 #include "runtime/runtime_traits.h"
 
