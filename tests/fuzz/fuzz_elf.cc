@@ -2,9 +2,11 @@
 // and the Go layer on top (build info, pclntab location, runtime variables,
 // the heap-bucket layout check).
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "base/error.h"
+#include "elf/dwarf_types.h"
 #include "elf/elf_file.h"
 #include "gobin/go_binary.h"
 #include "gobin/runtime_variables.h"
@@ -25,6 +27,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)bin.version();
     try {
       (void)bin.LocatePclntab();
+    } catch (const Error&) {
+    }
+    try {
+      // The struct and variable of the tiny-c-dwarf seed.
+      if (std::optional<DwarfTypes> dwarf = DwarfTypes::Open(elf)) {
+        (void)dwarf->FindStruct("seed");
+        (void)dwarf->FindVariableStruct("marker_struct");
+      }
     } catch (const Error&) {
     }
     try {
