@@ -29,4 +29,8 @@ mkdir -p "$elf_dir"
 printf 'int marker = 42;\nint main(void) { return marker - 42; }\n' > "$src"
 gcc -Os -o "$elf_dir/tiny-c" "$src"
 gcc -Os -s -o "$elf_dir/tiny-c-stripped" "$src"
+# Compressed DWARF (as Go writes it) describing a struct and a variable that
+# fuzz_elf looks up.
+printf 'struct seed { int small; long big; char text[3]; };\nstruct seed marker_struct = {1, 2, "ab"};\nint main(void) { return marker_struct.small - 1; }\n' > "$src"
+gcc -Os -g -gz=zlib -o "$elf_dir/tiny-c-dwarf" "$src"
 echo "make-fuzz-seeds: wrote $(find testdata/fuzz -type f | wc -l) seeds"

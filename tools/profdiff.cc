@@ -1,6 +1,6 @@
 // profdiff: do two pprof profiles mean the same thing?
 //
-//   profdiff [--ignore-addresses] expected.pb.gz actual.pb.gz
+//   profdiff [--ignore-addresses] [--ignore-comments] expected.pb.gz actual.pb.gz
 //   profdiff --aggregate-inuse profile.pb.gz
 //
 // The end-to-end tests compare goheap2pprof's output with the target's own
@@ -216,12 +216,14 @@ class Canonicalizer {
   std::unordered_map<uint64_t, const pb::Mapping*> mappings_;
 };
 
-Canonical Load(const std::string& path, bool ignore_addresses) {
+Canonical Load(const std::string& path, bool ignore_addresses, bool ignore_comments) {
   std::string data = Gunzip(path, ReadFile(path));
   pb::Profile profile;
   if (!profile.ParseFromString(data)) {
     throw Error(ErrorKind::kMalformed, path, ": not a profile.proto message");
   }
+  // goheap2pprof's comments carry its warnings, not profile data.
+  if (ignore_comments) profile.clear_comment();
   return Canonicalizer(path, profile, ignore_addresses).Run();
 }
 
@@ -307,6 +309,9 @@ int Run(int argc, char** argv) {
   std::string expected_path, actual_path;
   app.add_flag("--ignore-addresses", ignore_addresses,
                "do not compare location addresses and mapping ranges");
+  bool ignore_comments = false;
+  app.add_flag("--ignore-comments", ignore_comments,
+               "do not compare the profiles' comments (goheap2pprof's warnings)");
   std::string aggregate_path;
   app.add_option("--aggregate-inuse", aggregate_path,
                  "print the profile's in-use bytes and objects per stack instead of comparing");
@@ -323,8 +328,8 @@ int Run(int argc, char** argv) {
     return 2;
   }
 
-  Canonical expected = Load(expected_path, ignore_addresses);
-  Canonical actual = Load(actual_path, ignore_addresses);
+  Canonical expected = Load(expected_path, ignore_addresses, ignore_comments);
+  Canonical actual = Load(actual_path, ignore_addresses, ignore_comments);
 
   bool same = true;
   if (expected.header != actual.header) {

@@ -166,6 +166,9 @@ FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalys
   if (options.counters == CounterSource::kPublished) {
     builder.AddComment(PublishedCountersComment());
   }
+  for (const std::string& text : analysis.layout_warnings()) {
+    builder.AddComment("goheap2pprof: warning: " + text);
+  }
   report.samples = records.size();
   report.notes.push_back(Text(symbolizer.distinct_pcs(), " distinct PCs symbolized, ",
                               symbolizer.failed_lookups(), " failed (since ", analysis.elf().name(),

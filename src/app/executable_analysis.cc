@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "runtime/bucket_layout.h"
 
 namespace goheap2pprof {
 
@@ -27,12 +28,14 @@ RuntimeTraits TraitsOf(const GoBinary& bin) {
 }  // namespace
 
 std::shared_ptr<const ExecutableAnalysis> ExecutableAnalysis::Create(
-    std::shared_ptr<const ElfFile> elf) {
+    std::shared_ptr<const ElfFile> elf, std::optional<GoVersion> assume_go_layout) {
   // Not make_shared: the constructor is private.
-  return std::shared_ptr<const ExecutableAnalysis>(new ExecutableAnalysis(std::move(elf)));
+  return std::shared_ptr<const ExecutableAnalysis>(
+      new ExecutableAnalysis(std::move(elf), assume_go_layout));
 }
 
-ExecutableAnalysis::ExecutableAnalysis(std::shared_ptr<const ElfFile> elf)
+ExecutableAnalysis::ExecutableAnalysis(std::shared_ptr<const ElfFile> elf,
+                                       std::optional<GoVersion> assume_go_layout)
     : elf_(std::move(elf)), binary_(*elf_), traits_(TraitsOf(binary_)) {
   go_version_ = FormatGoVersion(traits_.version);
   notes_.push_back("Go version " + go_version_ + " (from " + binary_.version_source() + ")");
@@ -40,9 +43,14 @@ ExecutableAnalysis::ExecutableAnalysis(std::shared_ptr<const ElfFile> elf)
     warnings_.push_back(elf_->name() + " has no Go build info; its version " + go_version_ +
                         " was inferred from " + binary_.version_source());
   }
-  if (std::optional<std::string> untested = UnverifiedVersionWarning(traits_)) {
-    warnings_.push_back(std::move(*untested));
-  }
+  // The bucket layout to read with, proven from DWARF where there is some;
+  // refused when it cannot be trusted. Its warnings (an untested version and
+  // how its layout was chosen) also go into every profile.
+  LayoutVerdict layout = CheckBucketLayout(*elf_, traits_, assume_go_layout);
+  traits_ = std::move(layout.traits);
+  notes_.insert(notes_.end(), layout.notes.begin(), layout.notes.end());
+  warnings_.insert(warnings_.end(), layout.warnings.begin(), layout.warnings.end());
+  layout_warnings_ = std::move(layout.warnings);
   variables_ = LocateRuntimeVariables(binary_, traits_.variables);
   // Link-time addresses (bias 0): the same table then serves every process.
   pclntab_ = std::make_unique<const Pclntab>(binary_.OpenPclntab(0));

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,11 @@ class ExecutableAnalysis {
   // Analyses elf. Throws Error: kNotGo (no Go runtime in it), kUnsupported
   // (a Go version or binary form we cannot read, a runtime variable not
   // found), kMalformed (corrupt build info or pclntab).
-  static std::shared_ptr<const ExecutableAnalysis> Create(std::shared_ptr<const ElfFile> elf);
+  // The heap-bucket layout is checked here, once per executable, against the
+  // DWARF when there is some (runtime/bucket_layout.h); `assume_go_layout` is
+  // --assume-go-layout. A layout that cannot be proven throws kUnsupported.
+  static std::shared_ptr<const ExecutableAnalysis> Create(
+      std::shared_ptr<const ElfFile> elf, std::optional<GoVersion> assume_go_layout = std::nullopt);
 
   ExecutableAnalysis(const ExecutableAnalysis&) = delete;
   ExecutableAnalysis& operator=(const ExecutableAnalysis&) = delete;
@@ -55,9 +60,12 @@ class ExecutableAnalysis {
   const std::vector<std::string>& notes() const { return notes_; }
   // For every capture's report: an inferred or untested Go version.
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // The warnings that also belong in the output itself (profile comments):
+  // a layout read without proof or proven only from DWARF.
+  const std::vector<std::string>& layout_warnings() const { return layout_warnings_; }
 
  private:
-  explicit ExecutableAnalysis(std::shared_ptr<const ElfFile> elf);
+  ExecutableAnalysis(std::shared_ptr<const ElfFile> elf, std::optional<GoVersion> assume_go_layout);
 
   std::shared_ptr<const ElfFile> elf_;
   // Refers to *elf_. Not exposed: its lazily filled caches are not
@@ -70,6 +78,7 @@ class ExecutableAnalysis {
   std::unique_ptr<Symbolizer> symbolizer_;  // refers to *pclntab_ and traits_
   std::vector<std::string> notes_;
   std::vector<std::string> warnings_;
+  std::vector<std::string> layout_warnings_;
 };
 
 }  // namespace goheap2pprof

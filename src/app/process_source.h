@@ -20,6 +20,7 @@
 
 #include "app/source.h"
 #include "elf/elf_file.h"
+#include "gobin/buildinfo.h"
 #include "proc/procfs.h"
 
 namespace goheap2pprof {
@@ -27,6 +28,9 @@ namespace goheap2pprof {
 struct ExecutableOptions {
   std::string path;    // --exe; empty: the running file itself
   bool force = false;  // --force: use a mismatching --exe with a warning
+  // --assume-go-layout: the bucket layout of a Go newer than every tested
+  // one, when no DWARF proves it (runtime/bucket_layout.h).
+  std::optional<GoVersion> assume_go_layout;
 };
 
 // The identity of a live user process. Throws kNoSuchProcess (absent,

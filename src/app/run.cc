@@ -156,7 +156,7 @@ std::string RunCapture(const RunOptions& options, std::ostream& log, CaptureRepo
   }
   const Clock::time_point analysis_start = Clock::now();
   const std::shared_ptr<const ExecutableAnalysis> analysis =
-      ExecutableAnalysis::Create(source->executable().elf);
+      ExecutableAnalysis::Create(source->executable().elf, options.executable.assume_go_layout);
   const double analysis_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - analysis_start).count();
   CaptureResult result =

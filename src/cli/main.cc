@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "pprof/output.h"
 #include "proc/procfs.h"
+#include "runtime/bucket_layout.h"
 
 namespace goheap2pprof {
 namespace {
@@ -26,9 +27,12 @@ constexpr const char* kExitCodes = R"(Exit codes:
   4   permission denied: not allowed to inspect or read the target
   5   not a Go program (including kernel threads, and a qemu-user process with no Go guest it
       can read)
-  6   unsupported target: Go older than 1.18, not a 64-bit little-endian amd64/arm64 ELF, or a
-      binary goheap2pprof cannot read without guessing (e.g. a stripped binary whose runtime
-      variables cannot be recovered unambiguously, or qemu-user mapping several Go programs)
+  6   unsupported target: Go older than 1.18, not a 64-bit little-endian amd64/arm64 ELF, a
+      heap-bucket layout that differs from the table for its Go version (checked against
+      DWARF), a Go newer than every tested one without DWARF to prove its layout (see
+      --assume-go-layout), or a binary goheap2pprof cannot read without guessing (e.g. a
+      stripped binary whose runtime variables cannot be recovered unambiguously, or
+      qemu-user mapping several Go programs)
   7   heap sampling is disabled in the target (the linker compiled it out, or the program set
       runtime.MemProfileRate = 0)
   8   the target's memory or executable is inconsistent
@@ -120,6 +124,12 @@ int Main(int argc, char** argv) {
   app.add_flag("--force", options.executable.force,
                "use the --exe file even if it does not match the running executable (warns)")
       ->needs(exe_option);
+  std::string assume_layout;
+  CLI::Option* assume_layout_option = app.add_option(
+      "--assume-go-layout", assume_layout,
+      "for a Go newer than every tested version whose executable has no DWARF to prove its "
+      "heap-bucket layout: read it with this version's layout (e.g. 1.27); warns, also in the "
+      "output");
   app.set_version_flag("--version", std::string("goheap2pprof ") + GOHEAP2PPROF_VERSION);
 
   try {
@@ -146,6 +156,9 @@ int Main(int argc, char** argv) {
     }
     if (sample_index->count() > 0 && out.format != OutputFormat::kText) {
       throw Error(ErrorKind::kUsage, "--sample-index applies to --format text");
+    }
+    if (assume_layout_option->count() > 0) {
+      options.executable.assume_go_layout = ParseAssumedLayout(assume_layout);
     }
     std::optional<pid_t> pid = ParsePid(pid_text);
     if (!pid) throw Error(ErrorKind::kUsage, "\"", pid_text, "\" is not a process id");

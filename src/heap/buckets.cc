@@ -23,17 +23,13 @@ constexpr uint64_t kSpeculativeStackWords = 32;
 
 }  // namespace
 
-uint64_t MemRecordSize(MemRecordLayout layout) {
-  return layout == MemRecordLayout::kCountsOnly ? 64 : 128;
-}
-
 WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits) {
   WalkResult result;
   uint64_t tortoise = 0, power = 1, steps = 0;
   std::vector<std::pair<uint64_t, uint64_t>> stack_slices;  // (offset, length) per bucket
   std::vector<uint8_t> buf;
   const uint64_t record_size = MemRecordSize(limits.record_layout);
-  const uint64_t cycle_size = record_size / 4;
+  const uint64_t cycle_size = MemRecordCycleSize(limits.record_layout);
   uint64_t addr = head;
   uint64_t total_words = 0;
   while (addr != 0 && addr != limits.stop_at) {
@@ -74,10 +70,10 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
       have = buf.size();
     }
     const uint8_t* h = data;
-    uint64_t allnext = LoadU64(h + 8);
-    uint64_t typ = LoadU64(h + 16);
-    uint64_t size = LoadU64(h + 32);
-    uint64_t nstk = LoadU64(h + 40);
+    uint64_t allnext = LoadU64(h + kBucketAllnextOffset);
+    uint64_t typ = LoadU64(h + kBucketTypOffset);
+    uint64_t size = LoadU64(h + kBucketSizeOffset);
+    uint64_t nstk = LoadU64(h + kBucketNstkOffset);
     if (typ != kMemProfileBucketType) {
       throw Error(ErrorKind::kMalformed, "bucket at ", Hex(addr), ": type ", typ,
                   " is not a heap bucket (1)");
@@ -131,7 +127,7 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
 
 void RereadRecords(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout) {
   const uint64_t record_size = MemRecordSize(layout);
-  const uint64_t cycle_size = record_size / 4;
+  const uint64_t cycle_size = MemRecordCycleSize(layout);
   std::vector<uint8_t> bytes(buckets.size() * record_size);
   std::vector<ReadRequest> requests(buckets.size());
   for (size_t i = 0; i < buckets.size(); ++i) {

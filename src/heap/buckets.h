@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "proc/memory_reader.h"
+#include "runtime/bucket_layout.h"
 #include "runtime/runtime_traits.h"
 
 namespace goheap2pprof {
@@ -30,12 +31,8 @@ struct MemRecordCycle {
   }
 };
 
-// runtime.bucket header: next, allnext, typ, hash, size, nstk (Go 1.18+).
-inline constexpr uint64_t kBucketHeaderSize = 48;
+// runtime.bucket.typ of heap buckets (the layout is in runtime/bucket_layout.h).
 inline constexpr uint64_t kMemProfileBucketType = 1;
-
-// Size of the memRecord after the stack (active + future[3]).
-uint64_t MemRecordSize(MemRecordLayout layout);
 
 struct Bucket {
   uint64_t addr = 0;

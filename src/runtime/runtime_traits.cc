@@ -109,4 +109,8 @@ std::optional<std::string> UnverifiedVersionWarning(const RuntimeTraits& traits)
          "); proceeding because its runtime tables validate";
 }
 
+GoVersion NewestVerifiedVersion() {
+  return {1, kVerified[std::size(kVerified) - 1].minor, 0};
+}
+
 }  // namespace goheap2pprof

@@ -41,8 +41,9 @@ struct RuntimeTraits {
   // True for the Go minor versions the project's tests verify end to end
   // (every patch release of them: patch releases carry fixes only, and the
   // one patch-level change of the heap profile known, go1.21.6's, is a
-  // field below with both sides tested); others are read only when the
-  // runtime tables validate, with a warning.
+  // field below with both sides tested); others are read with a warning,
+  // and a newer one only when its bucket layout is proven
+  // (runtime/bucket_layout.h).
   bool verified = false;
   bool newer_than_verified = false;  // newer than every verified version
 
@@ -89,5 +90,9 @@ std::string VerifiedVersionsText();
 // The warning for a version whose layout the tests do not verify (newer or
 // not among the verified minors), or nullopt for a verified one.
 std::optional<std::string> UnverifiedVersionWarning(const RuntimeTraits& traits);
+
+// The newest verified Go version ({1, 27, 0}): a newer one is read with its
+// traits, and so with its heap-bucket layout.
+GoVersion NewestVerifiedVersion();
 
 }  // namespace goheap2pprof

@@ -1,12 +1,16 @@
-// Fuzz target: ELF parsing, symbol lookup, notes, vaddr reads, and the Go
-// layer on top (build info, pclntab location, runtime variables).
+// Fuzz target: ELF parsing, symbol lookup, notes, vaddr reads, DWARF types,
+// and the Go layer on top (build info, pclntab location, runtime variables,
+// the heap-bucket layout check).
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "base/error.h"
+#include "elf/dwarf_types.h"
 #include "elf/elf_file.h"
 #include "gobin/go_binary.h"
 #include "gobin/runtime_variables.h"
+#include "runtime/bucket_layout.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace goheap2pprof;
@@ -23,6 +27,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)bin.version();
     try {
       (void)bin.LocatePclntab();
+    } catch (const Error&) {
+    }
+    try {
+      // The struct and variable of the tiny-c-dwarf seed.
+      if (std::optional<DwarfTypes> dwarf = DwarfTypes::Open(elf)) {
+        (void)dwarf->FindStruct("seed");
+        (void)dwarf->FindVariableStruct("marker_struct");
+      }
+    } catch (const Error&) {
+    }
+    try {
+      // Reads the DWARF, if any, for a newer Go (the path that trusts it most).
+      (void)CheckBucketLayout(elf, TraitsForVersion({1, 29, 0}), GoVersion{1, 27, 0});
     } catch (const Error&) {
     }
     try {

@@ -1,0 +1,282 @@
+#include "elf/dwarf_types.h"
+
+#include <dwarf.h>
+#include <elf.h>
+#include <elfutils/libdw.h>
+#include <libelf.h>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <utility>
+
+#include "base/error.h"
+
+namespace goheap2pprof {
+
+namespace {
+
+// Walks over the file's bytes are bounded: a DW_AT_sibling pointing
+// backwards would otherwise loop. Go's own binaries have some 10^5
+// top-level DIEs and structs of at most a few hundred members.
+constexpr uint64_t kMaxTopLevelDies = 20'000'000;
+constexpr uint64_t kMaxMembers = 100'000;
+
+std::string DwarfErrorText() {
+  const char* text = dwarf_errmsg(-1);
+  return text != nullptr ? text : "unknown libdw error";
+}
+
+bool IsDebugSection(std::string_view name) {
+  return name.starts_with(".debug_") || name.starts_with(".zdebug_");
+}
+
+// The debug sections that type and variable entries are read from. libdw
+// decompresses every debug section when it opens a file, and line tables,
+// frames, location and range lists are most of Go's DWARF, so the others are
+// hidden from it (see DwarfTypes::Open).
+bool IsTypeSection(std::string_view name) {
+  if (name.starts_with(".zdebug_")) name.remove_prefix(2);
+  for (std::string_view wanted : {".debug_info", ".debug_abbrev", ".debug_str", ".debug_line_str",
+                                  ".debug_str_offsets", ".debug_addr"}) {
+    if (name == wanted) return true;
+  }
+  return false;
+}
+
+bool HasDebugInfo(const ElfFile& elf) {
+  for (std::string_view name : {".debug_info", ".zdebug_info"}) {
+    const ElfSection* s = elf.FindSection(name);
+    if (s != nullptr && s->type != SHT_NOBITS && s->size > 0) return true;
+  }
+  return false;
+}
+
+std::optional<uint64_t> UdataAttr(Dwarf_Die* die, unsigned int name) {
+  Dwarf_Attribute attr;
+  Dwarf_Word value = 0;
+  if (dwarf_attr(die, name, &attr) == nullptr || dwarf_formudata(&attr, &value) != 0) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// The DIE that `die`'s DW_AT_type refers to.
+bool TypeOf(Dwarf_Die* die, Dwarf_Die* type) {
+  Dwarf_Attribute attr;
+  return dwarf_attr_integrate(die, DW_AT_type, &attr) != nullptr &&
+         dwarf_formref_die(&attr, type) != nullptr;
+}
+
+}  // namespace
+
+// libelf decompresses a SHF_COMPRESSED section by rewriting its section
+// header in the image it was given, so libdw cannot be handed the ElfFile's
+// image, which others read (and which is const). It gets a private copy
+// instead: an anonymous zero-filled mapping the size of the file, into
+// which only the ELF, program and section headers, the section name table
+// and the debug sections are copied. The pages never written cost no memory.
+struct DwarfTypes::Image {
+  void* addr = nullptr;
+  size_t size = 0;
+};
+
+void DwarfTypes::ImageEnd::operator()(Image* image) const {
+  if (image->addr != nullptr) munmap(image->addr, image->size);
+  delete image;
+}
+
+namespace {
+
+// Copies [offset, offset+size) of `file` into the same place of `image`;
+// a range outside the file is left zero (libelf then reports it).
+void CopyRange(Bytes file, uint8_t* image, uint64_t offset, uint64_t size) {
+  if (offset <= file.size() && size <= file.size() - offset && size > 0) {
+    std::memcpy(image + offset, file.data() + offset, size);
+  }
+}
+
+}  // namespace
+
+void DwarfTypes::ElfEnd::operator()(Elf* elf) const { elf_end(elf); }
+void DwarfTypes::DwarfEnd::operator()(Dwarf* dwarf) const { dwarf_end(dwarf); }
+
+DwarfTypes::DwarfTypes(DwarfTypes&&) noexcept = default;
+DwarfTypes::~DwarfTypes() {
+  // Members go in reverse order: dwarf_, then elf_, then image_.
+}
+DwarfTypes& DwarfTypes::operator=(DwarfTypes&& other) noexcept {
+  if (this != &other) {
+    dwarf_.reset();  // before the Elf it reads from, and that before its image
+    elf_.reset();
+    name_ = std::move(other.name_);
+    image_ = std::move(other.image_);
+    elf_ = std::move(other.elf_);
+    dwarf_ = std::move(other.dwarf_);
+    structs_ = std::move(other.structs_);
+    variables_ = std::move(other.variables_);
+  }
+  return *this;
+}
+
+std::optional<DwarfTypes> DwarfTypes::Open(const ElfFile& elf) {
+  if (!HasDebugInfo(elf)) return std::nullopt;
+  DwarfTypes types;
+  types.name_ = elf.name();
+  const Bytes file = elf.bytes();
+  // ElfFile has checked that this is a 64-bit little-endian ELF.
+  ByteView view(file, elf.name());
+  Elf64_Ehdr ehdr;
+  view.Require(0, sizeof(ehdr));
+  std::memcpy(&ehdr, file.data(), sizeof(ehdr));
+  void* addr =
+      mmap(nullptr, file.size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (addr == MAP_FAILED) {
+    throw Error(ErrorKind::kIo, "cannot map memory for the DWARF of ", elf.name(), ": ",
+                std::strerror(errno));
+  }
+  types.image_.reset(new Image{addr, file.size()});
+  uint8_t* image = static_cast<uint8_t*>(addr);
+  CopyRange(file, image, 0, sizeof(ehdr));
+  CopyRange(file, image, ehdr.e_phoff, uint64_t{ehdr.e_phnum} * ehdr.e_phentsize);
+  // Section 0 is not in sections(); with extended numbering it holds the
+  // real counts, which ElfFile has already used.
+  const uint64_t section_count = elf.sections().size() + 1;
+  CopyRange(file, image, ehdr.e_shoff, section_count * ehdr.e_shentsize);
+  const bool standard_headers = ehdr.e_shentsize == sizeof(Elf64_Shdr) &&
+                                view.Has(ehdr.e_shoff, section_count * sizeof(Elf64_Shdr));
+  for (size_t i = 0; i < elf.sections().size(); ++i) {
+    const ElfSection& s = elf.sections()[i];
+    if (s.type == SHT_NOBITS) continue;
+    if (IsTypeSection(s.name) || s.name == ".shstrtab") {
+      CopyRange(file, image, s.offset, s.size);
+    } else if (IsDebugSection(s.name) && standard_headers) {
+      // Not needed: our copy of its header says it has no bytes, which
+      // libdw skips instead of decompressing.
+      const uint64_t type_at =
+          ehdr.e_shoff + (i + 1) * sizeof(Elf64_Shdr) + offsetof(Elf64_Shdr, sh_type);
+      const uint32_t nobits = SHT_NOBITS;
+      std::memcpy(image + type_at, &nobits, sizeof(nobits));
+    }
+  }
+  // The name table under another name: find it by index.
+  if (ehdr.e_shstrndx != SHN_UNDEF && ehdr.e_shstrndx < section_count) {
+    const ElfSection& names = elf.sections()[ehdr.e_shstrndx - 1];
+    if (names.type != SHT_NOBITS) CopyRange(file, image, names.offset, names.size);
+  }
+  Elf* handle = elf_memory(reinterpret_cast<char*>(image), file.size());
+  if (handle == nullptr) {
+    throw Error(ErrorKind::kMalformed, elf.name(), ": libelf cannot read it: ", elf_errmsg(-1));
+  }
+  types.elf_.reset(handle);
+  Dwarf* dwarf = dwarf_begin_elf(handle, DWARF_C_READ, nullptr);
+  if (dwarf == nullptr) {
+    throw Error(ErrorKind::kMalformed, elf.name(), ": cannot read its DWARF: ", DwarfErrorText());
+  }
+  types.dwarf_.reset(dwarf);
+  types.Index(elf.name());
+  return types;
+}
+
+void DwarfTypes::Index(const std::string& file_name) {
+  Dwarf* dwarf = dwarf_.get();
+  Dwarf_CU* cu = nullptr;
+  Dwarf_CU* next = nullptr;
+  Dwarf_Half version = 0;
+  uint8_t unit_type = 0;
+  Dwarf_Die cu_die;
+  uint64_t dies = 0;
+  int unit_rc = 0;
+  // dwarf_get_units reads DWARF 2 to 5 unit headers alike (Go 1.27 writes 5).
+  while ((unit_rc = dwarf_get_units(dwarf, cu, &next, &version, &unit_type, &cu_die, nullptr)) ==
+         0) {
+    cu = next;
+    Dwarf_Die die;
+    int rc = dwarf_child(&cu_die, &die);
+    while (rc == 0) {
+      if (++dies > kMaxTopLevelDies) {
+        throw Error(ErrorKind::kMalformed, file_name, ": DWARF has more than ", kMaxTopLevelDies,
+                    " top-level entries (or their sibling links loop)");
+      }
+      const int tag = dwarf_tag(&die);
+      if ((tag == DW_TAG_structure_type || tag == DW_TAG_variable) &&
+          !dwarf_hasattr(&die, DW_AT_declaration)) {
+        if (const char* name = dwarf_diename(&die); name != nullptr && *name != '\0') {
+          auto& index = tag == DW_TAG_structure_type ? structs_ : variables_;
+          index.try_emplace(name, dwarf_dieoffset(&die));
+        }
+      }
+      Dwarf_Die sibling;
+      rc = dwarf_siblingof(&die, &sibling);
+      die = sibling;
+    }
+    if (rc < 0) {
+      throw Error(ErrorKind::kMalformed, file_name, ": bad DWARF entry in the unit at ",
+                  Hex(dwarf_dieoffset(&cu_die)), ": ", DwarfErrorText());
+    }
+  }
+  if (unit_rc < 0) {
+    throw Error(ErrorKind::kMalformed, file_name, ": bad DWARF unit header: ", DwarfErrorText());
+  }
+}
+
+std::optional<DwarfStruct> DwarfTypes::StructAt(uint64_t die_offset) const {
+  Dwarf_Die die;
+  if (dwarf_offdie(dwarf_.get(), die_offset, &die) == nullptr) return std::nullopt;
+  std::optional<uint64_t> size = UdataAttr(&die, DW_AT_byte_size);
+  if (!size) return std::nullopt;
+  DwarfStruct s;
+  const char* name = dwarf_diename(&die);
+  s.name = name != nullptr ? name : "";
+  s.size = *size;
+  Dwarf_Die child;
+  int rc = dwarf_child(&die, &child);
+  while (rc == 0) {
+    if (s.members.size() >= kMaxMembers) {
+      throw Error(ErrorKind::kMalformed, name_, ": DWARF struct ", s.name, " has more than ",
+                  kMaxMembers, " members");
+    }
+    if (dwarf_tag(&child) == DW_TAG_member) {
+      DwarfMember m;
+      const char* member_name = dwarf_diename(&child);
+      m.name = member_name != nullptr ? member_name : "";
+      m.offset = UdataAttr(&child, DW_AT_data_member_location);
+      Dwarf_Die type;
+      Dwarf_Word type_size = 0;
+      if (TypeOf(&child, &type) && dwarf_aggregate_size(&type, &type_size) == 0) {
+        m.size = type_size;
+      }
+      s.members.push_back(std::move(m));
+    }
+    Dwarf_Die sibling;
+    rc = dwarf_siblingof(&child, &sibling);
+    child = sibling;
+  }
+  if (rc < 0) {
+    throw Error(ErrorKind::kMalformed, name_, ": bad DWARF member of struct ", s.name, ": ",
+                DwarfErrorText());
+  }
+  return s;
+}
+
+std::optional<DwarfStruct> DwarfTypes::FindStruct(std::string_view name) const {
+  auto it = structs_.find(std::string(name));
+  if (it == structs_.end()) return std::nullopt;
+  return StructAt(it->second);
+}
+
+std::optional<DwarfStruct> DwarfTypes::FindVariableStruct(std::string_view name) const {
+  auto it = variables_.find(std::string(name));
+  if (it == variables_.end()) return std::nullopt;
+  Dwarf_Die var;
+  Dwarf_Die type;
+  Dwarf_Die peeled;
+  if (dwarf_offdie(dwarf_.get(), it->second, &var) == nullptr || !TypeOf(&var, &type) ||
+      dwarf_peel_type(&type, &peeled) != 0 || dwarf_tag(&peeled) != DW_TAG_structure_type) {
+    return std::nullopt;
+  }
+  return StructAt(dwarf_dieoffset(&peeled));
+}
+
+}  // namespace goheap2pprof

@@ -1,0 +1,93 @@
+// The struct types and global variables an executable's DWARF describes,
+// read with libdw and knowing nothing about Go: "struct type by name -> its
+// size and its members' offsets and sizes". Compressed debug sections
+// (SHF_COMPRESSED, as Go writes them by default, or .zdebug_*) are
+// decompressed by libdw.
+//
+//   std::optional<DwarfTypes> dwarf = DwarfTypes::Open(elf);  // nullopt: no DWARF
+//   if (dwarf) {
+//     std::optional<DwarfStruct> s = dwarf->FindStruct("runtime.bucket");
+//     std::optional<DwarfStruct> v = dwarf->FindVariableStruct("runtime.mProfCycle");
+//   }
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "elf/elf_file.h"
+
+// libdw's opaque handle (libdw.h: typedef struct Dwarf Dwarf).
+struct Dwarf;
+
+namespace goheap2pprof {
+
+struct DwarfMember {
+  std::string name;
+  // DW_AT_data_member_location as a constant; nullopt when it is missing or
+  // an expression (which no struct of interest uses).
+  std::optional<uint64_t> offset;
+  // Byte size of the member's type; nullopt when libdw cannot compute it.
+  std::optional<uint64_t> size;
+};
+
+struct DwarfStruct {
+  std::string name;  // the type's DW_AT_name; may be empty for an anonymous type
+  uint64_t size = 0;
+  std::vector<DwarfMember> members;  // in DWARF order
+};
+
+class DwarfTypes {
+ public:
+  // Reads the DWARF of `elf`, which must outlive the result. nullopt when the
+  // file has no .debug_info (linked with -w or -s, or `strip`ped). Throws
+  // kMalformed when the debug sections are present but libdw cannot read them.
+  static std::optional<DwarfTypes> Open(const ElfFile& elf);
+
+  DwarfTypes(DwarfTypes&&) noexcept;
+  DwarfTypes& operator=(DwarfTypes&&) noexcept;
+  ~DwarfTypes();
+
+  // The struct type (DW_TAG_structure_type) named `name` at the top level of
+  // a compilation unit; the first one if several units define it. nullopt if
+  // none does, or it has no DW_AT_byte_size (a declaration).
+  std::optional<DwarfStruct> FindStruct(std::string_view name) const;
+
+  // The struct that the type of the global variable `name` (DW_TAG_variable
+  // at the top level of a unit) resolves to through typedefs and qualifiers.
+  // nullopt if there is no such variable or its type is not a struct.
+  std::optional<DwarfStruct> FindVariableStruct(std::string_view name) const;
+
+ private:
+  struct ElfEnd {
+    void operator()(Elf* elf) const;
+  };
+  struct DwarfEnd {
+    void operator()(Dwarf* dwarf) const;
+  };
+
+  DwarfTypes() = default;
+  void Index(const std::string& file_name);
+  std::optional<DwarfStruct> StructAt(uint64_t die_offset) const;
+
+  std::string name_;  // the file, for messages
+  // What libelf reads: a private copy of the parts of the file image that
+  // libdw needs (see the .cc). Declared first, so it outlives elf_.
+  struct Image;
+  struct ImageEnd {
+    void operator()(Image* image) const;
+  };
+  std::unique_ptr<Image, ImageEnd> image_;
+  // Our libelf handle on image_, then libdw's on it; destroyed in reverse.
+  std::unique_ptr<Elf, ElfEnd> elf_;
+  std::unique_ptr<Dwarf, DwarfEnd> dwarf_;
+  // Top-level DIE offsets by name, built once by Open.
+  std::unordered_map<std::string, uint64_t> structs_;
+  std::unordered_map<std::string, uint64_t> variables_;
+};
+
+}  // namespace goheap2pprof

@@ -1,0 +1,271 @@
+#include "runtime/bucket_layout.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "base/error.h"
+
+namespace goheap2pprof {
+
+namespace {
+
+std::string Join(const std::vector<std::string>& parts, std::string_view separator) {
+  std::string out;
+  for (const std::string& p : parts) {
+    if (!out.empty()) out += separator;
+    out += p;
+  }
+  return out;
+}
+
+// "Go 1.27": a layout belongs to a minor version.
+std::string LayoutName(const GoVersion& v) {
+  return "Go " + std::to_string(v.major) + "." + std::to_string(v.minor);
+}
+
+std::string StructLabel(const StructLayout& s) {
+  return s.variable ? "the type of " + std::string(s.name) : std::string(s.name);
+}
+
+std::string StructList(const std::vector<StructLayout>& structs) {
+  std::string out;
+  for (size_t i = 0; i < structs.size(); ++i) {
+    if (i > 0) out += i + 1 == structs.size() ? " and " : ", ";
+    out += structs[i].name;
+  }
+  return out;
+}
+
+void CompareStruct(const StructLayout& want, const DwarfStruct& have,
+                   std::vector<std::string>& out) {
+  const std::string label = StructLabel(want);
+  if (have.size != want.size) {
+    out.push_back(label + " is " + std::to_string(have.size) + " bytes in the DWARF, " +
+                  std::to_string(want.size) + " in the table");
+  }
+  for (const FieldLayout& f : want.fields) {
+    const DwarfMember* m = nullptr;
+    for (const DwarfMember& candidate : have.members) {
+      if (candidate.name == f.name) m = &candidate;
+    }
+    const std::string field = label + "." + std::string(f.name);
+    if (m == nullptr) {
+      out.push_back(field + " is not in the DWARF (the table has it at offset " +
+                    std::to_string(f.offset) + ", " + std::to_string(f.size) + " bytes)");
+      continue;
+    }
+    if (m->offset != f.offset) {
+      out.push_back(field + " is at offset " +
+                    (m->offset ? std::to_string(*m->offset) : std::string("(unknown)")) +
+                    " in the DWARF, " + std::to_string(f.offset) + " in the table");
+    }
+    if (m->size != f.size) {
+      out.push_back(field + " is " +
+                    (m->size ? std::to_string(*m->size) : std::string("(unknown)")) +
+                    " bytes in the DWARF, " + std::to_string(f.size) + " in the table");
+    }
+  }
+  // A field the table does not know changes what the struct means even when
+  // it fits; only empty markers such as Go 1.20's `_ sys.NotInHeap` do not.
+  for (const DwarfMember& m : have.members) {
+    bool known = false;
+    for (const FieldLayout& f : want.fields) known |= m.name == f.name;
+    if (!known && m.size != uint64_t{0}) {
+      out.push_back(label + " has a field " + (m.name.empty() ? "(unnamed)" : m.name) +
+                    " in the DWARF (at offset " +
+                    (m.offset ? std::to_string(*m.offset) : std::string("(unknown)")) +
+                    ") that the table does not have");
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<StructLayout> ExpectedBucketLayout(const RuntimeTraits& traits) {
+  std::vector<StructLayout> out;
+  out.push_back({"runtime.bucket",
+                 false,
+                 kBucketHeaderSize,
+                 {{"next", 0, 8},
+                  {"allnext", kBucketAllnextOffset, 8},
+                  {"typ", kBucketTypOffset, 8},
+                  {"hash", 24, 8},
+                  {"size", kBucketSizeOffset, 8},
+                  {"nstk", kBucketNstkOffset, 8}}});
+  const uint64_t cycle_size = MemRecordCycleSize(traits.record_layout);
+  StructLayout cycle{
+      "runtime.memRecordCycle", false, cycle_size, {{"allocs", 0, 8}, {"frees", 8, 8}}};
+  if (traits.record_layout == MemRecordLayout::kCountsAndBytes) {
+    cycle.fields.push_back({"alloc_bytes", 16, 8});
+    cycle.fields.push_back({"free_bytes", 24, 8});
+  }
+  out.push_back(std::move(cycle));
+  out.push_back({"runtime.memRecord",
+                 false,
+                 MemRecordSize(traits.record_layout),
+                 {{"active", 0, cycle_size}, {"future", cycle_size, 3 * cycle_size}}});
+  if (traits.cycle_encoding == CycleEncoding::kMProfCycle) {
+    // mProfCycleHolder{value atomic.Uint32}
+    out.push_back({traits.variables.cycle_symbol, true, 4, {{"value", 0, 4}}});
+  } else {
+    // struct{cycle uint32; flushed bool}
+    out.push_back({traits.variables.cycle_symbol, true, 8, {{"cycle", 0, 4}, {"flushed", 4, 1}}});
+  }
+  return out;
+}
+
+LayoutComparison CompareLayout(const std::vector<StructLayout>& expected,
+                               const std::vector<std::optional<DwarfStruct>>& observed) {
+  LayoutComparison result;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (i >= observed.size() || !observed[i]) {
+      result.missing.push_back(StructLabel(expected[i]));
+      continue;
+    }
+    CompareStruct(expected[i], *observed[i], result.disagreements);
+  }
+  return result;
+}
+
+namespace {
+
+bool IsKnownLayout(const GoVersion& v) {
+  return v.major == 1 && v.minor >= 18 && v.minor <= NewestVerifiedVersion().minor;
+}
+
+std::string KnownLayoutsText() {
+  const GoVersion newest = NewestVerifiedVersion();
+  return "goheap2pprof knows the heap-bucket layouts of Go 1.18 to " +
+         std::to_string(newest.major) + "." + std::to_string(newest.minor);
+}
+
+}  // namespace
+
+LayoutVerdict JudgeBucketLayout(std::string_view exe_name, const RuntimeTraits& traits,
+                                const DwarfLookup& dwarf, std::optional<GoVersion> assumed_layout) {
+  const GoVersion newest = NewestVerifiedVersion();
+  if (assumed_layout && !IsKnownLayout(*assumed_layout)) {
+    throw Error(ErrorKind::kUsage, "--assume-go-layout ", LayoutName(*assumed_layout), ": ",
+                KnownLayoutsText());
+  }
+  LayoutVerdict verdict;
+  verdict.traits = traits;
+  const std::string version = FormatGoVersion(traits.version);
+  const std::string tested =
+      "the Go versions goheap2pprof is tested with (" + VerifiedVersionsText() + ")";
+  // A newer Go is read with the newest table (or the one the user names),
+  // but only once something vouches for it.
+  GoVersion layout_version = traits.version;
+  if (traits.newer_than_verified) {
+    layout_version = assumed_layout.value_or(newest);
+    const RuntimeTraits layout_traits = TraitsForVersion(layout_version);
+    verdict.traits.record_layout = layout_traits.record_layout;
+    verdict.traits.variables = layout_traits.variables;
+    verdict.traits.cycle_encoding = layout_traits.cycle_encoding;
+  } else if (assumed_layout) {
+    verdict.notes.push_back("--assume-go-layout is ignored: " + version +
+                            "'s heap-bucket layout is in goheap2pprof's table");
+  }
+  const std::string layout = LayoutName(layout_version);
+  const std::vector<StructLayout> expected = ExpectedBucketLayout(verdict.traits);
+  const std::string structs = StructList(expected);
+
+  std::string unproven_because = "has no DWARF";
+  if (dwarf) {
+    std::vector<std::optional<DwarfStruct>> observed;
+    for (const StructLayout& s : expected) observed.push_back(dwarf(s));
+    const LayoutComparison cmp = CompareLayout(expected, observed);
+    if (!cmp.disagreements.empty()) {
+      // The first few name the cause (inner structs come first); the rest
+      // follow from it.
+      std::vector<std::string> shown(
+          cmp.disagreements.begin(),
+          cmp.disagreements.begin() + std::min<size_t>(cmp.disagreements.size(), 3));
+      if (cmp.disagreements.size() > shown.size()) {
+        shown.push_back("and " + std::to_string(cmp.disagreements.size() - 3) + " more");
+      }
+      throw Error(ErrorKind::kUnsupported, exe_name, ", built with ", version,
+                  ", does not lay out its heap profile the way goheap2pprof's table for ", layout,
+                  " does: ", Join(shown, "; "))
+          .WithHint(
+              "goheap2pprof refuses rather than read wrong numbers; the Go version in the "
+              "binary may be wrong, or its runtime modified. Please report it with the "
+              "output of `go version -m` on the executable");
+    }
+    if (cmp.missing.empty()) {
+      verdict.proof = LayoutProof::kDwarf;
+      verdict.notes.push_back("heap-bucket layout (" + structs + ") proven from DWARF to be " +
+                              layout + "'s");
+      if (traits.newer_than_verified) {
+        verdict.warnings.push_back(version + " is newer than " + tested +
+                                   "; its heap-bucket layout (" + structs +
+                                   ") was proven from the executable's DWARF to be " + layout +
+                                   "'s, so it is read that way");
+      } else if (!traits.verified) {
+        verdict.warnings.push_back(version + " is not one of " + tested +
+                                   "; its heap-bucket layout was proven from the executable's "
+                                   "DWARF to be the one goheap2pprof reads");
+      }
+      return verdict;
+    }
+    unproven_because = "its DWARF does not describe " + Join(cmp.missing, ", ");
+  }
+  verdict.notes.push_back("heap-bucket layout not checked: " + std::string(exe_name) + " " +
+                          unproven_because);
+
+  if (traits.newer_than_verified) {
+    if (!assumed_layout) {
+      throw Error(ErrorKind::kUnsupported, exe_name, " was built with ", version, ", newer than ",
+                  tested, ", and ", unproven_because, " to prove that its heap-bucket layout (",
+                  structs, ") is still ", layout, "'s")
+          .WithHint(
+              "give goheap2pprof the unstripped build with --exe (a binary built without "
+              "-ldflags=-w keeps its DWARF); or, if you know that " +
+              LayoutName(traits.version) +
+              " did not change these structs, pass --assume-go-layout " +
+              std::to_string(newest.major) + "." + std::to_string(newest.minor));
+    }
+    verdict.proof = LayoutProof::kAssumed;
+    verdict.warnings.push_back(version + " is newer than " + tested + " and " +
+                               std::string(exe_name) + " " + unproven_because +
+                               "; its heap-bucket layout is assumed to be " + layout +
+                               "'s (--assume-go-layout): if it is not, the numbers are wrong");
+    return verdict;
+  }
+  verdict.proof = LayoutProof::kTable;
+  if (!traits.verified) {
+    verdict.warnings.push_back(version + " is not one of " + tested +
+                               "; its heap-bucket layout is read from goheap2pprof's table for " +
+                               layout + " without proof (the executable " + unproven_because + ")");
+  }
+  return verdict;
+}
+
+LayoutVerdict CheckBucketLayout(const ElfFile& elf, const RuntimeTraits& traits,
+                                std::optional<GoVersion> assumed_layout) {
+  const std::optional<DwarfTypes> types = DwarfTypes::Open(elf);
+  DwarfLookup lookup;
+  if (types) {
+    lookup = [&types](const StructLayout& s) {
+      return s.variable ? types->FindVariableStruct(s.name) : types->FindStruct(s.name);
+    };
+  }
+  return JudgeBucketLayout(elf.name(), traits, lookup, assumed_layout);
+}
+
+GoVersion ParseAssumedLayout(std::string_view text) {
+  std::string_view digits = text;
+  if (digits.starts_with("go")) digits.remove_prefix(2);
+  std::optional<GoVersion> v;
+  // Only digits and dots: "1.27rc1" or "1.27 X" name no table.
+  if (!digits.empty() && digits.find_first_not_of("0123456789.") == std::string_view::npos) {
+    v = ParseGoVersion("go" + std::string(digits));
+  }
+  if (!v || !IsKnownLayout(*v)) {
+    throw Error(ErrorKind::kUsage, "--assume-go-layout \"", text,
+                "\": ", v ? KnownLayoutsText() : "not a Go version such as 1.27");
+  }
+  return *v;
+}
+
+}  // namespace goheap2pprof
