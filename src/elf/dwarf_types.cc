@@ -151,6 +151,11 @@ std::optional<DwarfTypes> DwarfTypes::Open(const ElfFile& elf) {
     if (s.type == SHT_NOBITS) continue;
     if (IsTypeSection(s.name) || s.name == ".shstrtab") {
       CopyRange(file, image, s.offset, s.size);
+    } else if (s.name.starts_with(".zdebug_")) {
+      // Go 1.18's GNU-style compressed sections: libdw decompresses each one
+      // it sees and does not read a hidden .zdebug_ section as absent, so
+      // they are all copied (they are a few hundred KiB at that version).
+      CopyRange(file, image, s.offset, s.size);
     } else if (IsDebugSection(s.name) && standard_headers) {
       // Not needed: our copy of its header says it has no bytes, which
       // libdw skips instead of decompressing.
