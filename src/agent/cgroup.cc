@@ -142,6 +142,7 @@ std::optional<std::string> PathBelowMountRoot(std::string_view path, std::string
     if (component == "..") return std::nullopt;
     check = end == std::string_view::npos ? std::string_view() : check.substr(end);
   }
+  while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
   return std::string(rest);
 }
 

@@ -4,12 +4,30 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <fstream>
 #include <cstring>
 #include <optional>
 
 #include "base/error.h"
 
 namespace goheap2pprof {
+namespace {
+
+// Whether we hold CAP_SYS_RESOURCE (bit 24 of CapEff): without it, Linux
+// 6.4+ accepts only PSI windows that are multiples of 2 s, and says EINVAL.
+bool HasCapSysResource() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("CapEff:", 0) == 0) {
+      uint64_t caps = std::stoull(line.substr(7), nullptr, 16);
+      return (caps >> 24) & 1;
+    }
+  }
+  return false;
+}
+
+}  // namespace
 
 std::optional<std::chrono::microseconds> ParseDuration(std::string_view text) {
   uint64_t value = 0;
@@ -103,6 +121,12 @@ UniqueFd RegisterPsiTrigger(const std::string& file, const PsiSpec& spec) {
       throw Error(ErrorKind::kIo, "PSI is disabled in this kernel (", file, ": ",
                   std::strerror(err), ")")
           .WithHint("boot the kernel with psi=1, or drop --psi");
+    }
+    if (err == EINVAL && spec.window.count() % 2000000 != 0 && !HasCapSysResource()) {
+      throw Error(ErrorKind::kPermission, "the kernel rejected the PSI trigger \"", spec.text,
+                  "\" on ", file, ": ", std::strerror(err), "; without CAP_SYS_RESOURCE (which ",
+                  "this process lacks) Linux 6.4+ accepts only windows that are multiples of 2s")
+          .WithHint("use a 2s window (e.g. --psi some:300ms/2s), or grant CAP_SYS_RESOURCE");
     }
     throw Error(ErrorKind::kUsage, "the kernel rejected the PSI trigger \"", spec.text, "\" on ",
                 file, ": ", std::strerror(err));
