@@ -119,7 +119,13 @@ struct Target {
   UniqueFd psi_fd;
   std::string psi_file;
   int events_wd = -1;
-  std::optional<uint64_t> oom_kills;  // at the last sample
+  // The cgroup's oom_kill counter when watching began, and when a sample
+  // last saw it rise. The OOM killer raises it when it picks the victim; the
+  // victim then takes a while to die, so the end is compared with the start
+  // of the watch, not with the last sample.
+  std::optional<uint64_t> oom_kills_at_start;
+  std::optional<uint64_t> oom_kills;
+  std::optional<SystemClock::time_point> oom_kills_rose_at;
   bool sample_now = false;
   bool psi_fired = false;
   int captures = 0;
@@ -193,7 +199,7 @@ bool Watcher::Add(pid_t pid, const ProcStat& stat, bool named) {
     MemoryReading r = fs_.Read(cg);
     start["limit"] = OrNull(r.limit);
     start["usage"] = OrNull(r.usage);
-    t->oom_kills = r.oom_kills;
+    t->oom_kills = t->oom_kills_at_start = r.oom_kills;
     if (!cg.limit_dir && !tc.above_pct.empty()) {
       notes.push_back("its memory cgroup and the ancestors we can see have no finite limit: "
                       "--above cannot fire (use --rss-above)");
@@ -330,7 +336,10 @@ std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, 
 void Watcher::Sample(Target& t) {
   t.sample_now = false;
   MemoryReading r = t.cgroup ? fs_.Read(*t.cgroup) : MemoryReading{};
-  if (r.oom_kills) t.oom_kills = r.oom_kills;
+  if (r.oom_kills) {
+    if (t.oom_kills && *r.oom_kills > *t.oom_kills) t.oom_kills_rose_at = SystemClock::now();
+    t.oom_kills = r.oom_kills;
+  }
   TriggerSample s;
   s.now = Now();
   s.usage = options_.triggers.working_set ? r.WorkingSet() : r.usage;
@@ -366,17 +375,28 @@ void Watcher::Sample(Target& t) {
 void Watcher::Ended(Target& t) {
   // First, before the parent reaps it: the zombie's status.
   ProcessEnd end = t.end->Observe();
+  const SystemClock::time_point ended = SystemClock::now();
   std::optional<uint64_t> after;
   if (t.cgroup) after = fs_.Read(*t.cgroup).oom_kills;
-  EndSummary s = DescribeEnd(end, t.oom_kills, after);
+  // The cgroup may be gone already (a container's is removed with it).
+  if (!after) after = t.oom_kills;
+  if (after && t.oom_kills && *after > *t.oom_kills) t.oom_kills_rose_at = ended;
+  EndSummary s = DescribeEnd(end, t.oom_kills_at_start, after);
   json record = Base(t);
   record["event"] = "exit";
   record["how"] = s.how;
   record["exit_code"] = OrNull(s.exit_code);
   record["signal"] = OrNull(s.signal);
   record["oom_kill_rose"] = OrNull(s.oom_kill_rose);
-  record["oom_kills_before"] = OrNull(t.oom_kills);
-  record["oom_kills_after"] = OrNull(after);
+  record["oom_kills_at_start"] = OrNull(t.oom_kills_at_start);
+  record["oom_kills_at_end"] = OrNull(after);
+  if (t.oom_kills_rose_at) {
+    record["oom_kills_last_rise_seen"] = UtcIsoTime(*t.oom_kills_rose_at);
+    s.text += " (last rise seen " +
+              std::to_string(std::chrono::duration_cast<WatchMillis>(ended - *t.oom_kills_rose_at)
+                                 .count()) +
+              " ms before its end was reported)";
+  }
   record["text"] = s.text;
   record["captures"] = t.captures;
   record["last_file"] = t.last_file.empty() ? json(nullptr) : json(t.last_file);

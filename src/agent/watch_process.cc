@@ -118,7 +118,8 @@ EndSummary DescribeEnd(const ProcessEnd& end, std::optional<uint64_t> oom_kills_
     s.oom_kill_rose = *oom_kills_after > *oom_kills_before;
     if (*s.oom_kill_rose) {
       s.text += "; its memory cgroup's oom_kill counter rose from " +
-                std::to_string(*oom_kills_before) + " to " + std::to_string(*oom_kills_after);
+                std::to_string(*oom_kills_before) + " to " + std::to_string(*oom_kills_after) +
+                " while it was watched";
       if (s.signal == SIGKILL) {
         s.text += ": the OOM killer killed it";
       } else if (!s.signal && !s.exit_code) {
@@ -128,8 +129,8 @@ EndSummary DescribeEnd(const ProcessEnd& end, std::optional<uint64_t> oom_kills_
         s.text += " (another process of the cgroup was the victim)";
       }
     } else {
-      s.text += "; its memory cgroup's oom_kill counter did not change (" +
-                std::to_string(*oom_kills_after) + "): not an OOM kill in its cgroup";
+      s.text += "; its memory cgroup's oom_kill counter did not change while it was watched (" +
+                std::to_string(*oom_kills_after) + "): not an OOM kill";
     }
   } else {
     s.text += "; no oom_kill counter could be read for its memory cgroup";

@@ -7,13 +7,14 @@
 //    /proc/<pid>/stat field 52 holds its wait status; if the parent was
 //    faster, the status is gone and the record says "unknown";
 //  - the cgroup's oom_kill counter (v1 memory.oom_control, v2
-//    memory.events), read before and after, says whether the OOM killer
-//    killed a process of that cgroup meanwhile.
+//    memory.events), read when watching began and at the end, says whether
+//    the OOM killer killed a process of that cgroup meanwhile (with SIGKILL
+//    as the status, that process was this one).
 //
 //   ProcessEndObserver end(pid, stat.start_time);   // at start
 //   poll(end.fd(), POLLIN) ...                      // readable: it exited
 //   ProcessEnd e = end.Observe();                   // right away
-//   std::string text = DescribeEnd(e, oom_before, oom_after);
+//   EndSummary s = DescribeEnd(e, oom_kills_at_start, oom_kills_now);
 #pragma once
 
 #include <sys/types.h>

@@ -54,7 +54,9 @@ func main() {
 				time.Sleep(*linger)
 				os.Exit(*exitCode)
 			}
-			select {}
+			for {
+				time.Sleep(time.Hour)
+			}
 		}
 		growHeap(*stepMiB)
 		time.Sleep(*every)

@@ -155,8 +155,8 @@ TEST(ProcessEndObserver, ExitCodeOfAZombie) {
   EXPECT_EQ(s.how, "exit");
   EXPECT_EQ(s.exit_code, 3);
   EXPECT_EQ(s.oom_kill_rose, false);
-  EXPECT_EQ(s.text, "exited with code 3; its memory cgroup's oom_kill counter did not change (0): "
-                    "not an OOM kill in its cgroup");
+  EXPECT_EQ(s.text, "exited with code 3; its memory cgroup's oom_kill counter did not change while "
+                    "it was watched (0): not an OOM kill");
   waitpid(pid, nullptr, 0);
 }
 
@@ -179,7 +179,7 @@ TEST(ProcessEndObserver, SignalOfAZombie) {
   EXPECT_EQ(s.signal, SIGKILL);
   EXPECT_EQ(s.oom_kill_rose, true);
   EXPECT_EQ(s.text, "killed by signal 9 (SIGKILL); its memory cgroup's oom_kill counter rose "
-                    "from 1 to 2: the OOM killer killed it");
+                    "from 1 to 2 while it was watched: the OOM killer killed it");
   waitpid(pid, nullptr, 0);
 }
 
