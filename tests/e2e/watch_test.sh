@@ -11,7 +11,8 @@
 #      file that is not ours is never deleted; SIGTERM ends the watch with 0;
 #   5. --psi on /proc/pressure/memory: registered where PSI exists, a clear
 #      error otherwise; SIGINT ends the watch with 0;
-#   6. usage errors.
+#   6. --all finds Go processes as they start and records their ends;
+#   7. usage errors.
 # The grower is started under a parent that does not reap it at once (as a
 # service manager or shell might not), so watch can read its exit status.
 set -u
@@ -301,7 +302,55 @@ else
 fi
 e2e_stop_pids
 
-# --- 6. usage errors ---------------------------------------------------------
+# --- 6. --all: Go processes found as they come, their ends recorded ----------
+dir=$work/all
+mkdir "$dir"
+if start_grower allgrower1 - -max-mib 8; then
+  first=$grower_pid first_parent=$target_pid
+  # No baseline and no trigger that can fire: other Go processes on this
+  # machine are found too, and must not be captured by a test.
+  "$tool" watch --all -o "$dir" --no-baseline --rss-above 1T --poll 200ms \
+    >"$dir/watch.out" 2>"$dir/watch.err" &
+  watch_pid=$!
+  sleep 1
+  if start_grower allgrower2 - -max-mib 8; then
+    second=$grower_pid
+    sleep 1
+    kill -TERM "$first_parent"  # kills the first grower
+    sleep 1
+    kill -TERM "$watch_pid"
+    wait_exit "$watch_pid" 20
+    started=$(jq -r 'select(.event == "start") | .pid' "$dir/watch.jsonl")
+    if grep -qx "$first" <<<"$started" && grep -qx "$second" <<<"$started"; then
+      pass "all: both growers found, the second after the watch began"
+    else
+      fail "all: growers $first and $second not both found" "$dir/watch.jsonl"
+    fi
+    if jq -se --argjson p "$first" 'map(select(.event == "exit" and .pid == $p)) | length == 1' \
+      "$dir/watch.jsonl" >/dev/null; then
+      pass "all: the end of the first grower is recorded"
+    else
+      fail "all: no exit record for $first" "$dir/watch.jsonl"
+    fi
+    if [[ $rc == 0 && $(jq -r 'select(.event == "watch-end") | .reason' "$dir/watch.jsonl") == SIGTERM ]]; then
+      pass "all: SIGTERM ends the watch with 0"
+    else
+      fail "all: exit $rc" "$dir/watch.err"
+    fi
+    if ! grep -q '"file":"' "$dir/watch.jsonl"; then
+      pass "all: nothing captured without a trigger"
+    else
+      fail "all: captured without a trigger" "$dir/watch.jsonl"
+    fi
+  else
+    fail "all: the second grower did not start" "$work/allgrower2.err"
+  fi
+else
+  fail "all: the grower did not start" "$work/allgrower1.err"
+fi
+e2e_stop_pids
+
+# --- 7. usage errors ---------------------------------------------------------
 "$tool" watch -o "$work" >"$work/usage.out" 2>&1
 if [[ $? == 2 ]] && grep -q "watch needs pids or --all" "$work/usage.out"; then
   pass "usage: watch without pids exits 2"
