@@ -4,6 +4,8 @@
 #   1. cgroup v1: a memory cgroup with a 200 MB limit; watch --above 70% must
 #      write a profile before the kernel's OOM kill, with main.growHeap the
 #      top in-use site, then exit 0 with the kill in watch.jsonl;
+#      and, from another cgroup namespace (unshare --cgroup), the same
+#      cgroup and limit are found;
 #   2. the same on cgroup v2 (memory.max), with --on-event max,oom, where the
 #      v2 memory controller is available; skipped with a message otherwise;
 #   3. --rss-above without any cgroup limit; the process exits by itself;
@@ -157,6 +159,31 @@ else
     check_oom_run "v1 OOM kill" "$dir" above70
   else
     fail "v1 OOM kill: the grower did not start" "$work/v1grower.err"
+  fi
+  e2e_stop_pids
+
+  # The same cgroup seen from another cgroup namespace: /proc/<pid>/cgroup
+  # and the mount root then read "/../..", and the limit must still be found.
+  dir=$work/v1ns
+  mkdir "$dir"
+  if ! unshare --cgroup true 2>/dev/null; then
+    skip "v1 cgroup namespace: unshare --cgroup is not available here"
+  elif start_grower v1nsgrower "$cg/cgroup.procs" -max-mib 8; then
+    unshare --cgroup "$tool" watch "$grower_pid" -o "$dir" --no-baseline \
+      >"$dir/watch.out" 2>"$dir/watch.err" &
+    watch_pid=$!
+    sleep 1
+    kill -TERM "$watch_pid"
+    wait_exit "$watch_pid" 20
+    start=$(jq -c 'select(.event == "start")' "$dir/watch.jsonl" 2>/dev/null)
+    if [[ $rc == 0 && $(jq -r .cgroup.path <<<"$start") == /..* &&
+      $(jq -r .cgroup.limit_dir <<<"$start") == "$cg" && $(jq -r .limit <<<"$start") == 209715200 ]]; then
+      pass "v1 cgroup namespace: $(jq -r .cgroup.path <<<"$start") resolved to $cg, limit 200 MiB"
+    else
+      fail "v1 cgroup namespace: exit $rc, start record $start" "$dir/watch.err"
+    fi
+  else
+    fail "v1 cgroup namespace: the grower did not start" "$work/v1nsgrower.err"
   fi
   e2e_stop_pids
 fi
