@@ -19,6 +19,7 @@ fi
 asan=${build}-asan
 cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGOHEAP2PPROF_SANITIZE=ON >/dev/null
 cmake --build "$asan" -j"$(nproc)" --target unit_tests \
-  fuzz_replay_procfs fuzz_replay_buildinfo fuzz_replay_elf fuzz_replay_pclntab fuzz_replay_heap
+  fuzz_replay_procfs fuzz_replay_buildinfo fuzz_replay_elf fuzz_replay_pclntab fuzz_replay_heap \
+  fuzz_replay_cgroup
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   ctest --test-dir "$asan" --output-on-failure -j1 -E '^e2e\.'
