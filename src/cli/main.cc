@@ -229,6 +229,9 @@ int Main(int argc, char** argv) {
   try {
     if (watch_cmd->parsed()) {
       FinishWatchOptions(watch_args, watch);
+      // Tests point the cgroup and PSI files at a fake tree (cgroup v2 where
+      // the machine has v1); see tests/e2e/watch_test.sh.
+      if (const char* root = std::getenv("GOHEAP2PPROF_TEST_CGROUP_ROOT")) watch.fs_root = root;
       return RunWatch(watch, std::cerr);
     }
     if (top->count() > 0 && out.format == OutputFormat::kPprof) {

@@ -8,6 +8,8 @@
 #      cgroup and limit are found;
 #   2. the same on cgroup v2 (memory.max), with --on-event max,oom, where the
 #      v2 memory controller is available; skipped with a message otherwise;
+#   2b. the v2 event path (inotify on memory.events, escalation, oom_kill)
+#      on a fake v2 tree, so it runs on v1 machines too;
 #   3. --rss-above without any cgroup limit; the process exits by itself;
 #   4. --every 1s with --max-files 3: never more than 3 of our files, and a
 #      file that is not ours is never deleted; SIGTERM ends the watch with 0;
@@ -222,6 +224,60 @@ else
     skip "v2 OOM kill: cannot create a cgroup with memory.max under $v2"
   fi
 fi
+
+# --- 2b. the v2 event path on a fake cgroup v2 tree --------------------------
+# Where the machine has no v2 memory controller, a fake tree (regular files,
+# GOHEAP2PPROF_TEST_CGROUP_ROOT) stands for one: memory.events changes must
+# wake the watch through inotify (--poll is an hour), a higher --above level
+# escalates once inside the cool-down, and the end reads oom_kill there.
+dir=$work/fakev2
+fake=$work/fakev2-root
+mkdir -p "$dir" "$fake/proc/self" "$fake/sys/fs/cgroup/app"
+if start_grower fakev2grower - -max-mib 8; then
+  mkdir -p "$fake/proc/$grower_pid"
+  echo "0::/app" >"$fake/proc/$grower_pid/cgroup"
+  echo "30 1 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate" >"$fake/proc/self/mountinfo"
+  fcg=$fake/sys/fs/cgroup/app
+  echo max >"$fake/sys/fs/cgroup/memory.max"
+  echo 209715200 >"$fcg/memory.max"
+  echo 104857600 >"$fcg/memory.current"
+  echo "inactive_file 0" >"$fcg/memory.stat"
+  events() { printf 'low 0\nhigh 0\nmax %s\noom %s\noom_kill %s\noom_group_kill 0\n' "$@" >"$fcg/memory.events"; }
+  events 0 0 0
+  GOHEAP2PPROF_TEST_CGROUP_ROOT=$fake "$tool" watch "$grower_pid" -o "$dir" --above 90% \
+    --on-event max,oom --poll 1h --cooldown 1h >"$dir/watch.out" 2>"$dir/watch.err" &
+  watch_pid=$!
+  e2e_wait_for_line "$dir/watch.jsonl" '"reason":"baseline"' "$watch_pid" 20
+  events 1 0 0
+  e2e_wait_for_line "$dir/watch.jsonl" '"reason":"max"' "$watch_pid" 5
+  echo 199229440 >"$fcg/memory.current"
+  events 1 1 0
+  e2e_wait_for_line "$dir/watch.jsonl" '"reason":"above90"' "$watch_pid" 5
+  events 1 1 1
+  kill -9 "$grower_pid"
+  wait_exit "$watch_pid" 20
+  jsonl=$dir/watch.jsonl
+  if [[ $(jq -r 'select(.reason == "max") | .file' "$jsonl") == *-max.heap.pb.gz ]]; then
+    pass "fake v2: a memory.events 'max' change woke the watch (no poll for an hour) and captured"
+  else
+    fail "fake v2: no capture on the 'max' event" "$jsonl"
+  fi
+  if [[ $(jq -r 'select(.reason == "above90") | "\(.escalation) \(.usage_pct)"' "$jsonl") == "true 95" &&
+    $(jq -r 'select(.reason == "oom") | .skipped' "$jsonl") == cool-down* ]]; then
+    pass "fake v2: above90 escalated inside the cool-down; the oom event there was skipped"
+  else
+    fail "fake v2: escalation and skip not as expected" "$jsonl"
+  fi
+  end=$(jq -c 'select(.event == "exit")' "$jsonl")
+  if [[ $rc == 0 && $(jq -r .signal <<<"$end") == 9 && $(jq -r .oom_kill_rose <<<"$end") == true ]]; then
+    pass "fake v2: the end reads oom_kill from memory.events: $(jq -r .text <<<"$end")"
+  else
+    fail "fake v2: exit $rc, end record $end" "$dir/watch.err"
+  fi
+else
+  fail "fake v2: the grower did not start" "$work/fakev2grower.err"
+fi
+e2e_stop_pids
 
 # --- 3. --rss-above, no cgroup limit -----------------------------------------
 dir=$work/rss
