@@ -44,8 +44,8 @@ std::optional<uint64_t> ParseU64(std::string_view text) {
 std::string Unescape(std::string_view field) {
   std::string out;
   for (size_t i = 0; i < field.size(); ++i) {
-    if (field[i] == '\\' && i + 3 < field.size() && field[i + 1] >= '0' && field[i + 1] <= '3' && field[i + 2] >= '0' && field[i + 2] <= '7' &&
-        field[i + 3] >= '0' && field[i + 3] <= '7') {
+    if (field[i] == '\\' && i + 3 < field.size() && field[i + 1] >= '0' && field[i + 1] <= '3' &&
+        field[i + 2] >= '0' && field[i + 2] <= '7' && field[i + 3] >= '0' && field[i + 3] <= '7') {
       out += static_cast<char>((field[i + 1] - '0') * 64 + (field[i + 2] - '0') * 8 +
                                (field[i + 3] - '0'));
       i += 3;
@@ -78,7 +78,9 @@ std::string Parent(const std::string& dir) {
 
 }  // namespace
 
-std::string_view CgroupVersionName(CgroupVersion v) { return v == CgroupVersion::kV1 ? "v1" : "v2"; }
+std::string_view CgroupVersionName(CgroupVersion v) {
+  return v == CgroupVersion::kV1 ? "v1" : "v2";
+}
 
 std::vector<ProcCgroupLine> ParseProcCgroup(std::string_view text) {
   std::vector<ProcCgroupLine> lines;
@@ -238,8 +240,8 @@ std::optional<MemoryCgroup> CgroupFs::FindMemoryCgroup(pid_t pid) const {
       if (line.hierarchy_id == 0 && line.controllers.empty()) {
         // memory.current exists where the memory controller is enabled; the
         // root cgroup has none but memory.stat.
-        where = Resolve(pid, CgroupVersion::kV2, line.path, line.path == "/" ? "memory.stat"
-                                                                             : "memory.current");
+        where = Resolve(pid, CgroupVersion::kV2, line.path,
+                        line.path == "/" ? "memory.stat" : "memory.current");
         cg.version = CgroupVersion::kV2;
         cg.hierarchy_path = line.path;
         break;
@@ -263,8 +265,8 @@ std::optional<MemoryCgroup> CgroupFs::FindMemoryCgroup(pid_t pid) const {
 }
 
 std::optional<uint64_t> CgroupFs::LimitOf(CgroupVersion v, const std::string& dir) const {
-  std::optional<std::string> text =
-      ReadSmallFile(JoinPath(dir, v == CgroupVersion::kV1 ? "memory.limit_in_bytes" : "memory.max"));
+  std::optional<std::string> text = ReadSmallFile(
+      JoinPath(dir, v == CgroupVersion::kV1 ? "memory.limit_in_bytes" : "memory.max"));
   if (!text) return std::nullopt;
   return ParseMemoryLimit(*text);
 }

@@ -35,8 +35,8 @@ std::vector<ProcCgroupLine> ParseProcCgroup(std::string_view text);
 // A cgroup filesystem mount from a mountinfo file.
 struct CgroupMount {
   CgroupVersion version = CgroupVersion::kV2;
-  std::string root;         // the hierarchy path mounted there (4th field)
-  std::string mount_point;  // where (5th field), octal escapes decoded
+  std::string root;                  // the hierarchy path mounted there (4th field)
+  std::string mount_point;           // where (5th field), octal escapes decoded
   std::vector<std::string> options;  // super options; v1 lists controllers here
 };
 // The cgroup and cgroup2 mounts of a /proc/<pid>/mountinfo text.
@@ -71,8 +71,8 @@ struct MemoryCgroup {
 
 // What the counters say at one moment. Absent values could not be read.
 struct MemoryReading {
-  std::optional<uint64_t> usage;  // of limit_dir (or dir when no limit)
-  std::optional<uint64_t> limit;  // of limit_dir
+  std::optional<uint64_t> usage;          // of limit_dir (or dir when no limit)
+  std::optional<uint64_t> limit;          // of limit_dir
   std::optional<uint64_t> inactive_file;  // for the kubelet's working set
   // memory.events of limit_dir (v2 only): hierarchical counters.
   std::optional<uint64_t> max_events;

@@ -14,10 +14,9 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <set>
-
-#include <nlohmann/json.hpp>
 
 #include "agent/cgroup.h"
 #include "agent/watch_discovery.h"
@@ -201,8 +200,9 @@ bool Watcher::Add(pid_t pid, const ProcStat& stat, bool named) {
     start["usage"] = OrNull(r.usage);
     t->oom_kills = t->oom_kills_at_start = r.oom_kills;
     if (!cg.limit_dir && !tc.above_pct.empty()) {
-      notes.push_back("its memory cgroup and the ancestors we can see have no finite limit: "
-                      "--above cannot fire (use --rss-above)");
+      notes.push_back(
+          "its memory cgroup and the ancestors we can see have no finite limit: "
+          "--above cannot fire (use --rss-above)");
     }
   } else {
     start["cgroup"] = nullptr;
@@ -214,7 +214,8 @@ bool Watcher::Add(pid_t pid, const ProcStat& stat, bool named) {
     std::optional<std::string> events = t->cgroup ? fs_.EventsFile(*t->cgroup) : std::nullopt;
     if (!events) {
       notes.push_back("--on-event needs cgroup v2 memory.events; its memory cgroup is " +
-                      std::string(t->cgroup ? "v1" : "not found") + ": event triggers are off for it");
+                      std::string(t->cgroup ? "v1" : "not found") +
+                      ": event triggers are off for it");
     } else {
       int wd = inotify_add_watch(inotify_.get(), fs_.Path(*events).c_str(), IN_MODIFY);
       if (wd < 0) {
@@ -318,14 +319,13 @@ std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, 
     record["error"] = e.what();
     record["error_kind"] = ErrorKindName(e.kind());
   }
-  const double ms =
-      std::chrono::duration<double, std::milli>(SteadyClock::now() - began).count();
+  const double ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - began).count();
   record["capture_ms"] = std::round(ms * 10) / 10;
   record["watch_peak_rss_kib"] = OrNull(OwnPeakRssKb());
   jsonl_->Append(record);
   if (failed) {
-    Say("pid " + std::to_string(t.pid) + " " + reason + ": capture failed: " +
-        record["error"].get<std::string>());
+    Say("pid " + std::to_string(t.pid) + " " + reason +
+        ": capture failed: " + record["error"].get<std::string>());
   } else {
     Say("pid " + std::to_string(t.pid) + " " + reason + ": wrote " + path + " (" +
         std::to_string(static_cast<int>(ms)) + " ms)");
@@ -365,7 +365,9 @@ void Watcher::Sample(Target& t) {
       record["file"] = nullptr;
       record["skipped"] = d.skipped_because;
       jsonl_->Append(record);
-      if (options_.verbose) Say("pid " + std::to_string(t.pid) + " " + d.reason + ": skipped (" + d.skipped_because + ")");
+      if (options_.verbose)
+        Say("pid " + std::to_string(t.pid) + " " + d.reason + ": skipped (" + d.skipped_because +
+            ")");
       continue;
     }
     Capture(t, d.reason, record);
@@ -393,8 +395,8 @@ void Watcher::Ended(Target& t) {
   if (t.oom_kills_rose_at) {
     record["oom_kills_last_rise_seen"] = UtcIsoTime(*t.oom_kills_rose_at);
     s.text += " (last rise seen " +
-              std::to_string(std::chrono::duration_cast<WatchMillis>(ended - *t.oom_kills_rose_at)
-                                 .count()) +
+              std::to_string(
+                  std::chrono::duration_cast<WatchMillis>(ended - *t.oom_kills_rose_at).count()) +
               " ms before its end was reported)";
   }
   record["text"] = s.text;
@@ -526,7 +528,8 @@ int Watcher::Run() {
       }
     }
   }
-  json end{{"time", UtcIsoTime(SystemClock::now())}, {"event", "watch-end"}, {"reason", end_reason}};
+  json end{
+      {"time", UtcIsoTime(SystemClock::now())}, {"event", "watch-end"}, {"reason", end_reason}};
   end["watching"] = targets_.size();
   jsonl_->Append(end);
   Say("exiting: " + end_reason);

@@ -16,11 +16,10 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/unique_fd.h"
 

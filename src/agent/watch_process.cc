@@ -86,8 +86,8 @@ ProcessEnd ProcessEndObserver::Observe() const {
         "its parent reaped it before its exit status could be read (the pid names another "
         "process now)";
   } else if (z->state != 'Z') {
-    end.status_unknown_because = std::string("it was in state ") + z->state +
-                                 ", not a zombie, when its end was reported";
+    end.status_unknown_because =
+        std::string("it was in state ") + z->state + ", not a zombie, when its end was reported";
   } else {
     end.wait_status = z->exit_code;
   }
@@ -123,8 +123,9 @@ EndSummary DescribeEnd(const ProcessEnd& end, std::optional<uint64_t> oom_kills_
       if (s.signal == SIGKILL) {
         s.text += ": the OOM killer killed it";
       } else if (!s.signal && !s.exit_code) {
-        s.text += ": most likely the OOM killer killed it (another process of the cgroup "
-                  "may have been the victim)";
+        s.text +=
+            ": most likely the OOM killer killed it (another process of the cgroup "
+            "may have been the victim)";
       } else {
         s.text += " (another process of the cgroup was the victim)";
       }

@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <charconv>
-#include <fstream>
 #include <cstring>
+#include <fstream>
 #include <optional>
 
 #include "base/error.h"
@@ -86,8 +86,7 @@ PsiSpec ParsePsiSpec(std::string_view text) {
 
 std::string PsiTriggerLine(const PsiSpec& spec) {
   std::string line = std::string(spec.full ? "full " : "some ") +
-                     std::to_string(spec.stall.count()) + " " +
-                     std::to_string(spec.window.count());
+                     std::to_string(spec.stall.count()) + " " + std::to_string(spec.window.count());
   line.push_back('\0');
   return line;
 }
@@ -102,8 +101,8 @@ UniqueFd RegisterPsiTrigger(const std::string& file, const PsiSpec& spec) {
           .WithHint("drop --psi, or boot the kernel with psi=1");
     }
     if (err == EACCES || err == EPERM) {
-      throw Error(ErrorKind::kPermission, "cannot open ", file, " for writing a PSI trigger: ",
-                  std::strerror(err))
+      throw Error(ErrorKind::kPermission, "cannot open ", file,
+                  " for writing a PSI trigger: ", std::strerror(err))
           .WithHint("run as root or with CAP_SYS_RESOURCE");
     }
     throw Error(ErrorKind::kIo, "cannot open ", file, ": ", std::strerror(err));
@@ -114,8 +113,9 @@ UniqueFd RegisterPsiTrigger(const std::string& file, const PsiSpec& spec) {
     if (err == EPERM || err == EACCES) {
       throw Error(ErrorKind::kPermission, "the kernel refused the PSI trigger \"", spec.text,
                   "\" on ", file, ": ", std::strerror(err))
-          .WithHint("unprivileged PSI triggers need a window that is a multiple of 2s (Linux "
-                    "6.4+); otherwise run as root or with CAP_SYS_RESOURCE");
+          .WithHint(
+              "unprivileged PSI triggers need a window that is a multiple of 2s (Linux "
+              "6.4+); otherwise run as root or with CAP_SYS_RESOURCE");
     }
     if (err == EOPNOTSUPP) {
       throw Error(ErrorKind::kIo, "PSI is disabled in this kernel (", file, ": ",

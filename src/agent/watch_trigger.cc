@@ -66,11 +66,19 @@ bool TriggerMachine::Allowed(const Fired& f, WatchMillis now, bool& escalation,
       std::chrono::duration_cast<WatchMillis>(*cooldown_start_ + config_.cooldown - now);
   bool higher = false;
   switch (f.kind) {
-    case Kind::kAbove: higher = f.level > cooldown_above_; break;
-    case Kind::kRss: higher = f.level > cooldown_rss_; break;
+    case Kind::kAbove:
+      higher = f.level > cooldown_above_;
+      break;
+    case Kind::kRss:
+      higher = f.level > cooldown_rss_;
+      break;
     case Kind::kOom:
-    case Kind::kMax: higher = !cooldown_event_; break;
-    case Kind::kPsi: higher = false; break;
+    case Kind::kMax:
+      higher = !cooldown_event_;
+      break;
+    case Kind::kPsi:
+      higher = false;
+      break;
   }
   if (higher && !cooldown_escalated_) {
     escalation = true;
@@ -174,8 +182,7 @@ std::vector<TriggerDecision> TriggerMachine::Evaluate(const TriggerSample& s) {
     out.push_back(std::move(d));
   }
   // The capture first, so callers and logs read naturally.
-  std::stable_partition(out.begin(), out.end(),
-                        [](const TriggerDecision& d) { return d.capture; });
+  std::stable_partition(out.begin(), out.end(), [](const TriggerDecision& d) { return d.capture; });
   return out;
 }
 

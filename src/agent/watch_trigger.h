@@ -35,7 +35,7 @@ namespace goheap2pprof {
 using WatchMillis = std::chrono::milliseconds;  // on a monotonic clock
 
 struct TriggerConfig {
-  std::vector<double> above_pct;   // percent of the limit, ascending
+  std::vector<double> above_pct;    // percent of the limit, ascending
   std::vector<uint64_t> rss_above;  // bytes, ascending
   double hysteresis_pct = 5;
   bool working_set = false;  // ratio of usage - inactive_file (the caller computes it)
@@ -61,7 +61,7 @@ struct TriggerDecision {
   // "oom", "psi", "every".
   std::string reason;
   bool capture = false;
-  bool escalation = false;  // captured inside a cool-down as a higher level
+  bool escalation = false;      // captured inside a cool-down as a higher level
   std::string skipped_because;  // when !capture
 };
 

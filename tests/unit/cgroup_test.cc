@@ -2,6 +2,8 @@
 // lines (v1, v2, hybrid), nested cgroups with the limit on an ancestor,
 // cgroup namespaces (our own, and a target outside ours reached through
 // /proc/<pid>/root), and the counters watch reads.
+#include "agent/cgroup.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,8 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include "agent/cgroup.h"
 
 namespace goheap2pprof {
 namespace {

@@ -2,6 +2,8 @@
 // that deletes only our own files, watch.jsonl, how a process ended (on real
 // child processes left as zombies), PSI triggers on this kernel, and the
 // strict option parsers.
+#include "agent/watch.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -15,7 +17,6 @@
 #include <string>
 #include <thread>
 
-#include "agent/watch.h"
 #include "agent/watch_files.h"
 #include "agent/watch_process.h"
 #include "agent/watch_psi.h"
@@ -155,8 +156,9 @@ TEST(ProcessEndObserver, ExitCodeOfAZombie) {
   EXPECT_EQ(s.how, "exit");
   EXPECT_EQ(s.exit_code, 3);
   EXPECT_EQ(s.oom_kill_rose, false);
-  EXPECT_EQ(s.text, "exited with code 3; its memory cgroup's oom_kill counter did not change while "
-                    "it was watched (0): not an OOM kill");
+  EXPECT_EQ(s.text,
+            "exited with code 3; its memory cgroup's oom_kill counter did not change while "
+            "it was watched (0): not an OOM kill");
   waitpid(pid, nullptr, 0);
 }
 
@@ -178,8 +180,9 @@ TEST(ProcessEndObserver, SignalOfAZombie) {
   EXPECT_EQ(s.how, "signal");
   EXPECT_EQ(s.signal, SIGKILL);
   EXPECT_EQ(s.oom_kill_rose, true);
-  EXPECT_EQ(s.text, "killed by signal 9 (SIGKILL); its memory cgroup's oom_kill counter rose "
-                    "from 1 to 2 while it was watched: the OOM killer killed it");
+  EXPECT_EQ(s.text,
+            "killed by signal 9 (SIGKILL); its memory cgroup's oom_kill counter rose "
+            "from 1 to 2 while it was watched: the OOM killer killed it");
   waitpid(pid, nullptr, 0);
 }
 

@@ -1,12 +1,12 @@
 // The watch trigger state machine, driven by a fake clock: crossings,
 // hysteresis, cool-down, escalation inside the cool-down, memory events,
 // PSI, periodic captures and coalescing.
+#include "agent/watch_trigger.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
-
-#include "agent/watch_trigger.h"
 
 namespace goheap2pprof {
 namespace {
@@ -63,7 +63,7 @@ TEST(TriggerMachine, FiresOncePerUpwardCrossing) {
   EXPECT_EQ(d.At(seconds(1), 50), "");
   EXPECT_EQ(d.At(seconds(2), 69.9), "");
   EXPECT_EQ(d.At(seconds(3), 70), "above70");
-  EXPECT_EQ(d.At(seconds(4), 80), "");   // still above: no new crossing
+  EXPECT_EQ(d.At(seconds(4), 80), "");  // still above: no new crossing
   EXPECT_EQ(d.At(seconds(5), 99), "");
 }
 
