@@ -129,6 +129,7 @@ struct Target {
   bool psi_fired = false;
   int captures = 0;
   std::string last_file;
+  std::string last_error;
 };
 
 class Watcher {
@@ -257,11 +258,9 @@ bool Watcher::Add(pid_t pid, const ProcStat& stat, bool named) {
     record["event"] = "trigger";
     std::optional<ErrorKind> failed = Capture(target, "baseline", record);
     if (failed && Hopeless(*failed)) {
+      const std::string why = target.last_error;
       Remove(pid);
-      if (named) {
-        throw Error(*failed, "cannot capture process ", pid, "; see ", options_.dir,
-                    "/watch.jsonl");
-      }
+      if (named) throw Error(*failed, "cannot watch process ", pid, ": ", why);
       ignored_.insert({pid, stat.start_time});
       return false;
     }
@@ -315,6 +314,7 @@ std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, 
     if (!deleted.empty()) record["deleted"] = deleted;
   } catch (const Error& e) {
     failed = e.kind();
+    t.last_error = e.what();
     record["file"] = nullptr;
     record["error"] = e.what();
     record["error_kind"] = ErrorKindName(e.kind());

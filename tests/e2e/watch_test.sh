@@ -448,6 +448,13 @@ if [[ $? == 9 ]] && grep -q "does not exist" "$work/usage.out"; then
 else
   fail "usage: missing output directory" "$work/usage.out"
 fi
+mkdir "$work/notgo"
+"$tool" watch "$$" -o "$work/notgo" >"$work/usage.out" 2>&1
+if [[ $? == 5 ]] && grep -q '"error_kind"' "$work/notgo/watch.jsonl"; then
+  pass "usage: watching a process that is not Go exits 5, with the failed baseline in watch.jsonl"
+else
+  fail "usage: watching bash" "$work/usage.out"
+fi
 "$tool" watch "$$" -o "$work" --above 120% >"$work/usage.out" 2>&1
 if [[ $? == 2 ]]; then pass "usage: --above 120% exits 2"; else fail "usage: --above 120%" "$work/usage.out"; fi
 
