@@ -9,7 +9,8 @@
 #   2. the same on cgroup v2 (memory.max), with --on-event max,oom, where the
 #      v2 memory controller is available; skipped with a message otherwise;
 #   2b. the v2 event path (inotify on memory.events, escalation, oom_kill)
-#      on a fake v2 tree, so it runs on v1 machines too;
+#      on a fake v2 tree, so it runs on v1 machines too, and --working-set
+#      there;
 #   3. --rss-above without any cgroup limit; the process exits by itself;
 #   4. --every 1s with --max-files 3: never more than 3 of our files, and a
 #      file that is not ours is never deleted; SIGTERM ends the watch with 0;
@@ -232,12 +233,12 @@ fi
 # escalates once inside the cool-down, and the end reads oom_kill there.
 dir=$work/fakev2
 fake=$work/fakev2-root
-mkdir -p "$dir" "$fake/proc/self" "$fake/sys/fs/cgroup/app"
+fcg=$fake/sys/fs/cgroup/app
+mkdir -p "$dir" "$fake/proc/self" "$fcg"
 if start_grower fakev2grower - -max-mib 8; then
   mkdir -p "$fake/proc/$grower_pid"
   echo "0::/app" >"$fake/proc/$grower_pid/cgroup"
   echo "30 1 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate" >"$fake/proc/self/mountinfo"
-  fcg=$fake/sys/fs/cgroup/app
   echo max >"$fake/sys/fs/cgroup/memory.max"
   echo 209715200 >"$fcg/memory.max"
   echo 104857600 >"$fcg/memory.current"
@@ -276,6 +277,46 @@ if start_grower fakev2grower - -max-mib 8; then
   fi
 else
   fail "fake v2: the grower did not start" "$work/fakev2grower.err"
+fi
+e2e_stop_pids
+
+# --- 2c. --working-set on the fake v2 tree ------------------------------------
+# Usage at 95% of the limit of which 20 points are inactive file pages: the
+# kubelet's working set is 75%, so --above 90% --working-set must wait until
+# the inactive pages are gone.
+dir=$work/workingset
+mkdir -p "$dir"
+if start_grower wsgrower - -max-mib 8; then
+  mkdir -p "$fake/proc/$grower_pid"
+  echo "0::/app" >"$fake/proc/$grower_pid/cgroup"
+  echo "30 1 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate" >"$fake/proc/self/mountinfo"
+  echo max >"$fake/sys/fs/cgroup/memory.max"
+  echo 209715200 >"$fcg/memory.max"
+  echo 104857600 >"$fcg/memory.current"
+  echo "inactive_file 0" >"$fcg/memory.stat"
+  GOHEAP2PPROF_TEST_CGROUP_ROOT=$fake "$tool" watch "$grower_pid" -o "$dir" --above 90% \
+    --working-set --poll 100ms >"$dir/watch.out" 2>"$dir/watch.err" &
+  watch_pid=$!
+  e2e_wait_for_line "$dir/watch.jsonl" '"reason":"baseline"' "$watch_pid" 20
+  echo "inactive_file 41943040" >"$fcg/memory.stat"
+  echo 199229440 >"$fcg/memory.current"
+  sleep 1
+  if ! grep -q '"reason":"above90"' "$dir/watch.jsonl"; then
+    pass "working-set: 95% usage with 20 points of inactive file pages does not fire --above 90%"
+  else
+    fail "working-set: fired on usage that includes inactive file pages" "$dir/watch.jsonl"
+  fi
+  echo "inactive_file 0" >"$fcg/memory.stat"
+  if e2e_wait_for_line "$dir/watch.jsonl" '"reason":"above90"' "$watch_pid" 5 &&
+    [[ $(jq -r 'select(.reason == "above90") | "\(.usage_is_working_set) \(.usage_pct)"' "$dir/watch.jsonl") == "true 95" ]]; then
+    pass "working-set: fires once the working set itself reaches 90%"
+  else
+    fail "working-set: no above90 on the working set" "$dir/watch.jsonl"
+  fi
+  kill -TERM "$watch_pid"
+  wait_exit "$watch_pid" 20
+else
+  fail "working-set: the grower did not start" "$work/wsgrower.err"
 fi
 e2e_stop_pids
 
