@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <vector>
 
+#include "agent/watch.h"
 #include "app/output_format.h"
 #include "app/run.h"
 #include "base/error.h"
@@ -74,6 +76,89 @@ void WriteFailureJson(const RunOptions& options, const CaptureReport& report,
   }
 }
 
+// The `watch` subcommand's options, as text until parsed by the agent's
+// strict parsers (which name the option in their errors).
+struct WatchArgs {
+  std::vector<std::string> pids;
+  std::string above, rss_above, on_event, psi, every, poll = "1s", cooldown = "30s";
+  std::string psi_scope = "cgroup";
+  bool no_baseline = false;
+};
+
+CLI::App* AddWatchCommand(CLI::App& app, WatchArgs& args, WatchOptions& w) {
+  CLI::App* cmd = app.add_subcommand(
+      "watch",
+      "capture heap profiles of Go processes when their memory runs short, before the OOM "
+      "killer strikes; files go to DIR with one line per trigger in DIR/watch.jsonl");
+  cmd->footer(
+      "Exit codes: 0 when every watched process is gone (e.g. OOM-killed; how each ended is in "
+      "watch.jsonl) or on SIGINT/SIGTERM; otherwise those of goheap2pprof --help.");
+  cmd->add_option("pids", args.pids, "process ids of the Go programs to watch");
+  cmd->add_flag("--all", w.all, "watch every Go process we may read, found again every --poll");
+  cmd->add_option("-o,--output", w.dir, "directory for the profiles and watch.jsonl")->required();
+  cmd->add_option("--above", args.above,
+                  "PCT[,PCT...] of the memory limit of the process's cgroup (nearest ancestor with "
+                  "a finite limit); each fires once per upward crossing (default 90% when no "
+                  "other trigger is given)");
+  cmd->add_option("--hysteresis", w.triggers.hysteresis_pct,
+                  "points (or percent of an --rss-above size) to fall below a level before it "
+                  "fires again")
+      ->check(CLI::Range(0.0, 50.0))
+      ->capture_default_str();
+  cmd->add_flag("--working-set", w.triggers.working_set,
+                "compare usage minus inactive file pages, as the kubelet does");
+  cmd->add_option("--rss-above", args.rss_above, "SIZE[,SIZE...] of the process's resident set");
+  cmd->add_option("--on-event", args.on_event,
+                  "max,oom: the cgroup's memory.events counters (v2; the kernel wakes us)");
+  cmd->add_option("--psi", args.psi,
+                  "some|full:STALL/WINDOW, e.g. some:150ms/1s: a PSI trigger on the cgroup's "
+                  "memory.pressure, or /proc/pressure/memory");
+  cmd->add_option("--psi-scope", args.psi_scope, "cgroup (system when the cgroup has none) or system")
+      ->check(CLI::IsMember({"cgroup", "system"}))
+      ->capture_default_str();
+  cmd->add_option("--every", args.every, "also capture periodically, e.g. 5m");
+  cmd->add_option("--poll", args.poll, "how often usage and RSS are sampled")->capture_default_str();
+  cmd->add_option("--cooldown", args.cooldown,
+                  "minimum time between triggered captures; one higher level or memory event "
+                  "may fire inside it")
+      ->capture_default_str();
+  cmd->add_option("--max-files", w.max_files,
+                  "keep the newest N profiles this watch wrote (it deletes no other file)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_flag("--no-baseline", args.no_baseline,
+                "skip the snapshot at start (kept for go tool pprof -base)");
+  cmd->add_option("--exe", w.capture.executable.path, "as for a single capture");
+  cmd->add_flag("--force", w.capture.executable.force, "as for a single capture");
+  cmd->add_flag("-v,--verbose", w.verbose, "report each capture's steps and skipped triggers");
+  return cmd;
+}
+
+void FinishWatchOptions(const WatchArgs& args, WatchOptions& w) {
+  for (const std::string& text : args.pids) {
+    std::optional<pid_t> pid = ParsePid(text);
+    if (!pid) throw Error(ErrorKind::kUsage, "\"", text, "\" is not a process id");
+    w.pids.push_back(*pid);
+  }
+  if (w.all && !w.pids.empty()) throw Error(ErrorKind::kUsage, "give pids or --all, not both");
+  TriggerConfig& t = w.triggers;
+  if (!args.above.empty()) t.above_pct = ParsePercentList(args.above);
+  if (!args.rss_above.empty()) t.rss_above = ParseSizeList(args.rss_above);
+  if (!args.on_event.empty()) ParseEventList(args.on_event, t);
+  if (!args.psi.empty()) {
+    w.psi = ParsePsiSpec(args.psi);
+    t.psi = true;
+  }
+  w.psi_system = args.psi_scope == "system";
+  if (!args.every.empty()) t.every = ParseWatchDuration("--every", args.every);
+  w.poll = ParseWatchDuration("--poll", args.poll);
+  t.cooldown = ParseWatchDuration("--cooldown", args.cooldown);
+  if (args.above.empty() && t.rss_above.empty() && !t.on_max && !t.on_oom && !t.psi && !t.every) {
+    t.above_pct = {90};
+  }
+  w.baseline = !args.no_baseline;
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{
       "goheap2pprof: capture the heap profile of a running Go process from outside it, "
@@ -83,7 +168,8 @@ int Main(int argc, char** argv) {
   app.footer(kExitCodes);
   std::string pid_text;
   RunOptions options;
-  app.add_option("pid", pid_text, "process id of the Go program")->required();
+  // Required unless the watch subcommand is given (checked after parsing).
+  app.add_option("pid", pid_text, "process id of the Go program");
   app.add_option("-o,--output", options.output,
                  "output file ('-' for standard output); default: "
                  "<program>-<pid>-<time>.heap.pb.gz in the current directory for pprof, "
@@ -131,6 +217,9 @@ int Main(int argc, char** argv) {
       "heap-bucket layout: read it with this version's layout (e.g. 1.27); warns, also in the "
       "output");
   app.set_version_flag("--version", std::string("goheap2pprof ") + GOHEAP2PPROF_VERSION);
+  WatchArgs watch_args;
+  WatchOptions watch;
+  CLI::App* watch_cmd = AddWatchCommand(app, watch_args, watch);
 
   try {
     app.parse(argc, argv);
@@ -142,6 +231,10 @@ int Main(int argc, char** argv) {
     std::cerr << "goheap2pprof: " << e.what() << "\nhint: run goheap2pprof --help\n";
     return static_cast<int>(ErrorKind::kUsage);
   }
+  if (!watch_cmd->parsed() && pid_text.empty()) {
+    std::cerr << "goheap2pprof: pid is required\nhint: run goheap2pprof --help\n";
+    return static_cast<int>(ErrorKind::kUsage);
+  }
 
   out.format = format == "json"   ? OutputFormat::kJson
                : format == "text" ? OutputFormat::kText
@@ -151,6 +244,13 @@ int Main(int argc, char** argv) {
   if (out.format != OutputFormat::kPprof && options.output.empty()) options.output = "-";
   CaptureReport report;
   try {
+    if (watch_cmd->parsed()) {
+      FinishWatchOptions(watch_args, watch);
+      // Tests point the cgroup and PSI files at a fake tree (cgroup v2 where
+      // the machine has v1); see tests/e2e/watch_test.sh.
+      if (const char* root = std::getenv("GOHEAP2PPROF_TEST_CGROUP_ROOT")) watch.fs_root = root;
+      return RunWatch(watch, std::cerr);
+    }
     if (top->count() > 0 && out.format == OutputFormat::kPprof) {
       throw Error(ErrorKind::kUsage, "--top applies to --format json and text");
     }

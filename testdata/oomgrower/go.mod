@@ -1,0 +1,3 @@
+module goheap2pprof.test/oomgrower
+
+go 1.18

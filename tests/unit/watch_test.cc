@@ -1,0 +1,314 @@
+// The pieces of `watch` around the trigger machine: file names, rotation
+// that deletes only our own files, watch.jsonl, how a process ended (on real
+// child processes left as zombies), PSI triggers on this kernel, and the
+// strict option parsers.
+#include "agent/watch.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "agent/watch_files.h"
+#include "agent/watch_process.h"
+#include "agent/watch_psi.h"
+#include "base/error.h"
+#include "proc/procfs.h"
+
+namespace goheap2pprof {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/g2p-watch-test.XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const std::string& path() const { return path_; }
+  std::string Touch(const std::string& name) const {
+    std::ofstream(path_ + "/" + name) << name;
+    return path_ + "/" + name;
+  }
+
+ private:
+  std::string path_;
+};
+
+TEST(WatchFiles, NamesAreUtcSortableAndSafe) {
+  // 2026-11-30 21:45:01.123 UTC
+  auto t = std::chrono::system_clock::time_point(milliseconds(1796075101123));
+  EXPECT_EQ(UtcFileStamp(t), "20261130T214501.123Z");
+  EXPECT_EQ(UtcIsoTime(t), "2026-11-30T21:45:01.123Z");
+  EXPECT_EQ(ProfileFileName("my server", 42, t, "above90"),
+            "my_server-42-20261130T214501.123Z-above90.heap.pb.gz");
+  EXPECT_EQ(ProfileFileName("../..", 7, t, "rss-above-1.5GiB"),
+            ".._..-7-20261130T214501.123Z-rss-above-1.5GiB.heap.pb.gz");
+  EXPECT_EQ(ProfileFileName("", 7, t, ""), "go-7-20261130T214501.123Z-trigger.heap.pb.gz");
+}
+
+TEST(FileRotation, KeepsTheNewestAndDeletesOnlyOwnFiles) {
+  TempDir dir;
+  const std::string foreign = dir.Touch("someone-elses.heap.pb.gz");
+  FileRotation rot(2);
+  std::vector<std::string> deleted;
+  for (int i = 0; i < 5; ++i) {
+    for (const FileRotation::Written& w : rot.Add(dir.Touch("p" + std::to_string(i)))) {
+      EXPECT_TRUE(FileRotation::Delete(w));
+      deleted.push_back(fs::path(w.path).filename());
+    }
+  }
+  EXPECT_EQ(deleted, (std::vector<std::string>{"p0", "p1", "p2"}));
+  EXPECT_EQ(rot.size(), 2u);
+  EXPECT_TRUE(fs::exists(foreign));
+  EXPECT_TRUE(fs::exists(dir.path() + "/p3"));
+  EXPECT_TRUE(fs::exists(dir.path() + "/p4"));
+  EXPECT_FALSE(fs::exists(dir.path() + "/p0"));
+}
+
+TEST(FileRotation, LeavesAFileReplacedBySomeoneElse) {
+  TempDir dir;
+  FileRotation rot(1);
+  const std::string a = dir.Touch("a");
+  EXPECT_TRUE(rot.Add(a).empty());
+  // Someone replaces our file with theirs (a new inode) under the same name.
+  const std::string theirs = dir.Touch("theirs");
+  fs::rename(theirs, a);
+  std::vector<FileRotation::Written> drop = rot.Add(dir.Touch("b"));
+  ASSERT_EQ(drop.size(), 1u);
+  EXPECT_FALSE(FileRotation::Delete(drop[0]));
+  EXPECT_TRUE(fs::exists(a));
+}
+
+TEST(WatchLog, AppendsOneLinePerRecord) {
+  TempDir dir;
+  const std::string path = dir.path() + "/watch.jsonl";
+  {
+    WatchLog log(path);
+    log.Append({{"pid", 1}, {"reason", "baseline"}});
+  }
+  WatchLog again(path);  // appends, never truncates
+  again.Append({{"pid", 2}, {"skipped", "cool-down: 5 ms left"}});
+  std::ifstream in(path);
+  std::string l1, l2, l3;
+  std::getline(in, l1);
+  std::getline(in, l2);
+  EXPECT_EQ(l1, R"({"pid":1,"reason":"baseline"})");
+  EXPECT_EQ(l2, R"({"pid":2,"skipped":"cool-down: 5 ms left"})");
+  EXPECT_FALSE(std::getline(in, l3));
+  EXPECT_THROW(WatchLog("/nonexistent-dir/watch.jsonl"), Error);
+}
+
+TEST(ParseZombieStat, ReadsStateStartTimeAndExitCode) {
+  std::string line =
+      "4242 (a) b) Z 1 4242 4242 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 987654 0 0 "
+      "18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 9\n";
+  std::optional<ZombieStat> z = ParseZombieStat(line);
+  ASSERT_TRUE(z);
+  EXPECT_EQ(z->state, 'Z');
+  EXPECT_EQ(z->start_time, 987654u);
+  EXPECT_EQ(z->exit_code, 9);
+  EXPECT_FALSE(ParseZombieStat("12 (x) S 1 2 3"));
+  EXPECT_FALSE(ParseZombieStat(""));
+}
+
+// Forks a child that runs `body` and returns its pid, unreaped.
+template <typename F>
+pid_t Child(F body) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    body();
+    _exit(0);
+  }
+  return pid;
+}
+
+// Waits (bounded) until the pidfd reports the end.
+bool WaitEnded(const ProcessEndObserver& obs) {
+  for (int i = 0; i < 500 && !obs.Exited(); ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return obs.Exited();
+}
+
+TEST(ProcessEndObserver, ExitCodeOfAZombie) {
+  pid_t pid = Child([] {
+    std::this_thread::sleep_for(milliseconds(100));
+    _exit(3);
+  });
+  ProcessEndObserver obs(pid, ReadProcStat(pid).start_time);
+  EXPECT_FALSE(obs.Exited());
+  ASSERT_TRUE(WaitEnded(obs));
+  ProcessEnd end = obs.Observe();  // not reaped yet: a zombie
+  ASSERT_TRUE(end.wait_status);
+  EndSummary s = DescribeEnd(end, 0, 0);
+  EXPECT_EQ(s.how, "exit");
+  EXPECT_EQ(s.exit_code, 3);
+  EXPECT_EQ(s.oom_kill_rose, false);
+  EXPECT_EQ(s.text,
+            "exited with code 3; its memory cgroup's oom_kill counter did not change while "
+            "it was watched (0): not an OOM kill");
+  waitpid(pid, nullptr, 0);
+}
+
+TEST(ProcessEndObserver, SignalOfAZombie) {
+  pid_t pid = Child([] { pause(); });
+  ProcessEndObserver obs(pid, ReadProcStat(pid).start_time);
+  kill(pid, SIGKILL);
+  ASSERT_TRUE(WaitEnded(obs));
+  // The pidfd may report the exit a moment before the zombie's status is
+  // visible (exit_notify runs after the pidfd wakes); wait for state Z.
+  ProcessEnd end;
+  for (int i = 0; i < 100; ++i) {
+    end = obs.Observe();
+    if (end.wait_status) break;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_TRUE(end.wait_status) << end.status_unknown_because;
+  EndSummary s = DescribeEnd(end, 1, 2);
+  EXPECT_EQ(s.how, "signal");
+  EXPECT_EQ(s.signal, SIGKILL);
+  EXPECT_EQ(s.oom_kill_rose, true);
+  EXPECT_EQ(s.text,
+            "killed by signal 9 (SIGKILL); its memory cgroup's oom_kill counter rose "
+            "from 1 to 2 while it was watched: the OOM killer killed it");
+  waitpid(pid, nullptr, 0);
+}
+
+TEST(ProcessEndObserver, ReapedBeforeWeLookedIsUnknown) {
+  pid_t pid = Child([] { _exit(0); });
+  ProcessEndObserver obs(pid, ReadProcStat(pid).start_time);
+  ASSERT_TRUE(WaitEnded(obs));
+  waitpid(pid, nullptr, 0);  // the parent wins the race
+  ProcessEnd end = obs.Observe();
+  EXPECT_FALSE(end.wait_status);
+  EndSummary s = DescribeEnd(end, 0, 1);
+  EXPECT_EQ(s.how, "unknown");
+  EXPECT_FALSE(s.signal);
+  EXPECT_NE(s.text.find("reaped it before its exit status could be read"), std::string::npos);
+  EXPECT_NE(s.text.find("most likely the OOM killer killed it"), std::string::npos);
+  EXPECT_NE(DescribeEnd(end, std::nullopt, std::nullopt).text.find("no oom_kill counter"),
+            std::string::npos);
+}
+
+TEST(ProcessEndObserver, RefusesAPidThatIsGone) {
+  pid_t pid = Child([] { _exit(0); });
+  uint64_t start = ReadProcStat(pid).start_time;
+  waitpid(pid, nullptr, 0);
+  EXPECT_THROW(ProcessEndObserver(pid, start), Error);
+}
+
+TEST(Psi, ParsesSpecsAndRejectsWhatTheKernelWould) {
+  PsiSpec s = ParsePsiSpec("some:150ms/1s");
+  EXPECT_FALSE(s.full);
+  EXPECT_EQ(s.stall.count(), 150000);
+  EXPECT_EQ(s.window.count(), 1000000);
+  EXPECT_EQ(PsiTriggerLine(s), std::string("some 150000 1000000\0", 20));
+  EXPECT_TRUE(ParsePsiSpec("full:1s/2s").full);
+  for (const char* bad : {"", "some", "some:150ms", "half:1ms/1s", "some:150/1s", "some:1s/100ms",
+                          "some:2s/1s", "some:0ms/1s", "some:1s/11s", "some:150ms/1s/2"}) {
+    EXPECT_THROW(ParsePsiSpec(bad), Error) << bad;
+  }
+}
+
+bool HasCapSysResource() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("CapEff:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> 24) & 1;
+  }
+  return false;
+}
+
+TEST(Psi, RegistersATriggerOnTheSystemPressureFile) {
+  const std::string file = "/proc/pressure/memory";
+  // A 2 s window: accepted with or without CAP_SYS_RESOURCE (Linux 6.4+).
+  const PsiSpec spec = ParsePsiSpec("some:150ms/2s");
+  struct stat st;
+  if (::stat(file.c_str(), &st) != 0) {
+    // No PSI here: the error must say so.
+    try {
+      RegisterPsiTrigger(file, spec);
+      ADD_FAILURE() << "registration succeeded without " << file;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("PSI is not available"), std::string::npos) << e.what();
+    }
+    GTEST_SKIP() << file << " does not exist on this kernel (checked the error instead)";
+  }
+  UniqueFd fd = RegisterPsiTrigger(file, spec);
+  EXPECT_TRUE(fd.valid());
+  // The kernel accepted it: the descriptor is a trigger now, and another
+  // write on it is refused (one trigger per descriptor).
+  std::string again = PsiTriggerLine(spec);
+  EXPECT_LT(::write(fd.get(), again.data(), again.size()), 0);
+  EXPECT_EQ(errno, EBUSY);
+}
+
+TEST(Psi, OneSecondWindowNeedsCapSysResource) {
+  const std::string file = "/proc/pressure/memory";
+  struct stat st;
+  if (::stat(file.c_str(), &st) != 0) GTEST_SKIP() << file << " does not exist on this kernel";
+  const PsiSpec spec = ParsePsiSpec("some:150ms/1s");
+  if (HasCapSysResource()) {
+    EXPECT_TRUE(RegisterPsiTrigger(file, spec).valid());
+    return;
+  }
+  try {
+    RegisterPsiTrigger(file, spec);
+    FAIL() << "the kernel accepted a 1s window without CAP_SYS_RESOURCE";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kPermission);
+    EXPECT_NE(std::string(e.what()).find("multiples of 2s"), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("CAP_SYS_RESOURCE"), std::string::npos);
+  }
+}
+
+TEST(Psi, ClearErrorWithoutPsi) {
+  try {
+    RegisterPsiTrigger("/nonexistent/pressure/memory", ParsePsiSpec("some:150ms/1s"));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIo);
+    EXPECT_NE(std::string(e.what()).find("PSI is not available"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("CONFIG_PSI"), std::string::npos);
+  }
+}
+
+TEST(WatchOptionParsers, StrictValues) {
+  EXPECT_EQ(ParsePercentList("90,70%"), (std::vector<double>{70, 90}));
+  EXPECT_EQ(ParsePercentList("92.5%"), (std::vector<double>{92.5}));
+  for (const char* bad : {"", "0", "101", "x", "70,,90", "-5"}) {
+    EXPECT_THROW(ParsePercentList(bad), Error) << bad;
+  }
+  EXPECT_EQ(ParseSizeList("1G,512M"), (std::vector<uint64_t>{512ull << 20, 1ull << 30}));
+  EXPECT_EQ(ParseSizeList("1.5GiB"), (std::vector<uint64_t>{3ull << 29}));
+  EXPECT_EQ(ParseSizeList("4096"), (std::vector<uint64_t>{4096}));
+  for (const char* bad : {"", "M", "1X", "-1M", "0"}) {
+    EXPECT_THROW(ParseSizeList(bad), Error) << bad;
+  }
+  EXPECT_EQ(ParseWatchDuration("--poll", "250ms"), milliseconds(250));
+  EXPECT_EQ(ParseWatchDuration("--poll", "2m"), milliseconds(120000));
+  EXPECT_THROW(ParseWatchDuration("--poll", "1"), Error);
+  EXPECT_THROW(ParseWatchDuration("--poll", "10us"), Error);
+  TriggerConfig c;
+  ParseEventList("oom", c);
+  EXPECT_TRUE(c.on_oom);
+  EXPECT_FALSE(c.on_max);
+  ParseEventList("max,oom", c);
+  EXPECT_TRUE(c.on_max);
+  EXPECT_THROW(ParseEventList("high", c), Error);
+}
+
+}  // namespace
+}  // namespace goheap2pprof
