@@ -9,6 +9,7 @@
 #include "app/capture.h"
 #include "app/output_format.h"
 #include "base/error.h"
+#include "cli/serve_main.h"
 #include "pprof/output.h"
 #include "proc/procfs.h"
 
@@ -168,4 +169,11 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace goheap2pprof
 
-int main(int argc, char** argv) { return goheap2pprof::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // Subcommands; anything else is the one-shot capture, unchanged.
+  if (argc > 1 && std::string(argv[1]) == "serve") return goheap2pprof::ServeMain(argc - 1, argv + 1);
+  if (argc > 1 && std::string(argv[1]) == "__serve-worker") {
+    return goheap2pprof::ServeWorkerMain(argc - 1, argv + 1);
+  }
+  return goheap2pprof::Main(argc, argv);
+}

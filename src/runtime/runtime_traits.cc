@@ -46,6 +46,7 @@ RuntimeTraits TraitsForVersion(const GoVersion& v) {
   t.hidden_prefixes = {"runtime."};
   if (m >= 24) t.hidden_prefixes.push_back("internal/runtime/");
   t.writes_start_line = m >= 20;
+  t.debug_text_sorts_ascending = m >= 23;
   t.dedup_by_printed_name = m == 21;
   t.deck_compares_printed_name = m <= 21;
   t.cached_location_deck_retry = m >= 19;

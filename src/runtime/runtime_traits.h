@@ -58,6 +58,11 @@ struct RuntimeTraits {
   // before, AllocBytes/AllocObjects and only when that is non-zero.
   bool bytes_label_is_object_size = false;
   bool dedup_by_printed_name = false;     // 1.21 only: Function keyed by "F[...]"
+  // ?debug=1 (writeHeapInternal) orders records by in-use bytes: largest
+  // first with sort.Slice up to the profilerecord rewrite, smallest first
+  // with slices.SortFunc(cmp.Compare) since (seen in the 1.26 and 1.27
+  // sources; 1.19 sorts largest first). Ties are unordered in both.
+  bool debug_text_sorts_ascending = false;
   bool deck_compares_printed_name = false;  // 1.18-1.21 compare Frame.Function
   bool cached_location_deck_retry = false;  // 1.19+: fake-PC retry on cache hit
   FuncIds func_ids;
