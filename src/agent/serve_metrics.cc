@@ -1,5 +1,6 @@
 #include "agent/serve_metrics.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
@@ -9,6 +10,10 @@ namespace {
 // Prometheus floats: shortest round-trip form, as Go's strconv 'g' would.
 std::string Float(double v) {
   char buf[32];
+  // Whole numbers as integers ("10", not "1e+01").
+  if (v == static_cast<double>(static_cast<int64_t>(v)) && v > -1e15 && v < 1e15) {
+    return std::to_string(static_cast<int64_t>(v));
+  }
   std::snprintf(buf, sizeof(buf), "%.17g", v);
   // Prefer the short form when it round-trips.
   for (int precision = 1; precision <= 17; ++precision) {

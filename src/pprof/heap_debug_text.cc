@@ -59,7 +59,7 @@ class Tabwriter {
     const size_t column = widths.size();
     for (size_t line = line0; line < line1; ++line) {
       if (column + 1 >= lines_[line].size()) continue;
-      WriteLines(line0, line);
+      WriteLines(line0, line, widths);
       line0 = line;
       size_t width = kMinWidth;
       for (; line < line1; ++line) {
@@ -67,18 +67,14 @@ class Tabwriter {
         width = std::max(width, RuneCount(lines_[line][column]) + kPadding);
       }
       widths.push_back(width);
-      widths_ = &widths;
       Format(line0, line, widths);
       widths.pop_back();
-      widths_ = &widths;
       line0 = line;
     }
-    widths_ = &widths;
-    WriteLines(line0, line1);
+    WriteLines(line0, line1, widths);
   }
 
-  void WriteLines(size_t line0, size_t line1) {
-    const std::vector<size_t>& widths = *widths_;
+  void WriteLines(size_t line0, size_t line1, const std::vector<size_t>& widths) {
     for (size_t i = line0; i < line1; ++i) {
       const std::vector<std::string_view>& cells = lines_[i];
       for (size_t j = 0; j < cells.size(); ++j) {
@@ -99,7 +95,6 @@ class Tabwriter {
   }
 
   std::vector<std::vector<std::string_view>> lines_;
-  const std::vector<size_t>* widths_ = nullptr;
   std::string out_;
 };
 
