@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cctype>
 #include <fstream>
 #include <sstream>
@@ -61,7 +62,9 @@ std::string ContainerIdFromCgroup(const std::string& path) {
 }
 
 std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& filter,
-                                             const std::vector<std::string>& want_env) {
+                                             const std::vector<std::string>& want_env,
+                                             bool* forbidden) {
+  if (forbidden) *forbidden = false;
   if (std::find(filter.deny_pids.begin(), filter.deny_pids.end(), pid) !=
       filter.deny_pids.end()) {
     return std::nullopt;
@@ -111,7 +114,11 @@ std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& fil
   f.container_id = ContainerIdFromCgroup(f.cgroup);
   char exe[4096];
   ssize_t n = readlink((dir + "/exe").c_str(), exe, sizeof(exe) - 1);
-  if (n <= 0) return std::nullopt;  // kernel thread or not permitted
+  if (n <= 0) {
+    // EACCES/EPERM: ptrace access mode denied; ENOENT: a kernel thread.
+    if (forbidden) *forbidden = errno == EACCES || errno == EPERM;
+    return std::nullopt;
+  }
   f.exe.assign(exe, static_cast<size_t>(n));
   struct stat est;
   if (stat((dir + "/exe").c_str(), &est) != 0) return std::nullopt;
@@ -239,8 +246,8 @@ std::vector<GoProcess> Discovery::Processes() const {
   return out;
 }
 
-std::optional<ProcessFacts> Discovery::Visible(pid_t pid) const {
-  return ReadProcessFacts(pid, options_.filter, options_.want_env);
+std::optional<ProcessFacts> Discovery::Visible(pid_t pid, bool* forbidden) const {
+  return ReadProcessFacts(pid, options_.filter, options_.want_env, forbidden);
 }
 
 void Discovery::NoteSampling(pid_t pid, uint64_t start_time, const std::string& state) {

@@ -66,10 +66,13 @@ struct GoProcess {
 };
 
 // Reads the facts of one pid; nullopt if it is gone, not readable, a
-// kernel thread, or filtered out. `want_env` names environment variables to
-// read (for service names).
+// kernel thread, or filtered out; then *forbidden (if given) tells whether
+// the reason was that the server may not read its executable (a process
+// that passed the filters), which the server answers with 403.
+// `want_env` names environment variables to read (for service names).
 std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& filter,
-                                             const std::vector<std::string>& want_env);
+                                             const std::vector<std::string>& want_env,
+                                             bool* forbidden = nullptr);
 
 // A 64-hex-digit container id in a cgroup path (docker, containerd, cri-o
 // forms), or "".
@@ -96,7 +99,7 @@ class Discovery {
   std::vector<GoProcess> Processes() const;
   // The executable facts for a pid that is visible now (filters applied on
   // fresh /proc reads, not the last scan); nullopt if invisible.
-  std::optional<ProcessFacts> Visible(pid_t pid) const;
+  std::optional<ProcessFacts> Visible(pid_t pid, bool* forbidden = nullptr) const;
   // Records what a capture learnt about sampling.
   void NoteSampling(pid_t pid, uint64_t start_time, const std::string& state);
 

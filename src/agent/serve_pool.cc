@@ -106,7 +106,17 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
       }
     }
     w->busy = true;
-    if (w->pid < 0) Start(*w);
+    if (w->pid < 0) {
+      try {
+        Start(*w);
+      } catch (const Error& e) {
+        w->busy = false;
+        idle_.notify_one();
+        result.outcome = PoolOutcome::kCrashed;
+        result.detail = e.what();
+        return result;
+      }
+    }
   }
 
   // The worker is ours until released; talk to it without the lock.

@@ -278,7 +278,14 @@ class Service {
   }
 
   void Profile(const ProfileRequest& p, httplib::Response& res) {
-    std::optional<ProcessFacts> facts = discovery_.Visible(p.pid);
+    bool forbidden = false;
+    std::optional<ProcessFacts> facts = discovery_.Visible(p.pid, &forbidden);
+    if (!facts && forbidden) {
+      ServeError(res, 403,
+                 "permission denied: this server may not read process " + std::to_string(p.pid) +
+                     " (ptrace access to it is not allowed)");
+      return;
+    }
     if (!facts) {
       // Filtered processes are answered exactly like absent ones.
       ServeError(res, 404, "no such process: " + std::to_string(p.pid));
@@ -516,8 +523,19 @@ int RunServe(const ServeOptions& options, std::ostream& log) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a client or worker that went away is an error return
 
+  // Bind first: with port 0 the kernel picks the port, and /targets must
+  // name the address clients really reach.
   httplib::Server server;
-  Service service(options, log, options.listen);
+  std::string listen_address = options.listen;
+  if (port == 0) {
+    int bound = server.bind_to_any_port(host);
+    if (bound < 0) throw Error(ErrorKind::kIo, "cannot listen on ", options.listen);
+    listen_address = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+                     std::to_string(bound);
+  } else if (!server.bind_to_port(host, port)) {
+    throw Error(ErrorKind::kIo, "cannot listen on ", options.listen);
+  }
+  Service service(options, log, listen_address);
   // Request line and each header line are bounded by the library
   // (CPPHTTPLIB_REQUEST_URI_MAX_LENGTH, CPPHTTPLIB_HEADER_MAX_LENGTH: 8192
   // in Debian's build; longer gets 414/400); the number of headers here.
@@ -567,9 +585,6 @@ int RunServe(const ServeOptions& options, std::ostream& log) {
     }
   });
 
-  if (!server.bind_to_port(host, port)) {
-    throw Error(ErrorKind::kIo, "cannot listen on ", options.listen);
-  }
   service.Start();
   std::thread signal_thread([&] {
     int sig = 0;
@@ -578,7 +593,7 @@ int RunServe(const ServeOptions& options, std::ostream& log) {
     service.Stop();
     server.stop();
   });
-  log << "goheap2pprof serve: listening on " << options.listen << "\n" << std::flush;
+  log << "goheap2pprof serve: listening on " << listen_address << "\n" << std::flush;
   bool ok = server.listen_after_bind();
   // listen_after_bind also returns when the socket fails; wake the signal
   // thread so it can be joined.

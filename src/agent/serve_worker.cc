@@ -3,6 +3,8 @@
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -143,23 +145,32 @@ WorkerReply Capture(const WorkerRequest& request) {
   return reply;
 }
 
-// Test seams for the server's fault tests, named in GOHEAP2PPROF_SERVE_SEAM:
-// "crash" aborts in the middle of a capture, "spin" burns CPU without end
-// (the server's timeout or RLIMIT_CPU ends it).
-void ServeSeam() {
-  const char* seam = std::getenv("GOHEAP2PPROF_SERVE_SEAM");
-  if (!seam) return;
-  if (std::strcmp(seam, "crash") == 0) std::abort();
-  if (std::strcmp(seam, "spin") == 0) {
+// Test seams for the server's fault tests, GOHEAP2PPROF_SERVE_SEAM=<what>:<pid>
+// applies to captures of that pid only: "crash" aborts, "spin" burns CPU
+// without end (the server's timeout or RLIMIT_CPU ends it), "syscall" makes
+// a system call outside the seccomp filter.
+void ServeSeam(pid_t pid) {
+  const char* env = std::getenv("GOHEAP2PPROF_SERVE_SEAM");
+  if (!env) return;
+  std::string_view seam(env);
+  size_t colon = seam.find(':');
+  if (colon == std::string_view::npos || seam.substr(colon + 1) != std::to_string(pid)) return;
+  seam = seam.substr(0, colon);
+  if (seam == "crash") std::abort();
+  if (seam == "spin") {
     volatile uint64_t x = 0;
     while (true) x = x + 1;
+  }
+  if (seam == "syscall") {
+    // socket(2) is not in the filter: the kernel kills the worker (SIGSYS).
+    (void)syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
   }
 }
 
 WorkerReply Handle(const WorkerRequest& request) {
   try {
     if (request.op == WorkerOp::kProbe) return Probe(request.pid);
-    ServeSeam();
+    ServeSeam(request.pid);
     if (request.op == WorkerOp::kHeap || request.op == WorkerOp::kAllocs) return Capture(request);
     throw Error(ErrorKind::kUnsupported, "this build cannot serve ?debug=1 yet");
   } catch (const Error& e) {
