@@ -3,6 +3,7 @@
 #include <seccomp.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -32,7 +33,7 @@ constexpr int kAllowed[] = {
     SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(mprotect), SCMP_SYS(madvise), SCMP_SYS(brk),
     SCMP_SYS(process_vm_readv), SCMP_SYS(clock_gettime), SCMP_SYS(clock_nanosleep),
     SCMP_SYS(nanosleep), SCMP_SYS(gettimeofday), SCMP_SYS(getrusage), SCMP_SYS(getpid),
-    SCMP_SYS(gettid), SCMP_SYS(futex), SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigprocmask),
+    SCMP_SYS(gettid), SCMP_SYS(futex), SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigaction),
     SCMP_SYS(exit), SCMP_SYS(exit_group), SCMP_SYS(poll), SCMP_SYS(ppoll),
     SCMP_SYS(restart_syscall), SCMP_SYS(getrandom), SCMP_SYS(sysinfo),
 };
@@ -66,6 +67,17 @@ void EnterCaptureSandbox(const SandboxLimits& limits) {
     if (int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, sys, 0); rc != 0) {
       throw Error(ErrorKind::kInternal, "worker: seccomp_rule_add(", sys,
                   "): ", std::strerror(-rc));
+    }
+  }
+  // abort() (an assertion, an uncaught exception) signals the process
+  // itself: allow exactly that, so such a worker ends with SIGABRT, not
+  // SIGSYS, and cannot signal any other process.
+  const pid_t self = getpid();
+  for (int sys : {SCMP_SYS(tgkill), SCMP_SYS(kill)}) {
+    if (int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, sys, 1,
+                                  SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(self)));
+        rc != 0) {
+      throw Error(ErrorKind::kInternal, "worker: seccomp_rule_add(", sys, "): ", std::strerror(-rc));
     }
   }
   if (int rc = seccomp_load(ctx.get()); rc != 0) {

@@ -7,7 +7,8 @@
 //   - a seccomp filter (libseccomp) allowing only the system calls a capture
 //     makes: reading target memory (process_vm_readv), opening and reading
 //     /proc and executable files, mapping them, memory management, the
-//     clock, and I/O on the already open request socket. Anything else kills
+//     clock, I/O on the already open request socket, and signals to itself
+//     (abort). Anything else kills
 //     the worker with SIGSYS, which the server answers with 500 and counts.
 #pragma once
 
