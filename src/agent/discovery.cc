@@ -259,6 +259,11 @@ void Discovery::NoteSampling(pid_t pid, uint64_t start_time, const std::string& 
   }
 }
 
+uint64_t Discovery::scans() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return scan_number_;
+}
+
 uint64_t Discovery::analyses() const {
   std::lock_guard<std::mutex> lock(mu_);
   return analyses_;

@@ -103,6 +103,7 @@ class Discovery {
   // Records what a capture learnt about sampling.
   void NoteSampling(pid_t pid, uint64_t start_time, const std::string& state);
 
+  uint64_t scans() const;       // completed scans
   uint64_t analyses() const;    // probes made
   uint64_t cache_hits() const;  // processes answered from the cache
 

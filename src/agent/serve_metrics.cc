@@ -49,19 +49,19 @@ void ServeMetrics::CaptureDone(const std::string& outcome, double seconds, uint6
   bytes_read_ += bytes_read;
 }
 
-void ServeMetrics::SetProcessesDiscovered(uint64_t n) {
+void ServeMetrics::SetDiscovery(uint64_t processes, uint64_t scans, uint64_t analyses,
+                                uint64_t cache_hits) {
   std::lock_guard<std::mutex> lock(mu_);
-  processes_ = n;
+  processes_ = processes;
+  scans_ = scans;
+  discovery_analyses_ = analyses;
+  discovery_cache_hits_ = cache_hits;
 }
 
-void ServeMetrics::AnalysisDone(uint64_t analyses) {
+void ServeMetrics::CaptureAnalyses(uint64_t analyses) {
   std::lock_guard<std::mutex> lock(mu_);
-  analyses_ += analyses;
-}
-
-void ServeMetrics::AnalysisCacheHit() {
-  std::lock_guard<std::mutex> lock(mu_);
-  ++cache_hits_;
+  capture_analyses_ += analyses;
+  if (analyses == 0) ++capture_cache_hits_;
 }
 
 void ServeMetrics::WorkerRestarted(const std::string& reason) {
@@ -104,12 +104,21 @@ std::string ServeMetrics::Render() const {
   Family(out, "goheap2pprof_processes_discovered", "gauge",
          "Go processes found by the last discovery scan.");
   out += "goheap2pprof_processes_discovered " + std::to_string(processes_) + "\n";
+  Family(out, "goheap2pprof_discovery_scans_total", "counter", "Completed scans of /proc.");
+  out += "goheap2pprof_discovery_scans_total " + std::to_string(scans_) + "\n";
   Family(out, "goheap2pprof_executable_analyses_total", "counter",
-         "Analyses of executable files (Go version, build ID, runtime tables).");
-  out += "goheap2pprof_executable_analyses_total " + std::to_string(analyses_) + "\n";
+         "Analyses of executable files (Go version, build ID, runtime tables), by who needed "
+         "them: discovery (once per executable) or a capture.");
+  out += "goheap2pprof_executable_analyses_total{phase=\"discovery\"} " +
+         std::to_string(discovery_analyses_) + "\n";
+  out += "goheap2pprof_executable_analyses_total{phase=\"capture\"} " +
+         std::to_string(capture_analyses_) + "\n";
   Family(out, "goheap2pprof_analysis_cache_hits_total", "counter",
-         "Processes whose executable was already analysed.");
-  out += "goheap2pprof_analysis_cache_hits_total " + std::to_string(cache_hits_) + "\n";
+         "Processes or captures served from an executable analysis made earlier.");
+  out += "goheap2pprof_analysis_cache_hits_total{phase=\"discovery\"} " +
+         std::to_string(discovery_cache_hits_) + "\n";
+  out += "goheap2pprof_analysis_cache_hits_total{phase=\"capture\"} " +
+         std::to_string(capture_cache_hits_) + "\n";
   Family(out, "goheap2pprof_worker_restarts_total", "counter",
          "Capture workers replaced after a crash or a timeout.");
   std::map<std::string, uint64_t> restarts = worker_restarts_;

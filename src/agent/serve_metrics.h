@@ -26,9 +26,10 @@ class ServeMetrics {
   // outcome: ok, sampling_off, not_found, forbidden, gone, busy, worker_crash,
   // worker_timeout, error.
   void CaptureDone(const std::string& outcome, double seconds, uint64_t bytes_read);
-  void SetProcessesDiscovered(uint64_t n);
-  void AnalysisDone(uint64_t analyses);  // worker-side analyses of executables
-  void AnalysisCacheHit();
+  // Discovery's counters, copied when /metrics is rendered.
+  void SetDiscovery(uint64_t processes, uint64_t scans, uint64_t analyses, uint64_t cache_hits);
+  // A capture that needed `analyses` executable analyses (0: a cache hit).
+  void CaptureAnalyses(uint64_t analyses);
   void WorkerRestarted(const std::string& reason);
   void RequestServed(int status);
 
@@ -42,8 +43,9 @@ class ServeMetrics {
   double duration_sum_ = 0;
   uint64_t bytes_read_ = 0;
   uint64_t processes_ = 0;
-  uint64_t analyses_ = 0;
-  uint64_t cache_hits_ = 0;
+  uint64_t scans_ = 0;
+  uint64_t discovery_analyses_ = 0, discovery_cache_hits_ = 0;
+  uint64_t capture_analyses_ = 0, capture_cache_hits_ = 0;
   std::map<std::string, uint64_t> worker_restarts_;
   std::map<int, uint64_t> requests_;
 };

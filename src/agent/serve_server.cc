@@ -160,7 +160,6 @@ class Service {
       }
       return info;
     }
-    metrics_.AnalysisDone(r.reply.analyses);
     if (r.reply.error_kind != 0) {
       // A process that vanished says nothing about its executable.
       if (r.reply.error_kind != static_cast<int>(ErrorKind::kNoSuchProcess)) {
@@ -182,7 +181,11 @@ class Service {
   }
 
   void discovery_stats_to_metrics() {
-    metrics_.SetProcessesDiscovered(discovery_.Processes().size());
+    // Processes first: the scan count read after it is never smaller than
+    // the scan that found them.
+    uint64_t processes = discovery_.Processes().size();
+    metrics_.SetDiscovery(processes, discovery_.scans(), discovery_.analyses(),
+                          discovery_.cache_hits());
   }
 
   // One capture per (pid, op) at a time: later requests wait for the
@@ -212,7 +215,7 @@ class Service {
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     metrics_.CaptureDone(OutcomeName(result), seconds, result.reply.bytes_read);
-    if (result.outcome == PoolOutcome::kReplied) metrics_.AnalysisDone(result.reply.analyses);
+    if (result.outcome == PoolOutcome::kReplied) metrics_.CaptureAnalyses(result.reply.analyses);
     if (result.outcome == PoolOutcome::kCrashed) metrics_.WorkerRestarted("crash");
     if (result.outcome == PoolOutcome::kTimedOut) metrics_.WorkerRestarted("timeout");
     {

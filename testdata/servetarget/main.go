@@ -4,6 +4,7 @@
 // answers.
 //
 //	servetarget [-rate N] [-retain N]   # prints "READY <pid> <port>", serves until killed
+//	servetarget -retain 0 -http=false   # a small idle Go process (load tests): "READY <pid> 0"
 //	kill -USR1 <pid>                    # phase 2: retain 1000 more 4096-byte objects, publish, "PHASE2 <pid>"
 //
 // After setup the heap profile is published (two GCs) and the collector is
@@ -66,6 +67,7 @@ func publish() {
 func main() {
 	rate := flag.Int("rate", 0, "runtime.MemProfileRate (0: the default)")
 	retain := flag.Int("retain", 1, "scale of the retained allocations")
+	serve := flag.Bool("http", true, "serve net/http/pprof on a loopback port")
 	flag.Parse()
 	if *rate > 0 {
 		runtime.MemProfileRate = *rate
@@ -75,16 +77,20 @@ func main() {
 	for d := 0; d < 8; d++ {
 		allocMany(d, 2000**retain)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	port := 0
+	if *serve {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		go http.Serve(ln, nil)
+		port = ln.Addr().(*net.TCPAddr).Port
 	}
-	go http.Serve(ln, nil)
 	publish()
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
-	fmt.Printf("READY %d %d\n", os.Getpid(), ln.Addr().(*net.TCPAddr).Port)
+	fmt.Printf("READY %d %d\n", os.Getpid(), port)
 	for range usr1 {
 		debug.SetGCPercent(100)
 		phaseTwo()
