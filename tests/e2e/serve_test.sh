@@ -201,12 +201,14 @@ if [[ -n ${last_target:-} ]]; then
   hdrs=()
   for i in $(seq 1 80); do hdrs+=(-H "X-Filler-$i: 1"); done
   expect_status "too many header fields" 431 "too many header fields" "$h" "${hdrs[@]}"
-  if curl -s "http://$main_addr/targets" | jq -e --arg p "$tpid" --arg a "$main_addr" \
+  curl -s "http://$main_addr/targets" >"$work/targets.json"
+  # (-s: jq -e succeeds on empty input)
+  if [[ -s $work/targets.json ]] && jq -e --arg p "$tpid" --arg a "$main_addr" \
     '.[] | select(.labels.pid == $p) | .labels as $l | .targets == [$a] and $l.__param_pid == $p and
      ($l.go_version | startswith("go1.")) and $l.service_name == ("servetarget-" + $l.go_version) and
      ($l.build_id | length > 0) and ($l.start_time | tonumber > 0) and
      ($l.exe | endswith("/servetarget-" + $l.go_version)) and ($l.comm | length > 0)' \
-    >/dev/null; then
+    "$work/targets.json" >/dev/null; then
     pass "/targets lists the target with its labels"
   else
     curl -s "http://$main_addr/targets" | jq --arg p "$tpid" '.[] | select(.labels.pid == $p)' | head -20
@@ -235,7 +237,8 @@ if [[ -n ${last_target:-} ]]; then
   start_serve denied -- --deny-pid "$tpid"
   expect_status "--deny-pid: the process is invisible" 404 "no such process" "http://$addr/debug/pprof/heap?pid=$tpid"
   sleep 1.5
-  if curl -s "http://$addr/targets" | jq -e --arg p "$tpid" 'all(.[]; .labels.pid != $p)' >/dev/null; then
+  curl -s "http://$addr/targets" >"$work/targets.json"
+  if [[ -s $work/targets.json ]] && jq -e --arg p "$tpid" 'all(.[]; .labels.pid != $p)' "$work/targets.json" >/dev/null; then
     pass "--deny-pid: absent from /targets"
   else
     fail "--deny-pid: listed in /targets"
