@@ -45,6 +45,7 @@ struct ReplyHeader {
   uint64_t body_len;
   uint64_t bytes_read;
   uint64_t start_time;
+  uint64_t worker_ns;
 };
 
 bool WriteAll(int fd, const void* data, size_t size) {
@@ -195,11 +196,13 @@ double CpuSecondsUsed() {
 
 }  // namespace
 
-int64_t MonotonicMillis() {
+int64_t MonotonicNanos() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
+
+int64_t MonotonicMillis() { return MonotonicNanos() / 1000000; }
 
 bool WriteWorkerRequest(int fd, const WorkerRequest& request) {
   RequestHeader h{kRequestMagic, static_cast<uint32_t>(request.op), request.pid, 0};
@@ -218,7 +221,7 @@ bool ReadWorkerRequest(int fd, WorkerRequest& request) {
 bool WriteWorkerReply(int fd, const WorkerReply& reply) {
   ReplyHeader h{kReplyMagic, reply.error_kind, static_cast<uint32_t>(reply.message.size()),
                 reply.analyses, reply.retiring ? 1u : 0u, 0, reply.body.size(), reply.bytes_read,
-                reply.start_time};
+                reply.start_time, reply.worker_ns};
   return WriteAll(fd, &h, sizeof(h)) && WriteAll(fd, reply.message.data(), reply.message.size()) &&
          WriteAll(fd, reply.body.data(), reply.body.size());
 }
@@ -236,6 +239,7 @@ bool ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, bool& time
   reply.retiring = h.retiring != 0;
   reply.bytes_read = h.bytes_read;
   reply.start_time = h.start_time;
+  reply.worker_ns = h.worker_ns;
   reply.message.resize(h.message_len);
   reply.body.resize(h.body_len);
   return ReadAll(fd, reply.message.data(), reply.message.size(), deadline_ms, &timed_out) &&
@@ -263,7 +267,9 @@ int RunServeWorker(int fd, const WorkerLimits& limits) {
   }
   WorkerRequest request;
   while (ReadWorkerRequest(fd, request)) {
+    const int64_t started = MonotonicNanos();
     WorkerReply reply = Handle(request);
+    reply.worker_ns = static_cast<uint64_t>(MonotonicNanos() - started);
     // RLIMIT_CPU counts the worker's whole life: retire at half of it, so a
     // capture never starts without its full budget. The pool starts another.
     reply.retiring = CpuSecondsUsed() > static_cast<double>(limits.cpu_seconds) / 2;

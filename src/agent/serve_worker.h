@@ -44,6 +44,7 @@ struct WorkerReply {
   uint64_t start_time = 0;      // the target's start time (/proc/<pid>/stat)
   uint32_t analyses = 0;        // executable analyses this request needed (0: cached)
   bool retiring = false;        // the worker exits after this reply (CPU budget used)
+  uint64_t worker_ns = 0;       // time from the request's arrival to the reply, in the worker
 };
 
 // Limits a worker applies to itself before it reads anything.
@@ -66,5 +67,6 @@ bool ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, bool& time
 int RunServeWorker(int fd, const WorkerLimits& limits);
 
 int64_t MonotonicMillis();
+int64_t MonotonicNanos();
 
 }  // namespace goheap2pprof
