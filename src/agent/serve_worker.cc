@@ -13,6 +13,7 @@
 #include <iostream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "agent/serve_sandbox.h"
 #include "app/capture.h"
@@ -128,6 +129,8 @@ WorkerReply Capture(const WorkerRequest& request) {
   if (const char* seam = std::getenv("GOHEAP2PPROF_TEST_SEAM")) {
     options.seams = ParseTestSeams(seam);
   }
+  // Who the pid names now; the capture refuses to finish if that changes.
+  reply.start_time = IdentifyProcess(request.pid).start_time;
   std::ostringstream log;
   CaptureReport report;
   RunCapture(options, log, report);
@@ -148,8 +151,8 @@ WorkerReply Capture(const WorkerRequest& request) {
 
 // Test seams for the server's fault tests, GOHEAP2PPROF_SERVE_SEAM=<what>:<pid>
 // applies to captures of that pid only: "crash" aborts, "spin" burns CPU
-// without end (the server's timeout or RLIMIT_CPU ends it), "syscall" makes
-// a system call outside the seccomp filter.
+// without end (the server's timeout or RLIMIT_CPU ends it), "hog" allocates
+// past RLIMIT_AS, "syscall" makes a system call outside the seccomp filter.
 void ServeSeam(pid_t pid) {
   const char* env = std::getenv("GOHEAP2PPROF_SERVE_SEAM");
   if (!env) return;
@@ -161,6 +164,11 @@ void ServeSeam(pid_t pid) {
   if (seam == "spin") {
     volatile uint64_t x = 0;
     while (true) x = x + 1;
+  }
+  if (seam == "hog") {
+    // More than any RLIMIT_AS the tests give: ends in std::bad_alloc.
+    std::vector<char> hog(size_t{64} << 30);
+    hog[0] = 1;
   }
   if (seam == "syscall") {
     // socket(2) is not in the filter: the kernel kills the worker (SIGSYS).

@@ -288,11 +288,14 @@ if [[ -n ${last_target:-} ]]; then
   start_serve cpu GOHEAP2PPROF_SERVE_SEAM=spin:$tpid -- --capture-timeout 30 --worker-cpu 1
   expect_status "a worker over its CPU limit (RLIMIT_CPU)" 500 "signal" "http://$addr/debug/pprof/heap?pid=$tpid"
   expect_status "after the CPU kill, another target" 200 "" "http://$addr/debug/pprof/heap?pid=$other"
+  start_serve hog GOHEAP2PPROF_SERVE_SEAM=hog:$tpid
+  expect_status "a worker over its address-space limit (RLIMIT_AS)" 500 "memory limit" "http://$addr/debug/pprof/heap?pid=$tpid"
+  expect_status "after the memory limit, another target" 200 "" "http://$addr/debug/pprof/heap?pid=$other"
   start_serve sys GOHEAP2PPROF_SERVE_SEAM=syscall:$tpid
   expect_status "a worker making a system call outside its filter" 500 "seccomp" "http://$addr/debug/pprof/heap?pid=$tpid"
   expect_status "after the seccomp kill, another target" 200 "" "http://$addr/debug/pprof/heap?pid=$other"
   start_serve crash GOHEAP2PPROF_SERVE_SEAM=crash:$tpid
-  expect_status "a crashing worker" 500 "signal 6" "http://$addr/debug/pprof/heap?pid=$tpid"
+  expect_status "a crashing worker (abort)" 500 "signal 6" "http://$addr/debug/pprof/heap?pid=$tpid"
   [[ $(metric 'goheap2pprof_captures_total{outcome="worker_crash"}') == 1 ]] &&
     pass "/metrics counts the crash" || fail "worker_crash metric"
   start_serve slow GOHEAP2PPROF_TEST_SEAM=pause-after-walk=3000
@@ -334,7 +337,7 @@ if [[ -n ${last_target:-} ]]; then
   status "http://$main_addr/debug/pprof/heap?pid=$dying&seconds=2" >"$work/dying.status" &
   c=$!
   sleep 1
-  kill -9 "$dying"
+  { kill -9 "$dying" && wait "$dying"; } 2>/dev/null
   wait "$c"
   [[ $(cat "$work/dying.status") == 404 ]] && pass "a target that exits during ?seconds=N: 404" ||
     fail "exit during delta: $(cat "$work/dying.status")"
