@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cctype>
+#include <cerrno>
 #include <fstream>
 #include <sstream>
 
@@ -65,8 +65,7 @@ std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& fil
                                              const std::vector<std::string>& want_env,
                                              bool* forbidden) {
   if (forbidden) *forbidden = false;
-  if (std::find(filter.deny_pids.begin(), filter.deny_pids.end(), pid) !=
-      filter.deny_pids.end()) {
+  if (std::find(filter.deny_pids.begin(), filter.deny_pids.end(), pid) != filter.deny_pids.end()) {
     return std::nullopt;
   }
   const std::string dir = "/proc/" + std::to_string(pid);
@@ -75,9 +74,8 @@ std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& fil
   struct stat st;
   if (stat(dir.c_str(), &st) != 0) return std::nullopt;
   f.uid = st.st_uid;
-  if (!filter.allow_uids.empty() &&
-      std::find(filter.allow_uids.begin(), filter.allow_uids.end(), f.uid) ==
-          filter.allow_uids.end()) {
+  if (!filter.allow_uids.empty() && std::find(filter.allow_uids.begin(), filter.allow_uids.end(),
+                                              f.uid) == filter.allow_uids.end()) {
     return std::nullopt;
   }
   std::optional<std::string> stat_text = ReadSmallFile(dir + "/stat", 4096);
@@ -165,7 +163,8 @@ void Discovery::Start() {
       lock.unlock();
       Scan();
       lock.lock();
-      wake_.wait_for(lock, std::chrono::milliseconds(options_.interval_ms), [this] { return stop_; });
+      wake_.wait_for(lock, std::chrono::milliseconds(options_.interval_ms),
+                     [this] { return stop_; });
     }
   });
 }
@@ -176,7 +175,8 @@ void Discovery::Scan() {
     while (dirent* e = readdir(d)) {
       std::optional<pid_t> pid = ParsePid(e->d_name);
       if (!pid || *pid == getpid()) continue;
-      if (std::optional<ProcessFacts> f = ReadProcessFacts(*pid, options_.filter, options_.want_env)) {
+      if (std::optional<ProcessFacts> f =
+              ReadProcessFacts(*pid, options_.filter, options_.want_env)) {
         found.push_back(std::move(*f));
       }
     }
@@ -205,9 +205,9 @@ void Discovery::Scan() {
       // A transient answer (busy workers) is not cached: try again later.
       if (info.is_go || !info.error.empty()) {
         if (exes_.size() >= options_.max_executables) {
-          auto oldest = std::min_element(
-              exe_last_used_.begin(), exe_last_used_.end(),
-              [](const auto& a, const auto& b) { return a.second < b.second; });
+          auto oldest =
+              std::min_element(exe_last_used_.begin(), exe_last_used_.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
           exes_.erase(oldest->first);
           exe_last_used_.erase(oldest);
         }

@@ -26,8 +26,8 @@
 namespace goheap2pprof {
 
 struct ProcessFilter {
-  std::vector<uid_t> allow_uids;             // empty: any
-  std::vector<std::string> allow_cgroups;    // prefixes of the cgroup path; empty: any
+  std::vector<uid_t> allow_uids;           // empty: any
+  std::vector<std::string> allow_cgroups;  // prefixes of the cgroup path; empty: any
   std::vector<pid_t> deny_pids;
 };
 
@@ -50,10 +50,10 @@ struct ProcessFacts {
   pid_t pid = 0;
   uint64_t start_time = 0;  // clock ticks after boot
   std::string comm;
-  std::string exe;          // readlink of /proc/<pid>/exe
+  std::string exe;  // readlink of /proc/<pid>/exe
   uid_t uid = 0;
-  std::string cgroup;       // the cgroup v2 path ("0::" line), else the first line's path
-  std::string container_id; // a 64-hex-digit id in the cgroup path, if any
+  std::string cgroup;        // the cgroup v2 path ("0::" line), else the first line's path
+  std::string container_id;  // a 64-hex-digit id in the cgroup path, if any
   std::map<std::string, std::string> environ_wanted;  // for --service-name-from env:VAR
   ExeKey key;
 };

@@ -125,8 +125,8 @@ std::string ServeMetrics::Render() const {
   restarts.emplace("crash", 0);
   restarts.emplace("timeout", 0);
   for (const auto& [reason, n] : restarts) {
-    out += "goheap2pprof_worker_restarts_total{reason=\"" + reason + "\"} " + std::to_string(n) +
-           "\n";
+    out +=
+        "goheap2pprof_worker_restarts_total{reason=\"" + reason + "\"} " + std::to_string(n) + "\n";
   }
   Family(out, "goheap2pprof_http_requests_total", "counter", "HTTP requests by status code.");
   for (const auto& [code, n] : requests_) {

@@ -41,8 +41,12 @@ void WorkerPool::Start(Worker& w) {
   std::string fd_arg = "--fd=3";
   std::string as_arg = "--address-space=" + std::to_string(options_.limits.address_space_bytes);
   std::string cpu_arg = "--cpu-seconds=" + std::to_string(options_.limits.cpu_seconds);
-  char* argv[] = {const_cast<char*>("goheap2pprof"), const_cast<char*>("__serve-worker"),
-                  fd_arg.data(), as_arg.data(), cpu_arg.data(), nullptr};
+  char* argv[] = {const_cast<char*>("goheap2pprof"),
+                  const_cast<char*>("__serve-worker"),
+                  fd_arg.data(),
+                  as_arg.data(),
+                  cpu_arg.data(),
+                  nullptr};
   pid_t pid = -1;
   int rc = posix_spawn(&pid, options_.self_exe.c_str(), &actions, nullptr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
@@ -86,8 +90,8 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
   Worker* w = nullptr;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    auto deadline = std::chrono::steady_clock::now() +
-                    std::chrono::milliseconds(options_.queue_timeout_ms);
+    auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.queue_timeout_ms);
     while (true) {
       Worker* any = nullptr;
       for (Worker& c : workers_) {

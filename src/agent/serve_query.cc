@@ -49,7 +49,8 @@ std::vector<std::pair<std::string, std::string>> ParseGoQuery(std::string_view q
     if (pair.find(';') != std::string_view::npos || pair.empty()) continue;
     size_t eq = pair.find('=');
     std::string_view key = pair.substr(0, eq);
-    std::string_view value = eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+    std::string_view value =
+        eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
     std::optional<std::string> k = Unescape(key, true);
     std::optional<std::string> v = Unescape(value, true);
     if (!k || !v) continue;
@@ -108,7 +109,8 @@ ServeRoute ParseServeTarget(std::string_view target, const ServeQueryLimits& lim
   ServeRoute route;
   size_t q = target.find('?');
   std::string_view raw_path = target.substr(0, q);
-  std::string_view raw_query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
+  std::string_view raw_query =
+      q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
   // A fragment is never sent by clients; treat one as the end of the query.
   if (size_t hash = raw_query.find('#'); hash != std::string_view::npos) {
     raw_query = raw_query.substr(0, hash);

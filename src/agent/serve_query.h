@@ -52,7 +52,7 @@ struct HttpError {
 
 struct ServeRoute {
   Endpoint endpoint = Endpoint::kIndex;
-  ProfileRequest profile;        // for kProfile
+  ProfileRequest profile;  // for kProfile
   std::optional<HttpError> error;
 };
 

@@ -48,12 +48,23 @@ std::string HtmlEscape(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -117,13 +128,16 @@ class Service {
       return;
     }
     switch (route.endpoint) {
-      case Endpoint::kIndex: return Index(res);
-      case Endpoint::kTargets: return Targets(res);
+      case Endpoint::kIndex:
+        return Index(res);
+      case Endpoint::kTargets:
+        return Targets(res);
       case Endpoint::kMetrics:
         discovery_stats_to_metrics();
         res.set_content(metrics_.Render(), "text/plain; version=0.0.4; charset=utf-8");
         return;
-      case Endpoint::kProfile: return Profile(route.profile, res);
+      case Endpoint::kProfile:
+        return Profile(route.profile, res);
     }
   }
 
@@ -140,7 +154,8 @@ class Service {
     Discovery::Options d;
     d.filter = o.filter;
     d.interval_ms = static_cast<int64_t>(o.discover_interval_seconds * 1000);
-    if (o.service_name_from.rfind("env:", 0) == 0) d.want_env.push_back(o.service_name_from.substr(4));
+    if (o.service_name_from.rfind("env:", 0) == 0)
+      d.want_env.push_back(o.service_name_from.substr(4));
     return d;
   }
 
@@ -149,7 +164,8 @@ class Service {
     if (!in) throw Error(ErrorKind::kIo, "cannot read the token file ", path);
     std::string token;
     std::getline(in, token);
-    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back())))
+      token.pop_back();
     if (token.size() < 16) {
       throw Error(ErrorKind::kUsage, "the token in ", path, " is shorter than 16 characters");
     }
@@ -248,17 +264,25 @@ class Service {
 
   static std::string OutcomeName(const PoolResult& r) {
     switch (r.outcome) {
-      case PoolOutcome::kBusy: return "busy";
-      case PoolOutcome::kCrashed: return "worker_crash";
-      case PoolOutcome::kTimedOut: return "worker_timeout";
-      case PoolOutcome::kReplied: break;
+      case PoolOutcome::kBusy:
+        return "busy";
+      case PoolOutcome::kCrashed:
+        return "worker_crash";
+      case PoolOutcome::kTimedOut:
+        return "worker_timeout";
+      case PoolOutcome::kReplied:
+        break;
     }
     switch (static_cast<ErrorKind>(r.reply.error_kind)) {
-      case ErrorKind::kSamplingDisabled: return "sampling_off";
+      case ErrorKind::kSamplingDisabled:
+        return "sampling_off";
       case ErrorKind::kNoSuchProcess:
-      case ErrorKind::kNotGo: return "not_found";
-      case ErrorKind::kPermission: return "forbidden";
-      default: return r.reply.error_kind == 0 ? "ok" : "error";
+      case ErrorKind::kNotGo:
+        return "not_found";
+      case ErrorKind::kPermission:
+        return "forbidden";
+      default:
+        return r.reply.error_kind == 0 ? "ok" : "error";
     }
   }
 
@@ -276,20 +300,29 @@ class Service {
         ServeError(res, 500, "capture of process " + std::to_string(pid) + " failed: " + r.detail);
         return true;
       case PoolOutcome::kTimedOut:
-        ServeError(res, 504, "capture of process " + std::to_string(pid) + " did not finish in " +
-                                 std::to_string(options_.capture_timeout_seconds) +
-                                 " s; its worker was stopped");
+        ServeError(res, 504,
+                   "capture of process " + std::to_string(pid) + " did not finish in " +
+                       std::to_string(options_.capture_timeout_seconds) +
+                       " s; its worker was stopped");
         return true;
-      case PoolOutcome::kReplied: break;
+      case PoolOutcome::kReplied:
+        break;
     }
     if (r.reply.error_kind == 0) return false;
     int status = 500;
     switch (static_cast<ErrorKind>(r.reply.error_kind)) {
       case ErrorKind::kNoSuchProcess:
-      case ErrorKind::kNotGo: status = 404; break;
-      case ErrorKind::kPermission: status = 403; break;
-      case ErrorKind::kSamplingDisabled: status = 409; break;
-      default: break;
+      case ErrorKind::kNotGo:
+        status = 404;
+        break;
+      case ErrorKind::kPermission:
+        status = 403;
+        break;
+      case ErrorKind::kSamplingDisabled:
+        status = 409;
+        break;
+      default:
+        break;
     }
     ServeError(res, status, r.reply.message);
     return true;
@@ -434,7 +467,7 @@ class Service {
         "<th>profiles</th></tr>\n";
     for (const GoProcess& p : discovery_.Processes()) {
       std::string pid = std::to_string(p.facts.pid);
-      std::string sampling = p.sampling.empty() ? "not captured yet"
+      std::string sampling = p.sampling.empty()    ? "not captured yet"
                              : p.sampling == "off" ? "off (409)"
                                                    : "on";
       html += "<tr><td>" + pid + "</td><td>" + HtmlEscape(ServiceName(p)) + "</td><td>" +
@@ -490,12 +523,14 @@ std::pair<std::string, int> SplitListenAddress(const std::string& listen) {
   std::string port;
   if (!listen.empty() && listen[0] == '[') {
     size_t close = listen.find("]:");
-    if (close == std::string::npos) throw Error(ErrorKind::kUsage, "--listen ", listen, ": expected [v6]:port");
+    if (close == std::string::npos)
+      throw Error(ErrorKind::kUsage, "--listen ", listen, ": expected [v6]:port");
     host = listen.substr(1, close - 1);
     port = listen.substr(close + 2);
   } else {
     size_t colon = listen.rfind(':');
-    if (colon == std::string::npos) throw Error(ErrorKind::kUsage, "--listen ", listen, ": expected host:port");
+    if (colon == std::string::npos)
+      throw Error(ErrorKind::kUsage, "--listen ", listen, ": expected host:port");
     host = listen.substr(0, colon);
     port = listen.substr(colon + 1);
   }
@@ -513,8 +548,9 @@ void ValidateServeOptions(const ServeOptions& o) {
     throw Error(ErrorKind::kUsage, "refusing to listen on ", o.listen,
                 ", which is not a loopback address, without --token-file: anyone who can reach "
                 "it could read the heap profiles of every Go process on this machine")
-        .WithHint("give --token-file FILE (clients send Authorization: Bearer <token>), or "
-                  "--insecure-listen if the network is trusted");
+        .WithHint(
+            "give --token-file FILE (clients send Authorization: Bearer <token>), or "
+            "--insecure-listen if the network is trusted");
   }
   if (o.max_concurrent < 1 || o.max_concurrent > 64) {
     throw Error(ErrorKind::kUsage, "--max-concurrent must be 1..64");
@@ -591,7 +627,8 @@ int RunServe(const ServeOptions& options, std::ostream& log) {
   });
   server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (res.body.empty()) {
-      std::string text = res.status == 404 ? "404 page not found" : "status " + std::to_string(res.status);
+      std::string text =
+          res.status == 404 ? "404 page not found" : "status " + std::to_string(res.status);
       res.set_content(text + "\n", "text/plain; charset=utf-8");
     }
   });

@@ -94,8 +94,8 @@ std::string TakeStdout() {
   std::string data(static_cast<size_t>(size), '\0');
   size_t done = 0;
   while (done < data.size()) {
-    ssize_t n = pread(STDOUT_FILENO, data.data() + done, data.size() - done,
-                      static_cast<off_t>(done));
+    ssize_t n =
+        pread(STDOUT_FILENO, data.data() + done, data.size() - done, static_cast<off_t>(done));
     if (n <= 0) throw Error(ErrorKind::kInternal, "worker: pread: ", std::strerror(errno));
     done += static_cast<size_t>(n);
   }
@@ -227,9 +227,11 @@ bool ReadWorkerRequest(int fd, WorkerRequest& request) {
 }
 
 bool WriteWorkerReply(int fd, const WorkerReply& reply) {
-  ReplyHeader h{kReplyMagic, reply.error_kind, static_cast<uint32_t>(reply.message.size()),
-                reply.analyses, reply.retiring ? 1u : 0u, 0, reply.body.size(), reply.bytes_read,
-                reply.start_time, reply.worker_ns};
+  ReplyHeader h{
+      kReplyMagic,       reply.error_kind,         static_cast<uint32_t>(reply.message.size()),
+      reply.analyses,    reply.retiring ? 1u : 0u, 0,
+      reply.body.size(), reply.bytes_read,         reply.start_time,
+      reply.worker_ns};
   return WriteAll(fd, &h, sizeof(h)) && WriteAll(fd, reply.message.data(), reply.message.size()) &&
          WriteAll(fd, reply.body.data(), reply.body.size());
 }

@@ -24,10 +24,10 @@
 namespace goheap2pprof {
 
 enum class WorkerOp : uint32_t {
-  kProbe = 1,        // is it Go? version, build ID (for discovery)
-  kHeap = 2,         // gzipped heap profile, as /debug/pprof/heap
-  kAllocs = 3,       // the same with default_sample_type alloc_space
-  kHeapDebugText = 4 // the ?debug=1 text
+  kProbe = 1,         // is it Go? version, build ID (for discovery)
+  kHeap = 2,          // gzipped heap profile, as /debug/pprof/heap
+  kAllocs = 3,        // the same with default_sample_type alloc_space
+  kHeapDebugText = 4  // the ?debug=1 text
 };
 
 struct WorkerRequest {
@@ -39,12 +39,12 @@ struct WorkerReply {
   // 0 on success, else the ErrorKind of the failure, with its message.
   int32_t error_kind = 0;
   std::string message;
-  std::string body;  // the profile, the text, or for kProbe "key=value\n" lines
-  uint64_t bytes_read = 0;      // target memory read for this capture
-  uint64_t start_time = 0;      // the target's start time (/proc/<pid>/stat)
-  uint32_t analyses = 0;        // executable analyses this request needed (0: cached)
-  bool retiring = false;        // the worker exits after this reply (CPU budget used)
-  uint64_t worker_ns = 0;       // time from the request's arrival to the reply, in the worker
+  std::string body;         // the profile, the text, or for kProbe "key=value\n" lines
+  uint64_t bytes_read = 0;  // target memory read for this capture
+  uint64_t start_time = 0;  // the target's start time (/proc/<pid>/stat)
+  uint32_t analyses = 0;    // executable analyses this request needed (0: cached)
+  bool retiring = false;    // the worker exits after this reply (CPU budget used)
+  uint64_t worker_ns = 0;   // time from the request's arrival to the reply, in the worker
 };
 
 // Limits a worker applies to itself before it reads anything.

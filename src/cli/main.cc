@@ -171,7 +171,9 @@ int Main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   // Subcommands; anything else is the one-shot capture, unchanged.
-  if (argc > 1 && std::string(argv[1]) == "serve") return goheap2pprof::ServeMain(argc - 1, argv + 1);
+  if (argc > 1 && std::string(argv[1]) == "serve") {
+    return goheap2pprof::ServeMain(argc - 1, argv + 1);
+  }
   if (argc > 1 && std::string(argv[1]) == "__serve-worker") {
     return goheap2pprof::ServeWorkerMain(argc - 1, argv + 1);
   }

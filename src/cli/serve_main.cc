@@ -4,7 +4,6 @@
 #include "cli/serve_main.h"
 
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 #include <string>
 

@@ -151,13 +151,11 @@ std::string HeapDebugText(std::span<const MemProfileRecord> records, int64_t rat
   sorted.reserve(records.size());
   for (const MemProfileRecord& r : records) sorted.push_back(&r);
   if (traits.debug_text_sorts_ascending) {
-    std::stable_sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) {
-      return a->InUseBytes() < b->InUseBytes();
-    });
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](auto* a, auto* b) { return a->InUseBytes() < b->InUseBytes(); });
   } else {
-    std::stable_sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) {
-      return a->InUseBytes() > b->InUseBytes();
-    });
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](auto* a, auto* b) { return a->InUseBytes() > b->InUseBytes(); });
   }
 
   MemProfileRecord total;
@@ -179,8 +177,7 @@ std::string HeapDebugText(std::span<const MemProfileRecord> records, int64_t rat
   for (const MemProfileRecord* r : sorted) {
     text += std::to_string(r->InUseObjects()) + ": " + std::to_string(r->InUseBytes()) + " [" +
             std::to_string(r->alloc_objects) + ": " + std::to_string(r->alloc_bytes) + "] @";
-    std::span<const uint64_t> stack =
-        r->bucket ? r->bucket->stack : std::span<const uint64_t>();
+    std::span<const uint64_t> stack = r->bucket ? r->bucket->stack : std::span<const uint64_t>();
     for (uint64_t pc : stack) text += " " + GoHex(pc);
     text += "\n";
     AppendStackRecord(text, stack, traits, symbolizer, symbolizer_bias, false);

@@ -85,10 +85,9 @@ class Decoder {
       if (m.id() == 0 || !mapping_index.emplace(m.id(), out.mappings.size()).second) {
         throw Error(ErrorKind::kMalformed, "profile: mapping id ", m.id(), " is 0 or repeated");
       }
-      out.mappings.push_back(Mapping{m.memory_start(), m.memory_limit(), m.file_offset(),
-                                     Str(m.filename()), Str(m.build_id()), m.has_functions(),
-                                     m.has_filenames(), m.has_line_numbers(),
-                                     m.has_inline_frames()});
+      out.mappings.push_back(Mapping{
+          m.memory_start(), m.memory_limit(), m.file_offset(), Str(m.filename()), Str(m.build_id()),
+          m.has_functions(), m.has_filenames(), m.has_line_numbers(), m.has_inline_frames()});
     }
     for (const pb::Function& f : p_.function()) {
       if (f.id() == 0 || !function_index.emplace(f.id(), out.functions.size()).second) {
@@ -107,7 +106,8 @@ class Decoder {
       loc.is_folded = l.is_folded();
       for (const pb::Line& ln : l.line()) {
         Line line;
-        if (ln.function_id() != 0) line.function = Find(function_index, ln.function_id(), "function");
+        if (ln.function_id() != 0)
+          line.function = Find(function_index, ln.function_id(), "function");
         line.line = ln.line();
         loc.lines.push_back(line);
       }
@@ -154,7 +154,8 @@ class Decoder {
   static size_t Find(const std::unordered_map<uint64_t, size_t>& index, uint64_t id,
                      const char* what) {
     auto it = index.find(id);
-    if (it == index.end()) throw Error(ErrorKind::kMalformed, "profile: no ", what, " with id ", id);
+    if (it == index.end())
+      throw Error(ErrorKind::kMalformed, "profile: no ", what, " with id ", id);
     return it->second;
   }
 
@@ -194,10 +195,12 @@ class Merger {
     int64_t offset;
   };
   using MappingKey = std::tuple<uint64_t, uint64_t, std::string>;
-  using LocationKey = std::tuple<uint64_t, std::optional<size_t>, std::vector<std::pair<std::optional<size_t>, int64_t>>, bool>;
+  using LocationKey = std::tuple<uint64_t, std::optional<size_t>,
+                                 std::vector<std::pair<std::optional<size_t>, int64_t>>, bool>;
   using FunctionKey = std::tuple<int64_t, std::string, std::string, std::string>;
-  using SampleKey = std::tuple<std::vector<size_t>, std::map<std::string, std::vector<std::string>>,
-                               std::map<std::string, std::pair<std::vector<int64_t>, std::vector<std::string>>>>;
+  using SampleKey =
+      std::tuple<std::vector<size_t>, std::map<std::string, std::vector<std::string>>,
+                 std::map<std::string, std::pair<std::vector<int64_t>, std::vector<std::string>>>>;
 
   void CombineHeaders(const std::vector<const Profile*>& srcs) {
     const Profile& first = *srcs[0];

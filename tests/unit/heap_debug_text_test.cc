@@ -1,9 +1,9 @@
 // The ?debug=1 writer's layout: Go's text/tabwriter, checked against output
 // of Go 1.26.8's text/tabwriter.NewWriter(w, 1, 8, 1, '\t', 0) for the same
 // input.
-#include <gtest/gtest.h>
-
 #include "pprof/heap_debug_text.h"
+
+#include <gtest/gtest.h>
 
 namespace goheap2pprof {
 namespace {

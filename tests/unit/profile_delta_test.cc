@@ -1,5 +1,7 @@
 // DeltaProfile: net/http/pprof's ?seconds=N delta (p0 scaled by -1, merged
 // with p1 by internal/profile's rules).
+#include "pprof/profile_delta.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -7,7 +9,6 @@
 #include <vector>
 
 #include "base/error.h"
-#include "pprof/profile_delta.h"
 
 namespace goheap2pprof {
 namespace {
@@ -77,7 +78,8 @@ std::map<std::string, std::vector<int64_t>> Samples(const pb::Profile& p) {
   std::map<std::string, std::vector<int64_t>> out;
   std::map<uint64_t, std::string> loc_names;
   std::map<uint64_t, std::string> func_names;
-  for (const auto& f : p.function()) func_names[f.id()] = p.string_table(static_cast<int>(f.name()));
+  for (const auto& f : p.function())
+    func_names[f.id()] = p.string_table(static_cast<int>(f.name()));
   for (const auto& l : p.location()) loc_names[l.id()] = func_names[l.line(0).function_id()];
   for (const auto& s : p.sample()) {
     std::string key;
@@ -100,7 +102,7 @@ TEST(DeltaProfile, SubtractsAllFourValuesAndDropsZeroSamples) {
   // Ids in another order: merging goes by content, not ids.
   pb::Profile p1 = ProfileMaker({2, 0, 1})
                        .Sample({0, 1}, {12, 768, 4, 256}, 64)
-                       .Sample({1}, {3, 30, 3, 30}, 10)  // unchanged: dropped
+                       .Sample({1}, {3, 30, 3, 30}, 10)        // unchanged: dropped
                        .Sample({0, 1}, {1, 128, 1, 128}, 128)  // same stack, other bytes label
                        .Build(200);
   pb::Profile d = DeltaProfile(p0, p1);
