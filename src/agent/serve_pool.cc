@@ -123,7 +123,26 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
     }
   }
 
-  // The worker is ours until released; talk to it without the lock.
+  // The worker is ours until released; talk to it without the lock. A
+  // worker that died while idle (killed from outside) is replaced before it
+  // gets the request, so only the capture it was running fails.
+  int status = 0;
+  if (waitpid(w->pid, &status, WNOHANG) == w->pid) {
+    std::lock_guard<std::mutex> lock(mu_);
+    close(w->fd);
+    w->pid = -1;
+    w->fd = -1;
+    ++stats_.workers_crashed;
+    try {
+      Start(*w);
+    } catch (const Error& e) {
+      w->busy = false;
+      idle_.notify_one();
+      result.outcome = PoolOutcome::kCrashed;
+      result.detail = e.what();
+      return result;
+    }
+  }
   bool ok = WriteWorkerRequest(w->fd, request);
   bool timed_out = false;
   if (ok) {

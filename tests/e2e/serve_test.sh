@@ -233,6 +233,24 @@ if [[ -n ${last_target:-} ]]; then
   ok=$(metric 'goheap2pprof_captures_total{outcome="ok"}')
   if [[ ${ok:-0} -gt 0 ]]; then pass "/metrics counts captures ($ok ok)"; else fail "/metrics ok count" "$work/metrics.txt"; fi
 
+  e2e_start "$work/named.out" "$work/named.err" env G2P_SERVICE=checkout "$work/bin/servetarget-$last_version" -http=false
+  named=$target_pid
+  e2e_wait_for_line "$work/named.out" "^READY" "$named" 20
+  for from in env:G2P_SERVICE comm; do
+    start_serve "name-${from%%:*}" -- --service-name-from "$from"
+    want=checkout
+    [[ $from == comm ]] && want=$(cut -c1-15 <<<"servetarget-$last_version")
+    got=""
+    for _ in $(seq 1 50); do
+      curl -s "http://$addr/targets" >"$work/targets.json"
+      got=$(jq -r --arg p "$named" '.[] | select(.labels.pid == $p) | .labels.service_name' "$work/targets.json" 2>/dev/null)
+      [[ -n $got ]] && break
+      sleep 0.1
+    done
+    [[ $got == "$want" ]] && pass "--service-name-from $from: service_name $got" ||
+      fail "--service-name-from $from: got '$got', want '$want'"
+  done
+
   echo "== security"
   start_serve denied -- --deny-pid "$tpid"
   expect_status "--deny-pid: the process is invisible" 404 "no such process" "http://$addr/debug/pprof/heap?pid=$tpid"
