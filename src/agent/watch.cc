@@ -408,7 +408,7 @@ void Watcher::Ended(Target& t) {
 }
 
 void Watcher::Discover() {
-  for (const GoProcess& p : finder_.Scan()) {
+  for (const FoundGoProcess& p : finder_.Scan()) {
     auto it = targets_.find(p.pid);
     if (it != targets_.end() && it->second->start_time == p.start_time) continue;
     if (ignored_.count({p.pid, p.start_time})) continue;

@@ -32,8 +32,8 @@ bool GoProcessFinder::IsGo(pid_t pid) const {
   }
 }
 
-std::vector<GoProcess> GoProcessFinder::Scan() {
-  std::vector<GoProcess> out;
+std::vector<FoundGoProcess> GoProcessFinder::Scan() {
+  std::vector<FoundGoProcess> out;
   std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir("/proc"), ::closedir);
   if (!dir) return out;
   const pid_t self = ::getpid();
@@ -60,7 +60,7 @@ std::vector<GoProcess> GoProcessFinder::Scan() {
   }
   seen_ = std::move(alive);
   std::sort(out.begin(), out.end(),
-            [](const GoProcess& a, const GoProcess& b) { return a.pid < b.pid; });
+            [](const FoundGoProcess& a, const FoundGoProcess& b) { return a.pid < b.pid; });
   return out;
 }
 

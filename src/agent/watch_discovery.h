@@ -6,7 +6,7 @@
 // (serve has its own discovery; the two are to be unified.)
 //
 //   GoProcessFinder finder;
-//   for (const GoProcess& p : finder.Scan()) ...   // all Go processes now
+//   for (const FoundGoProcess& p : finder.Scan()) ...   // all Go processes now
 #pragma once
 
 #include <sys/types.h>
@@ -20,7 +20,7 @@
 
 namespace goheap2pprof {
 
-struct GoProcess {
+struct FoundGoProcess {
   pid_t pid = 0;
   uint64_t start_time = 0;
   std::string comm;
@@ -29,7 +29,7 @@ struct GoProcess {
 class GoProcessFinder {
  public:
   // The Go processes alive now, ascending pid, excluding ourselves.
-  std::vector<GoProcess> Scan();
+  std::vector<FoundGoProcess> Scan();
 
  private:
   // Whether the executable of pid is a Go program we can read.

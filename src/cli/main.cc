@@ -11,6 +11,7 @@
 #include "app/output_format.h"
 #include "app/run.h"
 #include "base/error.h"
+#include "cli/serve_main.h"
 #include "pprof/output.h"
 #include "proc/procfs.h"
 #include "runtime/bucket_layout.h"
@@ -290,4 +291,13 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace goheap2pprof
 
-int main(int argc, char** argv) { return goheap2pprof::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // Subcommands; anything else is the one-shot capture, unchanged.
+  if (argc > 1 && std::string(argv[1]) == "serve") {
+    return goheap2pprof::ServeMain(argc - 1, argv + 1);
+  }
+  if (argc > 1 && std::string(argv[1]) == "__serve-worker") {
+    return goheap2pprof::ServeWorkerMain(argc - 1, argv + 1);
+  }
+  return goheap2pprof::Main(argc, argv);
+}

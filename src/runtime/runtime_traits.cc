@@ -76,6 +76,7 @@ RuntimeTraits TraitsForVersion(const GoVersion& v) {
   t.hidden_prefixes = {"runtime."};
   if (From(v, 24)) t.hidden_prefixes.push_back("internal/runtime/");
   t.writes_start_line = From(v, 20);
+  t.debug_text_sorts_ascending = From(v, 23);
   t.frame_function_elides_shapes = From(v, 21);
   t.dedup_by_printed_name = From(v, 21) && !From(v, 21, 6);
   t.deck_compares_printed_name = !From(v, 22);

@@ -73,6 +73,11 @@ struct RuntimeTraits {
   // go1.21.5 (fixed in go1.21.6, "runtime/pprof: fix generics function
   // names"). Before 1.21 the two names are the same.
   bool dedup_by_printed_name = false;
+  // ?debug=1 (writeHeapInternal) orders records by in-use bytes: largest
+  // first with sort.Slice up to 1.22, smallest first with
+  // slices.SortFunc(cmp.Compare) from 1.23 (read in each toolchain's
+  // runtime/pprof/pprof.go). Ties are unordered in both.
+  bool debug_text_sorts_ascending = false;
   bool deck_compares_printed_name = false;  // 1.18-1.21 compare Frame.Function
   bool cached_location_deck_retry = false;  // 1.19+: fake-PC retry on cache hit
   FuncIds func_ids;

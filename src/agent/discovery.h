@@ -1,0 +1,125 @@
+// Which processes `goheap2pprof serve` offers, and what is known about them:
+// a periodic scan of /proc for processes the server may read, filtered by
+// --allow-uid, --allow-cgroup and --deny-pid (a filtered process is
+// invisible: answered as if it did not exist), with the facts discovery
+// labels need. Whether an executable is Go (its version, build ID) is
+// learnt once per executable identity (device, inode, size, mtime) by a
+// capture worker, never in the server, and kept in a bounded cache.
+//
+//   Discovery d(options, probe);
+//   d.Scan();  // or d.Start() for a background scan every interval
+//   for (const GoProcess& p : d.Processes()) ...
+#pragma once
+
+#include <sys/types.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace goheap2pprof {
+
+struct ProcessFilter {
+  std::vector<uid_t> allow_uids;           // empty: any
+  std::vector<std::string> allow_cgroups;  // prefixes of the cgroup path; empty: any
+  std::vector<pid_t> deny_pids;
+};
+
+// (device, inode, size, mtime) of /proc/<pid>/exe; build ID comes later.
+struct ExeKey {
+  uint64_t dev = 0, inode = 0, size = 0;
+  int64_t mtime_ns = 0;
+  auto operator<=>(const ExeKey&) const = default;
+  std::string ToString() const;
+};
+
+struct ExeInfo {
+  bool is_go = false;
+  std::string go_version;
+  std::string build_id;
+  std::string error;  // why it is not offered (not Go, unreadable)
+};
+
+struct ProcessFacts {
+  pid_t pid = 0;
+  uint64_t start_time = 0;  // clock ticks after boot
+  std::string comm;
+  std::string exe;  // readlink of /proc/<pid>/exe
+  uid_t uid = 0;
+  std::string cgroup;        // the cgroup v2 path ("0::" line), else the first line's path
+  std::string container_id;  // a 64-hex-digit id in the cgroup path, if any
+  std::map<std::string, std::string> environ_wanted;  // for --service-name-from env:VAR
+  ExeKey key;
+};
+
+struct GoProcess {
+  ProcessFacts facts;
+  ExeInfo exe;
+  // From the last capture: "on", "off" (409) or "" (not captured yet).
+  std::string sampling;
+};
+
+// Reads the facts of one pid; nullopt if it is gone, not readable, a
+// kernel thread, or filtered out; then *forbidden (if given) tells whether
+// the reason was that the server may not read its executable (a process
+// that passed the filters), which the server answers with 403.
+// `want_env` names environment variables to read (for service names).
+std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& filter,
+                                             const std::vector<std::string>& want_env,
+                                             bool* forbidden = nullptr);
+
+// A 64-hex-digit container id in a cgroup path (docker, containerd, cri-o
+// forms), or "".
+std::string ContainerIdFromCgroup(const std::string& cgroup_path);
+
+class Discovery {
+ public:
+  // probe(pid) asks a worker about pid's executable; called once per new
+  // executable identity.
+  using Probe = std::function<ExeInfo(pid_t pid)>;
+  struct Options {
+    ProcessFilter filter;
+    std::vector<std::string> want_env;
+    int64_t interval_ms = 10000;
+    size_t max_executables = 4096;  // bound of the executable cache
+  };
+
+  Discovery(Options options, Probe probe);
+  ~Discovery();
+
+  void Start();  // background scans every interval until destroyed
+  void Scan();   // one scan now
+
+  std::vector<GoProcess> Processes() const;
+  // The executable facts for a pid that is visible now (filters applied on
+  // fresh /proc reads, not the last scan); nullopt if invisible.
+  std::optional<ProcessFacts> Visible(pid_t pid, bool* forbidden = nullptr) const;
+  // Records what a capture learnt about sampling.
+  void NoteSampling(pid_t pid, uint64_t start_time, const std::string& state);
+
+  uint64_t scans() const;       // completed scans
+  uint64_t analyses() const;    // probes made
+  uint64_t cache_hits() const;  // processes answered from the cache
+
+ private:
+  Options options_;
+  Probe probe_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
+  std::map<ExeKey, ExeInfo> exes_;
+  std::map<ExeKey, uint64_t> exe_last_used_;
+  uint64_t scan_number_ = 0;
+  std::map<pid_t, GoProcess> processes_;
+  std::map<std::pair<pid_t, uint64_t>, std::string> sampling_;
+  uint64_t analyses_ = 0, cache_hits_ = 0;
+};
+
+}  // namespace goheap2pprof

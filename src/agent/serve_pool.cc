@@ -1,0 +1,197 @@
+#include "agent/serve_pool.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/error.h"
+
+extern char** environ;
+
+namespace goheap2pprof {
+
+WorkerPool::WorkerPool(PoolOptions options) : options_(std::move(options)) {
+  workers_.resize(static_cast<size_t>(std::max(1, options_.workers)));
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Worker& w : workers_) Start(w);
+}
+
+WorkerPool::~WorkerPool() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Worker& w : workers_) {
+    if (w.pid > 0) Reap(w, true);
+  }
+}
+
+void WorkerPool::Start(Worker& w) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    throw Error(ErrorKind::kInternal, "socketpair: ", std::strerror(errno));
+  }
+  // The worker's end becomes its fd 3 (dup2 clears close-on-exec); every
+  // other descriptor of the server is closed by the worker at start.
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, sv[1], 3);
+  std::string fd_arg = "--fd=3";
+  std::string as_arg = "--address-space=" + std::to_string(options_.limits.address_space_bytes);
+  std::string cpu_arg = "--cpu-seconds=" + std::to_string(options_.limits.cpu_seconds);
+  char* argv[] = {const_cast<char*>("goheap2pprof"),
+                  const_cast<char*>("__serve-worker"),
+                  fd_arg.data(),
+                  as_arg.data(),
+                  cpu_arg.data(),
+                  nullptr};
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, options_.self_exe.c_str(), &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(sv[1]);
+  if (rc != 0) {
+    close(sv[0]);
+    throw Error(ErrorKind::kInternal, "cannot start a capture worker (", options_.self_exe,
+                "): ", std::strerror(rc));
+  }
+  w.pid = pid;
+  w.fd = sv[0];
+  w.busy = false;
+  w.affinity.clear();
+  ++stats_.workers_started;
+}
+
+std::string WorkerPool::Reap(Worker& w, bool kill_first) {
+  if (kill_first) kill(w.pid, SIGKILL);  // our own child, never a target
+  int status = 0;
+  pid_t r;
+  do {
+    r = waitpid(w.pid, &status, 0);
+  } while (r < 0 && errno == EINTR);
+  close(w.fd);
+  w.fd = -1;
+  w.pid = -1;
+  if (r < 0) return "the worker could not be reaped";
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    std::string how = std::string("the capture worker was killed by signal ") +
+                      std::to_string(sig) + " (" + strsignal(sig) + ")";
+    if (sig == SIGSYS) how += ": a system call outside its seccomp filter";
+    if (sig == SIGXCPU || sig == SIGKILL) how += ": it may have exceeded its CPU time limit";
+    return how;
+  }
+  return "the capture worker exited with status " + std::to_string(WEXITSTATUS(status));
+}
+
+PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affinity) {
+  PoolResult result;
+  Worker* w = nullptr;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.queue_timeout_ms);
+    while (true) {
+      Worker* any = nullptr;
+      for (Worker& c : workers_) {
+        if (c.busy) continue;
+        if (!affinity.empty() && c.affinity == affinity) {
+          w = &c;
+          break;
+        }
+        if (!any) any = &c;
+      }
+      if (!w) w = any;
+      if (w) break;
+      if (idle_.wait_until(lock, deadline) == std::cv_status::timeout) {
+        result.outcome = PoolOutcome::kBusy;
+        return result;
+      }
+    }
+    w->busy = true;
+    if (w->pid < 0) {
+      try {
+        Start(*w);
+      } catch (const Error& e) {
+        w->busy = false;
+        idle_.notify_one();
+        result.outcome = PoolOutcome::kCrashed;
+        result.detail = e.what();
+        return result;
+      }
+    }
+  }
+
+  // The worker is ours until released; talk to it without the lock. A
+  // worker that died while idle (killed from outside) is replaced before it
+  // gets the request, so only the capture it was running fails.
+  int status = 0;
+  if (waitpid(w->pid, &status, WNOHANG) == w->pid) {
+    std::lock_guard<std::mutex> lock(mu_);
+    close(w->fd);
+    w->pid = -1;
+    w->fd = -1;
+    ++stats_.workers_crashed;
+    try {
+      Start(*w);
+    } catch (const Error& e) {
+      w->busy = false;
+      idle_.notify_one();
+      result.outcome = PoolOutcome::kCrashed;
+      result.detail = e.what();
+      return result;
+    }
+  }
+  bool ok = WriteWorkerRequest(w->fd, request);
+  bool timed_out = false;
+  if (ok) {
+    ok = ReadWorkerReply(w->fd, result.reply, MonotonicMillis() + options_.capture_timeout_ms,
+                         timed_out);
+  }
+
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ok) {
+    w->affinity = affinity;
+  } else {
+    result.detail = Reap(*w, true);
+    if (timed_out) {
+      result.outcome = PoolOutcome::kTimedOut;
+      ++stats_.workers_killed;
+    } else {
+      result.outcome = PoolOutcome::kCrashed;
+      ++stats_.workers_crashed;
+    }
+    try {
+      Start(*w);
+    } catch (const Error&) {
+      // Started again on the next request that picks this slot.
+    }
+  }
+  if (ok && result.reply.retiring) {
+    Reap(*w, false);
+    try {
+      Start(*w);
+    } catch (const Error&) {
+    }
+  }
+  w->busy = false;
+  idle_.notify_one();
+  return result;
+}
+
+PoolStats WorkerPool::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+std::vector<pid_t> WorkerPool::worker_pids() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<pid_t> pids;
+  for (const Worker& w : workers_) {
+    if (w.pid > 0) pids.push_back(w.pid);
+  }
+  return pids;
+}
+
+}  // namespace goheap2pprof

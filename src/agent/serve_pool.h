@@ -1,0 +1,88 @@
+// The server's side of the capture workers (serve_worker.h): a fixed pool of
+// --max-concurrent long-lived worker processes, each confined, each keeping
+// what it learnt about executables between requests. A request waits for an
+// idle worker at most `queue_timeout` (then the caller answers 503) and the
+// worker's answer at most `capture_timeout`; a worker that overruns is
+// killed (504), one that dies is reaped (500), and both are replaced, so the
+// server goes on. Requests are routed to the worker that last handled the
+// same executable when it is idle, so that its cached analysis is reused.
+//
+//   WorkerPool pool({.workers = 2, .self_exe = "/proc/self/exe"});
+//   PoolResult r = pool.Run({WorkerOp::kHeap, pid}, exe_key);
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/serve_worker.h"
+
+namespace goheap2pprof {
+
+struct PoolOptions {
+  int workers = 2;
+  std::string self_exe = "/proc/self/exe";
+  int64_t queue_timeout_ms = 10000;
+  int64_t capture_timeout_ms = 10000;
+  WorkerLimits limits;
+};
+
+enum class PoolOutcome {
+  kReplied,   // the worker answered (maybe with an error kind)
+  kBusy,      // no worker became free in time: 503
+  kCrashed,   // the worker died (signal, limit, seccomp): 500
+  kTimedOut,  // the worker did not answer in time and was killed: 504
+};
+
+struct PoolResult {
+  PoolOutcome outcome = PoolOutcome::kReplied;
+  WorkerReply reply;
+  std::string detail;  // for kCrashed: how the worker ended
+};
+
+struct PoolStats {
+  uint64_t workers_started = 0;
+  uint64_t workers_crashed = 0;
+  uint64_t workers_killed = 0;  // overran the capture timeout
+};
+
+class WorkerPool {
+ public:
+  explicit WorkerPool(PoolOptions options);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  // Thread-safe. `affinity` names the executable (any stable string; empty
+  // for none).
+  PoolResult Run(const WorkerRequest& request, const std::string& affinity);
+
+  PoolStats stats() const;
+  // Pids of the live workers, for tests and the index page.
+  std::vector<pid_t> worker_pids() const;
+
+ private:
+  struct Worker {
+    pid_t pid = -1;
+    int fd = -1;
+    bool busy = false;
+    std::string affinity;
+  };
+  // Starts (or restarts) worker i; called with mu_ held.
+  void Start(Worker& w);
+  // Kills if needed and reaps w, returning how it ended.
+  std::string Reap(Worker& w, bool kill_first);
+
+  PoolOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable idle_;
+  std::vector<Worker> workers_;
+  PoolStats stats_;
+};
+
+}  // namespace goheap2pprof

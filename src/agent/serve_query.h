@@ -1,0 +1,75 @@
+// What an HTTP request to `goheap2pprof serve` asks for, decided from the raw
+// request target alone (path and query as the client sent them), with the
+// rules of Go's net/url and net/http/pprof so that clients written for a Go
+// program's own /debug/pprof see the same answers. Pure code: unit tested and
+// fuzzed (tests/fuzz/fuzz_serve_query.cc).
+//
+//   ServeRoute r = ParseServeTarget("/debug/pprof/heap?pid=42&seconds=10");
+//   if (r.error) reply(r.error->status, r.error->text);
+//   else if (r.endpoint == Endpoint::kProfile) capture(r.profile);
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace goheap2pprof {
+
+// Go's url.ParseQuery: pairs split on '&', '+' is a space, %XX escapes; a pair
+// with a ';' or a bad escape is skipped (Go records an error that
+// Request.FormValue ignores). Values in order of appearance.
+std::vector<std::pair<std::string, std::string>> ParseGoQuery(std::string_view query);
+// Request.FormValue: the first value of key, "" if absent.
+std::string FormValue(const std::vector<std::pair<std::string, std::string>>& query,
+                      std::string_view key);
+// Go's strconv.ParseInt(s, 10, 64): optional sign, decimal digits, nullopt on
+// a syntax error or overflow.
+std::optional<int64_t> GoParseInt(std::string_view s);
+// `v, _ := strconv.Atoi(s)`: 0 on a syntax error, the clamped value on overflow.
+int64_t GoAtoiIgnoringError(std::string_view s);
+// Percent-decodes a URL path; nullopt on a bad escape.
+std::optional<std::string> UnescapePath(std::string_view path);
+
+enum class Endpoint { kIndex, kTargets, kMetrics, kProfile };
+enum class ProfileName { kHeap, kAllocs };
+
+struct ProfileRequest {
+  ProfileName name = ProfileName::kHeap;
+  pid_t pid = 0;
+  int64_t seconds = 0;  // > 0: a delta profile over this many seconds
+  int64_t debug = 0;    // != 0: the legacy text format
+};
+
+struct HttpError {
+  int status = 400;
+  std::string text;  // the body, one line, as net/http/pprof's serveError writes it
+};
+
+struct ServeRoute {
+  Endpoint endpoint = Endpoint::kIndex;
+  ProfileRequest profile;  // for kProfile
+  std::optional<HttpError> error;
+};
+
+struct ServeQueryLimits {
+  int64_t max_seconds = 300;  // longer deltas would hold a server thread too long
+};
+
+// Routes a request target ("/path?query", as on the request line):
+//   /                                   kIndex
+//   /targets, /metrics                  kTargets, kMetrics
+//   /debug/pprof/{heap,allocs}?pid=N    kProfile
+//   /pid/N/debug/pprof/{heap,allocs}    kProfile (a ?pid= is then ignored)
+// Anything else is 404. For profiles it applies net/http/pprof's checks in its
+// order: a non-empty `seconds` must be a positive integer (400 with Go's
+// text), and may not be combined with `debug`; `gc` > 0 on heap asks for a
+// collection in the target, which cannot be done from outside (400 saying
+// so; allocs ignores gc, as Go does).
+ServeRoute ParseServeTarget(std::string_view target, const ServeQueryLimits& limits = {});
+
+}  // namespace goheap2pprof

@@ -1,0 +1,101 @@
+#include "agent/serve_sandbox.h"
+
+#include <seccomp.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "base/error.h"
+
+namespace goheap2pprof {
+namespace {
+
+void SetLimit(int resource, rlim_t soft, rlim_t hard, const char* name) {
+  rlimit rl{soft, hard};
+  if (setrlimit(resource, &rl) != 0) {
+    throw Error(ErrorKind::kInternal, "worker: setrlimit(", name, "): ", std::strerror(errno));
+  }
+}
+
+// What a capture does, by system call. Reading files: the executable and
+// its mapped libraries through /proc/<pid>/{exe,map_files,root}, /proc text
+// files. Memory: the allocator and the mapped ELF images. The socket: read
+// and write on the inherited descriptor.
+constexpr int kAllowed[] = {
+    SCMP_SYS(read),          SCMP_SYS(pread64),
+    SCMP_SYS(readv),         SCMP_SYS(write),
+    SCMP_SYS(writev),        SCMP_SYS(openat),
+    SCMP_SYS(open),          SCMP_SYS(close),
+    SCMP_SYS(fstat),         SCMP_SYS(newfstatat),
+    SCMP_SYS(statx),         SCMP_SYS(stat),
+    SCMP_SYS(lstat),         SCMP_SYS(lseek),
+    SCMP_SYS(ftruncate),     SCMP_SYS(readlink),
+    SCMP_SYS(readlinkat),    SCMP_SYS(fcntl),
+    SCMP_SYS(getdents64),    SCMP_SYS(mmap),
+    SCMP_SYS(munmap),        SCMP_SYS(mremap),
+    SCMP_SYS(mprotect),      SCMP_SYS(madvise),
+    SCMP_SYS(brk),           SCMP_SYS(process_vm_readv),
+    SCMP_SYS(clock_gettime), SCMP_SYS(clock_nanosleep),
+    SCMP_SYS(nanosleep),     SCMP_SYS(gettimeofday),
+    SCMP_SYS(getrusage),     SCMP_SYS(getpid),
+    SCMP_SYS(gettid),        SCMP_SYS(futex),
+    SCMP_SYS(rt_sigreturn),  SCMP_SYS(rt_sigprocmask),
+    SCMP_SYS(rt_sigaction),  SCMP_SYS(exit),
+    SCMP_SYS(exit_group),    SCMP_SYS(poll),
+    SCMP_SYS(ppoll),         SCMP_SYS(restart_syscall),
+    SCMP_SYS(getrandom),     SCMP_SYS(sysinfo),
+};
+
+}  // namespace
+
+void EnterCaptureSandbox(const SandboxLimits& limits) {
+  if (limits.address_space_bytes) {
+    SetLimit(RLIMIT_AS, limits.address_space_bytes, limits.address_space_bytes, "RLIMIT_AS");
+  }
+  // SIGXCPU at the soft limit, SIGKILL one second later.
+  if (limits.cpu_seconds) {
+    SetLimit(RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + 1, "RLIMIT_CPU");
+  }
+  SetLimit(RLIMIT_CORE, 0, 0, "RLIMIT_CORE");
+  SetLimit(RLIMIT_NOFILE, 64, 64, "RLIMIT_NOFILE");
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    throw Error(ErrorKind::kInternal, "worker: PR_SET_NO_NEW_PRIVS: ", std::strerror(errno));
+  }
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    throw Error(ErrorKind::kInternal, "worker: PR_SET_DUMPABLE: ", std::strerror(errno));
+  }
+
+  std::unique_ptr<void, void (*)(scmp_filter_ctx)> ctx(seccomp_init(SCMP_ACT_KILL_PROCESS),
+                                                       seccomp_release);
+  if (!ctx) throw Error(ErrorKind::kInternal, "worker: seccomp_init failed");
+  for (int sys : kAllowed) {
+    // Negative numbers are calls this architecture does not have (open,
+    // stat on arm64): nothing to allow.
+    if (sys < 0) continue;
+    if (int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, sys, 0); rc != 0) {
+      throw Error(ErrorKind::kInternal, "worker: seccomp_rule_add(", sys,
+                  "): ", std::strerror(-rc));
+    }
+  }
+  // abort() (an assertion, an uncaught exception) signals the process
+  // itself: allow exactly that, so such a worker ends with SIGABRT, not
+  // SIGSYS, and cannot signal any other process.
+  const pid_t self = getpid();
+  for (int sys : {SCMP_SYS(tgkill), SCMP_SYS(kill)}) {
+    if (int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, sys, 1,
+                                  SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(self)));
+        rc != 0) {
+      throw Error(ErrorKind::kInternal, "worker: seccomp_rule_add(", sys,
+                  "): ", std::strerror(-rc));
+    }
+  }
+  if (int rc = seccomp_load(ctx.get()); rc != 0) {
+    throw Error(ErrorKind::kInternal, "worker: seccomp_load: ", std::strerror(-rc));
+  }
+}
+
+}  // namespace goheap2pprof

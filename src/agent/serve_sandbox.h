@@ -1,0 +1,27 @@
+// Confinement of a capture worker (serve_worker.h), applied by the worker to
+// itself once, before it reads a byte of any target:
+//   - resource limits: address space and CPU time (a runaway parse ends in
+//     std::bad_alloc or SIGXCPU/SIGKILL, never in the server), no core files,
+//     few open files;
+//   - no_new_privs, and not dumpable (other processes cannot ptrace it);
+//   - a seccomp filter (libseccomp) allowing only the system calls a capture
+//     makes: reading target memory (process_vm_readv), opening and reading
+//     /proc and executable files, mapping them, memory management, the
+//     clock, I/O on the already open request socket, and signals to itself
+//     (abort). Anything else kills
+//     the worker with SIGSYS, which the server answers with 500 and counts.
+#pragma once
+
+#include <cstdint>
+
+namespace goheap2pprof {
+
+struct SandboxLimits {
+  uint64_t address_space_bytes = 0;
+  uint64_t cpu_seconds = 0;
+};
+
+// Throws Error(kInternal) if a step fails: a worker never runs unconfined.
+void EnterCaptureSandbox(const SandboxLimits& limits);
+
+}  // namespace goheap2pprof

@@ -1,0 +1,290 @@
+#include "agent/serve_worker.h"
+
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "agent/serve_sandbox.h"
+#include "app/run.h"
+#include "elf/process_files.h"
+#include "base/error.h"
+#include "gobin/go_binary.h"
+#include "pprof/output.h"
+#include "proc/procfs.h"
+
+namespace goheap2pprof {
+namespace {
+
+constexpr uint32_t kRequestMagic = 0x67327271;  // "g2rq"
+constexpr uint32_t kReplyMagic = 0x67327270;
+
+struct RequestHeader {
+  uint32_t magic;
+  uint32_t op;
+  int32_t pid;
+  uint32_t reserved;
+};
+struct ReplyHeader {
+  uint32_t magic;
+  int32_t error_kind;
+  uint32_t message_len;
+  uint32_t analyses;
+  uint32_t retiring;
+  uint32_t reserved;
+  uint64_t body_len;
+  uint64_t bytes_read;
+  uint64_t start_time;
+  uint64_t worker_ns;
+};
+
+bool WriteAll(int fd, const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Reads exactly size bytes; deadline_ms < 0 waits forever.
+bool ReadAll(int fd, void* data, size_t size, int64_t deadline_ms, bool* timed_out) {
+  char* p = static_cast<char*>(data);
+  while (size > 0) {
+    if (deadline_ms >= 0) {
+      int64_t left = deadline_ms - MonotonicMillis();
+      if (left <= 0) {
+        *timed_out = true;
+        return false;
+      }
+      pollfd pfd{fd, POLLIN, 0};
+      int r = poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return false;
+      if (r == 0) continue;
+    }
+    ssize_t n = read(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// The capture's standard output is a memory file: the one-shot pipeline
+// writes its profile there ("-o -") and the worker takes it back.
+std::string TakeStdout() {
+  off_t size = lseek(STDOUT_FILENO, 0, SEEK_CUR);
+  if (size < 0) throw Error(ErrorKind::kInternal, "worker: lseek: ", std::strerror(errno));
+  std::string data(static_cast<size_t>(size), '\0');
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n =
+        pread(STDOUT_FILENO, data.data() + done, data.size() - done, static_cast<off_t>(done));
+    if (n <= 0) throw Error(ErrorKind::kInternal, "worker: pread: ", std::strerror(errno));
+    done += static_cast<size_t>(n);
+  }
+  if (ftruncate(STDOUT_FILENO, 0) != 0 || lseek(STDOUT_FILENO, 0, SEEK_SET) != 0) {
+    throw Error(ErrorKind::kInternal, "worker: cannot reset the output file");
+  }
+  return data;
+}
+
+WorkerReply Probe(pid_t pid) {
+  WorkerReply reply;
+  const ProcStat stat = IdentifyProcess(pid);
+  reply.start_time = stat.start_time;
+  ElfFile exe = OpenProcessExecutable(pid);
+  GoBinary bin(exe);
+  if (!bin.version()) {
+    throw Error(ErrorKind::kNotGo, exe.name(), " is not a Go program");
+  }
+  std::string build_id = exe.GoBuildId();
+  if (build_id.empty()) build_id = exe.GnuBuildId();
+  reply.body = "go_version=" + FormatGoVersion(*bin.version()) + "\nbuild_id=" + build_id + "\n";
+  reply.analyses = 1;
+  return reply;
+}
+
+WorkerReply Capture(const WorkerRequest& request) {
+  WorkerReply reply;
+  RunOptions options;
+  options.pid = request.pid;
+  options.output = "-";
+  if (const char* seam = std::getenv("GOHEAP2PPROF_TEST_SEAM")) {
+    options.seams = ParseTestSeams(seam);
+  }
+  // Who the pid names now; the capture refuses to finish if that changes.
+  reply.start_time = IdentifyProcess(request.pid).start_time;
+  std::ostringstream log;
+  CaptureReport report;
+  RunCapture(options, log, report);
+  reply.bytes_read = report.bytes_read;
+  reply.analyses = 1;
+  std::string gz = TakeStdout();
+  if (request.op == WorkerOp::kAllocs) {
+    // The runtime's writeAlloc differs from writeHeap only here.
+    pb::Profile p;
+    if (!p.ParseFromString(Gunzip(gz))) throw Error(ErrorKind::kInternal, "worker: reparse");
+    p.add_string_table("alloc_space");
+    p.set_default_sample_type(p.string_table_size() - 1);
+    gz = EncodeProfile(p);
+  }
+  reply.body = std::move(gz);
+  return reply;
+}
+
+// Test seams for the server's fault tests, GOHEAP2PPROF_SERVE_SEAM=<what>:<pid>
+// applies to captures of that pid only: "crash" aborts, "spin" burns CPU
+// without end (the server's timeout or RLIMIT_CPU ends it), "hog" allocates
+// past RLIMIT_AS, "syscall" makes a system call outside the seccomp filter.
+void ServeSeam(pid_t pid) {
+  const char* env = std::getenv("GOHEAP2PPROF_SERVE_SEAM");
+  if (!env) return;
+  std::string_view seam(env);
+  size_t colon = seam.find(':');
+  if (colon == std::string_view::npos || seam.substr(colon + 1) != std::to_string(pid)) return;
+  seam = seam.substr(0, colon);
+  if (seam == "crash") std::abort();
+  if (seam == "spin") {
+    volatile uint64_t x = 0;
+    while (true) x = x + 1;
+  }
+  if (seam == "hog") {
+    // More than any RLIMIT_AS the tests give: ends in std::bad_alloc.
+    std::vector<char> hog(size_t{64} << 30);
+    hog[0] = 1;
+  }
+  if (seam == "syscall") {
+    // socket(2) is not in the filter: the kernel kills the worker (SIGSYS).
+    (void)syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+  }
+}
+
+WorkerReply Handle(const WorkerRequest& request) {
+  try {
+    if (request.op == WorkerOp::kProbe) return Probe(request.pid);
+    ServeSeam(request.pid);
+    if (request.op == WorkerOp::kHeap || request.op == WorkerOp::kAllocs) return Capture(request);
+    throw Error(ErrorKind::kUnsupported, "this build cannot serve ?debug=1 yet");
+  } catch (const Error& e) {
+    WorkerReply reply;
+    reply.error_kind = static_cast<int32_t>(e.kind());
+    reply.message = e.what();
+    return reply;
+  } catch (const std::bad_alloc&) {
+    WorkerReply reply;
+    reply.error_kind = static_cast<int32_t>(ErrorKind::kInternal);
+    reply.message = "the capture exceeded the worker's memory limit";
+    return reply;
+  }
+}
+
+double CpuSecondsUsed() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+}  // namespace
+
+int64_t MonotonicNanos() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+int64_t MonotonicMillis() { return MonotonicNanos() / 1000000; }
+
+bool WriteWorkerRequest(int fd, const WorkerRequest& request) {
+  RequestHeader h{kRequestMagic, static_cast<uint32_t>(request.op), request.pid, 0};
+  return WriteAll(fd, &h, sizeof(h));
+}
+
+bool ReadWorkerRequest(int fd, WorkerRequest& request) {
+  RequestHeader h{};
+  bool timed_out = false;
+  if (!ReadAll(fd, &h, sizeof(h), -1, &timed_out) || h.magic != kRequestMagic) return false;
+  request.op = static_cast<WorkerOp>(h.op);
+  request.pid = h.pid;
+  return true;
+}
+
+bool WriteWorkerReply(int fd, const WorkerReply& reply) {
+  ReplyHeader h{
+      kReplyMagic,       reply.error_kind,         static_cast<uint32_t>(reply.message.size()),
+      reply.analyses,    reply.retiring ? 1u : 0u, 0,
+      reply.body.size(), reply.bytes_read,         reply.start_time,
+      reply.worker_ns};
+  return WriteAll(fd, &h, sizeof(h)) && WriteAll(fd, reply.message.data(), reply.message.size()) &&
+         WriteAll(fd, reply.body.data(), reply.body.size());
+}
+
+bool ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, bool& timed_out,
+                     uint64_t max_body) {
+  timed_out = false;
+  ReplyHeader h{};
+  if (!ReadAll(fd, &h, sizeof(h), deadline_ms, &timed_out) || h.magic != kReplyMagic) {
+    return false;
+  }
+  if (h.message_len > 65536 || h.body_len > max_body) return false;
+  reply.error_kind = h.error_kind;
+  reply.analyses = h.analyses;
+  reply.retiring = h.retiring != 0;
+  reply.bytes_read = h.bytes_read;
+  reply.start_time = h.start_time;
+  reply.worker_ns = h.worker_ns;
+  reply.message.resize(h.message_len);
+  reply.body.resize(h.body_len);
+  return ReadAll(fd, reply.message.data(), reply.message.size(), deadline_ms, &timed_out) &&
+         ReadAll(fd, reply.body.data(), reply.body.size(), deadline_ms, &timed_out);
+}
+
+int RunServeWorker(int fd, const WorkerLimits& limits) {
+  // Everything but the request socket and stderr is closed: the server's
+  // listening socket must not be reachable from a worker.
+  int out = memfd_create("goheap2pprof-capture", MFD_CLOEXEC);
+  if (out < 0 || dup2(out, STDOUT_FILENO) < 0) {
+    std::cerr << "goheap2pprof worker: memfd: " << std::strerror(errno) << "\n";
+    return 10;
+  }
+  close(out);
+  close(STDIN_FILENO);
+  for (int other = 3; other < 1024; ++other) {
+    if (other != fd) close(other);
+  }
+  try {
+    EnterCaptureSandbox({limits.address_space_bytes, limits.cpu_seconds});
+  } catch (const Error& e) {
+    std::cerr << "goheap2pprof worker: " << e.what() << "\n";
+    return 10;
+  }
+  WorkerRequest request;
+  while (ReadWorkerRequest(fd, request)) {
+    const int64_t started = MonotonicNanos();
+    WorkerReply reply = Handle(request);
+    reply.worker_ns = static_cast<uint64_t>(MonotonicNanos() - started);
+    // RLIMIT_CPU counts the worker's whole life: retire at half of it, so a
+    // capture never starts without its full budget. The pool starts another.
+    reply.retiring = CpuSecondsUsed() > static_cast<double>(limits.cpu_seconds) / 2;
+    if (!WriteWorkerReply(fd, reply) || reply.retiring) return 0;
+  }
+  return 0;
+}
+
+}  // namespace goheap2pprof

@@ -1,0 +1,72 @@
+// Capture workers of `goheap2pprof serve`. The server runs privileged and the
+// bytes it parses (the target's memory and executable) are controlled by
+// whoever runs the target, so no parsing happens in the server: each capture
+// runs in a worker process, a fresh exec of this binary (`goheap2pprof
+// __serve-worker`), that confines itself before reading anything:
+// RLIMIT_AS/RLIMIT_CPU/RLIMIT_NOFILE/RLIMIT_CORE, no_new_privs, and a seccomp
+// filter that allows only what a capture needs (see serve_sandbox.h). The
+// server sends requests over a socket and relays the finished profile bytes.
+//
+// Workers are long-lived (a small pool, see serve_pool.h) rather than forked
+// per capture, so that an executable's analysis can be kept between captures
+// of its processes; a worker that crashes, hangs or exceeds a limit is killed
+// and replaced by the pool.
+//
+// The wire format is private to one build of the binary (the server execs
+// itself): fixed-size little-endian headers, then the payloads.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+namespace goheap2pprof {
+
+enum class WorkerOp : uint32_t {
+  kProbe = 1,         // is it Go? version, build ID (for discovery)
+  kHeap = 2,          // gzipped heap profile, as /debug/pprof/heap
+  kAllocs = 3,        // the same with default_sample_type alloc_space
+  kHeapDebugText = 4  // the ?debug=1 text
+};
+
+struct WorkerRequest {
+  WorkerOp op = WorkerOp::kHeap;
+  int32_t pid = 0;
+};
+
+struct WorkerReply {
+  // 0 on success, else the ErrorKind of the failure, with its message.
+  int32_t error_kind = 0;
+  std::string message;
+  std::string body;         // the profile, the text, or for kProbe "key=value\n" lines
+  uint64_t bytes_read = 0;  // target memory read for this capture
+  uint64_t start_time = 0;  // the target's start time (/proc/<pid>/stat)
+  uint32_t analyses = 0;    // executable analyses this request needed (0: cached)
+  bool retiring = false;    // the worker exits after this reply (CPU budget used)
+  uint64_t worker_ns = 0;   // time from the request's arrival to the reply, in the worker
+};
+
+// Limits a worker applies to itself before it reads anything.
+struct WorkerLimits {
+  uint64_t address_space_bytes = uint64_t{2} << 30;
+  uint64_t cpu_seconds = 60;  // over the worker's life; it retires itself at half
+};
+
+// Both sides of the socket. Return false on EOF or a malformed message.
+bool WriteWorkerRequest(int fd, const WorkerRequest& request);
+bool ReadWorkerRequest(int fd, WorkerRequest& request);
+bool WriteWorkerReply(int fd, const WorkerReply& reply);
+// Reads a reply, waiting at most until deadline_ms (CLOCK_MONOTONIC
+// milliseconds); sets timed_out when the deadline passed first.
+bool ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, bool& timed_out,
+                     uint64_t max_body = uint64_t{1} << 30);
+
+// The worker's main: confines itself, then serves requests on fd until EOF.
+// Returns the process exit code.
+int RunServeWorker(int fd, const WorkerLimits& limits);
+
+int64_t MonotonicMillis();
+int64_t MonotonicNanos();
+
+}  // namespace goheap2pprof

@@ -1,0 +1,3 @@
+module servetarget
+
+go 1.18

@@ -1,0 +1,100 @@
+// Command servetarget is the test target of `goheap2pprof serve`: a Go
+// program that serves its own net/http/pprof on loopback, so that what
+// serve answers for its pid can be compared with what the program itself
+// answers.
+//
+//	servetarget [-rate N] [-retain N]   # prints "READY <pid> <port>", serves until killed
+//	servetarget -retain 0 -http=false   # a small idle Go process (load tests): "READY <pid> 0"
+//	kill -USR1 <pid>                    # phase 2: retain 1000 more 4096-byte objects, publish, "PHASE2 <pid>"
+//
+// After setup the heap profile is published (two GCs) and the collector is
+// turned off, so the profile changes only when phase 2 runs its own GC.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	_ "net/http/pprof"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"syscall"
+)
+
+var retained [][]byte
+
+//go:noinline
+func allocSmall(n int) {
+	for i := 0; i < n; i++ {
+		retained = append(retained, make([]byte, 64))
+	}
+}
+
+//go:noinline
+func allocLarge(n int) {
+	for i := 0; i < n; i++ {
+		retained = append(retained, make([]byte, 1<<16))
+	}
+}
+
+//go:noinline
+func allocMany(depth, n int) {
+	if depth > 0 {
+		allocMany(depth-1, n)
+		return
+	}
+	for i := 0; i < n; i++ {
+		retained = append(retained, make([]byte, 512))
+	}
+}
+
+//go:noinline
+func phaseTwo() {
+	for i := 0; i < 1000; i++ {
+		retained = append(retained, make([]byte, 4096))
+	}
+}
+
+func publish() {
+	runtime.GC()
+	runtime.GC()
+	debug.SetGCPercent(-1)
+}
+
+func main() {
+	rate := flag.Int("rate", 0, "runtime.MemProfileRate (0: the default)")
+	retain := flag.Int("retain", 1, "scale of the retained allocations")
+	serve := flag.Bool("http", true, "serve net/http/pprof on a loopback port")
+	flag.Parse()
+	if *rate > 0 {
+		runtime.MemProfileRate = *rate
+	}
+	allocSmall(20000 * *retain)
+	allocLarge(100 * *retain)
+	for d := 0; d < 8; d++ {
+		allocMany(d, 2000**retain)
+	}
+	port := 0
+	if *serve {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		go http.Serve(ln, nil)
+		port = ln.Addr().(*net.TCPAddr).Port
+	}
+	publish()
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	fmt.Printf("READY %d %d\n", os.Getpid(), port)
+	for range usr1 {
+		debug.SetGCPercent(100)
+		phaseTwo()
+		publish()
+		fmt.Printf("PHASE2 %d\n", os.Getpid())
+	}
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# `goheap2pprof serve` scraped by a real Parca server (v0.28.0), in memory on
+# loopback with debuginfod off: Parca discovers the Go processes through
+# http_sd_configs at serve's /targets, scrapes /debug/pprof/allocs?pid=N
+# (memory only), and the stored profile is queried back through Parca's
+# HTTP API with serve's labels.
+#
+# Parca is not in any package registry; build it once per machine (about
+# 10 minutes on 2 cores; go install is refused by the module proxy) and point
+# GOHEAP2PPROF_PARCA at it, or leave it at <build>/parca/parca:
+#   mkdir p && cd p && go mod init parcatest &&
+#   go get github.com/parca-dev/parca/cmd/parca@v0.28.0 &&
+#   go build -o parca github.com/parca-dev/parca/cmd/parca
+#
+#   bash tests/e2e/serve_parca_test.sh <goheap2pprof> <profdiff>
+set -u
+source "$(dirname "$0")/lib.sh"
+e2e_init "$@"
+parca=${GOHEAP2PPROF_PARCA:-$bin/parca/parca}
+if [[ ! -x $parca ]]; then
+  echo "SKIP: no Parca server at $parca (build it as this script's header says, or set GOHEAP2PPROF_PARCA)"
+  exit 77
+fi
+e2e_require_go
+e2e_require_command curl "needs curl"
+e2e_make_work serve-parca
+trap 'e2e_stop_pids -9' EXIT
+
+(cd "$src/testdata/servetarget" && CGO_ENABLED=0 "${go[@]}" build -o "$work/target" .) \
+  >"$work/build.log" 2>&1 || { fail "build servetarget" "$work/build.log"; e2e_finish; }
+e2e_start "$work/t.out" "$work/t.err" "$work/target" -http=false
+tpid=$target_pid
+e2e_wait_for_line "$work/t.out" "^READY" "$tpid" 20 || { fail "target start" "$work/t.err"; e2e_finish; }
+e2e_start "$work/serve.out" "$work/serve.log" "$tool" serve --listen 127.0.0.1:0 -v --discover-interval 1
+spid=$target_pid
+e2e_wait_for_line "$work/serve.log" "listening on" "$spid" 10 || { fail "serve start" "$work/serve.log"; e2e_finish; }
+addr=$(sed -n 's/.*listening on //p' "$work/serve.log")
+
+pport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+mkdir -p "$work/data"
+cat >"$work/parca.yaml" <<YAML
+object_storage:
+  bucket:
+    type: "FILESYSTEM"
+    config:
+      directory: "$work/data"
+scrape_configs:
+  - job_name: go-heap
+    scrape_interval: 2s
+    http_sd_configs:
+      - url: http://$addr/targets
+        refresh_interval: 1s
+    profiling_config:
+      pprof_config:
+        memory:
+          enabled: true
+          path: /debug/pprof/allocs
+        block: { enabled: false }
+        goroutine: { enabled: false }
+        mutex: { enabled: false }
+        process_cpu: { enabled: false }
+YAML
+e2e_start "$work/parca.out" "$work/parca.log" "$parca" --config-path="$work/parca.yaml" \
+  --http-address="127.0.0.1:$pport" --debuginfod-upstream-servers=
+papi="http://127.0.0.1:$pport"
+found=""
+for _ in $(seq 1 300); do
+  if curl -s "$papi/profiles/labels/pid/values" >"$work/pids.json" 2>/dev/null &&
+    [[ -s $work/pids.json ]] && jq -e --arg p "$tpid" '.labelValues | index($p)' "$work/pids.json" >/dev/null 2>&1; then
+    found=1
+    break
+  fi
+  kill -0 "$target_pid" 2>/dev/null || break
+  sleep 0.2
+done
+if [[ -n $found ]]; then
+  pass "Parca stored a profile labelled pid=$tpid (discovered through /targets)"
+else
+  fail "Parca has no profile for pid $tpid" "$work/parca.log"
+  e2e_finish
+fi
+curl -s "$papi/profiles/types" >"$work/types.json"
+if [[ -s $work/types.json ]] && jq -e '[.types[] | select(.name == "memory" and .sampleType == "alloc_space")] | length > 0' "$work/types.json" >/dev/null; then
+  pass "Parca lists memory alloc_space among its profile types"
+else
+  fail "Parca profile types" "$work/types.json"
+fi
+grep -q "\"GET /debug/pprof/allocs?pid=$tpid\" 200" "$work/serve.log" &&
+  pass "serve answered Parca's scrape of /debug/pprof/allocs?pid=$tpid" ||
+  fail "no scrape of pid $tpid in serve's log" "$work/serve.log"
+e2e_finish
