@@ -1,64 +1,57 @@
-// The capture pipeline: from a pid to a finished heap profile, as a list of
-// commented steps. Everything the user asked for arrives in CaptureOptions;
-// everything worth reporting leaves in CaptureReport.
+// The capture engine: from a source (a live process, a qemu guest, a core
+// file, test memory) and the analysis of its executable to a finished heap
+// profile and a report, as a short list of passes (see capture.cc). Writing,
+// serving and pushing the profile, and printing the report, are the
+// caller's.
 //
-//   CaptureOptions opt{.pid = 1234, .output = "heap.pb.gz"};
-//   CaptureReport rep = RunCapture(opt, std::cerr);
+//   std::unique_ptr<CaptureSource> src = OpenProcessSource(pid, {});
+//   auto analysis = ExecutableAnalysis::Create(src->executable().elf);
+//   CaptureResult r = Capture(*src, *analysis, {});
+//   WriteProfile("heap.pb.gz", r.profile.get());
 #pragma once
-
-#include <sys/types.h>
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
-#include <iosfwd>
 #include <optional>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
-#include "app/executable.h"
-#include "app/output_format.h"
+#include "app/executable_analysis.h"
+#include "app/source.h"
+#include "pprof/heap_profile_builder.h"
 
 namespace goheap2pprof {
 
-// Hooks that let end-to-end tests put the target in the worst situations
-// (exit mid-walk, pid reuse). Set from GOHEAP2PPROF_TEST_SEAM by main:
-//   GOHEAP2PPROF_TEST_SEAM=pause-mid-walk=2000   sleep 2 s after a few reads of the list
-//   GOHEAP2PPROF_TEST_SEAM=pause-after-walk=2000 sleep 2 s after the walk
-//   GOHEAP2PPROF_TEST_SEAM=pid-reuse             the final check sees another start time
-// Each pause is announced on the log ("test seam: pausing ...") so the test
-// knows when to act.
-struct TestSeams {
-  int pause_mid_walk_ms = 0;
-  int pause_after_walk_ms = 0;
-  bool pid_reuse = false;
+// Which memRecord counters become the profile.
+enum class CounterSource {
+  kExact,      // what runtime.MemProfile returns: active + the cycle being flushed
+  kPublished,  // active only, as the seed collector reads them
 };
-// Parses the GOHEAP2PPROF_TEST_SEAM value; throws kUsage on unknown seams.
-TestSeams ParseTestSeams(std::string_view spec);
 
 struct CaptureOptions {
-  pid_t pid = 0;
-  std::string output;  // "-" for stdout; empty: <program>-<pid>-<time>.heap.pb.gz
-  bool verbose = false;
-  bool stats = false;  // print FormatStats(report) to the log at the end
-  TestSeams seams;
-  OutputOptions output_format;  // --format, --counters, --top, --sample-index
-  ExecutableOptions executable;  // --exe, --force
+  CounterSource counters = CounterSource::kExact;
+  // Profile.time_nanos; nullopt: the wall clock when the profile is built.
+  std::optional<int64_t> time_nanos = std::nullopt;
 };
 
+// What a capture learned and cost, besides the profile. Filled pass by pass,
+// so after a failure the caller still has what was learned before it (the
+// JSON snapshot of a failed capture reports the version and warnings).
 struct CaptureReport {
-  std::string output_path;
-  std::string go_version;
-  uint64_t samples = 0;
+  std::string go_version;  // "go1.26.8"
+  // Lines for -v (how the executable and variables were found, addresses,
+  // rate, cycle, bucket count) and warnings for everyone, in pass order.
+  std::vector<std::string> notes;
   std::vector<std::string> warnings;
-  // For the JSON snapshot: the profile cycle read, whether the walk saw one
-  // cycle throughout, and when the capture started (for duration_ms).
+  uint64_t samples = 0;
+  int64_t rate = 0;  // runtime.MemProfileRate as read
+  // The profile cycle read, and whether the walk saw one cycle throughout.
   std::optional<uint32_t> cycle;
   bool consistent = true;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  // For --stats: what reading the target cost, and each phase's wall time.
+  // For --stats: what reading the target cost, and each pass's wall time.
   uint64_t buckets = 0;
   int walks = 0;
   uint64_t read_syscalls = 0;
@@ -67,18 +60,24 @@ struct CaptureReport {
   std::vector<std::pair<std::string, double>> phase_ms;
 };
 
+struct CaptureResult {
+  FinishedProfile profile;
+  CaptureReport report;
+};
+
+// Runs the passes on source with the analysis of source.executable().elf.
+// Throws Error on failure (sampling disabled, the process gone, an
+// inconsistent bucket list, ...); `report` then holds what was learned.
+CaptureResult Capture(CaptureSource& source, const ExecutableAnalysis& analysis,
+                      const CaptureOptions& options, CaptureReport& report);
+CaptureResult Capture(CaptureSource& source, const ExecutableAnalysis& analysis,
+                      const CaptureOptions& options);
+
+// The comment a profile built from published counters carries (pprof -top
+// shows it in its header).
+std::string PublishedCountersComment();
+
 // The --stats table for a finished capture.
 std::string FormatStats(const CaptureReport& report);
-
-// Runs the whole capture and writes the output. Throws Error on failure, in
-// which case no output file was created or changed. Progress (with -v) and
-// warnings go to `log`.
-CaptureReport RunCapture(const CaptureOptions& options, std::ostream& log);
-// The same, filling `report` as it goes, so that after a failure the caller
-// still knows what was learned (Go version, warnings) for the JSON snapshot.
-void RunCapture(const CaptureOptions& options, std::ostream& log, CaptureReport& report);
-
-// The default output file name for a program and pid.
-std::string DefaultOutputName(const std::string& program, pid_t pid);
 
 }  // namespace goheap2pprof

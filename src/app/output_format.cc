@@ -2,7 +2,6 @@
 
 #include <chrono>
 
-#include "app/capture.h"
 #include "pprof/output.h"
 #include "pprof/text_top.h"
 
@@ -11,16 +10,18 @@ namespace goheap2pprof {
 namespace {
 
 // The snapshot fields every JSON document carries, success or failure.
-SnapshotInfo BaseInfo(const CaptureOptions& options, const CaptureReport& report) {
+SnapshotInfo BaseInfo(const OutputOptions& out, const RenderContext& context) {
   SnapshotInfo info;
-  info.runtime_version = report.go_version;
-  info.pid = options.pid;
-  info.counters = CounterSourceName(options.output_format.counters);
-  info.cycle = report.cycle;
-  info.warnings = report.warnings;
-  info.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                         std::chrono::steady_clock::now() - report.started)
-                         .count();
+  info.pid = context.pid;
+  info.counters = CounterSourceName(out.counters);
+  if (const CaptureReport* report = context.report) {
+    info.runtime_version = report->go_version;
+    info.cycle = report->cycle;
+    info.warnings = report->warnings;
+    info.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::steady_clock::now() - report->started)
+                           .count();
+  }
   return info;
 }
 
@@ -28,12 +29,6 @@ SnapshotInfo BaseInfo(const CaptureOptions& options, const CaptureReport& report
 
 std::string_view CounterSourceName(CounterSource counters) {
   return counters == CounterSource::kPublished ? "published" : "exact";
-}
-
-std::string PublishedCountersComment() {
-  return "goheap2pprof: published counters only (memRecord.active): allocations and frees of "
-         "profile cycles the runtime has not published yet are left out, unlike "
-         "runtime.MemProfile";
 }
 
 SnapshotStatus StatusForError(ErrorKind kind) {
@@ -47,32 +42,32 @@ SnapshotStatus StatusForError(ErrorKind kind) {
   }
 }
 
-std::string RenderOutput(const pb::Profile& profile, const CaptureOptions& options,
-                         const CaptureReport& report) {
-  const OutputOptions& out = options.output_format;
+std::string RenderOutput(const pb::Profile& profile, const OutputOptions& out,
+                         const RenderContext& context) {
   switch (out.format) {
     case OutputFormat::kPprof:
       return EncodeProfile(profile);
     case OutputFormat::kText:
-      return TextTop(profile, {.sample_index = out.sample_index,
-                               .node_count = static_cast<int>(out.top)});
+      return TextTop(profile,
+                     {.sample_index = out.sample_index, .node_count = static_cast<int>(out.top)});
     case OutputFormat::kJson: {
-      SnapshotInfo info = BaseInfo(options, report);
-      if (!report.consistent) {
+      SnapshotInfo info = BaseInfo(out, context);
+      if (context.report && !context.report->consistent) {
         info.status = SnapshotStatus::kPartial;
         info.status_reason =
             "a GC published a profile cycle during every walk of the bucket list; counters may "
             "mix two cycles";
       }
-      return JsonSnapshot(profile, info, {.top = out.top});
+      return JsonSnapshot(profile, info,
+                          {.top = out.top, .runtime_prefixes = context.runtime_prefixes});
     }
   }
   throw Error(ErrorKind::kInternal, "unknown output format ", static_cast<int>(out.format));
 }
 
-std::string RenderFailureJson(const CaptureOptions& options, const CaptureReport& report,
+std::string RenderFailureJson(const OutputOptions& out, const RenderContext& context,
                               const Error& error) {
-  SnapshotInfo info = BaseInfo(options, report);
+  SnapshotInfo info = BaseInfo(out, context);
   info.status = StatusForError(error.kind());
   info.status_reason = std::string(ErrorKindName(error.kind())) + ": " + error.what();
   return FailureJsonSnapshot(info);

@@ -1,34 +1,28 @@
-// What the capture writes besides (or instead of) the pprof file: the
-// output format, which runtime counters the profile is built from, and the
-// rendering of the finished profile (or of a failure) in that format. The
-// JSON and text views are computed from the same pb::Profile the pprof file
-// holds, so all formats mean the same thing.
+// What the command line writes besides (or instead of) the pprof file: the
+// output format and the rendering of a finished profile (or of a failure) in
+// that format. The JSON and text views are computed from the same
+// pb::Profile the pprof file holds, so all formats mean the same thing.
 //
-//   CaptureOptions o{.pid = 1234, .output = "-"};
-//   o.output_format = {.format = OutputFormat::kJson, .top = 20};
-//   RunCapture(o, std::cerr);  // writes RenderOutput(profile, o, report)
+//   OutputOptions out{.format = OutputFormat::kJson, .top = 20};
+//   std::string bytes = RenderOutput(result.profile.get(), out,
+//                                    {.pid = 1234, .report = &result.report});
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "app/capture.h"
 #include "base/error.h"
 #include "pprof/json_snapshot.h"
 #include "proto/profile.pb.h"
 
 namespace goheap2pprof {
 
-struct CaptureOptions;
-struct CaptureReport;
-
 enum class OutputFormat { kPprof, kJson, kText };
-
-// Which memRecord counters become the profile.
-enum class CounterSource {
-  kExact,      // what runtime.MemProfile returns: active + the cycle being flushed
-  kPublished,  // active only, as the seed collector reads them
-};
 
 struct OutputOptions {
   OutputFormat format = OutputFormat::kPprof;
@@ -37,24 +31,29 @@ struct OutputOptions {
   std::string sample_index = "inuse_space";  // text only
 };
 
-std::string_view CounterSourceName(CounterSource counters);
+// About the capture, for the JSON snapshot.
+struct RenderContext {
+  pid_t pid = 0;
+  const CaptureReport* report = nullptr;
+  // The target runtime's frame prefixes (RuntimeTraits::hidden_prefixes): a
+  // JSON entry is named after its first frame outside the runtime.
+  std::vector<std::string_view> runtime_prefixes = {};
+};
 
-// The comment a profile built from published counters carries (pprof -top
-// shows it in its header).
-std::string PublishedCountersComment();
+std::string_view CounterSourceName(CounterSource counters);
 
 // How a failed capture is reported in the JSON snapshot: "unavailable" when
 // the target cannot give a heap profile at all (sampling off, not Go,
 // unsupported runtime), "failed" otherwise.
 SnapshotStatus StatusForError(ErrorKind kind);
 
-// The bytes to write for a finished capture, in options.output_format.
-std::string RenderOutput(const pb::Profile& profile, const CaptureOptions& options,
-                         const CaptureReport& report);
+// The bytes to write for a finished capture, in out.format.
+std::string RenderOutput(const pb::Profile& profile, const OutputOptions& out,
+                         const RenderContext& context);
 
 // The JSON snapshot of a failed capture (what was learned before the
 // failure, the status and the error message as status_reason).
-std::string RenderFailureJson(const CaptureOptions& options, const CaptureReport& report,
+std::string RenderFailureJson(const OutputOptions& out, const RenderContext& context,
                               const Error& error);
 
 }  // namespace goheap2pprof

@@ -6,8 +6,8 @@
 #include <iostream>
 #include <string>
 
-#include "app/capture.h"
 #include "app/output_format.h"
+#include "app/run.h"
 #include "base/error.h"
 #include "cli/serve_main.h"
 #include "pprof/output.h"
@@ -55,10 +55,11 @@ std::string DefaultHint(ErrorKind kind) {
 
 // --format json promises pipelines a document even when the capture fails:
 // the status and reason, with what was learned before the failure.
-void WriteFailureJson(const CaptureOptions& options, const CaptureReport& report,
+void WriteFailureJson(const RunOptions& options, const CaptureReport& report,
                       const Error& error) {
   try {
-    WriteOutput(options.output, RenderFailureJson(options, report, error));
+    WriteOutput(options.output, RenderFailureJson(options.output_format,
+                                                  {.pid = options.pid, .report = &report}, error));
   } catch (const std::exception& e) {
     std::cerr << "goheap2pprof: could not write the failure snapshot: " << e.what() << "\n";
   }
@@ -72,7 +73,7 @@ int Main(int argc, char** argv) {
       "goheap2pprof"};
   app.footer(kExitCodes);
   std::string pid_text;
-  CaptureOptions options;
+  RunOptions options;
   app.add_option("pid", pid_text, "process id of the Go program")->required();
   app.add_option("-o,--output", options.output,
                  "output file ('-' for standard output); default: "
@@ -145,13 +146,15 @@ int Main(int argc, char** argv) {
     if (!pid) throw Error(ErrorKind::kUsage, "\"", pid_text, "\" is not a process id");
     options.pid = *pid;
     if (const char* seam = std::getenv("GOHEAP2PPROF_TEST_SEAM")) options.seams = ParseTestSeams(seam);
-    RunCapture(options, std::cerr, report);
+    const std::string written = RunCapture(options, std::cerr, report);
+    PrintReport(report, options.verbose, std::cerr);
+    if (options.stats) std::cerr << FormatStats(report);
     if (options.output.empty() || options.verbose) {
-      std::cerr << "goheap2pprof: wrote " << report.samples << " samples to "
-                << report.output_path << "\n";
+      std::cerr << "goheap2pprof: wrote " << report.samples << " samples to " << written << "\n";
     }
     return 0;
   } catch (const Error& e) {
+    PrintReport(report, options.verbose, std::cerr);
     if (out.format == OutputFormat::kJson) WriteFailureJson(options, report, e);
     std::cerr << "goheap2pprof: error: " << e.what() << "\n"
               << "hint: " << (e.hint().empty() ? DefaultHint(e.kind()) : e.hint()) << "\n";

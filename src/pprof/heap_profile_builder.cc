@@ -6,11 +6,13 @@ namespace goheap2pprof {
 
 HeapProfileBuilder::HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTraits& traits,
                                        std::vector<ProfileMapping> mappings, int64_t rate,
-                                       int64_t time_nanos)
+                                       int64_t time_nanos, uint64_t load_bias)
     : sym_(symbolizer),
       traits_(traits),
       rate_(rate),
-      profile_(google::protobuf::Arena::CreateMessage<pb::Profile>(&arena_)) {
+      bias_(load_bias),
+      arena_(std::make_unique<google::protobuf::Arena>()),
+      profile_(google::protobuf::Arena::CreateMessage<pb::Profile>(arena_.get())) {
   Str("");
   for (ProfileMapping& m : mappings) mem_.push_back({std::move(m)});
   if (mem_.empty()) {
@@ -70,9 +72,10 @@ bool HeapProfileBuilder::TryAdd(uint64_t pc, std::span<const SymFrame> frames, b
 
 uint64_t HeapProfileBuilder::EmitLocation() {
   if (deck_.pcs.empty()) return 0;
-  const uint64_t addr = deck_.pcs.front();
+  const uint64_t link_addr = deck_.pcs.front();
+  const uint64_t addr = link_addr + bias_;  // wraps back for PCs below the bias
   const uint64_t id = loc_infos_.size() + 1;
-  locs_.Insert(addr, static_cast<uint32_t>(loc_infos_.size()));
+  locs_.Insert(link_addr, static_cast<uint32_t>(loc_infos_.size()));
   LocInfo& info = loc_infos_.emplace_back();
   info.id = id;
   info.pcs = deck_.pcs;
@@ -82,7 +85,7 @@ uint64_t HeapProfileBuilder::EmitLocation() {
 
   pb::Location* loc = profile_->add_location();
   loc->set_id(id);
-  loc->set_address(deck_.frames.front().pc);
+  loc->set_address(deck_.frames.front().pc + bias_);
   for (const SymFrame& frame : deck_.frames) {
     // Go 1.21 keyed Functions by the printed name while writing the raw one,
     // so the first instantiation of a generic function names them all.
@@ -166,7 +169,11 @@ void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
 
 void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
   std::vector<uint64_t>& locs = locs_scratch_;  // reused: one allocation for all samples
-  const std::span<const uint64_t> full = r.bucket->stack;
+  // Unsigned arithmetic: a corrupt PC below the bias wraps and is added back
+  // unchanged; its lookup fails either way.
+  link_stack_.assign(r.bucket->stack.begin(), r.bucket->stack.end());
+  for (uint64_t& pc : link_stack_) pc -= bias_;
+  const std::span<const uint64_t> full = link_stack_;
   bool hide_runtime = true;
   for (int tries = 0; tries < 2; ++tries) {
     std::span<const uint64_t> stk(full);
@@ -199,7 +206,9 @@ void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
   for (uint64_t id : locs) s->add_location_id(id);
   int64_t block_size = r.alloc_objects > 0 ? r.alloc_bytes / r.alloc_objects : 0;
   if (traits_.bytes_label_is_object_size) block_size = static_cast<int64_t>(r.bucket->size);
-  if (block_size != 0) {
+  // 1.27+ labels every sample with its object size; before, only a non-zero
+  // AllocBytes/AllocObjects.
+  if (block_size != 0 || traits_.bytes_label_is_object_size) {
     pb::Label* label = s->add_label();
     label->set_key(Str("bytes"));
     label->set_num(block_size);
@@ -207,6 +216,8 @@ void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
 }
 
 const pb::Profile& HeapProfileBuilder::Finish() {
+  if (finished_) return *profile_;
+  finished_ = true;
   for (size_t i = 0; i < mem_.size(); ++i) {
     const MappingState& m = mem_[i];
     if (m.m.fake && i > 0) continue;
@@ -221,6 +232,11 @@ const pb::Profile& HeapProfileBuilder::Finish() {
     pm->set_has_functions(m.tried && !m.failed);
   }
   return *profile_;
+}
+
+FinishedProfile HeapProfileBuilder::TakeProfile() && {
+  Finish();
+  return FinishedProfile(std::move(arena_), profile_);
 }
 
 }  // namespace goheap2pprof

@@ -3,12 +3,18 @@
 // building (inline decks, the per-PC location cache, hideRuntime and its
 // retry), the same Function dedup and the same mappings.
 //
-//   HeapProfileBuilder b(symbolizer, traits, mappings, rate, time_nanos);
+//   HeapProfileBuilder b(symbolizer, traits, mappings, rate, time_nanos, load_bias);
 //   for (const MemProfileRecord& r : records) b.AddRecord(r);
-//   const pb::Profile& p = b.Finish();
+//   FinishedProfile p = std::move(b).TakeProfile();   // or: const pb::Profile& p = b.Finish();
+//
+// The symbolizer works in link-time addresses (so that its cache serves every
+// process of one executable); the builder subtracts the process's load bias
+// from each stack PC before asking it, and adds it back for the addresses it
+// writes (Location.address, the mapping lookup).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -35,16 +41,34 @@ struct ProfileMapping {
   bool fake = false;
 };
 
+// A finished profile together with the arena its messages live in; owns
+// both, outlives the builder that made it. Move-only.
+class FinishedProfile {
+ public:
+  FinishedProfile(std::unique_ptr<google::protobuf::Arena> arena, const pb::Profile* profile)
+      : arena_(std::move(arena)), profile_(profile) {}
+  const pb::Profile& get() const { return *profile_; }
+
+ private:
+  std::unique_ptr<google::protobuf::Arena> arena_;
+  const pb::Profile* profile_;
+};
+
 class HeapProfileBuilder {
  public:
+  // load_bias: runtime address - link-time address of the executable whose
+  // pclntab the symbolizer decodes.
   HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTraits& traits,
-                     std::vector<ProfileMapping> mappings, int64_t rate, int64_t time_nanos);
+                     std::vector<ProfileMapping> mappings, int64_t rate, int64_t time_nanos,
+                     uint64_t load_bias = 0);
 
   void AddRecord(const MemProfileRecord& record);
   void AddComment(std::string_view text);
   // Completes the profile (mappings, string table). Call once; the profile
   // lives in the builder's arena, as long as the builder.
   const pb::Profile& Finish();
+  // Finish, handing the profile and its arena over to the caller.
+  FinishedProfile TakeProfile() &&;
 
 
  private:
@@ -79,9 +103,11 @@ class HeapProfileBuilder {
   const RuntimeTraits& traits_;
   std::vector<MappingState> mem_;
   int64_t rate_;
+  uint64_t bias_;
+  bool finished_ = false;
   // Thousands of small messages: an arena makes building and freeing them
   // a few large allocations instead of one each.
-  google::protobuf::Arena arena_;
+  std::unique_ptr<google::protobuf::Arena> arena_;
   pb::Profile* profile_;
   struct StringHash {
     using is_transparent = void;
@@ -95,6 +121,7 @@ class HeapProfileBuilder {
   std::unordered_map<std::string, uint64_t> funcs_;
   Deck deck_;
   std::vector<uint64_t> locs_scratch_;
+  std::vector<uint64_t> link_stack_;  // the record's stack in link-time addresses
 };
 
 }  // namespace goheap2pprof

@@ -13,8 +13,11 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 // Frames the seed collector does not name an entry after.
-bool IsRuntimeFunction(std::string_view function) {
-  return function.starts_with("runtime.") || function.starts_with("internal/runtime/");
+bool IsRuntimeFunction(std::string_view function, const std::vector<std::string_view>& prefixes) {
+  for (std::string_view prefix : prefixes) {
+    if (function.starts_with(prefix)) return true;
+  }
+  return false;
 }
 
 // The seed's fields in the seed's order, then ours; entries last because
@@ -54,7 +57,8 @@ std::string_view SnapshotStatusName(SnapshotStatus status) {
   return "failed";
 }
 
-std::vector<SnapshotEntry> InUseByStack(const pb::Profile& profile) {
+std::vector<SnapshotEntry> InUseByStack(const pb::Profile& profile,
+                                        const std::vector<std::string_view>& runtime_prefixes) {
   const ProfileView view(profile);
   const int objects_index = view.SampleIndex("inuse_objects");
   const int bytes_index = view.SampleIndex("inuse_space");
@@ -72,8 +76,8 @@ std::vector<SnapshotEntry> InUseByStack(const pb::Profile& profile) {
     if (inserted) {
       const std::vector<StackFrame> frames = view.Frames(s);
       for (const StackFrame& f : frames) e.stack.push_back(f.Text());
-      auto named = std::find_if(frames.begin(), frames.end(), [](const StackFrame& f) {
-        return !f.function.empty() && !IsRuntimeFunction(f.function);
+      auto named = std::find_if(frames.begin(), frames.end(), [&](const StackFrame& f) {
+        return !f.function.empty() && !IsRuntimeFunction(f.function, runtime_prefixes);
       });
       if (named != frames.end()) {
         e.name = named->function;
@@ -99,7 +103,7 @@ std::vector<SnapshotEntry> InUseByStack(const pb::Profile& profile) {
 
 std::string JsonSnapshot(const pb::Profile& profile, const SnapshotInfo& info,
                          const JsonSnapshotOptions& options) {
-  std::vector<SnapshotEntry> entries = InUseByStack(profile);
+  std::vector<SnapshotEntry> entries = InUseByStack(profile, options.runtime_prefixes);
   int64_t total_bytes = 0, total_objects = 0;
   for (const SnapshotEntry& e : entries) {
     total_bytes += e.bytes;

@@ -51,6 +51,10 @@ struct SnapshotInfo {
 
 struct JsonSnapshotOptions {
   size_t top = 10;  // entries kept, largest bytes first; 0 keeps all
+  // An entry is named after its first frame whose function has none of these
+  // prefixes: the target runtime's own frames (RuntimeTraits::hidden_prefixes,
+  // the version's knowledge, comes from the runtime layer).
+  std::vector<std::string_view> runtime_prefixes = {};
 };
 
 // One entry: the in-use bytes and objects of all samples with this stack.
@@ -64,8 +68,10 @@ struct SnapshotEntry {
 // In-use bytes and objects per distinct stack (the sequence of location
 // ids, which is the sequence of PCs after runtime/pprof's runtime-frame
 // hiding), sorted by bytes, then objects, descending; stacks whose in-use
-// bytes and objects are both zero are left out.
-std::vector<SnapshotEntry> InUseByStack(const pb::Profile& profile);
+// bytes and objects are both zero are left out. Entries are named as
+// JsonSnapshotOptions::runtime_prefixes says.
+std::vector<SnapshotEntry> InUseByStack(const pb::Profile& profile,
+                                        const std::vector<std::string_view>& runtime_prefixes);
 
 // The snapshot of a finished heap profile (throws Error(kUsage) if the
 // profile lacks inuse_objects/inuse_space).

@@ -12,6 +12,7 @@
 
 #include "base/bytes.h"
 #include "base/error.h"
+#include "proc/procfs.h"
 
 namespace goheap2pprof {
 
@@ -64,7 +65,7 @@ void ProcessMemoryReader::ThrowFor(int err, uint64_t addr, size_t len) {
 
 bool ProcessMemoryReader::ReadViaProcMem(uint64_t addr, std::span<uint8_t> dst) {
   if (!mem_fd_.valid()) {
-    std::string path = "/proc/" + std::to_string(pid_) + "/mem";
+    std::string path = ProcPath(pid_, "mem");
     mem_fd_.Reset(open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!mem_fd_.valid()) ThrowFor(errno == ENOENT ? ESRCH : errno, addr, dst.size());
   }

@@ -1,6 +1,7 @@
 #include "proc/procfs.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -106,13 +107,25 @@ std::vector<MapsEntry> ParseProcMaps(std::string_view text) {
   return out;
 }
 
+std::string ProcPath(pid_t pid, std::string_view rest) {
+  return "/proc/" + std::to_string(pid) + "/" + std::string(rest);
+}
+
 std::string ReadProcFile(pid_t pid, std::string_view name) {
-  std::string path = "/proc/" + std::to_string(pid) + "/" + std::string(name);
+  std::optional<std::string> text = ReadProcFileIfPresent(pid, name);
+  if (!text) {
+    throw Error(ErrorKind::kNoSuchProcess, "no process with pid ", pid, " (", ProcPath(pid, name),
+                ")");
+  }
+  return std::move(*text);
+}
+
+std::optional<std::string> ReadProcFileIfPresent(pid_t pid, std::string_view name) {
+  std::string path = ProcPath(pid, name);
   UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
     int err = errno;
-    if (err == ENOENT || err == ESRCH)
-      throw Error(ErrorKind::kNoSuchProcess, "no process with pid ", pid, " (", path, ")");
+    if (err == ENOENT || err == ESRCH) return std::nullopt;
     if (err == EACCES || err == EPERM) {
       throw Error(ErrorKind::kPermission, "not permitted to inspect process ", pid, " (opening ",
                   path, ": ", std::strerror(err), ")");
@@ -126,8 +139,7 @@ std::string ReadProcFile(pid_t pid, std::string_view name) {
     if (n < 0) {
       if (errno == EINTR) continue;
       int err = errno;
-      if (err == ESRCH)
-        throw Error(ErrorKind::kNoSuchProcess, "process ", pid, " exited while reading ", path);
+      if (err == ESRCH) return std::nullopt;  // exited while we read
       if (err == EACCES || err == EPERM) {
         throw Error(ErrorKind::kPermission, "not permitted to inspect process ", pid, " (reading ",
                     path, ": ", std::strerror(err), ")");
@@ -146,5 +158,72 @@ std::string ReadProcFile(pid_t pid, std::string_view name) {
 ProcStat ReadProcStat(pid_t pid) { return ParseProcStat(ReadProcFile(pid, "stat")); }
 
 std::vector<MapsEntry> ReadProcMaps(pid_t pid) { return ParseProcMaps(ReadProcFile(pid, "maps")); }
+
+namespace {
+constexpr uint64_t kPfKthread = 0x00200000;  // PF_KTHREAD in /proc/<pid>/stat flags
+}  // namespace
+
+ProcStat IdentifyProcess(pid_t pid) {
+  ProcStat st = ReadProcStat(pid);
+  if (st.state == 'Z' || st.state == 'X') {
+    throw Error(ErrorKind::kNoSuchProcess, "process ", pid, " (", st.comm,
+                ") is a zombie: it has exited and has no memory left to read");
+  }
+  if (st.flags & kPfKthread) {
+    throw Error(ErrorKind::kNotGo, "process ", pid, " (", st.comm,
+                ") is a kernel thread, not a Go program");
+  }
+  return st;
+}
+
+void CheckSameProcess(pid_t pid, const ProcStat& at_start) {
+  std::optional<std::string> text = ReadProcFileIfPresent(pid, "stat");
+  if (!text) throw Error(ErrorKind::kNoSuchProcess, "process ", pid, " exited during the capture");
+  const ProcStat now = ParseProcStat(*text);
+  if (now.start_time != at_start.start_time) {
+    throw Error(ErrorKind::kNoSuchProcess, "pid ", pid,
+                " now belongs to another process (start time changed from ", at_start.start_time,
+                " to ", now.start_time, "): the target exited during the capture");
+  }
+  if (now.state == 'Z' || now.state == 'X') {
+    throw Error(ErrorKind::kNoSuchProcess, "process ", pid, " exited during the capture");
+  }
+}
+
+FileIdentity ExecutableIdentity(pid_t pid) {
+  struct stat st;
+  std::string path = ProcPath(pid, "exe");
+  if (stat(path.c_str(), &st) != 0) {
+    int err = errno;
+    if (err == EACCES || err == EPERM)
+      throw Error(ErrorKind::kPermission, "cannot stat ", path, ": ", std::strerror(err));
+    throw Error(ErrorKind::kNoSuchProcess, "cannot stat ", path, ": ", std::strerror(err));
+  }
+  char target[4096];
+  ssize_t n = readlink(path.c_str(), target, sizeof(target) - 1);
+  if (n < 0) {
+    throw Error(ErrorKind::kNoSuchProcess, "cannot read ", path, ": ", std::strerror(errno));
+  }
+  return {st.st_ino, std::string(target, static_cast<size_t>(n))};
+}
+
+bool MapsEntryIsFile(const MapsEntry& e, const FileIdentity& id) {
+  // Device numbers in maps differ from stat's on overlay filesystems, so the
+  // inode plus the path the kernel prints for both identifies the file.
+  return e.inode != 0 && e.inode == id.inode && e.path == id.path;
+}
+
+std::string StripDeleted(std::string path) {
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (path.ends_with(kDeleted)) path.resize(path.size() - kDeleted.size());
+  return path;
+}
+
+std::vector<std::string> MappedFilePaths(pid_t pid, const MapsEntry& e) {
+  char range[64];
+  std::snprintf(range, sizeof(range), "%llx-%llx", static_cast<unsigned long long>(e.start),
+                static_cast<unsigned long long>(e.end));
+  return {ProcPath(pid, "map_files/") + range, ProcPath(pid, "root") + StripDeleted(e.path)};
+}
 
 }  // namespace goheap2pprof

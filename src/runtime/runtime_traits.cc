@@ -62,6 +62,23 @@ RuntimeTraits TraitsForVersion(const GoVersion& v) {
   return t;
 }
 
-std::string VerifiedVersionsText() { return "Go 1.19, 1.26 and 1.27"; }
+std::string VerifiedVersionsText() {
+  // "Go 1.19, 1.26 and 1.27", from the list itself so the two cannot differ.
+  std::string text = "Go ";
+  const size_t n = std::size(kVerifiedMinors);
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0) text += i + 1 == n ? " and " : ", ";
+    text += "1." + std::to_string(kVerifiedMinors[i]);
+  }
+  return text;
+}
+
+std::optional<std::string> UntestedVersionWarning(const RuntimeTraits& traits) {
+  if (traits.verified) return std::nullopt;
+  return FormatGoVersion(traits.version) +
+         (traits.newer_than_verified ? " is newer than" : " is not one of") +
+         " the Go versions goheap2pprof is tested with (" + VerifiedVersionsText() +
+         "); proceeding because its runtime tables validate";
+}
 
 }  // namespace goheap2pprof

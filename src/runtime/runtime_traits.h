@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,5 +76,9 @@ RuntimeTraits TraitsForVersion(const GoVersion& version);
 
 // The newest and oldest Go versions the tests verify, for messages.
 std::string VerifiedVersionsText();
+
+// The warning a capture of a version the tests do not verify carries, or
+// nullopt for a verified one.
+std::optional<std::string> UntestedVersionWarning(const RuntimeTraits& traits);
 
 }  // namespace goheap2pprof

@@ -21,7 +21,18 @@ std::string Symbolizer::PrintedName(std::string_view raw) const {
   return out;
 }
 
+uint64_t Symbolizer::distinct_pcs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return frames_cache_.size();
+}
+
+uint64_t Symbolizer::failed_lookups() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failed_lookups_;
+}
+
 std::optional<std::string_view> Symbolizer::FuncNameForPc(uint64_t pc) {
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = name_cache_.find(pc);
   if (it != name_cache_.end()) return it->second;
   std::optional<std::string_view> name;
@@ -36,6 +47,7 @@ std::optional<std::string_view> Symbolizer::FuncNameForPc(uint64_t pc) {
 }
 
 const PcFrames& Symbolizer::FramesFor(uint64_t addr) {
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = frames_cache_.find(addr);
   if (it != frames_cache_.end()) return it->second;
 
@@ -75,6 +87,7 @@ const PcFrames& Symbolizer::FramesFor(uint64_t addr) {
 std::optional<std::vector<uint64_t>> Symbolizer::ExpandFinalInlineFrame(
     std::span<const uint64_t> stk) {
   if (stk.empty()) return std::nullopt;
+  std::lock_guard<std::mutex> lock(mu_);
   const uint64_t pc = stk.back();
   const uint64_t tracepc = pc - 1;
   try {

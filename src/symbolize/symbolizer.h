@@ -1,7 +1,11 @@
 // Return PC -> source frames, with the exact semantics runtime/pprof gets from
 // runtime.FuncForPC and runtime.CallersFrames inside the target, computed from
 // the target's own pclntab. Results are cached per PC, so each distinct PC is
-// decoded once per capture.
+// decoded once. PCs are those of the pclntab given (link-time when the table
+// was opened with load bias 0, as ExecutableAnalysis does), so one symbolizer
+// and its cache serve every process of an executable. All methods lock: one
+// symbolizer may be used by captures on several threads; the references
+// FramesFor returns stay valid as long as the symbolizer.
 //
 //   Symbolizer sym(pclntab, traits);
 //   const PcFrames& f = sym.FramesFor(return_pc);   // CallersFrames([]uintptr{pc})
@@ -9,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -56,10 +61,12 @@ class Symbolizer {
   // Frame.Function as printed: since Go 1.21 "pkg.F[go.shape.int]" -> "pkg.F[...]".
   std::string PrintedName(std::string_view raw) const;
 
-  uint64_t distinct_pcs() const { return frames_cache_.size(); }
-  uint64_t failed_lookups() const { return failed_lookups_; }
+  // Since construction, over all captures.
+  uint64_t distinct_pcs() const;
+  uint64_t failed_lookups() const;
 
  private:
+  mutable std::mutex mu_;
   const Pclntab& tab_;
   const RuntimeTraits& traits_;
   std::unordered_map<uint64_t, PcFrames> frames_cache_;

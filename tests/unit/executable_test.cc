@@ -1,6 +1,6 @@
 // Matching an --exe file against the running executable, and recognising a
 // qemu-user emulator, on the running test binary itself and altered copies.
-#include "app/executable.h"
+#include "app/process_source.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,8 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "app/target.h"
+#include "elf/build_match.h"
 #include "elf/elf_file.h"
+#include "elf/load_bias.h"
 #include "proc/procfs.h"
 
 namespace goheap2pprof {

@@ -18,6 +18,7 @@
 #include "pprof/output.h"
 #include "pprof/text_top.h"
 #include "proc/memory_reader.h"
+#include "runtime/runtime_traits.h"
 
 namespace goheap2pprof {
 namespace {
@@ -101,8 +102,11 @@ class ProfileMaker {
   pb::Profile p_;
 };
 
+// Frames named "runtime." and "internal/runtime/" are the runtime's (Go 1.24+).
+const std::vector<std::string_view> kRuntimePrefixes = TraitsForVersion({1, 26, 0}).hidden_prefixes;
+
 Json Snapshot(const pb::Profile& p, size_t top = 0, SnapshotInfo info = {}) {
-  return Json::parse(JsonSnapshot(p, info, {.top = top}));
+  return Json::parse(JsonSnapshot(p, info, {.top = top, .runtime_prefixes = kRuntimePrefixes}));
 }
 
 // ---- JSON snapshot
@@ -388,25 +392,23 @@ TEST(TextTop, ChoosesTheUnitOfTheSmallestValueUnlessTheTotalIsFarLarger) {
 
 TEST(RenderOutput, EachFormatComesFromTheSameProfile) {
   ProfileMaker m = TopFixture();
-  CaptureOptions options;
-  options.pid = 99;
+  OutputOptions options;
   CaptureReport report;
   report.go_version = "go1.26.8";
   report.cycle = 3;
+  const RenderContext context{.pid = 99, .report = &report, .runtime_prefixes = kRuntimePrefixes};
 
-  options.output_format.format = OutputFormat::kPprof;
+  options.format = OutputFormat::kPprof;
   pb::Profile round_trip;
-  ASSERT_TRUE(round_trip.ParseFromString(Gunzip(RenderOutput(m.profile(), options, report))));
+  ASSERT_TRUE(round_trip.ParseFromString(Gunzip(RenderOutput(m.profile(), options, context))));
   EXPECT_EQ(round_trip.sample_size(), 3);
 
-  options.output_format = {.format = OutputFormat::kText, .top = 2,
-                           .sample_index = "alloc_space"};
-  EXPECT_EQ(RenderOutput(m.profile(), options, report),
+  options = {.format = OutputFormat::kText, .top = 2, .sample_index = "alloc_space"};
+  EXPECT_EQ(RenderOutput(m.profile(), options, context),
             TextTop(m.profile(), {.sample_index = "alloc_space", .node_count = 2}));
 
-  options.output_format = {.format = OutputFormat::kJson,
-                           .counters = CounterSource::kPublished, .top = 1};
-  Json j = Json::parse(RenderOutput(m.profile(), options, report));
+  options = {.format = OutputFormat::kJson, .counters = CounterSource::kPublished, .top = 1};
+  Json j = Json::parse(RenderOutput(m.profile(), options, context));
   EXPECT_EQ(j["status"], "complete");
   EXPECT_EQ(j["counters"], "published");
   EXPECT_EQ(j["runtime_version"], "go1.26.8");
@@ -415,12 +417,12 @@ TEST(RenderOutput, EachFormatComesFromTheSameProfile) {
   EXPECT_EQ(j["output_truncated"], true);
 
   report.consistent = false;
-  j = Json::parse(RenderOutput(m.profile(), options, report));
+  j = Json::parse(RenderOutput(m.profile(), options, context));
   EXPECT_EQ(j["status"], "partial");
   EXPECT_NE(j["status_reason"].get<std::string>().find("two cycles"), std::string::npos);
 
   Json failed = Json::parse(
-      RenderFailureJson(options, report, Error(ErrorKind::kPermission, "reading 0x10: EPERM")));
+      RenderFailureJson(options, context, Error(ErrorKind::kPermission, "reading 0x10: EPERM")));
   EXPECT_EQ(failed["status"], "failed");
   EXPECT_EQ(failed["status_reason"], "permission denied: reading 0x10: EPERM");
   EXPECT_EQ(failed["runtime_version"], "go1.26.8");

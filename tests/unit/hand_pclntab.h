@@ -156,5 +156,176 @@ inline HandTable BuildHandTable(bool go120) {
   return {t, gofunc};
 }
 
+// A function for BuildGo120Table. Functions are laid out back to back from
+// text offset 0 in the order given. Lines are {line, length} runs over the
+// function's bytes; an inlined call paints its own line over its range.
+struct HandInline {
+  std::string name;
+  uint32_t begin = 0, end = 0;  // PC range inside the function
+  uint32_t parent_pc = 0;       // offset of the call's PC in the caller
+  int32_t line = 0;             // line inside the inlined function
+  int32_t start_line = 0;
+  uint8_t func_id = 0;
+};
+struct HandFunc {
+  std::string name;
+  uint32_t size = 0x100;
+  std::string file = "a.go";  // "" gives an unknown file
+  int32_t start_line = 0;
+  std::vector<std::pair<int32_t, uint32_t>> lines = {};  // empty: one line 1 run
+  uint8_t func_id = 0;
+  // Nested calls come after their callers: the innermost call at a PC wins.
+  std::vector<HandInline> inlines = {};
+};
+
+// A Go 1.20+ pclntab (and its go:func.* bytes, holding the inline trees) of
+// the given functions, with text offsets starting at 0.
+inline HandTable BuildGo120Table(const std::vector<HandFunc>& funcs) {
+  constexpr uint64_t kFuncHdr = 44;
+  const std::string kUnknownFile(1, '\0');
+  std::vector<uint8_t> t(72, 0);
+  PutU32(t, 0, 0xfffffff1);
+  t[6] = 1;  // minLC
+  t[7] = 8;  // ptrSize
+  PutU64(t, 8, funcs.size());
+
+  // funcnametab: every function and inlined name.
+  std::string names;
+  auto name_off = [&](const std::string& name) {
+    size_t at = names.find(name + std::string(1, '\0'));
+    if (at != std::string::npos && (at == 0 || names[at - 1] == '\0')) {
+      return static_cast<int32_t>(at);
+    }
+    int32_t off = static_cast<int32_t>(names.size());
+    names += name;
+    names.push_back('\0');
+    return off;
+  };
+  // Files: cutab entry i -> offset in filetab (0xffffffff: unknown).
+  std::vector<std::string> files;
+  auto file_no = [&](const std::string& file) {
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (files[i] == file) return static_cast<int32_t>(i);
+    }
+    files.push_back(file);
+    return static_cast<int32_t>(files.size() - 1);
+  };
+  std::vector<uint8_t> pctab{0};  // offset 0 means "no table"
+  auto add_table = [&](const std::vector<uint8_t>& tab) {
+    uint32_t off = static_cast<uint32_t>(pctab.size());
+    pctab.insert(pctab.end(), tab.begin(), tab.end());
+    return off;
+  };
+  // Run-length encodes a per-byte value array.
+  auto runs_of = [](const std::vector<int32_t>& v) {
+    std::vector<std::pair<int32_t, uint32_t>> runs;
+    for (int32_t x : v) {
+      if (!runs.empty() && runs.back().first == x) {
+        ++runs.back().second;
+      } else {
+        runs.push_back({x, 1});
+      }
+    }
+    return runs;
+  };
+
+  struct Laid {
+    uint32_t entry, pcln, pcfile, inl, tree_off;
+    int32_t name;
+  };
+  std::vector<Laid> laid;
+  std::vector<uint8_t> gofunc(8, 0xee);  // something before the first tree
+  uint32_t entry = 0;
+  for (const HandFunc& f : funcs) {
+    Laid l{};
+    l.entry = entry;
+    l.name = name_off(f.name);
+    std::vector<int32_t> line(f.size, 1), inl(f.size, -1);
+    if (!f.lines.empty()) {
+      uint32_t at = 0;
+      for (auto [value, len] : f.lines) {
+        for (uint32_t i = 0; i < len && at < f.size; ++i) line[at++] = value;
+      }
+    }
+    for (size_t k = 0; k < f.inlines.size(); ++k) {
+      const HandInline& c = f.inlines[k];
+      for (uint32_t pc = c.begin; pc < c.end && pc < f.size; ++pc) {
+        line[pc] = c.line;
+        inl[pc] = static_cast<int32_t>(k);
+      }
+    }
+    l.pcln = add_table(PcTable(runs_of(line)));
+    // The unknown file is a file number whose cutab entry is 0xffffffff.
+    l.pcfile = add_table(PcTable({{file_no(f.file.empty() ? kUnknownFile : f.file), f.size}}));
+    l.inl = f.inlines.empty() ? 0 : add_table(PcTable(runs_of(inl)));
+    l.tree_off = 0xffffffff;
+    if (!f.inlines.empty()) {
+      l.tree_off = static_cast<uint32_t>(gofunc.size());
+      for (const HandInline& c : f.inlines) {
+        size_t at = gofunc.size();
+        gofunc.resize(at + 16, 0);
+        gofunc[at] = c.func_id;
+        PutU32(gofunc, at + 4, static_cast<uint32_t>(name_off(c.name)));
+        PutU32(gofunc, at + 8, c.parent_pc);
+        PutU32(gofunc, at + 12, static_cast<uint32_t>(c.start_line));
+      }
+    }
+    laid.push_back(l);
+    entry += f.size;
+  }
+
+  uint64_t funcname_off = t.size();
+  t.insert(t.end(), names.begin(), names.end());
+  uint64_t cu_off = t.size();
+  std::string filetab;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (files[i] == kUnknownFile) {
+      PutU32(t, cu_off + 4 * i, 0xffffffff);
+    } else {
+      PutU32(t, cu_off + 4 * i, static_cast<uint32_t>(filetab.size()));
+      filetab += files[i];
+      filetab.push_back('\0');
+    }
+  }
+  PutU64(t, 16, files.size());
+  uint64_t filetab_off = t.size();
+  t.insert(t.end(), filetab.begin(), filetab.end());
+  uint64_t pctab_off = t.size();
+  t.insert(t.end(), pctab.begin(), pctab.end());
+
+  // functab (nfunc + 1 entries), then the _func records.
+  uint64_t pcln_off = t.size();
+  std::vector<uint8_t> ft((funcs.size() + 1) * 8, 0);
+  for (size_t i = 0; i < funcs.size(); ++i) {
+    const HandFunc& f = funcs[i];
+    const Laid& l = laid[i];
+    uint64_t at = ft.size();
+    PutU32(ft, i * 8, l.entry);
+    PutU32(ft, i * 8 + 4, static_cast<uint32_t>(at));
+    ft.resize(at + kFuncHdr + 3 * 4 + 4 * 4, 0);
+    PutU32(ft, at + 0, l.entry);
+    PutU32(ft, at + 4, static_cast<uint32_t>(l.name));
+    PutU32(ft, at + 20, l.pcfile);
+    PutU32(ft, at + 24, l.pcln);
+    PutU32(ft, at + 28, 3);  // npcdata
+    PutU32(ft, at + 32, 0);  // cuOffset
+    PutU32(ft, at + 36, static_cast<uint32_t>(f.start_line));
+    ft[at + 40] = f.func_id;
+    ft[at + 43] = 4;                       // nfuncdata
+    PutU32(ft, at + kFuncHdr + 8, l.inl);  // PCDATA_InlTreeIndex
+    for (int k = 0; k < 4; ++k) PutU32(ft, at + kFuncHdr + 12 + 4 * k, 0xffffffff);
+    PutU32(ft, at + kFuncHdr + 12 + 12, l.tree_off);  // FUNCDATA_InlTree
+  }
+  PutU32(ft, funcs.size() * 8, entry);  // end of text
+  t.insert(t.end(), ft.begin(), ft.end());
+
+  PutU64(t, 32, funcname_off);
+  PutU64(t, 40, cu_off);
+  PutU64(t, 48, filetab_off);
+  PutU64(t, 56, pctab_off);
+  PutU64(t, 64, pcln_off);
+  return {t, gofunc};
+}
+
 }  // namespace testing_pclntab
 }  // namespace goheap2pprof

@@ -60,5 +60,19 @@ TEST(RuntimeTraits, VersionBoundaries) {
   EXPECT_EQ(t129.record_layout, MemRecordLayout::kCountsOnly);
 }
 
+TEST(RuntimeTraits, OnlyUntestedVersionsCarryAWarning) {
+  EXPECT_EQ(VerifiedVersionsText(), "Go 1.19, 1.26 and 1.27");
+  EXPECT_EQ(UntestedVersionWarning(TraitsForVersion({1, 26, 8})), std::nullopt);
+  std::optional<std::string> newer = UntestedVersionWarning(TraitsForVersion({1, 29, 0}));
+  ASSERT_TRUE(newer.has_value());
+  EXPECT_EQ(newer->find("go1.29.0 is newer than the Go versions goheap2pprof is tested with (Go "
+                        "1.19, 1.26 and 1.27)"),
+            0u)
+      << *newer;
+  std::optional<std::string> between = UntestedVersionWarning(TraitsForVersion({1, 22, 1}));
+  ASSERT_TRUE(between.has_value());
+  EXPECT_EQ(between->find("go1.22.1 is not one of the Go versions"), 0u) << *between;
+}
+
 }  // namespace
 }  // namespace goheap2pprof

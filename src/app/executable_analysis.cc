@@ -1,0 +1,52 @@
+#include "app/executable_analysis.h"
+
+#include <utility>
+
+#include "base/error.h"
+
+namespace goheap2pprof {
+
+namespace {
+
+// The Go version's traits, or why this executable is not a Go program we read.
+RuntimeTraits TraitsOf(const GoBinary& bin) {
+  const ElfFile& exe = bin.elf();
+  if (!bin.version()) {
+    std::optional<uint64_t> has_runtime = bin.SymbolAddress("runtime.mbuckets");
+    if (!has_runtime && !exe.FindSection(".gopclntab") && !exe.FindSection(".go.buildinfo")) {
+      throw Error(ErrorKind::kNotGo, exe.name(),
+                  " is not a Go program: no Go build info, pclntab or runtime symbols");
+    }
+    throw Error(ErrorKind::kUnsupported, exe.name(),
+                " looks like Go but its Go version "
+                "could not be determined");
+  }
+  return TraitsForVersion(*bin.version());
+}
+
+}  // namespace
+
+std::shared_ptr<const ExecutableAnalysis> ExecutableAnalysis::Create(
+    std::shared_ptr<const ElfFile> elf) {
+  // Not make_shared: the constructor is private.
+  return std::shared_ptr<const ExecutableAnalysis>(new ExecutableAnalysis(std::move(elf)));
+}
+
+ExecutableAnalysis::ExecutableAnalysis(std::shared_ptr<const ElfFile> elf)
+    : elf_(std::move(elf)), binary_(*elf_), traits_(TraitsOf(binary_)) {
+  go_version_ = FormatGoVersion(traits_.version);
+  notes_.push_back("Go version " + go_version_ + " (from " + binary_.version_source() + ")");
+  if (binary_.version_inferred()) {
+    warnings_.push_back(elf_->name() + " has no Go build info; its version " + go_version_ +
+                        " was inferred from " + binary_.version_source());
+  }
+  if (std::optional<std::string> untested = UntestedVersionWarning(traits_)) {
+    warnings_.push_back(std::move(*untested));
+  }
+  variables_ = LocateRuntimeVariables(binary_, traits_.cycle_symbol);
+  // Link-time addresses (bias 0): the same table then serves every process.
+  pclntab_ = std::make_unique<const Pclntab>(binary_.OpenPclntab(0));
+  symbolizer_ = std::make_unique<Symbolizer>(*pclntab_, traits_);
+}
+
+}  // namespace goheap2pprof

@@ -1,0 +1,75 @@
+// What the engine learns from a Go executable's file, once: the Go version
+// and its RuntimeTraits, the link-time addresses of the runtime's
+// heap-profile variables, the pclntab and the symbolizer's cache. None of it
+// depends on a process (every address is link-time; a capture adds its
+// process's load bias), so one analysis serves every capture of every
+// process running that executable, and a long-running caller analyses a
+// binary once.
+//
+//   std::shared_ptr<const ExecutableAnalysis> a =
+//   ExecutableAnalysis::Create(src->executable().elf); CaptureResult r1 = Capture(source_of_pid_1,
+//   *a, {}); CaptureResult r2 = Capture(source_of_pid_2, *a, {});  // no re-analysis
+//
+// Sharing: an analysis is immutable after Create except for the symbolizer's
+// cache, which is internally synchronized, so captures on several threads may
+// use one analysis at the same time. Keep it in a shared_ptr: it owns the
+// ElfFile (shared with the source that opened it), and the symbolizer's
+// frames point into that file's bytes.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "elf/elf_file.h"
+#include "gobin/go_binary.h"
+#include "gobin/pclntab.h"
+#include "gobin/runtime_variables.h"
+#include "runtime/runtime_traits.h"
+#include "symbolize/symbolizer.h"
+
+namespace goheap2pprof {
+
+class ExecutableAnalysis {
+ public:
+  // Analyses elf. Throws Error: kNotGo (no Go runtime in it), kUnsupported
+  // (a Go version or binary form we cannot read, a runtime variable not
+  // found), kMalformed (corrupt build info or pclntab).
+  static std::shared_ptr<const ExecutableAnalysis> Create(std::shared_ptr<const ElfFile> elf);
+
+  ExecutableAnalysis(const ExecutableAnalysis&) = delete;
+  ExecutableAnalysis& operator=(const ExecutableAnalysis&) = delete;
+
+  const ElfFile& elf() const { return *elf_; }
+  const RuntimeTraits& traits() const { return traits_; }
+  const std::string& go_version() const { return go_version_; }  // "go1.26.8"
+  // Link-time addresses of mbuckets, MemProfileRate, the cycle and
+  // disableMemoryProfiling, and how each was found.
+  const RuntimeVariables& variables() const { return variables_; }
+  // The pclntab decoder in link-time addresses (load bias 0).
+  const Pclntab& pclntab() const { return *pclntab_; }
+  // Symbolizes link-time PCs; caches per PC across captures. Thread-safe.
+  Symbolizer& symbolizer() const { return *symbolizer_; }
+
+  // For -v: how the version and the variables were found.
+  const std::vector<std::string>& notes() const { return notes_; }
+  // For every capture's report: an inferred or untested Go version.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+ private:
+  explicit ExecutableAnalysis(std::shared_ptr<const ElfFile> elf);
+
+  std::shared_ptr<const ElfFile> elf_;
+  // Refers to *elf_. Not exposed: its lazily filled caches are not
+  // thread-safe, and everything a capture needs from it is taken here.
+  GoBinary binary_;
+  RuntimeTraits traits_;
+  std::string go_version_;
+  RuntimeVariables variables_;
+  std::unique_ptr<const Pclntab> pclntab_;
+  std::unique_ptr<Symbolizer> symbolizer_;  // refers to *pclntab_ and traits_
+  std::vector<std::string> notes_;
+  std::vector<std::string> warnings_;
+};
+
+}  // namespace goheap2pprof

@@ -1,0 +1,432 @@
+// The whole engine from memory to a profile: a hand-built Go executable
+// (hand_go_elf.h) analysed once, runtime variables and buckets laid out in
+// TestMemory at a PIE load bias, captured through Capture. No Go program is
+// built. The expectations follow runtime/pprof's writeHeapProto
+// (protomem.go) and runtime.MemProfile (mprof.go).
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "app/capture.h"
+#include "app/executable_analysis.h"
+#include "app/memory_source.h"
+#include "base/error.h"
+#include "hand_go_elf.h"
+#include "hand_pclntab.h"
+#include "heap/buckets.h"
+#include "proc/memory_reader.h"
+
+namespace goheap2pprof {
+namespace {
+
+using testing_go_elf::BuildHandGoElf;
+using testing_go_elf::HandGoElf;
+using testing_pclntab::BuildGo120Table;
+using testing_pclntab::HandFunc;
+using testing_pclntab::HandTable;
+
+constexpr uint64_t kBias = 0x555555554000;
+constexpr uint64_t kHeap = 0xc000000000;
+constexpr int64_t kRate = 512 * 1024;
+constexpr uint64_t kExeInode = 77;
+const char kExePath[] = "/srv/app";
+
+// Three functions back to back from runtime.text: an allocator in the
+// runtime (hidden from the profile), main.alloc with main.helper inlined at
+// [0x40, 0x50) called from offset 0x30, and main.main.
+std::vector<HandFunc> Functions() {
+  return {
+      {.name = "runtime.mallocgc",
+       .file = "runtime/malloc.go",
+       .start_line = 900,
+       .lines = {{950, 0x100}}},
+      {.name = "main.alloc",
+       .file = "main.go",
+       .start_line = 10,
+       .lines = {{11, 0x40}, {12, 0xc0}},
+       .inlines = {{.name = "main.helper",
+                    .begin = 0x40,
+                    .end = 0x50,
+                    .parent_pc = 0x30,
+                    .line = 21,
+                    .start_line = 20}}},
+      {.name = "main.main", .file = "main.go", .start_line = 30, .lines = {{31, 0x100}}},
+  };
+}
+
+// One runtime.bucket (Go 1.18-1.26 layout: header, stack, memRecord of four
+// memRecordCycles) as bytes.
+std::vector<uint8_t> BucketBytes(uint64_t size, const std::vector<uint64_t>& stack,
+                                 const MemRecordCycle& active,
+                                 const std::array<MemRecordCycle, 3>& future) {
+  std::vector<uint64_t> words = {0, 0, kMemProfileBucketType, 0x1234, size, stack.size()};
+  words.insert(words.end(), stack.begin(), stack.end());
+  for (const MemRecordCycle* c : {&active, &future[0], &future[1], &future[2]}) {
+    words.insert(words.end(), {c->allocs, c->frees, c->alloc_bytes, c->free_bytes});
+  }
+  std::vector<uint8_t> out(words.size() * 8);
+  std::memcpy(out.data(), words.data(), out.size());
+  return out;
+}
+
+struct TestBucket {
+  uint64_t size;
+  std::vector<uint64_t> stack;  // function index and offset, made runtime PCs below
+  MemRecordCycle active;
+  std::array<MemRecordCycle, 3> future = {};
+};
+
+// A Go executable and the state of one process running it.
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    table_ = BuildGo120Table(Functions());
+    elf_ = BuildHandGoElf(table_, "go1.26.2", 0x300, "runtime.mProfCycle");
+    file_ = std::make_shared<const ElfFile>(ElfFile::FromBytes(elf_.image, kExePath));
+  }
+
+  // Runtime return PC of offset `off` in function `fn` of Functions().
+  uint64_t Pc(uint64_t bias, int fn, uint64_t off) const {
+    return bias + elf_.text + 0x100 * static_cast<uint64_t>(fn) + off;
+  }
+
+  // A source at load bias `bias` whose runtime holds `buckets` (linked in
+  // this order from runtime.mbuckets), the rate and the cycle word.
+  std::unique_ptr<MemorySource> Source(uint64_t bias, const std::vector<TestBucket>& buckets,
+                                       int64_t rate = kRate, uint32_t cycle_word = 4 << 1,
+                                       uint8_t disable = 0) const {
+    auto mem = std::make_unique<TestMemory>();
+    std::vector<uint8_t> heap;
+    std::vector<uint64_t> addrs;
+    for (const TestBucket& b : buckets) {
+      addrs.push_back(kHeap + heap.size());
+      std::vector<uint64_t> pcs;
+      for (size_t i = 0; i + 1 < b.stack.size(); i += 2) {
+        pcs.push_back(Pc(bias, static_cast<int>(b.stack[i]), b.stack[i + 1]));
+      }
+      std::vector<uint8_t> bytes = BucketBytes(b.size, pcs, b.active, b.future);
+      heap.insert(heap.end(), bytes.begin(), bytes.end());
+    }
+    for (size_t i = 0; i + 1 < addrs.size(); ++i) {  // allnext
+      std::memcpy(&heap[addrs[i] - kHeap + 8], &addrs[i + 1], 8);
+    }
+    heap.resize(std::max<size_t>(heap.size(), 0x1000));
+    std::vector<uint8_t> image = elf_.image;
+    image.resize((elf_.load_size + 0xfff) & ~uint64_t{0xfff});
+    const uint64_t head = addrs.empty() ? 0 : addrs.front();
+    std::memcpy(&image[elf_.mbuckets], &head, 8);
+    std::memcpy(&image[elf_.mem_profile_rate], &rate, 8);
+    std::memcpy(&image[elf_.cycle], &cycle_word, 4);
+    image[elf_.disable_memory_profiling] = disable;
+    const uint64_t image_size = image.size();
+    mem->Map(bias, std::move(image));
+    mem->Map(kHeap, heap);
+    std::vector<MapsEntry> maps = {
+        {bias, bias + image_size, "r-xp", 0, "08:01", kExeInode, kExePath},
+        {kHeap, kHeap + heap.size(), "rw-p", 0, "00:00", 0, ""},
+    };
+    TargetExecutable exe{file_, {kExeInode, kExePath}, "0badc0de", "", {}, {}};
+    return std::make_unique<MemorySource>(std::move(mem), std::move(maps), std::move(exe),
+                                          ProcessIdentity{4242, 99, "app"});
+  }
+
+  HandTable table_;
+  HandGoElf elf_;
+  std::shared_ptr<const ElfFile> file_;
+};
+
+// Names of the functions of a location's lines, innermost first.
+std::vector<std::string> LineFunctions(const pb::Profile& p, uint64_t location_id) {
+  std::vector<std::string> out;
+  for (const pb::Location& loc : p.location()) {
+    if (loc.id() != location_id) continue;
+    for (const pb::Line& line : loc.line()) {
+      for (const pb::Function& f : p.function()) {
+        if (f.id() == line.function_id()) {
+          out.push_back(p.string_table(f.name()) + ":" + std::to_string(line.line()));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+const pb::Location* FindLocation(const pb::Profile& p, uint64_t id) {
+  for (const pb::Location& loc : p.location()) {
+    if (loc.id() == id) return &loc;
+  }
+  return nullptr;
+}
+
+std::pair<int64_t, int64_t> Scaled(int64_t count, int64_t bytes) {
+  // scaleHeapSample, from runtime/pprof/protomem.go.
+  const double scale = 1 / (1 - std::exp(-(double(bytes) / double(count)) / double(kRate)));
+  return {static_cast<int64_t>(double(count) * scale), static_cast<int64_t>(double(bytes) * scale)};
+}
+
+TEST_F(EngineTest, CapturesAProfileFromTestMemory) {
+  const auto analysis = ExecutableAnalysis::Create(file_);
+  EXPECT_EQ(analysis->go_version(), "go1.26.2");
+  // Newest first in the runtime's list: bucket 0 is the head.
+  std::unique_ptr<MemorySource> src =
+      Source(kBias, {{.size = 64,
+                      // mallocgc <- helper inlined in alloc (and the virtual PC the
+                      // runtime records for alloc's frame: parent PC + 1) <- main
+                      .stack = {0, 0x20, 1, 0x48, 1, 0x31, 2, 0x10},
+                      .active = {10, 4, 640, 256},
+                      .future = {{{}, {2, 0, 128, 0}, {}}}},
+                     {.size = 1024, .stack = {2, 0x10}, .active = {1, 1, 1024, 1024}}});
+  CaptureResult r = Capture(*src, *analysis, {.time_nanos = 12345});
+  const pb::Profile& p = r.profile.get();
+
+  EXPECT_EQ(r.report.go_version, "go1.26.2");
+  EXPECT_EQ(r.report.buckets, 2u);
+  EXPECT_EQ(r.report.samples, 2u);
+  EXPECT_EQ(r.report.rate, kRate);
+  EXPECT_EQ(r.report.cycle, 4u);
+  EXPECT_TRUE(r.report.consistent);
+  EXPECT_TRUE(r.report.warnings.empty());
+  EXPECT_EQ(p.time_nanos(), 12345);
+  EXPECT_EQ(p.period(), kRate);
+
+  ASSERT_EQ(p.sample_size(), 2);
+  // MemProfile adds the cycle being flushed (future[4 % 3]) to active.
+  const pb::Sample& s0 = p.sample(0);
+  const auto [alloc_n, alloc_b] = Scaled(12, 768);
+  const auto [inuse_n, inuse_b] = Scaled(8, 512);
+  EXPECT_EQ(s0.value(0), alloc_n);
+  EXPECT_EQ(s0.value(1), alloc_b);
+  EXPECT_EQ(s0.value(2), inuse_n);
+  EXPECT_EQ(s0.value(3), inuse_b);
+  ASSERT_EQ(s0.label_size(), 1);
+  EXPECT_EQ(p.string_table(s0.label(0).key()), "bytes");
+  EXPECT_EQ(s0.label(0).num(), 64);
+
+  // runtime.mallocgc is hidden; the inlined helper expands into two lines
+  // of one location at the runtime PC - 1.
+  ASSERT_EQ(s0.location_id_size(), 2);
+  EXPECT_EQ(LineFunctions(p, s0.location_id(0)),
+            std::vector<std::string>({"main.helper:21", "main.alloc:11"}));
+  EXPECT_EQ(FindLocation(p, s0.location_id(0))->address(), Pc(kBias, 1, 0x48) - 1);
+  EXPECT_EQ(LineFunctions(p, s0.location_id(1)), std::vector<std::string>({"main.main:31"}));
+  // The second bucket's only PC is the first one's caller: the same location.
+  const pb::Sample& s1 = p.sample(1);
+  ASSERT_EQ(s1.location_id_size(), 1);
+  EXPECT_EQ(s1.location_id(0), s0.location_id(1));
+  EXPECT_EQ(s1.value(2), 0);
+  EXPECT_EQ(s1.value(3), 0);
+
+  // The executable's mapping, with the running file's build ID, has
+  // functions because every lookup worked.
+  ASSERT_EQ(p.mapping_size(), 1);
+  EXPECT_EQ(p.mapping(0).memory_start(), kBias);
+  EXPECT_EQ(p.string_table(p.mapping(0).filename()), kExePath);
+  EXPECT_EQ(p.string_table(p.mapping(0).build_id()), "0badc0de");
+  EXPECT_TRUE(p.mapping(0).has_functions());
+  for (const pb::Location& loc : p.location()) EXPECT_EQ(loc.mapping_id(), 1u);
+
+  // -v notes say where the variables are at this bias.
+  bool noted_bias = false;
+  for (const std::string& note : r.report.notes) {
+    noted_bias |= note.find("load bias " + Hex(kBias)) != std::string::npos;
+  }
+  EXPECT_TRUE(noted_bias);
+}
+
+TEST_F(EngineTest, OneAnalysisServesProcessesAtOtherBiases) {
+  const auto analysis = ExecutableAnalysis::Create(file_);
+  const std::vector<TestBucket> buckets = {
+      {.size = 32, .stack = {1, 0x48, 1, 0x31, 2, 0x10}, .active = {3, 1, 96, 32}}};
+  CaptureResult first = Capture(*Source(kBias, buckets), *analysis, {.time_nanos = 1});
+  const uint64_t symbolized = analysis->symbolizer().distinct_pcs();
+  constexpr uint64_t kOtherBias = 0x7f0000000000;
+  CaptureResult second = Capture(*Source(kOtherBias, buckets), *analysis, {.time_nanos = 1});
+  // The symbolizer's cache (link-time PCs) answered the second process.
+  EXPECT_EQ(analysis->symbolizer().distinct_pcs(), symbolized);
+
+  const pb::Profile& a = first.profile.get();
+  const pb::Profile& b = second.profile.get();
+  ASSERT_EQ(a.location_size(), b.location_size());
+  for (int i = 0; i < a.location_size(); ++i) {
+    EXPECT_EQ(b.location(i).address() - a.location(i).address(), kOtherBias - kBias);
+    EXPECT_EQ(LineFunctions(a, a.location(i).id()), LineFunctions(b, b.location(i).id()));
+  }
+  EXPECT_EQ(b.mapping(0).memory_start(), kOtherBias);
+  EXPECT_EQ(a.sample(0).value(1), b.sample(0).value(1));
+}
+
+TEST_F(EngineTest, CapturesOnSeveralThreadsShareOneAnalysis) {
+  // The agent captures many processes of one executable at once: the
+  // analysis is shared, its symbolizer cache filled concurrently.
+  const auto analysis = ExecutableAnalysis::Create(file_);
+  const std::vector<TestBucket> buckets = {
+      {.size = 64, .stack = {0, 0x20, 1, 0x48, 1, 0x31, 2, 0x10}, .active = {10, 4, 640, 256}},
+      {.size = 32, .stack = {1, 0x10, 2, 0x10}, .active = {3, 0, 96, 0}},
+      {.size = 1024, .stack = {2, 0x90}, .active = {1, 1, 1024, 1024}}};
+  constexpr int kThreads = 4;
+  std::vector<std::unique_ptr<MemorySource>> sources;
+  for (int i = 0; i < kThreads; ++i) sources.push_back(Source(kBias + 0x1000000 * i, buckets));
+  std::vector<std::string> stacks(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      for (int round = 0; round < 20; ++round) {
+        CaptureResult r = Capture(*sources[i], *analysis, {.time_nanos = 1});
+        const pb::Profile& p = r.profile.get();
+        std::string text;
+        for (const pb::Sample& s : p.sample()) {
+          for (uint64_t id : s.location_id()) {
+            for (const std::string& line : LineFunctions(p, id)) text += line + " ";
+          }
+          text += "/ ";
+        }
+        stacks[i] = text;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(stacks[0],
+            "main.helper:21 main.alloc:11 main.main:31 / main.alloc:11 main.main:31 / "
+            "main.main:31 / ");
+  for (int i = 1; i < kThreads; ++i) EXPECT_EQ(stacks[i], stacks[0]);
+}
+
+TEST_F(EngineTest, PublishedCountersLeaveTheUnpublishedCycleOut) {
+  const auto analysis = ExecutableAnalysis::Create(file_);
+  CaptureResult r = Capture(*Source(kBias, {{.size = 64,
+                                             .stack = {2, 0x10},
+                                             .active = {10, 4, 640, 256},
+                                             .future = {{{}, {2, 0, 128, 0}, {}}}}}),
+                            *analysis, {.counters = CounterSource::kPublished});
+  const pb::Profile& p = r.profile.get();
+  EXPECT_EQ(p.sample(0).value(0), Scaled(10, 640).first);
+  ASSERT_EQ(p.comment_size(), 1);
+  EXPECT_EQ(p.string_table(p.comment(0)), PublishedCountersComment());
+}
+
+TEST_F(EngineTest, RateZeroWithNoBucketsIsSamplingDisabled) {
+  const auto analysis = ExecutableAnalysis::Create(file_);
+  std::unique_ptr<MemorySource> src = Source(kBias, {}, /*rate=*/0);
+  CaptureReport report;
+  try {
+    Capture(*src, *analysis, {}, report);
+    FAIL() << "captured a target whose sampling is off";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kSamplingDisabled);
+    EXPECT_NE(std::string(e.what()).find("MemProfileRate = 0"), std::string::npos) << e.what();
+  }
+  // What was learned before the refusal is in the report.
+  EXPECT_EQ(report.go_version, "go1.26.2");
+  EXPECT_EQ(report.rate, 0);
+}
+
+TEST_F(EngineTest, CompiledOutProfilingIsSamplingDisabled) {
+  const auto analysis = ExecutableAnalysis::Create(file_);
+  std::unique_ptr<MemorySource> src =
+      Source(kBias, {{.size = 16, .stack = {2, 0x10}, .active = {1, 0, 16, 0}}}, kRate, 4 << 1,
+             /*disable=*/1);
+  try {
+    Capture(*src, *analysis, {});
+    FAIL() << "captured a target whose profiling is compiled out";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kSamplingDisabled);
+    EXPECT_NE(std::string(e.what()).find("compiled out"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(EngineTest, NothingSampledYetIsAnEmptyProfileWithAWarning) {
+  const auto analysis = ExecutableAnalysis::Create(file_);
+  CaptureResult r = Capture(*Source(kBias, {}), *analysis, {});
+  EXPECT_EQ(r.profile.get().sample_size(), 0);
+  ASSERT_EQ(r.report.warnings.size(), 1u);
+  EXPECT_NE(r.report.warnings[0].find("no heap allocation has been sampled yet"),
+            std::string::npos);
+}
+
+// A source whose process went away (or whose pid was reused) by the end.
+class GoneSource : public CaptureSource {
+ public:
+  explicit GoneSource(std::unique_ptr<CaptureSource> inner) : inner_(std::move(inner)) {}
+  const ProcessIdentity& identity() const override { return inner_->identity(); }
+  const std::vector<MapsEntry>& mappings() const override { return inner_->mappings(); }
+  const TargetExecutable& executable() const override { return inner_->executable(); }
+  std::vector<ProfileMapping> ProfileMappings() const override { return inner_->ProfileMappings(); }
+  MemoryReader& memory() override { return inner_->memory(); }
+  void CheckSameProcess() const override {
+    throw Error(ErrorKind::kNoSuchProcess, "process 4242 exited during the capture");
+  }
+
+ private:
+  std::unique_ptr<CaptureSource> inner_;
+};
+
+TEST_F(EngineTest, ATargetGoneByTheEndFailsTheCapture) {
+  const auto analysis = ExecutableAnalysis::Create(file_);
+  GoneSource src(Source(kBias, {{.size = 16, .stack = {2, 0x10}, .active = {1, 0, 16, 0}}}));
+  CaptureReport report;
+  try {
+    Capture(src, *analysis, {}, report);
+    FAIL() << "a capture of a process that went away succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kNoSuchProcess);
+  }
+  EXPECT_EQ(report.buckets, 1u);
+}
+
+TEST_F(EngineTest, AnExecutableWithoutGoIsNotGo) {
+  // The same image without build info, pclntab or runtime symbols: only the
+  // ELF header and its first page survive.
+  std::vector<uint8_t> image(elf_.image.begin(), elf_.image.begin() + 0x1000);
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, image.data(), sizeof(eh));
+  eh.e_shoff = 0;
+  eh.e_shnum = 0;
+  eh.e_shstrndx = 0;
+  std::memcpy(image.data(), &eh, sizeof(eh));
+  Elf64_Phdr ph;
+  std::memcpy(&ph, image.data() + sizeof(eh), sizeof(ph));
+  ph.p_filesz = ph.p_memsz = 0x1000;
+  std::memcpy(image.data() + sizeof(eh), &ph, sizeof(ph));
+  auto file = std::make_shared<const ElfFile>(ElfFile::FromBytes(image, "/bin/true"));
+  try {
+    ExecutableAnalysis::Create(file);
+    FAIL() << "analysed a file without Go";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kNotGo) << e.what();
+  }
+}
+
+TEST(ExecutableFileMappings, KeepsExecutableFileMappingsAsParseProcSelfMapsDoes) {
+  const std::vector<MapsEntry> maps = {
+      {0x1000, 0x2000, "r--p", 0, "08:01", 7, "/srv/app (deleted)"},
+      {0x2000, 0x3000, "r-xp", 0x1000, "08:01", 7, "/srv/app (deleted)"},
+      {0x4000, 0x5000, "r-xp", 0, "08:01", 9, "/lib/libc.so.6"},
+      {0x6000, 0x7000, "r-xp", 0x2000, "08:01", 9, "/lib/libc.so.6"},
+      {0x8000, 0x9000, "rw-p", 0, "00:00", 0, "[heap]"},
+      {0xa000, 0xb000, "r-xp", 0, "00:00", 0, "[vdso]"},
+  };
+  int lookups = 0;
+  const std::vector<ProfileMapping> m =
+      ExecutableFileMappings(maps, {7, "/srv/app (deleted)"}, "exeid", [&](const MapsEntry& e) {
+        ++lookups;
+        return "id-of-" + e.path;
+      });
+  ASSERT_EQ(m.size(), 4u);
+  EXPECT_EQ(m[0].file, "/srv/app");  // " (deleted)" removed
+  EXPECT_EQ(m[0].build_id, "exeid");
+  EXPECT_EQ(m[0].offset, 0x1000u);
+  EXPECT_EQ(m[1].build_id, "id-of-/lib/libc.so.6");
+  EXPECT_EQ(m[2].build_id, "id-of-/lib/libc.so.6");
+  EXPECT_EQ(lookups, 1);           // each file is read once
+  EXPECT_EQ(m[3].file, "[vdso]");  // kept, without a build ID
+  EXPECT_EQ(m[3].build_id, "");
+}
+
+}  // namespace
+}  // namespace goheap2pprof

@@ -1,0 +1,376 @@
+// HeapProfileBuilder and Symbolizer against runtime/pprof's rules, on a
+// hand-built pclntab (no Go program). Each rule is quoted from the runtime
+// sources it comes from: Go 1.26 runtime/pprof/protomem.go and proto.go
+// (writeHeapProto, appendLocsForStack, pcDeck.tryAdd, emitLocation,
+// scaleHeapSample), runtime/symtab.go (Frames.Next, FuncForPC,
+// expandFinalInlineFrame); Go 1.19's protomem.go and proto.go; Go 1.27.3's
+// protomem.go for the bytes label.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "gobin/pclntab.h"
+#include "hand_pclntab.h"
+#include "heap/buckets.h"
+#include "pprof/heap_profile_builder.h"
+#include "runtime/runtime_traits.h"
+#include "symbolize/symbolizer.h"
+
+namespace goheap2pprof {
+namespace {
+
+using testing_pclntab::BuildGo120Table;
+using testing_pclntab::HandFunc;
+using testing_pclntab::HandTable;
+
+constexpr uint64_t kText = 0x400000;
+
+// Function indexes in Table(); each function is 0x100 bytes long.
+enum Fn : uint64_t {
+  kMallocgc,     // runtime.mallocgc
+  kMapsAlloc,    // internal/runtime/maps.newarray
+  kAlloc,        // main.alloc, with main.helper inlined at [0x40, 0x50) from 0x30
+  kMain,         // main.main
+  kGoexit,       // runtime.goexit, with main.shim inlined at [0x10, 0x20) from 0x08
+  kGenericInt,   // main.G[go.shape.int]
+  kGenericStr,   // main.G[go.shape.string]
+  kRuntimeMain,  // runtime.main
+};
+
+std::vector<HandFunc> Table() {
+  return {
+      {.name = "runtime.mallocgc",
+       .file = "runtime/malloc.go",
+       .start_line = 900,
+       .lines = {{950, 0x100}}},
+      {.name = "internal/runtime/maps.newarray",
+       .file = "internal/runtime/maps/map.go",
+       .start_line = 40,
+       .lines = {{41, 0x100}}},
+      {.name = "main.alloc",
+       .file = "main.go",
+       .start_line = 10,
+       .lines = {{11, 0x40}, {12, 0xc0}},
+       .inlines = {{.name = "main.helper",
+                    .begin = 0x40,
+                    .end = 0x50,
+                    .parent_pc = 0x30,
+                    .line = 21,
+                    .start_line = 20}}},
+      {.name = "main.main", .file = "main.go", .start_line = 30, .lines = {{31, 0x100}}},
+      {.name = "runtime.goexit",
+       .file = "runtime/asm_amd64.s",
+       .start_line = 1,
+       .lines = {{2, 0x100}},
+       .inlines = {{.name = "main.shim",
+                    .begin = 0x10,
+                    .end = 0x20,
+                    .parent_pc = 0x08,
+                    .line = 5,
+                    .start_line = 4}}},
+      {.name = "main.G[go.shape.int]", .file = "g.go", .start_line = 50, .lines = {{51, 0x100}}},
+      {.name = "main.G[go.shape.string]", .file = "g.go", .start_line = 50, .lines = {{52, 0x100}}},
+      {.name = "runtime.main",
+       .file = "runtime/proc.go",
+       .start_line = 140,
+       .lines = {{283, 0x100}}},
+  };
+}
+
+// A return PC at offset `off` of function `fn`.
+uint64_t Pc(Fn fn, uint64_t off) { return kText + 0x100 * fn + off; }
+
+// Builds profiles for one Go version from records of given stacks.
+class Rules {
+ public:
+  explicit Rules(GoVersion version, int64_t rate = 512 * 1024)
+      : table_(BuildGo120Table(Table())),
+        pclntab_(table_.table, kText, table_.gofunc),
+        traits_(TraitsForVersion(version)),
+        symbolizer_(pclntab_, traits_),
+        builder_(symbolizer_, traits_, {{kText, kText + 0x1000, 0, "/app", "b1d", false}}, rate,
+                 1) {}
+
+  // Adds a record: alloc/free objects and bytes over a bucket of `size`.
+  void Add(std::vector<uint64_t> stack, int64_t alloc_n, int64_t alloc_b, int64_t free_n = 0,
+           int64_t free_b = 0, uint64_t size = 0) {
+    stacks_.push_back(std::move(stack));
+    Bucket& b = buckets_.emplace_back();
+    b.size = size;
+    b.stack = stacks_.back();
+    builder_.AddRecord({alloc_b, free_b, alloc_n, free_n, &b});
+  }
+  const pb::Profile& Finish() { return builder_.Finish(); }
+  Symbolizer& symbolizer() { return symbolizer_; }
+
+ private:
+  HandTable table_;
+  Pclntab pclntab_;
+  RuntimeTraits traits_;
+  Symbolizer symbolizer_;
+  HeapProfileBuilder builder_;
+  std::deque<std::vector<uint64_t>> stacks_;  // stable addresses for Bucket::stack
+  std::deque<Bucket> buckets_;
+};
+
+std::string FunctionName(const pb::Profile& p, uint64_t function_id) {
+  for (const pb::Function& f : p.function()) {
+    if (f.id() == function_id) return p.string_table(f.name());
+  }
+  return "<no function " + std::to_string(function_id) + ">";
+}
+
+// "fn:line" per line of each location of sample i, innermost first; locations
+// separated by " | ".
+std::string Stack(const pb::Profile& p, int i) {
+  std::string out;
+  for (uint64_t id : p.sample(i).location_id()) {
+    if (!out.empty()) out += " | ";
+    for (const pb::Location& loc : p.location()) {
+      if (loc.id() != id) continue;
+      for (int k = 0; k < loc.line_size(); ++k) {
+        if (k > 0) out += ", ";
+        out +=
+            FunctionName(p, loc.line(k).function_id()) + ":" + std::to_string(loc.line(k).line());
+      }
+    }
+  }
+  return out;
+}
+
+// --- writeHeapProto's hideRuntime: leading frames whose FuncForPC name
+// starts with "runtime." (and, since 1.24, "internal/runtime/") are dropped.
+
+TEST(HideRuntime, LeadingRuntimeFramesAreDropped) {
+  Rules r({1, 26, 0});
+  r.Add({Pc(kMallocgc, 0x10), Pc(kMapsAlloc, 0x10), Pc(kMain, 0x10), Pc(kRuntimeMain, 0x10)}, 1,
+        64);
+  // "Found non-runtime. Show any runtime uses above it": runtime.main stays.
+  EXPECT_EQ(Stack(r.Finish(), 0), "main.main:31 | runtime.main:283");
+}
+
+TEST(HideRuntime, Go119HidesOnlyRuntimeDot) {
+  // Go 1.19 protomem.go: strings.HasPrefix(f.Name(), "runtime.") only.
+  Rules r({1, 19, 0});
+  r.Add({Pc(kMallocgc, 0x10), Pc(kMapsAlloc, 0x10), Pc(kMain, 0x10)}, 1, 64);
+  EXPECT_EQ(Stack(r.Finish(), 0), "internal/runtime/maps.newarray:41 | main.main:31");
+}
+
+TEST(HideRuntime, AnAllRuntimeStackKeepsEveryFrame) {
+  // The loop finds no non-runtime frame, so stk is never cut.
+  Rules r({1, 26, 0});
+  r.Add({Pc(kMallocgc, 0x10), Pc(kRuntimeMain, 0x10)}, 1, 64);
+  EXPECT_EQ(Stack(r.Finish(), 0), "runtime.mallocgc:950 | runtime.main:283");
+}
+
+TEST(HideRuntime, RetriesWithAllFramesWhenTheCutStackHasNoLocation) {
+  // FuncForPC(pc) looks at pc itself, where main.shim is inlined into
+  // runtime.goexit: not a runtime name, so hiding stops there. CallersFrames
+  // looks at pc-1, which is goexit proper, and allFrames returns nothing for
+  // goexit: no locations, so writeHeapProto tries again showing all frames.
+  Rules r({1, 26, 0});
+  ASSERT_EQ(r.symbolizer().FuncNameForPc(Pc(kGoexit, 0x10)), "main.shim");
+  r.Add({Pc(kMallocgc, 0x10), Pc(kGoexit, 0x10)}, 1, 64);
+  EXPECT_EQ(Stack(r.Finish(), 0), "runtime.mallocgc:950");
+}
+
+// --- Inline expansion: allFrames expands one PC into one frame
+// (CallersFrames of a single PC); the runtime records a virtual PC (parent
+// PC + 1) for each outer frame, and pcDeck.tryAdd merges them into one
+// location while the last frame is inlined into the same function.
+
+TEST(InlineExpansion, TheVirtualCallerPcJoinsTheInlinedFrame) {
+  Rules r({1, 26, 0});
+  r.Add({Pc(kAlloc, 0x48), Pc(kAlloc, 0x31), Pc(kMain, 0x10)}, 1, 64);
+  const pb::Profile& p = r.Finish();
+  EXPECT_EQ(Stack(p, 0), "main.helper:21, main.alloc:11 | main.main:31");
+  // Location.address is the first PC's frame PC: the return PC - 1.
+  EXPECT_EQ(p.location(0).address(), Pc(kAlloc, 0x48) - 1);
+}
+
+TEST(InlineExpansion, ATruncatedStackGetsItsLostInlineFramesBack) {
+  // expandFinalInlineFrame: the last PC is inside inlined code, so the
+  // outer frames it implies are appended (uf.pc + 1 for each).
+  Rules r({1, 26, 0});
+  r.Add({Pc(kMain, 0x10), Pc(kAlloc, 0x48)}, 1, 64);
+  EXPECT_EQ(Stack(r.Finish(), 0), "main.main:31 | main.helper:21, main.alloc:11");
+}
+
+TEST(InlineExpansion, WithoutTheVirtualPcTheInlinedFrameStandsAlone) {
+  // tryAdd fails for main.main (another function's entry): the deck holding
+  // only main.helper is emitted as its own location.
+  Rules r({1, 26, 0});
+  r.Add({Pc(kAlloc, 0x48), Pc(kMain, 0x10)}, 1, 64);
+  EXPECT_EQ(Stack(r.Finish(), 0), "main.helper:21 | main.main:31");
+}
+
+// --- Location reuse: b.locs caches a location by its first PC and skips as
+// many PCs as it covers.
+
+TEST(LocationReuse, SamplesShareLocationsAndInlineGroups) {
+  Rules r({1, 26, 0});
+  r.Add({Pc(kAlloc, 0x48), Pc(kAlloc, 0x31), Pc(kMain, 0x10)}, 1, 64);
+  r.Add({Pc(kAlloc, 0x48), Pc(kAlloc, 0x31), Pc(kRuntimeMain, 0x10)}, 1, 64);
+  const pb::Profile& p = r.Finish();
+  ASSERT_EQ(p.sample(0).location_id_size(), 2);
+  ASSERT_EQ(p.sample(1).location_id_size(), 2);
+  EXPECT_EQ(p.sample(0).location_id(0), p.sample(1).location_id(0));
+  EXPECT_EQ(p.location_size(), 3);  // helper+alloc, main.main, runtime.main
+  EXPECT_EQ(Stack(p, 1), "main.helper:21, main.alloc:11 | runtime.main:283");
+  EXPECT_EQ(p.function_size(), 4);  // each function written once
+}
+
+// --- Function identity and names.
+
+TEST(GenericNames, Go121KeysFunctionsByThePrintedName) {
+  // Go 1.21 keyed b.funcs by frame.Function ("main.G[...]") but wrote the
+  // symbol name: the first instantiation names both.
+  Rules r({1, 21, 0});
+  r.Add({Pc(kGenericInt, 0x10), Pc(kMain, 0x10)}, 1, 64);
+  r.Add({Pc(kGenericStr, 0x10), Pc(kMain, 0x10)}, 1, 64);
+  const pb::Profile& p = r.Finish();
+  EXPECT_EQ(Stack(p, 0), "main.G[go.shape.int]:51 | main.main:31");
+  EXPECT_EQ(Stack(p, 1), "main.G[go.shape.int]:52 | main.main:31");
+}
+
+TEST(GenericNames, Go122KeysFunctionsByTheSymbolName) {
+  // Go 1.22+ (1.26 proto.go): funcName := runtime_FrameSymbolName(&frame).
+  Rules r({1, 26, 0});
+  r.Add({Pc(kGenericInt, 0x10), Pc(kMain, 0x10)}, 1, 64);
+  r.Add({Pc(kGenericStr, 0x10), Pc(kMain, 0x10)}, 1, 64);
+  const pb::Profile& p = r.Finish();
+  EXPECT_EQ(Stack(p, 0), "main.G[go.shape.int]:51 | main.main:31");
+  EXPECT_EQ(Stack(p, 1), "main.G[go.shape.string]:52 | main.main:31");
+}
+
+TEST(GenericNames, PrintedNamesElideShapesFrom121) {
+  // funcNameForPrint (1.21+): everything between the first '[' and the last
+  // ']' becomes "...".
+  Rules go121({1, 21, 0});
+  EXPECT_EQ(go121.symbolizer().PrintedName("main.G[go.shape.int]"), "main.G[...]");
+  EXPECT_EQ(go121.symbolizer().PrintedName("main.(*T[go.shape.int]).M"), "main.(*T[...]).M");
+  Rules go120({1, 20, 0});
+  EXPECT_EQ(go120.symbolizer().PrintedName("main.G[go.shape.int]"), "main.G[go.shape.int]");
+}
+
+TEST(StartLine, WrittenFrom120On) {
+  // Go 1.19 proto.go writes no Function.start_line; 1.20+ does.
+  for (int minor : {19, 26}) {
+    Rules r({1, minor, 0});
+    r.Add({Pc(kAlloc, 0x48), Pc(kAlloc, 0x31)}, 1, 64);
+    const pb::Profile& p = r.Finish();
+    ASSERT_EQ(p.function_size(), 2);
+    for (const pb::Function& f : p.function()) {
+      const std::string name = p.string_table(f.name());
+      const int64_t want = minor < 20 ? 0 : name == "main.helper" ? 20 : 10;
+      EXPECT_EQ(f.start_line(), want) << "go1." << minor << " " << name;
+    }
+  }
+}
+
+// --- Sample values and labels.
+
+TEST(Scaling, UnbiasesByTheAverageSize) {
+  // scaleHeapSample: scale = 1 / (1 - exp(-avgSize/rate)), truncated.
+  Rules r({1, 26, 0}, /*rate=*/4096);
+  r.Add({Pc(kMain, 0x10)}, 3, 3 * 1000, 1, 1000, 1000);
+  const pb::Profile& p = r.Finish();
+  const double scale = 1 / (1 - std::exp(-1000.0 / 4096.0));
+  EXPECT_EQ(p.sample(0).value(0), static_cast<int64_t>(3 * scale));
+  EXPECT_EQ(p.sample(0).value(1), static_cast<int64_t>(3000 * scale));
+  EXPECT_EQ(p.sample(0).value(2), static_cast<int64_t>(2 * scale));
+  EXPECT_EQ(p.sample(0).value(3), static_cast<int64_t>(2000 * scale));
+  EXPECT_EQ(p.period(), 4096);
+}
+
+TEST(Scaling, RateOneOrLessAndEmptyCountsAreNotScaled) {
+  Rules all({1, 26, 0}, /*rate=*/1);
+  all.Add({Pc(kMain, 0x10)}, 3, 300, 3, 300);
+  const pb::Profile& p = all.Finish();
+  EXPECT_EQ(p.sample(0).value(0), 3);
+  EXPECT_EQ(p.sample(0).value(1), 300);
+  // count == 0 || size == 0 gives 0, 0.
+  EXPECT_EQ(p.sample(0).value(2), 0);
+  EXPECT_EQ(p.sample(0).value(3), 0);
+}
+
+int64_t BytesLabel(const pb::Profile& p, int i, bool* present) {
+  *present = false;
+  for (const pb::Label& l : p.sample(i).label()) {
+    if (p.string_table(l.key()) == "bytes") {
+      *present = true;
+      return l.num();
+    }
+  }
+  return 0;
+}
+
+TEST(BytesLabel, UpTo126ItIsAllocBytesPerObjectWhenNonZero) {
+  Rules r({1, 26, 0});
+  r.Add({Pc(kMain, 0x10)}, 4, 4 * 48, 0, 0, 48);
+  r.Add({Pc(kAlloc, 0x10)}, 0, 0, 0, 0, 48);  // AllocObjects 0: no label
+  const pb::Profile& p = r.Finish();
+  bool present = false;
+  EXPECT_EQ(BytesLabel(p, 0, &present), 48);
+  EXPECT_TRUE(present);
+  BytesLabel(p, 1, &present);
+  EXPECT_FALSE(present);
+}
+
+TEST(BytesLabel, From127ItIsTheObjectSizeOnEverySample) {
+  // Go 1.27.3 protomem.go: b.pbLabel(tagSample_Label, "bytes", "", r.ObjectSize).
+  Rules r({1, 27, 0});
+  r.Add({Pc(kMain, 0x10)}, 0, 0, 0, 0, 48);
+  const pb::Profile& p = r.Finish();
+  bool present = false;
+  EXPECT_EQ(BytesLabel(p, 0, &present), 48);
+  EXPECT_TRUE(present);
+}
+
+// --- Mappings: has_functions only when every lookup in them worked.
+
+TEST(Mappings, AFailedLookupClearsHasFunctions) {
+  Rules r({1, 26, 0});
+  // A PC in no function: allFrames makes up PC - 1 and marks the lookup failed.
+  r.Add({kText + 0x900, Pc(kMain, 0x10)}, 1, 64);
+  const pb::Profile& p = r.Finish();
+  ASSERT_EQ(p.mapping_size(), 1);
+  EXPECT_FALSE(p.mapping(0).has_functions());
+  EXPECT_EQ(p.location(0).address(), kText + 0x900 - 1);
+  EXPECT_EQ(p.location(0).line_size(), 1);
+}
+
+TEST(Mappings, AllLookupsWorkingSetsHasFunctions) {
+  Rules r({1, 26, 0});
+  r.Add({Pc(kAlloc, 0x48), Pc(kAlloc, 0x31), Pc(kMain, 0x10)}, 1, 64);
+  EXPECT_TRUE(r.Finish().mapping(0).has_functions());
+}
+
+// --- The builder with a load bias: the symbolizer sees link-time PCs, the
+// profile runtime addresses.
+
+TEST(LoadBias, AddressesAreRuntimeAndLookupsLinkTime) {
+  const HandTable table = BuildGo120Table(Table());
+  const Pclntab pclntab(table.table, kText, table.gofunc);
+  const RuntimeTraits traits = TraitsForVersion({1, 26, 0});
+  Symbolizer symbolizer(pclntab, traits);
+  constexpr uint64_t kBias = 0x7f0000000000;
+  HeapProfileBuilder b(symbolizer, traits,
+                       {{kText + kBias, kText + kBias + 0x1000, 0, "/app", "", false}}, 512 * 1024,
+                       1, kBias);
+  const std::vector<uint64_t> stack = {Pc(kAlloc, 0x48) + kBias, Pc(kAlloc, 0x31) + kBias};
+  Bucket bucket;
+  bucket.stack = stack;
+  b.AddRecord({64, 0, 1, 0, &bucket});
+  const pb::Profile& p = b.Finish();
+  EXPECT_EQ(Stack(p, 0), "main.helper:21, main.alloc:11");
+  EXPECT_EQ(p.location(0).address(), Pc(kAlloc, 0x48) + kBias - 1);
+  EXPECT_EQ(p.location(0).mapping_id(), 1u);
+  EXPECT_TRUE(p.mapping(0).has_functions());
+}
+
+}  // namespace
+}  // namespace goheap2pprof
