@@ -75,6 +75,36 @@ same_as_own() {
   fail "$what" "$work/diff.txt"
 }
 
+# debug_records <file>: the ?debug=1 text as sorted lines, one per record
+# (its header line and frame lines joined by "|", tabs kept), the "heap
+# profile:" line first, without the runtime.MemStats block (serve cannot
+# write it). Ties in in-use bytes have no defined order, hence the sort.
+debug_records() {
+  awk '/^# runtime.MemStats/ {exit}
+       /^heap profile:/ {print "0 " $0; next}
+       /^-?[0-9]+: -?[0-9]+ \[/ {if (rec != "") print rec; rec = "1 " $0; next}
+       /^$/ {next}
+       {rec = rec "|" $0}
+       END {if (rec != "") print rec}' "$1" | sort
+}
+
+# same_debug_text <what> <ours-url> <own-url>: as same_as_own for ?debug=1.
+same_debug_text() {
+  local what=$1 ours=$2 own=$3 attempt
+  for attempt in 1 2 3; do
+    curl -s -o "$work/ours.txt" "$ours" && curl -s -o "$work/own.txt" "$own" || continue
+    debug_records "$work/ours.txt" >"$work/ours.records"
+    debug_records "$work/own.txt" >"$work/own.records"
+    if [[ -s $work/own.records ]] && cmp -s "$work/ours.records" "$work/own.records" &&
+      grep -q "^# runtime.MemStats" "$work/own.txt"; then
+      pass "$what (attempt $attempt, $(($(wc -l <"$work/own.records") - 1)) records)"
+      return
+    fi
+  done
+  diff "$work/own.records" "$work/ours.records" | tr '|' '\n' >"$work/diff.txt"
+  fail "$what" "$work/diff.txt"
+}
+
 echo "== building the targets"
 mkdir -p "$work/bin"
 versions=()
@@ -118,6 +148,8 @@ for v in "${versions[@]}"; do
   same_as_own "$v heap same as the target's own" "http://$main_addr/debug/pprof/heap?pid=$tpid" "$own/heap"
   same_as_own "$v allocs same as the target's own (default_sample_type alloc_space)" \
     "http://$main_addr/debug/pprof/allocs?pid=$tpid" "$own/allocs"
+  same_debug_text "$v ?debug=1: same records and frames as the target's own" \
+    "http://$main_addr/debug/pprof/heap?pid=$tpid&debug=1" "$own/heap?debug=1"
   same_as_own "$v /pid/N/ alias same as the target's own" \
     "http://$main_addr/pid/$tpid/debug/pprof/heap" "$own/heap"
   status "http://$main_addr/debug/pprof/heap?pid=$tpid" >/dev/null
