@@ -196,7 +196,7 @@ if [[ -n ${last_target:-} ]]; then
   tpid=$last_target
   echo "== clients and errors (target $last_version, pid $tpid)"
   if "${go[@]}" tool pprof -top "http://$main_addr/debug/pprof/heap?pid=$tpid" >"$work/top.txt" 2>&1 &&
-    grep -q "main.allocSmall" "$work/top.txt"; then
+    grep -q " main.main$" "$work/top.txt"; then
     pass "go tool pprof -top http://.../debug/pprof/heap?pid=N"
   else
     fail "go tool pprof -top" "$work/top.txt"
