@@ -353,8 +353,13 @@ if [[ -n ${last_target:-} ]]; then
   status "http://$addr/debug/pprof/heap?pid=$tpid" >"$work/killed.status" &
   c=$!
   e2e_wait_for_line "$work/slow.log" "NEVER" "$slow_pid" 1
-  for w in $(pgrep -P "$slow_pid"); do kill -9 "$w"; done
+  killed=$(pgrep -P "$slow_pid")
+  for w in $killed; do kill -9 "$w"; done
   wait "$c"
+  # Until each killed worker is dead (a zombie the server has not reaped yet).
+  for w in $killed; do
+    while [[ -e /proc/$w && $(awk '{print $3}' "/proc/$w/stat" 2>/dev/null) != Z ]]; do sleep 0.05; done
+  done
   if [[ $(cat "$work/killed.status") == 500 ]]; then pass "a worker killed mid-capture: 500"; else fail "killed worker: $(cat "$work/killed.status")"; fi
   expect_status "after the killed worker, the same target" 200 "" "http://$addr/debug/pprof/heap?pid=$tpid"
   # Concurrent requests for one pid share one capture.
@@ -374,7 +379,7 @@ if [[ -n ${last_target:-} ]]; then
   start_serve busy GOHEAP2PPROF_TEST_SEAM=pause-after-walk=3000 -- --max-concurrent 1 --timeout 1
   curl -s -o /dev/null "http://$addr/debug/pprof/heap?pid=$tpid" &
   c=$!
-  sleep 0.5
+  sleep 1.5  # the first capture holds the only worker for 3 s
   expect_status "no free worker within --timeout" 503 "busy" "http://$addr/debug/pprof/heap?pid=$other"
   grep -qi "^Retry-After: 1" "$work/headers" && pass "503 carries Retry-After" || fail "Retry-After" "$work/headers"
   wait "$c"
