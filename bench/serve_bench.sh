@@ -66,7 +66,7 @@ printf '%-60s %s\n' \
   "  of which in the worker (ms)" "$worker" \
   "  isolation cost: worker round trip - worker time (ms)" "$iso" \
   "requests/s, 1 client" "$seq_rps" \
-  "requests/s, $clients clients (--max-concurrent 2; concurrent requests share a capture)" "$par_rps" \
+  "requests/s, $clients clients (concurrent requests share captures)" "$par_rps" \
   "one-shot goheap2pprof <pid>, wall incl. process start (ms)" "$oneshot" \
   "target's own /debug/pprof/heap, median of 5 (ms)" "$own" \
   "server RSS after the run (kB)" "$rss"

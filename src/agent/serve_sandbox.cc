@@ -26,28 +26,49 @@ void SetLimit(int resource, rlim_t soft, rlim_t hard, const char* name) {
 // files. Memory: the allocator and the mapped ELF images. The socket: read
 // and write on the inherited descriptor.
 constexpr int kAllowed[] = {
-    SCMP_SYS(read),          SCMP_SYS(pread64),
-    SCMP_SYS(readv),         SCMP_SYS(write),
-    SCMP_SYS(writev),        SCMP_SYS(openat),
-    SCMP_SYS(open),          SCMP_SYS(close),
-    SCMP_SYS(fstat),         SCMP_SYS(newfstatat),
-    SCMP_SYS(statx),         SCMP_SYS(stat),
-    SCMP_SYS(lstat),         SCMP_SYS(lseek),
-    SCMP_SYS(ftruncate),     SCMP_SYS(readlink),
-    SCMP_SYS(readlinkat),    SCMP_SYS(fcntl),
-    SCMP_SYS(getdents64),    SCMP_SYS(mmap),
-    SCMP_SYS(munmap),        SCMP_SYS(mremap),
-    SCMP_SYS(mprotect),      SCMP_SYS(madvise),
-    SCMP_SYS(brk),           SCMP_SYS(process_vm_readv),
-    SCMP_SYS(clock_gettime), SCMP_SYS(clock_nanosleep),
-    SCMP_SYS(nanosleep),     SCMP_SYS(gettimeofday),
-    SCMP_SYS(getrusage),     SCMP_SYS(getpid),
-    SCMP_SYS(gettid),        SCMP_SYS(futex),
-    SCMP_SYS(rt_sigreturn),  SCMP_SYS(rt_sigprocmask),
-    SCMP_SYS(rt_sigaction),  SCMP_SYS(exit),
-    SCMP_SYS(exit_group),    SCMP_SYS(poll),
-    SCMP_SYS(ppoll),         SCMP_SYS(restart_syscall),
-    SCMP_SYS(getrandom),     SCMP_SYS(sysinfo),
+    SCMP_SYS(read),
+    SCMP_SYS(pread64),
+    SCMP_SYS(readv),
+    SCMP_SYS(write),
+    SCMP_SYS(writev),
+    SCMP_SYS(openat),
+    SCMP_SYS(open),
+    SCMP_SYS(close),
+    SCMP_SYS(fstat),
+    SCMP_SYS(newfstatat),
+    SCMP_SYS(statx),
+    SCMP_SYS(stat),
+    SCMP_SYS(lstat),
+    SCMP_SYS(lseek),
+    SCMP_SYS(readlink),
+    SCMP_SYS(readlinkat),
+    SCMP_SYS(fcntl),
+    SCMP_SYS(getdents64),
+    SCMP_SYS(mmap),
+    SCMP_SYS(munmap),
+    SCMP_SYS(mremap),
+    SCMP_SYS(mprotect),
+    SCMP_SYS(madvise),
+    SCMP_SYS(brk),
+    SCMP_SYS(process_vm_readv),
+    SCMP_SYS(clock_gettime),
+    SCMP_SYS(clock_nanosleep),
+    SCMP_SYS(nanosleep),
+    SCMP_SYS(gettimeofday),
+    SCMP_SYS(getrusage),
+    SCMP_SYS(getpid),
+    SCMP_SYS(gettid),
+    SCMP_SYS(futex),
+    SCMP_SYS(rt_sigreturn),
+    SCMP_SYS(rt_sigprocmask),
+    SCMP_SYS(rt_sigaction),
+    SCMP_SYS(exit),
+    SCMP_SYS(exit_group),
+    SCMP_SYS(poll),
+    SCMP_SYS(ppoll),
+    SCMP_SYS(restart_syscall),
+    SCMP_SYS(getrandom),
+    SCMP_SYS(sysinfo),
 };
 
 }  // namespace
@@ -62,6 +83,8 @@ void EnterCaptureSandbox(const SandboxLimits& limits) {
   }
   SetLimit(RLIMIT_CORE, 0, 0, "RLIMIT_CORE");
   SetLimit(RLIMIT_NOFILE, 64, 64, "RLIMIT_NOFILE");
+  // Nothing a worker does creates or grows a file.
+  SetLimit(RLIMIT_FSIZE, 0, 0, "RLIMIT_FSIZE");
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     throw Error(ErrorKind::kInternal, "worker: PR_SET_NO_NEW_PRIVS: ", std::strerror(errno));
   }

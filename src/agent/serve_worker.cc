@@ -1,25 +1,29 @@
 #include "agent/serve_worker.h"
 
 #include <poll.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <thread>
 #include <vector>
 
 #include "agent/serve_sandbox.h"
+#include "app/capture.h"
+#include "app/executable_analysis.h"
+#include "app/process_source.h"
 #include "app/run.h"
-#include "elf/process_files.h"
 #include "base/error.h"
-#include "gobin/go_binary.h"
+#include "pprof/heap_debug_text.h"
 #include "pprof/output.h"
 #include "proc/procfs.h"
 
@@ -85,66 +89,110 @@ bool ReadAll(int fd, void* data, size_t size, int64_t deadline_ms, bool* timed_o
   return true;
 }
 
-// The capture's standard output is a memory file: the one-shot pipeline
-// writes its profile there ("-o -") and the worker takes it back.
-std::string TakeStdout() {
-  off_t size = lseek(STDOUT_FILENO, 0, SEEK_CUR);
-  if (size < 0) throw Error(ErrorKind::kInternal, "worker: lseek: ", std::strerror(errno));
-  std::string data(static_cast<size_t>(size), '\0');
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n =
-        pread(STDOUT_FILENO, data.data() + done, data.size() - done, static_cast<off_t>(done));
-    if (n <= 0) throw Error(ErrorKind::kInternal, "worker: pread: ", std::strerror(errno));
-    done += static_cast<size_t>(n);
+// Analyses of executables, kept between requests so that the processes of
+// one binary cost one analysis. Keyed by what identifies the file the
+// target runs: the running file's path and inode as its maps show them (for
+// a qemu-user guest, the guest program), its GNU build ID, and the device,
+// size and modification time of /proc/<pid>/exe. Bounded: the least
+// recently used analysis goes first.
+class AnalysisCache {
+ public:
+  static constexpr size_t kMaxEntries = 8;
+
+  // The analysis for source's executable, and whether it had to be made.
+  std::pair<std::shared_ptr<const ExecutableAnalysis>, bool> Get(const CaptureSource& source) {
+    const TargetExecutable& exe = source.executable();
+    std::string key =
+        exe.running.path + "\n" + std::to_string(exe.running.inode) + "\n" + exe.gnu_build_id;
+    struct stat st {};
+    const std::string proc_exe = "/proc/" + std::to_string(source.identity().pid) + "/exe";
+    if (stat(proc_exe.c_str(), &st) == 0) {
+      key += "\n" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_size) + ":" +
+             std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+    }
+    ++clock_;
+    for (Entry& e : entries_) {
+      if (e.key == key) {
+        e.used = clock_;
+        return {e.analysis, false};
+      }
+    }
+    std::shared_ptr<const ExecutableAnalysis> analysis = ExecutableAnalysis::Create(exe.elf);
+    if (entries_.size() >= kMaxEntries) {
+      auto oldest =
+          std::min_element(entries_.begin(), entries_.end(),
+                           [](const Entry& a, const Entry& b) { return a.used < b.used; });
+      entries_.erase(oldest);
+    }
+    entries_.push_back({key, analysis, clock_});
+    return {analysis, true};
   }
-  if (ftruncate(STDOUT_FILENO, 0) != 0 || lseek(STDOUT_FILENO, 0, SEEK_SET) != 0) {
-    throw Error(ErrorKind::kInternal, "worker: cannot reset the output file");
+
+ private:
+  struct Entry {
+    std::string key;
+    std::shared_ptr<const ExecutableAnalysis> analysis;
+    uint64_t used = 0;
+  };
+  std::vector<Entry> entries_;
+  uint64_t clock_ = 0;
+};
+
+AnalysisCache& Analyses() {
+  static AnalysisCache cache;
+  return cache;
+}
+
+// The live process as a capture source, with the end-to-end tests' seams
+// (GOHEAP2PPROF_TEST_SEAM) when set.
+std::unique_ptr<CaptureSource> OpenSource(pid_t pid, WorkerReply& reply) {
+  const ProcessIdentity id = IdentifyLiveProcess(pid);
+  reply.start_time = id.start_time;
+  std::unique_ptr<CaptureSource> source = OpenProcessSource(id, {});
+  if (const char* seam = std::getenv("GOHEAP2PPROF_TEST_SEAM")) {
+    static std::ostringstream seam_log;  // the announcements are for the CLI's tests
+    source = WithTestSeams(std::move(source), ParseTestSeams(seam), seam_log);
   }
-  return data;
+  return source;
 }
 
 WorkerReply Probe(pid_t pid) {
   WorkerReply reply;
-  const ProcStat stat = IdentifyProcess(pid);
-  reply.start_time = stat.start_time;
-  ElfFile exe = OpenProcessExecutable(pid);
-  GoBinary bin(exe);
-  if (!bin.version()) {
-    throw Error(ErrorKind::kNotGo, exe.name(), " is not a Go program");
-  }
-  std::string build_id = exe.GoBuildId();
-  if (build_id.empty()) build_id = exe.GnuBuildId();
-  reply.body = "go_version=" + FormatGoVersion(*bin.version()) + "\nbuild_id=" + build_id + "\n";
-  reply.analyses = 1;
+  std::unique_ptr<CaptureSource> source = OpenSource(pid, reply);
+  auto [analysis, fresh] = Analyses().Get(*source);
+  reply.analyses = fresh ? 1 : 0;
+  std::string build_id = analysis->elf().GoBuildId();
+  if (build_id.empty()) build_id = source->executable().gnu_build_id;
+  reply.body = "go_version=" + analysis->go_version() + "\nbuild_id=" + build_id + "\n";
   return reply;
 }
 
 WorkerReply Capture(const WorkerRequest& request) {
   WorkerReply reply;
-  RunOptions options;
-  options.pid = request.pid;
-  options.output = "-";
-  if (const char* seam = std::getenv("GOHEAP2PPROF_TEST_SEAM")) {
-    options.seams = ParseTestSeams(seam);
+  std::unique_ptr<CaptureSource> source = OpenSource(request.pid, reply);
+  auto [analysis, fresh] = Analyses().Get(*source);
+  reply.analyses = fresh ? 1 : 0;
+  CaptureOptions options;
+  std::string text;
+  if (request.op == WorkerOp::kHeapDebugText) {
+    options.on_records = [&](std::span<const MemProfileRecord> records, int64_t rate,
+                             uint64_t load_bias) {
+      text = HeapDebugText(records, rate, analysis->traits(), analysis->symbolizer(), load_bias);
+    };
   }
-  // Who the pid names now; the capture refuses to finish if that changes.
-  reply.start_time = IdentifyProcess(request.pid).start_time;
-  std::ostringstream log;
-  CaptureReport report;
-  RunCapture(options, log, report);
-  reply.bytes_read = report.bytes_read;
-  reply.analyses = 1;
-  std::string gz = TakeStdout();
-  if (request.op == WorkerOp::kAllocs) {
+  CaptureResult result = Capture(*source, *analysis, options);
+  reply.bytes_read = result.report.bytes_read;
+  if (request.op == WorkerOp::kHeapDebugText) {
+    reply.body = std::move(text);
+  } else if (request.op == WorkerOp::kAllocs) {
     // The runtime's writeAlloc differs from writeHeap only here.
-    pb::Profile p;
-    if (!p.ParseFromString(Gunzip(gz))) throw Error(ErrorKind::kInternal, "worker: reparse");
+    pb::Profile p = result.profile.get();
     p.add_string_table("alloc_space");
     p.set_default_sample_type(p.string_table_size() - 1);
-    gz = EncodeProfile(p);
+    reply.body = EncodeProfile(p);
+  } else {
+    reply.body = EncodeProfile(result.profile.get());
   }
-  reply.body = std::move(gz);
   return reply;
 }
 
@@ -179,8 +227,7 @@ WorkerReply Handle(const WorkerRequest& request) {
   try {
     if (request.op == WorkerOp::kProbe) return Probe(request.pid);
     ServeSeam(request.pid);
-    if (request.op == WorkerOp::kHeap || request.op == WorkerOp::kAllocs) return Capture(request);
-    throw Error(ErrorKind::kUnsupported, "this build cannot serve ?debug=1 yet");
+    return Capture(request);
   } catch (const Error& e) {
     WorkerReply reply;
     reply.error_kind = static_cast<int32_t>(e.kind());
@@ -258,13 +305,8 @@ bool ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, bool& time
 int RunServeWorker(int fd, const WorkerLimits& limits) {
   // Everything but the request socket and stderr is closed: the server's
   // listening socket must not be reachable from a worker.
-  int out = memfd_create("goheap2pprof-capture", MFD_CLOEXEC);
-  if (out < 0 || dup2(out, STDOUT_FILENO) < 0) {
-    std::cerr << "goheap2pprof worker: memfd: " << std::strerror(errno) << "\n";
-    return 10;
-  }
-  close(out);
   close(STDIN_FILENO);
+  close(STDOUT_FILENO);
   for (int other = 3; other < 1024; ++other) {
     if (other != fd) close(other);
   }

@@ -203,6 +203,7 @@ CaptureResult Capture(CaptureSource& source, const ExecutableAnalysis& analysis,
   const std::vector<MemProfileRecord> records = options.counters == CounterSource::kPublished
                                                     ? PublishedCounts(snap.buckets)
                                                     : EmulateMemProfile(snap.buckets, snap.cycle);
+  if (options.on_records) options.on_records(records, snap.rate, bias);
 
   // 6. Symbolize and build the profile as runtime/pprof does.
   FinishedProfile profile = BuildProfile(source, analysis, bias, snap, records, options, report);

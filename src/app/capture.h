@@ -12,7 +12,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -32,6 +34,12 @@ enum class CounterSource {
 
 struct CaptureOptions {
   CounterSource counters = CounterSource::kExact;
+  // Called with runtime.MemProfile's records, the rate read and the load
+  // bias, before the profile is built (the records' stacks live until
+  // Capture returns): for views that need the unscaled records, such as
+  // serve's ?debug=1 text.
+  std::function<void(std::span<const MemProfileRecord> records, int64_t rate, uint64_t load_bias)>
+      on_records;
   // Profile.time_nanos; nullopt: the wall clock when the profile is built.
   std::optional<int64_t> time_nanos = std::nullopt;
 };

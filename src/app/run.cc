@@ -88,6 +88,12 @@ bool AnySeam(const TestSeams& s) {
 
 }  // namespace
 
+std::unique_ptr<CaptureSource> WithTestSeams(std::unique_ptr<CaptureSource> source,
+                                             const TestSeams& seams, std::ostream& log) {
+  if (!AnySeam(seams)) return source;
+  return std::make_unique<SeamSource>(std::move(source), seams, log);
+}
+
 TestSeams ParseTestSeams(std::string_view spec) {
   TestSeams seams;
   while (!spec.empty()) {

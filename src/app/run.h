@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -36,6 +37,10 @@ struct TestSeams {
 };
 // Parses the GOHEAP2PPROF_TEST_SEAM value; throws kUsage on unknown seams.
 TestSeams ParseTestSeams(std::string_view spec);
+// `source` with the seams applied (itself when there are none); the pauses
+// are announced on `log`. Also for serve's capture workers.
+std::unique_ptr<CaptureSource> WithTestSeams(std::unique_ptr<CaptureSource> source,
+                                             const TestSeams& seams, std::ostream& log);
 
 struct RunOptions {
   pid_t pid = 0;

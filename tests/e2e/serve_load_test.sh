@@ -3,7 +3,8 @@
 # binary are all discovered by the first scan of /proc with one analysis of
 # their executable (cache hits for the rest, in /metrics); then 1,000
 # requests from 20 concurrent clients against 10 of them are answered with
-# 200 or 503 only, and the server's resident memory stays bounded.
+# 200 or 503 only, reusing the workers' analyses, and the server's resident
+# memory stays bounded.
 #
 #   bash tests/e2e/serve_load_test.sh <goheap2pprof> <profdiff>
 set -u
@@ -82,6 +83,15 @@ if [[ $total == 1000 && $others == 0 ]]; then
   pass "1000 requests from 20 clients on 10 targets: only 200/503 (${elapsed}s)"
 else
   fail "load: $total answers, $others not 200/503"
+fi
+# Captures reuse the workers' analyses: at most one per worker (2) for the
+# shared executable, every other capture a cache hit.
+cap_analyses=$(metric 'goheap2pprof_executable_analyses_total{phase="capture"}')
+cap_hits=$(metric 'goheap2pprof_analysis_cache_hits_total{phase="capture"}')
+if [[ ${cap_analyses:-9} -le 2 && ${cap_hits:-0} -gt 0 ]]; then
+  pass "captures reuse the workers' analyses ($cap_analyses analyses, $cap_hits cache hits)"
+else
+  fail "capture analyses: $cap_analyses analyses, $cap_hits cache hits"
 fi
 echo "server RSS: ${rss_before} kB before, ${rss_after} kB after"
 if [[ $rss_after -lt 262144 ]]; then

@@ -62,7 +62,7 @@ scrape_configs:
 YAML
 e2e_start "$work/parca.out" "$work/parca.log" "$parca" --config-path="$work/parca.yaml" \
   --http-address="127.0.0.1:$pport" --debuginfod-upstream-servers=
-papi="http://127.0.0.1:$pport"
+papi="http://127.0.0.1:$pport/api"
 found=""
 for _ in $(seq 1 300); do
   if curl -s "$papi/profiles/labels/pid/values" >"$work/pids.json" 2>/dev/null &&
@@ -84,6 +84,22 @@ if [[ -s $work/types.json ]] && jq -e '[.types[] | select(.name == "memory" and 
   pass "Parca lists memory alloc_space among its profile types"
 else
   fail "Parca profile types" "$work/types.json"
+fi
+# The stored profile, queried back: a series for the pid with serve's labels
+# and a non-zero value.
+curl -s -G "$papi/profiles/query_range" \
+  --data-urlencode "query=memory:alloc_space:bytes:space:bytes{pid=\"$tpid\"}" \
+  --data-urlencode "start=$(date -u -d '-10 min' +%Y-%m-%dT%H:%M:%SZ)" \
+  --data-urlencode "end=$(date -u -d '+1 min' +%Y-%m-%dT%H:%M:%SZ)" \
+  --data-urlencode "step=1s" >"$work/range.json"
+if [[ -s $work/range.json ]] && jq -e --arg p "$tpid" '
+    .series | length > 0 and
+    (.[0].labelset.labels | any(.name == "pid" and .value == $p)) and
+    (.[0].labelset.labels | any(.name == "service_name" and .value == "target")) and
+    (.[0].samples | any((.value | tonumber) > 0))' "$work/range.json" >/dev/null; then
+  pass "Parca query_range returns the pid's alloc_space series with serve's labels and a value > 0"
+else
+  fail "Parca query_range" "$work/range.json"
 fi
 grep -q "\"GET /debug/pprof/allocs?pid=$tpid\" 200" "$work/serve.log" &&
   pass "serve answered Parca's scrape of /debug/pprof/allocs?pid=$tpid" ||
