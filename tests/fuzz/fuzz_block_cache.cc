@@ -103,7 +103,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const bool direct_ok = mem.TryRead(addr, want);
     if (view) {
       const uint8_t* p = cached.View(addr, len);
-      if (p != nullptr && (!direct_ok || std::memcmp(p, want.data(), len) != 0)) __builtin_trap();
+      if (p != nullptr && (!direct_ok || (len != 0 && std::memcmp(p, want.data(), len) != 0))) {
+        __builtin_trap();
+      }
     } else {
       got.assign(len, 0xaa);
       const bool cached_ok = cached.TryRead(addr, got);
