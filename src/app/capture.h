@@ -39,7 +39,7 @@ struct CaptureOptions {
   // Capture returns): for views that need the unscaled records, such as
   // serve's ?debug=1 text.
   std::function<void(std::span<const MemProfileRecord> records, int64_t rate, uint64_t load_bias)>
-      on_records;
+      on_records = nullptr;
   // Profile.time_nanos; nullopt: the wall clock when the profile is built.
   std::optional<int64_t> time_nanos = std::nullopt;
 };
