@@ -22,7 +22,6 @@
 #include "agent/watch_discovery.h"
 #include "agent/watch_files.h"
 #include "agent/watch_process.h"
-#include "proc/procfs.h"
 #include "base/error.h"
 #include "base/unique_fd.h"
 #include "pprof/output.h"

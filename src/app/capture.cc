@@ -64,8 +64,8 @@ HeapAddresses LocateVariables(const ExecutableAnalysis& analysis, uint64_t bias,
   report.notes.push_back(Text("runtime.mbuckets at ", Hex(addrs.mbuckets), " (",
                               vars.mbuckets.source, "), runtime.MemProfileRate at ",
                               Hex(addrs.mem_profile_rate), " (", vars.mem_profile_rate.source,
-                              "), ", analysis.traits().variables.cycle_symbol, " at ", Hex(addrs.cycle), " (",
-                              vars.cycle.source, ")"));
+                              "), ", analysis.traits().variables.cycle_symbol, " at ",
+                              Hex(addrs.cycle), " (", vars.cycle.source, ")"));
   if (vars.disable_memory_profiling) {
     report.notes.push_back(Text("runtime.disableMemoryProfiling at ",
                                 Hex(vars.disable_memory_profiling->addr + bias), " (",

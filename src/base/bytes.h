@@ -58,11 +58,25 @@ class ByteView {
   // Throws kMalformed unless [off, off+len) is inside the view.
   void Require(uint64_t off, uint64_t len) const;
 
-  uint8_t U8(uint64_t off) const { Require(off, 1); return data_[off]; }
-  uint16_t U16(uint64_t off) const { Require(off, 2); uint16_t v; std::memcpy(&v, &data_[off], 2); return v; }
-  uint32_t U32(uint64_t off) const { Require(off, 4); return LoadU32(&data_[off]); }
+  uint8_t U8(uint64_t off) const {
+    Require(off, 1);
+    return data_[off];
+  }
+  uint16_t U16(uint64_t off) const {
+    Require(off, 2);
+    uint16_t v;
+    std::memcpy(&v, &data_[off], 2);
+    return v;
+  }
+  uint32_t U32(uint64_t off) const {
+    Require(off, 4);
+    return LoadU32(&data_[off]);
+  }
   int32_t I32(uint64_t off) const { return static_cast<int32_t>(U32(off)); }
-  uint64_t U64(uint64_t off) const { Require(off, 8); return LoadU64(&data_[off]); }
+  uint64_t U64(uint64_t off) const {
+    Require(off, 8);
+    return LoadU64(&data_[off]);
+  }
 
   // A sub-view; throws if out of range.
   ByteView Sub(uint64_t off, uint64_t len, std::string_view what) const;

@@ -15,15 +15,15 @@ namespace goheap2pprof {
 
 // Values are the process exit codes, documented in --help and the README.
 enum class ErrorKind : int {
-  kUsage = 2,              // bad command line
-  kNoSuchProcess = 3,      // pid does not exist, or exited during the capture
-  kPermission = 4,         // not allowed to read the target
-  kNotGo = 5,              // the target is not a Go program
-  kUnsupported = 6,        // Go version, architecture or binary form we cannot read
-  kSamplingDisabled = 7,   // heap profiling is off in the target
-  kMalformed = 8,          // target memory or file contents inconsistent
-  kIo = 9,                 // local file error (output, reading the executable)
-  kInternal = 10,          // a bug in goheap2pprof
+  kUsage = 2,             // bad command line
+  kNoSuchProcess = 3,     // pid does not exist, or exited during the capture
+  kPermission = 4,        // not allowed to read the target
+  kNotGo = 5,             // the target is not a Go program
+  kUnsupported = 6,       // Go version, architecture or binary form we cannot read
+  kSamplingDisabled = 7,  // heap profiling is off in the target
+  kMalformed = 8,         // target memory or file contents inconsistent
+  kIo = 9,                // local file error (output, reading the executable)
+  kInternal = 10,         // a bug in goheap2pprof
 };
 
 std::string_view ErrorKindName(ErrorKind kind);

@@ -1,7 +1,6 @@
 // goheap2pprof command line: parse, run the capture, and turn the one error
 // type into a message, a hint and the kind's exit code.
 #include <CLI/CLI.hpp>
-
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -44,31 +43,36 @@ constexpr const char* kExitCodes = R"(Exit codes:
 
 std::string DefaultHint(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kUsage: return "run goheap2pprof --help";
-    case ErrorKind::kNoSuchProcess: return "check the pid with ps; the target may have exited";
+    case ErrorKind::kUsage:
+      return "run goheap2pprof --help";
+    case ErrorKind::kNoSuchProcess:
+      return "check the pid with ps; the target may have exited";
     case ErrorKind::kPermission:
       return "run as root, or as the target's user with CAP_SYS_PTRACE; "
              "kernel.yama.ptrace_scope=1 requires CAP_SYS_PTRACE to read a process that is not "
              "your child, 2 always requires it, 3 forbids it; in a container, add "
              "--cap-add=SYS_PTRACE and share the target's pid namespace (--pid=container:<id>)";
-    case ErrorKind::kNotGo: return "point goheap2pprof at the pid of a Go program";
+    case ErrorKind::kNotGo:
+      return "point goheap2pprof at the pid of a Go program";
     case ErrorKind::kUnsupported:
       return "goheap2pprof reads Go 1.18+ programs built for 64-bit little-endian amd64 or "
              "arm64; see \"Supported targets\" in the README";
-    case ErrorKind::kSamplingDisabled: return "enable heap profiling in the target and restart it";
+    case ErrorKind::kSamplingDisabled:
+      return "enable heap profiling in the target and restart it";
     case ErrorKind::kMalformed:
       return "the target may be changing too fast or is not a standard Go runtime; retry, and "
              "report it if it persists";
-    case ErrorKind::kIo: return "check the output path and free space";
-    case ErrorKind::kInternal: return "please report this bug";
+    case ErrorKind::kIo:
+      return "check the output path and free space";
+    case ErrorKind::kInternal:
+      return "please report this bug";
   }
   return "";
 }
 
 // --format json promises pipelines a document even when the capture fails:
 // the status and reason, with what was learned before the failure.
-void WriteFailureJson(const RunOptions& options, const CaptureReport& report,
-                      const Error& error) {
+void WriteFailureJson(const RunOptions& options, const CaptureReport& report, const Error& error) {
   try {
     WriteOutput(options.output, RenderFailureJson(options.output_format,
                                                   {.pid = options.pid, .report = &report}, error));
@@ -114,11 +118,13 @@ CLI::App* AddWatchCommand(CLI::App& app, WatchArgs& args, WatchOptions& w) {
   cmd->add_option("--psi", args.psi,
                   "some|full:STALL/WINDOW, e.g. some:150ms/1s: a PSI trigger on the cgroup's "
                   "memory.pressure, or /proc/pressure/memory");
-  cmd->add_option("--psi-scope", args.psi_scope, "cgroup (system when the cgroup has none) or system")
+  cmd->add_option("--psi-scope", args.psi_scope,
+                  "cgroup (system when the cgroup has none) or system")
       ->check(CLI::IsMember({"cgroup", "system"}))
       ->capture_default_str();
   cmd->add_option("--every", args.every, "also capture periodically, e.g. 5m");
-  cmd->add_option("--poll", args.poll, "how often usage and RSS are sampled")->capture_default_str();
+  cmd->add_option("--poll", args.poll, "how often usage and RSS are sampled")
+      ->capture_default_str();
   cmd->add_option("--cooldown", args.cooldown,
                   "minimum time between triggered captures; one higher level or memory event "
                   "may fire inside it")
@@ -264,7 +270,8 @@ int Main(int argc, char** argv) {
     std::optional<pid_t> pid = ParsePid(pid_text);
     if (!pid) throw Error(ErrorKind::kUsage, "\"", pid_text, "\" is not a process id");
     options.pid = *pid;
-    if (const char* seam = std::getenv("GOHEAP2PPROF_TEST_SEAM")) options.seams = ParseTestSeams(seam);
+    if (const char* seam = std::getenv("GOHEAP2PPROF_TEST_SEAM"))
+      options.seams = ParseTestSeams(seam);
     const std::string written = RunCapture(options, std::cerr, report);
     PrintReport(report, options.verbose, std::cerr);
     if (options.stats) std::cerr << FormatStats(report);

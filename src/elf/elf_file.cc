@@ -28,28 +28,35 @@ struct ElfFile::SymbolTables {
 
 namespace {
 
-
 std::string ElfErrorText() { return elf_errmsg(-1) ? elf_errmsg(-1) : "unknown libelf error"; }
 
 // elf_version must be called once per process before any other libelf call.
 void InitLibelf() {
   static const bool ok = elf_version(EV_CURRENT) != EV_NONE;
   if (!ok) {
-    throw Error(ErrorKind::kInternal, "libelf is older than the ELF version it was built for: ",
-                ElfErrorText());
+    throw Error(ErrorKind::kInternal,
+                "libelf is older than the ELF version it was built for: ", ElfErrorText());
   }
 }
 
 std::string MachineName(uint16_t machine) {
   switch (machine) {
-    case EM_386: return "i386";
-    case EM_ARM: return "32-bit ARM";
-    case EM_PPC64: return "ppc64";
-    case EM_S390: return "s390x";
-    case EM_RISCV: return "riscv";
-    case EM_MIPS: return "mips";
-    case EM_LOONGARCH: return "loong64";
-    default: return "machine " + std::to_string(machine);
+    case EM_386:
+      return "i386";
+    case EM_ARM:
+      return "32-bit ARM";
+    case EM_PPC64:
+      return "ppc64";
+    case EM_S390:
+      return "s390x";
+    case EM_RISCV:
+      return "riscv";
+    case EM_MIPS:
+      return "mips";
+    case EM_LOONGARCH:
+      return "loong64";
+    default:
+      return "machine " + std::to_string(machine);
   }
 }
 
@@ -165,8 +172,7 @@ void ElfFile::Load() {
                 " is a big-endian ELF; only little-endian is supported");
   }
   if (data_[EI_DATA] != ELFDATA2LSB) {
-    throw Error(ErrorKind::kMalformed, name_, ": unknown ELF data encoding ",
-                int{data_[EI_DATA]});
+    throw Error(ErrorKind::kMalformed, name_, ": unknown ELF data encoding ", int{data_[EI_DATA]});
   }
 
   InitLibelf();
@@ -209,8 +215,7 @@ void ElfFile::Load() {
 
   size_t shstrndx = 0;
   if (elf_getshdrstrndx(elf, &shstrndx) != 0) {
-    throw Error(ErrorKind::kMalformed, name_, ": bad section name table index: ",
-                ElfErrorText());
+    throw Error(ErrorKind::kMalformed, name_, ": bad section name table index: ", ElfErrorText());
   }
   for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
     GElf_Shdr shdr;
@@ -249,8 +254,7 @@ void ElfFile::IndexSymbols() const {
     Elf* elf = elf_.get();
     // .symtab first so its entries win over .dynsym duplicates.
     for (uint32_t wanted : {uint32_t{SHT_SYMTAB}, uint32_t{SHT_DYNSYM}}) {
-      for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr;
-           scn = elf_nextscn(elf, scn)) {
+      for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
         GElf_Shdr shdr;
         if (gelf_getshdr(scn, &shdr) == nullptr) {
           throw Error(ErrorKind::kMalformed, name_, ": bad section header: ", ElfErrorText());
@@ -262,8 +266,7 @@ void ElfFile::IndexSymbols() const {
         }
         Elf_Data* data = elf_getdata(scn, nullptr);
         if (data == nullptr) {
-          throw Error(ErrorKind::kMalformed, name_, ": cannot read symbol table: ",
-                      ElfErrorText());
+          throw Error(ErrorKind::kMalformed, name_, ": cannot read symbol table: ", ElfErrorText());
         }
         size_t count = data->d_size / shdr.sh_entsize;
         for (size_t i = 1; i < count; ++i) {

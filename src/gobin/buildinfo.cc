@@ -79,8 +79,8 @@ BuildInfo ParseBuildInfo(Bytes data) {
   uint8_t flags = blob.U8(15);
   if ((flags & kFlagInlineStrings) == 0) {
     throw Error(ErrorKind::kUnsupported,
-                "Go build info uses the pointer format of Go 1.17 and older (flags ",
-                Hex(flags), "); Go 1.18+ is required");
+                "Go build info uses the pointer format of Go 1.17 and older (flags ", Hex(flags),
+                "); Go 1.18+ is required");
   }
   // Flag bit 0 (big-endian) only matters for the pointer format; inline
   // strings read the same either way, and the ELF layer rejects such files.

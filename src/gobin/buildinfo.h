@@ -27,9 +27,9 @@ std::optional<GoVersion> ParseGoVersion(std::string_view text);
 std::string FormatGoVersion(const GoVersion& v);  // "go1.22.0"
 
 struct BuildInfo {
-  std::string go_version;   // runtime.buildVersion, e.g. "go1.22.0"
-  std::string main_path;    // "path" line of modinfo, may be empty
-  std::string modinfo;      // without the sentinels
+  std::string go_version;  // runtime.buildVersion, e.g. "go1.22.0"
+  std::string main_path;   // "path" line of modinfo, may be empty
+  std::string modinfo;     // without the sentinels
 };
 
 // Parses a buildinfo blob that starts with the magic "\xff Go buildinf:".

@@ -21,8 +21,8 @@ class CapstoneHandle {
     }
     open_ = true;
     if (cs_err err = cs_option(handle_, CS_OPT_DETAIL, CS_OPT_ON); err != CS_ERR_OK) {
-      throw Error(ErrorKind::kInternal, "Capstone cannot enable instruction details: ",
-                  cs_strerror(err));
+      throw Error(ErrorKind::kInternal,
+                  "Capstone cannot enable instruction details: ", cs_strerror(err));
     }
   }
   ~CapstoneHandle() {
@@ -68,8 +68,7 @@ void ScanAmd64(Bytes code, uint64_t vaddr, size_t max_insns, std::vector<DataRef
     const bool lea = insn->id == X86_INS_LEA;
     for (uint8_t i = 0; i < x86.op_count && i < 8; ++i) {
       const cs_x86_op& op = x86.operands[i];
-      if (op.type != X86_OP_MEM || op.mem.base != X86_REG_RIP ||
-          op.mem.index != X86_REG_INVALID) {
+      if (op.type != X86_OP_MEM || op.mem.base != X86_REG_RIP || op.mem.index != X86_REG_INVALID) {
         continue;
       }
       DataRef ref;
@@ -140,10 +139,9 @@ void ScanArm64(Bytes code, uint64_t vaddr, size_t max_insns, std::vector<DataRef
     adrp_reg = ARM64_REG_INVALID;
     add_reg = ARM64_REG_INVALID;
     std::string_view mnemonic(insn->mnemonic);
-    const char* reg_name =
-        a.op_count > 0 && a.operands[0].type == ARM64_OP_REG
-            ? cs_reg_name(cs.get(), a.operands[0].reg)
-            : nullptr;
+    const char* reg_name = a.op_count > 0 && a.operands[0].type == ARM64_OP_REG
+                               ? cs_reg_name(cs.get(), a.operands[0].reg)
+                               : nullptr;
     if (prev_add != ARM64_REG_INVALID && !out.empty()) {
       for (uint8_t i = 0; i < a.op_count && i < 8; ++i) {
         const cs_arm64_op& op = a.operands[i];
@@ -184,8 +182,7 @@ void ScanArm64(Bytes code, uint64_t vaddr, size_t max_insns, std::vector<DataRef
     }
     for (uint8_t i = 0; i < a.op_count && i < 8; ++i) {
       const cs_arm64_op& op = a.operands[i];
-      if (op.type != ARM64_OP_MEM || op.mem.base != prev_reg ||
-          op.mem.index != ARM64_REG_INVALID) {
+      if (op.type != ARM64_OP_MEM || op.mem.base != prev_reg || op.mem.index != ARM64_REG_INVALID) {
         continue;
       }
       DataRef ref;
@@ -201,8 +198,7 @@ void ScanArm64(Bytes code, uint64_t vaddr, size_t max_insns, std::vector<DataRef
 
 }  // namespace
 
-std::vector<DataRef> ScanDataRefs(uint16_t machine, Bytes code, uint64_t vaddr,
-                                  size_t max_insns) {
+std::vector<DataRef> ScanDataRefs(uint16_t machine, Bytes code, uint64_t vaddr, size_t max_insns) {
   std::vector<DataRef> refs;
   switch (machine) {
     case EM_X86_64:

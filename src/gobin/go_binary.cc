@@ -79,8 +79,8 @@ void GoBinary::FindVersion() {
       uint64_t len = h.U64(8);
       if (ptr != 0 && len > 0 && len <= kMaxVersionLen) {
         if (std::optional<Bytes> s = elf_.ReadVaddr(ptr, len)) {
-          version_ = ParseGoVersion(
-              std::string_view(reinterpret_cast<const char*>(s->data()), s->size()));
+          version_ =
+              ParseGoVersion(std::string_view(reinterpret_cast<const char*>(s->data()), s->size()));
           if (version_) {
             version_source_ = "runtime.buildVersion";
             return;
@@ -152,8 +152,8 @@ std::optional<GoVersion> GoBinary::RecoverBuildVersion() const {
     if (!ptr || !len || *ptr == 0 || *len == 0 || *len > kMaxVersionLen) continue;
     std::optional<Bytes> s = elf_.ReadVaddr(*ptr, *len);
     if (!s) continue;
-    std::optional<GoVersion> v = ParseGoVersion(
-        std::string_view(reinterpret_cast<const char*>(s->data()), s->size()));
+    std::optional<GoVersion> v =
+        ParseGoVersion(std::string_view(reinterpret_cast<const char*>(s->data()), s->size()));
     if (!v) continue;
     if (found && *found != *v) return std::nullopt;
     found = v;
@@ -186,8 +186,8 @@ PclntabLocation GoBinary::FindPclntab() const {
       }
       std::optional<Bytes> bytes = elf_.ReadVaddr(*start, *end - *start);
       if (!bytes) {
-        throw Error(ErrorKind::kMalformed, elf_.name(), ": pclntab [", Hex(*start), ", ",
-                    Hex(*end), ") is not backed by file bytes of one segment");
+        throw Error(ErrorKind::kMalformed, elf_.name(), ": pclntab [", Hex(*start), ", ", Hex(*end),
+                    ") is not backed by file bytes of one segment");
       }
       loc.vaddr = *start;
       loc.table = *bytes;
@@ -207,8 +207,9 @@ PclntabLocation GoBinary::FindPclntab() const {
       if (loc.moduledata) {
         throw Error(ErrorKind::kUnsupported, elf_.name(), ": two pclntabs validate, at ",
                     Hex(loc.vaddr), " and ", Hex(vaddr), "; refusing to guess")
-            .WithHint("capture from an unstripped build of the same program (built without "
-                      "-ldflags=-s)");
+            .WithHint(
+                "capture from an unstripped build of the same program (built without "
+                "-ldflags=-s)");
       }
       loc.vaddr = vaddr;
       loc.table = *bytes;
@@ -216,11 +217,14 @@ PclntabLocation GoBinary::FindPclntab() const {
       loc.moduledata = md;
     }
     if (loc.source.empty() && !headers.empty()) {
-      throw Error(ErrorKind::kUnsupported, elf_.name(), " is stripped and has no pclntab "
-                  "section; none of the ", headers.size(), " pcHeader-like places (first at ",
-                  Hex(headers[0]), ") is referenced by a moduledata that validates")
-          .WithHint("capture from an unstripped build of the same program (built without "
-                    "-ldflags=-s); Go 1.18 or newer is required");
+      throw Error(ErrorKind::kUnsupported, elf_.name(),
+                  " is stripped and has no pclntab "
+                  "section; none of the ",
+                  headers.size(), " pcHeader-like places (first at ", Hex(headers[0]),
+                  ") is referenced by a moduledata that validates")
+          .WithHint(
+              "capture from an unstripped build of the same program (built without "
+              "-ldflags=-s); Go 1.18 or newer is required");
     }
   }
   if (loc.source.empty()) {
@@ -234,19 +238,19 @@ PclntabLocation GoBinary::FindPclntab() const {
       throw Error(ErrorKind::kUnsupported, elf_.name(),
                   " is stripped and no runtime.firstmoduledata pointing to its pclntab at ",
                   Hex(loc.vaddr), " (", loc.source, ") validates")
-          .WithHint("capture from an unstripped build of the same program (built without "
-                    "-ldflags=-s); Go 1.18 or newer is required");
+          .WithHint(
+              "capture from an unstripped build of the same program (built without "
+              "-ldflags=-s); Go 1.18 or newer is required");
     }
   }
-  if (loc.moduledata && version_ && (version_source_ == "buildinfo" ||
-                                     version_source_ == "runtime.buildVersion")) {
+  if (loc.moduledata && version_ &&
+      (version_source_ == "buildinfo" || version_source_ == "runtime.buildVersion")) {
     // The build info names the release; its layout family must be the one
     // that validated, or one of the two is not what it seems.
     if (ModuleDataLayoutFor(*version_) != loc.moduledata->layout) {
       throw Error(ErrorKind::kUnsupported, elf_.name(), ": the build info says ",
-                  FormatGoVersion(*version_), " but the moduledata at ",
-                  Hex(loc.moduledata->vaddr), " has the ",
-                  ModuleDataLayoutName(loc.moduledata->layout), " layout")
+                  FormatGoVersion(*version_), " but the moduledata at ", Hex(loc.moduledata->vaddr),
+                  " has the ", ModuleDataLayoutName(loc.moduledata->layout), " layout")
           .WithHint("capture from an unstripped build of the same program");
     }
   }

@@ -31,7 +31,8 @@ constexpr uint64_t kOffMinpc = 160;
 constexpr uint64_t kOffMaxpc = 168;
 constexpr uint64_t kOffText = 176;
 constexpr uint64_t kOffEtext = 184;
-constexpr uint64_t kOffNoptrdata = 192;  // then enoptrdata, data, edata, bss, ebss, noptrbss, enoptrbss
+constexpr uint64_t kOffNoptrdata =
+    192;  // then enoptrdata, data, edata, bss, ebss, noptrbss, enoptrbss
 
 struct LayoutOffsets {
   uint64_t gofunc;
@@ -129,8 +130,7 @@ std::optional<ModuleData> Validate(const ElfFile& elf, const RelativeRelocs& rel
   }
   // Until 1.25 the header stores text start; from 1.26 on it is always 0.
   const uint64_t header_text = relocs.ReadPointer(pclntab_vaddr + 24).value_or(header.U64(24));
-  const bool new_layout =
-      layout == ModuleDataLayout::kGo126 || layout == ModuleDataLayout::kGo127;
+  const bool new_layout = layout == ModuleDataLayout::kGo126 || layout == ModuleDataLayout::kGo127;
   if (new_layout ? header_text != 0 : header_text != md.text) return std::nullopt;
   return md;
 }
@@ -233,13 +233,15 @@ std::optional<ModuleData> FindModuleData(const ElfFile& elf, const RelativeReloc
       std::optional<ModuleData> md = Validate(elf, relocs, vaddr, layout, pclntab_vaddr, header);
       if (!md) continue;
       if (found && (found->vaddr != md->vaddr || found->layout != md->layout)) {
-        throw Error(ErrorKind::kUnsupported, elf.name(), ": two places validate as the Go "
-                    "moduledata for the pclntab at ", Hex(pclntab_vaddr), ": ",
-                    Hex(found->vaddr), " (", ModuleDataLayoutName(found->layout), " layout) and ",
-                    Hex(md->vaddr), " (", ModuleDataLayoutName(md->layout),
-                    " layout); refusing to guess")
-            .WithHint("capture from an unstripped build of the same program (built without "
-                      "-ldflags=-s)");
+        throw Error(ErrorKind::kUnsupported, elf.name(),
+                    ": two places validate as the Go "
+                    "moduledata for the pclntab at ",
+                    Hex(pclntab_vaddr), ": ", Hex(found->vaddr), " (",
+                    ModuleDataLayoutName(found->layout), " layout) and ", Hex(md->vaddr), " (",
+                    ModuleDataLayoutName(md->layout), " layout); refusing to guess")
+            .WithHint(
+                "capture from an unstripped build of the same program (built without "
+                "-ldflags=-s)");
       }
       md->source = source.empty() ? "pclntab pointer at " + Hex(vaddr) : source;
       found = md;

@@ -30,7 +30,8 @@ enum class ModuleDataLayout {
   kGo118,  // 1.18-1.19: gofunc@304, textsectmap@312
   kGo120,  // 1.20-1.25: covctrs added; gofunc@320, textsectmap@328
   kGo126,  // 1.26: gofunc@320, epclntab@328, textsectmap@336
-  kGo127,  // 1.27: typedesclen, itaboffset, itabsize added; gofunc@344, epclntab@352, textsectmap@360
+  kGo127,  // 1.27: typedesclen, itaboffset, itabsize added; gofunc@344, epclntab@352,
+           // textsectmap@360
 };
 
 // "Go 1.20-1.25" etc., for messages.
@@ -51,8 +52,8 @@ std::string_view DataSectionName(DataSection section);
 
 // All link-time addresses.
 struct ModuleData {
-  uint64_t vaddr = 0;   // of runtime.firstmoduledata
-  std::string source;   // ".go.module section" or "pclntab pointer at 0x..."
+  uint64_t vaddr = 0;  // of runtime.firstmoduledata
+  std::string source;  // ".go.module section" or "pclntab pointer at 0x..."
   ModuleDataLayout layout = ModuleDataLayout::kGo120;
   uint64_t pclntab = 0;   // pcHeader
   uint64_t epclntab = 0;  // 1.26+, else 0

@@ -23,7 +23,8 @@ uint32_t ByteSwap32(uint32_t v) { return __builtin_bswap32(v); }
 }  // namespace
 
 Pclntab::Pclntab(Bytes table, uint64_t text_start, Bytes gofunc)
-    : table_(table, "pclntab"), gofunc_(gofunc, "pclntab funcdata (go:func.*)"),
+    : table_(table, "pclntab"),
+      gofunc_(gofunc, "pclntab funcdata (go:func.*)"),
       text_start_(text_start) {
   if (!table_.Has(0, kPcHeaderSize)) {
     throw Error(ErrorKind::kMalformed, "pclntab: ", table_.size(),
@@ -61,8 +62,8 @@ Pclntab::Pclntab(Bytes table, uint64_t text_start, Bytes gofunc)
   auto tail = [&](uint64_t header_off, std::string_view what) {
     uint64_t off = table_.U64(header_off);
     if (off > table_.size()) {
-      throw Error(ErrorKind::kMalformed, "pclntab: ", what, " offset ", Hex(off),
-                  " is beyond the ", table_.size(), "-byte table");
+      throw Error(ErrorKind::kMalformed, "pclntab: ", what, " offset ", Hex(off), " is beyond the ",
+                  table_.size(), "-byte table");
     }
     return table_.Sub(off, table_.size() - off, what);
   };
@@ -155,9 +156,7 @@ std::optional<uint32_t> Pclntab::FuncData(const FuncHeader& h, uint32_t index) c
   return off;
 }
 
-std::string_view Pclntab::FuncName(const FuncRef& f) const {
-  return NameAt(ReadFunc(f).name_off);
-}
+std::string_view Pclntab::FuncName(const FuncRef& f) const { return NameAt(ReadFunc(f).name_off); }
 
 uint8_t Pclntab::FuncId(const FuncRef& f) const { return ReadFunc(f).func_id; }
 
@@ -205,29 +204,28 @@ int32_t Pclntab::PcValueAt(uint64_t entry, uint32_t table_off, uint64_t pc) cons
   }
 }
 
-std::optional<Pclntab::InlinedCall> Pclntab::InlinedCallAt(const FuncRef& f,
-                                                           const FuncHeader& h,
+std::optional<Pclntab::InlinedCall> Pclntab::InlinedCallAt(const FuncRef& f, const FuncHeader& h,
                                                            uint64_t pc) const {
   int32_t ix = PcValueAt(f.entry, PcData(h, kPcdataInlTreeIndex), pc);
   if (ix < 0) return std::nullopt;
   std::optional<uint32_t> tree = FuncData(h, kFuncdataInlTree);
   if (!tree) {
-    throw Error(ErrorKind::kMalformed, "pclntab: function at ", Hex(f.entry),
-                " has inline index ", ix, " at ", Hex(pc), " but no inline tree");
+    throw Error(ErrorKind::kMalformed, "pclntab: function at ", Hex(f.entry), " has inline index ",
+                ix, " at ", Hex(pc), " but no inline tree");
   }
   InlinedCall call;
   if (format_ == PclntabFormat::kGo120) {
     // {u8 funcID; u8 pad[3]; i32 nameOff; i32 parentPc; i32 startLine}
-    ByteView e = gofunc_.Sub(uint64_t{*tree} + uint64_t(ix) * kInlinedCallGo120,
-                             kInlinedCallGo120, "inlinedCall");
+    ByteView e = gofunc_.Sub(uint64_t{*tree} + uint64_t(ix) * kInlinedCallGo120, kInlinedCallGo120,
+                             "inlinedCall");
     call.func_id = e.U8(0);
     call.name_off = e.I32(4);
     call.parent_pc = e.I32(8);
     call.start_line = e.I32(12);
   } else {
     // {i16 parent; u8 funcID; u8 pad; i32 file; i32 line; i32 func; i32 parentPc}
-    ByteView e = gofunc_.Sub(uint64_t{*tree} + uint64_t(ix) * kInlinedCallGo118,
-                             kInlinedCallGo118, "inlinedCall");
+    ByteView e = gofunc_.Sub(uint64_t{*tree} + uint64_t(ix) * kInlinedCallGo118, kInlinedCallGo118,
+                             "inlinedCall");
     call.func_id = e.U8(2);
     call.name_off = e.I32(12);
     call.parent_pc = e.I32(16);

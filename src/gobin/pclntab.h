@@ -38,10 +38,10 @@ struct PcFrame {
   std::string_view function;  // raw symbol name (generic shapes included)
   std::string_view file;      // "?" when the file is unknown
   int64_t line = 0;
-  int64_t start_line = 0;     // 0 before Go 1.20
-  uint8_t func_id = 0;        // FuncID of that function (inlined or not)
-  bool inlined = false;       // true when the frame is an inlined call
-  uint64_t entry = 0;         // entry of the physical (outermost) function
+  int64_t start_line = 0;  // 0 before Go 1.20
+  uint8_t func_id = 0;     // FuncID of that function (inlined or not)
+  bool inlined = false;    // true when the frame is an inlined call
+  uint64_t entry = 0;      // entry of the physical (outermost) function
 };
 
 class Pclntab {

@@ -23,18 +23,19 @@ RuntimeVariable FromSymbol(const GoBinary& bin, std::string_view name) {
   if (!addr) {
     throw Error(ErrorKind::kUnsupported, bin.elf().name(), " has no symbol ", name,
                 "; this Go runtime's heap profiler cannot be located")
-        .WithHint("goheap2pprof reads Go 1.18+ programs; check the Go version with "
-                  "'go version <binary>'");
+        .WithHint(
+            "goheap2pprof reads Go 1.18+ programs; check the Go version with "
+            "'go version <binary>'");
   }
   return {*addr, "symbol table"};
 }
 
 Error Unrecoverable(const GoBinary& bin, std::string_view variable, std::string why) {
   Error e(ErrorKind::kUnsupported, bin.elf().name(), " is stripped (no .symtab) and ", variable,
-          " could not be recovered from the runtime's machine code: ", why,
-          "; refusing to guess");
-  e.WithHint("capture from an unstripped build of the same program (built without "
-             "-ldflags=-s), or report this Go version/build mode as unsupported");
+          " could not be recovered from the runtime's machine code: ", why, "; refusing to guess");
+  e.WithHint(
+      "capture from an unstripped build of the same program (built without "
+      "-ldflags=-s), or report this Go version/build mode as unsupported");
   return e;
 }
 
@@ -124,8 +125,8 @@ RuntimeVariable Recover(const GoBinary& bin, RuntimeCode& code, std::string_view
   if (accepted.size() != 1) {
     throw Unrecoverable(bin, variable,
                         "the addresses referenced by all of " + used + " are {" + List(*common) +
-                            "}, of which " + std::to_string(accepted.size()) +
-                            " pass the checks" + rejected);
+                            "}, of which " + std::to_string(accepted.size()) + " pass the checks" +
+                            rejected);
   }
   return {*accepted.begin(), "recovered from " + used};
 }
@@ -148,21 +149,22 @@ RuntimeVariables RecoverFromCode(const GoBinary& bin, const RuntimeVariableLayou
   // mbuckets: the list head walked by mProf_FlushLocked (its only data
   // reference), prepended to by stkbucket and read by MemProfile. A pointer,
   // so in .bss (.noptrbss in 1.18, see RuntimeVariableLayout), and aligned.
-  v.mbuckets = Recover(
-      bin, code, "runtime.mbuckets",
-      {{{"runtime.mProf_FlushLocked"}, true, std::nullopt},
-       {{"runtime.stkbucket"}, true, std::nullopt},
-       {{"runtime.memProfileInternal", "runtime.MemProfile"}, false, std::nullopt}},
-      [&](uint64_t a) -> std::string {
-        if (std::string why = CheckSection(md, layout.mbuckets, a); !why.empty()) return why;
-        if (a % 8 != 0) return "is not 8-byte aligned";
-        return "";
-      });
+  v.mbuckets =
+      Recover(bin, code, "runtime.mbuckets",
+              {{{"runtime.mProf_FlushLocked"}, true, std::nullopt},
+               {{"runtime.stkbucket"}, true, std::nullopt},
+               {{"runtime.memProfileInternal", "runtime.MemProfile"}, false, std::nullopt}},
+              [&](uint64_t a) -> std::string {
+                if (std::string why = CheckSection(md, layout.mbuckets, a); !why.empty())
+                  return why;
+                if (a % 8 != 0) return "is not 8-byte aligned";
+                return "";
+              });
 
   // The heap profile cycle (mProfCycle, or mProf whose first field is the
   // cycle in 1.18): read as a 4-byte word by mProf_Free, and referenced by
-  // the flush (layout.cycle_flush_function) and mProf_Malloc. The profMemFutureLock array they also share
-  // is only ever address-taken, which the access size rules out.
+  // the flush (layout.cycle_flush_function) and mProf_Malloc. The profMemFutureLock array they also
+  // share is only ever address-taken, which the access size rules out.
   v.cycle = Recover(bin, code, layout.cycle_symbol,
                     {{{"runtime.mProf_Free"}, true, 4},
                      {{layout.cycle_flush_function}, true, std::nullopt},
@@ -183,20 +185,20 @@ RuntimeVariables RecoverFromCode(const GoBinary& bin, const RuntimeVariableLayou
   // MemProfileRate: an 8-byte int read by profilealloc and allocmcache
   // (nextSample). Static data holding 512 KiB since 1.20; zeroed data set by
   // an initializer in 1.18/1.19.
-  v.mem_profile_rate = Recover(
-      bin, code, "runtime.MemProfileRate",
-      {{{"runtime.profilealloc"}, true, 8}, {{"runtime.allocmcache"}, true, 8}},
-      [&](uint64_t a) -> std::string {
-        if (a % 8 != 0) return "is not 8-byte aligned";
-        if (std::string why = CheckSection(md, layout.mem_profile_rate, a); !why.empty()) {
-          return why;
-        }
-        if (layout.mem_profile_rate == DataSection::kNoptrdata &&
-            bin.ReadPointer(a) != kDefaultMemProfileRate) {
-          return "does not hold 524288 in the file";
-        }
-        return "";
-      });
+  v.mem_profile_rate =
+      Recover(bin, code, "runtime.MemProfileRate",
+              {{{"runtime.profilealloc"}, true, 8}, {{"runtime.allocmcache"}, true, 8}},
+              [&](uint64_t a) -> std::string {
+                if (a % 8 != 0) return "is not 8-byte aligned";
+                if (std::string why = CheckSection(md, layout.mem_profile_rate, a); !why.empty()) {
+                  return why;
+                }
+                if (layout.mem_profile_rate == DataSection::kNoptrdata &&
+                    bin.ReadPointer(a) != kDefaultMemProfileRate) {
+                  return "does not hold 524288 in the file";
+                }
+                return "";
+              });
 
   // disableMemoryProfiling (diagnostics only): the bool tested right before
   // `MemProfileRate = 0` in schedinit (1.20+) or in runtime's package
@@ -209,8 +211,8 @@ RuntimeVariables RecoverFromCode(const GoBinary& bin, const RuntimeVariableLayou
     for (size_t i = 1; i < refs->size(); ++i) {
       const DataRef& store = (*refs)[i];
       const DataRef& test = (*refs)[i - 1];
-      if (store.write && store.target == v.mem_profile_rate.addr && test.size == 1 &&
-          !test.write && md.In(layout.disable_memory_profiling, test.target)) {
+      if (store.write && store.target == v.mem_profile_rate.addr && test.size == 1 && !test.write &&
+          md.In(layout.disable_memory_profiling, test.target)) {
         found.insert(test.target);
       }
     }

@@ -51,9 +51,9 @@ struct RuntimeVariables {
   std::optional<RuntimeVariable> disable_memory_profiling;
 };
 
-// Throws Error(kUnsupported) naming the missing variable. Without .symtab the addresses are recovered from the machine code of
-// runtime functions found through the pclntab (see runtime_variables.cc),
-// each cross-checked against several functions and the moduledata ranges;
+// Throws Error(kUnsupported) naming the missing variable. Without .symtab the addresses are
+// recovered from the machine code of runtime functions found through the pclntab (see
+// runtime_variables.cc), each cross-checked against several functions and the moduledata ranges;
 // source then says "recovered from runtime.mProf_FlushLocked, ...".
 RuntimeVariables LocateRuntimeVariables(const GoBinary& bin, const RuntimeVariableLayout& layout);
 

@@ -107,8 +107,8 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
     stack_slices.emplace_back(result.stack_words.size(), nstk);
     result.stack_words.resize(result.stack_words.size() + nstk);
     if (nstk > 0) {
-      std::memcpy(result.stack_words.data() + stack_slices.back().first,
-                  data + kBucketHeaderSize, 8 * nstk);
+      std::memcpy(result.stack_words.data() + stack_slices.back().first, data + kBucketHeaderSize,
+                  8 * nstk);
     }
     const uint8_t* rec = data + kBucketHeaderSize + 8 * nstk;
     b.active = LoadCycle(rec, limits.record_layout, size);

@@ -36,10 +36,10 @@ inline constexpr uint64_t kMemProfileBucketType = 1;
 
 struct Bucket {
   uint64_t addr = 0;
-  uint64_t size = 0;              // allocation size, part of the bucket key
+  uint64_t size = 0;                // allocation size, part of the bucket key
   std::span<const uint64_t> stack;  // return PCs, leaf first (in WalkResult::stack_words)
-  MemRecordCycle active;          // published
-  MemRecordCycle future[3];       // per-cycle, not yet published
+  MemRecordCycle active;            // published
+  MemRecordCycle future[3];         // per-cycle, not yet published
 };
 
 struct WalkLimits {
@@ -62,10 +62,10 @@ struct WalkResult {
 };
 
 // Follows allnext from head. With MemRecordLayout::kCountsOnly the byte
-// counters are filled in as objects x size, which is what the runtime reports. Throws Error(kMalformed) naming the bucket
-// address when the list is inconsistent: an unmapped bucket, typ != 1, nstk
-// out of range, a cycle, or more than max_buckets buckets or
-// max_total_stack_words stack words.
+// counters are filled in as objects x size, which is what the runtime reports. Throws
+// Error(kMalformed) naming the bucket address when the list is inconsistent: an unmapped bucket,
+// typ != 1, nstk out of range, a cycle, or more than max_buckets buckets or max_total_stack_words
+// stack words.
 WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits);
 
 // Reads every bucket's memRecord again, in batched vectored reads. Headers

@@ -66,7 +66,8 @@ HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
     if (new_head != head) {
       WalkLimits prefix_limits = walk_limits;
       prefix_limits.stop_at = head;
-      prefix_limits.max_buckets = limits.max_buckets - std::min(limits.max_buckets, snap.buckets.size());
+      prefix_limits.max_buckets =
+          limits.max_buckets - std::min(limits.max_buckets, snap.buckets.size());
       WalkResult fresh = WalkBuckets(mem, new_head, prefix_limits);
       snap.buckets.insert(snap.buckets.begin(), fresh.buckets.begin(), fresh.buckets.end());
       snap.stack_arenas.push_back(std::move(fresh.stack_words));

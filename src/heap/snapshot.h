@@ -27,7 +27,7 @@ struct HeapAddresses {
 
 struct HeapSnapshot {
   int64_t rate = 0;
-  uint32_t cycle = 0;   // the cycle number memProfileInternal uses
+  uint32_t cycle = 0;  // the cycle number memProfileInternal uses
   std::vector<Bucket> buckets;
   // Back buckets[i].stack: the first walk's stacks, then those of buckets
   // created before a retry.

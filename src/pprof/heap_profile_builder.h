@@ -13,6 +13,8 @@
 // writes (Location.address, the mapping lookup).
 #pragma once
 
+#include <google/protobuf/arena.h>
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -23,8 +25,6 @@
 
 #include "base/pc_map.h"
 #include "heap/buckets.h"
-#include <google/protobuf/arena.h>
-
 #include "proto/profile.pb.h"
 #include "runtime/runtime_traits.h"
 #include "symbolize/symbolizer.h"
@@ -69,7 +69,6 @@ class HeapProfileBuilder {
   const pb::Profile& Finish();
   // Finish, handing the profile and its arena over to the caller.
   FinishedProfile TakeProfile() &&;
-
 
  private:
   struct Deck {

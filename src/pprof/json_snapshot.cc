@@ -50,10 +50,14 @@ std::string Dump(const Json& j) {
 
 std::string_view SnapshotStatusName(SnapshotStatus status) {
   switch (status) {
-    case SnapshotStatus::kComplete: return "complete";
-    case SnapshotStatus::kPartial: return "partial";
-    case SnapshotStatus::kUnavailable: return "unavailable";
-    case SnapshotStatus::kFailed: return "failed";
+    case SnapshotStatus::kComplete:
+      return "complete";
+    case SnapshotStatus::kPartial:
+      return "partial";
+    case SnapshotStatus::kUnavailable:
+      return "unavailable";
+    case SnapshotStatus::kFailed:
+      return "failed";
   }
   return "failed";
 }

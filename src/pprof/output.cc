@@ -28,7 +28,10 @@ class ZStream {
   explicit ZStream(bool deflate) : deflate_(deflate) {}
   ~ZStream() {
     if (!initialized_) return;
-    if (deflate_) deflateEnd(&s_); else inflateEnd(&s_);
+    if (deflate_)
+      deflateEnd(&s_);
+    else
+      inflateEnd(&s_);
   }
   z_stream* get() { return &s_; }
   void MarkInitialized() { initialized_ = true; }
@@ -124,7 +127,8 @@ void CheckOutputWritable(const std::string& path) {
                 err == ENOENT ? " does not exist (" : " cannot be reached (", std::strerror(err),
                 ")");
   }
-  if (!S_ISDIR(st.st_mode)) throw Error(ErrorKind::kIo, "output directory ", dir, " is not a directory");
+  if (!S_ISDIR(st.st_mode))
+    throw Error(ErrorKind::kIo, "output directory ", dir, " is not a directory");
   if (access(dir.c_str(), W_OK) != 0) {
     throw Error(ErrorKind::kIo, "output directory ", dir, " is not writable (",
                 std::strerror(errno), ")");

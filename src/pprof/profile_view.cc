@@ -45,8 +45,8 @@ int ProfileView::SampleIndex(std::string_view type) const {
     if (name == type) return i;
     known += (i ? ", " : "") + name;
   }
-  throw Error(ErrorKind::kUsage, "the profile has no sample type \"", type, "\" (it has: ",
-              known.empty() ? "none" : known, ")");
+  throw Error(ErrorKind::kUsage, "the profile has no sample type \"", type,
+              "\" (it has: ", known.empty() ? "none" : known, ")");
 }
 
 std::vector<StackFrame> ProfileView::Frames(const pb::Sample& sample) const {

@@ -41,9 +41,9 @@ struct TopRow {
 struct TopTable {
   std::vector<std::string> labels;  // the header lines above the table
   std::vector<TopRow> rows;
-  int64_t total = 0;         // sum of |value| over all samples
-  std::string sample_unit;   // the sample type's unit ("bytes", "count")
-  std::string output_unit;   // the unit values are printed in
+  int64_t total = 0;        // sum of |value| over all samples
+  std::string sample_unit;  // the sample type's unit ("bytes", "count")
+  std::string output_unit;  // the unit values are printed in
 };
 
 // The rows and labels of `go tool pprof -top`; throws Error(kUsage) for an

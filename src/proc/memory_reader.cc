@@ -59,8 +59,8 @@ void ProcessMemoryReader::ThrowFor(int err, uint64_t addr, size_t len) {
     throw Error(ErrorKind::kPermission, "not permitted to read memory of process ", pid_, " (",
                 std::strerror(err), ")");
   }
-  throw Error(ErrorKind::kIo, "reading ", len, " bytes at ", Hex(addr), " of process ", pid_,
-              ": ", std::strerror(err));
+  throw Error(ErrorKind::kIo, "reading ", len, " bytes at ", Hex(addr), " of process ", pid_, ": ",
+              std::strerror(err));
 }
 
 bool ProcessMemoryReader::ReadViaProcMem(uint64_t addr, std::span<uint8_t> dst) {
@@ -73,8 +73,8 @@ bool ProcessMemoryReader::ReadViaProcMem(uint64_t addr, std::span<uint8_t> dst) 
   while (done < dst.size()) {
     if (addr + done > static_cast<uint64_t>(INT64_MAX)) return false;
     ++stats_.syscalls;
-    ssize_t n = pread(mem_fd_.get(), dst.data() + done, dst.size() - done,
-                      static_cast<off_t>(addr + done));
+    ssize_t n =
+        pread(mem_fd_.get(), dst.data() + done, dst.size() - done, static_cast<off_t>(addr + done));
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EIO || errno == EFAULT) return false;  // unmapped

@@ -77,7 +77,7 @@ class ProcessMemoryReader : public MemoryReader {
   [[noreturn]] void ThrowFor(int err, uint64_t addr, size_t len);
 
   pid_t pid_;
-  UniqueFd mem_fd_;       // /proc/<pid>/mem, opened on first fallback
+  UniqueFd mem_fd_;            // /proc/<pid>/mem, opened on first fallback
   bool use_proc_mem_ = false;  // process_vm_readv unavailable (ENOSYS)
   ReadStats stats_;
 };

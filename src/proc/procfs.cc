@@ -92,11 +92,10 @@ std::vector<MapsEntry> ParseProcMaps(std::string_view text) {
     MapsEntry e;
     size_t dash = range.find('-');
     if (dash == std::string_view::npos || !ParseNumber(range.substr(0, dash), &e.start, 16) ||
-        !ParseNumber(range.substr(dash + 1), &e.end, 16) || e.end < e.start ||
-        perms.size() != 4 || !ParseNumber(offset, &e.offset, 16) || dev.empty() ||
-        !ParseNumber(inode, &e.inode)) {
-      throw Error(ErrorKind::kMalformed, "/proc maps: cannot parse line \"",
-                  line.substr(0, 200), "\"");
+        !ParseNumber(range.substr(dash + 1), &e.end, 16) || e.end < e.start || perms.size() != 4 ||
+        !ParseNumber(offset, &e.offset, 16) || dev.empty() || !ParseNumber(inode, &e.inode)) {
+      throw Error(ErrorKind::kMalformed, "/proc maps: cannot parse line \"", line.substr(0, 200),
+                  "\"");
     }
     e.perms = std::string(perms);
     e.dev = std::string(dev);

@@ -15,8 +15,8 @@ namespace goheap2pprof {
 
 struct ProcStat {
   pid_t pid = 0;
-  std::string comm;   // without the parentheses
-  char state = '?';   // R, S, D, Z, X, ...
+  std::string comm;  // without the parentheses
+  char state = '?';  // R, S, D, Z, X, ...
   uint64_t flags = 0;
   uint64_t start_time = 0;  // clock ticks after boot: with pid, identifies the process
 };

@@ -110,8 +110,6 @@ std::optional<std::string> UnverifiedVersionWarning(const RuntimeTraits& traits)
          "); proceeding because its runtime tables validate";
 }
 
-GoVersion NewestVerifiedVersion() {
-  return {1, kVerified[std::size(kVerified) - 1].minor, 0};
-}
+GoVersion NewestVerifiedVersion() { return {1, kVerified[std::size(kVerified) - 1].minor, 0}; }
 
 }  // namespace goheap2pprof

@@ -61,7 +61,7 @@ struct RuntimeTraits {
   // --- runtime/pprof's heap writer (protomem.go, proto.go) ---
   // hideRuntime drops leading frames whose FuncForPC name has one of these.
   std::vector<std::string_view> hidden_prefixes;
-  bool writes_start_line = false;         // Function.start_line, 1.20+
+  bool writes_start_line = false;  // Function.start_line, 1.20+
   // 1.27+: the "bytes" label is the bucket's object size on every sample;
   // before, AllocBytes/AllocObjects and only when that is non-zero.
   bool bytes_label_is_object_size = false;

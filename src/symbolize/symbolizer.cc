@@ -107,8 +107,8 @@ std::optional<std::vector<uint64_t>> Symbolizer::ExpandFinalInlineFrame(
     uint64_t level_pc = tracepc;
     for (int depth = 0; depth < 4096; ++depth) {
       PcFrame fr = tab_.FrameAt(*f, level_pc);
-      bool elide_wrapper = !(callee_id == ids.gopanic || callee_id == ids.sigpanic ||
-                             callee_id == ids.panicwrap);
+      bool elide_wrapper =
+          !(callee_id == ids.gopanic || callee_id == ids.sigpanic || callee_id == ids.panicwrap);
       if (!(fr.func_id == ids.wrapper && elide_wrapper)) out.push_back(level_pc + 1);
       callee_id = fr.func_id;
       std::optional<uint64_t> parent = tab_.InlineParentPc(*f, level_pc);

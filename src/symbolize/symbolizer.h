@@ -29,14 +29,14 @@ namespace goheap2pprof {
 
 // runtime.Frame, as much of it as runtime/pprof uses.
 struct SymFrame {
-  uint64_t pc = 0;             // return PC - 1 (or the PC itself at a function entry)
-  std::string_view function;   // raw symbol name (runtime_FrameSymbolName)
-  std::string printed_name;    // Frame.Function: generic shapes printed as [...] from 1.21
+  uint64_t pc = 0;            // return PC - 1 (or the PC itself at a function entry)
+  std::string_view function;  // raw symbol name (runtime_FrameSymbolName)
+  std::string printed_name;   // Frame.Function: generic shapes printed as [...] from 1.21
   std::string_view file;
   int64_t line = 0;
   int64_t start_line = 0;
-  bool inlined = false;        // Frame.Func == nil
-  uint64_t entry = 0;          // physical function entry, 0 if unknown
+  bool inlined = false;  // Frame.Func == nil
+  uint64_t entry = 0;    // physical function entry, 0 if unknown
 };
 
 // allFrames(addr) of runtime/pprof: the frames of one return PC.

@@ -33,7 +33,8 @@ using Buf = std::vector<uint8_t>;
 void Write(const fs::path& dir, const std::string& name, const Buf& bytes) {
   fs::create_directories(dir);
   std::ofstream out(dir / name, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
 }
 void WriteText(const fs::path& dir, const std::string& name, const std::string& text) {
   Write(dir, name, Buf(text.begin(), text.end()));
@@ -84,7 +85,8 @@ void BuildInfoSeeds(const fs::path& dir) {
   };
   const std::string start("\x30\x77\xaf\x0c\x92\x74\x08\x02\x41\xe1\xc1\x07\xe6\xd6\x18\xe6", 16);
   const std::string end("\xf9\x32\x43\x31\x86\x18\x20\x72\x00\x82\x42\x10\x41\x16\xd8\xf2", 16);
-  Write(dir, "go1.26.8", blob("go1.26.8", start + "path\texample.com/x\nmod\texample.com/x\t(devel)\t\n" + end));
+  Write(dir, "go1.26.8",
+        blob("go1.26.8", start + "path\texample.com/x\nmod\texample.com/x\t(devel)\t\n" + end));
   Write(dir, "go1.19.8-empty-mod", blob("go1.19.8", ""));
   Buf padded(48, 0);
   Buf b = blob("go1.22.0 X:boringcrypto", "");
@@ -124,7 +126,8 @@ void HeapSeeds(const fs::path& dir) {
     for (size_t i = 0; i < buckets.size(); ++i) {
       uint64_t off = addrs[i] - kBase;
       uint64_t next = i + 1 < buckets.size() ? addrs[i + 1] : 0;
-      std::vector<uint64_t> words = {0, next, 1, 0x9e3779b9, buckets[i].size, buckets[i].stack.size()};
+      std::vector<uint64_t> words = {
+          0, next, 1, 0x9e3779b9, buckets[i].size, buckets[i].stack.size()};
       words.insert(words.end(), buckets[i].stack.begin(), buckets[i].stack.end());
       words.insert(words.end(), buckets[i].record.begin(), buckets[i].record.end());
       std::memcpy(&mem[off], words.data(), std::min(words.size() * 8, mem.size() - off));
@@ -153,7 +156,9 @@ void HeapSeeds(const fs::path& dir) {
   seed("go118-unpublished", 0, 2, 512 * 1024,
        image({{32, {0x1021}, {0, 0, 0, 0, 1, 0, 32, 0, 2, 0, 64, 0, 3, 1, 96, 32}}}, false));
   seed("go127-counts-only", 4, 3 << 1, 1,
-       image({{48, {0x1027, 0x1100}, {5, 2, 1, 0, 0, 0, 0, 0}}, {24, {0x1010}, {1, 0, 0, 0, 0, 0, 0, 0}}}, true));
+       image({{48, {0x1027, 0x1100}, {5, 2, 1, 0, 0, 0, 0, 0}},
+              {24, {0x1010}, {1, 0, 0, 0, 0, 0, 0, 0}}},
+             true));
   seed("empty", 2, 0, 512 * 1024, {});
   // Corrupt counters at the ends of the int64 range: a sample of INT64_MIN
   // objects and byte sums that overflow when the views add them up (two
@@ -354,9 +359,8 @@ void GoElfSeed(const fs::path& dir, const std::string& binary, const std::string
   const goheap2pprof::Pclntab tab = bin.OpenPclntab(0);
   std::string vars;
   try {
-    const goheap2pprof::RuntimeVariables v =
-        goheap2pprof::LocateRuntimeVariables(
-            bin, goheap2pprof::TraitsForVersion(*bin.version()).variables);
+    const goheap2pprof::RuntimeVariables v = goheap2pprof::LocateRuntimeVariables(
+        bin, goheap2pprof::TraitsForVersion(*bin.version()).variables);
     vars = "runtime variables found";
   } catch (const goheap2pprof::Error& e) {
     vars = std::string("runtime variables: ") + e.what();

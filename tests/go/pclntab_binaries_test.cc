@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "elf/elf_file.h"
+#include "go_toolchains.h"
 #include "gobin/go_binary.h"
 #include "gobin/pclntab.h"
 #include "runtime/runtime_traits.h"
 #include "symbolize/symbolizer.h"
-#include "go_toolchains.h"
 
 namespace goheap2pprof {
 namespace {
@@ -34,8 +34,8 @@ struct BuildMode {
 
 struct BuiltBinary {
   std::string skip_reason;  // non-empty: not available
-  std::string path;    // empty: skipped or failed (output says why)
-  std::string output;  // stdout of running it, or the failure
+  std::string path;         // empty: skipped or failed (output says why)
+  std::string output;       // stdout of running it, or the failure
 };
 
 const std::vector<BuildMode>& BuildModes() {
@@ -170,11 +170,13 @@ TEST_P(GoBinaryRealTest, FramesMatchCallersFrames) {
     int inlined = 0;
     hs >> word >> tag >> hex >> inlined;
     ASSERT_EQ(word, "pc") << line;
-    pcs.push_back({tag, std::stoull(hex, nullptr, 16), inlined != 0, function, file,
-                   std::stoll(line_text)});
+    pcs.push_back(
+        {tag, std::stoull(hex, nullptr, 16), inlined != 0, function, file, std::stoll(line_text)});
   }
   ASSERT_TRUE(have_anchor) << bin_->output;
-  if (!mode_->pie) { EXPECT_EQ(bias, 0u); }
+  if (!mode_->pie) {
+    EXPECT_EQ(bias, 0u);
+  }
   ASSERT_GT(pcs.size(), 40u);
 
   Pclntab tab = go_->OpenPclntab(bias);
@@ -194,8 +196,12 @@ TEST_P(GoBinaryRealTest, FramesMatchCallersFrames) {
     EXPECT_EQ(fr.file, p.file);
     EXPECT_EQ(fr.line, p.line);
     EXPECT_EQ(fr.inlined, p.inlined);
-    if (tc_->minor < 20) { EXPECT_EQ(fr.start_line, 0); }
-    if (tc_->minor >= 20 && p.function.rfind("main.", 0) == 0) { EXPECT_GT(fr.start_line, 0); }
+    if (tc_->minor < 20) {
+      EXPECT_EQ(fr.start_line, 0);
+    }
+    if (tc_->minor >= 20 && p.function.rfind("main.", 0) == 0) {
+      EXPECT_GT(fr.start_line, 0);
+    }
     // Logical stacks: after an inlined frame comes entry+parentPc+1 of the
     // same physical function.
     std::optional<uint64_t> parent = tab.InlineParentPc(*f, p.pc - 1);
@@ -241,14 +247,13 @@ TEST_P(GoBinaryRealTest, VersionAndLayout) {
   EXPECT_FALSE(elf_->GoBuildId().empty());
   // GNU build IDs: from the system linker with cgo; from cmd/link by default
   // since Go 1.24.
-  EXPECT_EQ(elf_->GnuBuildId().empty(), !mode_->cgo && tc_->minor < 24)
-      << elf_->GnuBuildId();
+  EXPECT_EQ(elf_->GnuBuildId().empty(), !mode_->cgo && tc_->minor < 24) << elf_->GnuBuildId();
   RecordProperty("pclntab_source", loc.source);
   std::cout << "  [" << tc_->label << " " << mode_->label << "] pclntab from " << loc.source
-            << " at " << Hex(loc.vaddr) << ", runtime.text " << Hex(loc.text_start)
-            << ", .text " << Hex(text->addr) << ", header textStart "
-            << Hex(tab.header_text_start()) << ", gofunc " << Hex(loc.gofunc_vaddr)
-            << ", magic " << Hex(tab.magic()) << ", nfunc " << tab.nfunc() << "\n";
+            << " at " << Hex(loc.vaddr) << ", runtime.text " << Hex(loc.text_start) << ", .text "
+            << Hex(text->addr) << ", header textStart " << Hex(tab.header_text_start())
+            << ", gofunc " << Hex(loc.gofunc_vaddr) << ", magic " << Hex(tab.magic()) << ", nfunc "
+            << tab.nfunc() << "\n";
 }
 
 TEST_P(GoBinaryRealTest, VersionFallbacksWithoutBuildInfo) {
@@ -270,9 +275,12 @@ TEST_P(GoBinaryRealTest, VersionFallbacksWithoutBuildInfo) {
   EXPECT_FALSE(bin.build_info());
   ASSERT_TRUE(bin.version()) << "no version found";
   EXPECT_EQ(bin.version()->minor, tc_->minor);
-  std::cout << "  [" << tc_->label << " " << mode_->label << "] without buildinfo: "
-            << FormatGoVersion(*bin.version()) << " from " << bin.version_source() << "\n";
-  if (!mode_->pie) { EXPECT_EQ(bin.version_source(), "runtime.buildVersion"); }
+  std::cout << "  [" << tc_->label << " " << mode_->label
+            << "] without buildinfo: " << FormatGoVersion(*bin.version()) << " from "
+            << bin.version_source() << "\n";
+  if (!mode_->pie) {
+    EXPECT_EQ(bin.version_source(), "runtime.buildVersion");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(GoBinaryBuilds, GoBinaryRealTest,

@@ -19,12 +19,12 @@
 #include <vector>
 
 #include "elf/elf_file.h"
+#include "go_toolchains.h"
 #include "gobin/code_scan.h"
 #include "gobin/go_binary.h"
 #include "gobin/moduledata.h"
 #include "gobin/runtime_variables.h"
 #include "runtime/runtime_traits.h"
-#include "go_toolchains.h"
 
 namespace goheap2pprof {
 namespace {
@@ -60,8 +60,8 @@ const Twins& GetTwins(const Toolchain& tc, const Mode& mode) {
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   Twins& t = cache[key];
   for (bool strip : {true, false}) {
-    testing_go::GoProgram p = testing_go::FindGoProgram(
-        tc, "heapvars-" + mode.label + (strip ? "-stripped" : "-twin"));
+    testing_go::GoProgram p =
+        testing_go::FindGoProgram(tc, "heapvars-" + mode.label + (strip ? "-stripped" : "-twin"));
     t.skip_reason = p.skip_reason;
     t.error = p.error;
     if (!p.skip_reason.empty() || !p.error.empty()) return t;
@@ -156,8 +156,7 @@ TEST_P(StrippedTest, RecoveredVariablesEqualTwinSymbols) {
   RuntimeVariables want = LocateRuntimeVariables(*twin_, Layout());
   EXPECT_EQ(want.mbuckets.source, "symbol table");
   EXPECT_EQ(got.mbuckets.addr, want.mbuckets.addr) << got.mbuckets.source;
-  EXPECT_EQ(got.mem_profile_rate.addr, want.mem_profile_rate.addr)
-      << got.mem_profile_rate.source;
+  EXPECT_EQ(got.mem_profile_rate.addr, want.mem_profile_rate.addr) << got.mem_profile_rate.source;
   EXPECT_EQ(got.cycle.addr, want.cycle.addr) << got.cycle.source;
   ASSERT_TRUE(want.disable_memory_profiling);
   ASSERT_TRUE(got.disable_memory_profiling);
@@ -168,10 +167,9 @@ TEST_P(StrippedTest, RecoveredVariablesEqualTwinSymbols) {
   }
   EXPECT_NE(got.mbuckets.source.find("runtime.mProf_FlushLocked"), std::string::npos);
   std::cout << "  [" << tc_->label << " " << mode_->label << "] mbuckets " << Hex(got.mbuckets.addr)
-            << " (" << got.mbuckets.source << "), MemProfileRate "
-            << Hex(got.mem_profile_rate.addr) << ", cycle " << Hex(got.cycle.addr)
-            << " (" << got.cycle.source << "), disableMemoryProfiling "
-            << Hex(got.disable_memory_profiling->addr) << "\n";
+            << " (" << got.mbuckets.source << "), MemProfileRate " << Hex(got.mem_profile_rate.addr)
+            << ", cycle " << Hex(got.cycle.addr) << " (" << got.cycle.source
+            << "), disableMemoryProfiling " << Hex(got.disable_memory_profiling->addr) << "\n";
 }
 
 TEST_P(StrippedTest, TextStartAndFuncdataFromModuledata) {
@@ -179,7 +177,8 @@ TEST_P(StrippedTest, TextStartAndFuncdataFromModuledata) {
   ASSERT_TRUE(loc.moduledata);
   EXPECT_EQ(loc.text_source, "moduledata.text");
   EXPECT_EQ(loc.text_start, *twin_->SymbolAddress("runtime.text"));
-  std::optional<uint64_t> gofunc = twin_->SymbolAddress(tc_->minor >= 20 ? "go:func.*" : "go.func.*");
+  std::optional<uint64_t> gofunc =
+      twin_->SymbolAddress(tc_->minor >= 20 ? "go:func.*" : "go.func.*");
   ASSERT_TRUE(gofunc);
   EXPECT_EQ(loc.gofunc_vaddr, *gofunc);
   EXPECT_EQ(loc.moduledata->vaddr, *twin_->SymbolAddress("runtime.firstmoduledata"));
@@ -282,7 +281,8 @@ TEST_P(StrippedTest, CorruptModuledataIsRefused) {
 INSTANTIATE_TEST_SUITE_P(Builds, StrippedTest,
                          ::testing::ValuesIn(testing_go::AllToolchainCases(Modes().size())),
                          [](const auto& param_info) {
-                           return testing_go::CaseName(param_info.param, Modes()[param_info.param.mode].label);
+                           return testing_go::CaseName(param_info.param,
+                                                       Modes()[param_info.param.mode].label);
                          });
 
 }  // namespace

@@ -1,7 +1,5 @@
 // Matching an --exe file against the running executable, and recognising a
 // qemu-user emulator, on the running test binary itself and altered copies.
-#include "app/process_source.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "app/process_source.h"
 #include "elf/build_match.h"
 #include "elf/elf_file.h"
 #include "elf/load_bias.h"
@@ -35,9 +34,7 @@ TEST(QemuUserPath, RecognisesUserModeEmulatorsOnly) {
   EXPECT_FALSE(IsQemuUserPath("/usr/bin/myqemu-aarch64"));
 }
 
-TEST(BuildMismatch, SameFileMatches) {
-  EXPECT_EQ(BuildMismatch(Self(), Self()), std::nullopt);
-}
+TEST(BuildMismatch, SameFileMatches) { EXPECT_EQ(BuildMismatch(Self(), Self()), std::nullopt); }
 
 TEST(BuildMismatch, AnotherGnuBuildIdIsRefused) {
   const std::string id = Self().GnuBuildId();

@@ -188,8 +188,7 @@ TEST(JsonSnapshot, AggregatesSamplesWithTheSameStackAfterScaling) {
   ASSERT_EQ(j["entries"].size(), 2u);
   EXPECT_EQ(j["entries"][0]["bytes"], 128 * 16 + 2 * 65536);
   EXPECT_EQ(j["entries"][0]["objects"], 130);
-  EXPECT_DOUBLE_EQ(j["entries"][0]["average_bytes"].get<double>(),
-                   (128.0 * 16 + 2 * 65536) / 130);
+  EXPECT_DOUBLE_EQ(j["entries"][0]["average_bytes"].get<double>(), (128.0 * 16 + 2 * 65536) / 130);
   EXPECT_EQ(j["entries"][1]["bytes"], 8);
   EXPECT_EQ(j["entries"][0]["stack"], j["entries"][1]["stack"]);
   EXPECT_EQ(j["samples"], 3);
@@ -508,13 +507,13 @@ TEST(PublishedCounters, DifferFromExactByTheUnflushedCycleOnly) {
   // Two buckets; the runtime has published some cycles (active), and each
   // future slot holds a different, recognisable increment.
   const MemRecordCycle active1{100, 60, 100 * 64, 60 * 64};
-  const std::array<MemRecordCycle, 3> future1 = {
-      MemRecordCycle{20, 10, 20 * 64, 10 * 64}, MemRecordCycle{7, 0, 7 * 64, 0},
-      MemRecordCycle{3, 2, 3 * 64, 2 * 64}};
+  const std::array<MemRecordCycle, 3> future1 = {MemRecordCycle{20, 10, 20 * 64, 10 * 64},
+                                                 MemRecordCycle{7, 0, 7 * 64, 0},
+                                                 MemRecordCycle{3, 2, 3 * 64, 2 * 64}};
   const MemRecordCycle active2{5, 5, 5 * 4096, 5 * 4096};
-  const std::array<MemRecordCycle, 3> future2 = {
-      MemRecordCycle{1, 0, 4096, 0}, MemRecordCycle{0, 1, 0, 4096},
-      MemRecordCycle{9, 4, 9 * 4096, 4 * 4096}};
+  const std::array<MemRecordCycle, 3> future2 = {MemRecordCycle{1, 0, 4096, 0},
+                                                 MemRecordCycle{0, 1, 0, 4096},
+                                                 MemRecordCycle{9, 4, 9 * 4096, 4 * 4096}};
   TestMemory mem;
   const uint64_t b1 = 0x10000, b2 = 0x20000;
   mem.Map(b1, BucketBytes(b2, 64, {0x401000, 0x402000}, active1, future1));
@@ -563,9 +562,9 @@ TEST(PublishedCounters, EqualRightAfterAFlushAndEmptyBeforeAnyGc) {
   // frees sit in future[C + 2]. Published-only shows nothing; the runtime
   // folds in all three future cycles.
   TestMemory fresh;
-  fresh.Map(0x10000, BucketBytes(0, 64, {0x401000}, MemRecordCycle{},
-                                 {MemRecordCycle{}, MemRecordCycle{},
-                                  MemRecordCycle{4, 1, 256, 64}}));
+  fresh.Map(0x10000,
+            BucketBytes(0, 64, {0x401000}, MemRecordCycle{},
+                        {MemRecordCycle{}, MemRecordCycle{}, MemRecordCycle{4, 1, 256, 64}}));
   w = WalkBuckets(fresh, 0x10000, {});
   EXPECT_EQ(PublishedCounts(w.buckets)[0].InUseObjects(), 0);
   EXPECT_EQ(PublishedCounts(w.buckets)[0].alloc_objects, 0);

@@ -29,7 +29,7 @@ inline void AppendUvarint(std::vector<uint8_t>& b, uint64_t v) {
 
 // A pcvalue table: {value, length in bytes} runs, as cmd/link encodes them.
 inline std::vector<uint8_t> PcTable(const std::vector<std::pair<int32_t, uint32_t>>& runs,
-                             uint8_t min_lc = 1) {
+                                    uint8_t min_lc = 1) {
   std::vector<uint8_t> out;
   int32_t prev = -1;
   for (auto [value, len] : runs) {
@@ -55,10 +55,10 @@ inline HandTable BuildHandTable(bool go120) {
   const uint64_t func_hdr = go120 ? 44 : 40;
   std::vector<uint8_t> t(72, 0);
   PutU32(t, 0, go120 ? 0xfffffff1 : 0xfffffff0);
-  t[6] = 1;  // minLC
-  t[7] = 8;  // ptrSize
-  PutU64(t, 8, 2);     // nfunc
-  PutU64(t, 16, 1);    // nfiles
+  t[6] = 1;          // minLC
+  t[7] = 8;          // ptrSize
+  PutU64(t, 8, 2);   // nfunc
+  PutU64(t, 16, 1);  // nfiles
   PutU64(t, 24, kText);
 
   // funcnametab

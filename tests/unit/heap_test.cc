@@ -127,7 +127,8 @@ Bucket MakeBucket(MemRecordCycle active, std::array<MemRecordCycle, 3> future) {
 
 TEST(EmulateMemProfile, AddsOnlyTheCycleBeingFlushed) {
   // cycle 7: index 7 % 3 = 1 is flushed into active; 2 and 0 are not yet published.
-  std::vector<Bucket> bs = {MakeBucket({10, 4, 1000, 400}, {{{1, 0, 100, 0}, {2, 1, 200, 100}, {4, 0, 400, 0}}})};
+  std::vector<Bucket> bs = {
+      MakeBucket({10, 4, 1000, 400}, {{{1, 0, 100, 0}, {2, 1, 200, 100}, {4, 0, 400, 0}}})};
   auto recs = EmulateMemProfile(bs, 7);
   ASSERT_EQ(recs.size(), 1u);
   EXPECT_EQ(recs[0].alloc_objects, 12);
@@ -191,10 +192,12 @@ TEST(ScaleHeapSample, MatchesRuntimePprof) {
   EXPECT_EQ(ScaleHeapSample(5, 80, 0).bytes, 80);
   // Expected values printed by runtime/pprof's scaleHeapSample compiled with
   // Go 1.26.8 (float64 math, truncation toward zero).
-  struct Case { int64_t count, size, want_count, want_bytes; };
-  for (const Case& c : {Case{1, 1 << 20, 1, 1212696}, Case{1, 16, 32768, 524296},
-                        Case{3, 48, 98305, 1572888}, Case{1000, 4096000, 128500, 526338666},
-                        Case{7, 123456, 211, 3732090}}) {
+  struct Case {
+    int64_t count, size, want_count, want_bytes;
+  };
+  for (const Case& c :
+       {Case{1, 1 << 20, 1, 1212696}, Case{1, 16, 32768, 524296}, Case{3, 48, 98305, 1572888},
+        Case{1000, 4096000, 128500, 526338666}, Case{7, 123456, 211, 3732090}}) {
     ScaledPair p = ScaleHeapSample(c.count, c.size, 512 * 1024);
     EXPECT_EQ(p.count, c.want_count) << c.count << " x " << c.size;
     EXPECT_EQ(p.bytes, c.want_bytes) << c.count << " x " << c.size;
@@ -287,13 +290,26 @@ TEST(ReadHeapSnapshot, Go118CycleIsAPlainCounter) {
 TEST(ReadHeapSnapshot, Go127CountsOnlyRecordDerivesBytesFromSize) {
   // Go 1.27 memRecordCycle is {allocs, frees}: lay out a 64-byte record.
   TestMemory mem;
-  std::vector<uint64_t> words = {0, 0, 1, 0, /*size=*/48, /*nstk=*/1, 0x401000,
-                                 /*active*/ 5, 2, /*future*/ 1, 0, 0, 0, 0, 0};
+  std::vector<uint64_t> words = {0,
+                                 0,
+                                 1,
+                                 0,
+                                 /*size=*/48,
+                                 /*nstk=*/1,
+                                 0x401000,
+                                 /*active*/ 5,
+                                 2,
+                                 /*future*/ 1,
+                                 0,
+                                 0,
+                                 0,
+                                 0,
+                                 0};
   std::vector<uint8_t> bytes(words.size() * 8);
   std::memcpy(bytes.data(), words.data(), bytes.size());
   mem.Map(0x10000, bytes);
-  WalkResult w = WalkBuckets(mem, 0x10000, {.max_stack_words = 1026,
-                                            .record_layout = MemRecordLayout::kCountsOnly});
+  WalkResult w = WalkBuckets(
+      mem, 0x10000, {.max_stack_words = 1026, .record_layout = MemRecordLayout::kCountsOnly});
   ASSERT_EQ(w.buckets.size(), 1u);
   EXPECT_EQ(w.buckets[0].active.allocs, 5u);
   EXPECT_EQ(w.buckets[0].active.alloc_bytes, 240u);
@@ -417,7 +433,8 @@ TEST(ReadHeapSnapshot, RetryTakesNewBucketsAndRereadsOnlyCounters) {
     }
     old_read |= Touches(addr, len, old_b, old_end);
   });
-  HeapSnapshot s = ReadHeapSnapshot(mem, {kVars, kVars + 8, kVars + 16}, TraitsForVersion({1, 26, 0}));
+  HeapSnapshot s =
+      ReadHeapSnapshot(mem, {kVars, kVars + 8, kVars + 16}, TraitsForVersion({1, 26, 0}));
   ASSERT_TRUE(published);
   EXPECT_EQ(s.walks, 2);
   EXPECT_TRUE(s.consistent);

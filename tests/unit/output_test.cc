@@ -1,4 +1,6 @@
 // gzip and the atomic output writer.
+#include "pprof/output.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,7 +9,6 @@
 #include <fstream>
 
 #include "base/error.h"
-#include "pprof/output.h"
 
 namespace goheap2pprof {
 namespace {

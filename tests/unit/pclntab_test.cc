@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <iostream>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -136,7 +136,9 @@ TEST_P(PclntabHandTest, CorruptTablesThrowErrorOnly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PclntabLayouts, PclntabHandTest, ::testing::Values(false, true),
-                         [](const auto& param_info) { return param_info.param ? "Go120" : "Go118"; });
+                         [](const auto& param_info) {
+                           return param_info.param ? "Go120" : "Go118";
+                         });
 
 TEST(PclntabTest, RejectsBadHeaders) {
   HandTable h = BuildHandTable(true);
