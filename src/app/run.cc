@@ -9,6 +9,7 @@
 #include <thread>
 #include <utility>
 
+#include "app/core_source.h"
 #include "base/error.h"
 #include "pprof/output.h"
 
@@ -149,14 +150,27 @@ void PrintReport(const CaptureReport& report, bool verbose, std::ostream& log) {
 }
 
 std::string RunCapture(const RunOptions& options, std::ostream& log, CaptureReport& report) {
-  // Who the pid is, first: a bad pid is reported before a bad output path.
-  const ProcessIdentity id = IdentifyLiveProcess(options.pid);
-  const std::string path =
-      options.output.empty() ? DefaultOutputName(id.comm, id.pid) : options.output;
-  // Fail on an unusable output before touching the target.
-  CheckOutputWritable(path);
-
-  std::unique_ptr<CaptureSource> source = OpenProcessSource(id, options.executable);
+  std::unique_ptr<CaptureSource> source;
+  std::string path;
+  if (!options.core.empty()) {
+    // A core is read whole before the output is checked: its identity (for
+    // the default name) is in its notes, and reading it changes nothing.
+    std::unique_ptr<CoreSource> core = OpenCoreSource(options.core, options.executable);
+    report.notes.insert(report.notes.end(), core->description().begin(), core->description().end());
+    const ProcessIdentity& id = core->identity();
+    path = options.output.empty() ? DefaultOutputName(id.comm.empty() ? "core" : id.comm, id.pid)
+                                  : options.output;
+    CheckOutputWritable(path);
+    source = std::move(core);
+  } else {
+    // Who the pid is, first: a bad pid is reported before a bad output path.
+    const ProcessIdentity id = IdentifyLiveProcess(options.pid);
+    path = options.output.empty() ? DefaultOutputName(id.comm, id.pid) : options.output;
+    // Fail on an unusable output before touching the target.
+    CheckOutputWritable(path);
+    source = OpenProcessSource(id, options.executable);
+  }
+  const ProcessIdentity& id = source->identity();
   if (AnySeam(options.seams)) {
     source = std::make_unique<SeamSource>(std::move(source), options.seams, log);
   }

@@ -1,7 +1,8 @@
-// What the command line runs: open the live process named by a pid as a
-// capture source, analyse its executable, capture, print the report's notes
-// and warnings, and write the profile (or a view of it) to the output file.
-// This is the engine's caller for one-shot captures; the agent has its own.
+// What the command line runs: open the live process named by a pid (or the
+// dead one of a core file) as a capture source, analyse its executable,
+// capture, print the report's notes and warnings, and write the profile (or a
+// view of it) to the output file. This is the engine's caller for one-shot
+// captures; the agent has its own.
 //
 //   RunOptions o{.pid = 1234, .output = "heap.pb.gz"};
 //   CaptureReport report;
@@ -44,6 +45,7 @@ std::unique_ptr<CaptureSource> WithTestSeams(std::unique_ptr<CaptureSource> sour
 
 struct RunOptions {
   pid_t pid = 0;
+  std::string core;    // --core: read this core file instead of the process pid
   std::string output;  // "-" for stdout; empty: <program>-<pid>-<time>.heap.pb.gz
   bool verbose = false;
   bool stats = false;  // print FormatStats(report) to the log at the end

@@ -23,7 +23,8 @@ constexpr const char* kExitCodes = R"(Exit codes:
   0   profile written (also when nothing was sampled yet: the profile is then empty, as the
       runtime would serve it, and a warning says so)
   1   unexpected failure (a bug; please report it)
-  2   usage: bad arguments, or an --exe file that does not match the process (without --force)
+  2   usage: bad arguments, a --core file that is not a core, or an --exe file that does not
+      match the process or core (without --force)
   3   no such process: the pid does not exist, is a zombie, or exited or was reused during the
       capture
   4   permission denied: not allowed to inspect or read the target
@@ -37,7 +38,7 @@ constexpr const char* kExitCodes = R"(Exit codes:
       qemu-user mapping several Go programs)
   7   heap sampling is disabled in the target (the linker compiled it out, or the program set
       runtime.MemProfileRate = 0)
-  8   the target's memory or executable is inconsistent
+  8   the target's memory, executable or core file is inconsistent (e.g. a truncated core)
   9   I/O error: writing the output, or reading the executable, /proc or the target's memory
   10  internal error (a bug; please report it))";
 
@@ -170,13 +171,20 @@ int Main(int argc, char** argv) {
   CLI::App app{
       "goheap2pprof: capture the heap profile of a running Go process from outside it, "
       "as a gzipped pprof profile.proto that means what its /debug/pprof/heap would serve.\n"
-      "  goheap2pprof <pid> -o heap.pb.gz && go tool pprof -top heap.pb.gz",
+      "  goheap2pprof <pid> -o heap.pb.gz && go tool pprof -top heap.pb.gz\n"
+      "  goheap2pprof --core core.1234 [--exe ./server] -o heap.pb.gz",
       "goheap2pprof"};
   app.footer(kExitCodes);
   std::string pid_text;
   RunOptions options;
   // Required unless the watch subcommand is given (checked after parsing).
-  app.add_option("pid", pid_text, "process id of the Go program");
+  CLI::Option* pid_option = app.add_option("pid", pid_text, "process id of the Go program");
+  CLI::Option* core_option =
+      app.add_option("--core", options.core,
+                     "read the heap profile of a dead process from its core file instead of a "
+                     "pid (the kernel's, with GOTRACEBACK=crash, or gdb's gcore); the executable "
+                     "is --exe or the file the core names")
+          ->excludes(pid_option);
   app.add_option("-o,--output", options.output,
                  "output file ('-' for standard output); default: "
                  "<program>-<pid>-<time>.heap.pb.gz in the current directory for pprof, "
@@ -214,9 +222,10 @@ int Main(int argc, char** argv) {
                      "read symbols and tables from this file instead of the running executable "
                      "(e.g. the unstripped build a stripped binary was made from with strip); "
                      "it must match the running one by build ID and layout");
-  app.add_flag("--force", options.executable.force,
-               "use the --exe file even if it does not match the running executable (warns)")
-      ->needs(exe_option);
+  CLI::Option* force_option =
+      app.add_flag("--force", options.executable.force,
+                   "use the --exe file (or the file a --core names) even if it does not match "
+                   "the running executable or core (warns)");
   std::string assume_layout;
   CLI::Option* assume_layout_option = app.add_option(
       "--assume-go-layout", assume_layout,
@@ -238,7 +247,7 @@ int Main(int argc, char** argv) {
     std::cerr << "goheap2pprof: " << e.what() << "\nhint: run goheap2pprof --help\n";
     return static_cast<int>(ErrorKind::kUsage);
   }
-  if (!watch_cmd->parsed() && pid_text.empty()) {
+  if (!watch_cmd->parsed() && pid_text.empty() && options.core.empty()) {
     std::cerr << "goheap2pprof: pid is required\nhint: run goheap2pprof --help\n";
     return static_cast<int>(ErrorKind::kUsage);
   }
@@ -267,9 +276,14 @@ int Main(int argc, char** argv) {
     if (assume_layout_option->count() > 0) {
       options.executable.assume_go_layout = ParseAssumedLayout(assume_layout);
     }
-    std::optional<pid_t> pid = ParsePid(pid_text);
-    if (!pid) throw Error(ErrorKind::kUsage, "\"", pid_text, "\" is not a process id");
-    options.pid = *pid;
+    if (force_option->count() > 0 && exe_option->count() == 0 && core_option->count() == 0) {
+      throw Error(ErrorKind::kUsage, "--force requires --exe or --core");
+    }
+    if (core_option->count() == 0) {
+      std::optional<pid_t> pid = ParsePid(pid_text);
+      if (!pid) throw Error(ErrorKind::kUsage, "\"", pid_text, "\" is not a process id");
+      options.pid = *pid;
+    }
     if (const char* seam = std::getenv("GOHEAP2PPROF_TEST_SEAM"))
       options.seams = ParseTestSeams(seam);
     const std::string written = RunCapture(options, std::cerr, report);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../unit/hand_pclntab.h"
+#include "../unit/synthetic_core.h"
 #include "base/error.h"
 #include "elf/elf_file.h"
 #include "gobin/buildinfo.h"
@@ -371,6 +372,33 @@ void GoElfSeed(const fs::path& dir, const std::string& binary, const std::string
               static_cast<unsigned long long>(tab.nfunc()), vars.c_str());
 }
 
+// Cores as the kernel and gdb write them, for a fixed-address executable
+// whose header page (with both build IDs) is dumped.
+void CoreSeeds(const fs::path& dir) {
+  using namespace goheap2pprof::testing_core;
+  constexpr uint64_t kText = 0x400000, kData = 0x403000, kHeap = 0xc000000000;
+  const std::vector<Elf64_Phdr> loads = {Load(0, kText, 0x2000, 0x2000, PF_R | PF_X),
+                                         Load(0x3000, kData, 0x1000, 0x1800, PF_R | PF_W)};
+  for (bool gdb : {false, true}) {
+    SyntheticCore c;
+    c.AddSegment(
+        kText, 0x2000, PF_R | PF_X,
+        HeaderPage(ET_EXEC, kText + 0x100, loads, "go/build/id", {1, 2, 3, 4, 5, 6, 7, 8}));
+    c.AddSegment(kData, 0x1000, PF_R | PF_W, Buf(0x100, 0x22));
+    c.AddSegment(kHeap, 0x400, PF_R | PF_W, Buf(0x400, 0x33));
+    c.AddSegment(kHeap + 0x1000, 0x10000, 0);
+    c.AddPrstatus(6);
+    c.AddPrpsinfo(1234, 1, 0, "seed", "seed -x");
+    c.AddSiginfo(6, -6);
+    c.AddAuxv({{3, kText + 64}, {9, kText + 0x100}});
+    const uint64_t page = gdb ? 1 : 4096;
+    c.AddFileNote(page, {{kText, kText + 0x2000, 0, "/bin/seed"},
+                         {kData, kData + 0x1000, 0x3000 / page, "/bin/seed"}});
+    if (gdb) c.AddGdbNote();
+    Write(dir, gdb ? "gdb-like" : "kernel-like", c.Build());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -383,6 +411,7 @@ int main(int argc, char** argv) {
   BuildInfoSeeds(root / "buildinfo");
   ProcfsSeeds(root / "procfs");
   HeapSeeds(root / "heap");
+  CoreSeeds(root / "core");
   BlockCacheSeeds(root / "block_cache");
   if (argc == 4) GoElfSeed(root / "elf", argv[2], argv[3]);
   return 0;

@@ -1,0 +1,3 @@
+module goheap2pprof.test/oomcrash
+
+go 1.18
