@@ -24,9 +24,7 @@ fi
 asan=${build}-asan
 cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGOHEAP2PPROF_SANITIZE=ON \
   -DGOHEAP2PPROF_WERROR="$werror" >/dev/null
-cmake --build "$asan" -j"$(nproc)" --target unit_tests go_binary_tests \
-  fuzz_replay_procfs fuzz_replay_buildinfo fuzz_replay_elf fuzz_replay_pclntab fuzz_replay_heap \
-  fuzz_replay_block_cache fuzz_replay_cgroup fuzz_replay_core
+cmake --build "$asan" -j"$(nproc)" --target unit_tests go_binary_tests fuzz_replays
 # The Go tier reads the Go programs the first pass's fixture built.
 GOHEAP2PPROF_GO_PROGRAMS_DIR=$(realpath "$build")/go-programs \
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
