@@ -1,5 +1,6 @@
 #include "agent/serve_worker.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -151,7 +152,8 @@ AnalysisCache& Analyses() {
 // GOHEAP2PPROF_SERVE_SEAM=<what>:<pid> applies to captures (not probes) of
 // that pid only. "crash" aborts, "spin" burns CPU without end (the server's
 // timeout or RLIMIT_CPU ends it), "hog" allocates past RLIMIT_AS, "syscall"
-// makes a system call outside the seccomp filter. "pause-before-walk=MS"
+// makes a system call outside the seccomp filter, "open-write" tries to
+// create /tmp/goheap2pprof-serve-seam-<pid>. "pause-before-walk=MS"
 // and "pause-after-walk=MS" announce on stderr "test seam: pausing MS ms
 // before (after) the walk of pid P" and sleep, once the source is open
 // (identity, address space, maps, executable and its analysis), or after
@@ -184,7 +186,7 @@ std::optional<ServeSeam> ServeSeamFor(pid_t pid) {
   return out;
 }
 
-void Misbehave(const ServeSeam& seam) {
+void Misbehave(const ServeSeam& seam, pid_t pid) {
   if (seam.what == "crash") std::abort();
   if (seam.what == "spin") {
     volatile uint64_t x = 0;
@@ -194,6 +196,18 @@ void Misbehave(const ServeSeam& seam) {
     // More than any RLIMIT_AS the tests give: ends in std::bad_alloc.
     std::vector<char> hog(size_t{64} << 30);
     hog[0] = 1;
+  }
+  if (seam.what == "open-write") {
+    // What the filter refuses: creating a file. Refused, the capture fails
+    // with the reason; allowed, it goes on and the file is there.
+    const std::string path = "/tmp/goheap2pprof-serve-seam-" + std::to_string(pid);
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      close(fd);
+      return;
+    }
+    throw Error(ErrorKind::kInternal, "test seam: open(", path,
+                ", O_WRONLY|O_CREAT): ", std::strerror(errno));
   }
   if (seam.what == "syscall") {
     // socket(2) is not in the filter: the kernel kills the worker (SIGSYS).
@@ -235,7 +249,7 @@ void Probe(pid_t pid, WorkerReply& reply) {
 // "no such process" can be told apart from "never was".
 void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam, WorkerReply& reply,
              bool* identified) {
-  if (seam) Misbehave(*seam);
+  if (seam) Misbehave(*seam, request.pid);
   std::unique_ptr<CaptureSource> source = OpenSource(request.pid, seam, reply);
   *identified = true;
   auto [analysis, fresh] = Analyses().Get(*source);

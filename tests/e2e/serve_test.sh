@@ -308,6 +308,14 @@ if [[ -n ${last_target:-} ]]; then
   start_serve sys GOHEAP2PPROF_SERVE_SEAM=syscall:$tpid
   expect_status "a worker making a system call outside its filter" 500 "seccomp" "http://$addr/debug/pprof/heap?pid=$tpid"
   expect_status "after the seccomp kill, another target" 200 "" "http://$addr/debug/pprof/heap?pid=$other"
+  start_serve openw GOHEAP2PPROF_SERVE_SEAM=open-write:$tpid
+  rm -f "/tmp/goheap2pprof-serve-seam-$tpid"
+  expect_status "a worker opening a file for writing gets EACCES" 500 "O_WRONLY|O_CREAT): Permission denied" \
+    "http://$addr/debug/pprof/heap?pid=$tpid"
+  [[ ! -e /tmp/goheap2pprof-serve-seam-$tpid ]] && pass "... and no file was created" ||
+    fail "the worker created /tmp/goheap2pprof-serve-seam-$tpid"
+  rm -f "/tmp/goheap2pprof-serve-seam-$tpid"
+  expect_status "read-only opens: captures of another target still work" 200 "" "http://$addr/debug/pprof/heap?pid=$other"
   start_serve crash GOHEAP2PPROF_SERVE_SEAM=crash:$tpid
   expect_status "a crashing worker (abort)" 500 "signal 6" "http://$addr/debug/pprof/heap?pid=$tpid"
   [[ $(metric 'goheap2pprof_captures_total{outcome="worker_crash"}') == 1 ]] &&
