@@ -24,7 +24,8 @@
 set -u
 if [[ -z ${G2P_REPLACE_PIDNS:-} ]]; then
   if [[ $(id -u) == 0 ]] && unshare --pid --fork --mount-proc true 2>/dev/null; then
-    exec unshare --pid --fork --mount-proc env G2P_REPLACE_PIDNS=1 bash "$0" "$@"
+    # --kill-child: if CTest kills us on a timeout, the namespace goes too.
+    exec unshare --pid --fork --kill-child --mount-proc env G2P_REPLACE_PIDNS=1 bash "$0" "$@"
   fi
   export G2P_REPLACE_PIDNS=0
 fi
