@@ -1,10 +1,12 @@
-// Which processes `goheap2pprof serve` offers, and what is known about them:
-// a periodic scan of /proc for processes the server may read, filtered by
+// Which Go processes the agents (`serve`, `watch --all`) offer, and what is
+// known about them: a scan of /proc for processes we may read, filtered by
 // --allow-uid, --allow-cgroup and --deny-pid (a filtered process is
 // invisible: answered as if it did not exist), with the facts discovery
 // labels need. Whether an executable is Go (its version, build ID) is
-// learnt once per executable identity (device, inode, size, mtime) by a
-// capture worker, never in the server, and kept in a bounded cache.
+// learnt once per executable identity (device, inode, size, mtime) by
+// ProbeGoExecutable, the one Go-process test (serve runs it in a capture
+// worker, never in the server; watch in-process), and kept in a bounded
+// cache.
 //
 //   Discovery d(options, probe);
 //   d.Scan();  // or d.Start() for a background scan every interval
@@ -17,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -73,6 +76,25 @@ struct GoProcess {
 std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& filter,
                                              const std::vector<std::string>& want_env,
                                              bool* forbidden = nullptr);
+
+class CaptureSource;
+class ExecutableAnalysis;
+// Supplies the analysis of a source's executable (a worker's cache); empty:
+// a fresh ExecutableAnalysis::Create.
+using AnalysisFor =
+    std::function<std::shared_ptr<const ExecutableAnalysis>(const CaptureSource& source)>;
+
+// The Go-process test of every agent: the Go version and build ID the
+// engine finds in pid's executable, i.e. what a capture would use. Throws
+// what opening a capture throws (kNoSuchProcess, kPermission, kNotGo,
+// kUnsupported, ...). It parses the executable, which the target's owner
+// controls.
+ExeInfo ProbeGoExecutable(pid_t pid, const AnalysisFor& analysis_for = {});
+
+// A failed probe as discovery keeps it: a process that vanished says nothing
+// about its executable (not cached: asked again at the next scan); any
+// other failure is why the executable is not offered.
+ExeInfo ExeInfoForFailure(bool process_vanished, std::string message);
 
 // A 64-hex-digit container id in a cgroup path (docker, containerd, cri-o
 // forms), or "".

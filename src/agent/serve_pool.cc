@@ -1,5 +1,6 @@
 #include "agent/serve_pool.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -16,15 +17,48 @@ extern char** environ;
 namespace goheap2pprof {
 
 WorkerPool::WorkerPool(PoolOptions options) : options_(std::move(options)) {
+  if (pipe2(stderr_pipe_, O_CLOEXEC) != 0) {
+    throw Error(ErrorKind::kInternal, "pipe2: ", std::strerror(errno));
+  }
+  relay_ = std::thread([this] { RelayWorkerStderr(); });
   workers_.resize(static_cast<size_t>(std::max(1, options_.workers)));
-  std::lock_guard<std::mutex> lock(mu_);
-  for (Worker& w : workers_) Start(w);
+  try {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Worker& w : workers_) Start(w);
+  } catch (const Error&) {
+    Shutdown();
+    throw;
+  }
 }
 
-WorkerPool::~WorkerPool() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (Worker& w : workers_) {
-    if (w.pid > 0) Reap(w, true);
+WorkerPool::~WorkerPool() { Shutdown(); }
+
+void WorkerPool::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Worker& w : workers_) {
+      if (w.pid > 0) Reap(w, true);
+    }
+  }
+  // Every worker is gone: closing the last write end ends the relay.
+  close(stderr_pipe_[1]);
+  relay_.join();
+  close(stderr_pipe_[0]);
+}
+
+void WorkerPool::RelayWorkerStderr() {
+  char buf[4096];
+  while (true) {
+    ssize_t n = read(stderr_pipe_[0], buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    // Best effort: a full or closed stderr of the server loses the text.
+    for (ssize_t done = 0; done < n;) {
+      ssize_t w = write(STDERR_FILENO, buf + done, static_cast<size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      done += w;
+    }
   }
 }
 
@@ -38,6 +72,7 @@ void WorkerPool::Start(Worker& w) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, sv[1], 3);
+  posix_spawn_file_actions_adddup2(&actions, stderr_pipe_[1], STDERR_FILENO);
   std::string fd_arg = "--fd=3";
   std::string as_arg = "--address-space=" + std::to_string(options_.limits.address_space_bytes);
   std::string cpu_arg = "--cpu-seconds=" + std::to_string(options_.limits.cpu_seconds);

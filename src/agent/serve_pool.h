@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent/serve_worker.h"
@@ -78,7 +79,17 @@ class WorkerPool {
   // Kills if needed and reaps w, returning how it ended.
   std::string Reap(Worker& w, bool kill_first);
 
+  // Copies what workers write to stderr (their one diagnostic channel) to
+  // the server's stderr. A worker's stderr is this pipe, not the server's
+  // own stderr: that may be a regular file, which RLIMIT_FSIZE 0 forbids a
+  // worker to grow (SIGXFSZ).
+  void RelayWorkerStderr();
+  // Kills and reaps the workers, then ends the relay.
+  void Shutdown();
+
   PoolOptions options_;
+  int stderr_pipe_[2] = {-1, -1};
+  std::thread relay_;
   mutable std::mutex mu_;
   std::condition_variable idle_;
   std::vector<Worker> workers_;

@@ -1,5 +1,6 @@
 #include "agent/serve_sandbox.h"
 
+#include <fcntl.h>
 #include <seccomp.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -31,8 +32,6 @@ constexpr int kAllowed[] = {
     SCMP_SYS(readv),
     SCMP_SYS(write),
     SCMP_SYS(writev),
-    SCMP_SYS(openat),
-    SCMP_SYS(open),
     SCMP_SYS(close),
     SCMP_SYS(fstat),
     SCMP_SYS(newfstatat),
@@ -102,6 +101,34 @@ void EnterCaptureSandbox(const SandboxLimits& limits) {
     if (int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, sys, 0); rc != 0) {
       throw Error(ErrorKind::kInternal, "worker: seccomp_rule_add(", sys,
                   "): ", std::strerror(-rc));
+    }
+  }
+  // Files are opened for reading only: a worker creates, truncates or
+  // writes no file, whatever it opens. An open asking for more fails with
+  // EACCES (not a kill: it is a refusal, as a read-only file system would
+  // give). Which files it may read is not restricted: see serve_sandbox.h.
+  constexpr scmp_datum_t kWriteFlags =
+      O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND | __O_TMPFILE;
+  struct OpenCall {
+    int sys;
+    unsigned flags_arg;
+  };
+  for (OpenCall call : {OpenCall{SCMP_SYS(openat), 2}, OpenCall{SCMP_SYS(open), 1}}) {
+    if (call.sys < 0) continue;  // no open(2) on arm64
+    const scmp_datum_t zero = 0;
+    if (int rc =
+            seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, call.sys, 1,
+                             scmp_arg_cmp{call.flags_arg, SCMP_CMP_MASKED_EQ, kWriteFlags, zero});
+        rc != 0) {
+      throw Error(ErrorKind::kInternal, "worker: seccomp_rule_add(open): ", std::strerror(-rc));
+    }
+    for (scmp_datum_t bit = 1; bit != 0 && bit <= kWriteFlags; bit <<= 1) {
+      if ((kWriteFlags & bit) == 0) continue;
+      if (int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(EACCES), call.sys, 1,
+                                    scmp_arg_cmp{call.flags_arg, SCMP_CMP_MASKED_EQ, bit, bit});
+          rc != 0) {
+        throw Error(ErrorKind::kInternal, "worker: seccomp_rule_add(open): ", std::strerror(-rc));
+      }
     }
   }
   // abort() (an assertion, an uncaught exception) signals the process

@@ -5,11 +5,17 @@
 //     few open files;
 //   - no_new_privs, and not dumpable (other processes cannot ptrace it);
 //   - a seccomp filter (libseccomp) allowing only the system calls a capture
-//     makes: reading target memory (process_vm_readv), opening and reading
-//     /proc and executable files, mapping them, memory management, the
-//     clock, I/O on the already open request socket, and signals to itself
-//     (abort). Anything else kills
-//     the worker with SIGSYS, which the server answers with 500 and counts.
+//     makes: reading target memory (process_vm_readv), opening files for
+//     reading only (write, create, truncate or append flags: EACCES) and
+//     reading /proc and executable files, mapping them, memory management,
+//     the clock, I/O on the already open request socket, and signals to
+//     itself (abort). Anything else kills the worker with SIGSYS, which the
+//     server answers with 500 and counts.
+// Which paths a worker may read is not restricted. Landlock would, but a
+// Landlock domain also denies ptrace access to processes outside it
+// (process_vm_readv: EPERM; opening /proc/<pid>/mem or exe: EACCES), so it
+// needs the server to open each capture's handles for the worker (README,
+// "Security model").
 #pragma once
 
 #include <cstdint>

@@ -26,6 +26,7 @@
 #include "base/error.h"
 #include "pprof/output.h"
 #include "pprof/profile_delta.h"
+#include "proc/address_space.h"
 
 namespace goheap2pprof {
 namespace {
@@ -183,11 +184,8 @@ class Service {
       return info;
     }
     if (r.reply.error_kind != 0) {
-      // A process that vanished says nothing about its executable.
-      if (r.reply.error_kind != static_cast<int>(ErrorKind::kNoSuchProcess)) {
-        info.error = r.reply.message;
-      }
-      return info;
+      return ExeInfoForFailure(r.reply.error_kind == static_cast<int>(ErrorKind::kNoSuchProcess),
+                               r.reply.message);
     }
     std::istringstream lines(r.reply.body);
     std::string line;
@@ -211,19 +209,21 @@ class Service {
   }
 
   // One capture per (pid, op) at a time: later requests wait for the
-  // running one and share its answer.
-  PoolResult SharedCapture(pid_t pid, WorkerOp op, const std::string& affinity) {
+  // running one and share its answer. With may_join false the caller gets
+  // a capture of its own, begun now, which others may join.
+  PoolResult SharedCapture(pid_t pid, WorkerOp op, const std::string& affinity,
+                           bool may_join = true) {
     std::shared_ptr<Flight> flight;
     bool leader = false;
+    const auto key = std::make_pair(pid, static_cast<int>(op));
     {
       std::lock_guard<std::mutex> lock(flights_mu_);
-      auto key = std::make_pair(pid, static_cast<int>(op));
       auto it = flights_.find(key);
-      if (it != flights_.end()) {
+      if (it != flights_.end() && may_join) {
         flight = it->second;
       } else {
         flight = std::make_shared<Flight>();
-        flights_.emplace(key, flight);
+        flights_[key] = flight;
         leader = true;
       }
     }
@@ -251,7 +251,8 @@ class Service {
     if (result.outcome == PoolOutcome::kTimedOut) metrics_.WorkerRestarted("timeout");
     {
       std::lock_guard<std::mutex> lock(flights_mu_);
-      flights_.erase(std::make_pair(pid, static_cast<int>(op)));
+      auto it = flights_.find(key);
+      if (it != flights_.end() && it->second == flight) flights_.erase(it);
     }
     {
       std::lock_guard<std::mutex> lock(flight->mu);
@@ -312,6 +313,19 @@ class Service {
     int status = 500;
     switch (static_cast<ErrorKind>(r.reply.error_kind)) {
       case ErrorKind::kNoSuchProcess:
+        // Exited: 404, as for a pid that never existed. Replaced under the
+        // same pid (reused, or an exec in place): 410, the process the
+        // request was for is gone for good and the pid means another now.
+        if (r.reply.replaced) {
+          ServeError(res, 410,
+                     "process " + std::to_string(pid) +
+                         " was replaced by another process under the same pid during the "
+                         "capture: " +
+                         r.reply.message);
+          return true;
+        }
+        status = 404;
+        break;
       case ErrorKind::kNotGo:
         status = 404;
         break;
@@ -378,7 +392,13 @@ class Service {
   // net/http/pprof's serveDeltaProfile.
   void Delta(const ProfileRequest& p, WorkerOp op, const char* name, const std::string& affinity,
              httplib::Response& res) {
-    PoolResult r0 = SharedCapture(p.pid, op, affinity);
+    // Anchored before the first capture starts: an exec in place between
+    // the two captures keeps pid and start time, and only the address
+    // space tells (proc/address_space.h). Not opened: the capture says why.
+    const std::optional<AddressSpaceAnchor> anchor = AddressSpaceAnchor::TryOpen(p.pid);
+    // The first capture must begin after the anchor: it joins no capture
+    // that is already running.
+    PoolResult r0 = SharedCapture(p.pid, op, affinity, /*may_join=*/false);
     const int64_t t0 = NowNanos();
     if (ServeFailure(r0, p.pid, res)) return;
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(p.seconds);
@@ -392,7 +412,14 @@ class Service {
     PoolResult r1 = SharedCapture(p.pid, op, affinity);
     const int64_t t1 = NowNanos();
     if (ServeFailure(r1, p.pid, res)) return;
-    if (r0.reply.start_time != r1.reply.start_time) {
+    if (!anchor) {
+      ServeError(res, 500,
+                 "cannot open /proc/" + std::to_string(p.pid) +
+                     "/mem, so a replacement of the process during the delta window could not "
+                     "be ruled out");
+      return;
+    }
+    if (r0.reply.start_time != r1.reply.start_time || !anchor->StillLive()) {
       ServeError(res, 410,
                  "process " + std::to_string(p.pid) +
                      " was replaced by another process during the delta window");

@@ -1,5 +1,6 @@
 #include "agent/serve_worker.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -10,13 +11,17 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <vector>
 
+#include "agent/discovery.h"
+#include "agent/serve_query.h"
 #include "agent/serve_sandbox.h"
 #include "app/capture.h"
 #include "app/executable_analysis.h"
@@ -45,7 +50,7 @@ struct ReplyHeader {
   uint32_t message_len;
   uint32_t analyses;
   uint32_t retiring;
-  uint32_t reserved;
+  uint32_t replaced;
   uint64_t body_len;
   uint64_t bytes_read;
   uint64_t start_time;
@@ -143,35 +148,117 @@ AnalysisCache& Analyses() {
   return cache;
 }
 
-// The live process as a capture source, with the end-to-end tests' seams
-// (GOHEAP2PPROF_TEST_SEAM) when set.
-std::unique_ptr<CaptureSource> OpenSource(pid_t pid, WorkerReply& reply) {
+// Test seams of the server's end-to-end tests, read by workers only:
+// GOHEAP2PPROF_SERVE_SEAM=<what>:<pid> applies to captures (not probes) of
+// that pid only. "crash" aborts, "spin" burns CPU without end (the server's
+// timeout or RLIMIT_CPU ends it), "hog" allocates past RLIMIT_AS, "syscall"
+// makes a system call outside the seccomp filter, "open-write" tries to
+// create /tmp/goheap2pprof-serve-seam-<pid>. "pause-before-walk=MS"
+// and "pause-after-walk=MS" announce on stderr "test seam: pausing MS ms
+// before (after) the walk of pid P" and sleep, once the source is open
+// (identity, address space, maps, executable and its analysis), or after
+// the walk before the final identity check: a test ends or replaces the
+// target meanwhile.
+struct ServeSeam {
+  std::string what;
+  int pause_ms = 0;
+};
+
+std::optional<ServeSeam> ServeSeamFor(pid_t pid) {
+  const char* env = std::getenv("GOHEAP2PPROF_SERVE_SEAM");
+  if (!env) return std::nullopt;
+  std::string_view seam(env);
+  size_t colon = seam.rfind(':');
+  if (colon == std::string_view::npos || seam.substr(colon + 1) != std::to_string(pid)) {
+    return std::nullopt;
+  }
+  seam = seam.substr(0, colon);
+  ServeSeam out;
+  size_t eq = seam.find('=');
+  out.what = std::string(seam.substr(0, eq));
+  if (eq != std::string_view::npos) {
+    std::optional<int64_t> ms = GoParseInt(seam.substr(eq + 1));
+    if (!ms || *ms < 0 || *ms > 600000) {
+      throw Error(ErrorKind::kUsage, "GOHEAP2PPROF_SERVE_SEAM: bad pause in \"", env, "\"");
+    }
+    out.pause_ms = static_cast<int>(*ms);
+  }
+  return out;
+}
+
+void Misbehave(const ServeSeam& seam, pid_t pid) {
+  if (seam.what == "crash") std::abort();
+  if (seam.what == "spin") {
+    volatile uint64_t x = 0;
+    while (true) x = x + 1;
+  }
+  if (seam.what == "hog") {
+    // More than any RLIMIT_AS the tests give: ends in std::bad_alloc.
+    std::vector<char> hog(size_t{64} << 30);
+    hog[0] = 1;
+  }
+  if (seam.what == "open-write") {
+    // What the filter refuses: creating a file. Refused, the capture fails
+    // with the reason; allowed, it goes on and the file is there.
+    const std::string path = "/tmp/goheap2pprof-serve-seam-" + std::to_string(pid);
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      close(fd);
+      return;
+    }
+    throw Error(ErrorKind::kInternal, "test seam: open(", path,
+                ", O_WRONLY|O_CREAT): ", std::strerror(errno));
+  }
+  if (seam.what == "syscall") {
+    // socket(2) is not in the filter: the kernel kills the worker (SIGSYS).
+    (void)syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+  }
+}
+
+// The live process as a capture source, with the CLI's test seams
+// (GOHEAP2PPROF_TEST_SEAM, applied to every pid) and the pause after the
+// walk of GOHEAP2PPROF_SERVE_SEAM. Records the target's start time in reply.
+std::unique_ptr<CaptureSource> OpenSource(pid_t pid, const std::optional<ServeSeam>& seam,
+                                          WorkerReply& reply) {
   const ProcessIdentity id = IdentifyLiveProcess(pid);
   reply.start_time = id.start_time;
   std::unique_ptr<CaptureSource> source = OpenProcessSource(id, {});
-  if (const char* seam = std::getenv("GOHEAP2PPROF_TEST_SEAM")) {
+  if (const char* spec = std::getenv("GOHEAP2PPROF_TEST_SEAM")) {
     static std::ostringstream seam_log;  // the announcements are for the CLI's tests
-    source = WithTestSeams(std::move(source), ParseTestSeams(seam), seam_log);
+    source = WithTestSeams(std::move(source), ParseTestSeams(spec), seam_log);
+  }
+  if (seam && seam->what == "pause-after-walk") {
+    source = WithTestSeams(std::move(source), TestSeams{.pause_after_walk_ms = seam->pause_ms},
+                           std::cerr);
   }
   return source;
 }
 
-WorkerReply Probe(pid_t pid) {
-  WorkerReply reply;
-  std::unique_ptr<CaptureSource> source = OpenSource(pid, reply);
-  auto [analysis, fresh] = Analyses().Get(*source);
-  reply.analyses = fresh ? 1 : 0;
-  std::string build_id = analysis->elf().GoBuildId();
-  if (build_id.empty()) build_id = source->executable().gnu_build_id;
-  reply.body = "go_version=" + analysis->go_version() + "\nbuild_id=" + build_id + "\n";
-  return reply;
+// Discovery's Go-process test, here so that the analysis it makes is kept
+// for the captures that follow.
+void Probe(pid_t pid, WorkerReply& reply) {
+  const ExeInfo info = ProbeGoExecutable(pid, [&](const CaptureSource& source) {
+    auto [analysis, fresh] = Analyses().Get(source);
+    reply.analyses = fresh ? 1 : 0;
+    return analysis;
+  });
+  reply.body = "go_version=" + info.go_version + "\nbuild_id=" + info.build_id + "\n";
 }
 
-WorkerReply Capture(const WorkerRequest& request) {
-  WorkerReply reply;
-  std::unique_ptr<CaptureSource> source = OpenSource(request.pid, reply);
+// Sets *identified once the target was found alive, so that a later
+// "no such process" can be told apart from "never was".
+void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam, WorkerReply& reply,
+             bool* identified) {
+  if (seam) Misbehave(*seam, request.pid);
+  std::unique_ptr<CaptureSource> source = OpenSource(request.pid, seam, reply);
+  *identified = true;
   auto [analysis, fresh] = Analyses().Get(*source);
   reply.analyses = fresh ? 1 : 0;
+  if (seam && seam->what == "pause-before-walk") {
+    std::cerr << "goheap2pprof worker: test seam: pausing " << seam->pause_ms
+              << " ms before the walk of pid " << request.pid << std::endl;
+    std::this_thread::sleep_for(std::chrono::milliseconds(seam->pause_ms));
+  }
   CaptureOptions options;
   std::string text;
   if (request.op == WorkerOp::kHeapDebugText) {
@@ -193,51 +280,44 @@ WorkerReply Capture(const WorkerRequest& request) {
   } else {
     reply.body = EncodeProfile(result.profile.get());
   }
-  return reply;
 }
 
-// Test seams for the server's fault tests, GOHEAP2PPROF_SERVE_SEAM=<what>:<pid>
-// applies to captures of that pid only: "crash" aborts, "spin" burns CPU
-// without end (the server's timeout or RLIMIT_CPU ends it), "hog" allocates
-// past RLIMIT_AS, "syscall" makes a system call outside the seccomp filter.
-void ServeSeam(pid_t pid) {
-  const char* env = std::getenv("GOHEAP2PPROF_SERVE_SEAM");
-  if (!env) return;
-  std::string_view seam(env);
-  size_t colon = seam.find(':');
-  if (colon == std::string_view::npos || seam.substr(colon + 1) != std::to_string(pid)) return;
-  seam = seam.substr(0, colon);
-  if (seam == "crash") std::abort();
-  if (seam == "spin") {
-    volatile uint64_t x = 0;
-    while (true) x = x + 1;
-  }
-  if (seam == "hog") {
-    // More than any RLIMIT_AS the tests give: ends in std::bad_alloc.
-    std::vector<char> hog(size_t{64} << 30);
-    hog[0] = 1;
-  }
-  if (seam == "syscall") {
-    // socket(2) is not in the filter: the kernel kills the worker (SIGSYS).
-    (void)syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+// After a capture found its process gone: whether a live process has the
+// pid now. Then the process the request was answered for was replaced
+// (its pid reused, or an exec in place), not merely ended.
+bool PidIsLive(pid_t pid) {
+  try {
+    std::optional<std::string> text = ReadProcFileIfPresent(pid, "stat");
+    if (!text) return false;
+    const ProcStat st = ParseProcStat(*text);
+    return st.state != 'Z' && st.state != 'X';
+  } catch (const Error&) {
+    return false;
   }
 }
 
 WorkerReply Handle(const WorkerRequest& request) {
+  WorkerReply reply;
+  bool identified = false;
   try {
-    if (request.op == WorkerOp::kProbe) return Probe(request.pid);
-    ServeSeam(request.pid);
-    return Capture(request);
+    if (request.op == WorkerOp::kProbe) {
+      Probe(request.pid, reply);
+    } else {
+      Capture(request, ServeSeamFor(request.pid), reply, &identified);
+    }
+    return reply;
   } catch (const Error& e) {
-    WorkerReply reply;
-    reply.error_kind = static_cast<int32_t>(e.kind());
-    reply.message = e.what();
-    return reply;
+    WorkerReply failed;
+    failed.start_time = reply.start_time;
+    failed.error_kind = static_cast<int32_t>(e.kind());
+    failed.message = e.what();
+    failed.replaced = e.kind() == ErrorKind::kNoSuchProcess && identified && PidIsLive(request.pid);
+    return failed;
   } catch (const std::bad_alloc&) {
-    WorkerReply reply;
-    reply.error_kind = static_cast<int32_t>(ErrorKind::kInternal);
-    reply.message = "the capture exceeded the worker's memory limit";
-    return reply;
+    WorkerReply failed;
+    failed.error_kind = static_cast<int32_t>(ErrorKind::kInternal);
+    failed.message = "the capture exceeded the worker's memory limit";
+    return failed;
   }
 }
 
@@ -275,7 +355,7 @@ bool ReadWorkerRequest(int fd, WorkerRequest& request) {
 bool WriteWorkerReply(int fd, const WorkerReply& reply) {
   ReplyHeader h{
       kReplyMagic,       reply.error_kind,         static_cast<uint32_t>(reply.message.size()),
-      reply.analyses,    reply.retiring ? 1u : 0u, 0,
+      reply.analyses,    reply.retiring ? 1u : 0u, reply.replaced ? 1u : 0u,
       reply.body.size(), reply.bytes_read,         reply.start_time,
       reply.worker_ns};
   return WriteAll(fd, &h, sizeof(h)) && WriteAll(fd, reply.message.data(), reply.message.size()) &&
@@ -293,6 +373,7 @@ bool ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, bool& time
   reply.error_kind = h.error_kind;
   reply.analyses = h.analyses;
   reply.retiring = h.retiring != 0;
+  reply.replaced = h.replaced != 0;
   reply.bytes_read = h.bytes_read;
   reply.start_time = h.start_time;
   reply.worker_ns = h.worker_ns;

@@ -44,7 +44,11 @@ struct WorkerReply {
   uint64_t start_time = 0;  // the target's start time (/proc/<pid>/stat)
   uint32_t analyses = 0;    // executable analyses this request needed (0: cached)
   bool retiring = false;    // the worker exits after this reply (CPU budget used)
-  uint64_t worker_ns = 0;   // time from the request's arrival to the reply, in the worker
+  // With error kNoSuchProcess: the process the capture began with is gone
+  // and its pid now names a live process (another one, or the same one
+  // after an exec), which the server answers with 410 instead of 404.
+  bool replaced = false;
+  uint64_t worker_ns = 0;  // time from the request's arrival to the reply, in the worker
 };
 
 // Limits a worker applies to itself before it reads anything.

@@ -19,7 +19,7 @@
 #include <set>
 
 #include "agent/cgroup.h"
-#include "agent/watch_discovery.h"
+#include "agent/discovery.h"
 #include "agent/watch_files.h"
 #include "agent/watch_process.h"
 #include "base/error.h"
@@ -165,7 +165,16 @@ class Watcher {
   std::map<pid_t, std::unique_ptr<Target>> targets_;
   UniqueFd inotify_;
   std::map<int, int> wd_refs_;  // inotify watch -> targets using it
-  GoProcessFinder finder_;
+  // --all: serve's discovery, scanned at each poll, with no filter and the
+  // Go-process test run here (watch captures in-process anyway).
+  Discovery discovery_{Discovery::Options{}, [](pid_t pid) {
+                         try {
+                           return ProbeGoExecutable(pid);
+                         } catch (const Error& e) {
+                           return ExeInfoForFailure(e.kind() == ErrorKind::kNoSuchProcess,
+                                                    e.what());
+                         }
+                       }};
   // Processes --all found but cannot capture: (pid, start time).
   std::set<std::pair<pid_t, uint64_t>> ignored_;
 };
@@ -407,7 +416,9 @@ void Watcher::Ended(Target& t) {
 }
 
 void Watcher::Discover() {
-  for (const FoundGoProcess& p : finder_.Scan()) {
+  discovery_.Scan();
+  for (const GoProcess& found : discovery_.Processes()) {
+    const ProcessFacts& p = found.facts;
     auto it = targets_.find(p.pid);
     if (it != targets_.end() && it->second->start_time == p.start_time) continue;
     if (ignored_.count({p.pid, p.start_time})) continue;

@@ -11,6 +11,7 @@
 #include "elf/load_bias.h"
 #include "elf/process_files.h"
 #include "gobin/go_binary.h"
+#include "proc/address_space.h"
 #include "proc/memory_reader.h"
 
 namespace goheap2pprof {
@@ -18,20 +19,28 @@ namespace goheap2pprof {
 namespace {
 
 // What both live sources share: the process, as identified at the start,
-// its maps and its memory.
+// its address space, its maps and its memory.
 struct LiveProcess {
   ProcessIdentity identity;
+  AddressSpaceAnchor anchor;
   std::vector<MapsEntry> maps;
   ProcessMemoryReader memory;
 
-  LiveProcess(const ProcessIdentity& id, std::vector<MapsEntry> m)
-      : identity(id), maps(std::move(m)), memory(id.pid) {}
+  LiveProcess(const ProcessIdentity& id, AddressSpaceAnchor a, std::vector<MapsEntry> m)
+      : identity(id), anchor(std::move(a)), maps(std::move(m)), memory(id.pid) {}
 
   void CheckSame() const {
     ProcStat at_start;
     at_start.pid = identity.pid;
     at_start.start_time = identity.start_time;
     goheap2pprof::CheckSameProcess(identity.pid, at_start);
+    // Same pid, same start time, another program: an exec replaced the
+    // address space the maps and the executable were read from.
+    if (!anchor.StillLive()) {
+      throw Error(ErrorKind::kNoSuchProcess, "process ", identity.pid,
+                  " executed another program during the capture (its address space was "
+                  "replaced)");
+    }
   }
 };
 
@@ -228,9 +237,9 @@ TargetExecutable ChooseExecutable(pid_t pid, const std::vector<MapsEntry>& maps,
 // A live process running its own executable.
 class ProcessSource : public CaptureSource {
  public:
-  ProcessSource(const ProcessIdentity& id, std::vector<MapsEntry> maps,
+  ProcessSource(const ProcessIdentity& id, AddressSpaceAnchor anchor, std::vector<MapsEntry> maps,
                 const FileIdentity& proc_exe, const ExecutableOptions& options)
-      : process_(id, std::move(maps)),
+      : process_(id, std::move(anchor), std::move(maps)),
         executable_(ChooseExecutable(id.pid, process_.maps,
                                      FindNativeRunningFile(id.pid, proc_exe, options), options)) {}
 
@@ -259,9 +268,9 @@ class ProcessSource : public CaptureSource {
 // A qemu-user emulator process, captured as its guest program.
 class QemuUserSource : public CaptureSource {
  public:
-  QemuUserSource(const ProcessIdentity& id, std::vector<MapsEntry> maps,
+  QemuUserSource(const ProcessIdentity& id, AddressSpaceAnchor anchor, std::vector<MapsEntry> maps,
                  const FileIdentity& proc_exe, const ExecutableOptions& options)
-      : process_(id, std::move(maps)),
+      : process_(id, std::move(anchor), std::move(maps)),
         executable_(ChooseExecutable(id.pid, process_.maps,
                                      FindQemuGuestFile(id.pid, process_.maps, proc_exe, options),
                                      options)) {}
@@ -317,14 +326,20 @@ ProcessIdentity IdentifyLiveProcess(pid_t pid) {
 
 std::unique_ptr<CaptureSource> OpenProcessSource(const ProcessIdentity& id,
                                                  const ExecutableOptions& options) {
-  // The maps first: reading them is the first thing a user without access
-  // to the target is refused, with the clearest message.
+  // The address space is anchored before anything is read from it, so that
+  // an exec at any later point is seen by CheckSameProcess. When the anchor
+  // cannot be opened, the maps say why with the clearest message (they are
+  // the first thing a user without access to the target is refused).
+  std::optional<AddressSpaceAnchor> anchor = AddressSpaceAnchor::TryOpen(id.pid);
   std::vector<MapsEntry> maps = ReadProcMaps(id.pid);
   const FileIdentity proc_exe = ExecutableIdentity(id.pid);
+  if (!anchor) anchor = AddressSpaceAnchor::Open(id.pid);
   if (IsQemuUserPath(proc_exe.path)) {
-    return std::make_unique<QemuUserSource>(id, std::move(maps), proc_exe, options);
+    return std::make_unique<QemuUserSource>(id, std::move(*anchor), std::move(maps), proc_exe,
+                                            options);
   }
-  return std::make_unique<ProcessSource>(id, std::move(maps), proc_exe, options);
+  return std::make_unique<ProcessSource>(id, std::move(*anchor), std::move(maps), proc_exe,
+                                         options);
 }
 
 bool IsQemuUserPath(std::string_view path) {

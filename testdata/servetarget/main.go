@@ -6,6 +6,8 @@
 //	servetarget [-rate N] [-retain N]   # prints "READY <pid> <port>", serves until killed
 //	servetarget -retain 0 -http=false   # a small idle Go process (load tests): "READY <pid> 0"
 //	kill -USR1 <pid>                    # phase 2: retain 1000 more 4096-byte objects, publish, "PHASE2 <pid>"
+//	servetarget -exec-on-usr2 PATH      # kill -USR2 <pid>: execute PATH in place (same pid and
+//	                                    # start time, another program image) as "PATH -retain 2 -http=false"
 //
 // After setup the heap profile is published (two GCs) and the collector is
 // turned off, so the profile changes only when phase 2 runs its own GC.
@@ -68,6 +70,7 @@ func main() {
 	rate := flag.Int("rate", 0, "runtime.MemProfileRate (0: the default)")
 	retain := flag.Int("retain", 1, "scale of the retained allocations")
 	serve := flag.Bool("http", true, "serve net/http/pprof on a loopback port")
+	execPath := flag.String("exec-on-usr2", "", "on SIGUSR2, execute this program in place")
 	flag.Parse()
 	if *rate > 0 {
 		runtime.MemProfileRate = *rate
@@ -90,6 +93,17 @@ func main() {
 	publish()
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
+	if *execPath != "" {
+		usr2 := make(chan os.Signal, 1)
+		signal.Notify(usr2, syscall.SIGUSR2)
+		go func() {
+			<-usr2
+			argv := []string{*execPath, "-retain", "2", "-http=false"}
+			err := syscall.Exec(*execPath, argv, os.Environ())
+			fmt.Fprintln(os.Stderr, "exec:", err)
+			os.Exit(1)
+		}()
+	}
 	fmt.Printf("READY %d %d\n", os.Getpid(), port)
 	for range usr1 {
 		debug.SetGCPercent(100)

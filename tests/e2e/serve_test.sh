@@ -11,48 +11,12 @@
 #   bash tests/e2e/serve_test.sh <goheap2pprof> <profdiff>
 set -u
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/serve_lib.sh"
 e2e_init "$@"
 e2e_require_go
 e2e_require_command curl "needs curl"
 e2e_make_work serve
 trap 'e2e_stop_pids -9' EXIT
-
-# start_serve <name> [VAR=value...] -- [serve options...]: starts a server
-# on a kernel-chosen loopback port; sets addr (host:port) and serve_pid.
-start_serve() {
-  local name=$1 envs=()
-  shift
-  while [[ $# -gt 0 && $1 != -- ]]; do envs+=("$1"); shift; done
-  [[ ${1:-} == -- ]] && shift
-  e2e_start "$work/$name.out" "$work/$name.log" env "${envs[@]}" "$tool" serve \
-    --listen 127.0.0.1:0 -v --discover-interval 1 "$@"
-  serve_pid=$target_pid
-  if ! e2e_wait_for_line "$work/$name.log" "listening on" "$serve_pid" 10; then
-    fail "serve $name did not start" "$work/$name.log"
-    exit 1
-  fi
-  addr=$(sed -n 's/.*listening on //p' "$work/$name.log" | head -n 1)
-}
-
-# status <url> [curl options...]: prints the HTTP status; body in $work/body.
-status() {
-  local url=$1
-  shift
-  curl -s -o "$work/body" -D "$work/headers" -w '%{http_code}' "$@" "$url"
-}
-
-# expect_status <what> <want> <body-substring> <url> [curl options...]
-expect_status() {
-  local what=$1 want=$2 text=$3 url=$4 got
-  shift 4
-  got=$(status "$url" "$@")
-  if [[ $got == "$want" ]] && grep -qF -- "$text" "$work/body"; then
-    pass "$what: $want"
-  else
-    echo "    got $got: $(head -c 300 "$work/body")"
-    fail "$what: want $want with \"$text\""
-  fi
-}
 
 # metric <name-with-labels>: its value from the server at $addr.
 metric() {
@@ -344,6 +308,14 @@ if [[ -n ${last_target:-} ]]; then
   start_serve sys GOHEAP2PPROF_SERVE_SEAM=syscall:$tpid
   expect_status "a worker making a system call outside its filter" 500 "seccomp" "http://$addr/debug/pprof/heap?pid=$tpid"
   expect_status "after the seccomp kill, another target" 200 "" "http://$addr/debug/pprof/heap?pid=$other"
+  start_serve openw GOHEAP2PPROF_SERVE_SEAM=open-write:$tpid
+  rm -f "/tmp/goheap2pprof-serve-seam-$tpid"
+  expect_status "a worker opening a file for writing gets EACCES" 500 "O_WRONLY|O_CREAT): Permission denied" \
+    "http://$addr/debug/pprof/heap?pid=$tpid"
+  [[ ! -e /tmp/goheap2pprof-serve-seam-$tpid ]] && pass "... and no file was created" ||
+    fail "the worker created /tmp/goheap2pprof-serve-seam-$tpid"
+  rm -f "/tmp/goheap2pprof-serve-seam-$tpid"
+  expect_status "read-only opens: captures of another target still work" 200 "" "http://$addr/debug/pprof/heap?pid=$other"
   start_serve crash GOHEAP2PPROF_SERVE_SEAM=crash:$tpid
   expect_status "a crashing worker (abort)" 500 "signal 6" "http://$addr/debug/pprof/heap?pid=$tpid"
   [[ $(metric 'goheap2pprof_captures_total{outcome="worker_crash"}') == 1 ]] &&
@@ -384,7 +356,7 @@ if [[ -n ${last_target:-} ]]; then
   grep -qi "^Retry-After: 1" "$work/headers" && pass "503 carries Retry-After" || fail "Retry-After" "$work/headers"
   wait "$c"
   start_serve reuse GOHEAP2PPROF_TEST_SEAM=pid-reuse
-  expect_status "the pid names another process at the end of the capture" 404 "" "http://$addr/debug/pprof/heap?pid=$tpid"
+  expect_status "the pid names another process at the end of the capture (simulated)" 410 "replaced" "http://$addr/debug/pprof/heap?pid=$tpid"
   # A target that exits inside a delta window.
   e2e_start "$work/t3.out" "$work/t3.err" "$work/bin/servetarget-$last_version"
   dying=$target_pid

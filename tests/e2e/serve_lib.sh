@@ -1,0 +1,44 @@
+# Shared pieces of the end-to-end tests of `goheap2pprof serve`
+# (tests/e2e/serve*_test.sh). Not a test: sourced after lib.sh and
+# e2e_init, e2e_make_work; uses tool and work.
+#
+#   start_serve <name> [VAR=value...] -- [serve options...]
+#   status <url> [curl options...]
+#   expect_status <what> <want> <body-substring> <url> [curl options...]
+
+# start_serve <name> [VAR=value...] -- [serve options...]: starts a server
+# on a kernel-chosen loopback port; sets addr (host:port) and serve_pid.
+start_serve() {
+  local name=$1 envs=()
+  shift
+  while [[ $# -gt 0 && $1 != -- ]]; do envs+=("$1"); shift; done
+  [[ ${1:-} == -- ]] && shift
+  e2e_start "$work/$name.out" "$work/$name.log" env "${envs[@]}" "$tool" serve \
+    --listen 127.0.0.1:0 -v --discover-interval 1 "$@"
+  serve_pid=$target_pid
+  if ! e2e_wait_for_line "$work/$name.log" "listening on" "$serve_pid" 10; then
+    fail "serve $name did not start" "$work/$name.log"
+    exit 1
+  fi
+  addr=$(sed -n 's/.*listening on //p' "$work/$name.log" | head -n 1)
+}
+
+# status <url> [curl options...]: prints the HTTP status; body in $work/body.
+status() {
+  local url=$1
+  shift
+  curl -s -o "$work/body" -D "$work/headers" -w '%{http_code}' "$@" "$url"
+}
+
+# expect_status <what> <want> <body-substring> <url> [curl options...]
+expect_status() {
+  local what=$1 want=$2 text=$3 url=$4 got
+  shift 4
+  got=$(status "$url" "$@")
+  if [[ $got == "$want" ]] && grep -qF -- "$text" "$work/body"; then
+    pass "$what: $want"
+  else
+    echo "    got $got: $(head -c 300 "$work/body")"
+    fail "$what: want $want with \"$text\""
+  fi
+}
