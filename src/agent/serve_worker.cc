@@ -229,6 +229,7 @@ WorkerReply Handle(const WorkerRequest& request) {
     ServeSeam(request.pid);
     return Capture(request);
   } catch (const Error& e) {
+    // One request's boundary in the worker: the error is the reply.
     WorkerReply reply;
     reply.error_kind = static_cast<int32_t>(e.kind());
     reply.message = e.what();
@@ -313,6 +314,7 @@ int RunServeWorker(int fd, const WorkerLimits& limits) {
   try {
     EnterCaptureSandbox({limits.address_space_bytes, limits.cpu_seconds});
   } catch (const Error& e) {
+    // The worker process's own main.
     std::cerr << "goheap2pprof worker: " << e.what() << "\n";
     return 10;
   }

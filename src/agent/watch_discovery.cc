@@ -21,13 +21,17 @@ constexpr size_t kMaxProcesses = 1 << 22;
 }  // namespace
 
 bool GoProcessFinder::IsGo(pid_t pid) const {
+  Expected<ElfFile> exe = ElfFile::TryOpen("/proc/" + std::to_string(pid) + "/exe");
+  // Kernel threads, processes we may not read, non-ELF or foreign
+  // architectures: not ours to watch.
+  if (!exe) return false;
+  if (exe->FindSection(".go.buildinfo") || exe->FindSection(".gopclntab")) return true;
+  // Boundary of one process's probe in the long-running scan: a symbol
+  // table that does not decode, or a file the process cuts short while we
+  // read it, makes it "not ours", never the end of watch.
   try {
-    ElfFile exe = ElfFile::Open("/proc/" + std::to_string(pid) + "/exe");
-    return exe.FindSection(".go.buildinfo") || exe.FindSection(".gopclntab") ||
-           exe.FindSymbol("runtime.mbuckets").has_value();
+    return exe->FindSymbol("runtime.mbuckets").has_value();
   } catch (const Error&) {
-    // Kernel threads, processes we may not read, non-ELF or foreign
-    // architectures: not ours to watch.
     return false;
   }
 }
@@ -43,12 +47,9 @@ std::vector<FoundGoProcess> GoProcessFinder::Scan() {
     if (++n > kMaxProcesses) break;
     std::optional<pid_t> pid = ParsePid(e->d_name);
     if (!pid || *pid == self) continue;
-    ProcStat stat;
-    try {
-      stat = ReadProcStat(*pid);
-    } catch (const Error&) {
-      continue;  // gone meanwhile
-    }
+    std::optional<std::string> stat_text = ReadProcFileIfPresent(*pid, "stat");
+    if (!stat_text) continue;  // gone meanwhile
+    const ProcStat stat = ParseProcStat(*stat_text);
     if (stat.state == 'Z' || stat.state == 'X') continue;
     struct stat exe_stat;
     if (::stat(("/proc/" + std::to_string(*pid) + "/exe").c_str(), &exe_stat) != 0) continue;
