@@ -20,7 +20,7 @@ namespace goheap2pprof {
 template <typename T>
 class [[nodiscard]] Expected {
  public:
-  Expected(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit
+  Expected(T value) : v_(std::in_place_index<0>, std::move(value)) {}      // NOLINT: implicit
   Expected(Error error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT: implicit
 
   bool has_value() const { return v_.index() == 0; }

@@ -105,8 +105,8 @@ MappedBytes MappedBytes::Map(const UniqueFd& fd, size_t size, const std::string&
 MappedBytes::Region MappedBytes::Reserve(size_t size, const std::string& name) {
   if (size == 0) return Region();
   // MAP_NORESERVE: only the pages written count against memory.
-  void* addr =
-      mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* addr = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (addr == MAP_FAILED) {
     throw Error(ErrorKind::kIo, "cannot reserve ", size, " bytes of memory for ", name, ": ",
                 std::strerror(errno));
@@ -177,8 +177,8 @@ void MappedBytes::Load(uint64_t offset, uint64_t len) const {
 void MappedBytes::Pread(uint64_t offset, std::span<uint8_t> dst) const {
   size_t done = 0;
   while (done < dst.size()) {
-    ssize_t n = pread(fd_.get(), dst.data() + done, dst.size() - done,
-                      static_cast<off_t>(offset + done));
+    ssize_t n =
+        pread(fd_.get(), dst.data() + done, dst.size() - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       throw Error(ErrorKind::kIo, "cannot read ", name_, " at offset ", Hex(offset + done), ": ",

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <csignal>
-
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -106,9 +105,9 @@ TEST(MappedBytesTest, MappingOfAShrunkFileDiesWithSigbus) {
 #endif
   const std::vector<uint8_t> want = Pattern();
   TempFile file(want);
-  MappedBytes mapped = MappedBytes::OpenFile(file.path(), "mapped", MappedBytes::Access::kMap,
-                                             ErrorKind::kIo)
-                           .value();
+  MappedBytes mapped =
+      MappedBytes::OpenFile(file.path(), "mapped", MappedBytes::Access::kMap, ErrorKind::kIo)
+          .value();
   ASSERT_EQ(truncate(file.path().c_str(), 4096), 0);
   EXPECT_EXIT(
       {
@@ -120,13 +119,12 @@ TEST(MappedBytesTest, MappingOfAShrunkFileDiesWithSigbus) {
 }
 
 TEST(MappedBytesTest, OpenFileErrorsAreValues) {
-  Expected<MappedBytes> absent =
-      MappedBytes::OpenFile("/nonexistent/goheap2pprof", "absent", MappedBytes::Access::kMap,
-                            ErrorKind::kUsage);
+  Expected<MappedBytes> absent = MappedBytes::OpenFile(
+      "/nonexistent/goheap2pprof", "absent", MappedBytes::Access::kMap, ErrorKind::kUsage);
   ASSERT_FALSE(absent);
   EXPECT_EQ(absent.error().kind(), ErrorKind::kIo);
-  Expected<MappedBytes> dir = MappedBytes::OpenFile(
-      "/", "the root", MappedBytes::Access::kReadOnDemand, ErrorKind::kUsage);
+  Expected<MappedBytes> dir =
+      MappedBytes::OpenFile("/", "the root", MappedBytes::Access::kReadOnDemand, ErrorKind::kUsage);
   ASSERT_FALSE(dir);
   EXPECT_EQ(dir.error().kind(), ErrorKind::kUsage);
   EXPECT_NE(std::string(dir.error().what()).find("the root is not a regular file"),
@@ -136,9 +134,9 @@ TEST(MappedBytesTest, OpenFileErrorsAreValues) {
 TEST(MappedBytesTest, MapAndOwnAndZeroed) {
   const std::vector<uint8_t> want = Pattern();
   TempFile file(want);
-  MappedBytes mapped = MappedBytes::OpenFile(file.path(), "mapped", MappedBytes::Access::kMap,
-                                             ErrorKind::kIo)
-                           .value();
+  MappedBytes mapped =
+      MappedBytes::OpenFile(file.path(), "mapped", MappedBytes::Access::kMap, ErrorKind::kIo)
+          .value();
   EXPECT_EQ(mapped.fd(), -1);
   Bytes all = mapped.All();
   EXPECT_TRUE(std::equal(all.begin(), all.end(), want.begin(), want.end()));
