@@ -90,7 +90,7 @@ std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& fil
     f.comm = ps.comm;
     f.start_time = ps.start_time;
   } catch (const Error&) {
-    return std::nullopt;
+    return std::nullopt;  // boundary of one process in the serve agent's scan: skip it
   }
   if (std::optional<std::string> cg = ReadSmallFile(dir + "/cgroup", 65536)) {
     std::istringstream lines(*cg);

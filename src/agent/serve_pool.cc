@@ -149,6 +149,8 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
       try {
         Start(*w);
       } catch (const Error& e) {
+        // One request's boundary: a worker that cannot start fails this
+        // request, not the server.
         w->busy = false;
         idle_.notify_one();
         result.outcome = PoolOutcome::kCrashed;
@@ -171,6 +173,7 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
     try {
       Start(*w);
     } catch (const Error& e) {
+      // One request's boundary, as above.
       w->busy = false;
       idle_.notify_one();
       result.outcome = PoolOutcome::kCrashed;
@@ -200,7 +203,8 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
     try {
       Start(*w);
     } catch (const Error&) {
-      // Started again on the next request that picks this slot.
+      // Boundary of this request's worker slot: started again on the next
+      // request that picks it.
     }
   }
   if (ok && result.reply.retiring) {
@@ -208,6 +212,7 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
     try {
       Start(*w);
     } catch (const Error&) {
+      // As above: the next request that picks this slot starts it.
     }
   }
   w->busy = false;

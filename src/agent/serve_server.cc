@@ -437,6 +437,7 @@ class Service {
       SetProfileHeaders(res, std::string(name) + "-delta");
       res.set_content(EncodeProfile(delta), "application/octet-stream");
     } catch (const Error& e) {
+      // One request's boundary: its error is its response.
       ServeError(res, 500, "failed to compute delta");
     }
   }
@@ -649,6 +650,7 @@ int RunServe(const ServeOptions& options, std::ostream& log) {
     try {
       service.Handle(req, res);
     } catch (const std::exception& e) {
+      // One request's boundary: the server keeps serving.
       ServeError(res, 500, std::string("internal error: ") + e.what());
     }
   });

@@ -292,6 +292,8 @@ bool PidIsLive(pid_t pid) {
     const ProcStat st = ParseProcStat(*text);
     return st.state != 'Z' && st.state != 'X';
   } catch (const Error&) {
+    // Inside one request's boundary: a pid whose stat cannot be read or
+    // parsed is answered as gone (404), the safe side of "replaced".
     return false;
   }
 }
@@ -307,6 +309,7 @@ WorkerReply Handle(const WorkerRequest& request) {
     }
     return reply;
   } catch (const Error& e) {
+    // One request's boundary in the worker: the error is the reply.
     WorkerReply failed;
     failed.start_time = reply.start_time;
     failed.error_kind = static_cast<int32_t>(e.kind());
@@ -394,6 +397,7 @@ int RunServeWorker(int fd, const WorkerLimits& limits) {
   try {
     EnterCaptureSandbox({limits.address_space_bytes, limits.cpu_seconds});
   } catch (const Error& e) {
+    // The worker process's own main.
     std::cerr << "goheap2pprof worker: " << e.what() << "\n";
     return 10;
   }

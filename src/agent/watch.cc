@@ -59,40 +59,32 @@ std::optional<double> ParseNumber(std::string_view text) {
   return value;
 }
 
+// A "Key:   123 kB" field of /proc/<pid>/status, in KiB; nullopt once the
+// process is gone or if the field is missing.
+std::optional<uint64_t> StatusKib(pid_t pid, std::string_view key) {
+  std::optional<std::string> status = ReadProcFileIfPresent(pid, "status");
+  if (!status) return std::nullopt;
+  const std::string field = "\n" + std::string(key) + ":";
+  size_t at = status->find(field);
+  if (at == std::string::npos) return std::nullopt;
+  std::string_view rest = std::string_view(*status).substr(at + field.size());
+  rest = rest.substr(std::min(rest.find_first_not_of(" \t"), rest.size()));
+  uint64_t kb = 0;
+  auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), kb);
+  if (ec != std::errc()) return std::nullopt;
+  return kb;
+}
+
 // VmRSS of a process in bytes; nullopt once it is gone.
 std::optional<uint64_t> ReadRss(pid_t pid) {
-  try {
-    std::string status = ReadProcFile(pid, "status");
-    size_t at = status.find("\nVmRSS:");
-    if (at == std::string::npos) return std::nullopt;
-    std::string_view rest = std::string_view(status).substr(at + 7);
-    rest = rest.substr(std::min(rest.find_first_not_of(" \t"), rest.size()));
-    uint64_t kb = 0;
-    auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), kb);
-    if (ec != std::errc()) return std::nullopt;
-    return kb * 1024;
-  } catch (const Error&) {
-    return std::nullopt;
-  }
+  std::optional<uint64_t> kib = StatusKib(pid, "VmRSS");
+  if (!kib) return std::nullopt;
+  return *kib * 1024;
 }
 
 // Our own peak resident set (VmHWM), in KiB: the figure that shows capturing
 // stays cheap under memory pressure.
-std::optional<uint64_t> OwnPeakRssKb() {
-  try {
-    std::string status = ReadProcFile(::getpid(), "status");
-    size_t at = status.find("\nVmHWM:");
-    if (at == std::string::npos) return std::nullopt;
-    std::string_view rest = std::string_view(status).substr(at + 7);
-    rest = rest.substr(std::min(rest.find_first_not_of(" \t"), rest.size()));
-    uint64_t kb = 0;
-    auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), kb);
-    if (ec != std::errc()) return std::nullopt;
-    return kb;
-  } catch (const Error&) {
-    return std::nullopt;
-  }
-}
+std::optional<uint64_t> OwnPeakRssKb() { return StatusKib(::getpid(), "VmHWM"); }
 
 template <typename T>
 json OrNull(const std::optional<T>& v) {
@@ -239,13 +231,15 @@ bool Watcher::Add(pid_t pid, const ProcStat& stat, bool named) {
   }
   if (options_.psi) {
     std::optional<std::string> file = PsiFileFor(pid);
-    try {
-      t->psi_fd = RegisterPsiTrigger(fs_.Path(*file), *options_.psi);
+    Expected<UniqueFd> psi = TryRegisterPsiTrigger(fs_.Path(*file), *options_.psi);
+    if (psi) {
+      t->psi_fd = std::move(psi).value();
       t->psi_file = *file;
       start["psi_file"] = *file;
-    } catch (const Error& e) {
-      if (named) throw;
-      notes.push_back(std::string("no PSI trigger: ") + e.what());
+    } else if (named) {
+      throw psi.error();
+    } else {
+      notes.push_back(std::string("no PSI trigger: ") + psi.error().what());
     }
   }
   for (const std::string& n : notes) Say("pid " + std::to_string(pid) + ": " + n);
@@ -321,6 +315,8 @@ std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, 
     }
     if (!deleted.empty()) record["deleted"] = deleted;
   } catch (const Error& e) {
+    // Boundary of one capture (a request of the long-running watcher): its
+    // failure is recorded and reported, and watching goes on.
     failed = e.kind();
     t.last_error = e.what();
     record["file"] = nullptr;
@@ -427,7 +423,8 @@ void Watcher::Discover() {
       if (stat.start_time != p.start_time) continue;
       Add(p.pid, stat, /*named=*/false);
     } catch (const Error& e) {
-      // Gone already, or not ours to read: the next scan decides again.
+      // Boundary of one discovered process (watch keeps running): gone
+      // already, or not ours to read; the next scan decides again.
       if (e.kind() != ErrorKind::kNoSuchProcess) ignored_.insert({p.pid, p.start_time});
     }
   }

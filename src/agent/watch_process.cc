@@ -71,16 +71,14 @@ bool ProcessEndObserver::Exited() const {
 
 ProcessEnd ProcessEndObserver::Observe() const {
   ProcessEnd end;
-  std::string text;
-  try {
-    text = ReadProcFile(pid_, "stat");
-  } catch (const Error&) {
+  std::optional<std::string> text = ReadProcFileIfPresent(pid_, "stat");
+  if (!text) {
     end.status_unknown_because =
         "its parent reaped it before its exit status could be read (a process that is not "
         "watch's child shows its status only while it is a zombie)";
     return end;
   }
-  std::optional<ZombieStat> z = ParseZombieStat(text);
+  std::optional<ZombieStat> z = ParseZombieStat(*text);
   if (!z || z->start_time != start_time_) {
     end.status_unknown_because =
         "its parent reaped it before its exit status could be read (the pid names another "

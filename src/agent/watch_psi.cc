@@ -92,44 +92,48 @@ std::string PsiTriggerLine(const PsiSpec& spec) {
 }
 
 UniqueFd RegisterPsiTrigger(const std::string& file, const PsiSpec& spec) {
+  return TryRegisterPsiTrigger(file, spec).value();
+}
+
+Expected<UniqueFd> TryRegisterPsiTrigger(const std::string& file, const PsiSpec& spec) {
   UniqueFd fd(::open(file.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
   if (!fd.valid()) {
     int err = errno;
     if (err == ENOENT) {
-      throw Error(ErrorKind::kIo, "PSI is not available: ", file,
-                  " does not exist (a kernel built without CONFIG_PSI, or booted with psi=0)")
+      return Error(ErrorKind::kIo, "PSI is not available: ", file,
+                   " does not exist (a kernel built without CONFIG_PSI, or booted with psi=0)")
           .WithHint("drop --psi, or boot the kernel with psi=1");
     }
     if (err == EACCES || err == EPERM) {
-      throw Error(ErrorKind::kPermission, "cannot open ", file,
-                  " for writing a PSI trigger: ", std::strerror(err))
+      return Error(ErrorKind::kPermission, "cannot open ", file,
+                   " for writing a PSI trigger: ", std::strerror(err))
           .WithHint("run as root or with CAP_SYS_RESOURCE");
     }
-    throw Error(ErrorKind::kIo, "cannot open ", file, ": ", std::strerror(err));
+    return Error(ErrorKind::kIo, "cannot open ", file, ": ", std::strerror(err));
   }
   const std::string line = PsiTriggerLine(spec);
   if (::write(fd.get(), line.data(), line.size()) < 0) {
     int err = errno;
     if (err == EPERM || err == EACCES) {
-      throw Error(ErrorKind::kPermission, "the kernel refused the PSI trigger \"", spec.text,
-                  "\" on ", file, ": ", std::strerror(err))
+      return Error(ErrorKind::kPermission, "the kernel refused the PSI trigger \"", spec.text,
+                   "\" on ", file, ": ", std::strerror(err))
           .WithHint(
               "unprivileged PSI triggers need a window that is a multiple of 2s (Linux "
               "6.4+); otherwise run as root or with CAP_SYS_RESOURCE");
     }
     if (err == EOPNOTSUPP) {
-      throw Error(ErrorKind::kIo, "PSI is disabled in this kernel (", file, ": ",
-                  std::strerror(err), ")")
+      return Error(ErrorKind::kIo, "PSI is disabled in this kernel (", file, ": ",
+                   std::strerror(err), ")")
           .WithHint("boot the kernel with psi=1, or drop --psi");
     }
     if (err == EINVAL && spec.window.count() % 2000000 != 0 && !HasCapSysResource()) {
-      throw Error(ErrorKind::kPermission, "the kernel rejected the PSI trigger \"", spec.text,
-                  "\" on ", file, ": ", std::strerror(err), "; without CAP_SYS_RESOURCE (which ",
-                  "this process lacks) Linux 6.4+ accepts only windows that are multiples of 2s")
+      return Error(ErrorKind::kPermission, "the kernel rejected the PSI trigger \"", spec.text,
+                   "\" on ", file, ": ", std::strerror(err), "; without CAP_SYS_RESOURCE (which ",
+                   "this process lacks) Linux 6.4+ accepts only windows that are multiples of 2s")
           .WithHint("use a 2s window (e.g. --psi some:300ms/2s), or grant CAP_SYS_RESOURCE");
     }
-    throw Error(ErrorKind::kUsage, "the kernel rejected the PSI trigger \"", spec.text, "\" on ",
-                file, ": ", std::strerror(err));
+    return Error(ErrorKind::kUsage, "the kernel rejected the PSI trigger \"", spec.text, "\" on ",
+                 file, ": ", std::strerror(err));
   }
   return fd;
 }

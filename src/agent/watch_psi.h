@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/expected.h"
 #include "base/unique_fd.h"
 
 namespace goheap2pprof {
@@ -42,5 +43,8 @@ std::string PsiTriggerLine(const PsiSpec& spec);
 // kPermission if the kernel refuses an unprivileged trigger, kUsage if it
 // rejects the values.
 UniqueFd RegisterPsiTrigger(const std::string& file, const PsiSpec& spec);
+// The same with that Error as a value (watch goes on without PSI for a
+// process it discovered).
+Expected<UniqueFd> TryRegisterPsiTrigger(const std::string& file, const PsiSpec& spec);
 
 }  // namespace goheap2pprof

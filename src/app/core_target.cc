@@ -111,9 +111,8 @@ std::optional<std::string> DumpedHeaderMismatch(const DumpedElfHeader& dumped,
   }
   // Parse the file's first bytes exactly as the dumped page was parsed, so
   // a build ID outside the dumped part is absent on both sides.
-  const Bytes bytes = file.bytes();
   std::optional<DumpedElfHeader> mine =
-      ParseDumpedElfHeader(bytes.first(std::min<size_t>(bytes.size(), 4096)));
+      ParseDumpedElfHeader(*file.FileRange(0, std::min<uint64_t>(file.file_size(), 4096)));
   if (!mine) return std::string("not an ELF file");
   if (dumped.go_build_id != mine->go_build_id) {
     return Text("Go build ID ", mine->go_build_id.empty() ? "(none)" : mine->go_build_id, " vs ",
@@ -290,12 +289,9 @@ std::vector<ProfileMapping> CoreProfileMappings(const CoreFile& core,
             first ? core.DumpedHeaderAt(first->start) : std::nullopt;
         if (dumped && !dumped->gnu_build_id.empty()) {
           id = dumped->gnu_build_id;
-        } else {
-          try {
-            id = ElfFile::Open(file).GnuBuildId();
-          } catch (const Error&) {
-            // Not here or not an ELF we read: runtime/pprof reports none either.
-          }
+        } else if (Expected<ElfFile> elf = ElfFile::TryOpen(file)) {
+          // Not here or not an ELF we read: runtime/pprof reports none either.
+          id = elf->GnuBuildId();
         }
         it = build_ids.emplace(e.path, id).first;
       }

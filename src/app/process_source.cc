@@ -57,14 +57,9 @@ bool LooksLikeGo(const ElfFile& elf) {
       elf.FindSection(".go.buildinfo")) {
     return true;
   }
-  // GoBinary throws only for a corrupt build-info blob, which is not a Go
-  // program we can read either.
-  // TODO(engine): an expected value from GoBinary instead of this catch.
-  try {
-    return GoBinary(elf).version().has_value();
-  } catch (const Error&) {
-    return false;
-  }
+  // A corrupt build-info blob is not a Go program we can read either.
+  Expected<GoBinary> bin = GoBinary::TryOpen(elf);
+  return bin && bin->version().has_value();
 }
 
 // One ELF file mapped by the process: its identity and the opened file.

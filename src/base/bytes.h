@@ -5,6 +5,13 @@
 //   ByteView v(span, "pclntab");
 //   uint32_t magic = v.U32(0);
 //   std::string_view name = v.CString(name_off);
+//
+// The Try variants give the same Error as a value, for probes to which a bad
+// table is an expected outcome (a failed symbol lookup), not the end of the
+// run:
+//
+//   Expected<uint32_t> off = v.TryU32(index * 4);
+//   if (!off) return off.error();
 #pragma once
 
 #include <cstdint>
@@ -14,6 +21,7 @@
 #include <string_view>
 
 #include "base/error.h"
+#include "base/expected.h"
 
 namespace goheap2pprof {
 
@@ -57,6 +65,8 @@ class ByteView {
   }
   // Throws kMalformed unless [off, off+len) is inside the view.
   void Require(uint64_t off, uint64_t len) const;
+  // The Error Require throws, as a value.
+  Error OutOfRange(uint64_t off, uint64_t len) const;
 
   uint8_t U8(uint64_t off) const {
     Require(off, 1);
@@ -85,6 +95,18 @@ class ByteView {
   std::string_view CString(uint64_t off, size_t max_len = 64 * 1024) const;
   // Unsigned LEB128 varint at *off, advancing *off. Throws on overrun.
   uint64_t Uvarint(uint64_t* off) const;
+
+  Expected<uint8_t> TryU8(uint64_t off) const {
+    if (!Has(off, 1)) return OutOfRange(off, 1);
+    return data_[off];
+  }
+  Expected<uint32_t> TryU32(uint64_t off) const {
+    if (!Has(off, 4)) return OutOfRange(off, 4);
+    return LoadU32(&data_[off]);
+  }
+  Expected<ByteView> TrySub(uint64_t off, uint64_t len, std::string_view what) const;
+  Expected<std::string_view> TryCString(uint64_t off, size_t max_len = 64 * 1024) const;
+  Expected<uint64_t> TryUvarint(uint64_t* off) const;
 
  private:
   Bytes data_;

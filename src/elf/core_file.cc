@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -165,19 +164,6 @@ std::optional<DumpedElfHeader> ParseDumpedElfHeader(Bytes page) {
   return h;
 }
 
-CoreFile::Mapping::Mapping(Mapping&& other) noexcept
-    : addr(std::exchange(other.addr, nullptr)), size(std::exchange(other.size, 0)) {}
-CoreFile::Mapping& CoreFile::Mapping::operator=(Mapping&& other) noexcept {
-  if (this != &other) {
-    if (addr != nullptr) munmap(addr, size);
-    addr = std::exchange(other.addr, nullptr);
-    size = std::exchange(other.size, 0);
-  }
-  return *this;
-}
-CoreFile::Mapping::~Mapping() {
-  if (addr != nullptr) munmap(addr, size);
-}
 void CoreFile::ElfEnd::operator()(Elf* elf) const { elf_end(elf); }
 
 CoreFile::CoreFile(CoreFile&&) noexcept = default;
@@ -185,10 +171,7 @@ CoreFile& CoreFile::operator=(CoreFile&& other) noexcept {
   if (this != &other) {
     elf_.reset();  // before the image it points into
     name_ = std::move(other.name_);
-    owned_ = std::move(other.owned_);
-    mapping_ = std::move(other.mapping_);
-    data_ = std::exchange(other.data_, nullptr);
-    size_ = std::exchange(other.size_, 0);
+    image_ = std::move(other.image_);
     elf_ = std::move(other.elf_);
     machine_ = other.machine_;
     segments_ = std::move(other.segments_);
@@ -209,28 +192,10 @@ CoreFile::~CoreFile() = default;
 CoreFile CoreFile::Open(const std::string& path) {
   CoreFile core;
   core.name_ = path;
-  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (fd.get() < 0) {
-    int err = errno;
-    ErrorKind kind = (err == EACCES || err == EPERM) ? ErrorKind::kPermission : ErrorKind::kIo;
-    throw Error(kind, "cannot open core file ", path, ": ", std::strerror(err));
-  }
-  struct stat st;
-  if (fstat(fd.get(), &st) != 0) {
-    throw Error(ErrorKind::kIo, "cannot stat core file ", path, ": ", std::strerror(errno));
-  }
-  if (!S_ISREG(st.st_mode)) throw Error(ErrorKind::kUsage, path, " is not a regular file");
-  if (st.st_size == 0) throw Error(ErrorKind::kUsage, path, " is empty, not a core file");
-  const size_t size = static_cast<size_t>(st.st_size);
-  // Private and writable: libelf may convert data in place, which must never
-  // reach the file. Pages are only read, so nothing is copied.
-  void* addr = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd.get(), 0);
-  if (addr == MAP_FAILED) {
-    throw Error(ErrorKind::kIo, "cannot map core file ", path, ": ", std::strerror(errno));
-  }
-  core.mapping_ = Mapping(addr, size);
-  core.data_ = static_cast<const uint8_t*>(addr);
-  core.size_ = size;
+  Expected<MappedBytes> image = MappedBytes::OpenFile(path, "core file " + path,
+                                                      MappedBytes::Access::kMap, ErrorKind::kUsage);
+  core.image_ = std::move(image).value();
+  if (core.image_.size() == 0) throw Error(ErrorKind::kUsage, path, " is empty, not a core file");
   core.Load();
   return core;
 }
@@ -238,25 +203,26 @@ CoreFile CoreFile::Open(const std::string& path) {
 CoreFile CoreFile::FromBytes(std::vector<uint8_t> bytes, std::string display_name) {
   CoreFile core;
   core.name_ = std::move(display_name);
-  core.owned_ = std::move(bytes);
-  core.data_ = core.owned_.data();
-  core.size_ = core.owned_.size();
+  core.image_ = MappedBytes::Own(std::move(bytes));
   core.Load();
   return core;
 }
 
 void CoreFile::Load() {
+  const Bytes all = image_.All();
+  const uint8_t* data = all.data();
+  const size_t size = all.size();
   static constexpr uint8_t kMagic[4] = {ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3};
-  if (size_ == 0) throw Error(ErrorKind::kUsage, name_, " is empty, not a core file");
-  if (size_ < EI_NIDENT || std::memcmp(data_, kMagic, 4) != 0) {
+  if (size == 0) throw Error(ErrorKind::kUsage, name_, " is empty, not a core file");
+  if (size < EI_NIDENT || std::memcmp(data, kMagic, 4) != 0) {
     throw Error(ErrorKind::kUsage, name_, " is not a core file (not ELF)");
   }
-  if (data_[EI_CLASS] != ELFCLASS64 || data_[EI_DATA] != ELFDATA2LSB) {
+  if (data[EI_CLASS] != ELFCLASS64 || data[EI_DATA] != ELFDATA2LSB) {
     throw Error(ErrorKind::kUnsupported, name_,
                 " is not a 64-bit little-endian ELF; only amd64 and arm64 cores are read");
   }
   InitLibelf();
-  Elf* elf = elf_memory(reinterpret_cast<char*>(const_cast<uint8_t*>(data_)), size_);
+  Elf* elf = elf_memory(reinterpret_cast<char*>(const_cast<uint8_t*>(data)), size);
   if (elf == nullptr) {
     throw Error(ErrorKind::kMalformed, name_, ": libelf cannot read it: ", ElfErrorText());
   }
@@ -291,11 +257,11 @@ void CoreFile::Load() {
     // A producer cut short (RLIMIT_CORE, a systemd-coredump size cap, a full
     // disk) leaves headers that promise bytes the file does not have.
     std::optional<uint64_t> file_end = CheckedAdd(ph.p_offset, ph.p_filesz);
-    if (!file_end || *file_end > size_) {
+    if (!file_end || *file_end > size) {
       throw Error(ErrorKind::kMalformed, name_, " is truncated: ",
                   ph.p_type == PT_NOTE ? "its notes" : "the segment at " + Hex(ph.p_vaddr),
                   " (file bytes ", Hex(ph.p_offset), "..", Hex(ph.p_offset + ph.p_filesz),
-                  ") extend", ph.p_type == PT_NOTE ? "" : "s", " past the end of the ", size_,
+                  ") extend", ph.p_type == PT_NOTE ? "" : "s", " past the end of the ", size,
                   "-byte file")
           .WithHint(
               "the core was cut short while it was written (a small `ulimit -c`, a "
@@ -303,7 +269,7 @@ void CoreFile::Load() {
               "core");
     }
     if (ph.p_type == PT_NOTE) {
-      notes.push_back(Bytes(data_ + ph.p_offset, ph.p_filesz));
+      notes.push_back(Bytes(data + ph.p_offset, ph.p_filesz));
       continue;
     }
     std::optional<uint64_t> mem_end = CheckedAdd(ph.p_vaddr, ph.p_memsz);
@@ -464,8 +430,8 @@ std::optional<Bytes> CoreFile::Dumped(uint64_t addr, uint64_t len) const {
   if (seg == nullptr) return std::nullopt;
   const uint64_t in_seg = addr - seg->vaddr;
   if (in_seg > seg->filesz || len > seg->filesz - in_seg) return std::nullopt;
-  // offset + filesz <= size_ was checked in Load.
-  return Bytes(data_ + seg->offset + in_seg, len);
+  // offset + filesz <= the file's size was checked in Load.
+  return bytes().subspan(seg->offset + in_seg, len);
 }
 
 std::optional<DumpedElfHeader> CoreFile::DumpedHeaderAt(uint64_t start) const {
@@ -474,7 +440,7 @@ std::optional<DumpedElfHeader> CoreFile::DumpedHeaderAt(uint64_t start) const {
   const uint64_t in_seg = start - seg->vaddr;
   if (in_seg >= seg->filesz) return std::nullopt;
   const uint64_t len = std::min(kHeaderPage, seg->filesz - in_seg);
-  return ParseDumpedElfHeader(Bytes(data_ + seg->offset + in_seg, len));
+  return ParseDumpedElfHeader(bytes().subspan(seg->offset + in_seg, len));
 }
 
 CoreMemoryReader::CoreMemoryReader(const CoreFile& core, const ElfFile* exe, std::string exe_path,
@@ -520,8 +486,8 @@ bool CoreMemoryReader::ReadFromExe(uint64_t addr, std::span<uint8_t> dst) {
     const CoreFileMapping* m = core_.FileMappingAt(addr);
     if (m == nullptr || m->path != exe_path_ || dst.size() > m->end - addr) return false;
     std::optional<uint64_t> off = CheckedAdd(m->file_offset, addr - m->start);
-    if (!off || !ByteView(exe_->bytes(), exe_->name()).Has(*off, dst.size())) return false;
-    bytes = exe_->bytes().subspan(*off, dst.size());
+    if (!off) return false;
+    bytes = exe_->FileRange(*off, dst.size());
   } else {
     if (addr < bias_) return false;
     bytes = exe_->ReadVaddr(addr - bias_, dst.size());

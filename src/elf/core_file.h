@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/bytes.h"
+#include "base/mapped_bytes.h"
 #include "elf/elf_file.h"
 #include "proc/memory_reader.h"
 
@@ -108,7 +109,7 @@ class CoreFile {
 
   const std::string& name() const { return name_; }
   uint16_t machine() const { return machine_; }
-  Bytes bytes() const { return Bytes(data_, size_); }
+  Bytes bytes() const { return image_.All(); }
   // The libelf handle of the core (for libdwfl); valid as long as this.
   Elf* elf() const { return elf_.get(); }
 
@@ -142,15 +143,6 @@ class CoreFile {
   std::optional<DumpedElfHeader> DumpedHeaderAt(uint64_t start) const;
 
  private:
-  struct Mapping {
-    void* addr = nullptr;
-    size_t size = 0;
-    Mapping() = default;
-    Mapping(void* a, size_t s) : addr(a), size(s) {}
-    Mapping(Mapping&& other) noexcept;
-    Mapping& operator=(Mapping&& other) noexcept;
-    ~Mapping();
-  };
   struct ElfEnd {
     void operator()(Elf* elf) const;
   };
@@ -162,10 +154,10 @@ class CoreFile {
   void ParseAuxv(Bytes desc);
 
   std::string name_;
-  std::vector<uint8_t> owned_;
-  Mapping mapping_;
-  const uint8_t* data_ = nullptr;
-  size_t size_ = 0;
+  // The core, mapped: it is the user's file, not the target's, and can be
+  // gigabytes, of which a capture touches little. Declared before elf_,
+  // which points into it.
+  MappedBytes image_;
   std::unique_ptr<Elf, ElfEnd> elf_;
   uint16_t machine_ = 0;
   std::vector<CoreSegment> segments_;

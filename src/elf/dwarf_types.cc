@@ -4,7 +4,6 @@
 #include <elf.h>
 #include <elfutils/libdw.h>
 #include <libelf.h>
-#include <sys/mman.h>
 
 #include <cerrno>
 #include <cstddef>
@@ -74,26 +73,16 @@ bool TypeOf(Dwarf_Die* die, Dwarf_Die* type) {
 // libelf decompresses a SHF_COMPRESSED section by rewriting its section
 // header in the image it was given, so libdw cannot be handed the ElfFile's
 // image, which others read (and which is const). It gets a private copy
-// instead: an anonymous zero-filled mapping the size of the file, into
-// which only the ELF, program and section headers, the section name table
-// and the debug sections are copied. The pages never written cost no memory.
-struct DwarfTypes::Image {
-  void* addr = nullptr;
-  size_t size = 0;
-};
-
-void DwarfTypes::ImageEnd::operator()(Image* image) const {
-  if (image->addr != nullptr) munmap(image->addr, image->size);
-  delete image;
-}
-
+// instead: a zero-filled anonymous image the size of the file, into which
+// only the ELF, program and section headers, the section name table and the
+// debug sections are copied. The pages never written cost no memory.
 namespace {
 
-// Copies [offset, offset+size) of `file` into the same place of `image`;
-// a range outside the file is left zero (libelf then reports it).
-void CopyRange(Bytes file, uint8_t* image, uint64_t offset, uint64_t size) {
-  if (offset <= file.size() && size <= file.size() - offset && size > 0) {
-    std::memcpy(image + offset, file.data() + offset, size);
+// Copies [offset, offset+size) of `elf`'s file into the same place of
+// `image`; a range outside the file is left zero (libelf then reports it).
+void CopyRange(const ElfFile& elf, MappedBytes& image, uint64_t offset, uint64_t size) {
+  if (size > 0 && offset <= image.size() && size <= image.size() - offset) {
+    elf.CopyFileRange(offset, std::span<uint8_t>(image.writable_data() + offset, size));
   }
 }
 
@@ -124,53 +113,47 @@ std::optional<DwarfTypes> DwarfTypes::Open(const ElfFile& elf) {
   if (!HasDebugInfo(elf)) return std::nullopt;
   DwarfTypes types;
   types.name_ = elf.name();
-  const Bytes file = elf.bytes();
   // ElfFile has checked that this is a 64-bit little-endian ELF.
-  ByteView view(file, elf.name());
   Elf64_Ehdr ehdr;
-  view.Require(0, sizeof(ehdr));
-  std::memcpy(&ehdr, file.data(), sizeof(ehdr));
-  void* addr =
-      mmap(nullptr, file.size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (addr == MAP_FAILED) {
-    throw Error(ErrorKind::kIo, "cannot map memory for the DWARF of ", elf.name(), ": ",
-                std::strerror(errno));
+  if (!elf.CopyFileRange(0, std::span<uint8_t>(reinterpret_cast<uint8_t*>(&ehdr), sizeof(ehdr)))) {
+    throw Error(ErrorKind::kMalformed, elf.name(), ": shorter than an ELF header");
   }
-  types.image_.reset(new Image{addr, file.size()});
-  uint8_t* image = static_cast<uint8_t*>(addr);
-  CopyRange(file, image, 0, sizeof(ehdr));
-  CopyRange(file, image, ehdr.e_phoff, uint64_t{ehdr.e_phnum} * ehdr.e_phentsize);
+  types.image_ = MappedBytes::Zeroed(elf.file_size(), "the DWARF of " + elf.name());
+  MappedBytes& image = types.image_;
+  CopyRange(elf, image, 0, sizeof(ehdr));
+  CopyRange(elf, image, ehdr.e_phoff, uint64_t{ehdr.e_phnum} * ehdr.e_phentsize);
   // Section 0 is not in sections(); with extended numbering it holds the
   // real counts, which ElfFile has already used.
   const uint64_t section_count = elf.sections().size() + 1;
-  CopyRange(file, image, ehdr.e_shoff, section_count * ehdr.e_shentsize);
+  CopyRange(elf, image, ehdr.e_shoff, section_count * ehdr.e_shentsize);
   const bool standard_headers = ehdr.e_shentsize == sizeof(Elf64_Shdr) &&
-                                view.Has(ehdr.e_shoff, section_count * sizeof(Elf64_Shdr));
+                                ByteView(Bytes(image.writable_data(), image.size()), elf.name())
+                                    .Has(ehdr.e_shoff, section_count * sizeof(Elf64_Shdr));
   for (size_t i = 0; i < elf.sections().size(); ++i) {
     const ElfSection& s = elf.sections()[i];
     if (s.type == SHT_NOBITS) continue;
     if (IsTypeSection(s.name) || s.name == ".shstrtab") {
-      CopyRange(file, image, s.offset, s.size);
+      CopyRange(elf, image, s.offset, s.size);
     } else if (s.name.starts_with(".zdebug_")) {
       // Go 1.18's GNU-style compressed sections: libdw decompresses each one
       // it sees and does not read a hidden .zdebug_ section as absent, so
       // they are all copied (they are a few hundred KiB at that version).
-      CopyRange(file, image, s.offset, s.size);
+      CopyRange(elf, image, s.offset, s.size);
     } else if (IsDebugSection(s.name) && standard_headers) {
       // Not needed: our copy of its header says it has no bytes, which
       // libdw skips instead of decompressing.
       const uint64_t type_at =
           ehdr.e_shoff + (i + 1) * sizeof(Elf64_Shdr) + offsetof(Elf64_Shdr, sh_type);
       const uint32_t nobits = SHT_NOBITS;
-      std::memcpy(image + type_at, &nobits, sizeof(nobits));
+      std::memcpy(image.writable_data() + type_at, &nobits, sizeof(nobits));
     }
   }
   // The name table under another name: find it by index.
   if (ehdr.e_shstrndx != SHN_UNDEF && ehdr.e_shstrndx < section_count) {
     const ElfSection& names = elf.sections()[ehdr.e_shstrndx - 1];
-    if (names.type != SHT_NOBITS) CopyRange(file, image, names.offset, names.size);
+    if (names.type != SHT_NOBITS) CopyRange(elf, image, names.offset, names.size);
   }
-  Elf* handle = elf_memory(reinterpret_cast<char*>(image), file.size());
+  Elf* handle = elf_memory(reinterpret_cast<char*>(image.writable_data()), image.size());
   if (handle == nullptr) {
     throw Error(ErrorKind::kMalformed, elf.name(), ": libelf cannot read it: ", elf_errmsg(-1));
   }

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/mapped_bytes.h"
 #include "elf/elf_file.h"
 
 // libdw's opaque handle (libdw.h: typedef struct Dwarf Dwarf).
@@ -77,11 +78,7 @@ class DwarfTypes {
   std::string name_;  // the file, for messages
   // What libelf reads: a private copy of the parts of the file image that
   // libdw needs (see the .cc). Declared first, so it outlives elf_.
-  struct Image;
-  struct ImageEnd {
-    void operator()(Image* image) const;
-  };
-  std::unique_ptr<Image, ImageEnd> image_;
+  MappedBytes image_;
   // Our libelf handle on image_, then libdw's on it; destroyed in reverse.
   std::unique_ptr<Elf, ElfEnd> elf_;
   std::unique_ptr<Dwarf, DwarfEnd> dwarf_;

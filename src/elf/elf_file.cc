@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,8 +20,9 @@ namespace goheap2pprof {
 struct ElfFile::SymbolTables {
   std::once_flag once;
   bool has_symtab = false;
-  // Keys point into the string tables of the file image, which lives as long
-  // as the ElfFile (moves keep the image where it is).
+  // Keys point into the string tables libelf holds (in the file image, or
+  // read into its own buffers), which live as long as the ElfFile's Elf
+  // handle (moves keep them where they are).
   std::unordered_map<std::string_view, ElfSymbol> by_name;
 };
 
@@ -62,36 +62,17 @@ std::string MachineName(uint16_t machine) {
 
 }  // namespace
 
-ElfFile::Mapping::Mapping(Mapping&& other) noexcept
-    : addr(std::exchange(other.addr, nullptr)), size(std::exchange(other.size, 0)) {}
-
-ElfFile::Mapping& ElfFile::Mapping::operator=(Mapping&& other) noexcept {
-  if (this != &other) {
-    if (addr != nullptr) munmap(addr, size);
-    addr = std::exchange(other.addr, nullptr);
-    size = std::exchange(other.size, 0);
-  }
-  return *this;
-}
-
-ElfFile::Mapping::~Mapping() {
-  if (addr != nullptr) munmap(addr, size);
-}
-
 void ElfFile::ElfEnd::operator()(Elf* elf) const { elf_end(elf); }
 
 ElfFile::ElfFile() : symbols_(std::make_unique<SymbolTables>()) {}
 ElfFile::ElfFile(ElfFile&&) noexcept = default;
 ElfFile& ElfFile::operator=(ElfFile&& other) noexcept {
   if (this != &other) {
-    // Drop the libelf handle before the image it points into.
+    // Drop the libelf handle before the image and descriptor it reads.
     elf_.reset();
     symbols_.reset();
     name_ = std::move(other.name_);
-    owned_ = std::move(other.owned_);
-    mapping_ = std::move(other.mapping_);
-    data_ = std::exchange(other.data_, nullptr);
-    size_ = std::exchange(other.size_, 0);
+    image_ = std::move(other.image_);
     elf_ = std::move(other.elf_);
     type_ = other.type_;
     machine_ = other.machine_;
@@ -107,93 +88,92 @@ ElfFile::~ElfFile() {
 }
 
 ElfFile ElfFile::Open(const std::string& path, std::string display_name) {
+  return TryOpen(path, std::move(display_name)).value();
+}
+
+Expected<ElfFile> ElfFile::TryOpen(const std::string& path, std::string display_name) {
   ElfFile file;
   file.name_ = display_name.empty() ? path : std::move(display_name);
-  // Files under /proc/<pid>/root and map_files are the target's to choose: a
-  // FIFO there would block a plain open until someone writes to it, and a
-  // terminal would become ours. O_NONBLOCK makes the open return at once;
-  // the type is checked before anything is read.
-  UniqueFd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    int err = errno;
-    ErrorKind kind = (err == EACCES || err == EPERM) ? ErrorKind::kPermission : ErrorKind::kIo;
-    throw Error(kind, "cannot open ", file.name_, ": ", std::strerror(err));
+  // Read, never mapped (see the header); OpenFile does not block on a
+  // FIFO the target planted where we look.
+  Expected<MappedBytes> image =
+      MappedBytes::OpenFile(path, file.name_, MappedBytes::Access::kReadOnDemand, ErrorKind::kIo);
+  if (!image) return image.error();
+  file.image_ = std::move(image).value();
+  if (file.image_.size() < EI_NIDENT) {
+    return Error(ErrorKind::kNotGo, file.name_, " is not an ELF file (", file.image_.size(),
+                 " bytes)");
   }
-  struct stat st;
-  if (fstat(fd.get(), &st) != 0) {
-    throw Error(ErrorKind::kIo, "cannot stat ", file.name_, ": ", std::strerror(errno));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    throw Error(ErrorKind::kIo, file.name_, " is not a regular file");
-  }
-  if (st.st_size < static_cast<off_t>(EI_NIDENT)) {
-    throw Error(ErrorKind::kNotGo, file.name_, " is not an ELF file (", st.st_size, " bytes)");
-  }
-  size_t size = static_cast<size_t>(st.st_size);
-  // Private and writable: libelf may convert data in place, which must never
-  // reach the file.
-  void* addr = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd.get(), 0);
-  if (addr == MAP_FAILED) {
-    throw Error(ErrorKind::kIo, "cannot map ", file.name_, ": ", std::strerror(errno));
-  }
-  file.mapping_ = Mapping(addr, size);
-  file.data_ = static_cast<const uint8_t*>(addr);
-  file.size_ = size;
-  file.Load();
+  if (std::optional<Error> bad = file.Load()) return std::move(*bad);
   return file;
 }
 
 ElfFile ElfFile::FromBytes(std::vector<uint8_t> bytes, std::string display_name) {
   ElfFile file;
   file.name_ = std::move(display_name);
-  file.owned_ = std::move(bytes);
-  file.data_ = file.owned_.data();
-  file.size_ = file.owned_.size();
-  file.Load();
+  file.image_ = MappedBytes::Own(std::move(bytes));
+  if (std::optional<Error> bad = file.Load()) throw std::move(*bad);
   return file;
 }
 
-Bytes ElfFile::bytes() const { return Bytes(data_, size_); }
+std::optional<Bytes> ElfFile::FileRange(uint64_t offset, uint64_t size) const {
+  return image_.Range(offset, size);
+}
 
-void ElfFile::Load() {
+bool ElfFile::CopyFileRange(uint64_t offset, std::span<uint8_t> dst) const {
+  return image_.CopyTo(offset, dst);
+}
+
+std::optional<Error> ElfFile::Load() {
   // Identify the file ourselves first so the error says exactly what it is.
   static constexpr uint8_t kMagic[4] = {ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3};
-  if (size_ < EI_NIDENT || std::memcmp(data_, kMagic, 4) != 0) {
-    throw Error(ErrorKind::kNotGo, name_, " is not an ELF file");
+  std::optional<Bytes> ident = image_.Range(0, EI_NIDENT);
+  if (!ident || std::memcmp(ident->data(), kMagic, 4) != 0) {
+    return Error(ErrorKind::kNotGo, name_, " is not an ELF file");
   }
-  if (data_[EI_CLASS] == ELFCLASS32) {
-    throw Error(ErrorKind::kUnsupported, name_, " is a 32-bit ELF; only 64-bit is supported");
+  const uint8_t elf_class = (*ident)[EI_CLASS];
+  const uint8_t elf_data = (*ident)[EI_DATA];
+  if (elf_class == ELFCLASS32) {
+    return Error(ErrorKind::kUnsupported, name_, " is a 32-bit ELF; only 64-bit is supported");
   }
-  if (data_[EI_CLASS] != ELFCLASS64) {
-    throw Error(ErrorKind::kMalformed, name_, ": unknown ELF class ", int{data_[EI_CLASS]});
+  if (elf_class != ELFCLASS64) {
+    return Error(ErrorKind::kMalformed, name_, ": unknown ELF class ", int{elf_class});
   }
-  if (data_[EI_DATA] == ELFDATA2MSB) {
-    throw Error(ErrorKind::kUnsupported, name_,
-                " is a big-endian ELF; only little-endian is supported");
+  if (elf_data == ELFDATA2MSB) {
+    return Error(ErrorKind::kUnsupported, name_,
+                 " is a big-endian ELF; only little-endian is supported");
   }
-  if (data_[EI_DATA] != ELFDATA2LSB) {
-    throw Error(ErrorKind::kMalformed, name_, ": unknown ELF data encoding ", int{data_[EI_DATA]});
+  if (elf_data != ELFDATA2LSB) {
+    return Error(ErrorKind::kMalformed, name_, ": unknown ELF data encoding ", int{elf_data});
   }
 
   InitLibelf();
-  // elf_memory takes a non-const pointer; the image is a private mapping or
-  // our own vector, so in-place conversion could never reach the file.
-  Elf* elf = elf_memory(reinterpret_cast<char*>(const_cast<uint8_t*>(data_)), size_);
+  Elf* elf = nullptr;
+  if (image_.fd() >= 0) {
+    // libelf preads headers and section data into buffers of its own when
+    // they are first asked for; a file cut short makes that call fail.
+    elf = elf_begin(image_.fd(), ELF_C_READ, nullptr);
+  } else {
+    // elf_memory takes a non-const pointer; the image is our own vector, so
+    // in-place conversion could never reach a file.
+    const Bytes all = image_.All();
+    elf = elf_memory(reinterpret_cast<char*>(const_cast<uint8_t*>(all.data())), all.size());
+  }
   if (elf == nullptr) {
-    throw Error(ErrorKind::kMalformed, name_, ": libelf cannot read it: ", ElfErrorText());
+    return Error(ErrorKind::kMalformed, name_, ": libelf cannot read it: ", ElfErrorText());
   }
   elf_.reset(elf);
   if (elf_kind(elf) != ELF_K_ELF) {
-    throw Error(ErrorKind::kNotGo, name_, " is not an ELF file");
+    return Error(ErrorKind::kNotGo, name_, " is not an ELF file");
   }
 
   GElf_Ehdr ehdr;
   if (gelf_getehdr(elf, &ehdr) == nullptr) {
-    throw Error(ErrorKind::kMalformed, name_, ": bad ELF header: ", ElfErrorText());
+    return Error(ErrorKind::kMalformed, name_, ": bad ELF header: ", ElfErrorText());
   }
   if (ehdr.e_machine != EM_X86_64 && ehdr.e_machine != EM_AARCH64) {
-    throw Error(ErrorKind::kUnsupported, name_, " is an ELF for ", MachineName(ehdr.e_machine),
-                "; only x86-64 and aarch64 are supported");
+    return Error(ErrorKind::kUnsupported, name_, " is an ELF for ", MachineName(ehdr.e_machine),
+                 "; only x86-64 and aarch64 are supported");
   }
   type_ = ehdr.e_type;
   machine_ = ehdr.e_machine;
@@ -201,13 +181,13 @@ void ElfFile::Load() {
 
   size_t phnum = 0;
   if (elf_getphdrnum(elf, &phnum) != 0) {
-    throw Error(ErrorKind::kMalformed, name_, ": bad program header count: ", ElfErrorText());
+    return Error(ErrorKind::kMalformed, name_, ": bad program header count: ", ElfErrorText());
   }
   segments_.reserve(phnum);
   for (size_t i = 0; i < phnum; ++i) {
     GElf_Phdr phdr;
     if (gelf_getphdr(elf, static_cast<int>(i), &phdr) == nullptr) {
-      throw Error(ErrorKind::kMalformed, name_, ": bad program header ", i, ": ", ElfErrorText());
+      return Error(ErrorKind::kMalformed, name_, ": bad program header ", i, ": ", ElfErrorText());
     }
     segments_.push_back(ElfSegment{phdr.p_type, phdr.p_flags, phdr.p_offset, phdr.p_vaddr,
                                    phdr.p_filesz, phdr.p_memsz, phdr.p_align});
@@ -215,18 +195,19 @@ void ElfFile::Load() {
 
   size_t shstrndx = 0;
   if (elf_getshdrstrndx(elf, &shstrndx) != 0) {
-    throw Error(ErrorKind::kMalformed, name_, ": bad section name table index: ", ElfErrorText());
+    return Error(ErrorKind::kMalformed, name_, ": bad section name table index: ", ElfErrorText());
   }
   for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
     GElf_Shdr shdr;
     if (gelf_getshdr(scn, &shdr) == nullptr) {
-      throw Error(ErrorKind::kMalformed, name_, ": bad section header ", elf_ndxscn(scn), ": ",
-                  ElfErrorText());
+      return Error(ErrorKind::kMalformed, name_, ": bad section header ", elf_ndxscn(scn), ": ",
+                   ElfErrorText());
     }
     const char* section_name = elf_strptr(elf, shstrndx, shdr.sh_name);
     sections_.push_back(ElfSection{section_name != nullptr ? section_name : "", shdr.sh_type,
                                    shdr.sh_flags, shdr.sh_addr, shdr.sh_offset, shdr.sh_size});
   }
+  return std::nullopt;
 }
 
 const ElfSection* ElfFile::FindSection(std::string_view name) const {
@@ -240,12 +221,12 @@ std::optional<Bytes> ElfFile::SectionData(std::string_view name) const {
   const ElfSection* s = FindSection(name);
   if (s == nullptr) return std::nullopt;
   if (s->type == SHT_NOBITS) return Bytes();
-  ByteView file(bytes(), name_);
-  if (!file.Has(s->offset, s->size)) {
+  std::optional<Bytes> data = image_.Range(s->offset, s->size);
+  if (!data) {
     throw Error(ErrorKind::kMalformed, name_, ": section ", s->name, " [", Hex(s->offset), ", +",
-                Hex(s->size), ") lies outside the ", size_, "-byte file");
+                Hex(s->size), ") lies outside the ", image_.size(), "-byte file");
   }
-  return bytes().subspan(s->offset, s->size);
+  return data;
 }
 
 void ElfFile::IndexSymbols() const {
@@ -305,9 +286,9 @@ std::optional<Bytes> ElfFile::ReadVaddr(uint64_t vaddr, uint64_t size) const {
   for (const ElfSegment& seg : segments_) {
     if (seg.type != PT_LOAD) continue;
     if (vaddr < seg.vaddr || *end > seg.vaddr + std::min(seg.filesz, seg.memsz)) continue;
-    uint64_t off = seg.offset + (vaddr - seg.vaddr);
-    if (!ByteView(bytes(), name_).Has(off, size)) return std::nullopt;
-    return bytes().subspan(off, size);
+    std::optional<uint64_t> off = CheckedAdd(seg.offset, vaddr - seg.vaddr);
+    if (!off) return std::nullopt;
+    return image_.Range(*off, size);
   }
   return std::nullopt;
 }

@@ -2,6 +2,13 @@
 // facts, program headers, sections, symbols, notes, and reads of the file's
 // bytes by link-time virtual address.
 //
+// A file opened from a path is never mapped: the files goheap2pprof opens
+// are mostly the target's (its executable, its mapped files under
+// /proc/<pid>/), and the target may truncate one while we hold it, which
+// would turn a read of a mapped page into SIGBUS. libelf reads what it needs
+// with pread into its own buffers (ELF_C_READ), and our reads go through
+// MappedBytes::ReadOnDemand, so a file cut short is a kIo error.
+//
 //   ElfFile elf = ElfFile::Open("/proc/123/exe");
 //   if (auto sym = elf.FindSymbol("runtime.mbuckets")) use(sym->value);
 //   Bytes text = elf.SectionData(".gopclntab").value();
@@ -10,12 +17,16 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "base/bytes.h"
+#include "base/error.h"
+#include "base/expected.h"
+#include "base/mapped_bytes.h"
 
 // libelf's opaque handle (libelf.h: typedef struct Elf Elf), declared here so
 // this header does not pull in libelf.
@@ -49,11 +60,14 @@ struct ElfSymbol {
 
 class ElfFile {
  public:
-  // Opens and maps the file; throws kIo if it can't be read, kNotGo if it is
-  // not ELF, kUnsupported if it is not a 64-bit little-endian ELF for
+  // Opens the file; throws kIo if it can't be read, kNotGo if it is not
+  // ELF, kUnsupported if it is not a 64-bit little-endian ELF for
   // amd64/arm64.
   // `display_name` is used in messages (e.g. the target's exe path).
   static ElfFile Open(const std::string& path, std::string display_name = "");
+  // The same with failure as a value, for callers to whom a file that
+  // cannot be used is an expected outcome (a mapped file, a guess).
+  static Expected<ElfFile> TryOpen(const std::string& path, std::string display_name = "");
   // Same, from bytes already in memory (tests, fuzzers).
   static ElfFile FromBytes(std::vector<uint8_t> bytes, std::string display_name);
 
@@ -65,7 +79,16 @@ class ElfFile {
   uint16_t type() const { return type_; }        // ET_EXEC, ET_DYN
   uint16_t machine() const { return machine_; }  // EM_X86_64, EM_AARCH64
   uint64_t entry() const { return entry_; }
-  Bytes bytes() const;  // the whole file
+  uint64_t file_size() const { return image_.size(); }
+  // The whole file, read in full (tests and tools; the engine reads only
+  // the ranges it needs).
+  Bytes bytes() const { return image_.All(); }
+  // File bytes [offset, offset+size), valid as long as this; nullopt if not
+  // inside the file. Throws kIo if the file has shrunk since it was opened.
+  std::optional<Bytes> FileRange(uint64_t offset, uint64_t size) const;
+  // The same bytes copied into dst without keeping them here (for a caller
+  // that builds its own image); false if not inside the file.
+  bool CopyFileRange(uint64_t offset, std::span<uint8_t> dst) const;
 
   const std::vector<ElfSegment>& segments() const { return segments_; }
   const std::vector<ElfSection>& sections() const { return sections_; }
@@ -91,22 +114,14 @@ class ElfFile {
   std::string GoBuildId() const;
 
  private:
-  // Unmaps the file image on destruction.
-  struct Mapping {
-    void* addr = nullptr;
-    size_t size = 0;
-    Mapping() = default;
-    Mapping(void* a, size_t s) : addr(a), size(s) {}
-    Mapping(Mapping&& other) noexcept;
-    Mapping& operator=(Mapping&& other) noexcept;
-    ~Mapping();
-  };
   struct ElfEnd {
     void operator()(Elf* elf) const;
   };
 
   ElfFile();
-  void Load();
+  // Checks the identification bytes and reads the headers: nullopt when
+  // all is well, else why the file cannot be used.
+  std::optional<Error> Load();
   void IndexSymbols() const;
   // Notes of SHT_NOTE sections: calls fn(owner, type, desc) for each until fn
   // returns true.
@@ -114,11 +129,9 @@ class ElfFile {
   void ForEachNote(Fn fn) const;
 
   std::string name_;
-  // The image (mapping_ or owned_) must outlive elf_, so it is declared first.
-  std::vector<uint8_t> owned_;  // FromBytes
-  Mapping mapping_;             // Open: the file, mapped copy-on-write
-  const uint8_t* data_ = nullptr;
-  size_t size_ = 0;
+  // The image (and the descriptor libelf reads from) must outlive elf_, so
+  // it is declared first.
+  MappedBytes image_;
   std::unique_ptr<Elf, ElfEnd> elf_;
   uint16_t type_ = 0;
   uint16_t machine_ = 0;

@@ -27,14 +27,15 @@ std::optional<int> ReadNumber(std::string_view text, size_t* i) {
 }
 
 // A uvarint-length-prefixed string at *off.
-std::string ReadInlineString(const ByteView& blob, uint64_t* off, std::string_view what) {
-  uint64_t len = blob.Uvarint(off);
-  if (len > kMaxStringLen || !blob.Has(*off, len)) {
-    throw Error(ErrorKind::kMalformed, "Go build info: ", what, " length ", len, " at offset ",
-                Hex(*off), " exceeds the ", blob.size(), "-byte blob");
+Expected<std::string> ReadInlineString(const ByteView& blob, uint64_t* off, std::string_view what) {
+  Expected<uint64_t> len = blob.TryUvarint(off);
+  if (!len) return len.error();
+  if (*len > kMaxStringLen || !blob.Has(*off, *len)) {
+    return Error(ErrorKind::kMalformed, "Go build info: ", what, " length ", *len, " at offset ",
+                 Hex(*off), " exceeds the ", blob.size(), "-byte blob");
   }
-  std::string s(reinterpret_cast<const char*>(blob.data().data() + *off), len);
-  *off += len;
+  std::string s(reinterpret_cast<const char*>(blob.data().data() + *off), *len);
+  *off += *len;
   return s;
 }
 
@@ -69,25 +70,31 @@ std::string FormatGoVersion(const GoVersion& v) {
          std::to_string(v.patch);
 }
 
-BuildInfo ParseBuildInfo(Bytes data) {
+BuildInfo ParseBuildInfo(Bytes data) { return TryParseBuildInfo(data).value(); }
+
+Expected<BuildInfo> TryParseBuildInfo(Bytes data) {
   ByteView blob(data, "Go build info");
   if (!blob.Has(0, kBuildInfoHeaderSize) ||
       std::memcmp(data.data(), kBuildInfoMagic.data(), kBuildInfoMagic.size()) != 0) {
-    throw Error(ErrorKind::kMalformed, "Go build info: missing magic or truncated header (",
-                data.size(), " bytes)");
+    return Error(ErrorKind::kMalformed, "Go build info: missing magic or truncated header (",
+                 data.size(), " bytes)");
   }
-  uint8_t flags = blob.U8(15);
+  uint8_t flags = blob.U8(15);  // inside the header checked above
   if ((flags & kFlagInlineStrings) == 0) {
-    throw Error(ErrorKind::kUnsupported,
-                "Go build info uses the pointer format of Go 1.17 and older (flags ", Hex(flags),
-                "); Go 1.18+ is required");
+    return Error(ErrorKind::kUnsupported,
+                 "Go build info uses the pointer format of Go 1.17 and older (flags ", Hex(flags),
+                 "); Go 1.18+ is required");
   }
   // Flag bit 0 (big-endian) only matters for the pointer format; inline
   // strings read the same either way, and the ELF layer rejects such files.
   uint64_t off = kBuildInfoHeaderSize;
   BuildInfo info;
-  info.go_version = ReadInlineString(blob, &off, "Go version");
-  std::string mod = ReadInlineString(blob, &off, "module info");
+  Expected<std::string> version = ReadInlineString(blob, &off, "Go version");
+  if (!version) return version.error();
+  info.go_version = std::move(*version);
+  Expected<std::string> modinfo = ReadInlineString(blob, &off, "module info");
+  if (!modinfo) return modinfo.error();
+  std::string mod = std::move(*modinfo);
   // cmd/go frames modinfo with 16-byte sentinels; strip them as
   // debug/buildinfo does.
   if (mod.size() >= 33 && mod[mod.size() - 17] == '\n') {
@@ -108,7 +115,9 @@ BuildInfo ParseBuildInfo(Bytes data) {
   return info;
 }
 
-std::optional<BuildInfo> FindBuildInfo(Bytes data) {
+std::optional<BuildInfo> FindBuildInfo(Bytes data) { return TryFindBuildInfo(data).value(); }
+
+Expected<std::optional<BuildInfo>> TryFindBuildInfo(Bytes data) {
   // debug/buildinfo looks only at 16-byte-aligned offsets. The first blob
   // that parses wins; if magics were found but none parsed, report why.
   std::optional<Error> first_error;
@@ -116,14 +125,12 @@ std::optional<BuildInfo> FindBuildInfo(Bytes data) {
     if (std::memcmp(data.data() + off, kBuildInfoMagic.data(), kBuildInfoMagic.size()) != 0) {
       continue;
     }
-    try {
-      return ParseBuildInfo(data.subspan(off));
-    } catch (const Error& e) {
-      if (!first_error) first_error = e;
-    }
+    Expected<BuildInfo> info = TryParseBuildInfo(data.subspan(off));
+    if (info) return std::optional<BuildInfo>(std::move(info).value());
+    if (!first_error) first_error = info.error();
   }
-  if (first_error) throw *first_error;
-  return std::nullopt;
+  if (first_error) return std::move(*first_error);
+  return std::optional<BuildInfo>();
 }
 
 }  // namespace goheap2pprof

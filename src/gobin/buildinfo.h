@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "base/bytes.h"
+#include "base/expected.h"
 
 namespace goheap2pprof {
 
@@ -36,8 +37,13 @@ struct BuildInfo {
 // Only the inline-string format (flags & 2, Go 1.18+) is accepted; older
 // formats yield kUnsupported. Throws kMalformed on inconsistent lengths.
 BuildInfo ParseBuildInfo(Bytes blob);
+// The same with the Error as a value.
+Expected<BuildInfo> TryParseBuildInfo(Bytes blob);
 // Searches data (a .go.buildinfo section or a writable PT_LOAD's file bytes)
 // for the magic at 16-byte-aligned offsets, as debug/buildinfo does.
+// Throws the first blob's Error if magics were found but none parsed.
 std::optional<BuildInfo> FindBuildInfo(Bytes data);
+// The same with that Error as a value.
+Expected<std::optional<BuildInfo>> TryFindBuildInfo(Bytes data);
 
 }  // namespace goheap2pprof

@@ -35,7 +35,21 @@ std::optional<GoVersion> ScanForGoVersion(Bytes data) {
   return found;
 }
 
-GoBinary::GoBinary(const ElfFile& elf) : elf_(elf), relocs_(elf) { FindVersion(); }
+GoBinary::GoBinary(const ElfFile& elf) : elf_(elf), relocs_(elf) {
+  if (std::optional<Error> bad = FindVersion()) throw std::move(*bad);
+}
+
+GoBinary::GoBinary(const ElfFile& elf, std::optional<Error>* build_info_error)
+    : elf_(elf), relocs_(elf) {
+  *build_info_error = FindVersion();
+}
+
+Expected<GoBinary> GoBinary::TryOpen(const ElfFile& elf) {
+  std::optional<Error> bad;
+  GoBinary bin(elf, &bad);
+  if (bad) return std::move(*bad);
+  return bin;
+}
 
 std::optional<uint64_t> GoBinary::ReadPointer(uint64_t vaddr) const {
   return relocs_.ReadPointer(vaddr);
@@ -47,25 +61,29 @@ std::optional<uint64_t> GoBinary::SymbolAddress(std::string_view name) const {
   return sym->value;
 }
 
-void GoBinary::FindVersion() {
+std::optional<Error> GoBinary::FindVersion() {
   // 1. Build info: the section when there is one (it starts with the blob),
   // else debug/buildinfo's scan of the first writable data segment.
-  if (std::optional<Bytes> section = elf_.SectionData(".go.buildinfo")) {
-    build_info_ = FindBuildInfo(*section);
-  } else {
+  std::optional<Bytes> build_info_bytes = elf_.SectionData(".go.buildinfo");
+  if (!build_info_bytes) {
     for (const ElfSegment& seg : elf_.segments()) {
       if (seg.type != PT_LOAD || (seg.flags & PF_W) == 0 || (seg.flags & PF_X) != 0) continue;
-      if (std::optional<Bytes> bytes = elf_.ReadVaddr(seg.vaddr, std::min(seg.filesz, seg.memsz))) {
-        build_info_ = FindBuildInfo(*bytes);
-      }
+      build_info_bytes = elf_.ReadVaddr(seg.vaddr, std::min(seg.filesz, seg.memsz));
       break;
     }
+  }
+  if (build_info_bytes) {
+    // A blob that is there but does not parse ends the search: the binary
+    // is not one we read (a Go 1.17 pointer-format blob, or a corrupt one).
+    Expected<std::optional<BuildInfo>> found = TryFindBuildInfo(*build_info_bytes);
+    if (!found) return found.error();
+    build_info_ = std::move(*found);
   }
   if (build_info_) {
     version_ = ParseGoVersion(build_info_->go_version);
     if (version_) {
       version_source_ = "buildinfo";
-      return;
+      return std::nullopt;
     }
   }
 
@@ -83,7 +101,7 @@ void GoBinary::FindVersion() {
               ParseGoVersion(std::string_view(reinterpret_cast<const char*>(s->data()), s->size()));
           if (version_) {
             version_source_ = "runtime.buildVersion";
-            return;
+            return std::nullopt;
           }
         }
       }
@@ -94,14 +112,11 @@ void GoBinary::FindVersion() {
   // optional evidence: a binary that is not Go, or whose tables do not
   // validate, simply has no version here, and the caller reports that.
   if (!elf_.HasSymtab()) {
-    try {
-      // 3. Stripped: runtime.buildVersion found through schedinit's code.
-      version_ = RecoverBuildVersion();
-      if (version_) {
-        version_source_ = "runtime.buildVersion (recovered from runtime.schedinit)";
-        return;
-      }
-    } catch (const Error&) {
+    // 3. Stripped: runtime.buildVersion found through schedinit's code.
+    version_ = RecoverBuildVersion();
+    if (version_) {
+      version_source_ = "runtime.buildVersion (recovered from runtime.schedinit)";
+      return std::nullopt;
     }
   }
 
@@ -110,24 +125,22 @@ void GoBinary::FindVersion() {
     version_ = ScanForGoVersion(*rodata);
     if (version_) {
       version_source_ = "rodata scan";
-      return;
+      return std::nullopt;
     }
   }
 
   // 5. The moduledata layout, when it implies a single release (1.26, 1.27).
   if (!elf_.HasSymtab()) {
-    try {
-      PclntabLocation loc = LocatePclntab();
-      if (loc.moduledata) {
-        version_ = VersionImpliedBy(loc.moduledata->layout);
-        if (version_) {
-          version_source_ = "moduledata layout (" +
-                            std::string(ModuleDataLayoutName(loc.moduledata->layout)) + ")";
-        }
+    const Expected<PclntabLocation>& loc = TryLocatePclntab();
+    if (loc && loc->moduledata) {
+      version_ = VersionImpliedBy(loc->moduledata->layout);
+      if (version_) {
+        version_source_ = "moduledata layout (" +
+                          std::string(ModuleDataLayoutName(loc->moduledata->layout)) + ")";
       }
-    } catch (const Error&) {
     }
   }
+  return std::nullopt;
 }
 
 std::optional<GoVersion> GoBinary::RecoverBuildVersion() const {
@@ -136,8 +149,11 @@ std::optional<GoVersion> GoBinary::RecoverBuildVersion() const {
   // runtime.modinfo, so every such header is a candidate and only one whose
   // bytes parse as a Go version counts; all must agree. (The pointer store
   // is not required: on arm64 it may go through a register loaded earlier.)
-  std::optional<std::vector<DataRef>> refs = FunctionDataRefs("runtime.schedinit");
-  if (!refs) return std::nullopt;
+  // Tables that do not decode are no evidence: no version from here.
+  Expected<std::optional<std::vector<DataRef>>> found_refs =
+      TryFunctionDataRefs("runtime.schedinit");
+  if (!found_refs || !*found_refs) return std::nullopt;
+  const std::optional<std::vector<DataRef>>& refs = *found_refs;
   std::optional<GoVersion> found;
   for (const DataRef& len_write : *refs) {
     if (!len_write.write || len_write.size != 8 || len_write.target < 8) continue;
@@ -161,12 +177,14 @@ std::optional<GoVersion> GoBinary::RecoverBuildVersion() const {
   return found;
 }
 
-PclntabLocation GoBinary::LocatePclntab() const {
+PclntabLocation GoBinary::LocatePclntab() const { return TryLocatePclntab().value(); }
+
+const Expected<PclntabLocation>& GoBinary::TryLocatePclntab() const {
   if (!location_) location_ = FindPclntab();
   return *location_;
 }
 
-PclntabLocation GoBinary::FindPclntab() const {
+Expected<PclntabLocation> GoBinary::FindPclntab() const {
   PclntabLocation loc;
   for (std::string_view name : {".gopclntab", ".data.rel.ro.gopclntab"}) {
     const ElfSection* s = elf_.FindSection(name);
@@ -181,13 +199,13 @@ PclntabLocation GoBinary::FindPclntab() const {
     std::optional<uint64_t> end = SymbolAddress("runtime.epclntab");
     if (start && end) {
       if (*end <= *start) {
-        throw Error(ErrorKind::kMalformed, elf_.name(), ": runtime.epclntab ", Hex(*end),
-                    " is not after runtime.pclntab ", Hex(*start));
+        return Error(ErrorKind::kMalformed, elf_.name(), ": runtime.epclntab ", Hex(*end),
+                     " is not after runtime.pclntab ", Hex(*start));
       }
       std::optional<Bytes> bytes = elf_.ReadVaddr(*start, *end - *start);
       if (!bytes) {
-        throw Error(ErrorKind::kMalformed, elf_.name(), ": pclntab [", Hex(*start), ", ", Hex(*end),
-                    ") is not backed by file bytes of one segment");
+        return Error(ErrorKind::kMalformed, elf_.name(), ": pclntab [", Hex(*start), ", ",
+                     Hex(*end), ") is not backed by file bytes of one segment");
       }
       loc.vaddr = *start;
       loc.table = *bytes;
@@ -202,11 +220,14 @@ PclntabLocation GoBinary::FindPclntab() const {
     for (uint64_t vaddr : headers) {
       std::optional<Bytes> bytes = elf_.ReadVaddrToSegmentEnd(vaddr);
       if (!bytes) continue;
-      std::optional<ModuleData> md = FindModuleData(elf_, relocs_, vaddr, *bytes, std::nullopt);
+      Expected<std::optional<ModuleData>> found =
+          FindModuleData(elf_, relocs_, vaddr, *bytes, std::nullopt);
+      if (!found) return found.error();
+      const std::optional<ModuleData>& md = *found;
       if (!md) continue;
       if (loc.moduledata) {
-        throw Error(ErrorKind::kUnsupported, elf_.name(), ": two pclntabs validate, at ",
-                    Hex(loc.vaddr), " and ", Hex(vaddr), "; refusing to guess")
+        return Error(ErrorKind::kUnsupported, elf_.name(), ": two pclntabs validate, at ",
+                     Hex(loc.vaddr), " and ", Hex(vaddr), "; refusing to guess")
             .WithHint(
                 "capture from an unstripped build of the same program (built without "
                 "-ldflags=-s)");
@@ -217,27 +238,30 @@ PclntabLocation GoBinary::FindPclntab() const {
       loc.moduledata = md;
     }
     if (loc.source.empty() && !headers.empty()) {
-      throw Error(ErrorKind::kUnsupported, elf_.name(),
-                  " is stripped and has no pclntab "
-                  "section; none of the ",
-                  headers.size(), " pcHeader-like places (first at ", Hex(headers[0]),
-                  ") is referenced by a moduledata that validates")
+      return Error(ErrorKind::kUnsupported, elf_.name(),
+                   " is stripped and has no pclntab "
+                   "section; none of the ",
+                   headers.size(), " pcHeader-like places (first at ", Hex(headers[0]),
+                   ") is referenced by a moduledata that validates")
           .WithHint(
               "capture from an unstripped build of the same program (built without "
               "-ldflags=-s); Go 1.18 or newer is required");
     }
   }
   if (loc.source.empty()) {
-    throw Error(ErrorKind::kNotGo, elf_.name(),
-                " has no Go pclntab (no .gopclntab section, no runtime.pclntab symbol, no "
-                "pcHeader referenced by a moduledata)");
+    return Error(ErrorKind::kNotGo, elf_.name(),
+                 " has no Go pclntab (no .gopclntab section, no runtime.pclntab symbol, no "
+                 "pcHeader referenced by a moduledata)");
   }
   if (!elf_.HasSymtab() && !loc.moduledata) {
-    loc.moduledata = FindModuleData(elf_, relocs_, loc.vaddr, loc.table, std::nullopt);
+    Expected<std::optional<ModuleData>> found =
+        FindModuleData(elf_, relocs_, loc.vaddr, loc.table, std::nullopt);
+    if (!found) return found.error();
+    loc.moduledata = *found;
     if (!loc.moduledata) {
-      throw Error(ErrorKind::kUnsupported, elf_.name(),
-                  " is stripped and no runtime.firstmoduledata pointing to its pclntab at ",
-                  Hex(loc.vaddr), " (", loc.source, ") validates")
+      return Error(ErrorKind::kUnsupported, elf_.name(),
+                   " is stripped and no runtime.firstmoduledata pointing to its pclntab at ",
+                   Hex(loc.vaddr), " (", loc.source, ") validates")
           .WithHint(
               "capture from an unstripped build of the same program (built without "
               "-ldflags=-s); Go 1.18 or newer is required");
@@ -248,9 +272,10 @@ PclntabLocation GoBinary::FindPclntab() const {
     // The build info names the release; its layout family must be the one
     // that validated, or one of the two is not what it seems.
     if (ModuleDataLayoutFor(*version_) != loc.moduledata->layout) {
-      throw Error(ErrorKind::kUnsupported, elf_.name(), ": the build info says ",
-                  FormatGoVersion(*version_), " but the moduledata at ", Hex(loc.moduledata->vaddr),
-                  " has the ", ModuleDataLayoutName(loc.moduledata->layout), " layout")
+      return Error(ErrorKind::kUnsupported, elf_.name(), ": the build info says ",
+                   FormatGoVersion(*version_), " but the moduledata at ",
+                   Hex(loc.moduledata->vaddr), " has the ",
+                   ModuleDataLayoutName(loc.moduledata->layout), " layout")
           .WithHint("capture from an unstripped build of the same program");
     }
   }
@@ -283,29 +308,46 @@ PclntabLocation GoBinary::FindPclntab() const {
 }
 
 Pclntab GoBinary::OpenPclntab(uint64_t load_bias) const {
-  PclntabLocation loc = LocatePclntab();
+  return TryOpenPclntab(load_bias).value();
+}
+
+Expected<Pclntab> GoBinary::TryOpenPclntab(uint64_t load_bias) const {
+  const Expected<PclntabLocation>& found = TryLocatePclntab();
+  if (!found) return found.error();
+  const PclntabLocation& loc = *found;
   if (loc.text_source.empty()) {
-    throw Error(ErrorKind::kMalformed, elf_.name(),
-                ": no runtime.text symbol, no moduledata and pcHeader.textStart is 0");
+    return Error(ErrorKind::kMalformed, elf_.name(),
+                 ": no runtime.text symbol, no moduledata and pcHeader.textStart is 0");
   }
   if (loc.gofunc_vaddr == 0) {
-    throw Error(ErrorKind::kMalformed, elf_.name(),
-                ": no go:func.* symbol or moduledata.gofunc, so inline trees cannot be located");
+    return Error(ErrorKind::kMalformed, elf_.name(),
+                 ": no go:func.* symbol or moduledata.gofunc, so inline trees cannot be located");
   }
-  return Pclntab(loc.table, loc.text_start + load_bias, loc.gofunc);
+  return Pclntab::TryParse(loc.table, loc.text_start + load_bias, loc.gofunc);
 }
 
 std::optional<std::vector<DataRef>> GoBinary::FunctionDataRefs(std::string_view name) const {
+  return TryFunctionDataRefs(name).value();
+}
+
+Expected<std::optional<std::vector<DataRef>>> GoBinary::TryFunctionDataRefs(
+    std::string_view name) const {
   if (!link_pclntab_) {
-    link_pclntab_ = std::make_unique<Pclntab>(OpenPclntab(0));
+    Expected<Pclntab> tab = TryOpenPclntab(0);
+    if (!tab) return tab.error();
     // One pass over the functab (bounded by nfunc, which the Pclntab checked
     // against the table size). Names are views into the file image.
-    for (uint32_t i = 0; i < link_pclntab_->nfunc(); ++i) {
-      func_index_.emplace(link_pclntab_->FuncName(link_pclntab_->FuncAt(i)), i);
+    std::unordered_map<std::string_view, uint32_t> index;
+    for (uint32_t i = 0; i < tab->nfunc(); ++i) {
+      Expected<std::string_view> func_name = tab->TryFuncName(tab->FuncAt(i));
+      if (!func_name) return func_name.error();
+      index.emplace(*func_name, i);
     }
+    link_pclntab_ = std::make_unique<Pclntab>(std::move(tab).value());
+    func_index_ = std::move(index);
   }
   auto it = func_index_.find(name);
-  if (it == func_index_.end()) return std::nullopt;
+  if (it == func_index_.end()) return std::optional<std::vector<DataRef>>();
   const Pclntab& tab = *link_pclntab_;
   const FuncRef f = tab.FuncAt(it->second);
   const uint64_t end =
@@ -314,15 +356,15 @@ std::optional<std::vector<DataRef>> GoBinary::FunctionDataRefs(std::string_view 
   // table is corrupt.
   constexpr uint64_t kMaxFuncSize = 1 << 20;
   if (end <= f.entry || end - f.entry > kMaxFuncSize) {
-    throw Error(ErrorKind::kMalformed, elf_.name(), ": function ", name, " at ", Hex(f.entry),
-                " has implausible size ", end - f.entry, " (next entry ", Hex(end), ")");
+    return Error(ErrorKind::kMalformed, elf_.name(), ": function ", name, " at ", Hex(f.entry),
+                 " has implausible size ", end - f.entry, " (next entry ", Hex(end), ")");
   }
   std::optional<Bytes> code = elf_.ReadVaddr(f.entry, end - f.entry);
   if (!code) {
-    throw Error(ErrorKind::kMalformed, elf_.name(), ": code of ", name, " [", Hex(f.entry), ", ",
-                Hex(end), ") is not in the file");
+    return Error(ErrorKind::kMalformed, elf_.name(), ": code of ", name, " [", Hex(f.entry), ", ",
+                 Hex(end), ") is not in the file");
   }
-  return ScanDataRefs(elf_.machine(), *code, f.entry);
+  return std::optional<std::vector<DataRef>>(ScanDataRefs(elf_.machine(), *code, f.entry));
 }
 
 }  // namespace goheap2pprof

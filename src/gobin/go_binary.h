@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "base/bytes.h"
+#include "base/error.h"
+#include "base/expected.h"
 #include "elf/elf_file.h"
 #include "elf/relative_relocs.h"
 #include "gobin/buildinfo.h"
@@ -55,6 +57,9 @@ class GoBinary {
   // Reads the build info and version eagerly (cheap); throws kMalformed if a
   // build-info blob is present but corrupt. elf must outlive the GoBinary.
   explicit GoBinary(const ElfFile& elf);
+  // The same with that Error as a value, for a caller asking of a file it
+  // found whether it is a Go program we read.
+  static Expected<GoBinary> TryOpen(const ElfFile& elf);
 
   const ElfFile& elf() const { return elf_; }
 
@@ -80,23 +85,33 @@ class GoBinary {
   // a pcHeader that a moduledata points to. Throws kNotGo if there is none,
   // kUnsupported if a stripped binary's tables are ambiguous. Cached.
   PclntabLocation LocatePclntab() const;
+  // The same with the Error as a value (for version probes); cached too.
+  const Expected<PclntabLocation>& TryLocatePclntab() const;
   // A decoder for the pclntab with text_start = link-time runtime.text (or
   // moduledata.text) + load_bias. Throws kMalformed/kUnsupported if the table
   // is not one we can read.
   Pclntab OpenPclntab(uint64_t load_bias) const;
+  Expected<Pclntab> TryOpenPclntab(uint64_t load_bias) const;
 
   // Data references of the machine code of the function named `name` in the
   // pclntab (link-time addresses), or nullopt if there is no such function.
   // Works on stripped binaries; throws like OpenPclntab.
   std::optional<std::vector<DataRef>> FunctionDataRefs(std::string_view name) const;
+  Expected<std::optional<std::vector<DataRef>>> TryFunctionDataRefs(std::string_view name) const;
 
   // The link-time 8-byte pointer stored at vaddr in the file (PIE
   // relocations applied); nullopt if not file-backed.
   std::optional<uint64_t> ReadPointer(uint64_t vaddr) const;
 
  private:
-  void FindVersion();
-  PclntabLocation FindPclntab() const;
+  // Stores the Error of a corrupt build-info blob in *build_info_error
+  // instead of throwing it.
+  GoBinary(const ElfFile& elf, std::optional<Error>* build_info_error);
+  // Sets build_info_ and version_; returns the Error of a build-info blob
+  // that is present but does not parse. Other sources that fail to decode
+  // are no evidence, not errors.
+  std::optional<Error> FindVersion();
+  Expected<PclntabLocation> FindPclntab() const;
   // runtime.buildVersion located through runtime.schedinit's code.
   std::optional<GoVersion> RecoverBuildVersion() const;
 
@@ -105,7 +120,7 @@ class GoBinary {
   std::optional<BuildInfo> build_info_;
   std::optional<GoVersion> version_;
   std::string version_source_;
-  mutable std::optional<PclntabLocation> location_;
+  mutable std::optional<Expected<PclntabLocation>> location_;
   // Link-time decoder and name -> functab index, built on first use.
   mutable std::unique_ptr<Pclntab> link_pclntab_;
   mutable std::unordered_map<std::string_view, uint32_t> func_index_;

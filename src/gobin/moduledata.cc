@@ -183,11 +183,12 @@ std::optional<GoVersion> VersionImpliedBy(ModuleDataLayout layout) {
   }
 }
 
-std::optional<ModuleData> FindModuleData(const ElfFile& elf, const RelativeRelocs& relocs,
-                                         uint64_t pclntab_vaddr, Bytes table,
-                                         std::optional<GoVersion> version) {
+Expected<std::optional<ModuleData>> FindModuleData(const ElfFile& elf, const RelativeRelocs& relocs,
+                                                   uint64_t pclntab_vaddr, Bytes table,
+                                                   std::optional<GoVersion> version) {
+  const std::optional<ModuleData> none;
   ByteView header(table, "pclntab header");
-  if (!header.Has(0, kPcHeaderSize)) return std::nullopt;
+  if (!header.Has(0, kPcHeaderSize)) return none;
   const uint32_t magic = header.U32(0);
   std::vector<ModuleDataLayout> layouts;
   if (version) {
@@ -199,7 +200,7 @@ std::optional<ModuleData> FindModuleData(const ElfFile& elf, const RelativeReloc
   std::erase_if(layouts, [&](ModuleDataLayout l) {
     return (magic == kPclntabMagicGo118) != (l == ModuleDataLayout::kGo118);
   });
-  if (magic != kPclntabMagicGo118 && magic != kPclntabMagicGo120) return std::nullopt;
+  if (magic != kPclntabMagicGo118 && magic != kPclntabMagicGo120) return none;
 
   // Candidate places: the .go.module section (1.26+ puts exactly
   // runtime.firstmoduledata there), else every aligned word of writable file
@@ -233,12 +234,12 @@ std::optional<ModuleData> FindModuleData(const ElfFile& elf, const RelativeReloc
       std::optional<ModuleData> md = Validate(elf, relocs, vaddr, layout, pclntab_vaddr, header);
       if (!md) continue;
       if (found && (found->vaddr != md->vaddr || found->layout != md->layout)) {
-        throw Error(ErrorKind::kUnsupported, elf.name(),
-                    ": two places validate as the Go "
-                    "moduledata for the pclntab at ",
-                    Hex(pclntab_vaddr), ": ", Hex(found->vaddr), " (",
-                    ModuleDataLayoutName(found->layout), " layout) and ", Hex(md->vaddr), " (",
-                    ModuleDataLayoutName(md->layout), " layout); refusing to guess")
+        return Error(ErrorKind::kUnsupported, elf.name(),
+                     ": two places validate as the Go "
+                     "moduledata for the pclntab at ",
+                     Hex(pclntab_vaddr), ": ", Hex(found->vaddr), " (",
+                     ModuleDataLayoutName(found->layout), " layout) and ", Hex(md->vaddr), " (",
+                     ModuleDataLayoutName(md->layout), " layout); refusing to guess")
             .WithHint(
                 "capture from an unstripped build of the same program (built without "
                 "-ldflags=-s)");

@@ -8,7 +8,7 @@
 // The field offsets differ per layout family (see ModuleDataLayout).
 //
 //   RelativeRelocs relocs(elf);
-//   std::optional<ModuleData> md = FindModuleData(elf, relocs, pclntab_vaddr, table);
+//   std::optional<ModuleData> md = FindModuleData(elf, relocs, pclntab_vaddr, table).value();
 //   if (md) use(md->text, md->gofunc);
 #pragma once
 
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/bytes.h"
+#include "base/expected.h"
 #include "elf/elf_file.h"
 #include "elf/relative_relocs.h"
 #include "gobin/buildinfo.h"
@@ -89,12 +90,12 @@ struct ModuleData {
 
 // Finds and validates moduledata for the pclntab at pclntab_vaddr (table: its
 // file bytes, at least the 72-byte header). `version`, when known, restricts
-// the layouts tried to its family. nullopt when no candidate validates;
-// throws Error(kUnsupported) when candidates of different addresses or
-// layouts validate (ambiguous: we never guess).
-std::optional<ModuleData> FindModuleData(const ElfFile& elf, const RelativeRelocs& relocs,
-                                         uint64_t pclntab_vaddr, Bytes table,
-                                         std::optional<GoVersion> version);
+// the layouts tried to its family. nullopt when no candidate validates; an
+// Error(kUnsupported) when candidates of different addresses or layouts
+// validate (ambiguous: we never guess).
+Expected<std::optional<ModuleData>> FindModuleData(const ElfFile& elf, const RelativeRelocs& relocs,
+                                                   uint64_t pclntab_vaddr, Bytes table,
+                                                   std::optional<GoVersion> version);
 
 // 8-byte aligned places in non-executable PT_LOAD file bytes that start like
 // a 64-bit little-endian Go 1.18+ pcHeader (magic, zero padding, PC quantum

@@ -23,12 +23,21 @@ uint32_t ByteSwap32(uint32_t v) { return __builtin_bswap32(v); }
 }  // namespace
 
 Pclntab::Pclntab(Bytes table, uint64_t text_start, Bytes gofunc)
-    : table_(table, "pclntab"),
-      gofunc_(gofunc, "pclntab funcdata (go:func.*)"),
-      text_start_(text_start) {
+    : Pclntab(TryParse(table, text_start, gofunc).value()) {}
+
+Expected<Pclntab> Pclntab::TryParse(Bytes table, uint64_t text_start, Bytes gofunc) {
+  Pclntab tab;
+  tab.table_ = ByteView(table, "pclntab");
+  tab.gofunc_ = ByteView(gofunc, "pclntab funcdata (go:func.*)");
+  tab.text_start_ = text_start;
+  if (std::optional<Error> bad = tab.ParseHeader()) return std::move(*bad);
+  return tab;
+}
+
+std::optional<Error> Pclntab::ParseHeader() {
   if (!table_.Has(0, kPcHeaderSize)) {
-    throw Error(ErrorKind::kMalformed, "pclntab: ", table_.size(),
-                " bytes is too short for a pcHeader");
+    return Error(ErrorKind::kMalformed, "pclntab: ", table_.size(),
+                 " bytes is too short for a pcHeader");
   }
   magic_ = table_.U32(0);
   if (magic_ == kPclntabMagicGo118) {
@@ -36,50 +45,55 @@ Pclntab::Pclntab(Bytes table, uint64_t text_start, Bytes gofunc)
   } else if (magic_ == kPclntabMagicGo120) {
     format_ = PclntabFormat::kGo120;
   } else if (magic_ == kMagicGo116 || magic_ == kMagicGo12) {
-    throw Error(ErrorKind::kUnsupported, "pclntab magic ", Hex(magic_),
-                " is from Go 1.17 or older; Go 1.18+ is required");
+    return Error(ErrorKind::kUnsupported, "pclntab magic ", Hex(magic_),
+                 " is from Go 1.17 or older; Go 1.18+ is required");
   } else if (ByteSwap32(magic_) == kPclntabMagicGo118 || ByteSwap32(magic_) == kPclntabMagicGo120) {
-    throw Error(ErrorKind::kUnsupported, "pclntab is big-endian; only little-endian is supported");
+    return Error(ErrorKind::kUnsupported, "pclntab is big-endian; only little-endian is supported");
   } else {
-    throw Error(ErrorKind::kMalformed, "pclntab: unknown magic ", Hex(magic_));
+    return Error(ErrorKind::kMalformed, "pclntab: unknown magic ", Hex(magic_));
   }
   if (table_.U8(4) != 0 || table_.U8(5) != 0) {
-    throw Error(ErrorKind::kMalformed, "pclntab: nonzero header padding");
+    return Error(ErrorKind::kMalformed, "pclntab: nonzero header padding");
   }
   min_lc_ = table_.U8(6);
   if (min_lc_ != 1 && min_lc_ != 2 && min_lc_ != 4) {
-    throw Error(ErrorKind::kMalformed, "pclntab: bad PC quantum ", int{min_lc_});
+    return Error(ErrorKind::kMalformed, "pclntab: bad PC quantum ", int{min_lc_});
   }
   if (table_.U8(7) != 8) {
-    throw Error(ErrorKind::kUnsupported, "pclntab: pointer size ", int{table_.U8(7)},
-                "; only 64-bit targets are supported");
+    return Error(ErrorKind::kUnsupported, "pclntab: pointer size ", int{table_.U8(7)},
+                 "; only 64-bit targets are supported");
   }
   nfunc_ = table_.U64(8);
   header_text_start_ = table_.U64(24);
 
   // Each table runs from its offset to the end of the pclntab: the header
   // gives no lengths, and reads are bounds-checked against the whole table.
-  auto tail = [&](uint64_t header_off, std::string_view what) {
-    uint64_t off = table_.U64(header_off);
-    if (off > table_.size()) {
-      throw Error(ErrorKind::kMalformed, "pclntab: ", what, " offset ", Hex(off), " is beyond the ",
-                  table_.size(), "-byte table");
-    }
-    return table_.Sub(off, table_.size() - off, what);
+  // (The header's 72 bytes were checked above, so its reads cannot fail.)
+  struct Tail {
+    uint64_t header_off;
+    std::string_view what;
+    ByteView* view;
   };
-  funcnametab_ = tail(32, "pclntab funcnametab");
-  cutab_ = tail(40, "pclntab cutab");
-  filetab_ = tail(48, "pclntab filetab");
-  pctab_ = tail(56, "pclntab pctab");
-  functab_ = tail(64, "pclntab functab");
+  for (const Tail& t :
+       {Tail{32, "pclntab funcnametab", &funcnametab_}, Tail{40, "pclntab cutab", &cutab_},
+        Tail{48, "pclntab filetab", &filetab_}, Tail{56, "pclntab pctab", &pctab_},
+        Tail{64, "pclntab functab", &functab_}}) {
+    uint64_t off = table_.U64(t.header_off);
+    if (off > table_.size()) {
+      return Error(ErrorKind::kMalformed, "pclntab: ", t.what, " offset ", Hex(off),
+                   " is beyond the ", table_.size(), "-byte table");
+    }
+    *t.view = table_.Sub(off, table_.size() - off, t.what);
+  }
   pcln_offset_ = table_.U64(64);
 
   // nfunc+1 functab entries of 8 bytes must fit; this also bounds nfunc.
   std::optional<uint64_t> ftab_size = CheckedMul(nfunc_, 8);
   if (!ftab_size || !functab_.Has(0, *ftab_size + 8)) {
-    throw Error(ErrorKind::kMalformed, "pclntab: nfunc ", nfunc_, " does not fit in the ",
-                functab_.size(), "-byte functab");
+    return Error(ErrorKind::kMalformed, "pclntab: nfunc ", nfunc_, " does not fit in the ",
+                 functab_.size(), "-byte functab");
   }
+  return std::nullopt;
 }
 
 uint32_t Pclntab::FtabEntryOff(uint64_t index) const { return functab_.U32(index * 8); }
@@ -118,10 +132,13 @@ std::optional<FuncRef> Pclntab::FindFunc(uint64_t pc) const {
   return FuncAt(static_cast<uint32_t>(lo));
 }
 
-Pclntab::FuncHeader Pclntab::ReadFunc(const FuncRef& f) const {
+Expected<Pclntab::FuncHeader> Pclntab::ReadFunc(const FuncRef& f) const {
   bool go120 = format_ == PclntabFormat::kGo120;
   uint64_t fixed = go120 ? kFuncHeaderGo120 : kFuncHeaderGo118;
-  ByteView func = table_.Sub(f.func_off, fixed, "pclntab _func");
+  Expected<ByteView> sub = table_.TrySub(f.func_off, fixed, "pclntab _func");
+  if (!sub) return sub.error();
+  // Every read below is inside the `fixed` bytes just checked.
+  const ByteView& func = *sub;
   FuncHeader h;
   h.off = f.func_off;
   h.entry_off = func.U32(0);
@@ -139,12 +156,15 @@ Pclntab::FuncHeader Pclntab::ReadFunc(const FuncRef& f) const {
     h.nfuncdata = func.U8(39);
   }
   h.pcdata_off = f.func_off + fixed;
-  // The pcdata and funcdata offset arrays must be inside the table.
-  table_.Require(h.pcdata_off, (uint64_t{h.npcdata} + h.nfuncdata) * 4);
+  // The pcdata and funcdata offset arrays must be inside the table; PcData
+  // and FuncData rely on it.
+  const uint64_t arrays = (uint64_t{h.npcdata} + h.nfuncdata) * 4;
+  if (!table_.Has(h.pcdata_off, arrays)) return table_.OutOfRange(h.pcdata_off, arrays);
   return h;
 }
 
 uint32_t Pclntab::PcData(const FuncHeader& h, uint32_t index) const {
+  // In range: ReadFunc checked the arrays.
   if (index >= h.npcdata) return 0;
   return table_.U32(h.pcdata_off + uint64_t{index} * 4);
 }
@@ -156,30 +176,37 @@ std::optional<uint32_t> Pclntab::FuncData(const FuncHeader& h, uint32_t index) c
   return off;
 }
 
-std::string_view Pclntab::FuncName(const FuncRef& f) const { return NameAt(ReadFunc(f).name_off); }
+std::string_view Pclntab::FuncName(const FuncRef& f) const { return TryFuncName(f).value(); }
 
-uint8_t Pclntab::FuncId(const FuncRef& f) const { return ReadFunc(f).func_id; }
-
-std::string_view Pclntab::NameAt(int32_t name_off) const {
-  if (name_off < 0) {
-    throw Error(ErrorKind::kMalformed, "pclntab: negative function name offset ", name_off);
-  }
-  return funcnametab_.CString(static_cast<uint32_t>(name_off), 64 * 1024);
+Expected<std::string_view> Pclntab::TryFuncName(const FuncRef& f) const {
+  Expected<FuncHeader> h = ReadFunc(f);
+  if (!h) return h.error();
+  return NameAt(h->name_off);
 }
 
-std::string_view Pclntab::FileAt(const FuncHeader& h, int32_t fileno) const {
-  if (fileno < 0) return "?";
+uint8_t Pclntab::FuncId(const FuncRef& f) const { return ReadFunc(f).value().func_id; }
+
+Expected<std::string_view> Pclntab::NameAt(int32_t name_off) const {
+  if (name_off < 0) {
+    return Error(ErrorKind::kMalformed, "pclntab: negative function name offset ", name_off);
+  }
+  return funcnametab_.TryCString(static_cast<uint32_t>(name_off), 64 * 1024);
+}
+
+Expected<std::string_view> Pclntab::FileAt(const FuncHeader& h, int32_t fileno) const {
+  if (fileno < 0) return std::string_view("?");
   uint64_t index = uint64_t{h.cu_offset} + static_cast<uint32_t>(fileno);
-  uint32_t file_off = cutab_.U32(index * 4);
-  if (file_off == 0xffffffff) return "?";
-  return filetab_.CString(file_off, 64 * 1024);
+  Expected<uint32_t> file_off = cutab_.TryU32(index * 4);
+  if (!file_off) return file_off.error();
+  if (*file_off == 0xffffffff) return std::string_view("?");
+  return filetab_.TryCString(*file_off, 64 * 1024);
 }
 
 int32_t Pclntab::PcValue(const FuncRef& f, uint32_t table_off, uint64_t pc) const {
-  return PcValueAt(f.entry, table_off, pc);
+  return PcValueAt(f.entry, table_off, pc).value();
 }
 
-int32_t Pclntab::PcValueAt(uint64_t entry, uint32_t table_off, uint64_t pc) const {
+Expected<int32_t> Pclntab::PcValueAt(uint64_t entry, uint32_t table_off, uint64_t pc) const {
   if (table_off == 0) return -1;
   // Follows runtime.pcvalue/step. Values and PC deltas are 32-bit in the
   // runtime, so wrap-around is computed in uint32 exactly as it does. Every
@@ -189,85 +216,115 @@ int32_t Pclntab::PcValueAt(uint64_t entry, uint32_t table_off, uint64_t pc) cons
   uint64_t cur = entry;
   bool first = true;
   while (true) {
-    if (pctab_.U8(p) == 0 && !first) return -1;
+    Expected<uint8_t> head = pctab_.TryU8(p);
+    if (!head) return head.error();
+    if (*head == 0 && !first) return -1;
     first = false;
-    uint32_t uvdelta = static_cast<uint32_t>(pctab_.Uvarint(&p));
-    val += (-(uvdelta & 1)) ^ (uvdelta >> 1);
-    uint32_t pcdelta = static_cast<uint32_t>(pctab_.Uvarint(&p));
-    std::optional<uint64_t> next = CheckedAdd(cur, uint64_t{pcdelta} * min_lc_);
+    Expected<uint64_t> uvdelta = pctab_.TryUvarint(&p);
+    if (!uvdelta) return uvdelta.error();
+    val += (-(static_cast<uint32_t>(*uvdelta) & 1)) ^ (static_cast<uint32_t>(*uvdelta) >> 1);
+    Expected<uint64_t> pcdelta = pctab_.TryUvarint(&p);
+    if (!pcdelta) return pcdelta.error();
+    std::optional<uint64_t> next =
+        CheckedAdd(cur, uint64_t{static_cast<uint32_t>(*pcdelta)} * min_lc_);
     if (!next) {
-      throw Error(ErrorKind::kMalformed, "pclntab: pc table at ", Hex(table_off),
-                  " runs past the end of the address space");
+      return Error(ErrorKind::kMalformed, "pclntab: pc table at ", Hex(table_off),
+                   " runs past the end of the address space");
     }
     cur = *next;
     if (pc < cur) return static_cast<int32_t>(val);
   }
 }
 
-std::optional<Pclntab::InlinedCall> Pclntab::InlinedCallAt(const FuncRef& f, const FuncHeader& h,
-                                                           uint64_t pc) const {
-  int32_t ix = PcValueAt(f.entry, PcData(h, kPcdataInlTreeIndex), pc);
-  if (ix < 0) return std::nullopt;
+Expected<std::optional<Pclntab::InlinedCall>> Pclntab::InlinedCallAt(const FuncRef& f,
+                                                                     const FuncHeader& h,
+                                                                     uint64_t pc) const {
+  Expected<int32_t> ix = PcValueAt(f.entry, PcData(h, kPcdataInlTreeIndex), pc);
+  if (!ix) return ix.error();
+  if (*ix < 0) return std::optional<InlinedCall>();
   std::optional<uint32_t> tree = FuncData(h, kFuncdataInlTree);
   if (!tree) {
-    throw Error(ErrorKind::kMalformed, "pclntab: function at ", Hex(f.entry), " has inline index ",
-                ix, " at ", Hex(pc), " but no inline tree");
+    return Error(ErrorKind::kMalformed, "pclntab: function at ", Hex(f.entry), " has inline index ",
+                 *ix, " at ", Hex(pc), " but no inline tree");
   }
   InlinedCall call;
   if (format_ == PclntabFormat::kGo120) {
     // {u8 funcID; u8 pad[3]; i32 nameOff; i32 parentPc; i32 startLine}
-    ByteView e = gofunc_.Sub(uint64_t{*tree} + uint64_t(ix) * kInlinedCallGo120, kInlinedCallGo120,
-                             "inlinedCall");
+    Expected<ByteView> sub = gofunc_.TrySub(uint64_t{*tree} + uint64_t(*ix) * kInlinedCallGo120,
+                                            kInlinedCallGo120, "inlinedCall");
+    if (!sub) return sub.error();
+    const ByteView& e = *sub;
     call.func_id = e.U8(0);
     call.name_off = e.I32(4);
     call.parent_pc = e.I32(8);
     call.start_line = e.I32(12);
   } else {
     // {i16 parent; u8 funcID; u8 pad; i32 file; i32 line; i32 func; i32 parentPc}
-    ByteView e = gofunc_.Sub(uint64_t{*tree} + uint64_t(ix) * kInlinedCallGo118, kInlinedCallGo118,
-                             "inlinedCall");
+    Expected<ByteView> sub = gofunc_.TrySub(uint64_t{*tree} + uint64_t(*ix) * kInlinedCallGo118,
+                                            kInlinedCallGo118, "inlinedCall");
+    if (!sub) return sub.error();
+    const ByteView& e = *sub;
     call.func_id = e.U8(2);
     call.name_off = e.I32(12);
     call.parent_pc = e.I32(16);
   }
-  return call;
+  return std::optional<InlinedCall>(call);
 }
 
-PcFrame Pclntab::FrameAt(const FuncRef& f, uint64_t pc) const {
-  FuncHeader h = ReadFunc(f);
+PcFrame Pclntab::FrameAt(const FuncRef& f, uint64_t pc) const { return TryFrameAt(f, pc).value(); }
+
+Expected<PcFrame> Pclntab::TryFrameAt(const FuncRef& f, uint64_t pc) const {
+  Expected<FuncHeader> h = ReadFunc(f);
+  if (!h) return h.error();
   PcFrame frame;
   frame.entry = f.entry;
   // File and line always come from the physical function's tables: for an
   // inlined body they describe the inlined source position already.
-  int32_t fileno = PcValueAt(f.entry, h.pcfile, pc);
-  int32_t line = PcValueAt(f.entry, h.pcln, pc);
-  if (fileno == -1 || line == -1) {
+  Expected<int32_t> fileno = PcValueAt(f.entry, h->pcfile, pc);
+  if (!fileno) return fileno.error();
+  Expected<int32_t> line = PcValueAt(f.entry, h->pcln, pc);
+  if (!line) return line.error();
+  if (*fileno == -1 || *line == -1) {
     // runtime.funcline1 reports "?":0 when either table has no value.
     frame.file = "?";
     frame.line = 0;
   } else {
-    frame.file = FileAt(h, fileno);
-    frame.line = line;
+    Expected<std::string_view> file = FileAt(*h, *fileno);
+    if (!file) return file.error();
+    frame.file = *file;
+    frame.line = *line;
   }
-  if (std::optional<InlinedCall> call = InlinedCallAt(f, h, pc)) {
-    frame.function = NameAt(call->name_off);
-    frame.start_line = call->start_line;
-    frame.func_id = call->func_id;
+  Expected<std::optional<InlinedCall>> call = InlinedCallAt(f, *h, pc);
+  if (!call) return call.error();
+  int32_t name_off = h->name_off;
+  if (*call) {
+    name_off = (*call)->name_off;
+    frame.start_line = (*call)->start_line;
+    frame.func_id = (*call)->func_id;
     frame.inlined = true;
   } else {
-    frame.function = NameAt(h.name_off);
-    frame.start_line = h.start_line;
-    frame.func_id = h.func_id;
+    frame.start_line = h->start_line;
+    frame.func_id = h->func_id;
   }
+  Expected<std::string_view> name = NameAt(name_off);
+  if (!name) return name.error();
+  frame.function = *name;
   return frame;
 }
 
 std::optional<uint64_t> Pclntab::InlineParentPc(const FuncRef& f, uint64_t pc) const {
-  FuncHeader h = ReadFunc(f);
-  std::optional<InlinedCall> call = InlinedCallAt(f, h, pc);
-  if (!call) return std::nullopt;
+  return TryInlineParentPc(f, pc).value();
+}
+
+Expected<std::optional<uint64_t>> Pclntab::TryInlineParentPc(const FuncRef& f, uint64_t pc) const {
+  Expected<FuncHeader> h = ReadFunc(f);
+  if (!h) return h.error();
+  Expected<std::optional<InlinedCall>> call = InlinedCallAt(f, *h, pc);
+  if (!call) return call.error();
+  if (!*call) return std::optional<uint64_t>();
   // parentPc is an offset from the function entry (signed in the runtime).
-  return f.entry + static_cast<uint64_t>(static_cast<int64_t>(call->parent_pc));
+  return std::optional<uint64_t>(f.entry +
+                                 static_cast<uint64_t>(static_cast<int64_t>((*call)->parent_pc)));
 }
 
 }  // namespace goheap2pprof

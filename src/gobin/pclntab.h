@@ -15,6 +15,8 @@
 #include <string_view>
 
 #include "base/bytes.h"
+#include "base/error.h"
+#include "base/expected.h"
 
 namespace goheap2pprof {
 
@@ -54,6 +56,8 @@ class Pclntab {
   //   relative to its start. Since 1.26 it lies inside the pclntab itself.
   // Throws Error(kMalformed / kUnsupported) if the header is not a pclntab we know.
   Pclntab(Bytes table, uint64_t text_start, Bytes gofunc);
+  // The same with that Error as a value (a probe of a stripped binary).
+  static Expected<Pclntab> TryParse(Bytes table, uint64_t text_start, Bytes gofunc);
 
   PclntabFormat format() const { return format_; }
   uint32_t magic() const { return magic_; }
@@ -69,14 +73,18 @@ class Pclntab {
   std::optional<FuncRef> FindFunc(uint64_t pc) const;
   // Name of the physical function.
   std::string_view FuncName(const FuncRef& f) const;
+  Expected<std::string_view> TryFuncName(const FuncRef& f) const;
   uint8_t FuncId(const FuncRef& f) const;
   // The innermost frame at pc, which must be inside f. Throws kMalformed on
-  // corrupt tables.
+  // corrupt tables; TryFrameAt returns that Error (the symbolizer counts it
+  // as a failed lookup, as the runtime would find no *Func).
   PcFrame FrameAt(const FuncRef& f, uint64_t pc) const;
+  Expected<PcFrame> TryFrameAt(const FuncRef& f, uint64_t pc) const;
   // The caller of the inlined frame at pc: the pc inside the same physical
   // function at which the next outer frame is evaluated (entry + parentPc), or
   // nullopt when the frame at pc is not inlined.
   std::optional<uint64_t> InlineParentPc(const FuncRef& f, uint64_t pc) const;
+  Expected<std::optional<uint64_t>> TryInlineParentPc(const FuncRef& f, uint64_t pc) const;
   // Functab entry i (for enumerating functions in tests and recovery).
   FuncRef FuncAt(uint32_t index) const;
 
@@ -107,16 +115,19 @@ class Pclntab {
     int32_t start_line = 0;  // 0 in the 1.18/1.19 layout
   };
 
-  FuncHeader ReadFunc(const FuncRef& f) const;
+  Pclntab() = default;
+  // Checks and decodes the pcHeader; the Error if it is not one we read.
+  std::optional<Error> ParseHeader();
+  Expected<FuncHeader> ReadFunc(const FuncRef& f) const;
   uint32_t PcData(const FuncHeader& h, uint32_t index) const;  // 0 = no table
   // Offset of funcdata[index] from gofunc, or nullopt if absent.
   std::optional<uint32_t> FuncData(const FuncHeader& h, uint32_t index) const;
-  int32_t PcValueAt(uint64_t entry, uint32_t table_off, uint64_t pc) const;
+  Expected<int32_t> PcValueAt(uint64_t entry, uint32_t table_off, uint64_t pc) const;
   // The inlinedCall at pc, or nullopt when pc is not inside inlined code.
-  std::optional<InlinedCall> InlinedCallAt(const FuncRef& f, const FuncHeader& h,
-                                           uint64_t pc) const;
-  std::string_view NameAt(int32_t name_off) const;
-  std::string_view FileAt(const FuncHeader& h, int32_t fileno) const;
+  Expected<std::optional<InlinedCall>> InlinedCallAt(const FuncRef& f, const FuncHeader& h,
+                                                     uint64_t pc) const;
+  Expected<std::string_view> NameAt(int32_t name_off) const;
+  Expected<std::string_view> FileAt(const FuncHeader& h, int32_t fileno) const;
   uint32_t FtabEntryOff(uint64_t index) const;
 
   ByteView table_;

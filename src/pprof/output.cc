@@ -140,11 +140,28 @@ void CheckOutputWritable(const std::string& path) {
 
 namespace {
 
+// A temporary output file that is removed when it goes out of scope, unless
+// Commit says it has been renamed into place: however the write fails (an
+// Error from the writer, a full disk, a failed rename), no partial file is
+// left behind, and the error goes on to main untouched.
+struct TemporaryFile {
+  UniqueFd fd;
+  std::string path;
+
+  TemporaryFile(UniqueFd f, std::string p) : fd(std::move(f)), path(std::move(p)) {}
+  TemporaryFile(const TemporaryFile&) = delete;
+  TemporaryFile& operator=(const TemporaryFile&) = delete;
+  ~TemporaryFile() {
+    if (!path.empty()) unlink(path.c_str());
+  }
+  void Commit() { path.clear(); }
+};
+
 // A new file next to path, created the way os.Create (and so go tool pprof)
 // creates its output: mode 0666, which the kernel reduces by the umask (or
 // the directory's default ACL). mkstemp would give 0600, and a fixed fchmod
 // would ignore the user's umask.
-std::pair<UniqueFd, std::string> CreateTemporaryNextTo(const std::string& path) {
+TemporaryFile CreateTemporaryNextTo(const std::string& path) {
   const std::string prefix = DirName(path) + "/.goheap2pprof.tmp.";
   int err = EEXIST;
   for (int attempt = 0; attempt < 100 && err == EEXIST; ++attempt) {
@@ -156,7 +173,7 @@ std::pair<UniqueFd, std::string> CreateTemporaryNextTo(const std::string& path) 
     std::snprintf(suffix, sizeof(suffix), "%016llx", static_cast<unsigned long long>(r));
     std::string tmp = prefix + suffix;
     UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOCTTY | O_CLOEXEC, 0666));
-    if (fd.valid()) return {std::move(fd), std::move(tmp)};
+    if (fd.valid()) return TemporaryFile(std::move(fd), std::move(tmp));
     err = errno;
   }
   throw Error(ErrorKind::kIo, "cannot create a temporary file next to ", path, ": ",
@@ -181,21 +198,17 @@ void WriteAtomically(const std::string& path,
     write(fd.get(), path);
     return;
   }
-  auto [fd, tmp] = CreateTemporaryNextTo(path);
-  try {
-    write(fd.get(), tmp);
-    if (fsync(fd.get()) != 0) {
-      throw Error(ErrorKind::kIo, "flushing ", tmp, ": ", std::strerror(errno));
-    }
-    int rc = close(fd.Release());
-    if (rc != 0) throw Error(ErrorKind::kIo, "closing ", tmp, ": ", std::strerror(errno));
-    if (rename(tmp.c_str(), path.c_str()) != 0) {
-      throw Error(ErrorKind::kIo, "renaming ", tmp, " to ", path, ": ", std::strerror(errno));
-    }
-  } catch (...) {
-    unlink(tmp.c_str());
-    throw;
+  TemporaryFile tmp = CreateTemporaryNextTo(path);
+  write(tmp.fd.get(), tmp.path);
+  if (fsync(tmp.fd.get()) != 0) {
+    throw Error(ErrorKind::kIo, "flushing ", tmp.path, ": ", std::strerror(errno));
   }
+  int rc = close(tmp.fd.Release());
+  if (rc != 0) throw Error(ErrorKind::kIo, "closing ", tmp.path, ": ", std::strerror(errno));
+  if (rename(tmp.path.c_str(), path.c_str()) != 0) {
+    throw Error(ErrorKind::kIo, "renaming ", tmp.path, " to ", path, ": ", std::strerror(errno));
+  }
+  tmp.Commit();
 }
 
 }  // namespace

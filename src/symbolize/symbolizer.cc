@@ -36,11 +36,9 @@ std::optional<std::string_view> Symbolizer::FuncNameForPc(uint64_t pc) {
   auto it = name_cache_.find(pc);
   if (it != name_cache_.end()) return it->second;
   std::optional<std::string_view> name;
-  try {
-    if (std::optional<FuncRef> f = tab_.FindFunc(pc)) name = tab_.FrameAt(*f, pc).function;
-  } catch (const Error&) {
+  if (std::optional<FuncRef> f = tab_.FindFunc(pc)) {
     // A corrupt table entry is a failed lookup, as a nil *Func would be.
-    name.reset();
+    if (Expected<PcFrame> frame = tab_.TryFrameAt(*f, pc)) name = frame->function;
   }
   name_cache_.emplace(pc, name);
   return name;
@@ -53,23 +51,21 @@ const PcFrames& Symbolizer::FramesFor(uint64_t addr) {
 
   PcFrames result;
   SymFrame frame;
-  try {
-    // CallersFrames looks the function up at the return PC itself, then
-    // evaluates everything at the call instruction (PC - 1).
-    if (std::optional<FuncRef> f = tab_.FindFunc(addr)) {
-      uint64_t pc = addr > f->entry ? addr - 1 : addr;
-      PcFrame pf = tab_.FrameAt(*f, pc);
+  // CallersFrames looks the function up at the return PC itself, then
+  // evaluates everything at the call instruction (PC - 1). A corrupt table
+  // entry leaves the frame empty: a failed lookup.
+  if (std::optional<FuncRef> f = tab_.FindFunc(addr)) {
+    uint64_t pc = addr > f->entry ? addr - 1 : addr;
+    if (Expected<PcFrame> pf = tab_.TryFrameAt(*f, pc)) {
       frame.pc = pc;
-      frame.function = pf.function;
-      frame.file = pf.file;
-      frame.line = pf.line;
-      frame.start_line = pf.start_line;
-      frame.inlined = pf.inlined;
+      frame.function = pf->function;
+      frame.file = pf->file;
+      frame.line = pf->line;
+      frame.start_line = pf->start_line;
+      frame.inlined = pf->inlined;
       frame.entry = f->entry;
-      frame.printed_name = PrintedName(pf.function);
+      frame.printed_name = PrintedName(pf->function);
     }
-  } catch (const Error&) {
-    frame = SymFrame();
   }
   if (frame.printed_name == "runtime.goexit") {
     // allFrames returns nothing: goexit produces no location.
@@ -90,35 +86,40 @@ std::optional<std::vector<uint64_t>> Symbolizer::ExpandFinalInlineFrame(
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t pc = stk.back();
   const uint64_t tracepc = pc - 1;
-  try {
-    // Most stacks end in the same few PCs (runtime.main, goexit): remember
-    // which ones are not inside inlined code.
-    if (not_inlined_final_pcs_.contains(pc)) return std::nullopt;
-    std::optional<FuncRef> f = tab_.FindFunc(tracepc);
-    if (!f || !tab_.FrameAt(*f, tracepc).inlined) {
-      not_inlined_final_pcs_.insert(pc);
-      return std::nullopt;
-    }
-    std::vector<uint64_t> out(stk.begin(), stk.end() - 1);
-    // Walk the inline chain outward from tracepc, re-adding each level's
-    // "return PC", skipping wrappers the way the traceback does.
-    uint8_t callee_id = 0;  // FuncIDNormal: the leaf is known not elided
-    const FuncIds& ids = traits_.func_ids;
-    uint64_t level_pc = tracepc;
-    for (int depth = 0; depth < 4096; ++depth) {
-      PcFrame fr = tab_.FrameAt(*f, level_pc);
-      bool elide_wrapper =
-          !(callee_id == ids.gopanic || callee_id == ids.sigpanic || callee_id == ids.panicwrap);
-      if (!(fr.func_id == ids.wrapper && elide_wrapper)) out.push_back(level_pc + 1);
-      callee_id = fr.func_id;
-      std::optional<uint64_t> parent = tab_.InlineParentPc(*f, level_pc);
-      if (!parent) break;  // that was the physical function
-      level_pc = *parent;
-    }
-    return out;
-  } catch (const Error&) {
+  // Most stacks end in the same few PCs (runtime.main, goexit): remember
+  // which ones are not inside inlined code. A corrupt table entry anywhere
+  // below means no expansion.
+  if (not_inlined_final_pcs_.contains(pc)) return std::nullopt;
+  std::optional<FuncRef> f = tab_.FindFunc(tracepc);
+  if (!f) {
+    not_inlined_final_pcs_.insert(pc);
     return std::nullopt;
   }
+  Expected<PcFrame> final_frame = tab_.TryFrameAt(*f, tracepc);
+  if (!final_frame) return std::nullopt;
+  if (!final_frame->inlined) {
+    not_inlined_final_pcs_.insert(pc);
+    return std::nullopt;
+  }
+  std::vector<uint64_t> out(stk.begin(), stk.end() - 1);
+  // Walk the inline chain outward from tracepc, re-adding each level's
+  // "return PC", skipping wrappers the way the traceback does.
+  uint8_t callee_id = 0;  // FuncIDNormal: the leaf is known not elided
+  const FuncIds& ids = traits_.func_ids;
+  uint64_t level_pc = tracepc;
+  for (int depth = 0; depth < 4096; ++depth) {
+    Expected<PcFrame> fr = tab_.TryFrameAt(*f, level_pc);
+    if (!fr) return std::nullopt;
+    bool elide_wrapper =
+        !(callee_id == ids.gopanic || callee_id == ids.sigpanic || callee_id == ids.panicwrap);
+    if (!(fr->func_id == ids.wrapper && elide_wrapper)) out.push_back(level_pc + 1);
+    callee_id = fr->func_id;
+    Expected<std::optional<uint64_t>> parent = tab_.TryInlineParentPc(*f, level_pc);
+    if (!parent) return std::nullopt;
+    if (!*parent) break;  // that was the physical function
+    level_pc = **parent;
+  }
+  return out;
 }
 
 }  // namespace goheap2pprof

@@ -80,12 +80,8 @@ TEST_P(DwarfLayoutTest, DwarfEqualsTheTable) {
   EXPECT_TRUE(v.warnings.empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(GoBuilds, DwarfLayoutTest,
-                         ::testing::ValuesIn(testing_go::AllToolchainCases(BuildModes().size())),
-                         [](const auto& param_info) {
-                           return testing_go::CaseName(param_info.param,
-                                                       BuildModes()[param_info.param.mode].label);
-                         });
+INSTANTIATE_TEST_SUITE_P(GoBuilds, DwarfLayoutTest, testing_go::ToolchainCases(BuildModes),
+                         testing_go::CaseNamer(BuildModes));
 
 }  // namespace
 }  // namespace goheap2pprof

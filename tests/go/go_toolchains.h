@@ -7,16 +7,31 @@
 //   const GoProgram p = FindGoProgram(tc, "frames-amd64-pie");
 //   if (!p.skip_reason.empty()) GTEST_SKIP() << p.skip_reason;
 //   ASSERT_TRUE(p.error.empty()) << p.error;
+//
+// A test over every toolchain x build mode derives from ToolchainTest and is
+// instantiated with ToolchainCases and CaseNamer:
+//
+//   class MyTest : public testing_go::ToolchainTest<Mode, Modes> {};
+//   INSTANTIATE_TEST_SUITE_P(Builds, MyTest, testing_go::ToolchainCases(Modes),
+//                            testing_go::CaseNamer(Modes));
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "elf/elf_file.h"
+#include "gobin/go_binary.h"
 
 namespace goheap2pprof {
 namespace testing_go {
@@ -117,6 +132,65 @@ inline std::string CaseName(const ToolchainCase& c, const std::string& mode_labe
     if (ch == '.' || ch == '-') ch = '_';
   }
   return name;
+}
+
+// A gtest parameter generator for every toolchain x mode of modes().
+template <typename Mode>
+auto ToolchainCases(const std::vector<Mode>& (*modes)()) {
+  return ::testing::ValuesIn(AllToolchainCases(modes().size()));
+}
+
+// The name generator to go with it: CaseName with the mode's label.
+template <typename Mode>
+auto CaseNamer(const std::vector<Mode>& (*modes)()) {
+  return [modes](const ::testing::TestParamInfo<ToolchainCase>& info) {
+    return CaseName(info.param, modes()[info.param.mode].label);
+  };
+}
+
+// A test instantiated for every toolchain x mode of modes(): tc_ and mode_
+// are this run's.
+template <typename Mode, const std::vector<Mode>& (*modes)()>
+class ToolchainTest : public ::testing::TestWithParam<ToolchainCase> {
+ protected:
+  void SetUp() override {
+    tc_ = &Toolchains()[GetParam().toolchain];
+    mode_ = &modes()[GetParam().mode];
+  }
+
+  const Toolchain* tc_ = nullptr;
+  const Mode* mode_ = nullptr;
+};
+
+// A Go program opened for analysis; the GoBinary refers to the ElfFile, so
+// both live on the heap and move together.
+struct OpenedGoBinary {
+  std::unique_ptr<ElfFile> elf;
+  std::unique_ptr<GoBinary> go;
+};
+
+inline OpenedGoBinary OpenGoBinary(const std::string& path) {
+  OpenedGoBinary out;
+  out.elf = std::make_unique<ElfFile>(ElfFile::Open(path));
+  out.go = std::make_unique<GoBinary>(*out.elf);
+  return out;
+}
+
+// The file's bytes with every build-info magic (debug/buildinfo's, at
+// 16-byte-aligned offsets) broken, and how many there were: a binary whose
+// version must come from elsewhere.
+inline std::vector<uint8_t> WithoutBuildInfo(const ElfFile& elf, size_t* erased) {
+  const Bytes all = elf.bytes();
+  std::vector<uint8_t> bytes(all.begin(), all.end());
+  const std::string_view magic("\xff Go buildinf:", 14);
+  *erased = 0;
+  for (size_t i = 0; i + magic.size() <= bytes.size(); i += 16) {
+    if (std::memcmp(&bytes[i], magic.data(), magic.size()) == 0) {
+      bytes[i + 1] = 'X';
+      ++*erased;
+    }
+  }
+  return bytes;
 }
 
 }  // namespace testing_go

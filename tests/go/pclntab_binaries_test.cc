@@ -69,22 +69,18 @@ const BuiltBinary& GetBinary(const Toolchain& tc, const BuildMode& mode) {
   return b;
 }
 
-using RealCase = testing_go::ToolchainCase;
-
-class GoBinaryRealTest : public ::testing::TestWithParam<RealCase> {
+class GoBinaryRealTest : public testing_go::ToolchainTest<BuildMode, BuildModes> {
  protected:
   void SetUp() override {
-    tc_ = &Toolchains()[GetParam().toolchain];
-    mode_ = &BuildModes()[GetParam().mode];
+    ToolchainTest::SetUp();
     bin_ = &GetBinary(*tc_, *mode_);
     if (!bin_->skip_reason.empty()) GTEST_SKIP() << bin_->skip_reason;
     ASSERT_FALSE(bin_->path.empty()) << bin_->output;
-    elf_ = std::make_unique<ElfFile>(ElfFile::Open(bin_->path));
-    go_ = std::make_unique<GoBinary>(*elf_);
+    testing_go::OpenedGoBinary opened = testing_go::OpenGoBinary(bin_->path);
+    elf_ = std::move(opened.elf);
+    go_ = std::move(opened.go);
   }
 
-  const Toolchain* tc_ = nullptr;
-  const BuildMode* mode_ = nullptr;
   const BuiltBinary* bin_ = nullptr;
   std::unique_ptr<ElfFile> elf_;
   std::unique_ptr<GoBinary> go_;
@@ -260,15 +256,8 @@ TEST_P(GoBinaryRealTest, VersionFallbacksWithoutBuildInfo) {
   // Erase the build-info magic: the version must still be found, from
   // runtime.buildVersion or (external PIE, where its pointer is a
   // relocation) the .rodata scan.
-  std::vector<uint8_t> bytes(elf_->bytes().begin(), elf_->bytes().end());
-  std::string_view magic("\xff Go buildinf:", 14);
   size_t erased = 0;
-  for (size_t i = 0; i + magic.size() <= bytes.size(); i += 16) {
-    if (std::memcmp(&bytes[i], magic.data(), magic.size()) == 0) {
-      bytes[i + 1] = 'X';
-      ++erased;
-    }
-  }
+  std::vector<uint8_t> bytes = testing_go::WithoutBuildInfo(*elf_, &erased);
   ASSERT_EQ(erased, 1u);
   ElfFile copy = ElfFile::FromBytes(std::move(bytes), "copy");
   GoBinary bin(copy);
@@ -283,12 +272,8 @@ TEST_P(GoBinaryRealTest, VersionFallbacksWithoutBuildInfo) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(GoBinaryBuilds, GoBinaryRealTest,
-                         ::testing::ValuesIn(testing_go::AllToolchainCases(BuildModes().size())),
-                         [](const auto& param_info) {
-                           return testing_go::CaseName(param_info.param,
-                                                       BuildModes()[param_info.param.mode].label);
-                         });
+INSTANTIATE_TEST_SUITE_P(GoBinaryBuilds, GoBinaryRealTest, testing_go::ToolchainCases(BuildModes),
+                         testing_go::CaseNamer(BuildModes));
 
 }  // namespace
 }  // namespace goheap2pprof

@@ -70,20 +70,19 @@ const Twins& GetTwins(const Toolchain& tc, const Mode& mode) {
   return t;
 }
 
-using Case = testing_go::ToolchainCase;
-
-class StrippedTest : public ::testing::TestWithParam<Case> {
+class StrippedTest : public testing_go::ToolchainTest<Mode, Modes> {
  protected:
   void SetUp() override {
-    tc_ = &Toolchains()[GetParam().toolchain];
-    mode_ = &Modes()[GetParam().mode];
+    ToolchainTest::SetUp();
     const Twins& t = GetTwins(*tc_, *mode_);
     if (!t.skip_reason.empty()) GTEST_SKIP() << t.skip_reason;
     ASSERT_TRUE(t.error.empty()) << t.error;
-    stripped_elf_ = std::make_unique<ElfFile>(ElfFile::Open(t.stripped));
-    twin_elf_ = std::make_unique<ElfFile>(ElfFile::Open(t.unstripped));
-    stripped_ = std::make_unique<GoBinary>(*stripped_elf_);
-    twin_ = std::make_unique<GoBinary>(*twin_elf_);
+    testing_go::OpenedGoBinary stripped = testing_go::OpenGoBinary(t.stripped);
+    testing_go::OpenedGoBinary twin = testing_go::OpenGoBinary(t.unstripped);
+    stripped_elf_ = std::move(stripped.elf);
+    stripped_ = std::move(stripped.go);
+    twin_elf_ = std::move(twin.elf);
+    twin_ = std::move(twin.go);
   }
 
   // What runtime/ says about this version's variables.
@@ -91,8 +90,6 @@ class StrippedTest : public ::testing::TestWithParam<Case> {
     return TraitsForVersion({1, tc_->minor, tc_->patch}).variables;
   }
 
-  const Toolchain* tc_ = nullptr;
-  const Mode* mode_ = nullptr;
   std::unique_ptr<ElfFile> stripped_elf_, twin_elf_;
   std::unique_ptr<GoBinary> stripped_, twin_;
 };
@@ -231,15 +228,8 @@ TEST_P(StrippedTest, SymbolizerAgreesWithTwinSymtab) {
 
 // Build info removed: the version is still found, and flagged as inferred.
 TEST_P(StrippedTest, VersionWithoutBuildInfo) {
-  std::vector<uint8_t> bytes(stripped_elf_->bytes().begin(), stripped_elf_->bytes().end());
-  std::string_view magic("\xff Go buildinf:", 14);
   size_t erased = 0;
-  for (size_t i = 0; i + magic.size() <= bytes.size(); i += 16) {
-    if (std::memcmp(&bytes[i], magic.data(), magic.size()) == 0) {
-      std::memset(&bytes[i], 0, magic.size());
-      ++erased;
-    }
-  }
+  std::vector<uint8_t> bytes = testing_go::WithoutBuildInfo(*stripped_elf_, &erased);
   ASSERT_EQ(erased, 1u);
   ElfFile copy = ElfFile::FromBytes(std::move(bytes), "copy");
   GoBinary bin(copy);
@@ -278,12 +268,8 @@ TEST_P(StrippedTest, CorruptModuledataIsRefused) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Builds, StrippedTest,
-                         ::testing::ValuesIn(testing_go::AllToolchainCases(Modes().size())),
-                         [](const auto& param_info) {
-                           return testing_go::CaseName(param_info.param,
-                                                       Modes()[param_info.param.mode].label);
-                         });
+INSTANTIATE_TEST_SUITE_P(Builds, StrippedTest, testing_go::ToolchainCases(Modes),
+                         testing_go::CaseNamer(Modes));
 
 }  // namespace
 }  // namespace goheap2pprof

@@ -5,6 +5,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +21,8 @@
 
 #include "base/error.h"
 #include "base/unique_fd.h"
+#include "elf/process_files.h"
+#include "proc/procfs.h"
 
 // Called through its address below; C linkage keeps the symbol name plain.
 extern "C" __attribute__((noinline)) int goheap2pprof_elf_test_marker(int x) { return x * 3 + 1; }
@@ -259,6 +262,58 @@ TEST(ElfFileTest, FifoIsRefusedWithoutBlocking) {
   const std::string result = opened.get();
   std::filesystem::remove(p);
   EXPECT_NE(result.find("planted is not a regular file"), std::string::npos) << result;
+}
+
+// The files opened under /proc/<pid>/ are the target's: it may truncate its
+// executable or a mapped file while we hold it open. Reading what is gone
+// must be a kIo error, never SIGBUS (which a mapping of the file raises on
+// touching a page past the new end, killing the tool or a serve worker).
+TEST(ElfFileTest, TargetTruncatingItsMappedFileIsAnErrorNotASignal) {
+  // A copy of this test binary plays the target's mapped file: an ELF with
+  // a large .text well past its first page.
+  const std::filesystem::path p = std::filesystem::temp_directory_path() /
+                                  ("goheap2pprof-truncated-" + std::to_string(getpid()));
+  {
+    const ElfFile exe = ElfFile::Open("/proc/self/exe");
+    const Bytes self = exe.bytes();
+    std::ofstream out(p, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(self.data()),
+              static_cast<std::streamsize>(self.size()));
+  }
+  // Map its first page in this process, as the target maps its files, and
+  // open it the way the engine opens a target's mapped file.
+  UniqueFd fd(open(p.c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(fd.valid());
+  void* page = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  ASSERT_NE(page, MAP_FAILED);
+  std::optional<MapsEntry> entry;
+  for (const MapsEntry& e : ReadProcMaps(getpid())) {
+    if (e.path == p.string()) entry = e;
+  }
+  ASSERT_TRUE(entry);
+  std::optional<ElfFile> elf = OpenMappedFile(getpid(), *entry);
+  munmap(page, 4096);
+  ASSERT_TRUE(elf);
+  const ElfSection* text = elf->FindSection(".text");
+  ASSERT_NE(text, nullptr);
+  ASSERT_GT(text->offset, 4096u);
+
+  // The target cuts the file before .text.
+  ASSERT_EQ(truncate(p.c_str(), static_cast<off_t>(text->offset)), 0);
+  try {
+    std::optional<Bytes> code = elf->SectionData(".text");
+    // Touch every byte, as the pclntab decoder would.
+    unsigned sum = 0;
+    for (uint8_t b : code.value()) sum += b;
+    ADD_FAILURE() << "read a truncated section (sum " << sum << ")";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIo);
+    EXPECT_NE(std::string(e.what()).find("shrank while being read"), std::string::npos) << e.what();
+  }
+  // libelf's own reads (the symbol table, read on first lookup) fail
+  // cleanly too.
+  EXPECT_THROW(elf->FindSymbol("goheap2pprof_elf_test_marker"), Error);
+  std::filesystem::remove(p);
 }
 
 TEST(ElfFileTest, OpensOwnExecutableViaProc) {

@@ -37,27 +37,10 @@ constexpr int64_t kRate = 512 * 1024;
 constexpr uint64_t kExeInode = 77;
 const char kExePath[] = "/srv/app";
 
-// Three functions back to back from runtime.text: an allocator in the
-// runtime (hidden from the profile), main.alloc with main.helper inlined at
-// [0x40, 0x50) called from offset 0x30, and main.main.
+// Three functions back to back from runtime.text (see hand_go_elf.h).
 std::vector<HandFunc> Functions() {
-  return {
-      {.name = "runtime.mallocgc",
-       .file = "runtime/malloc.go",
-       .start_line = 900,
-       .lines = {{950, 0x100}}},
-      {.name = "main.alloc",
-       .file = "main.go",
-       .start_line = 10,
-       .lines = {{11, 0x40}, {12, 0xc0}},
-       .inlines = {{.name = "main.helper",
-                    .begin = 0x40,
-                    .end = 0x50,
-                    .parent_pc = 0x30,
-                    .line = 21,
-                    .start_line = 20}}},
-      {.name = "main.main", .file = "main.go", .start_line = 30, .lines = {{31, 0x100}}},
-  };
+  return {testing_go_elf::HandMallocgc(), testing_go_elf::HandAllocWithInlinedHelper(),
+          testing_go_elf::HandMain()};
 }
 
 // One runtime.bucket (Go 1.18-1.26 layout: header, stack, memRecord of four

@@ -19,7 +19,36 @@
 namespace goheap2pprof {
 namespace testing_go_elf {
 
+using testing_pclntab::HandFunc;
 using testing_pclntab::HandTable;
+
+// The functions of the hand-made Go program that the engine and the
+// runtime/pprof-rule tests share, each 0x100 bytes long: an allocator in the
+// runtime (hidden from profiles), main.alloc with main.helper inlined at
+// [0x40, 0x50) called from offset 0x30, and main.main.
+inline HandFunc HandMallocgc() {
+  return {.name = "runtime.mallocgc",
+          .file = "runtime/malloc.go",
+          .start_line = 900,
+          .lines = {{950, 0x100}}};
+}
+
+inline HandFunc HandAllocWithInlinedHelper() {
+  return {.name = "main.alloc",
+          .file = "main.go",
+          .start_line = 10,
+          .lines = {{11, 0x40}, {12, 0xc0}},
+          .inlines = {{.name = "main.helper",
+                       .begin = 0x40,
+                       .end = 0x50,
+                       .parent_pc = 0x30,
+                       .line = 21,
+                       .start_line = 20}}};
+}
+
+inline HandFunc HandMain() {
+  return {.name = "main.main", .file = "main.go", .start_line = 30, .lines = {{31, 0x100}}};
+}
 
 struct HandGoElf {
   std::vector<uint8_t> image;

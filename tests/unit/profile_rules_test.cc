@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gobin/pclntab.h"
+#include "hand_go_elf.h"
 #include "hand_pclntab.h"
 #include "heap/buckets.h"
 #include "pprof/heap_profile_builder.h"
@@ -42,25 +43,13 @@ enum Fn : uint64_t {
 
 std::vector<HandFunc> Table() {
   return {
-      {.name = "runtime.mallocgc",
-       .file = "runtime/malloc.go",
-       .start_line = 900,
-       .lines = {{950, 0x100}}},
+      testing_go_elf::HandMallocgc(),
       {.name = "internal/runtime/maps.newarray",
        .file = "internal/runtime/maps/map.go",
        .start_line = 40,
        .lines = {{41, 0x100}}},
-      {.name = "main.alloc",
-       .file = "main.go",
-       .start_line = 10,
-       .lines = {{11, 0x40}, {12, 0xc0}},
-       .inlines = {{.name = "main.helper",
-                    .begin = 0x40,
-                    .end = 0x50,
-                    .parent_pc = 0x30,
-                    .line = 21,
-                    .start_line = 20}}},
-      {.name = "main.main", .file = "main.go", .start_line = 30, .lines = {{31, 0x100}}},
+      testing_go_elf::HandAllocWithInlinedHelper(),
+      testing_go_elf::HandMain(),
       {.name = "runtime.goexit",
        .file = "runtime/asm_amd64.s",
        .start_line = 1,
