@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace goheap2pprof {
@@ -45,6 +46,10 @@ struct WorkerReply {
   uint32_t analyses = 0;    // executable analyses this request needed (0: cached)
   bool retiring = false;    // the worker exits after this reply (CPU budget used)
   uint64_t worker_ns = 0;   // time from the request's arrival to the reply, in the worker
+  // The profile cycle the capture read (runtime mProfCycle), for the push
+  // agent, which pushes a process only when it advanced; nullopt when the
+  // capture could not tell.
+  std::optional<uint32_t> cycle;
 };
 
 // Limits a worker applies to itself before it reads anything.
