@@ -13,7 +13,8 @@
 //	  compares the accepted Pyroscope profiles of PID with the target's own
 //	  heap profile OWN (a /debug/pprof/heap file): -last-inuse the inuse
 //	  values of the last push, -sum-alloc the alloc deltas summed over all
-//	  pushes (from push N on with -after); prints PASS/FAIL lines.
+//	  pushes (from push N on with -after; minus the alloc values of the
+//	  own profile given with -base); prints PASS/FAIL lines.
 //	pushreceiver count -dir DIR -pid PID   # accepted pushes of PID
 //
 // Accepted requests are appended to DIR/pyroscope.jsonl and DIR/parca.jsonl,
@@ -584,6 +585,7 @@ func check(args []string) {
 	sumAlloc := fs.String("sum-alloc", "", "own profile to compare the summed alloc deltas with")
 	after := fs.Int("after", 0, "sum from this many pushes of pid on (0: all)")
 	atMost := fs.Bool("at-most", false, "-sum-alloc: the sum may be smaller than the own values, never larger")
+	base := fs.String("base", "", "-sum-alloc: subtract this own profile's alloc values from the own values first")
 	firstNoAlloc := fs.Int("first-no-alloc", 0, "push number (1-based) whose alloc values must all be zero")
 	fs.Parse(args)
 	recs := pidRecords(*dir, *pid)
@@ -636,6 +638,21 @@ func check(args []string) {
 			}
 		}
 		own := values(loadProfile(*sumAlloc), "alloc_objects", "alloc_space")
+		if *base != "" {
+			for k, v := range values(loadProfile(*base), "alloc_objects", "alloc_space") {
+				o := own[k]
+				if o == nil {
+					o = make([]int64, 2)
+				}
+				o[0] -= v[0]
+				o[1] -= v[1]
+				if o[0] == 0 && o[1] == 0 {
+					delete(own, k)
+				} else {
+					own[k] = o
+				}
+			}
+		}
 		if *atMost {
 			bad := 0
 			for k, s := range sum {
