@@ -14,7 +14,8 @@
 #   are still captured and pushed to the other backend; the queue stays
 #   bounded, the oldest dropped and counted); the agent restarted mid-run
 #   (its first push carries no alloc delta, and no allocation is pushed
-#   twice).
+#   twice); https with --ca-file (and refused without it), bearer and basic
+#   auth from files.
 # The targets run as user 65534 so that the agent (--allow-uid 65534) leaves
 # the machine's other Go processes alone; that needs root.
 #
@@ -275,6 +276,44 @@ if ((b >= 1)); then
   pass "restart: counted as $b baseline(s) in /metrics"
 else
   fail "restart: no baseline counted"
+fi
+
+echo "== TLS and authentication"
+mkdir -p "$work/rec-tls" "$work/rec-basic"
+printf 'test-token-0123456789\n' >"$work/token"
+printf 'pusher:pa55word\n' >"$work/basic"
+e2e_start "$work/rec-tls.out" "$work/rec-tls.err" "$receiver" serve -dir "$work/rec-tls" -tls \
+  -auth "Bearer test-token-0123456789"
+e2e_wait_for_line "$work/rec-tls.out" "^LISTENING" "$target_pid" 10
+tls_addr=$(sed -n 's/^LISTENING //p' "$work/rec-tls.out")
+e2e_start "$work/rec-basic.out" "$work/rec-basic.err" "$receiver" serve -dir "$work/rec-basic" \
+  -auth "Basic $(printf 'pusher:pa55word' | base64)"
+e2e_wait_for_line "$work/rec-basic.out" "^LISTENING" "$target_pid" 10
+basic_addr=$(sed -n 's/^LISTENING //p' "$work/rec-basic.out")
+e2e_start "$work/agent3.out" "$work/agent3.log" "$tool" push --pyroscope "https://$tls_addr" \
+  --ca-file "$work/rec-tls/ca.pem" --pyroscope-token-file "$work/token" \
+  --parca "http://$basic_addr" --parca-basic-auth-file "$work/basic" \
+  --interval 1s --discover-interval 1 --allow-uid 65534 --metrics-listen "" --pid "$tpid"
+e2e_start "$work/agent4.out" "$work/agent4.log" "$tool" push --pyroscope "https://$tls_addr" \
+  --pyroscope-token-file "$work/token" --interval 1s --discover-interval 1 --allow-uid 65534 \
+  --metrics-listen "" --pid "$tpid" --attempts 1
+tls_more() { (($("$receiver" count -dir "$work/rec-tls" -pid "$tpid") > 0)); }
+basic_more() { (($("$receiver" count -dir "$work/rec-basic" -pid "$tpid" -backend parca) > 0)); }
+if wait_until 20 tls_more && grep -q '"auth":"Bearer test-token-0123456789"' "$work/rec-tls/pyroscope.jsonl"; then
+  pass "https with --ca-file and a bearer token from a file: Pyroscope push accepted"
+else
+  fail "https with --ca-file and a bearer token: nothing accepted" "$work/agent3.log"
+fi
+if wait_until 20 basic_more; then
+  pass "basic auth from a file: Parca push accepted"
+else
+  fail "basic auth: nothing accepted" "$work/agent3.log"
+fi
+if wait_until 20 grep -q "gave up after 1 attempts.*SSL" "$work/agent4.log"; then
+  pass "https without --ca-file: the self-signed certificate is refused (system CA store)"
+  grep -m1 "gave up" "$work/agent4.log" | sed 's/^/    /'
+else
+  fail "https without --ca-file: no certificate error" "$work/agent4.log"
 fi
 
 e2e_stop_pids

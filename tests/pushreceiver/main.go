@@ -5,7 +5,7 @@
 // applies its server's validation rules (fleet.md §1b, §1c, §3) and records
 // what it accepted; faults can be switched on to test delivery.
 //
-//	pushreceiver serve -dir DIR            # prints "LISTENING <host:port>"
+//	pushreceiver serve -dir DIR [-tls] [-auth "Bearer T"]   # prints "LISTENING <host:port>"
 //	  POST /push.v1.PusherService/Push     Pyroscope
 //	  POST /api/profiles/writeraw          Parca (gRPC-gateway JSON)
 //	  POST /control?backend=pyroscope&mode=ok|500|400|hang
@@ -26,12 +26,20 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/binary"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -41,6 +49,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/google/pprof/profile"
@@ -422,12 +431,14 @@ func serve(args []string) {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
 	dir := fs.String("dir", ".", "where accepted profiles go")
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	useTLS := fs.Bool("tls", false, "serve https with a new self-signed certificate for 127.0.0.1, written to DIR/ca.pem")
+	auth := fs.String("auth", "", "require this Authorization header (else 401)")
 	fs.Parse(args)
 	r := &receiver{dir: *dir, seq: map[string]int{}, ids: map[string]bool{}, mode: map[string]string{},
 		changed: make(chan struct{}), counts: map[string]int{}}
 	mux := http.NewServeMux()
-	path, handler := pushv1connect.NewPusherServiceHandler(pusher{r})
-	mux.Handle(path, handler)
+	path, pushHandler := pushv1connect.NewPusherServiceHandler(pusher{r})
+	mux.Handle(path, pushHandler)
 	mux.HandleFunc("/api/profiles/writeraw", r.writeRaw)
 	mux.HandleFunc("/control", func(w http.ResponseWriter, req *http.Request) {
 		r.mu.Lock()
@@ -447,15 +458,62 @@ func serve(args []string) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	var handler http.Handler = mux
+	if *auth != "" {
+		handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.URL.Path != "/control" && req.Header.Get("Authorization") != *auth {
+				r.count("unauthorized")
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+			mux.ServeHTTP(w, req)
+		})
+	}
+	if *useTLS {
+		cert, err := selfSigned(filepath.Join(*dir, "ca.pem"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}})
+	}
 	fmt.Printf("LISTENING %s\n", ln.Addr())
 	// HTTP/1.1 and h2c, as Pyroscope's server.
-	srv := &http.Server{Handler: mux, Protocols: new(http.Protocols)}
+	srv := &http.Server{Handler: handler, Protocols: new(http.Protocols)}
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetUnencryptedHTTP2(true)
 	if err := srv.Serve(ln); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// selfSigned makes a certificate for 127.0.0.1 that is its own CA, and
+// writes it as PEM to path for the client's --ca-file.
+func selfSigned(path string) (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "pushreceiver test CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }
 
 func readRecords(dir, backend string) []record {
