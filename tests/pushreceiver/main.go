@@ -16,6 +16,7 @@
 //	  pushes (from push N on with -after; minus the alloc values of the
 //	  own profile given with -base); prints PASS/FAIL lines.
 //	pushreceiver count -dir DIR -pid PID   # accepted pushes of PID
+//	pushreceiver total FILE TYPE           # the sum of a sample type in a profile
 //
 // Accepted requests are appended to DIR/pyroscope.jsonl and DIR/parca.jsonl,
 // one JSON object per profile, with the profile in DIR/<backend>-<n>.pb.gz.
@@ -747,6 +748,17 @@ func main() {
 		serve(os.Args[2:])
 	case "check":
 		check(os.Args[2:])
+	case "total":
+		// total FILE TYPE: the sum of one sample type over a profile.
+		if len(os.Args) != 4 {
+			fmt.Fprintln(os.Stderr, "usage: pushreceiver total FILE TYPE")
+			os.Exit(2)
+		}
+		var sum int64
+		for _, v := range values(loadProfile(os.Args[2]), os.Args[3]) {
+			sum += v[0]
+		}
+		fmt.Println(sum)
 	case "count":
 		fs := flag.NewFlagSet("count", flag.ExitOnError)
 		dir := fs.String("dir", ".", "receiver directory")
