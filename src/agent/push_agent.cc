@@ -99,11 +99,20 @@ class Agent {
         continue;
       }
       seen[{p.facts.pid, p.facts.start_time}] = true;
-      CaptureAndPush(p);
+      // One process's failure (a worker that cannot be started, a /proc
+      // read that fails) is logged and the round goes on: the agent serves
+      // every other process on the node.
+      try {
+        CaptureAndPush(p);
+      } catch (const Error& e) {
+        Log("goheap2pprof push: pid " + std::to_string(p.facts.pid) + ": " + e.what());
+      }
     }
-    // Forget processes that are gone (or were replaced under their pid).
+    // Forget processes that are gone (or were replaced under their pid). One
+    // that a scan missed but still runs keeps its state: forgetting it would
+    // make its next push a second copy of allocations already pushed.
     for (auto it = states_.begin(); it != states_.end();) {
-      it = seen.count(it->first) ? std::next(it) : states_.erase(it);
+      it = seen.count(it->first) || StillRunning(it->first) ? std::next(it) : states_.erase(it);
     }
   }
 
@@ -114,6 +123,15 @@ class Agent {
   }
 
  private:
+  static bool StillRunning(const std::pair<pid_t, uint64_t>& process) {
+    try {
+      std::optional<std::string> stat = ReadProcFileIfPresent(process.first, "stat");
+      return stat && ParseProcStat(*stat).start_time == process.second;
+    } catch (const Error&) {
+      return true;  // unknown: keeping the state can never push an allocation twice
+    }
+  }
+
   static Discovery::Options DiscoveryOptions(const PushOptions& o) {
     Discovery::Options d;
     d.filter = o.filter;
