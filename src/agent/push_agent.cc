@@ -2,6 +2,7 @@
 
 #include <google/protobuf/util/json_util.h>
 #include <httplib.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/random.h>
@@ -244,6 +245,9 @@ class Agent {
       if (!cumulative.ParseFromString(Gunzip(r.reply.body, size_t{1} << 30))) {
         throw Error(ErrorKind::kMalformed, "unparsable profile from a worker");
       }
+      // The runtime never sets it for heap profiles; Parca reads a non-zero
+      // one as a delta profile.
+      cumulative.set_duration_nanos(0);
       if (r.reply.cycle) {
         cumulative.add_string_table("goheap2pprof: profile cycle " +
                                     std::to_string(*r.reply.cycle));
@@ -311,10 +315,9 @@ class Agent {
       label->set_name(l.first);
       label->set_value(l.second);
     }
-    // The cumulative profile as the runtime serves it: duration_nanos 0
-    // makes Parca store it as a snapshot, not as a rate.
-    pb::Profile profile = cumulative;
-    profile.set_duration_nanos(0);
+    // The cumulative profile as the runtime serves it (CaptureAndPush made
+    // sure duration_nanos is 0: Parca stores it as a snapshot, not a rate).
+    const pb::Profile& profile = cumulative;
     series->add_samples()->set_raw_profile(EncodeProfile(profile));
     std::string body;
     google::protobuf::util::JsonPrintOptions json;
@@ -456,6 +459,10 @@ int RunPush(const PushOptions& options, std::ostream& log) {
       if (wake.wait_until(lock, next, [&] { return stop; })) break;
     }
     agent.Round();
+    // A round parses and builds large profiles (a process with 100,000
+    // buckets takes tens of MB) and frees them all; give the memory back
+    // rather than keep the peak for the agent's life.
+    malloc_trim(0);
     next += interval;
     // A round longer than the interval skips the ticks it overran.
     auto now = std::chrono::steady_clock::now();

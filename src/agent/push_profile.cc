@@ -22,7 +22,8 @@ class Compactor {
     strings_.emplace("", 0);
   }
 
-  pb::Profile Run(const std::vector<pb::Sample>& samples) {
+  pb::Profile Run(const std::vector<pb::Sample>& samples,
+                  const std::vector<std::string>& extra_comments = {}) {
     // Mark what the samples use, then copy in source order so that ids are
     // 1..N in the order of the source's tables.
     std::vector<bool> use_location(src_.location_size()), use_function(src_.function_size()),
@@ -87,6 +88,11 @@ class Compactor {
     if (src_.has_period_type()) CopyValueType(src_.period_type(), out_.mutable_period_type());
     out_.set_period(src_.period());
     for (int64_t c : src_.comment()) out_.add_comment(Str(c));
+    for (const std::string& c : extra_comments) {
+      auto [it, added] = strings_.emplace(c, out_.string_table_size());
+      if (added) out_.add_string_table(c);
+      out_.add_comment(it->second);
+    }
     out_.set_default_sample_type(Str(src_.default_sample_type()));
     out_.set_doc_url(Str(src_.doc_url()));
     return std::move(out_);
@@ -159,13 +165,17 @@ struct PyroscopeProfileMaker {
 
     // The key of each sample: its location addresses, then its object size.
     // Samples with the same key (which the runtime never writes) are summed.
+    // Entries refer to the input's samples rather than copy them: a profile
+    // of 100,000 buckets must not be held several times over.
     struct Entry {
       std::string key;
-      pb::Sample sample;  // cumulative values
+      int sample;                  // the first input sample with this key
+      std::vector<int64_t> value;  // cumulative, then the values to push
     };
     std::vector<Entry> entries;
     std::unordered_map<std::string, size_t> by_key;
-    for (const pb::Sample& s : in.sample()) {
+    for (int i = 0; i < in.sample_size(); ++i) {
+      const pb::Sample& s = in.sample(i);
       if (s.value_size() != width) {
         throw Error(ErrorKind::kMalformed, "profile from a worker: a sample has ", s.value_size(),
                     " values for ", width, " sample types");
@@ -186,24 +196,26 @@ struct PyroscopeProfileMaker {
       key.append(reinterpret_cast<const char*>(&size), sizeof(size));
       auto [it, added] = by_key.emplace(key, entries.size());
       if (added) {
-        entries.push_back({std::move(key), s});
+        entries.push_back(
+            {std::move(key), i, std::vector<int64_t>(s.value().begin(), s.value().end())});
       } else {
-        pb::Sample& sum = entries[it->second].sample;
-        for (int v = 0; v < width; ++v) sum.set_value(v, sum.value(v) + s.value(v));
+        std::vector<int64_t>& sum = entries[it->second].value;
+        for (int v = 0; v < width; ++v) sum[v] += s.value(v);
       }
     }
+    by_key.clear();
 
     PyroscopeProfile out;
     out.samples_in = static_cast<uint64_t>(in.sample_size());
     out.baseline = !state.primed_;
-    // Output candidates: the sample with its delta values, and its index.
-    std::vector<pb::Sample> kept;
-    std::vector<size_t> kept_entry;
+    // The entries to push, with their cumulative alloc values.
+    std::vector<size_t> kept;
+    std::vector<AllocDeltaState::AllocValues> kept_now;
     std::unordered_map<std::string, AllocDeltaState::AllocValues> next;
     next.reserve(entries.size());
     for (size_t e = 0; e < entries.size(); ++e) {
-      const pb::Sample& cur = entries[e].sample;
-      AllocDeltaState::AllocValues now{cur.value(alloc_objects), cur.value(alloc_space)};
+      std::vector<int64_t>& v = entries[e].value;
+      AllocDeltaState::AllocValues now{v[alloc_objects], v[alloc_space]};
       AllocDeltaState::AllocValues before{};
       if (!state.primed_) {
         before = now;
@@ -215,21 +227,17 @@ struct PyroscopeProfileMaker {
         next[entries[e].key] = now;
         continue;
       }
-      // Until the sample is sent, its baseline stays (see trimming below).
-      next[entries[e].key] = before;
-      pb::Sample d = cur;
-      d.set_value(alloc_objects, now.objects - before.objects);
-      d.set_value(alloc_space, now.bytes - before.bytes);
-      bool zero = true;
-      for (int v : {alloc_objects, alloc_space, inuse_objects, inuse_space}) {
-        if (d.value(v) != 0) zero = false;
-      }
-      if (zero) {
+      v[alloc_objects] = now.objects - before.objects;
+      v[alloc_space] = now.bytes - before.bytes;
+      if (v[alloc_objects] == 0 && v[alloc_space] == 0 && v[inuse_objects] == 0 &&
+          v[inuse_space] == 0) {
         next[entries[e].key] = now;
         continue;
       }
-      kept.push_back(std::move(d));
-      kept_entry.push_back(e);
+      // Until the sample is sent, its baseline stays (see trimming below).
+      next[entries[e].key] = before;
+      kept.push_back(e);
+      kept_now.push_back(now);
     }
     out.nonzero = kept.size();
 
@@ -238,9 +246,8 @@ struct PyroscopeProfileMaker {
     std::vector<size_t> order(kept.size());
     std::iota(order.begin(), order.end(), 0);
     auto weight = [&](size_t i) {
-      const pb::Sample& s = kept[i];
-      return std::make_pair(s.value(alloc_space) + s.value(inuse_space),
-                            s.value(alloc_objects) + s.value(inuse_objects));
+      const std::vector<int64_t>& v = entries[kept[i]].value;
+      return std::make_pair(v[alloc_space] + v[inuse_space], v[alloc_objects] + v[inuse_objects]);
     };
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return weight(a) > weight(b); });
@@ -251,31 +258,30 @@ struct PyroscopeProfileMaker {
       std::sort(chosen.begin(), chosen.end());
       std::vector<pb::Sample> samples;
       samples.reserve(chosen.size());
-      for (size_t i : chosen) samples.push_back(kept[i]);
-      pb::Profile trial = in;
+      for (size_t i : chosen) {
+        const Entry& e = entries[kept[i]];
+        pb::Sample& sample = samples.emplace_back(in.sample(e.sample));
+        for (int v = 0; v < width; ++v) sample.set_value(v, e.value[v]);
+      }
+      std::vector<std::string> comments;
       if (keep < kept.size()) {
-        trial.add_string_table(
+        comments.push_back(
             "goheap2pprof: " + std::to_string(kept.size() - keep) + " of " +
             std::to_string(kept.size()) +
             " samples were trimmed (the smallest by alloc_space delta plus inuse_space) to fit "
             "the server's limits of " +
             std::to_string(limits.max_samples) + " samples and " +
             std::to_string(limits.max_bytes) + " bytes");
-        trial.add_comment(trial.string_table_size() - 1);
       }
       if (out.baseline) {
-        trial.add_string_table(
+        comments.push_back(
             "goheap2pprof: first profile of a process older than the agent: alloc_* are a "
             "baseline (zero), not a delta");
-        trial.add_comment(trial.string_table_size() - 1);
       }
-      result = CompactProfile(trial, samples);
+      result = Compactor(in).Run(samples, comments);
       size_t size = result.ByteSizeLong();
       if (size <= limits.max_bytes || keep == 0) {
-        for (size_t i : chosen) {
-          const pb::Sample& cur = entries[kept_entry[i]].sample;
-          next[entries[kept_entry[i]].key] = {cur.value(alloc_objects), cur.value(alloc_space)};
-        }
+        for (size_t i : chosen) next[entries[kept[i]].key] = kept_now[i];
         break;
       }
       // Shrink in proportion to the excess, by at least one sample.
