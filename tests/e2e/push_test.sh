@@ -181,6 +181,17 @@ fi
 sizes=$(grep "\"pid\":\"$tpid\"" "$work/rec/pyroscope.jsonl" | sed -n 's/.*"samples":\([0-9]*\),"raw_bytes":\([0-9]*\).*/\1 samples, \2 bytes gzipped/p' | tr '\n' ';')
 echo "    Pyroscope pushes of pid $tpid: $sizes"
 
+curl -s "http://$maddr/metrics" >"$work/metrics.txt"
+if command -v promtool >/dev/null; then
+  if promtool check metrics <"$work/metrics.txt" >"$work/promtool.txt" 2>&1; then
+    pass "promtool check metrics accepts the agent's /metrics"
+  else
+    fail "promtool check metrics" "$work/promtool.txt"
+  fi
+else
+  skip "promtool check metrics: promtool is not installed (Debian package prometheus)"
+fi
+
 echo "== faults"
 ctl() { curl -s -o /dev/null -X POST "http://$raddr/control?backend=$1&mode=$2"; }
 r0=$(metric 'goheap2pprof_push_retries_total{backend="pyroscope"}')
