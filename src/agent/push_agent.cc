@@ -19,6 +19,7 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "agent/push_metrics.h"
 #include "agent/push_sender.h"
@@ -93,22 +94,35 @@ class Agent {
   // One round: every visible process captured once.
   void Round() {
     std::map<std::pair<pid_t, uint64_t>, bool> seen;
-    for (const GoProcess& p : discovery_.Processes()) {
-      if (stop_) break;
+    std::vector<GoProcess> todo;
+    for (GoProcess& p : discovery_.Processes()) {
       if (!options_.pids.empty() && std::find(options_.pids.begin(), options_.pids.end(),
                                               p.facts.pid) == options_.pids.end()) {
         continue;
       }
       seen[{p.facts.pid, p.facts.start_time}] = true;
-      // One process's failure (a worker that cannot be started, a /proc
-      // read that fails) is logged and the round goes on: the agent serves
-      // every other process on the node.
-      try {
-        CaptureAndPush(p);
-      } catch (const Error& e) {
-        Log("goheap2pprof push: pid " + std::to_string(p.facts.pid) + ": " + e.what());
-      }
+      todo.push_back(std::move(p));
     }
+    // As many captures at once as there are workers; each process is
+    // captured by one thread, and its state is only touched by that thread.
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i = next++; i < todo.size() && !stop_; i = next++) {
+        // One process's failure (a worker that cannot be started, a /proc
+        // read that fails) is logged and the round goes on: the agent
+        // serves every other process on the node.
+        try {
+          CaptureAndPush(todo[i]);
+        } catch (const Error& e) {
+          Log("goheap2pprof push: pid " + std::to_string(todo[i].facts.pid) + ": " + e.what());
+        }
+      }
+    };
+    std::vector<std::thread> threads;
+    const size_t wanted = std::min(todo.size(), static_cast<size_t>(options_.max_concurrent));
+    for (size_t t = 1; t < wanted; ++t) threads.emplace_back(work);
+    work();
+    for (std::thread& t : threads) t.join();
     // Forget processes that are gone (or were replaced under their pid). One
     // that a scan missed but still runs keeps its state: forgetting it would
     // make its next push a second copy of allocations already pushed.
@@ -220,13 +234,21 @@ class Agent {
     if (r.outcome == PoolOutcome::kCrashed) serve_metrics_.WorkerRestarted("crash");
     if (r.outcome == PoolOutcome::kTimedOut) serve_metrics_.WorkerRestarted("timeout");
     const std::pair<pid_t, uint64_t> key{pid, p.facts.start_time};
-    auto it = states_.find(key);
-    if (it == states_.end()) {
-      // A process that started after the agent has had all its allocations
-      // while we were watching: its first profile's alloc values are new.
-      it = states_.emplace(key, ProcessState(p.facts.start_time >= own_start_)).first;
+    ProcessState* found = nullptr;
+    {
+      // std::map keeps references valid across inserts; erasing happens only
+      // between rounds.
+      std::lock_guard<std::mutex> lock(states_mu_);
+      auto it = states_.find(key);
+      if (it == states_.end()) {
+        // A process that started after the agent has had all its
+        // allocations while we were watching: its first profile's alloc
+        // values are new.
+        it = states_.emplace(key, ProcessState(p.facts.start_time >= own_start_)).first;
+      }
+      found = &it->second;
     }
-    ProcessState& state = it->second;
+    ProcessState& state = *found;
     if (outcome != "ok") {
       std::string why = r.outcome == PoolOutcome::kReplied ? r.reply.message : r.detail;
       if (why.empty()) why = outcome;
@@ -341,6 +363,7 @@ class Agent {
   Discovery discovery_;
   uint64_t own_start_;
   std::unique_ptr<BackendSender> pyroscope_, parca_;
+  std::mutex states_mu_;
   std::map<std::pair<pid_t, uint64_t>, ProcessState> states_;
   std::atomic<bool> stop_{false};
 };
