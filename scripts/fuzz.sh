@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-600}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(procfs buildinfo elf pclntab heap block_cache cgroup core serve_query profile_delta)
+((${#targets[@]})) || targets=(procfs buildinfo elf pclntab heap block_cache cgroup core serve_query profile_delta push_profile)
 
 bash scripts/install-deps.sh >/dev/null
 build=build-fuzz

@@ -23,6 +23,7 @@
 #include "agent/serve_metrics.h"
 #include "agent/serve_pool.h"
 #include "agent/serve_query.h"
+#include "agent/service_name.h"
 #include "base/error.h"
 #include "pprof/output.h"
 #include "pprof/profile_delta.h"
@@ -69,16 +70,6 @@ std::string HtmlEscape(std::string_view s) {
     }
   }
   return out;
-}
-
-std::string BaseName(std::string path) {
-  constexpr std::string_view kDeleted = " (deleted)";
-  if (path.size() > kDeleted.size() &&
-      path.compare(path.size() - kDeleted.size(), kDeleted.size(), kDeleted) == 0) {
-    path.resize(path.size() - kDeleted.size());
-  }
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 // Seconds since the epoch at which the system booted (/proc/stat btime).
@@ -443,19 +434,7 @@ class Service {
   }
 
   std::string ServiceName(const GoProcess& p) const {
-    const std::string& from = options_.service_name_from;
-    if (from == "comm") return p.facts.comm;
-    if (from == "cgroup") {
-      std::string cg = p.facts.cgroup;
-      while (!cg.empty() && cg.back() == '/') cg.pop_back();
-      std::string last = BaseName(cg);
-      if (!last.empty()) return last;
-    }
-    if (from.rfind("env:", 0) == 0) {
-      auto it = p.facts.environ_wanted.find(from.substr(4));
-      if (it != p.facts.environ_wanted.end() && !it->second.empty()) return it->second;
-    }
-    return BaseName(p.facts.exe);
+    return ServiceNameOf(p.facts, options_.service_name_from);
   }
 
   std::string StartTime(const GoProcess& p) const {

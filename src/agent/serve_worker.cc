@@ -55,6 +55,7 @@ struct ReplyHeader {
   uint64_t bytes_read;
   uint64_t start_time;
   uint64_t worker_ns;
+  uint64_t cycle_plus_one;  // 0: no cycle
 };
 
 bool WriteAll(int fd, const void* data, size_t size) {
@@ -269,6 +270,7 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
   }
   CaptureResult result = Capture(*source, *analysis, options);
   reply.bytes_read = result.report.bytes_read;
+  reply.cycle = result.report.cycle;
   if (request.op == WorkerOp::kHeapDebugText) {
     reply.body = std::move(text);
   } else if (request.op == WorkerOp::kAllocs) {
@@ -356,11 +358,17 @@ bool ReadWorkerRequest(int fd, WorkerRequest& request) {
 }
 
 bool WriteWorkerReply(int fd, const WorkerReply& reply) {
-  ReplyHeader h{
-      kReplyMagic,       reply.error_kind,         static_cast<uint32_t>(reply.message.size()),
-      reply.analyses,    reply.retiring ? 1u : 0u, reply.replaced ? 1u : 0u,
-      reply.body.size(), reply.bytes_read,         reply.start_time,
-      reply.worker_ns};
+  ReplyHeader h{kReplyMagic,
+                reply.error_kind,
+                static_cast<uint32_t>(reply.message.size()),
+                reply.analyses,
+                reply.retiring ? 1u : 0u,
+                reply.replaced ? 1u : 0u,
+                reply.body.size(),
+                reply.bytes_read,
+                reply.start_time,
+                reply.worker_ns,
+                reply.cycle ? uint64_t{*reply.cycle} + 1 : 0};
   return WriteAll(fd, &h, sizeof(h)) && WriteAll(fd, reply.message.data(), reply.message.size()) &&
          WriteAll(fd, reply.body.data(), reply.body.size());
 }
@@ -380,6 +388,8 @@ bool ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, bool& time
   reply.bytes_read = h.bytes_read;
   reply.start_time = h.start_time;
   reply.worker_ns = h.worker_ns;
+  reply.cycle.reset();
+  if (h.cycle_plus_one != 0) reply.cycle = static_cast<uint32_t>(h.cycle_plus_one - 1);
   reply.message.resize(h.message_len);
   reply.body.resize(h.body_len);
   return ReadAll(fd, reply.message.data(), reply.message.size(), deadline_ms, &timed_out) &&

@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace goheap2pprof {
@@ -49,6 +50,10 @@ struct WorkerReply {
   // after an exec), which the server answers with 410 instead of 404.
   bool replaced = false;
   uint64_t worker_ns = 0;  // time from the request's arrival to the reply, in the worker
+  // The profile cycle the capture read (runtime mProfCycle), for the push
+  // agent, which pushes a process only when it advanced; nullopt when the
+  // capture could not tell.
+  std::optional<uint32_t> cycle;
 };
 
 // Limits a worker applies to itself before it reads anything.

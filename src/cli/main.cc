@@ -10,6 +10,7 @@
 #include "app/output_format.h"
 #include "app/run.h"
 #include "base/error.h"
+#include "cli/push_main.h"
 #include "cli/serve_main.h"
 #include "pprof/output.h"
 #include "proc/procfs.h"
@@ -316,6 +317,9 @@ int main(int argc, char** argv) {
   // Subcommands; anything else is the one-shot capture, unchanged.
   if (argc > 1 && std::string(argv[1]) == "serve") {
     return goheap2pprof::ServeMain(argc - 1, argv + 1);
+  }
+  if (argc > 1 && std::string(argv[1]) == "push") {
+    return goheap2pprof::PushMain(argc - 1, argv + 1);
   }
   if (argc > 1 && std::string(argv[1]) == "__serve-worker") {
     return goheap2pprof::ServeWorkerMain(argc - 1, argv + 1);

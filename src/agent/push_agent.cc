@@ -1,0 +1,503 @@
+#include "agent/push_agent.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <httplib.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "agent/push_metrics.h"
+#include "agent/push_sender.h"
+#include "agent/serve_metrics.h"
+#include "agent/serve_pool.h"
+#include "agent/serve_server.h"
+#include "base/error.h"
+#include "pprof/output.h"
+#include "proc/procfs.h"
+#include "proto/parca_profilestore.pb.h"
+#include "proto/pyroscope_push.pb.h"
+
+namespace goheap2pprof {
+namespace {
+
+// What the agent remembers of one process between intervals.
+struct ProcessState {
+  explicit ProcessState(bool from_zero) : alloc(from_zero) {}
+  AllocDeltaState alloc;
+  std::optional<uint32_t> pushed_cycle;
+  bool pushed = false;
+  std::string last_error;  // logged once until it changes
+};
+
+class Agent {
+ public:
+  Agent(const PushOptions& options, std::ostream& log)
+      : options_(options),
+        log_(log),
+        pool_(PoolOptions{options.max_concurrent, "/proc/self/exe",
+                          static_cast<int64_t>(options.capture_timeout_seconds * 1000) +
+                              60000,  // the loop waits its turn; no request is refused as busy
+                          static_cast<int64_t>(options.capture_timeout_seconds * 1000),
+                          options.worker_limits}),
+        discovery_(DiscoveryOptions(options), [this](pid_t pid) { return Probe(pid); }),
+        own_start_(ReadProcStat(getpid()).start_time) {
+    auto log_line = [this](const std::string& line) { Log("goheap2pprof push: " + line); };
+    if (!options.pyroscope_url.empty()) {
+      BackendOptions b = Backend(options, "pyroscope", options.pyroscope_url);
+      b.route = "/push.v1.PusherService/Push";
+      b.content_type = "application/proto";
+      b.headers.emplace_back("Connect-Protocol-Version", "1");
+      if (!options.tenant.empty()) b.headers.emplace_back("X-Scope-OrgID", options.tenant);
+      b.token_file = options.pyroscope_token_file;
+      b.basic_auth_file = options.pyroscope_basic_auth_file;
+      pyroscope_ = std::make_unique<BackendSender>(b, push_metrics_, log_line);
+    }
+    if (!options.parca_url.empty()) {
+      BackendOptions b = Backend(options, "parca", ParcaApiBase(options.parca_url));
+      b.route = "/profiles/writeraw";
+      b.content_type = "application/json";
+      b.token_file = options.parca_token_file;
+      b.basic_auth_file = options.parca_basic_auth_file;
+      parca_ = std::make_unique<BackendSender>(b, push_metrics_, log_line);
+    }
+  }
+
+  void Start() { discovery_.Start(); }
+
+  std::string Metrics() {
+    uint64_t processes = discovery_.Processes().size();
+    serve_metrics_.SetDiscovery(processes, discovery_.scans(), discovery_.analyses(),
+                                discovery_.cache_hits());
+    return serve_metrics_.Render() + push_metrics_.Render();
+  }
+
+  void Log(const std::string& line) {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    log_ << line << "\n" << std::flush;
+  }
+
+  // One round: every visible process captured once.
+  void Round() {
+    std::map<std::pair<pid_t, uint64_t>, bool> seen;
+    std::vector<GoProcess> todo;
+    for (GoProcess& p : discovery_.Processes()) {
+      if (!options_.pids.empty() && std::find(options_.pids.begin(), options_.pids.end(),
+                                              p.facts.pid) == options_.pids.end()) {
+        continue;
+      }
+      seen[{p.facts.pid, p.facts.start_time}] = true;
+      todo.push_back(std::move(p));
+    }
+    // As many captures at once as there are workers; each process is
+    // captured by one thread, and its state is only touched by that thread.
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i = next++; i < todo.size() && !stop_; i = next++) {
+        // One process's failure (a worker that cannot be started, a /proc
+        // read that fails) is logged and the round goes on: the agent
+        // serves every other process on the node.
+        try {
+          CaptureAndPush(todo[i]);
+        } catch (const Error& e) {
+          Log("goheap2pprof push: pid " + std::to_string(todo[i].facts.pid) + ": " + e.what());
+        }
+      }
+    };
+    std::vector<std::thread> threads;
+    const size_t wanted = std::min(todo.size(), static_cast<size_t>(options_.max_concurrent));
+    for (size_t t = 1; t < wanted; ++t) threads.emplace_back(work);
+    work();
+    for (std::thread& t : threads) t.join();
+    // Forget processes that are gone (or were replaced under their pid). One
+    // that a scan missed but still runs keeps its state: forgetting it would
+    // make its next push a second copy of allocations already pushed.
+    for (auto it = states_.begin(); it != states_.end();) {
+      it = seen.count(it->first) || StillRunning(it->first) ? std::next(it) : states_.erase(it);
+    }
+  }
+
+  void Stop(double drain_seconds) {
+    stop_ = true;
+    if (pyroscope_) pyroscope_->Stop(drain_seconds);
+    if (parca_) parca_->Stop(drain_seconds);
+  }
+
+ private:
+  static bool StillRunning(const std::pair<pid_t, uint64_t>& process) {
+    try {
+      std::optional<std::string> stat = ReadProcFileIfPresent(process.first, "stat");
+      return stat && ParseProcStat(*stat).start_time == process.second;
+    } catch (const Error&) {
+      return true;  // unknown: keeping the state can never push an allocation twice
+    }
+  }
+
+  static Discovery::Options DiscoveryOptions(const PushOptions& o) {
+    Discovery::Options d;
+    d.filter = o.filter;
+    d.interval_ms = static_cast<int64_t>(o.discover_interval_seconds * 1000);
+    if (o.service_name_from.rfind("env:", 0) == 0)
+      d.want_env.push_back(o.service_name_from.substr(4));
+    return d;
+  }
+
+  static BackendOptions Backend(const PushOptions& o, const char* name, const std::string& url) {
+    BackendOptions b;
+    b.name = name;
+    b.url = url;
+    b.ca_file = o.ca_file;
+    b.timeout_seconds = o.push_timeout_seconds;
+    b.queue_limit = o.queue_limit;
+    b.max_attempts = o.max_attempts;
+    b.backoff_initial_seconds = o.backoff_initial_seconds;
+    b.backoff_max_seconds = o.backoff_max_seconds;
+    return b;
+  }
+
+  ExeInfo Probe(pid_t pid) {
+    PoolResult r = pool_.Run({WorkerOp::kProbe, pid}, "");
+    ExeInfo info;
+    if (r.outcome != PoolOutcome::kReplied) {
+      if (r.outcome == PoolOutcome::kCrashed || r.outcome == PoolOutcome::kTimedOut) {
+        serve_metrics_.WorkerRestarted(r.outcome == PoolOutcome::kCrashed ? "crash" : "timeout");
+        info.error = r.detail;
+      }
+      return info;
+    }
+    if (r.reply.error_kind != 0) {
+      if (r.reply.error_kind != static_cast<int>(ErrorKind::kNoSuchProcess)) {
+        info.error = r.reply.message;
+      }
+      return info;
+    }
+    std::istringstream lines(r.reply.body);
+    std::string line;
+    while (std::getline(lines, line)) {
+      size_t eq = line.find('=');
+      if (eq == std::string::npos) continue;
+      if (line.compare(0, eq, "go_version") == 0) info.go_version = line.substr(eq + 1);
+      if (line.compare(0, eq, "build_id") == 0) info.build_id = line.substr(eq + 1);
+    }
+    info.is_go = !info.go_version.empty();
+    return info;
+  }
+
+  static std::string Outcome(const PoolResult& r) {
+    switch (r.outcome) {
+      case PoolOutcome::kBusy:
+        return "busy";
+      case PoolOutcome::kCrashed:
+        return "worker_crash";
+      case PoolOutcome::kTimedOut:
+        return "worker_timeout";
+      case PoolOutcome::kReplied:
+        break;
+    }
+    switch (static_cast<ErrorKind>(r.reply.error_kind)) {
+      case ErrorKind::kSamplingDisabled:
+        return "sampling_off";
+      case ErrorKind::kNoSuchProcess:
+      case ErrorKind::kNotGo:
+        return "not_found";
+      case ErrorKind::kPermission:
+        return "forbidden";
+      default:
+        return r.reply.error_kind == 0 ? "ok" : "error";
+    }
+  }
+
+  void CaptureAndPush(const GoProcess& p) {
+    const pid_t pid = p.facts.pid;
+    const std::string what = "pid " + std::to_string(pid) + " (" + ServiceNameOfProcess(p) + ")";
+    auto started = std::chrono::steady_clock::now();
+    PoolResult r = pool_.Run({WorkerOp::kHeap, pid}, p.facts.key.ToString());
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const std::string outcome = Outcome(r);
+    serve_metrics_.CaptureDone(outcome, seconds, r.reply.bytes_read);
+    if (r.outcome == PoolOutcome::kReplied) serve_metrics_.CaptureAnalyses(r.reply.analyses);
+    if (r.outcome == PoolOutcome::kCrashed) serve_metrics_.WorkerRestarted("crash");
+    if (r.outcome == PoolOutcome::kTimedOut) serve_metrics_.WorkerRestarted("timeout");
+    const std::pair<pid_t, uint64_t> key{pid, p.facts.start_time};
+    ProcessState* found = nullptr;
+    {
+      // std::map keeps references valid across inserts; erasing happens only
+      // between rounds.
+      std::lock_guard<std::mutex> lock(states_mu_);
+      auto it = states_.find(key);
+      if (it == states_.end()) {
+        // A process that started after the agent has had all its
+        // allocations while we were watching: its first profile's alloc
+        // values are new.
+        it = states_.emplace(key, ProcessState(p.facts.start_time >= own_start_)).first;
+      }
+      found = &it->second;
+    }
+    ProcessState& state = *found;
+    if (outcome != "ok") {
+      std::string why = r.outcome == PoolOutcome::kReplied ? r.reply.message : r.detail;
+      if (why.empty()) why = outcome;
+      if (why != state.last_error) Log("goheap2pprof push: capture of " + what + ": " + why);
+      state.last_error = why;
+      return;
+    }
+    state.last_error.clear();
+    if (r.reply.start_time != p.facts.start_time) return;  // pid reused since the scan
+    if (state.pushed && r.reply.cycle && state.pushed_cycle == r.reply.cycle) {
+      push_metrics_.Unchanged();
+      return;
+    }
+    pb::Profile cumulative;
+    try {
+      if (!cumulative.ParseFromString(Gunzip(r.reply.body, size_t{1} << 30))) {
+        throw Error(ErrorKind::kMalformed, "unparsable profile from a worker");
+      }
+      // The runtime never sets it for heap profiles; Parca reads a non-zero
+      // one as a delta profile.
+      cumulative.set_duration_nanos(0);
+      if (r.reply.cycle) {
+        cumulative.add_string_table("goheap2pprof: profile cycle " +
+                                    std::to_string(*r.reply.cycle));
+        cumulative.add_comment(cumulative.string_table_size() - 1);
+      }
+      if (pyroscope_) PushPyroscope(p, what, cumulative, state);
+      if (parca_) PushParca(p, what, cumulative);
+    } catch (const Error& e) {
+      Log("goheap2pprof push: " + what + ": " + e.what());
+      return;
+    }
+    state.pushed = true;
+    state.pushed_cycle = r.reply.cycle;
+  }
+
+  std::string ServiceNameOfProcess(const GoProcess& p) const {
+    for (const PushLabel& l : PushSeriesLabels(p, options_.service_name_from, {}, false)) {
+      if (l.first == "service_name") return l.second;
+    }
+    return "";
+  }
+
+  void PushPyroscope(const GoProcess& p, const std::string& what, const pb::Profile& cumulative,
+                     ProcessState& state) {
+    PyroscopeProfile out = MakePyroscopeProfile(cumulative, state.alloc, options_.limits);
+    if (out.trimmed > 0) {
+      push_metrics_.Trimmed(out.trimmed);
+      Log("goheap2pprof push: " + what + ": trimmed " + std::to_string(out.trimmed) + " of " +
+          std::to_string(out.nonzero) + " samples to fit Pyroscope's limits");
+    }
+    if (out.resets > 0) push_metrics_.Resets(out.resets);
+    if (out.baseline) push_metrics_.Baseline();
+    if (out.profile.sample_size() == 0) return;
+    goheap2pprof::pyroscope::push::PushRequest request;
+    auto* series = request.add_series();
+    for (const PushLabel& l : PushSeriesLabels(p, options_.service_name_from, options_.labels,
+                                               /*pyroscope=*/true)) {
+      auto* pair = series->add_labels();
+      pair->set_name(l.first);
+      pair->set_value(l.second);
+    }
+    auto* sample = series->add_samples();
+    sample->set_raw_profile(EncodeProfile(out.profile));
+    sample->set_id(RandomUuid());
+    std::string body;
+    request.SerializeToString(&body);
+    if (options_.verbose) {
+      Log("goheap2pprof push: pyroscope: " + what + ": " +
+          std::to_string(out.profile.sample_size()) + " samples, " +
+          std::to_string(sample->raw_profile().size()) + " bytes gzipped, request " +
+          std::to_string(body.size()) + " bytes");
+    }
+    pyroscope_->Enqueue({std::move(body), what});
+  }
+
+  void PushParca(const GoProcess& p, const std::string& what, const pb::Profile& cumulative) {
+    goheap2pprof::parca::WriteRawRequest request;
+    // Parca's scraper sends normalized_addresses (false by default) for a
+    // raw Go pprof: addresses are the process's own PCs.
+    request.set_normalized(false);
+    auto* series = request.add_series();
+    for (const PushLabel& l :
+         PushSeriesLabels(p, options_.service_name_from, options_.labels, /*pyroscope=*/false)) {
+      auto* label = series->mutable_labels()->add_labels();
+      label->set_name(l.first);
+      label->set_value(l.second);
+    }
+    // The cumulative profile as the runtime serves it (CaptureAndPush made
+    // sure duration_nanos is 0: Parca stores it as a snapshot, not a rate).
+    const pb::Profile& profile = cumulative;
+    series->add_samples()->set_raw_profile(EncodeProfile(profile));
+    std::string body;
+    google::protobuf::util::JsonPrintOptions json;
+    json.always_print_primitive_fields = true;
+    if (!google::protobuf::util::MessageToJsonString(request, &body, json).ok()) {
+      throw Error(ErrorKind::kInternal, "cannot encode a WriteRaw request as JSON");
+    }
+    if (options_.verbose) {
+      Log("goheap2pprof push: parca: " + what + ": " + std::to_string(profile.sample_size()) +
+          " samples, request " + std::to_string(body.size()) + " bytes");
+    }
+    parca_->Enqueue({std::move(body), what});
+  }
+
+  const PushOptions& options_;
+  std::ostream& log_;
+  std::mutex log_mu_;
+  ServeMetrics serve_metrics_;
+  PushMetrics push_metrics_;
+  WorkerPool pool_;
+  Discovery discovery_;
+  uint64_t own_start_;
+  std::unique_ptr<BackendSender> pyroscope_, parca_;
+  std::mutex states_mu_;
+  std::map<std::pair<pid_t, uint64_t>, ProcessState> states_;
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace
+
+std::string ParcaApiBase(const std::string& url) {
+  ParsedUrl parsed = ParsePushUrl(url);
+  return parsed.path.empty() ? parsed.scheme_host_port + "/api" : url;
+}
+
+std::string RandomUuid() {
+  unsigned char b[16];
+  size_t got = 0;
+  while (got < sizeof(b)) {
+    ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error(ErrorKind::kIo, "getrandom failed");
+    got += static_cast<size_t>(n);
+  }
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4
+  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += kHex[b[i] >> 4];
+    out += kHex[b[i] & 15];
+  }
+  return out;
+}
+
+void ValidatePushOptions(const PushOptions& o) {
+  if (o.pyroscope_url.empty() && o.parca_url.empty()) {
+    throw Error(ErrorKind::kUsage, "push needs --pyroscope URL or --parca URL (or both)");
+  }
+  if (!o.pyroscope_url.empty()) ParsePushUrl(o.pyroscope_url);
+  if (!o.parca_url.empty()) ParsePushUrl(o.parca_url);
+  if (!(o.interval_seconds >= 0.1)) throw Error(ErrorKind::kUsage, "--interval must be >= 100ms");
+  if (!(o.push_timeout_seconds > 0) || !(o.discover_interval_seconds > 0) ||
+      !(o.capture_timeout_seconds > 0)) {
+    throw Error(ErrorKind::kUsage,
+                "--push-timeout, --discover-interval and --capture-timeout must be positive");
+  }
+  if (o.queue_limit < 1) throw Error(ErrorKind::kUsage, "--queue must be at least 1");
+  if (o.max_attempts < 1) throw Error(ErrorKind::kUsage, "--attempts must be at least 1");
+  if (o.max_concurrent < 1 || o.max_concurrent > 64) {
+    throw Error(ErrorKind::kUsage, "--max-concurrent must be 1..64");
+  }
+  CheckExtraLabels(o.labels);
+  const std::string& s = o.service_name_from;
+  if (s != "exe" && s != "comm" && s != "cgroup" && !(s.rfind("env:", 0) == 0 && s.size() > 4)) {
+    throw Error(ErrorKind::kUsage, "--service-name-from must be exe, comm, cgroup or env:VAR");
+  }
+  if (!o.metrics_listen.empty()) SplitListenAddress(o.metrics_listen);
+}
+
+int RunPush(const PushOptions& options, std::ostream& log) {
+  ValidatePushOptions(options);
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  httplib::Server metrics_server;
+  std::string metrics_address;
+  if (!options.metrics_listen.empty()) {
+    auto [host, port] = SplitListenAddress(options.metrics_listen);
+    if (port == 0) {
+      int bound = metrics_server.bind_to_any_port(host);
+      if (bound < 0) throw Error(ErrorKind::kIo, "cannot listen on ", options.metrics_listen);
+      metrics_address = host + ":" + std::to_string(bound);
+    } else if (!metrics_server.bind_to_port(host, port)) {
+      throw Error(ErrorKind::kIo, "cannot listen on ", options.metrics_listen);
+    } else {
+      metrics_address = options.metrics_listen;
+    }
+  }
+  Agent agent(options, log);
+  metrics_server.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  metrics_server.set_read_timeout(5, 0);
+  metrics_server.set_payload_max_length(4096);
+  metrics_server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(agent.Metrics(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  std::thread metrics_thread;
+  if (!metrics_address.empty()) {
+    metrics_thread = std::thread([&] { metrics_server.listen_after_bind(); });
+  }
+
+  std::mutex mu;
+  std::condition_variable wake;
+  bool stop = false;
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    agent.Log("goheap2pprof push: signal " + std::to_string(sig) + ", shutting down");
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+    wake.notify_all();
+  });
+
+  agent.Start();
+  agent.Log("goheap2pprof push: pushing every " + std::to_string(options.interval_seconds) + " s" +
+            (options.pyroscope_url.empty() ? "" : " to Pyroscope " + options.pyroscope_url) +
+            (options.parca_url.empty() ? "" : " to Parca " + options.parca_url) +
+            (metrics_address.empty() ? "" : "; metrics on " + metrics_address));
+  const auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(options.interval_seconds));
+  auto next = std::chrono::steady_clock::now() + interval;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      if (wake.wait_until(lock, next, [&] { return stop; })) break;
+    }
+    agent.Round();
+    // A round parses and builds large profiles (a process with 100,000
+    // buckets takes tens of MB) and frees them all; give the memory back
+    // rather than keep the peak for the agent's life.
+    malloc_trim(0);
+    next += interval;
+    // A round longer than the interval skips the ticks it overran.
+    auto now = std::chrono::steady_clock::now();
+    while (next <= now) next += interval;
+  }
+  agent.Stop(options.push_timeout_seconds);
+  signal_thread.join();
+  if (metrics_thread.joinable()) {
+    metrics_server.stop();
+    metrics_thread.join();
+  }
+  return 0;
+}
+
+}  // namespace goheap2pprof

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# `goheap2pprof push --parca` into a real Parca server (v0.28.0), in memory
+# on loopback with debuginfod off: the agent pushes through WriteRaw on
+# Parca's HTTP gateway, and the stored profiles are queried back through
+# Parca's query API: the series carries push's labels, and at each state of
+# a target at MemProfileRate 1 (collector off between its allocation
+# phases) the stored alloc_space and inuse_space totals equal the target's
+# own /debug/pprof/heap.
+#
+# Parca is not in any package registry; build it once per machine as
+# tests/e2e/serve_parca_test.sh says, and point GOHEAP2PPROF_PARCA at it, or
+# leave it at <build>/parca/parca; without it the test is skipped.
+#
+#   bash tests/e2e/push_parca_test.sh <goheap2pprof> <profdiff>
+set -u
+source "$(dirname "$0")/lib.sh"
+e2e_init "$@"
+parca=${GOHEAP2PPROF_PARCA:-$bin/parca/parca}
+if [[ ! -x $parca ]]; then
+  echo "SKIP: no Parca server at $parca (build it as tests/e2e/serve_parca_test.sh says, or set GOHEAP2PPROF_PARCA)"
+  exit 77
+fi
+e2e_require_go
+e2e_require_command curl "needs curl"
+e2e_require_command jq "needs jq"
+e2e_make_work push-parca
+trap 'e2e_stop_pids -9' EXIT
+
+mkdir -p "$work/bin"
+(cd "$src/testdata/servetarget" && CGO_ENABLED=0 "${go[@]}" build -o "$work/bin/target" .) \
+  >"$work/build.log" 2>&1 || { fail "build servetarget" "$work/build.log"; e2e_finish; }
+(cd "$src/tests/pushreceiver" && "${go[@]}" build -o "$work/bin/pushreceiver" .) \
+  >"$work/build-receiver.log" 2>&1 || { fail "build tests/pushreceiver" "$work/build-receiver.log"; e2e_finish; }
+
+pport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+mkdir -p "$work/data"
+cat >"$work/parca.yaml" <<YAML
+object_storage:
+  bucket:
+    type: "FILESYSTEM"
+    config:
+      directory: "$work/data"
+YAML
+e2e_start "$work/parca.out" "$work/parca.log" "$parca" --config-path="$work/parca.yaml" \
+  --http-address="127.0.0.1:$pport" --debuginfod-upstream-servers=
+papi="http://127.0.0.1:$pport/api"
+for _ in $(seq 1 150); do
+  curl -s -o /dev/null "$papi/profiles/types" && break
+  sleep 0.2
+done
+
+e2e_start "$work/t.out" "$work/t.err" "$work/bin/target" -rate 1
+tpid=$target_pid
+e2e_wait_for_line "$work/t.out" "^READY" "$tpid" 20 || { fail "target start" "$work/t.err"; e2e_finish; }
+tport=$(awk '/^READY/ {print $3}' "$work/t.out")
+e2e_start "$work/push.out" "$work/push.log" "$tool" push --parca "http://127.0.0.1:$pport" \
+  --interval 1s --discover-interval 1 --pid "$tpid" --label env=e2e --metrics-listen "" -v
+
+# stored <sample type>: the newest value of the pid's series of that type.
+stored() {
+  curl -s -G "$papi/profiles/query_range" \
+    --data-urlencode "query=memory:$1:bytes:space:bytes{pid=\"$tpid\"}" \
+    --data-urlencode "start=$(date -u -d '-10 min' +%Y-%m-%dT%H:%M:%SZ)" \
+    --data-urlencode "end=$(date -u -d '+1 min' +%Y-%m-%dT%H:%M:%SZ)" \
+    --data-urlencode "step=1s" >"$work/range-$1.json"
+  jq -r '[.series[0].samples[] | {t: .timestamp, v: .value}] | sort_by(.t) | last | .v' \
+    "$work/range-$1.json" 2>/dev/null
+}
+
+# expect_state <name>: the stored totals equal the target's own profile.
+expect_state() {
+  local own want_alloc want_inuse got_alloc got_inuse
+  own=$work/own-$1.pb.gz
+  curl -s -o "$own" "http://127.0.0.1:$tport/debug/pprof/heap"
+  want_alloc=$("$work/bin/pushreceiver" total "$own" alloc_space)
+  want_inuse=$("$work/bin/pushreceiver" total "$own" inuse_space)
+  for _ in $(seq 1 60); do
+    got_alloc=$(stored alloc_space)
+    got_inuse=$(stored inuse_space)
+    [[ $got_alloc == "$want_alloc" && $got_inuse == "$want_inuse" ]] && break
+    sleep 0.5
+  done
+  if [[ $got_alloc == "$want_alloc" && $got_inuse == "$want_inuse" ]]; then
+    pass "$1: Parca's stored alloc_space $got_alloc and inuse_space $got_inuse bytes equal the target's own"
+  else
+    fail "$1: Parca stored alloc_space ${got_alloc:-none}, inuse_space ${got_inuse:-none}; the target's own: $want_alloc, $want_inuse" "$work/push.log"
+  fi
+}
+
+expect_state "state 1"
+if jq -e --arg p "$tpid" '
+    .series[0].labelset.labels as $l |
+    ($l | any(.name == "pid" and .value == $p)) and ($l | any(.name == "service_name" and .value == "target")) and
+    ($l | any(.name == "env" and .value == "e2e")) and ($l | any(.name == "go_version"))' \
+  "$work/range-alloc_space.json" >/dev/null 2>&1; then
+  pass "Parca's series carries push's labels: $(jq -c '[.series[0].labelset.labels[] | "\(.name)=\(.value)"]' "$work/range-alloc_space.json")"
+else
+  fail "Parca series labels" "$work/range-alloc_space.json"
+fi
+kill -USR1 "$tpid"
+e2e_wait_for_line "$work/t.out" "^PHASE2" "$tpid" 20
+expect_state "state 2"
+e2e_stop_pids
+e2e_finish

@@ -1,0 +1,141 @@
+// The series labels of `goheap2pprof push` (agent/push_labels.h) and the
+// small pure parts of its delivery (agent/push_sender.h, push_agent.h):
+// URLs, backoff, UUIDs.
+#include "agent/push_labels.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
+
+#include "agent/push_agent.h"
+#include "agent/push_sender.h"
+#include "base/error.h"
+
+namespace goheap2pprof {
+namespace {
+
+GoProcess Process() {
+  GoProcess p;
+  p.facts.pid = 4321;
+  p.facts.exe = "/usr/local/bin/api-server (deleted)";
+  p.facts.comm = "api-server";
+  p.facts.cgroup = "/system.slice/api.service";
+  p.exe.go_version = "go1.26.8";
+  p.exe.is_go = true;
+  return p;
+}
+
+TEST(PushLabels, PyroscopeSeries) {
+  std::vector<PushLabel> labels = PushSeriesLabels(Process(), "exe", {{"env", "prod"}}, true);
+  EXPECT_EQ(labels, (std::vector<PushLabel>{{"__delta__", "false"},
+                                            {"__name__", "memory"},
+                                            {"env", "prod"},
+                                            {"go_version", "go1.26.8"},
+                                            {"pid", "4321"},
+                                            {"service_name", "api-server"}}));
+}
+
+TEST(PushLabels, ParcaSeriesHasNoDeltaLabel) {
+  std::vector<PushLabel> labels = PushSeriesLabels(Process(), "cgroup", {}, false);
+  EXPECT_EQ(labels, (std::vector<PushLabel>{{"__name__", "memory"},
+                                            {"go_version", "go1.26.8"},
+                                            {"pid", "4321"},
+                                            {"service_name", "api.service"}}));
+}
+
+TEST(PushLabels, EmptyServiceNameIsNeverSent) {
+  GoProcess p = Process();
+  p.facts.comm = "";
+  std::vector<PushLabel> labels = PushSeriesLabels(p, "comm", {}, true);
+  EXPECT_NE(std::find(labels.begin(), labels.end(), PushLabel{"service_name", "unknown_service"}),
+            labels.end());
+}
+
+TEST(PushLabels, LabelNames) {
+  EXPECT_TRUE(IsValidLabelName("env"));
+  EXPECT_TRUE(IsValidLabelName("_x9"));
+  EXPECT_FALSE(IsValidLabelName(""));
+  EXPECT_FALSE(IsValidLabelName("9x"));
+  EXPECT_FALSE(IsValidLabelName("a-b"));
+  EXPECT_FALSE(IsValidLabelName("a.b"));
+}
+
+TEST(PushLabels, LabelOptions) {
+  EXPECT_EQ(ParseLabelOption("region=eu-west=1"), (PushLabel{"region", "eu-west=1"}));
+  for (const char* bad : {"region", "=x", "9a=x", "__name__=cpu", "__delta__=true", "pid=1",
+                          "service_name=x", "go_version=x", "env="}) {
+    try {
+      ParseLabelOption(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kUsage) << bad;
+    }
+  }
+}
+
+TEST(PushLabels, ExtrasMustBeUniqueAndFitPyroscopesLimit) {
+  EXPECT_THROW(CheckExtraLabels({{"a", "1"}, {"a", "2"}}), Error);
+  std::vector<PushLabel> many;
+  for (size_t i = 0; i + kAgentLabels < kMaxLabelsPerSeries; ++i) {
+    many.emplace_back("l" + std::to_string(i), "v");
+  }
+  EXPECT_NO_THROW(CheckExtraLabels(many));
+  EXPECT_EQ(PushSeriesLabels(Process(), "exe", many, true).size(), kMaxLabelsPerSeries);
+  many.emplace_back("one_more", "v");
+  EXPECT_THROW(CheckExtraLabels(many), Error);
+}
+
+TEST(PushDelivery, Urls) {
+  ParsedUrl u = ParsePushUrl("https://pyroscope.example:4040/");
+  EXPECT_EQ(u.scheme_host_port, "https://pyroscope.example:4040");
+  EXPECT_EQ(u.path, "");
+  u = ParsePushUrl("http://alloy:9999/prefix/");
+  EXPECT_EQ(u.scheme_host_port, "http://alloy:9999");
+  EXPECT_EQ(u.path, "/prefix");
+  EXPECT_THROW(ParsePushUrl("pyroscope:4040"), Error);
+  EXPECT_THROW(ParsePushUrl("ftp://x"), Error);
+  EXPECT_THROW(ParsePushUrl("http://"), Error);
+  EXPECT_THROW(ParsePushUrl("http://x/a?b=c"), Error);
+  EXPECT_EQ(ParcaApiBase("http://parca:7070"), "http://parca:7070/api");
+  EXPECT_EQ(ParcaApiBase("http://parca:7070/"), "http://parca:7070/api");
+  EXPECT_EQ(ParcaApiBase("https://gw.example/parca/api"), "https://gw.example/parca/api");
+}
+
+TEST(PushDelivery, BackoffDoublesUpToTheMaximumWithJitterInTheUpperHalf) {
+  EXPECT_DOUBLE_EQ(BackoffSeconds(1, 0.5, 30, 0), 0.25);
+  EXPECT_DOUBLE_EQ(BackoffSeconds(1, 0.5, 30, 1), 0.5);
+  EXPECT_DOUBLE_EQ(BackoffSeconds(3, 0.5, 30, 1), 2);
+  EXPECT_DOUBLE_EQ(BackoffSeconds(3, 0.5, 30, 0.5), 1.5);
+  EXPECT_DOUBLE_EQ(BackoffSeconds(20, 0.5, 30, 1), 30);
+  EXPECT_DOUBLE_EQ(BackoffSeconds(20, 0.5, 30, 0), 15);
+}
+
+TEST(PushDelivery, UuidsAreVersion4AndDistinct) {
+  std::regex v4("^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$");
+  std::set<std::string> seen;
+  for (int i = 0; i < 100; ++i) {
+    std::string u = RandomUuid();
+    EXPECT_TRUE(std::regex_match(u, v4)) << u;
+    seen.insert(u);
+  }
+  EXPECT_EQ(seen.size(), 100u);
+}
+
+TEST(PushDelivery, OptionsThatCannotWork) {
+  PushOptions o;
+  EXPECT_THROW(ValidatePushOptions(o), Error);  // no backend
+  o.pyroscope_url = "http://127.0.0.1:4040";
+  EXPECT_NO_THROW(ValidatePushOptions(o));
+  o.interval_seconds = 0.01;
+  EXPECT_THROW(ValidatePushOptions(o), Error);
+  o.interval_seconds = 15;
+  o.queue_limit = 0;
+  EXPECT_THROW(ValidatePushOptions(o), Error);
+  o.queue_limit = 1;
+  o.service_name_from = "env:";
+  EXPECT_THROW(ValidatePushOptions(o), Error);
+}
+
+}  // namespace
+}  // namespace goheap2pprof

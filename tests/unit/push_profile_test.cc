@@ -1,0 +1,255 @@
+// What `goheap2pprof push` sends to Pyroscope (agent/push_profile.h): alloc
+// deltas keyed by stack addresses and object size, inuse as it is, zero
+// samples dropped, resets, baselines, trimming to the limits, compaction.
+#include "agent/push_profile.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+
+namespace goheap2pprof {
+namespace {
+
+// One sample of a synthetic cumulative heap profile.
+struct S {
+  std::vector<uint64_t> addresses;  // leaf first
+  int64_t size;                     // the bytes label (0: none)
+  int64_t alloc_objects, alloc_space, inuse_objects, inuse_space;
+};
+
+// A heap profile as the runtime writes it: one location (and function) per
+// address, numbered in order of first use starting at `first_id`, so that
+// two captures can number the same stacks differently.
+pb::Profile Heap(const std::vector<S>& samples, uint64_t first_id = 1) {
+  pb::Profile p;
+  std::map<std::string, int64_t> strings;
+  auto str = [&](const std::string& s) {
+    auto [it, added] = strings.emplace(s, p.string_table_size());
+    if (added) p.add_string_table(s);
+    return it->second;
+  };
+  str("");
+  for (const char* t : {"alloc_objects", "alloc_space", "inuse_objects", "inuse_space"}) {
+    pb::ValueType* v = p.add_sample_type();
+    v->set_type(str(t));
+    v->set_unit(str(std::string(t).find("objects") != std::string::npos ? "count" : "bytes"));
+  }
+  p.mutable_period_type()->set_type(str("space"));
+  p.mutable_period_type()->set_unit(str("bytes"));
+  p.set_period(512 * 1024);
+  p.set_time_nanos(1700000000000000000);
+  str("unused string");
+  pb::Mapping* m = p.add_mapping();
+  m->set_id(1);
+  m->set_memory_start(0x400000);
+  m->set_memory_limit(0x800000);
+  m->set_filename(str("/bin/server"));
+  std::map<uint64_t, uint64_t> location_of;
+  uint64_t next_id = first_id;
+  for (const S& s : samples) {
+    pb::Sample* out = p.add_sample();
+    for (uint64_t a : s.addresses) {
+      auto [it, added] = location_of.emplace(a, next_id);
+      if (added) {
+        pb::Function* f = p.add_function();
+        f->set_id(next_id);
+        f->set_name(str("func" + std::to_string(a)));
+        f->set_filename(str("main.go"));
+        pb::Location* l = p.add_location();
+        l->set_id(next_id);
+        l->set_mapping_id(1);
+        l->set_address(a);
+        pb::Line* line = l->add_line();
+        line->set_function_id(next_id);
+        line->set_line(static_cast<int64_t>(a % 100));
+        ++next_id;
+      }
+      out->add_location_id(it->second);
+    }
+    for (int64_t v : {s.alloc_objects, s.alloc_space, s.inuse_objects, s.inuse_space}) {
+      out->add_value(v);
+    }
+    if (s.size != 0) {
+      pb::Label* l = out->add_label();
+      l->set_key(str("bytes"));
+      l->set_num(s.size);
+    }
+  }
+  return p;
+}
+
+// The pushed values per "addresses/size", as {alloc_objects, alloc_space,
+// inuse_objects, inuse_space}.
+std::map<std::string, std::vector<int64_t>> Values(const pb::Profile& p) {
+  std::map<uint64_t, uint64_t> address;
+  for (const pb::Location& l : p.location()) address[l.id()] = l.address();
+  int64_t bytes = -1;
+  for (int i = 0; i < p.string_table_size(); ++i) {
+    if (p.string_table(i) == "bytes") bytes = i;
+  }
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const pb::Sample& s : p.sample()) {
+    std::string key;
+    for (uint64_t id : s.location_id()) key += std::to_string(address.at(id)) + " ";
+    for (const pb::Label& l : s.label()) {
+      if (l.key() == bytes) key += "/" + std::to_string(l.num());
+    }
+    out[key] = std::vector<int64_t>(s.value().begin(), s.value().end());
+  }
+  return out;
+}
+
+std::vector<std::string> Comments(const pb::Profile& p) {
+  std::vector<std::string> out;
+  for (int64_t c : p.comment()) out.push_back(p.string_table(static_cast<int>(c)));
+  return out;
+}
+
+TEST(PushProfile, FirstProfileOfANewProcessCarriesItsAllocationsAndDropsZeros) {
+  AllocDeltaState state(/*from_zero=*/true);
+  PyroscopeProfile out = MakePyroscopeProfile(
+      Heap(
+          {{{10, 20}, 64, 3, 192, 1, 64}, {{11, 20}, 64, 0, 0, 0, 0}, {{12}, 4096, 1, 4096, 0, 0}}),
+      state, PushLimits{});
+  EXPECT_FALSE(out.baseline);
+  EXPECT_EQ(out.samples_in, 3u);
+  EXPECT_EQ(Values(out.profile),
+            (std::map<std::string, std::vector<int64_t>>{{"10 20 /64", {3, 192, 1, 64}},
+                                                         {"12 /4096", {1, 4096, 0, 0}}}));
+}
+
+TEST(PushProfile, AllocIsTheDeltaByAddressesAndSizeInuseIsAbsolute) {
+  AllocDeltaState state(true);
+  MakePyroscopeProfile(Heap({{{10, 20}, 64, 3, 192, 1, 64},
+                             {{10, 20}, 128, 1, 128, 1, 128},
+                             {{12}, 4096, 1, 4096, 1, 4096}}),
+                       state, PushLimits{});
+  // The second capture numbers its locations differently: keys are addresses.
+  PyroscopeProfile out = MakePyroscopeProfile(Heap({{{12}, 4096, 1, 4096, 1, 4096},
+                                                    {{10, 20}, 64, 5, 320, 2, 128},
+                                                    {{10, 20}, 128, 1, 128, 0, 0},
+                                                    {{13, 20}, 32, 2, 64, 2, 64}},
+                                                   100),
+                                              state, PushLimits{});
+  EXPECT_EQ(Values(out.profile), (std::map<std::string, std::vector<int64_t>>{
+                                     {"12 /4096", {0, 0, 1, 4096}},  // no new allocation, in use
+                                     {"10 20 /64", {2, 128, 2, 128}},
+                                     // {10 20}/128: no delta, nothing in use: dropped
+                                     {"13 20 /32", {2, 64, 2, 64}}}));
+}
+
+TEST(PushProfile, ADecreaseIsAResetThatSkipsTheSample) {
+  AllocDeltaState state(true);
+  MakePyroscopeProfile(Heap({{{10}, 64, 10, 640, 1, 64}}), state, PushLimits{});
+  PyroscopeProfile out =
+      MakePyroscopeProfile(Heap({{{10}, 64, 4, 256, 1, 64}}), state, PushLimits{});
+  EXPECT_EQ(out.resets, 1u);
+  EXPECT_EQ(out.profile.sample_size(), 0);
+  // The decreased values are the new baseline.
+  out = MakePyroscopeProfile(Heap({{{10}, 64, 6, 384, 1, 64}}), state, PushLimits{});
+  EXPECT_EQ(Values(out.profile)["10 /64"], (std::vector<int64_t>{2, 128, 1, 64}));
+}
+
+TEST(PushProfile, AProcessOlderThanTheAgentStartsWithABaseline) {
+  AllocDeltaState state(/*from_zero=*/false);
+  PyroscopeProfile out = MakePyroscopeProfile(
+      Heap({{{10}, 64, 10, 640, 1, 64}, {{11}, 64, 5, 320, 0, 0}}), state, PushLimits{});
+  EXPECT_TRUE(out.baseline);
+  EXPECT_EQ(Values(out.profile),
+            (std::map<std::string, std::vector<int64_t>>{{"10 /64", {0, 0, 1, 64}}}));
+  ASSERT_EQ(Comments(out.profile).size(), 1u);
+  EXPECT_NE(Comments(out.profile)[0].find("baseline"), std::string::npos);
+  out = MakePyroscopeProfile(Heap({{{10}, 64, 12, 768, 1, 64}, {{11}, 64, 5, 320, 0, 0}}), state,
+                             PushLimits{});
+  EXPECT_FALSE(out.baseline);
+  EXPECT_EQ(Values(out.profile),
+            (std::map<std::string, std::vector<int64_t>>{{"10 /64", {2, 128, 1, 64}}}));
+}
+
+TEST(PushProfile, TrimmingKeepsTheLargestSamplesAndCarriesTheRestToTheNextPush) {
+  AllocDeltaState state(true);
+  PushLimits limits;
+  limits.max_samples = 2;
+  PyroscopeProfile out = MakePyroscopeProfile(
+      Heap({{{10}, 64, 1, 64, 0, 0}, {{11}, 64, 100, 6400, 0, 0}, {{12}, 64, 1, 64, 1, 64}}), state,
+      limits);
+  EXPECT_EQ(out.nonzero, 3u);
+  EXPECT_EQ(out.trimmed, 1u);
+  EXPECT_EQ(Values(out.profile), (std::map<std::string, std::vector<int64_t>>{
+                                     {"11 /64", {100, 6400, 0, 0}}, {"12 /64", {1, 64, 1, 64}}}));
+  ASSERT_EQ(Comments(out.profile).size(), 1u);
+  EXPECT_NE(Comments(out.profile)[0].find("1 of 3 samples were trimmed"), std::string::npos);
+  // Next time only {10} changed: its allocations of both intervals arrive.
+  out = MakePyroscopeProfile(
+      Heap({{{10}, 64, 3, 192, 0, 0}, {{11}, 64, 100, 6400, 0, 0}, {{12}, 64, 1, 64, 1, 64}}),
+      state, limits);
+  EXPECT_EQ(out.trimmed, 0u);
+  EXPECT_EQ(Values(out.profile), (std::map<std::string, std::vector<int64_t>>{
+                                     {"10 /64", {3, 192, 0, 0}}, {"12 /64", {0, 0, 1, 64}}}));
+}
+
+TEST(PushProfile, TrimmingToTheSizeLimit) {
+  std::vector<S> samples;
+  for (uint64_t i = 0; i < 2000; ++i) {
+    samples.push_back({{1000 + i, 2000 + i, 3000 + i},
+                       64,
+                       static_cast<int64_t>(i + 1),
+                       static_cast<int64_t>(64 * (i + 1)),
+                       0,
+                       0});
+  }
+  AllocDeltaState state(true);
+  PushLimits limits;
+  limits.max_bytes = 20000;
+  PyroscopeProfile out = MakePyroscopeProfile(Heap(samples), state, limits);
+  EXPECT_LE(out.profile.ByteSizeLong(), limits.max_bytes);
+  EXPECT_GT(out.profile.sample_size(), 0);
+  EXPECT_EQ(out.trimmed + static_cast<uint64_t>(out.profile.sample_size()), 2000u);
+  // The largest were kept.
+  EXPECT_EQ(Values(out.profile).count("2999 3999 4999 /64"), 1u);
+  EXPECT_EQ(Values(out.profile).count("1000 2000 3000 /64"), 0u);
+}
+
+TEST(PushProfile, OutputIdsAreSequentialAndOnlyUsedStringsRemain) {
+  AllocDeltaState state(true);
+  PyroscopeProfile out = MakePyroscopeProfile(
+      Heap({{{10, 20}, 64, 0, 0, 0, 0}, {{30, 20}, 64, 1, 64, 1, 64}}, 7), state, PushLimits{});
+  const pb::Profile& p = out.profile;
+  ASSERT_GT(p.string_table_size(), 0);
+  EXPECT_EQ(p.string_table(0), "");
+  for (int i = 0; i < p.location_size(); ++i) EXPECT_EQ(p.location(i).id(), uint64_t(i + 1));
+  for (int i = 0; i < p.function_size(); ++i) EXPECT_EQ(p.function(i).id(), uint64_t(i + 1));
+  for (int i = 0; i < p.mapping_size(); ++i) EXPECT_EQ(p.mapping(i).id(), uint64_t(i + 1));
+  EXPECT_EQ(p.location_size(), 2);  // 10 was used only by the dropped sample
+  for (const std::string& s : p.string_table()) {
+    EXPECT_NE(s, "unused string");
+    EXPECT_NE(s, "func10");
+  }
+  EXPECT_EQ(p.period(), 512 * 1024);
+  EXPECT_EQ(p.string_table(static_cast<int>(p.period_type().type())), "space");
+}
+
+TEST(PushProfile, MalformedInputIsRefused) {
+  AllocDeltaState state(true);
+  pb::Profile p = Heap({{{10}, 64, 1, 64, 1, 64}});
+  p.mutable_sample(0)->set_location_id(0, 99);
+  try {
+    MakePyroscopeProfile(p, state, PushLimits{});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kMalformed);
+  }
+  pb::Profile q = Heap({{{10}, 64, 1, 64, 1, 64}});
+  q.mutable_sample_type(1)->set_type(0);  // no alloc_space
+  EXPECT_THROW(MakePyroscopeProfile(q, state, PushLimits{}), Error);
+  pb::Profile r = Heap({{{10}, 64, 1, 64, 1, 64}});
+  r.mutable_sample(0)->mutable_label(0)->set_key(1000);  // string index out of range
+  EXPECT_THROW(MakePyroscopeProfile(r, state, PushLimits{}), Error);
+}
+
+}  // namespace
+}  // namespace goheap2pprof
