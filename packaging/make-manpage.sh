@@ -54,6 +54,8 @@ help2man -N --no-discard-stderr --version-string="$version" \
   --include "$here/goheap2pprof.h2m" --include "$tmp/subcommands.h2m" \
   "$(wrapper goheap2pprof)" >"$tmp/main.1"
 # The wrapper's name is the program's; "Exit codes:" of --help is the EXIT STATUS section.
+# The usage examples at the top of --help stay one per line.
 sed -e "s|$tmp/goheap2pprof|goheap2pprof|g" \
-  -e 's|^\.SS "Exit codes:"$|.SH "EXIT STATUS"|' "$tmp/main.1" >"$out.new"
+  -e 's|^\.SS "Exit codes:"$|.SH "EXIT STATUS"|' "$tmp/main.1" |
+  awk '/^goheap2pprof / && last ~ /^goheap2pprof / {print ".br"} {print; last = $0}' >"$out.new"
 mv "$out.new" "$out"

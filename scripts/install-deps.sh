@@ -19,7 +19,7 @@ packages=(
   libprotobuf-dev:arm64 zlib1g-dev:arm64 libelf-dev:arm64 libdw-dev:arm64
   libcapstone-dev:arm64 libseccomp-dev:arm64 libzstd-dev:arm64 liblzma-dev:arm64
   libbz2-dev:arm64
-  help2man mmdebstrap zsh file dpkg-dev man-db systemd
+  help2man mmdebstrap zsh file dpkg-dev man-db systemd ccache
 )
 
 sudo=""
