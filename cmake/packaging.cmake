@@ -12,6 +12,11 @@
 # CMAKE_CROSSCOMPILING_EMULATOR when cross-compiling), so they cannot drift from --help.
 include(GNUInstallDirs)
 
+find_program(GOHEAP2PPROF_HELP2MAN help2man)
+if(NOT GOHEAP2PPROF_HELP2MAN)
+  message(FATAL_ERROR "help2man is needed to make goheap2pprof(1) from --help: apt-get install "
+                      "help2man (scripts/install-deps.sh installs it)")
+endif()
 set(GOHEAP2PPROF_DOC_DIR ${PROJECT_BINARY_DIR}/packaging)
 set(runner ${CMAKE_CROSSCOMPILING_EMULATOR})
 add_custom_command(

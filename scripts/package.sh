@@ -39,7 +39,9 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 # The release binaries are stripped, so the build directory in the debug info does not matter:
 # let ccache share objects between build trees (a test's and a developer's).
-export CCACHE_NOHASHDIR=1
+# CCACHE_BASEDIR makes the absolute paths under the source tree relative, so build trees at the
+# same depth (build-package/static-amd64, build/package/static-amd64) share their objects.
+export CCACHE_NOHASHDIR=1 CCACHE_BASEDIR=$src
 log=$root/package.log
 : >"$log"
 

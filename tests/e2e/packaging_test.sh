@@ -4,8 +4,8 @@
 #   bash tests/e2e/packaging_test.sh <path-to-goheap2pprof> <path-to-profdiff>
 #
 # One run of scripts/package.sh builds the static linux/amd64 and linux/arm64 executables
-# (one build tree per arch in <build>/package, reused by the next run) and makes the .deb
-# from this build tree. Then:
+# (one build tree per arch in <build>/package, reused by the next run, or in
+# $GOHEAP2PPROF_PACKAGE_BUILD_ROOT) and makes the .deb from this build tree. Then:
 #  - each static executable has no dynamic section and no interpreter (file, readelf), and
 #    its tarball holds the binary, man page, completions, unit and licences;
 #  - static amd64, copied alone into an empty directory that becomes the root of a new mount
@@ -49,8 +49,9 @@ exit_cleanup() {
 }
 start=$SECONDS
 
-# ---- build: both static executables and the .deb, once.
-pkg=$bin/package
+# ---- build: both static executables and the .deb, once. GOHEAP2PPROF_PACKAGE_BUILD_ROOT
+# points at the build trees of an earlier `scripts/package.sh --build-root DIR` to reuse them.
+pkg=${GOHEAP2PPROF_PACKAGE_BUILD_ROOT:-$bin/package}
 if ! bash "$src/scripts/package.sh" --arch all --deb --build-root "$pkg" --out "$work/dist" \
   --dynamic-build "$bin" >"$work/package.out" 2>&1; then
   fail "scripts/package.sh" "$work/package.out"
