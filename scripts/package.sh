@@ -135,8 +135,10 @@ if ((deb)); then
   if [[ -z $dynamic ]]; then
     dynamic=$root/dynamic
     build "$dynamic"
-  else
-    cmake --build "$dynamic" -j"$(nproc)" --target goheap2pprof goheap2pprof_docs >>"$log" 2>&1
+  elif ! cmake --build "$dynamic" -j"$(nproc)" --target goheap2pprof goheap2pprof_docs >>"$log" 2>&1; then
+    echo "package: the build in $dynamic failed; the end of $log:" >&2
+    tail -n 40 "$log" >&2
+    exit 1
   fi
   rm -rf "$root/cpack"
   if ! cpack --config "$dynamic/CPackConfig.cmake" -B "$root/cpack" >>"$log" 2>&1; then
