@@ -12,17 +12,54 @@ packages=(
   golang-1.19-go curl ca-certificates
   qemu-user-static libc6-arm64-cross
   libcpp-httplib-dev libssl-dev libseccomp-dev prometheus gdb
+  # Packaging (scripts/package.sh, tests/e2e/packaging_test.sh): the static build's
+  # compressors under libdw.a, the arm64 cross toolchain and arm64 libraries, the man page
+  # generator, a Debian 12 root for the .deb test, and what the test runs.
+  libzstd-dev liblzma-dev libbz2-dev g++-aarch64-linux-gnu
+  libprotobuf-dev:arm64 zlib1g-dev:arm64 libelf-dev:arm64 libdw-dev:arm64
+  libcapstone-dev:arm64 libseccomp-dev:arm64 libzstd-dev:arm64 liblzma-dev:arm64
+  libbz2-dev:arm64 libssl-dev:arm64
+  help2man mmdebstrap zsh file dpkg-dev man-db systemd ccache
 )
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+# The arm64 libraries are Debian's multiarch packages; the static build compiles cpp-httplib
+# from its Debian source (scripts/debian-source.sh), which needs deb-src lines.
+need_update=0
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  echo "install-deps: dpkg --add-architecture arm64"
+  $sudo dpkg --add-architecture arm64
+  need_update=1
+fi
+if ! apt-get indextargets --format '$(CREATED_BY)' 2>/dev/null | grep -q '^Sources$' &&
+  ! grep -rqs '^Types:.*deb-src\|^deb-src ' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+  echo "install-deps: adding deb-src lines for Debian 12 (/etc/apt/sources.list.d/goheap2pprof-deb-src.sources)"
+  $sudo tee /etc/apt/sources.list.d/goheap2pprof-deb-src.sources >/dev/null <<'SOURCES'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb-src
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SOURCES
+  need_update=1
+fi
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+if ((${#missing[@]} || need_update)); then
+  $sudo apt-get update -qq
+fi
 if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]}"
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 

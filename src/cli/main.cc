@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "cli/push_main.h"
 #include "cli/serve_main.h"
+#include "cli/version.h"
 #include "pprof/output.h"
 #include "proc/procfs.h"
 #include "runtime/bucket_layout.h"
@@ -233,7 +234,9 @@ int Main(int argc, char** argv) {
       "for a Go newer than every tested version whose executable has no DWARF to prove its "
       "heap-bucket layout: read it with this version's layout (e.g. 1.27); warns, also in the "
       "output");
-  app.set_version_flag("--version", std::string("goheap2pprof ") + GOHEAP2PPROF_VERSION);
+  app.set_version_flag("--version", &VersionText,
+                       "print the version, the git commit and the versions of the libraries "
+                       "linked in");
   WatchArgs watch_args;
   WatchOptions watch;
   CLI::App* watch_cmd = AddWatchCommand(app, watch_args, watch);

@@ -1,0 +1,80 @@
+// --version text; see version.h.
+#include "cli/version.h"
+
+#include <capstone/capstone.h>
+#include <elfutils/libdwfl.h>
+#include <gnu/libc-version.h>
+#include <google/protobuf/stubs/common.h>
+#include <httplib.h>
+#include <seccomp.h>
+#include <zlib.h>
+#ifdef GOHEAP2PPROF_STATIC
+#include <bzlib.h>
+#include <lzma.h>
+#include <zstd.h>
+#endif
+
+#include <CLI/Version.hpp>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "build_info.h"  // generated: GOHEAP2PPROF_GIT_COMMIT (cmake/build_info.cmake)
+
+namespace goheap2pprof {
+namespace {
+
+#if defined(__x86_64__)
+constexpr const char* kArch = "amd64";
+#elif defined(__aarch64__)
+constexpr const char* kArch = "arm64";
+#else
+constexpr const char* kArch = "unknown";
+#endif
+
+#ifdef GOHEAP2PPROF_STATIC
+constexpr const char* kLinkage = "static";
+#else
+constexpr const char* kLinkage = "dynamic";
+#endif
+
+}  // namespace
+
+std::string VersionText() {
+  std::ostringstream out;
+  out << "goheap2pprof " << GOHEAP2PPROF_VERSION << "\n"
+      << "commit " << GOHEAP2PPROF_GIT_COMMIT << "\n"
+      << "linux/" << kArch << ", " << kLinkage << "ally linked\n";
+  // Run-time versions where the library reports its own (what is really linked, also when a
+  // shared library was upgraded under us); header macros for the rest.
+  int capstone_major = 0, capstone_minor = 0;
+  cs_version(&capstone_major, &capstone_minor);
+  const scmp_version* seccomp = seccomp_version();
+  out << "libraries:\n"
+      << "  protobuf " << google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION) << "\n"
+      << "  zlib " << zlibVersion() << "\n"
+      << "  elfutils (libelf, libdw) " << dwfl_version(nullptr) << "\n"
+      << "  capstone " << capstone_major << "." << capstone_minor << "." << CS_VERSION_EXTRA << "\n"
+      << "  libseccomp " << seccomp->major << "." << seccomp->minor << "." << seccomp->micro << "\n"
+      << "  cpp-httplib " << CPPHTTPLIB_VERSION
+      << "\n"
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
+      // push's https; the header's text (httplib, not our code, links libssl).
+      << "  " << OPENSSL_VERSION_TEXT << "\n"
+#endif
+      << "  CLI11 " << CLI11_VERSION << "\n"
+      << "  nlohmann-json " << NLOHMANN_JSON_VERSION_MAJOR << "." << NLOHMANN_JSON_VERSION_MINOR
+      << "." << NLOHMANN_JSON_VERSION_PATCH << "\n";
+#ifdef GOHEAP2PPROF_STATIC
+  // Linked in only here: a dynamic libdw.so brings its own compressors, and the C and C++
+  // runtimes are the host's.
+  out << "  zstd " << ZSTD_versionString() << "\n"
+      << "  xz (liblzma) " << lzma_version_string() << "\n"
+      << "  bzip2 " << BZ2_bzlibVersion() << "\n";
+#endif
+  out << "  glibc " << gnu_get_libc_version() << "\n"
+      << "  libstdc++ (GCC " << __GNUC__ << "." << __GNUC_MINOR__ << "." << __GNUC_PATCHLEVEL__
+      << ")";
+  return out.str();
+}
+
+}  // namespace goheap2pprof
