@@ -17,6 +17,9 @@ MemRecordCycle LoadCycle(const uint8_t* p, MemRecordLayout layout, uint64_t size
   return {LoadU64(p), LoadU64(p + 8), LoadU64(p + 16), LoadU64(p + 24)};
 }
 
+// stack_slices' mark for a stack used in place.
+constexpr uint64_t kInPlace = UINT64_MAX;
+
 // Most buckets hold short stacks; reading this much after the header in the
 // same call usually fetches the whole bucket at once.
 constexpr uint64_t kSpeculativeStackWords = 32;
@@ -103,12 +106,23 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
     Bucket b;
     b.addr = addr;
     b.size = size;
-    // Stacks go into one arena; the spans are set once it stops growing.
-    stack_slices.emplace_back(result.stack_words.size(), nstk);
-    result.stack_words.resize(result.stack_words.size() + nstk);
-    if (nstk > 0) {
-      std::memcpy(result.stack_words.data() + stack_slices.back().first, data + kBucketHeaderSize,
-                  8 * nstk);
+    b.allnext = allnext;
+    b.hash = LoadU64(h + kBucketHashOffset);
+    if (data != buf.data() && limits.stacks_in_place) {
+      // The reader lent these bytes (View) and keeps them: the stack is used
+      // where it lies, which spares copying (and faulting in) every stack.
+      // Blocks start page- or 64-byte aligned and addr is 8-byte aligned.
+      b.stack = std::span<const uint64_t>(
+          reinterpret_cast<const uint64_t*>(data + kBucketHeaderSize), nstk);
+      stack_slices.emplace_back(kInPlace, nstk);
+    } else {
+      // Stacks go into one arena; the spans are set once it stops growing.
+      stack_slices.emplace_back(result.stack_words.size(), nstk);
+      result.stack_words.resize(result.stack_words.size() + nstk);
+      if (nstk > 0) {
+        std::memcpy(result.stack_words.data() + stack_slices.back().first, data + kBucketHeaderSize,
+                    8 * nstk);
+      }
     }
     const uint8_t* rec = data + kBucketHeaderSize + 8 * nstk;
     b.active = LoadCycle(rec, limits.record_layout, size);
@@ -119,6 +133,7 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
     addr = allnext;
   }
   for (size_t i = 0; i < result.buckets.size(); ++i) {
+    if (stack_slices[i].first == kInPlace) continue;
     result.buckets[i].stack = std::span<const uint64_t>(
         result.stack_words.data() + stack_slices[i].first, stack_slices[i].second);
   }

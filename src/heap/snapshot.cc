@@ -46,7 +46,10 @@ HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
     walk = WalkBuckets(mem, head, walk_limits);
   } else {
     BlockCacheReader cached(mem, limits.cache_ranges, limits.cache_block_size);
-    walk = WalkBuckets(cached, head, walk_limits);
+    WalkLimits in_place = walk_limits;
+    in_place.stacks_in_place = true;
+    walk = WalkBuckets(cached, head, in_place);
+    snap.stack_blocks = std::move(cached).KeepBytes();
   }
   snap.buckets = std::move(walk.buckets);
   snap.stack_arenas.push_back(std::move(walk.stack_words));

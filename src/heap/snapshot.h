@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "heap/buckets.h"
@@ -32,6 +33,8 @@ struct HeapSnapshot {
   // Back buckets[i].stack: the first walk's stacks, then those of buckets
   // created before a retry.
   std::vector<std::vector<uint64_t>> stack_arenas;
+  // The first walk's block cache, where its buckets' stacks lie (in place).
+  std::shared_ptr<const void> stack_blocks;
   // Reads of the list: 1, plus one per retry. A retry re-reads only the
   // counters (and any buckets created since), so it is short and cheap.
   int walks = 0;
