@@ -19,6 +19,7 @@
 
 #include "agent/serve_sandbox.h"
 #include "app/capture.h"
+#include "app/capture_state.h"
 #include "app/executable_analysis.h"
 #include "app/process_source.h"
 #include "app/run.h"
@@ -143,6 +144,48 @@ AnalysisCache& Analyses() {
   return cache;
 }
 
+// Per-process capture states (app/capture_state.h), kept between requests so
+// that a process scraped again costs its counters and whatever changed.
+// Bounded like the analyses: the least recently captured process goes
+// first. A state checks itself that it is still its process's (start time,
+// executable, headers), so a pid reused by another program starts afresh.
+class CaptureStates {
+ public:
+  static constexpr size_t kMaxEntries = 8;
+
+  ProcessCaptureState& For(pid_t pid) {
+    ++clock_;
+    for (Entry& e : entries_) {
+      if (e.pid == pid) {
+        e.used = clock_;
+        return *e.state;
+      }
+    }
+    if (entries_.size() >= kMaxEntries) {
+      auto oldest =
+          std::min_element(entries_.begin(), entries_.end(),
+                           [](const Entry& a, const Entry& b) { return a.used < b.used; });
+      entries_.erase(oldest);
+    }
+    entries_.push_back({pid, std::make_unique<ProcessCaptureState>(), clock_});
+    return *entries_.back().state;
+  }
+
+ private:
+  struct Entry {
+    pid_t pid = 0;
+    std::unique_ptr<ProcessCaptureState> state;
+    uint64_t used = 0;
+  };
+  std::vector<Entry> entries_;
+  uint64_t clock_ = 0;
+};
+
+CaptureStates& States() {
+  static CaptureStates states;
+  return states;
+}
+
 // The live process as a capture source, with the end-to-end tests' seams
 // (GOHEAP2PPROF_TEST_SEAM) when set.
 std::unique_ptr<CaptureSource> OpenSource(pid_t pid, WorkerReply& reply) {
@@ -180,7 +223,8 @@ WorkerReply Capture(const WorkerRequest& request) {
       text = HeapDebugText(records, rate, analysis->traits(), analysis->symbolizer(), load_bias);
     };
   }
-  CaptureResult result = Capture(*source, *analysis, options);
+  CaptureReport report;
+  CaptureResult result = Capture(*source, analysis, options, report, States().For(request.pid));
   reply.bytes_read = result.report.bytes_read;
   if (request.op == WorkerOp::kHeapDebugText) {
     reply.body = std::move(text);

@@ -64,6 +64,9 @@ struct WalkResult {
   // The stacks not used in place, back to back; Bucket::stack points into
   // it, so move the two together (moving a vector keeps its data in place).
   std::vector<uint64_t> stack_words;
+  // With WalkLimits::stop_at: whether the walk ended there (and not at the
+  // list's end).
+  bool reached_stop = false;
 };
 
 // Follows allnext from head. With MemRecordLayout::kCountsOnly the byte
@@ -77,6 +80,14 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
 // and stacks never change once a bucket exists; only the counters move, so
 // this is all a retry after a concurrent GC publication needs.
 void RereadRecords(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout);
+
+// RereadRecords that also re-reads each bucket's header and checks that it
+// is still the bucket remembered (allnext, type, hash, size, nstk): the
+// check a cache of buckets makes before trusting them for another capture.
+// Returns false, with the counters unspecified, if any bucket is unmapped or
+// differs. scratch is reused between calls.
+bool RevalidateBuckets(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout,
+                       std::vector<uint8_t>& scratch);
 
 // One runtime.MemProfileRecord (memProfileInternal with inuseZero = true).
 struct MemProfileRecord {
