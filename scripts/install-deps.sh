@@ -11,7 +11,7 @@ packages=(
   clang libclang-rt-14-dev clang-format
   golang-1.19-go curl ca-certificates
   qemu-user-static libc6-arm64-cross
-  libcpp-httplib-dev libseccomp-dev prometheus gdb libdeflate-dev
+  libcpp-httplib-dev libseccomp-dev prometheus gdb
 )
 
 missing=()

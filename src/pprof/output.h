@@ -11,7 +11,7 @@
 
 namespace goheap2pprof {
 
-// gzip (RFC 1952) of data at level 1, the level runtime/pprof uses.
+// gzip (RFC 1952) of data at zlib level 1, the level runtime/pprof uses.
 std::string Gzip(std::string_view data);
 // Inverse, for tests and tools; throws Error(kMalformed) on a bad stream.
 std::string Gunzip(std::string_view data, size_t max_size = size_t{1} << 31);
@@ -25,7 +25,8 @@ void CheckOutputWritable(const std::string& path);
 // Writes data to path atomically; "-" means standard output. Throws
 // Error(kIo) naming the path; on failure the destination is untouched.
 void WriteOutput(const std::string& path, std::string_view data);
-// Writes the gzipped profile (EncodeProfile's bytes) to path the same way.
+// Writes the gzipped profile to path the same way, serializing directly into
+// the compressor (EncodeProfile's bytes, without holding them in memory).
 void WriteProfile(const std::string& path, const pb::Profile& profile);
 
 }  // namespace goheap2pprof
