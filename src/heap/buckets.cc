@@ -79,6 +79,8 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
     uint64_t typ = LoadU64(h + kBucketTypOffset);
     uint64_t size = LoadU64(h + kBucketSizeOffset);
     uint64_t nstk = LoadU64(h + kBucketNstkOffset);
+    // Read now: h may not survive the second read below.
+    const uint64_t hash = LoadU64(h + kBucketHashOffset);
     if (typ != kMemProfileBucketType) {
       throw Error(ErrorKind::kMalformed, "bucket at ", Hex(addr), ": type ", typ,
                   " is not a heap bucket (1)");
@@ -109,7 +111,7 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
     b.addr = addr;
     b.size = size;
     b.allnext = allnext;
-    b.hash = LoadU64(h + kBucketHashOffset);
+    b.hash = hash;
     if (data != buf.data() && limits.stacks_in_place) {
       // The reader lent these bytes (View) and keeps them: the stack is used
       // where it lies, which spares copying (and faulting in) every stack.
