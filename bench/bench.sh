@@ -152,12 +152,12 @@ measure() {
   local -a rep_wall curl2_wall ratio_cold ratio_rep
   # Warm-up: the first fetch creates the buckets of the pprof handler's own
   # allocations (MemProfileRate is 1); afterwards the bucket set is stable.
-  curl -sf -o "$work/curl.pb.gz" "http://127.0.0.1:$port/debug/pprof/heap" || die "$label: curl failed"
+  curl -sf --retry 2 -o "$work/curl.pb.gz" "http://127.0.0.1:$port/debug/pprof/heap" || die "$label: curl failed"
   "$tool" "$target_pid" -o "$work/ours.pb.gz" 2>/dev/null || die "$label: capture failed"
   # A few more fetches, so that the handler's own buckets stop appearing,
   # and the repeated captures' first (cold) one.
   for _ in 1 2 3; do curl -sf -o /dev/null "http://127.0.0.1:$port/debug/pprof/heap"; done
-  curl -sf -o /dev/null "http://$serve_addr/debug/pprof/heap?pid=$target_pid" ||
+  curl -sf --retry 2 -o /dev/null "http://$serve_addr/debug/pprof/heap?pid=$target_pid" ||
     die "$label: serve capture failed"
   local buckets bucket_bytes
   read -r buckets bucket_bytes < <(curl -sf "http://127.0.0.1:$port/bucketmem")
@@ -184,7 +184,7 @@ measure() {
     idle+=($(ticks_ms $((t1 - t0))))
 
     t0=$(cpu_ticks "$target_pid")
-    w=$(curl -sf -o "$work/curl.pb.gz" -w '%{time_total}' "http://127.0.0.1:$port/debug/pprof/heap") ||
+    w=$(curl -sf --retry 2 -o "$work/curl.pb.gz" -w '%{time_total}' "http://127.0.0.1:$port/debug/pprof/heap") ||
       die "$label: curl failed"
     t1=$(cpu_ticks "$target_pid")
     curl_wall+=($(awk -v w="$w" 'BEGIN {print int(w * 1000 + 0.5)}'))
@@ -192,10 +192,10 @@ measure() {
     curl_size+=($(stat -c %s "$work/curl.pb.gz"))
 
     # The repeated capture through serve, then the endpoint again.
-    w=$(curl -sf -o "$work/rep.pb.gz" -w '%{time_total}' "http://$serve_addr/debug/pprof/heap?pid=$target_pid") ||
+    w=$(curl -sf --retry 2 -o "$work/rep.pb.gz" -w '%{time_total}' "http://$serve_addr/debug/pprof/heap?pid=$target_pid") ||
       die "$label: serve capture failed"
     rep_wall+=($(awk -v w="$w" 'BEGIN {print int(w * 1000 + 0.5)}'))
-    w=$(curl -sf -o /dev/null -w '%{time_total}' "http://127.0.0.1:$port/debug/pprof/heap") ||
+    w=$(curl -sf --retry 2 -o /dev/null -w '%{time_total}' "http://127.0.0.1:$port/debug/pprof/heap") ||
       die "$label: curl failed"
     curl2_wall+=($(awk -v w="$w" 'BEGIN {print int(w * 1000 + 0.5)}'))
     ratio_cold+=($(awk -v c="${curl_wall[-1]}" -v o="${ours_wall[-1]}" 'BEGIN {printf "%.2f", c / (o > 0 ? o : 1)}'))
@@ -208,6 +208,9 @@ measure() {
     "$(printf '%s,' "${tgt_ours[@]}") $(printf '%s,' "${tgt_curl[@]}")" >>"$work/results"
   echo "$label $buckets $(m "${ours_wall[@]}") $(m "${ours_cpu[@]}") $(m "${curl_wall[@]}") $(m "${ratio_cold[@]}")" \
     "$(m "${rep_wall[@]}") $(m "${curl2_wall[@]}") $(m "${ratio_rep[@]}")" >>"$work/paired"
+  # Also to the log as it goes, so an interrupted run keeps what it measured.
+  echo "paired: $(tail -n 1 "$work/paired")" >&2
+  echo "results: $(tail -n 1 "$work/results")" >&2
 }
 
 # --- run -----------------------------------------------------------------------

@@ -152,9 +152,26 @@ AnalysisCache& Analyses() {
 class CaptureStates {
  public:
   static constexpr size_t kMaxEntries = 8;
+  // The states' memory, bounded well below the worker's address-space
+  // limit: a 250k-bucket process's state holds about 100 MiB.
+  static constexpr size_t kMaxBytes = size_t{384} << 20;
 
   ProcessCaptureState& For(pid_t pid) {
     ++clock_;
+    // States of processes that are gone are of no use any more.
+    std::erase_if(entries_, [pid](const Entry& e) {
+      struct stat st {};
+      return e.pid != pid && stat(("/proc/" + std::to_string(e.pid)).c_str(), &st) != 0;
+    });
+    size_t bytes = 0;
+    for (const Entry& e : entries_) bytes += e.state->ApproximateBytes();
+    while (bytes > kMaxBytes && !entries_.empty()) {
+      auto oldest =
+          std::min_element(entries_.begin(), entries_.end(),
+                           [](const Entry& a, const Entry& b) { return a.used < b.used; });
+      bytes -= std::min(bytes, oldest->state->ApproximateBytes());
+      entries_.erase(oldest);
+    }
     for (Entry& e : entries_) {
       if (e.pid == pid) {
         e.used = clock_;
