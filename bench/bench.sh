@@ -15,6 +15,14 @@
 #   HARM          1 runs bench/harm.sh at the end (default 1)
 #   BUILD_DIR     where the tool is built (default <repo>/build-bench, Release)
 #   GO            the Go command for the targets (default "env GOTOOLCHAIN=local go", i.e. Go 1.26.8)
+#   GOS           several toolchains at once, e.g. "local go1.27.3 /usr/lib/go-1.19/bin/go":
+#                 "local" is $GO, goX.Y.Z is GOTOOLCHAIN=goX.Y.Z go, a path is that go
+#                 command; every size is measured for each (the deep variant for Go >= 1.23)
+#
+# Each round is paired: our cold capture, the target's endpoint, a repeated
+# capture through `goheap2pprof serve` (its worker keeps the process's
+# capture state; the first, unmeasured fetch made it), the endpoint again.
+# The speed-ups are medians of the per-round ratios (endpoint wall / ours).
 #
 # What each column is:
 #   ours wall/CPU    goheap2pprof's wall time and user+sys CPU (/usr/bin/time), medians
@@ -61,7 +69,9 @@ cmake --build "$build" -j"$(nproc)" --target goheap2pprof >/dev/null || die "bui
 tool=$build/goheap2pprof
 work=$(mktemp -d "${TMPDIR:-/tmp}/goheap2pprof-bench.XXXXXX")
 target_pid=""
+serve_pid=""
 cleanup() {
+  [[ -n $serve_pid ]] && kill "$serve_pid" 2>/dev/null
   if [[ -n $target_pid ]]; then
     kill "$target_pid" 2>/dev/null
     wait "$target_pid" 2>/dev/null
@@ -71,9 +81,31 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-go_version=$("${go_cmd[@]}" version) || die "no Go toolchain (${go_cmd[*]})"
-(cd "$src/testdata/benchtarget" && "${go_cmd[@]}" build -o "$work/benchtarget" .) ||
-  die "building testdata/benchtarget failed"
+# go_for <spec>: the Go command for a GOS entry, into the array gocmd.
+go_for() {
+  case $1 in
+    local) gocmd=("${go_cmd[@]}") ;;
+    go1.*) gocmd=(env "GOTOOLCHAIN=$1" go) ;;
+    *) gocmd=(env GOTOOLCHAIN=local "$1") ;;
+  esac
+}
+read -r -a go_specs <<<"${GOS:-local}"
+go_version=""
+for spec in "${go_specs[@]}"; do
+  go_for "$spec"
+  v=$("${gocmd[@]}" version) || die "no Go toolchain (${gocmd[*]})"
+  v=$(awk '{print $3}' <<<"$v")
+  go_version+="$v "
+  (cd "$src/testdata/benchtarget" && "${gocmd[@]}" build -o "$work/benchtarget-$v" .) ||
+    die "building testdata/benchtarget with $v failed"
+done
+
+# One serve for the repeated captures, as a long-running agent would be.
+"$tool" serve --listen 127.0.0.1:0 -v >"$work/serve.out" 2>"$work/serve.log" &
+serve_pid=$!
+for _ in $(seq 50); do grep -q 'listening on' "$work/serve.log" && break; sleep 0.1; done
+serve_addr=$(sed -n 's/.*listening on //p' "$work/serve.log" | head -n 1)
+[[ -n $serve_addr ]] || die "goheap2pprof serve did not start: $(cat "$work/serve.log")"
 
 # --- helpers -------------------------------------------------------------------
 # cpu_ticks <pid>: utime+stime of the whole process, in clock ticks.
@@ -117,10 +149,16 @@ stop_target() {
 measure() {
   local label=$1 r t0 t1 s e
   local -a ours_wall ours_cpu ours_rss calls bytes ours_size tgt_ours idle curl_wall tgt_curl curl_size
+  local -a rep_wall curl2_wall ratio_cold ratio_rep
   # Warm-up: the first fetch creates the buckets of the pprof handler's own
   # allocations (MemProfileRate is 1); afterwards the bucket set is stable.
-  curl -sf -o "$work/curl.pb.gz" "http://127.0.0.1:$port/debug/pprof/heap" || die "$label: curl failed"
+  curl -sf --retry 2 -o "$work/curl.pb.gz" "http://127.0.0.1:$port/debug/pprof/heap" || die "$label: curl failed"
   "$tool" "$target_pid" -o "$work/ours.pb.gz" 2>/dev/null || die "$label: capture failed"
+  # A few more fetches, so that the handler's own buckets stop appearing,
+  # and the repeated captures' first (cold) one.
+  for _ in 1 2 3; do curl -sf -o /dev/null "http://127.0.0.1:$port/debug/pprof/heap"; done
+  curl -sf --retry 2 -o /dev/null "http://$serve_addr/debug/pprof/heap?pid=$target_pid" ||
+    die "$label: serve capture failed"
   local buckets bucket_bytes
   read -r buckets bucket_bytes < <(curl -sf "http://127.0.0.1:$port/bucketmem")
   for ((r = 0; r < repeat; r++)); do
@@ -146,35 +184,54 @@ measure() {
     idle+=($(ticks_ms $((t1 - t0))))
 
     t0=$(cpu_ticks "$target_pid")
-    w=$(curl -sf -o "$work/curl.pb.gz" -w '%{time_total}' "http://127.0.0.1:$port/debug/pprof/heap") ||
+    w=$(curl -sf --retry 2 -o "$work/curl.pb.gz" -w '%{time_total}' "http://127.0.0.1:$port/debug/pprof/heap") ||
       die "$label: curl failed"
     t1=$(cpu_ticks "$target_pid")
     curl_wall+=($(awk -v w="$w" 'BEGIN {print int(w * 1000 + 0.5)}'))
     tgt_curl+=($(ticks_ms $((t1 - t0))))
     curl_size+=($(stat -c %s "$work/curl.pb.gz"))
+
+    # The repeated capture through serve, then the endpoint again.
+    w=$(curl -sf --retry 2 -o "$work/rep.pb.gz" -w '%{time_total}' "http://$serve_addr/debug/pprof/heap?pid=$target_pid") ||
+      die "$label: serve capture failed"
+    rep_wall+=($(awk -v w="$w" 'BEGIN {print int(w * 1000 + 0.5)}'))
+    w=$(curl -sf --retry 2 -o /dev/null -w '%{time_total}' "http://127.0.0.1:$port/debug/pprof/heap") ||
+      die "$label: curl failed"
+    curl2_wall+=($(awk -v w="$w" 'BEGIN {print int(w * 1000 + 0.5)}'))
+    ratio_cold+=($(awk -v c="${curl_wall[-1]}" -v o="${ours_wall[-1]}" 'BEGIN {printf "%.2f", c / (o > 0 ? o : 1)}'))
+    ratio_rep+=($(awk -v c="${curl2_wall[-1]}" -v o="${rep_wall[-1]}" 'BEGIN {printf "%.2f", c / (o > 0 ? o : 1)}'))
   done
   m() { printf '%s\n' "$@" | median; }
   echo "$label $buckets $bucket_bytes $(m "${ours_wall[@]}") $(m "${ours_cpu[@]}") $(m "${curl_wall[@]}")" \
     "$(m "${tgt_curl[@]}") $(m "${tgt_ours[@]}") $(m "${idle[@]}") $(m "${calls[@]}") $(m "${bytes[@]}")" \
     "$(m "${ours_rss[@]}") $(m "${ours_size[@]}") $(m "${curl_size[@]}")" \
     "$(printf '%s,' "${tgt_ours[@]}") $(printf '%s,' "${tgt_curl[@]}")" >>"$work/results"
+  echo "$label $buckets $(m "${ours_wall[@]}") $(m "${ours_cpu[@]}") $(m "${curl_wall[@]}") $(m "${ratio_cold[@]}")" \
+    "$(m "${rep_wall[@]}") $(m "${curl2_wall[@]}") $(m "${ratio_rep[@]}")" >>"$work/paired"
+  # Also to the log as it goes, so an interrupted run keeps what it measured.
+  echo "paired: $(tail -n 1 "$work/paired")" >&2
+  echo "results: $(tail -n 1 "$work/results")" >&2
 }
 
 # --- run -----------------------------------------------------------------------
 : >"$work/results"
+: >"$work/paired"
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
-for n in $sizes; do
-  echo "size $n: starting target" >&2
-  start_target "$n" "$work/benchtarget" -buckets "$n"
-  measure "$n"
-  stop_target
+for v in $go_version; do
+  for n in $sizes; do
+    echo "$v size $n: starting target" >&2
+    start_target "$n" "$work/benchtarget-$v" -buckets "$n"
+    measure "$v/$n"
+    stop_target
+  done
+  minor=$(sed 's/^go1\.\([0-9]*\).*/\1/' <<<"$v")
+  if ((deep > 0 && minor >= 23)); then
+    echo "$v deep ($deep buckets, $deep_frames frames): starting target" >&2
+    start_target deep env GODEBUG=profstackdepth=1024 "$work/benchtarget-$v" -buckets "$deep" -deep "$deep_frames"
+    measure "$v/deep-$deep_frames"
+    stop_target
+  fi
 done
-if ((deep > 0)); then
-  echo "deep ($deep buckets, $deep_frames frames): starting target" >&2
-  start_target deep env GODEBUG=profstackdepth=1024 "$work/benchtarget" -buckets "$deep" -deep "$deep_frames"
-  measure "deep-$deep_frames"
-  stop_target
-fi
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- tables --------------------------------------------------------------------
@@ -189,6 +246,14 @@ awk 'BEGIN {
   printf "| target | buckets | ours wall ms | ours CPU ms | curl wall ms | target CPU for curl ms | speed-up (curl wall / ours wall) | target CPU during ours ms | target CPU idle ms |\n"
   printf "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n" }
   { printf "| %s | %d | %d | %d | %d | %d | %.1fx | %d | %d |\n", $1, $2, $4, $5, $6, $7, ($4 > 0 ? $6 / $4 : 0), $8, $9 }' "$work/results"
+echo
+echo "Side by side, paired per round (medians; speed-up = median of per-round endpoint wall / ours):"
+echo "cold = a fresh goheap2pprof <pid>; repeated = goheap2pprof serve capturing the process again"
+echo
+awk 'BEGIN {
+  printf "| target | buckets | cold ms | cold CPU ms | endpoint ms | cold speed-up | repeated ms | endpoint ms | repeated speed-up |\n"
+  printf "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n" }
+  { printf "| %s | %d | %d | %d | %d | %.1fx | %d | %d | %.1fx |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9 }' "$work/paired"
 echo
 echo "Resources: reads and memory against the goals (<= 1 read syscall per 64 KiB of bucket memory; peak RSS <= 3 x bucket memory + 50 MiB)"
 echo

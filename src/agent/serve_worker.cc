@@ -24,6 +24,7 @@
 #include "agent/serve_query.h"
 #include "agent/serve_sandbox.h"
 #include "app/capture.h"
+#include "app/capture_state.h"
 #include "app/executable_analysis.h"
 #include "app/process_source.h"
 #include "app/run.h"
@@ -216,6 +217,65 @@ void Misbehave(const ServeSeam& seam, pid_t pid) {
   }
 }
 
+// Per-process capture states (app/capture_state.h), kept between requests so
+// that a process scraped again costs its counters and whatever changed.
+// Bounded like the analyses: the least recently captured process goes
+// first. A state checks itself that it is still its process's (start time,
+// executable, headers), so a pid reused by another program starts afresh.
+class CaptureStates {
+ public:
+  static constexpr size_t kMaxEntries = 8;
+  // The states' memory, bounded well below the worker's address-space
+  // limit: a 250k-bucket process's state holds about 100 MiB.
+  static constexpr size_t kMaxBytes = size_t{384} << 20;
+
+  ProcessCaptureState& For(pid_t pid) {
+    ++clock_;
+    // States of processes that are gone are of no use any more.
+    std::erase_if(entries_, [pid](const Entry& e) {
+      struct stat st {};
+      return e.pid != pid && stat(("/proc/" + std::to_string(e.pid)).c_str(), &st) != 0;
+    });
+    size_t bytes = 0;
+    for (const Entry& e : entries_) bytes += e.state->ApproximateBytes();
+    while (bytes > kMaxBytes && !entries_.empty()) {
+      auto oldest =
+          std::min_element(entries_.begin(), entries_.end(),
+                           [](const Entry& a, const Entry& b) { return a.used < b.used; });
+      bytes -= std::min(bytes, oldest->state->ApproximateBytes());
+      entries_.erase(oldest);
+    }
+    for (Entry& e : entries_) {
+      if (e.pid == pid) {
+        e.used = clock_;
+        return *e.state;
+      }
+    }
+    if (entries_.size() >= kMaxEntries) {
+      auto oldest =
+          std::min_element(entries_.begin(), entries_.end(),
+                           [](const Entry& a, const Entry& b) { return a.used < b.used; });
+      entries_.erase(oldest);
+    }
+    entries_.push_back({pid, std::make_unique<ProcessCaptureState>(), clock_});
+    return *entries_.back().state;
+  }
+
+ private:
+  struct Entry {
+    pid_t pid = 0;
+    std::unique_ptr<ProcessCaptureState> state;
+    uint64_t used = 0;
+  };
+  std::vector<Entry> entries_;
+  uint64_t clock_ = 0;
+};
+
+CaptureStates& States() {
+  static CaptureStates states;
+  return states;
+}
+
 // The live process as a capture source, with the CLI's test seams
 // (GOHEAP2PPROF_TEST_SEAM, applied to every pid) and the pause after the
 // walk of GOHEAP2PPROF_SERVE_SEAM. Records the target's start time in reply.
@@ -268,7 +328,8 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
       text = HeapDebugText(records, rate, analysis->traits(), analysis->symbolizer(), load_bias);
     };
   }
-  CaptureResult result = Capture(*source, *analysis, options);
+  CaptureReport report;
+  CaptureResult result = Capture(*source, analysis, options, report, States().For(request.pid));
   reply.bytes_read = result.report.bytes_read;
   reply.cycle = result.report.cycle;
   if (request.op == WorkerOp::kHeapDebugText) {

@@ -75,9 +75,10 @@ HeapAddresses LocateVariables(const ExecutableAnalysis& analysis, uint64_t bias,
 }
 
 // Pass 3: the rate and the bucket list, the walk repeated if a GC published a
-// new profile cycle meanwhile.
-HeapSnapshot WalkHeap(CaptureSource& source, const HeapAddresses& addrs,
-                      const RuntimeTraits& traits, CaptureReport& report) {
+// new profile cycle meanwhile; with a state of the same process, only what
+// changed since its last capture.
+void WalkHeap(CaptureSource& source, const HeapAddresses& addrs, const RuntimeTraits& traits,
+              CaptureReport& report, HeapSnapshot& snap, bool refresh) {
   // Buckets live in the runtime's persistentalloc chunks: reading whole
   // blocks of the readable mappings makes the walk cost one system call per
   // block instead of a few per bucket.
@@ -87,7 +88,15 @@ HeapSnapshot WalkHeap(CaptureSource& source, const HeapAddresses& addrs,
   }
   MemoryReader& mem = source.memory();
   const ReadStats before = mem.stats();
-  HeapSnapshot snap = ReadHeapSnapshot(mem, addrs, traits, limits);
+  if (refresh) {
+    report.repeated = RefreshHeapSnapshot(mem, addrs, traits, limits, snap);
+    if (!report.repeated) {
+      report.notes.push_back(
+          "repeated capture: the remembered buckets are no longer the "
+          "process's: read afresh");
+    }
+  }
+  if (!report.repeated) snap = ReadHeapSnapshot(mem, addrs, traits, limits);
   report.buckets = snap.buckets.size();
   report.walks = snap.walks;
   report.torn_walks = static_cast<uint64_t>(snap.walks - (snap.consistent ? 1 : 0));
@@ -104,7 +113,6 @@ HeapSnapshot WalkHeap(CaptureSource& source, const HeapAddresses& addrs,
   report.notes.push_back(Text("MemProfileRate ", snap.rate, ", cycle ", snap.cycle, ", ",
                               snap.buckets.size(), " buckets, ", snap.walks,
                               snap.walks == 1 ? " walk" : " walks"));
-  return snap;
 }
 
 // Pass 4: is heap sampling on at all? The linker compiles it out of programs
@@ -145,41 +153,80 @@ void CheckSamplingState(CaptureSource& source, const ExecutableAnalysis& analysi
   }
 }
 
+// The profile's comments, as runtime/pprof has none: why it may differ.
+std::vector<std::string> ProfileComments(const ExecutableAnalysis& analysis,
+                                         const HeapSnapshot& snap, const CaptureOptions& options) {
+  std::vector<std::string> comments;
+  if (snap.walks > 1) {
+    comments.push_back(Text("goheap2pprof: walked the bucket list ", snap.walks,
+                            " times because a GC published a profile cycle during the walk"));
+  }
+  if (options.counters == CounterSource::kPublished) comments.push_back(PublishedCountersComment());
+  for (const std::string& text : analysis.layout_warnings()) {
+    comments.push_back("goheap2pprof: warning: " + text);
+  }
+  return comments;
+}
+
 // Pass 6: the profile runtime/pprof's writeHeapProto would write in the
-// target, symbolized with the analysis's (link-time) symbolizer.
+// target, symbolized with the analysis's (link-time) symbolizer; or, for a
+// repeated capture whose buckets are those of the state's template, the
+// template filled with the new counters.
 FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalysis& analysis,
                              uint64_t bias, const HeapSnapshot& snap,
                              const std::vector<MemProfileRecord>& records,
-                             const CaptureOptions& options, CaptureReport& report) {
+                             const CaptureOptions& options, CaptureReport& report,
+                             ProcessCaptureState* state) {
   const int64_t now_ns =
       options.time_nanos.value_or(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                       std::chrono::system_clock::now().time_since_epoch())
                                       .count());
+  const std::vector<std::string> comments = ProfileComments(analysis, snap, options);
+  report.samples = records.size();
+  if (state != nullptr && report.repeated && snap.new_buckets == 0 && state->profile_template &&
+      state->profile_template->samples() == records.size()) {
+    report.notes.push_back("no bucket added since the last capture: its locations reused");
+    return state->profile_template->Fill(records, analysis.traits(), snap.rate, now_ns, comments);
+  }
   Symbolizer& symbolizer = analysis.symbolizer();
   HeapProfileBuilder builder(symbolizer, analysis.traits(), source.ProfileMappings(), snap.rate,
                              now_ns, bias);
   for (const MemProfileRecord& r : records) builder.AddRecord(r);
-  if (snap.walks > 1) {
-    builder.AddComment(Text("goheap2pprof: walked the bucket list ", snap.walks,
-                            " times because a GC published a profile cycle during the walk"));
-  }
-  if (options.counters == CounterSource::kPublished) {
-    builder.AddComment(PublishedCountersComment());
-  }
-  for (const std::string& text : analysis.layout_warnings()) {
-    builder.AddComment("goheap2pprof: warning: " + text);
-  }
-  report.samples = records.size();
+  for (const std::string& text : comments) builder.AddComment(text);
   report.notes.push_back(Text(symbolizer.distinct_pcs(), " distinct PCs symbolized, ",
                               symbolizer.failed_lookups(), " failed (since ", analysis.elf().name(),
                               " was analysed)"));
-  return std::move(builder).TakeProfile();
+  FinishedProfile profile = std::move(builder).TakeProfile();
+  if (state != nullptr) {
+    state->profile_template = std::make_shared<const ProfileTemplate>(profile.get());
+  }
+  return profile;
+}
+
+// The identity a state must have been made with to be used for source.
+ProcessCaptureState::Key StateKey(const CaptureSource& source,
+                                  const std::shared_ptr<const ExecutableAnalysis>& analysis,
+                                  uint64_t bias) {
+  const TargetExecutable& exe = source.executable();
+  return ProcessCaptureState::Key{.pid = source.identity().pid,
+                                  .start_time = source.identity().start_time,
+                                  .exe_path = exe.running.path,
+                                  .exe_inode = exe.running.inode,
+                                  .build_id = exe.gnu_build_id,
+                                  .analysis = analysis.get(),
+                                  .analysis_ref = analysis,
+                                  .bias = bias,
+                                  .mappings = source.ProfileMappings()};
 }
 
 }  // namespace
 
-CaptureResult Capture(CaptureSource& source, const ExecutableAnalysis& analysis,
-                      const CaptureOptions& options, CaptureReport& report) {
+namespace {
+
+CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysis,
+                        const std::shared_ptr<const ExecutableAnalysis>& shared_analysis,
+                        const CaptureOptions& options, CaptureReport& report,
+                        ProcessCaptureState* state) {
   PassTimer timer(report);
 
   // 1. Identify the target and its Go runtime (the analysis of its executable).
@@ -190,10 +237,36 @@ CaptureResult Capture(CaptureSource& source, const ExecutableAnalysis& analysis,
   const uint64_t bias =
       ComputeLoadBias(analysis.elf(), source.mappings(), source.executable().running);
   const HeapAddresses addrs = LocateVariables(analysis, bias, report);
+  // A state of another process (or of this pid before an exec) is dropped;
+  // it becomes valid again only when this capture completes.
+  bool refresh = false;
+  if (state != nullptr) {
+    ProcessCaptureState::Key key = StateKey(source, shared_analysis, bias);
+    std::string mismatch = state->Mismatch(key);
+    if (mismatch.empty()) {
+      refresh = true;
+    } else {
+      report.notes.push_back("repeated capture: starting afresh: " + mismatch);
+      state->Reset(std::move(mismatch));
+    }
+    state->valid = false;
+    state->Accept(std::move(key));
+  }
   timer.Done("identify");
 
   // 3. Walk the bucket list (and the rate and cycle) consistently.
-  const HeapSnapshot snap = WalkHeap(source, addrs, analysis.traits(), report);
+  HeapSnapshot local;
+  HeapSnapshot& snap = state != nullptr ? state->snapshot : local;
+  WalkHeap(source, addrs, analysis.traits(), report, snap, refresh);
+  if (state != nullptr) {
+    if (report.repeated) {
+      state->CountReuse();
+    } else {
+      if (refresh) state->CountFresh("the remembered buckets are no longer the process's");
+      state->profile_template.reset();
+      OwnStacks(snap);  // kept between captures: not the whole block cache
+    }
+  }
   timer.Done("walk");
 
   // 4. Refuse a target whose heap sampling is off; warn when it is empty.
@@ -206,19 +279,35 @@ CaptureResult Capture(CaptureSource& source, const ExecutableAnalysis& analysis,
   if (options.on_records) options.on_records(records, snap.rate, bias);
 
   // 6. Symbolize and build the profile as runtime/pprof does.
-  FinishedProfile profile = BuildProfile(source, analysis, bias, snap, records, options, report);
+  FinishedProfile profile =
+      BuildProfile(source, analysis, bias, snap, records, options, report, state);
   timer.Done("symbolize+build");
 
   // 7. The target must still be the process we started with: a pid reused
   //    mid-capture would mix two programs' memory.
   source.CheckSameProcess();
+  if (state != nullptr) state->valid = true;
   return CaptureResult{std::move(profile), report};
+}
+
+}  // namespace
+
+CaptureResult Capture(CaptureSource& source, const ExecutableAnalysis& analysis,
+                      const CaptureOptions& options, CaptureReport& report) {
+  return RunPasses(source, analysis, nullptr, options, report, nullptr);
 }
 
 CaptureResult Capture(CaptureSource& source, const ExecutableAnalysis& analysis,
                       const CaptureOptions& options) {
   CaptureReport report;
   return Capture(source, analysis, options, report);
+}
+
+CaptureResult Capture(CaptureSource& source,
+                      const std::shared_ptr<const ExecutableAnalysis>& analysis,
+                      const CaptureOptions& options, CaptureReport& report,
+                      ProcessCaptureState& state) {
+  return RunPasses(source, *analysis, analysis, options, report, &state);
 }
 
 std::string PublishedCountersComment() {
@@ -234,6 +323,7 @@ std::string FormatStats(const CaptureReport& r) {
       << "  samples          " << r.samples << "\n"
       << "  walks            " << r.walks << " (" << r.torn_walks
       << " discarded: profile cycle changed)\n"
+      << "  repeated         " << (r.repeated ? "yes" : "no") << "\n"
       << "  read syscalls    " << r.read_syscalls << "\n"
       << "  bytes read       " << r.bytes_read << "\n";
   double total = 0;

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "app/capture_state.h"
 #include "app/executable_analysis.h"
 #include "app/source.h"
 #include "pprof/heap_profile_builder.h"
@@ -65,6 +66,8 @@ struct CaptureReport {
   uint64_t read_syscalls = 0;
   uint64_t bytes_read = 0;
   uint64_t torn_walks = 0;  // walks discarded because the cycle changed
+  // A repeated capture: the state's buckets were reused (refreshed).
+  bool repeated = false;
   std::vector<std::pair<std::string, double>> phase_ms;
 };
 
@@ -80,6 +83,13 @@ CaptureResult Capture(CaptureSource& source, const ExecutableAnalysis& analysis,
                       const CaptureOptions& options, CaptureReport& report);
 CaptureResult Capture(CaptureSource& source, const ExecutableAnalysis& analysis,
                       const CaptureOptions& options);
+// A capture that keeps what it may reuse in state (see app/capture_state.h)
+// and reuses what an earlier capture of the same process kept there. The
+// profile means exactly what Capture's would.
+CaptureResult Capture(CaptureSource& source,
+                      const std::shared_ptr<const ExecutableAnalysis>& analysis,
+                      const CaptureOptions& options, CaptureReport& report,
+                      ProcessCaptureState& state);
 
 // The comment a profile built from published counters carries (pprof -top
 // shows it in its header).

@@ -1,6 +1,8 @@
 #include "heap/buckets.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "base/bytes.h"
 #include "base/error.h"
@@ -16,6 +18,9 @@ MemRecordCycle LoadCycle(const uint8_t* p, MemRecordLayout layout, uint64_t size
   }
   return {LoadU64(p), LoadU64(p + 8), LoadU64(p + 16), LoadU64(p + 24)};
 }
+
+// stack_slices' mark for a stack used in place.
+constexpr uint64_t kInPlace = UINT64_MAX;
 
 // Most buckets hold short stacks; reading this much after the header in the
 // same call usually fetches the whole bucket at once.
@@ -74,6 +79,8 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
     uint64_t typ = LoadU64(h + kBucketTypOffset);
     uint64_t size = LoadU64(h + kBucketSizeOffset);
     uint64_t nstk = LoadU64(h + kBucketNstkOffset);
+    // Read now: h may not survive the second read below.
+    const uint64_t hash = LoadU64(h + kBucketHashOffset);
     if (typ != kMemProfileBucketType) {
       throw Error(ErrorKind::kMalformed, "bucket at ", Hex(addr), ": type ", typ,
                   " is not a heap bucket (1)");
@@ -103,12 +110,23 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
     Bucket b;
     b.addr = addr;
     b.size = size;
-    // Stacks go into one arena; the spans are set once it stops growing.
-    stack_slices.emplace_back(result.stack_words.size(), nstk);
-    result.stack_words.resize(result.stack_words.size() + nstk);
-    if (nstk > 0) {
-      std::memcpy(result.stack_words.data() + stack_slices.back().first, data + kBucketHeaderSize,
-                  8 * nstk);
+    b.allnext = allnext;
+    b.hash = hash;
+    if (data != buf.data() && limits.stacks_in_place) {
+      // The reader lent these bytes (View) and keeps them: the stack is used
+      // where it lies, which spares copying (and faulting in) every stack.
+      // Blocks start page- or 64-byte aligned and addr is 8-byte aligned.
+      b.stack = std::span<const uint64_t>(
+          reinterpret_cast<const uint64_t*>(data + kBucketHeaderSize), nstk);
+      stack_slices.emplace_back(kInPlace, nstk);
+    } else {
+      // Stacks go into one arena; the spans are set once it stops growing.
+      stack_slices.emplace_back(result.stack_words.size(), nstk);
+      result.stack_words.resize(result.stack_words.size() + nstk);
+      if (nstk > 0) {
+        std::memcpy(result.stack_words.data() + stack_slices.back().first, data + kBucketHeaderSize,
+                    8 * nstk);
+      }
     }
     const uint8_t* rec = data + kBucketHeaderSize + 8 * nstk;
     b.active = LoadCycle(rec, limits.record_layout, size);
@@ -118,7 +136,9 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
     result.buckets.push_back(b);
     addr = allnext;
   }
+  result.reached_stop = addr != 0 && addr == limits.stop_at;
   for (size_t i = 0; i < result.buckets.size(); ++i) {
+    if (stack_slices[i].first == kInPlace) continue;
     result.buckets[i].stack = std::span<const uint64_t>(
         result.stack_words.data() + stack_slices[i].first, stack_slices[i].second);
   }
@@ -145,6 +165,88 @@ void RereadRecords(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout
     b.active = LoadCycle(rec, layout, b.size);
     for (int c = 0; c < 3; ++c) b.future[c] = LoadCycle(rec + cycle_size * (c + 1), layout, b.size);
   }
+}
+
+bool RevalidateBuckets(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout,
+                       std::vector<uint8_t>& scratch) {
+  const uint64_t record_size = MemRecordSize(layout);
+  const uint64_t cycle_size = MemRecordCycleSize(layout);
+  // Buckets lie close together in the runtime's persistentalloc chunks.
+  // Reading them as few large ranges costs the kernel one page pin per
+  // page, where one small range per header and per record cost a lookup and
+  // a pin each (and dominated the time). Gaps up to kGap are read along.
+  constexpr uint64_t kGap = 4096;
+  std::vector<std::pair<uint64_t, uint32_t>> order(buckets.size());
+  for (size_t i = 0; i < buckets.size(); ++i) order[i] = {buckets[i].addr, i};
+  std::sort(order.begin(), order.end());
+  std::vector<uint64_t> offset(buckets.size());
+  std::vector<ReadRequest> ranges;
+  std::vector<std::pair<size_t, size_t>> members;  // per range: [first, last) in order
+  uint64_t range_start = 0, range_end = 0, size = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const Bucket& b = buckets[order[k].second];
+    const uint64_t end = b.addr + kBucketHeaderSize + 8 * b.stack.size() + record_size;
+    if (k == 0 || b.addr > range_end + kGap) {
+      if (k > 0) ranges.push_back({range_start, std::span<uint8_t>(), false});
+      if (k > 0) members.back().second = k;
+      members.emplace_back(k, k);
+      range_start = b.addr;
+      range_end = end;
+    }
+    range_end = std::max(range_end, end);
+    offset[order[k].second] = b.addr - range_start;  // within its range, for now
+  }
+  if (!order.empty()) {
+    ranges.push_back({range_start, std::span<uint8_t>(), false});
+    members.back().second = order.size();
+  }
+  // Range extents and their place in scratch.
+  std::vector<uint64_t> range_at(ranges.size());
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    uint64_t end = ranges[r].addr;
+    for (size_t k = members[r].first; k < members[r].second; ++k) {
+      const Bucket& b = buckets[order[k].second];
+      end = std::max(end, b.addr + kBucketHeaderSize + 8 * b.stack.size() + record_size);
+    }
+    range_at[r] = size;
+    size += end - ranges[r].addr;
+  }
+  scratch.resize(size);
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    const uint64_t next = r + 1 < ranges.size() ? range_at[r + 1] : size;
+    ranges[r].dst = std::span<uint8_t>(scratch.data() + range_at[r], next - range_at[r]);
+  }
+  mem.ReadMany(ranges);
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    for (size_t k = members[r].first; k < members[r].second; ++k) {
+      const uint32_t i = order[k].second;
+      offset[i] += range_at[r];
+      if (!ranges[r].ok) {
+        // A gap read along was unmapped: read this bucket alone.
+        const Bucket& b = buckets[i];
+        const uint64_t n = kBucketHeaderSize + 8 * b.stack.size() + record_size;
+        if (!mem.TryRead(b.addr, std::span<uint8_t>(scratch.data() + offset[i], n))) return false;
+      }
+    }
+  }
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const uint8_t* h = scratch.data() + offset[i];
+    Bucket& b = buckets[i];
+    // The whole bucket was read: header and stack must be what was
+    // remembered, else this is not the same bucket.
+    if (LoadU64(h + kBucketAllnextOffset) != b.allnext ||
+        LoadU64(h + kBucketTypOffset) != kMemProfileBucketType ||
+        LoadU64(h + kBucketHashOffset) != b.hash || LoadU64(h + kBucketSizeOffset) != b.size ||
+        LoadU64(h + kBucketNstkOffset) != b.stack.size() ||
+        (!b.stack.empty() &&
+         std::memcmp(h + kBucketHeaderSize, b.stack.data(), 8 * b.stack.size()) != 0)) {
+      return false;
+    }
+    const uint8_t* rec = h + kBucketHeaderSize + 8 * b.stack.size();
+    b.active = LoadCycle(rec, layout, b.size);
+    for (int c = 0; c < 3; ++c) b.future[c] = LoadCycle(rec + cycle_size * (c + 1), layout, b.size);
+  }
+  return true;
 }
 
 namespace {

@@ -36,6 +36,8 @@ inline constexpr uint64_t kMemProfileBucketType = 1;
 
 struct Bucket {
   uint64_t addr = 0;
+  uint64_t allnext = 0;             // the next (older) bucket, as read
+  uint64_t hash = 0;                // the runtime's hash of stack and size, as read
   uint64_t size = 0;                // allocation size, part of the bucket key
   std::span<const uint64_t> stack;  // return PCs, leaf first (in WalkResult::stack_words)
   MemRecordCycle active;            // published
@@ -52,13 +54,19 @@ struct WalkLimits {
   // Stop before this bucket (the head seen by an earlier walk): new buckets
   // are only ever prepended, so that walk already has the rest.
   uint64_t stop_at = 0;
+  // Let Bucket::stack point into the reader's own bytes when it lends them
+  // (MemoryReader::View); the reader must then outlive the buckets.
+  bool stacks_in_place = false;
 };
 
 struct WalkResult {
   std::vector<Bucket> buckets;  // runtime order: newest first
-  // Every bucket's stack, back to back; Bucket::stack points into it, so move
-  // the two together (moving a vector keeps its data in place).
+  // The stacks not used in place, back to back; Bucket::stack points into
+  // it, so move the two together (moving a vector keeps its data in place).
   std::vector<uint64_t> stack_words;
+  // With WalkLimits::stop_at: whether the walk ended there (and not at the
+  // list's end).
+  bool reached_stop = false;
 };
 
 // Follows allnext from head. With MemRecordLayout::kCountsOnly the byte
@@ -72,6 +80,14 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
 // and stacks never change once a bucket exists; only the counters move, so
 // this is all a retry after a concurrent GC publication needs.
 void RereadRecords(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout);
+
+// RereadRecords that also re-reads each bucket's header and checks that it
+// is still the bucket remembered (allnext, type, hash, size, nstk): the
+// check a cache of buckets makes before trusting them for another capture.
+// Returns false, with the counters unspecified, if any bucket is unmapped or
+// differs. scratch is reused between calls.
+bool RevalidateBuckets(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout,
+                       std::vector<uint8_t>& scratch);
 
 // One runtime.MemProfileRecord (memProfileInternal with inuseZero = true).
 struct MemProfileRecord {

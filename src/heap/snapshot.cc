@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/error.h"
+
 namespace goheap2pprof {
 
 uint32_t DecodeCycle(uint32_t word, CycleEncoding encoding) {
@@ -30,26 +32,37 @@ bool FlushInProgress(uint32_t cycle_word, const RuntimeTraits& traits,
 
 }  // namespace
 
-HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
-                              const RuntimeTraits& traits, const SnapshotLimits& limits) {
-  HeapSnapshot snap;
-  snap.rate = static_cast<int64_t>(mem.ReadU64(addrs.mem_profile_rate, "runtime.MemProfileRate"));
-  const WalkLimits walk_limits{.max_stack_words = traits.max_stack_words,
-                               .max_buckets = limits.max_buckets,
-                               .record_layout = traits.record_layout};
-  // The first walk reads everything, in large blocks.
-  ++snap.walks;
-  uint32_t before = mem.ReadU32(addrs.cycle, traits.variables.cycle_symbol);
-  uint64_t head = mem.ReadU64(addrs.mbuckets, "runtime.mbuckets");
-  WalkResult walk;
-  if (limits.cache_ranges.empty()) {
-    walk = WalkBuckets(mem, head, walk_limits);
-  } else {
-    BlockCacheReader cached(mem, limits.cache_ranges, limits.cache_block_size);
-    walk = WalkBuckets(cached, head, walk_limits);
-  }
-  snap.buckets = std::move(walk.buckets);
-  snap.stack_arenas.push_back(std::move(walk.stack_words));
+namespace {
+
+WalkLimits LimitsFor(const RuntimeTraits& traits, const SnapshotLimits& limits) {
+  return WalkLimits{.max_stack_words = traits.max_stack_words,
+                    .max_buckets = limits.max_buckets,
+                    .record_layout = traits.record_layout};
+}
+
+// Walks the buckets created since snap.head (new ones are only ever
+// prepended) and puts them in front. False if the list from the new head
+// does not lead to snap.head: then it is not the list snap holds.
+bool TakeNewBuckets(MemoryReader& mem, const RuntimeTraits& traits, const SnapshotLimits& limits,
+                    uint64_t new_head, HeapSnapshot& snap) {
+  if (new_head == snap.head) return true;
+  WalkLimits prefix_limits = LimitsFor(traits, limits);
+  prefix_limits.stop_at = snap.head;
+  prefix_limits.max_buckets =
+      limits.max_buckets - std::min<uint64_t>(limits.max_buckets, snap.buckets.size());
+  WalkResult fresh = WalkBuckets(mem, new_head, prefix_limits);
+  if (!fresh.reached_stop && snap.head != 0) return false;
+  snap.buckets.insert(snap.buckets.begin(), fresh.buckets.begin(), fresh.buckets.end());
+  snap.stack_arenas.push_back(std::move(fresh.stack_words));
+  snap.head = new_head;
+  snap.new_buckets += fresh.buckets.size();
+  return true;
+}
+
+// Repeats reading the counters until the profile cycle stayed the same over
+// a whole read (before: the cycle word read before the last read).
+void Settle(MemoryReader& mem, const HeapAddresses& addrs, const RuntimeTraits& traits,
+            const SnapshotLimits& limits, uint32_t before, HeapSnapshot& snap) {
   for (;;) {
     uint32_t after = mem.ReadU32(addrs.cycle, traits.variables.cycle_symbol);
     if (after == before && !FlushInProgress(before, traits, snap.buckets)) break;
@@ -63,20 +76,79 @@ HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
     ++snap.walks;
     before = mem.ReadU32(addrs.cycle, traits.variables.cycle_symbol);
     uint64_t new_head = mem.ReadU64(addrs.mbuckets, "runtime.mbuckets");
-    if (new_head != head) {
-      WalkLimits prefix_limits = walk_limits;
-      prefix_limits.stop_at = head;
-      prefix_limits.max_buckets =
-          limits.max_buckets - std::min(limits.max_buckets, snap.buckets.size());
-      WalkResult fresh = WalkBuckets(mem, new_head, prefix_limits);
-      snap.buckets.insert(snap.buckets.begin(), fresh.buckets.begin(), fresh.buckets.end());
-      snap.stack_arenas.push_back(std::move(fresh.stack_words));
-      head = new_head;
+    if (!TakeNewBuckets(mem, traits, limits, new_head, snap)) {
+      throw Error(ErrorKind::kMalformed, "heap bucket list from ", Hex(new_head),
+                  " does not lead to the earlier head ", Hex(snap.head));
     }
     RereadRecords(mem, snap.buckets, traits.record_layout);
   }
   snap.cycle = DecodeCycle(before, traits.cycle_encoding);
+}
+
+}  // namespace
+
+HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
+                              const RuntimeTraits& traits, const SnapshotLimits& limits) {
+  HeapSnapshot snap;
+  snap.rate = static_cast<int64_t>(mem.ReadU64(addrs.mem_profile_rate, "runtime.MemProfileRate"));
+  const WalkLimits walk_limits = LimitsFor(traits, limits);
+  // The first walk reads everything, in large blocks.
+  ++snap.walks;
+  uint32_t before = mem.ReadU32(addrs.cycle, traits.variables.cycle_symbol);
+  snap.head = mem.ReadU64(addrs.mbuckets, "runtime.mbuckets");
+  WalkResult walk;
+  if (limits.cache_ranges.empty()) {
+    walk = WalkBuckets(mem, snap.head, walk_limits);
+  } else {
+    BlockCacheReader cached(mem, limits.cache_ranges, limits.cache_block_size);
+    WalkLimits in_place = walk_limits;
+    in_place.stacks_in_place = true;
+    walk = WalkBuckets(cached, snap.head, in_place);
+    snap.stack_blocks = std::move(cached).KeepBytes();
+  }
+  snap.buckets = std::move(walk.buckets);
+  snap.stack_arenas.push_back(std::move(walk.stack_words));
+  snap.new_buckets = snap.buckets.size();
+  Settle(mem, addrs, traits, limits, before, snap);
   return snap;
+}
+
+bool RefreshHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs, const RuntimeTraits& traits,
+                         const SnapshotLimits& limits, HeapSnapshot& snap) {
+  snap.rate = static_cast<int64_t>(mem.ReadU64(addrs.mem_profile_rate, "runtime.MemProfileRate"));
+  snap.walks = 1;
+  snap.consistent = true;
+  snap.new_buckets = 0;
+  uint32_t before = mem.ReadU32(addrs.cycle, traits.variables.cycle_symbol);
+  const uint64_t new_head = mem.ReadU64(addrs.mbuckets, "runtime.mbuckets");
+  const size_t known = snap.buckets.size();
+  if (!TakeNewBuckets(mem, traits, limits, new_head, snap)) return false;
+  // The remembered buckets are trusted only if each still has the header it
+  // had; their counters come with the same read.
+  std::span<Bucket> old(snap.buckets.data() + (snap.buckets.size() - known), known);
+  if (!RevalidateBuckets(mem, old, traits.record_layout, snap.scratch)) return false;
+  if (snap.new_buckets > 0) {
+    // The new ones were read by the walk, but before the old ones' counters.
+    RereadRecords(mem, std::span<Bucket>(snap.buckets.data(), snap.new_buckets),
+                  traits.record_layout);
+  }
+  Settle(mem, addrs, traits, limits, before, snap);
+  return true;
+}
+
+void OwnStacks(HeapSnapshot& snap) {
+  size_t words = 0;
+  for (const Bucket& b : snap.buckets) words += b.stack.size();
+  std::vector<uint64_t> owned;
+  owned.reserve(words);
+  for (Bucket& b : snap.buckets) {
+    const size_t at = owned.size();
+    owned.insert(owned.end(), b.stack.begin(), b.stack.end());
+    b.stack = std::span<const uint64_t>(owned.data() + at, b.stack.size());
+  }
+  snap.stack_arenas.clear();
+  snap.stack_arenas.push_back(std::move(owned));
+  snap.stack_blocks.reset();
 }
 
 }  // namespace goheap2pprof

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "heap/buckets.h"
@@ -32,10 +33,17 @@ struct HeapSnapshot {
   // Back buckets[i].stack: the first walk's stacks, then those of buckets
   // created before a retry.
   std::vector<std::vector<uint64_t>> stack_arenas;
+  // The first walk's block cache, where its buckets' stacks lie (in place).
+  std::shared_ptr<const void> stack_blocks;
   // Reads of the list: 1, plus one per retry. A retry re-reads only the
   // counters (and any buckets created since), so it is short and cheap.
   int walks = 0;
   bool consistent = true;  // false if the cycle changed during every walk
+  uint64_t head = 0;       // runtime.mbuckets as last read: buckets[0], or 0
+  // Buckets this read added: all of them for ReadHeapSnapshot, those created
+  // since for RefreshHeapSnapshot (they are buckets[0, new_buckets)).
+  size_t new_buckets = 0;
+  std::vector<uint8_t> scratch;  // RefreshHeapSnapshot's read buffer, reused
 };
 
 struct SnapshotLimits {
@@ -50,6 +58,21 @@ struct SnapshotLimits {
 
 HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
                               const RuntimeTraits& traits, const SnapshotLimits& limits = {});
+
+// Brings snap, an earlier snapshot of the same process, up to date for
+// another capture: reads the rate and the buckets created since, re-reads
+// every remembered bucket's header (it must be unchanged) and counters, then
+// settles the cycle as ReadHeapSnapshot does. Costs the headers and counters
+// instead of the whole bucket memory. Returns false when the process no
+// longer holds the buckets snap remembers (another program under the pid,
+// an exec, a list that does not lead to snap.head): the caller then reads
+// afresh. snap's stacks must be its own (OwnStacks).
+bool RefreshHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs, const RuntimeTraits& traits,
+                         const SnapshotLimits& limits, HeapSnapshot& snap);
+
+// Copies every stack into one exact-size arena of snap's own and lets the
+// block cache go: what a snapshot kept between captures should hold.
+void OwnStacks(HeapSnapshot& snap);
 
 // The cycle number from the raw cycle word.
 uint32_t DecodeCycle(uint32_t word, CycleEncoding encoding);

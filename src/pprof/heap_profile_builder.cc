@@ -1,5 +1,7 @@
 #include "pprof/heap_profile_builder.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 
 namespace goheap2pprof {
@@ -75,6 +77,7 @@ uint64_t HeapProfileBuilder::EmitLocation() {
   const uint64_t link_addr = deck_.pcs.front();
   const uint64_t addr = link_addr + bias_;  // wraps back for PCs below the bias
   const uint64_t id = loc_infos_.size() + 1;
+  if (locs_.Find(link_addr) != nullptr) ++loc_overwrites_;  // remembered stacks may change
   locs_.Insert(link_addr, static_cast<uint32_t>(loc_infos_.size()));
   LocInfo& info = loc_infos_.emplace_back();
   info.id = id;
@@ -167,13 +170,118 @@ void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
   if (uint64_t id = EmitLocation()) out.push_back(id);
 }
 
-void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
-  std::vector<uint64_t>& locs = locs_scratch_;  // reused: one allocation for all samples
-  // Unsigned arithmetic: a corrupt PC below the bias wraps and is added back
-  // unchanged; its lookup fails either way.
-  link_stack_.assign(r.bucket->stack.begin(), r.bucket->stack.end());
-  for (uint64_t& pc : link_stack_) pc -= bias_;
-  const std::span<const uint64_t> full = link_stack_;
+namespace {
+// A non-zero hash of a stack, for the memo of stacks already turned into
+// locations.
+uint64_t StackHash(std::span<const uint64_t> stk) {
+  uint64_t h = 0x243f6a8885a308d3ull ^ stk.size();
+  for (uint64_t pc : stk) h = (h ^ pc) * 0x9e3779b97f4a7c15ull + (h >> 29);
+  return h == 0 ? 1 : h;
+}
+}  // namespace
+
+void AddHeapSample(pb::Profile& profile, const MemProfileRecord& r, std::span<const uint64_t> locs,
+                   const RuntimeTraits& traits, int64_t rate, int64_t bytes_key) {
+  pb::Sample* s = profile.add_sample();
+  ScaledPair alloc = ScaleHeapSample(r.alloc_objects, r.alloc_bytes, rate);
+  ScaledPair inuse = ScaleHeapSample(r.InUseObjects(), r.InUseBytes(), rate);
+  s->add_value(alloc.count);
+  s->add_value(alloc.bytes);
+  s->add_value(inuse.count);
+  s->add_value(inuse.bytes);
+  s->mutable_location_id()->Reserve(static_cast<int>(locs.size()));
+  for (uint64_t id : locs) s->add_location_id(id);
+  int64_t block_size = r.alloc_objects > 0 ? r.alloc_bytes / r.alloc_objects : 0;
+  if (traits.bytes_label_is_object_size) block_size = static_cast<int64_t>(r.bucket->size);
+  // 1.27+ labels every sample with its object size; before, only a non-zero
+  // AllocBytes/AllocObjects.
+  if (block_size != 0 || traits.bytes_label_is_object_size) {
+    pb::Label* label = s->add_label();
+    label->set_key(bytes_key);
+    label->set_num(block_size);
+  }
+}
+
+ProfileTemplate::ProfileTemplate(const pb::Profile& built)
+    : arena_(std::make_unique<google::protobuf::Arena>()),
+      tables_(google::protobuf::Arena::CreateMessage<pb::Profile>(arena_.get())) {
+  *tables_->mutable_sample_type() = built.sample_type();
+  *tables_->mutable_mapping() = built.mapping();
+  *tables_->mutable_location() = built.location();
+  *tables_->mutable_function() = built.function();
+  *tables_->mutable_string_table() = built.string_table();
+  *tables_->mutable_period_type() = built.period_type();
+  sample_locs_.reserve(built.sample_size());
+  for (const pb::Sample& sample : built.sample()) {
+    sample_locs_.emplace_back(loc_ids_.size(), sample.location_id_size());
+    loc_ids_.insert(loc_ids_.end(), sample.location_id().begin(), sample.location_id().end());
+  }
+}
+
+FinishedProfile ProfileTemplate::Fill(std::span<const MemProfileRecord> records,
+                                      const RuntimeTraits& traits, int64_t rate, int64_t time_nanos,
+                                      std::span<const std::string> comments) const {
+  if (records.size() != sample_locs_.size()) {
+    throw Error(ErrorKind::kInternal, "profile template for ", sample_locs_.size(),
+                " samples filled with ", records.size(), " records");
+  }
+  auto arena = std::make_unique<google::protobuf::Arena>();
+  pb::Profile* p = google::protobuf::Arena::CreateMessage<pb::Profile>(arena.get());
+  p->CopyFrom(*tables_);
+  p->set_period(rate);
+  p->set_time_nanos(time_nanos);
+  int64_t bytes_key = -1;
+  for (int i = 0; i < p->string_table_size() && bytes_key < 0; ++i) {
+    if (p->string_table(i) == "bytes") bytes_key = i;
+  }
+  if (bytes_key < 0) {
+    bytes_key = p->string_table_size();
+    p->add_string_table("bytes");
+  }
+  for (const std::string& text : comments) {
+    p->add_comment(p->string_table_size());
+    p->add_string_table(text);
+  }
+  p->mutable_sample()->Reserve(static_cast<int>(records.size()));
+  for (size_t i = 0; i < records.size(); ++i) {
+    const auto [at, n] = sample_locs_[i];
+    AddHeapSample(*p, records[i], std::span<const uint64_t>(loc_ids_.data() + at, n), traits, rate,
+                  bytes_key);
+  }
+  return FinishedProfile(std::move(arena), p);
+}
+
+const std::vector<uint64_t>& HeapProfileBuilder::LocsForStack(std::span<const uint64_t> full) {
+  const uint64_t hash = StackHash(full);
+  if (const uint32_t* index = memo_.Find(hash)) {
+    const MemoEntry& e = memo_entries_[*index];
+    if (std::equal(full.begin(), full.end(), memo_words_.begin() + e.words_at,
+                   memo_words_.begin() + e.words_at + e.words)) {
+      locs_scratch_.assign(memo_locs_.begin() + e.locs_at, memo_locs_.begin() + e.locs_at + e.locs);
+      return locs_scratch_;
+    }
+  }
+  const size_t locations_before = loc_infos_.size();
+  const uint64_t overwrites_before = loc_overwrites_;
+  ComputeLocsForStack(full, locs_scratch_);
+  // Many buckets share a stack (one per size class allocated there). A stack
+  // whose turn emitted no location found every PC in the location cache, and
+  // the cache only grows, so any later turn gives the same ids: remember
+  // them. (A stack that emitted locations may come out differently when
+  // next seen, as in runtime/pprof, so it is not remembered yet.)
+  if (loc_infos_.size() == locations_before && loc_overwrites_ == overwrites_before &&
+      memo_.Find(hash) == nullptr) {
+    memo_.Insert(hash, static_cast<uint32_t>(memo_entries_.size()));
+    memo_entries_.push_back(
+        {memo_words_.size(), full.size(), memo_locs_.size(), locs_scratch_.size()});
+    memo_words_.insert(memo_words_.end(), full.begin(), full.end());
+    memo_locs_.insert(memo_locs_.end(), locs_scratch_.begin(), locs_scratch_.end());
+  }
+  return locs_scratch_;
+}
+
+void HeapProfileBuilder::ComputeLocsForStack(std::span<const uint64_t> full,
+                                             std::vector<uint64_t>& locs) {
   bool hide_runtime = true;
   for (int tries = 0; tries < 2; ++tries) {
     std::span<const uint64_t> stk(full);
@@ -194,25 +302,22 @@ void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
     if (!locs.empty()) break;
     hide_runtime = false;  // show all frames next time
   }
+}
 
-  pb::Sample* s = profile_->add_sample();
-  ScaledPair alloc = ScaleHeapSample(r.alloc_objects, r.alloc_bytes, rate_);
-  ScaledPair inuse = ScaleHeapSample(r.InUseObjects(), r.InUseBytes(), rate_);
-  s->add_value(alloc.count);
-  s->add_value(alloc.bytes);
-  s->add_value(inuse.count);
-  s->add_value(inuse.bytes);
-  s->mutable_location_id()->Reserve(static_cast<int>(locs.size()));
-  for (uint64_t id : locs) s->add_location_id(id);
-  int64_t block_size = r.alloc_objects > 0 ? r.alloc_bytes / r.alloc_objects : 0;
-  if (traits_.bytes_label_is_object_size) block_size = static_cast<int64_t>(r.bucket->size);
-  // 1.27+ labels every sample with its object size; before, only a non-zero
-  // AllocBytes/AllocObjects.
-  if (block_size != 0 || traits_.bytes_label_is_object_size) {
-    pb::Label* label = s->add_label();
-    label->set_key(Str("bytes"));
-    label->set_num(block_size);
+void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
+  // Unsigned arithmetic: a corrupt PC below the bias wraps and is added back
+  // unchanged; its lookup fails either way.
+  link_stack_.assign(r.bucket->stack.begin(), r.bucket->stack.end());
+  for (uint64_t& pc : link_stack_) pc -= bias_;
+  const std::vector<uint64_t>& locs = LocsForStack(link_stack_);
+
+  // "bytes" enters the string table when the first label needs it, as in
+  // runtime/pprof.
+  if (bytes_key_ < 0 && (traits_.bytes_label_is_object_size ||
+                         (r.alloc_objects > 0 && r.alloc_bytes / r.alloc_objects != 0))) {
+    bytes_key_ = Str("bytes");
   }
+  AddHeapSample(*profile_, r, locs, traits_, rate_, bytes_key_);
 }
 
 const pb::Profile& HeapProfileBuilder::Finish() {

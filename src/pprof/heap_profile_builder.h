@@ -54,6 +54,38 @@ class FinishedProfile {
   const pb::Profile* profile_;
 };
 
+// What a build learnt that holds for every later capture of the same
+// buckets (same stacks, same order) in the same process: the locations,
+// functions, mappings and strings, and each sample's location ids. Only the
+// counters, the rate, the time and the comments change from one capture to
+// the next, so a repeated capture fills this in instead of symbolizing and
+// building again. Immutable once made.
+class ProfileTemplate {
+ public:
+  // From a profile HeapProfileBuilder built with one record per bucket.
+  explicit ProfileTemplate(const pb::Profile& built);
+
+  size_t samples() const { return sample_locs_.size(); }
+  // The profile a builder would make from records (one per bucket of the
+  // template, in its order): the same samples, locations, functions and
+  // mappings; string indexes may differ.
+  FinishedProfile Fill(std::span<const MemProfileRecord> records, const RuntimeTraits& traits,
+                       int64_t rate, int64_t time_nanos,
+                       std::span<const std::string> comments) const;
+
+ private:
+  std::unique_ptr<google::protobuf::Arena> arena_;
+  pb::Profile* tables_;  // everything but samples, comments, period and time
+  std::vector<uint64_t> loc_ids_;
+  std::vector<std::pair<size_t, size_t>> sample_locs_;  // (offset in loc_ids_, count)
+};
+
+// Adds one sample for record r with location ids locs, as writeHeapProto
+// does (scaled values and the bytes label); bytes_key is the string index
+// of "bytes".
+void AddHeapSample(pb::Profile& profile, const MemProfileRecord& r, std::span<const uint64_t> locs,
+                   const RuntimeTraits& traits, int64_t rate, int64_t bytes_key);
+
 class HeapProfileBuilder {
  public:
   // load_bias: runtime address - link-time address of the executable whose
@@ -97,6 +129,11 @@ class HeapProfileBuilder {
   uint64_t EmitLocation();
   // Location ids for a stack, into out (cleared first).
   void AppendLocsForStack(std::span<const uint64_t> stk, std::vector<uint64_t>& out);
+  // A record's location ids for its whole (link-time) stack: hideRuntime and
+  // its retry, then AppendLocsForStack; LocsForStack remembers the answers
+  // that cannot change.
+  void ComputeLocsForStack(std::span<const uint64_t> full, std::vector<uint64_t>& locs);
+  const std::vector<uint64_t>& LocsForStack(std::span<const uint64_t> full);
 
   Symbolizer& sym_;
   const RuntimeTraits& traits_;
@@ -121,6 +158,18 @@ class HeapProfileBuilder {
   Deck deck_;
   std::vector<uint64_t> locs_scratch_;
   std::vector<uint64_t> link_stack_;  // the record's stack in link-time addresses
+  // Stacks whose location ids are known for good (see LocsForStack), by a
+  // hash of the stack; the stacks and ids are kept back to back.
+  struct MemoEntry {
+    size_t words_at = 0, words = 0, locs_at = 0, locs = 0;
+  };
+  PcMap<uint32_t> memo_;
+  std::vector<MemoEntry> memo_entries_;
+  std::vector<uint64_t> memo_words_;
+  std::vector<uint64_t> memo_locs_;
+  uint64_t loc_overwrites_ = 0;
+  int64_t bytes_key_ = -1;  // string index of "bytes" once a label needed it  // emitted locations
+                            // that replaced a cached PC's
 };
 
 }  // namespace goheap2pprof

@@ -27,17 +27,14 @@ const AddressRange* BlockCacheReader::RangeFor(uint64_t addr) const {
 
 namespace {
 // Arenas grow geometrically, so a small target maps little and a large one
-// needs few mappings.
-constexpr size_t kMaxArenaSize = 64 << 20;
+// needs few mappings (they take memory only as they fill).
+constexpr size_t kMaxArenaSize = 256 << 20;
 }  // namespace
 
 BlockCacheReader::Arena::Arena(size_t size) {
-  // MAP_POPULATE faults the whole arena in with one system call instead of
-  // one page fault per 4 KiB as the blocks are filled. (Huge pages were
-  // tried: faster when memory is unfragmented, but the kernel's synchronous
-  // compaction made the first capture after a busy period several times
-  // slower.)
-  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+  // Address space only: the pages are populated as blocks are carved out
+  // (Take), so a large arena costs memory only for the bytes really read.
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                  -1, 0);
   if (p == MAP_FAILED) return;  // Take() then fails and blocks are read directly
   base_ = static_cast<uint8_t*>(p);
@@ -48,6 +45,11 @@ BlockCacheReader::Arena::~Arena() {
   if (base_ != nullptr) munmap(base_, size_);
 }
 
+namespace {
+// Pages are populated in steps of this many bytes ahead of the fill mark.
+constexpr size_t kPopulateStep = 2 << 20;
+}  // namespace
+
 uint8_t* BlockCacheReader::Arena::Take(size_t n) {
   const size_t room = size_ - used_;
   if (base_ == nullptr || n > room) return nullptr;
@@ -56,6 +58,18 @@ uint8_t* BlockCacheReader::Arena::Take(size_t n) {
   // and used_ must never pass size_ (room would wrap and hand out memory
   // beyond the arena).
   used_ += std::min(room, (n + 63) & ~size_t{63});
+  if (used_ > populated_) {
+    // MADV_POPULATE_WRITE faults a whole step in with one system call
+    // instead of one page fault per 4 KiB as the block is filled. (Huge
+    // pages were tried: faster when memory is unfragmented, but the kernel's
+    // synchronous compaction made the first capture after a busy period
+    // several times slower.) Before Linux 5.14 it fails, and the pages
+    // fault in one by one.
+    const size_t end = std::min(size_, (used_ + kPopulateStep - 1) & ~(kPopulateStep - 1));
+    const size_t from = populated_ & ~size_t{4095};
+    (void)madvise(base_ + from, end - from, MADV_POPULATE_WRITE);
+    populated_ = end;
+  }
   return p;
 }
 
@@ -68,6 +82,11 @@ std::span<uint8_t> BlockCacheReader::Allocate(size_t n) {
     p = arenas_.back()->Take(n);
   }
   return p == nullptr ? std::span<uint8_t>() : std::span<uint8_t>(p, n);
+}
+
+std::shared_ptr<const void> BlockCacheReader::KeepBytes() && {
+  blocks_.clear();
+  return std::make_shared<std::vector<std::unique_ptr<Arena>>>(std::move(arenas_));
 }
 
 const BlockCacheReader::Block* BlockCacheReader::BlockFor(uint64_t addr) {

@@ -29,7 +29,7 @@ class BlockCacheReader : public MemoryReader {
   // ranges: readable mappings of the target, sorted by start (others are
   // read through `inner` uncached). block_size must be a power of two.
   // first_arena_size: the first arena's bytes (tests make it small to
-  // exercise full arenas); later arenas double up to 64 MiB.
+  // exercise full arenas); later arenas double up to 256 MiB.
   BlockCacheReader(MemoryReader& inner, std::vector<AddressRange> ranges,
                    uint64_t block_size = 256 * 1024, size_t first_arena_size = 4 << 20);
 
@@ -38,8 +38,13 @@ class BlockCacheReader : public MemoryReader {
   const uint8_t* View(uint64_t addr, uint64_t len) override;
   ReadStats stats() const override { return inner_.stats(); }
 
-  // Large anonymous mappings that blocks are carved from, populated up front
-  // instead of page by page. Public for its unit test.
+  // Ends the reader, keeping the bytes it lent (View) alive as long as the
+  // returned handle: a walk can then use them in place after the reader is
+  // gone.
+  std::shared_ptr<const void> KeepBytes() &&;
+
+  // Large anonymous mappings that blocks are carved from, populated a few
+  // MiB at a time as they fill instead of page by page. Public for its unit test.
   class Arena {
    public:
     explicit Arena(size_t size);
@@ -55,6 +60,7 @@ class BlockCacheReader : public MemoryReader {
     uint8_t* base_ = nullptr;
     size_t size_ = 0;
     size_t used_ = 0;
+    size_t populated_ = 0;  // bytes from base_ whose pages were populated
   };
 
  private:

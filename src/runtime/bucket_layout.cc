@@ -89,7 +89,7 @@ std::vector<StructLayout> ExpectedBucketLayout(const RuntimeTraits& traits) {
                  {{"next", 0, 8},
                   {"allnext", kBucketAllnextOffset, 8},
                   {"typ", kBucketTypOffset, 8},
-                  {"hash", 24, 8},
+                  {"hash", kBucketHashOffset, 8},
                   {"size", kBucketSizeOffset, 8},
                   {"nstk", kBucketNstkOffset, 8}}});
   const uint64_t cycle_size = MemRecordCycleSize(traits.record_layout);

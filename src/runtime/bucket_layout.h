@@ -28,6 +28,7 @@ namespace goheap2pprof {
 // nstk stack words and, for heap buckets, the memRecord.
 inline constexpr uint64_t kBucketAllnextOffset = 8;
 inline constexpr uint64_t kBucketTypOffset = 16;
+inline constexpr uint64_t kBucketHashOffset = 24;
 inline constexpr uint64_t kBucketSizeOffset = 32;
 inline constexpr uint64_t kBucketNstkOffset = 40;
 inline constexpr uint64_t kBucketHeaderSize = 48;

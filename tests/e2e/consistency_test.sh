@@ -3,6 +3,11 @@
 # whose GC runs many times a second (testdata/churn) must each be a valid heap
 # profile without negative in-use values, and their totals must lie within
 # what the target's own /debug/pprof/heap served just before and just after.
+# The same again through the repeated-capture path: `goheap2pprof serve`
+# captures the churn target as many times, its worker keeping the process's
+# capture state (app/capture_state.h) from one capture to the next, so each
+# of those reads only what changed and must still mean what a fresh capture
+# would.
 #
 #   bash tests/e2e/consistency_test.sh <path-to-goheap2pprof> <path-to-profdiff>
 #
@@ -61,6 +66,7 @@ if ! (cd "$src/testdata/churn" && GOTOOLCHAIN=local go build -o "$work/churn" . 
 fi
 
 e2e_start "$work/churn.out" "$work/churn.err" "$work/churn" "${churn_args[@]}"
+churn_pid=$target_pid
 if ! e2e_wait_for_line "$work/churn.out" '^READY ' "$target_pid" 30; then
   cat "$work/churn.err"
   fail "churn did not print READY"
@@ -72,23 +78,46 @@ sleep 1  # let the churn reach its steady state (buckets for every size)
 fetch "$work/warmup.pb.gz" || fail "fetching the target's own profile"
 stats_before=$(curl -sf "$url/stats")
 
-echo "churn pid $target_pid ${churn_args[*]}: $captures captures, every ${every}th bracketed by the target's own profile"
+# One pass of captures: capture_<mode> <output> <log> takes one, for mode
+# cli (a fresh goheap2pprof each time) or serve (repeated captures by one
+# long-running server). Files are <prefix>NNN.pb.gz (and .before/.after).
+capture_cli() { "$tool" "$churn_pid" -o "$1" --stats >"$2" 2>&1; }
+capture_serve() {
+  curl -sf --max-time 60 -o "$1" "http://$serve_addr/debug/pprof/heap?pid=$churn_pid" >"$2" 2>&1
+}
+run_pass() {
+  local mode=$1 prefix=$2 i name rc
+  echo "churn pid $churn_pid ${churn_args[*]}: $captures captures ($mode), every ${every}th bracketed by the target's own profile"
+  local pass_start=$SECONDS
+  for ((i = 1; i <= captures; i++)); do
+    name=$prefix$(printf '%03d' "$i")
+    if ((i % every == 0)); then
+      fetch "$work/$name.before.pb.gz" || fail "fetch before capture $i ($mode)"
+    fi
+    "capture_$mode" "$work/$name.pb.gz" "$work/$name.log"
+    rc=$?
+    if ((i % every == 0)); then
+      fetch "$work/$name.after.pb.gz" || fail "fetch after capture $i ($mode)"
+    fi
+    if ((rc != 0)); then
+      sed 's/^/    /' "$work/$name.log"
+      fail "capture $i ($mode): exit status $rc"
+    fi
+  done
+  echo "$mode: $captures captures in $((SECONDS - pass_start))s"
+}
+
 start=$SECONDS
-for ((i = 1; i <= captures; i++)); do
-  name=$(printf '%03d' "$i")
-  if ((i % every == 0)); then
-    fetch "$work/$name.before.pb.gz" || fail "fetch before capture $i"
-  fi
-  "$tool" "$target_pid" -o "$work/$name.pb.gz" --stats >"$work/$name.log" 2>&1
-  rc=$?
-  if ((i % every == 0)); then
-    fetch "$work/$name.after.pb.gz" || fail "fetch after capture $i"
-  fi
-  if ((rc != 0)); then
-    sed 's/^/    /' "$work/$name.log"
-    fail "capture $i: goheap2pprof exited $rc"
-  fi
-done
+run_pass cli ""
+# The repeated-capture path: one server, its first capture of the churn
+# target makes the state, the next ones reuse it.
+e2e_start "$work/serve.out" "$work/serve.log" "$tool" serve --listen 127.0.0.1:0 -v
+if ! e2e_wait_for_line "$work/serve.log" "listening on" "$target_pid" 10; then
+  cat "$work/serve.log"
+  fail "goheap2pprof serve did not start"
+fi
+serve_addr=$(sed -n 's/.*listening on //p' "$work/serve.log" | head -n 1)
+run_pass serve r
 stats_after=$(curl -sf "$url/stats")
 elapsed=$((SECONDS - start))
 e2e_stop_pids
@@ -112,19 +141,21 @@ walk_summary=$(awk '/^  walks / {walks += $2; torn += substr($3, 2); n++; if ($2
   "$work"/[0-9][0-9][0-9].log)
 gave_up=$(grep -l 'profile cycle changed during each' "$work"/[0-9][0-9][0-9].log | wc -l)
 
-# Totals of the bracketed captures.
+# Totals of the bracketed captures, for both passes.
 bounds_bad=0 checked=0
 declare -A tot
 while read -r path ok _ samples _ ao _ as _ io _ is _; do
   [[ $ok == ok ]] || continue
   tot[$path]="$samples $ao $as $io $is"
 done <"$work/profcheck.out"
+for prefix in "" r; do
 for ((i = every; i <= captures; i += every)); do
-  name=$(printf '%03d' "$i")
+  name=$prefix$(printf '%03d' "$i")
   b=${tot[$work/$name.before.pb.gz]:-} o=${tot[$work/$name.pb.gz]:-} a=${tot[$work/$name.after.pb.gz]:-}
   [[ -n $b && -n $o && -n $a ]] || continue
   checked=$((checked + 1))
   torn=$(awk '/^  walks / {print $2 - 1}' "$work/$name.log")
+  torn=${torn:-0}
   if ! verdict=$(awk -v b="$b" -v o="$o" -v a="$a" -v torn="$torn" 'BEGIN {
       split(b, B); split(o, O); split(a, A)
       tol = (A[1] > B[1] ? A[1] : B[1])   # one unit per sample
@@ -144,17 +175,18 @@ for ((i = every; i <= captures; i += every)); do
       printf "alloc_space %.0f <= %.0f <= %.0f; inuse_space %.0f in [%.0f, %.0f] (before %.0f, after %.0f); retried walks %d", \
         B[3], O[3], A[3], O[5], A[5] - (A[3] - B[3]), B[5] + (A[3] - B[3]), B[5], A[5], torn
       exit bad }'); then
-    echo "OUT OF BOUNDS capture $i: $verdict"
+    echo "OUT OF BOUNDS capture $name: $verdict"
     bounds_bad=$((bounds_bad + 1))
   elif ((i % (every * 10) == 0)); then
-    echo "capture $i: $verdict"
+    echo "capture $name: $verdict"
   fi
+done
 done
 
 echo "churn /stats before: $stats_before"
 echo "churn /stats after:  $stats_after"
 echo "$stats_before $stats_after" | awk '{printf "target: %.0f GC cycles/s, %.0f work items/s during the test\n", ($10 - $4) / (($12 - $6) / 1e9), ($8 - $2) / (($12 - $6) / 1e9)}'
-echo "$captures captures in ${elapsed}s: $walk_summary; $gave_up gave up (cycle changed in every walk)"
+echo "$captures fresh captures and $captures repeated ones (serve) in ${elapsed}s; fresh ones: $walk_summary; $gave_up gave up (cycle changed in every walk)"
 echo "invalid profiles: $invalid (go tool pprof rejected $pprof_bad); profiles with negative in-use: $negative"
 echo "totals checked against the target's own profile: $checked, out of bounds: $bounds_bad"
 if ((invalid > 0 || negative > 0 || pprof_bad > 0 || bounds_bad > 0)); then

@@ -111,17 +111,20 @@ class EngineTest : public ::testing::Test {
     mem->Map(bias, std::move(image));
     mem->Map(kHeap, heap);
     std::vector<MapsEntry> maps = {
-        {bias, bias + image_size, "r-xp", 0, "08:01", kExeInode, kExePath},
+        {bias, bias + image_size, "r-xp", 0, "08:01", running_.inode, running_.path},
         {kHeap, kHeap + heap.size(), "rw-p", 0, "00:00", 0, ""},
     };
-    TargetExecutable exe{file_, {kExeInode, kExePath}, "0badc0de", "", {}, {}};
+    TargetExecutable exe{file_, running_, "0badc0de", "", {}, {}};
     return std::make_unique<MemorySource>(std::move(mem), std::move(maps), std::move(exe),
-                                          ProcessIdentity{4242, 99, "app"});
+                                          identity_);
   }
 
   HandTable table_;
   HandGoElf elf_;
   std::shared_ptr<const ElfFile> file_;
+  // Who Source() says the process is, and the file it says it runs.
+  ProcessIdentity identity_{4242, 99, "app"};
+  FileIdentity running_{kExeInode, kExePath};
 };
 
 // Names of the functions of a location's lines, innermost first.
@@ -409,6 +412,119 @@ TEST(ExecutableFileMappings, KeepsExecutableFileMappingsAsParseProcSelfMapsDoes)
   EXPECT_EQ(lookups, 1);           // each file is read once
   EXPECT_EQ(m[3].file, "[vdso]");  // kept, without a build ID
   EXPECT_EQ(m[3].build_id, "");
+}
+
+}  // namespace
+}  // namespace goheap2pprof
+
+namespace goheap2pprof {
+namespace {
+
+// The samples of a profile as comparable text: values, then the stack as
+// function:line lists of its locations (ids and string indexes may differ
+// between two builds of the same meaning).
+std::vector<std::string> SampleTexts(const pb::Profile& p) {
+  std::vector<std::string> out;
+  for (const pb::Sample& s : p.sample()) {
+    std::string text;
+    for (int64_t v : s.value()) text += std::to_string(v) + " ";
+    for (uint64_t id : s.location_id()) {
+      for (const std::string& f : LineFunctions(p, id)) text += f + ",";
+      text += "|";
+    }
+    for (const pb::Label& l : s.label()) {
+      text += " " + p.string_table(l.key()) + "=" + std::to_string(l.num());
+    }
+    out.push_back(text);
+  }
+  return out;
+}
+
+class RepeatedCaptureTest : public EngineTest {
+ protected:
+  static constexpr uint64_t kBias = 0x10000;
+  std::vector<TestBucket> Buckets(uint64_t allocs) const {
+    return {{64, {1, 0x10, 0, 0x20}, {allocs, 1, 64 * allocs, 64}},
+            {128, {2, 0x10, 0, 0x20}, {3, 1, 384, 128}}};
+  }
+  // A capture through state, and what a fresh capture of the same memory says.
+  std::pair<CaptureResult, std::vector<std::string>> CaptureBoth(
+      const std::vector<TestBucket>& buckets, ProcessCaptureState& state) {
+    std::unique_ptr<MemorySource> src = Source(kBias, buckets);
+    CaptureReport report;
+    CaptureResult r = Capture(*src, analysis_, {}, report, state);
+    std::unique_ptr<MemorySource> again = Source(kBias, buckets);
+    CaptureResult fresh = Capture(*again, *analysis_, {});
+    return {std::move(r), SampleTexts(fresh.profile.get())};
+  }
+  void SetUp() override {
+    EngineTest::SetUp();
+    analysis_ = ExecutableAnalysis::Create(file_);
+  }
+  std::shared_ptr<const ExecutableAnalysis> analysis_;
+};
+
+TEST_F(RepeatedCaptureTest, ASecondCaptureReusesTheStateAndMeansTheSame) {
+  ProcessCaptureState state;
+  auto [first, fresh1] = CaptureBoth(Buckets(5), state);
+  EXPECT_FALSE(first.report.repeated);
+  EXPECT_EQ(state.fresh_reason(), "first capture");
+  EXPECT_EQ(SampleTexts(first.profile.get()), fresh1);
+  // Counters changed: the same buckets, other counts.
+  auto [second, fresh2] = CaptureBoth(Buckets(9), state);
+  EXPECT_TRUE(second.report.repeated);
+  EXPECT_EQ(state.reused(), 1u);
+  EXPECT_EQ(SampleTexts(second.profile.get()), fresh2);
+  EXPECT_NE(fresh1, fresh2);
+  EXPECT_EQ(second.profile.get().location_size(), first.profile.get().location_size());
+}
+
+TEST_F(RepeatedCaptureTest, AProcessReplacedUnderTheSamePidStartsAfresh) {
+  ProcessCaptureState state;
+  CaptureBoth(Buckets(5), state);
+  identity_.start_time = 100;  // the pid now names a process started later
+  auto [r, fresh] = CaptureBoth(Buckets(7), state);
+  EXPECT_FALSE(r.report.repeated);
+  EXPECT_EQ(state.fresh_reason(), "start time changed (another process)");
+  EXPECT_EQ(SampleTexts(r.profile.get()), fresh);
+}
+
+TEST_F(RepeatedCaptureTest, AnExecInPlaceStartsAfresh) {
+  ProcessCaptureState state;
+  CaptureBoth(Buckets(5), state);
+  // Same pid and start time (exec keeps both), another executable file.
+  running_ = {kExeInode + 1, kExePath};
+  auto [r, fresh] = CaptureBoth(Buckets(7), state);
+  EXPECT_FALSE(r.report.repeated);
+  EXPECT_EQ(state.fresh_reason(), "executable changed");
+  EXPECT_EQ(SampleTexts(r.profile.get()), fresh);
+}
+
+TEST_F(RepeatedCaptureTest, BucketsThatAreNoLongerTheRememberedOnesStartAfresh) {
+  ProcessCaptureState state;
+  CaptureBoth(Buckets(5), state);
+  // Same identity, but another bucket where the first one was (an exec of
+  // the same file could do this): its header and stack differ.
+  std::vector<TestBucket> other = Buckets(5);
+  other[0].stack = {3, 0x10, 0, 0x20};
+  auto [r, fresh] = CaptureBoth(other, state);
+  EXPECT_FALSE(r.report.repeated);
+  EXPECT_EQ(SampleTexts(r.profile.get()), fresh);
+  // And the state is usable again afterwards.
+  auto [r2, fresh2] = CaptureBoth(other, state);
+  EXPECT_TRUE(r2.report.repeated);
+  EXPECT_EQ(SampleTexts(r2.profile.get()), fresh2);
+}
+
+TEST_F(RepeatedCaptureTest, AFailedCaptureLeavesNoStateToTrust) {
+  ProcessCaptureState state;
+  CaptureBoth(Buckets(5), state);
+  std::unique_ptr<MemorySource> off = Source(kBias, {}, /*rate=*/0);
+  CaptureReport report;
+  EXPECT_THROW(Capture(*off, analysis_, {}, report, state), Error);
+  auto [r, fresh] = CaptureBoth(Buckets(6), state);
+  EXPECT_FALSE(r.report.repeated);
+  EXPECT_EQ(SampleTexts(r.profile.get()), fresh);
 }
 
 }  // namespace

@@ -484,3 +484,117 @@ TEST(WalkBuckets, ThroughTheBlockCacheGivesTheSameBuckets) {
 
 }  // namespace
 }  // namespace goheap2pprof
+
+namespace goheap2pprof {
+namespace {
+
+// Two buckets linked from runtime.mbuckets, and room for a third to be
+// prepended, for RefreshHeapSnapshot.
+struct GrowingImage {
+  static constexpr uint64_t kVars = 0x5000;
+  TestMemory mem;
+  HeapAddresses addrs{kVars, kVars + 8, kVars + 16};
+  BucketArena arena{0x10000};
+  uint64_t b1 = 0, b2 = 0;
+  GrowingImage() {
+    b2 = arena.Add(64, {0x401000, 0x402000}, {4, 1, 256, 64});
+    b1 = arena.Add(128, {0x403000}, {2, 0, 256, 0});
+    arena.SetAllnext(b1, b2);
+    arena.MapInto(mem);
+    SetVars(b1, 6 << 1);
+  }
+  void SetVars(uint64_t head, uint32_t cycle_word) {
+    std::vector<uint8_t> vars(24, 0);
+    std::memcpy(&vars[0], &head, 8);
+    int64_t rate = 512 * 1024;
+    std::memcpy(&vars[8], &rate, 8);
+    std::memcpy(&vars[16], &cycle_word, 4);
+    mem.Map(kVars, vars);
+  }
+  // Sets the active allocs of the bucket at addr (the first record word).
+  void SetAllocs(uint64_t addr, uint64_t nstk, uint64_t allocs) {
+    mem.PutU64(addr + kBucketHeaderSize + 8 * nstk, allocs);
+  }
+};
+
+const RuntimeTraits& Go126() {
+  static const RuntimeTraits traits = TraitsForVersion({1, 26, 0});
+  return traits;
+}
+
+TEST(RefreshHeapSnapshot, CountersChangedAreReadAgain) {
+  GrowingImage img;
+  HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, Go126());
+  OwnStacks(s);
+  img.SetAllocs(img.b2, 2, 40);
+  ASSERT_TRUE(RefreshHeapSnapshot(img.mem, img.addrs, Go126(), {}, s));
+  ASSERT_EQ(s.buckets.size(), 2u);
+  EXPECT_EQ(s.new_buckets, 0u);
+  EXPECT_EQ(s.buckets[1].active.allocs, 40u);
+  EXPECT_EQ(s.walks, 1);
+}
+
+TEST(RefreshHeapSnapshot, ANewBucketPrependedIsWalkedAndPutFirst) {
+  GrowingImage img;
+  HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, Go126());
+  OwnStacks(s);
+  BucketArena more(0x20000);
+  const uint64_t b0 = more.Add(256, {0x404000, 0x405000, 0x406000}, {1, 0, 256, 0});
+  more.SetAllnext(b0, img.b1);
+  more.MapInto(img.mem);
+  img.SetVars(b0, 6 << 1);
+  ASSERT_TRUE(RefreshHeapSnapshot(img.mem, img.addrs, Go126(), {}, s));
+  ASSERT_EQ(s.buckets.size(), 3u);
+  EXPECT_EQ(s.new_buckets, 1u);
+  EXPECT_EQ(s.head, b0);
+  EXPECT_EQ(s.buckets[0].addr, b0);
+  EXPECT_EQ(s.buckets[0].stack.size(), 3u);
+  EXPECT_EQ(s.buckets[1].addr, img.b1);
+  EXPECT_EQ(s.buckets[2].stack[1], 0x402000u);
+}
+
+TEST(RefreshHeapSnapshot, AnotherListUnderTheSameAddressesIsRefused) {
+  GrowingImage img;
+  HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, Go126());
+  OwnStacks(s);
+  // Another process image: the same addresses hold another stack.
+  img.mem.PutU64(img.b2 + kBucketHeaderSize + 8, 0x409000);
+  EXPECT_FALSE(RefreshHeapSnapshot(img.mem, img.addrs, Go126(), {}, s));
+}
+
+TEST(RefreshHeapSnapshot, AHeadThatDoesNotLeadToTheOldOneIsRefused) {
+  GrowingImage img;
+  HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, Go126());
+  OwnStacks(s);
+  BucketArena other(0x20000);
+  const uint64_t lone = other.Add(64, {0x401000}, {1, 0, 64, 0});
+  other.MapInto(img.mem);
+  img.SetVars(lone, 6 << 1);
+  EXPECT_FALSE(RefreshHeapSnapshot(img.mem, img.addrs, Go126(), {}, s));
+}
+
+TEST(RefreshHeapSnapshot, AGcPublishingMidReadIsSettled) {
+  GrowingImage img;
+  HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, Go126());
+  OwnStacks(s);
+  // The GC publishes the next cycle (and new counts) once the refresh has
+  // read the buckets; the refresh must read the counters again.
+  bool read = false, published = false;
+  img.mem.SetReadHook([&](uint64_t addr, uint64_t len) {
+    if (read && !published) {
+      published = true;
+      img.SetAllocs(img.b1, 1, 9);
+      img.mem.PutU64(GrowingImage::kVars + 16, 7 << 1);
+    }
+    read |= Touches(addr, len, img.b1, img.arena.End());
+  });
+  ASSERT_TRUE(RefreshHeapSnapshot(img.mem, img.addrs, Go126(), {}, s));
+  ASSERT_TRUE(published);
+  EXPECT_EQ(s.walks, 2);
+  EXPECT_TRUE(s.consistent);
+  EXPECT_EQ(s.cycle, 7u);
+  EXPECT_EQ(s.buckets[0].active.allocs, 9u);
+}
+
+}  // namespace
+}  // namespace goheap2pprof

@@ -1,0 +1,90 @@
+// What a long-running caller (serve, push, watch) keeps about one process
+// between two captures of it, so that a repeated capture costs the counters
+// and whatever changed instead of a whole capture. Bucket headers and stacks
+// never change once the runtime published them, new buckets are only ever
+// prepended to the list, and the executable of a process does not change
+// (but by exec), so a later capture of the same process
+//   - reads the rate, the list head, the buckets created since, and the
+//     header and counters of every remembered bucket (not the stacks);
+//   - reuses the locations, functions and strings (ProfileTemplate) when no
+//     bucket was added, and builds afresh (with the symbolizer's per-PC
+//     cache) when one was.
+// The state is trusted only for the process it was made from: the same pid,
+// start time, running executable (path, inode, build ID), analysis, load
+// bias and executable mappings, and only while every remembered header
+// reads back unchanged and the list from the new head leads to the old one.
+// Otherwise the capture starts afresh, as a first one would. A capture that
+// fails leaves the state empty.
+//
+//   ProcessCaptureState state;              // one per process, held by the agent
+//   Capture(source1, *analysis, {}, report1, &state);   // reads everything
+//   Capture(source2, *analysis, {}, report2, &state);   // counters + news
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "heap/snapshot.h"
+#include "pprof/heap_profile_builder.h"
+
+namespace goheap2pprof {
+
+class ExecutableAnalysis;
+
+class ProcessCaptureState {
+ public:
+  // Captures that reused the state, and those that had to start afresh
+  // (the first one included), since the state was made.
+  uint64_t reused() const { return reused_; }
+  uint64_t fresh() const { return fresh_; }
+  // Why the last capture started afresh ("first capture", "start time
+  // changed", ...); empty if it reused the state.
+  const std::string& fresh_reason() const { return fresh_reason_; }
+  // Bytes held: stacks, buckets and the template's location ids (for an
+  // agent bounding its states).
+  size_t ApproximateBytes() const;
+
+  // The engine's (app/capture.cc); callers only hold the state.
+  struct Key {
+    pid_t pid = 0;
+    uint64_t start_time = 0;
+    std::string exe_path;
+    uint64_t exe_inode = 0;
+    std::string build_id;
+    const ExecutableAnalysis* analysis = nullptr;
+    std::shared_ptr<const ExecutableAnalysis> analysis_ref;  // keeps the pointer meaningful
+    uint64_t bias = 0;
+    std::vector<ProfileMapping> mappings;
+  };
+  // Why `key` cannot use the state; empty if it can.
+  std::string Mismatch(const Key& key) const;
+  void Reset(std::string reason);
+  void Accept(Key key) { key_ = std::move(key); }
+  void CountFresh(std::string reason) {
+    ++fresh_;
+    fresh_reason_ = std::move(reason);
+  }
+  void CountReuse() {
+    ++reused_;
+    fresh_reason_.clear();
+  }
+
+  bool valid = false;  // set by a capture that completed
+  HeapSnapshot snapshot;
+  // Built from snapshot's buckets as they were before the last refresh's
+  // new ones; empty until a capture built a profile.
+  std::shared_ptr<const ProfileTemplate> profile_template;
+
+ private:
+  std::optional<Key> key_;
+  uint64_t reused_ = 0;
+  uint64_t fresh_ = 0;
+  std::string fresh_reason_;
+};
+
+}  // namespace goheap2pprof
