@@ -169,57 +169,7 @@ class Agent {
     return b;
   }
 
-  ExeInfo Probe(pid_t pid) {
-    PoolResult r = pool_.Run({WorkerOp::kProbe, pid}, "");
-    ExeInfo info;
-    if (r.outcome != PoolOutcome::kReplied) {
-      if (r.outcome == PoolOutcome::kCrashed || r.outcome == PoolOutcome::kTimedOut) {
-        serve_metrics_.WorkerRestarted(r.outcome == PoolOutcome::kCrashed ? "crash" : "timeout");
-        info.error = r.detail;
-      }
-      return info;
-    }
-    if (r.reply.error_kind != 0) {
-      if (r.reply.error_kind != static_cast<int>(ErrorKind::kNoSuchProcess)) {
-        info.error = r.reply.message;
-      }
-      return info;
-    }
-    std::istringstream lines(r.reply.body);
-    std::string line;
-    while (std::getline(lines, line)) {
-      size_t eq = line.find('=');
-      if (eq == std::string::npos) continue;
-      if (line.compare(0, eq, "go_version") == 0) info.go_version = line.substr(eq + 1);
-      if (line.compare(0, eq, "build_id") == 0) info.build_id = line.substr(eq + 1);
-    }
-    info.is_go = !info.go_version.empty();
-    return info;
-  }
-
-  static std::string Outcome(const PoolResult& r) {
-    switch (r.outcome) {
-      case PoolOutcome::kBusy:
-        return "busy";
-      case PoolOutcome::kCrashed:
-        return "worker_crash";
-      case PoolOutcome::kTimedOut:
-        return "worker_timeout";
-      case PoolOutcome::kReplied:
-        break;
-    }
-    switch (static_cast<ErrorKind>(r.reply.error_kind)) {
-      case ErrorKind::kSamplingDisabled:
-        return "sampling_off";
-      case ErrorKind::kNoSuchProcess:
-      case ErrorKind::kNotGo:
-        return "not_found";
-      case ErrorKind::kPermission:
-        return "forbidden";
-      default:
-        return r.reply.error_kind == 0 ? "ok" : "error";
-    }
-  }
+  ExeInfo Probe(pid_t pid) { return ProbeInWorker(pool_, serve_metrics_, pid); }
 
   void CaptureAndPush(const GoProcess& p) {
     const pid_t pid = p.facts.pid;
@@ -228,7 +178,7 @@ class Agent {
     PoolResult r = pool_.Run({WorkerOp::kHeap, pid}, p.facts.key.ToString());
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    const std::string outcome = Outcome(r);
+    const std::string outcome = PoolOutcomeName(r);
     serve_metrics_.CaptureDone(outcome, seconds, r.reply.bytes_read);
     if (r.outcome == PoolOutcome::kReplied) serve_metrics_.CaptureAnalyses(r.reply.analyses);
     if (r.outcome == PoolOutcome::kCrashed) serve_metrics_.WorkerRestarted("crash");

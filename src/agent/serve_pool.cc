@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <sstream>
 
 #include "base/error.h"
 
@@ -232,6 +233,57 @@ std::vector<pid_t> WorkerPool::worker_pids() const {
     if (w.pid > 0) pids.push_back(w.pid);
   }
   return pids;
+}
+
+std::string PoolOutcomeName(const PoolResult& r) {
+  switch (r.outcome) {
+    case PoolOutcome::kBusy:
+      return "busy";
+    case PoolOutcome::kCrashed:
+      return "worker_crash";
+    case PoolOutcome::kTimedOut:
+      return "worker_timeout";
+    case PoolOutcome::kReplied:
+      break;
+  }
+  switch (static_cast<ErrorKind>(r.reply.error_kind)) {
+    case ErrorKind::kSamplingDisabled:
+      return "sampling_off";
+    case ErrorKind::kNoSuchProcess:
+    case ErrorKind::kNotGo:
+      return "not_found";
+    case ErrorKind::kPermission:
+      return "forbidden";
+    default:
+      return r.reply.error_kind == 0 ? "ok" : "error";
+  }
+}
+
+ExeInfo ProbeInWorker(WorkerPool& pool, ServeMetrics& metrics, pid_t pid) {
+  PoolResult r = pool.Run({WorkerOp::kProbe, pid}, "");
+  ExeInfo info;
+  if (r.outcome != PoolOutcome::kReplied) {
+    if (r.outcome == PoolOutcome::kCrashed || r.outcome == PoolOutcome::kTimedOut) {
+      metrics.WorkerRestarted(r.outcome == PoolOutcome::kCrashed ? "crash" : "timeout");
+      info.error = r.detail;  // a hostile executable is not probed again
+    }
+    return info;
+  }
+  if (r.reply.error_kind != 0) {
+    return ExeInfoForFailure(r.reply.error_kind == static_cast<int>(ErrorKind::kNoSuchProcess),
+                             r.reply.message);
+  }
+  std::istringstream lines(r.reply.body);
+  std::string line;
+  while (std::getline(lines, line)) {
+    size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+    if (key == "go_version") info.go_version = value;
+    if (key == "build_id") info.build_id = value;
+  }
+  info.is_go = !info.go_version.empty();
+  return info;
 }
 
 }  // namespace goheap2pprof

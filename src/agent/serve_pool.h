@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "agent/discovery.h"
+#include "agent/serve_metrics.h"
 #include "agent/serve_worker.h"
 
 namespace goheap2pprof {
@@ -95,5 +97,14 @@ class WorkerPool {
   std::vector<Worker> workers_;
   PoolStats stats_;
 };
+
+// The outcome of one pooled capture as /metrics names it ("ok", "busy",
+// "worker_crash", "not_found", ...), the same for serve and push.
+std::string PoolOutcomeName(const PoolResult& r);
+
+// Discovery's probe of one process, run in a worker (the executable is
+// untrusted): Go version and build ID, or why not. A worker that crashed or
+// hung on it is counted in `metrics` and the executable is not probed again.
+ExeInfo ProbeInWorker(WorkerPool& pool, ServeMetrics& metrics, pid_t pid);
 
 }  // namespace goheap2pprof

@@ -164,32 +164,7 @@ class Service {
     return token;
   }
 
-  ExeInfo ProbeExe(pid_t pid) {
-    PoolResult r = pool_.Run({WorkerOp::kProbe, pid}, "");
-    ExeInfo info;
-    if (r.outcome != PoolOutcome::kReplied) {
-      if (r.outcome == PoolOutcome::kCrashed || r.outcome == PoolOutcome::kTimedOut) {
-        metrics_.WorkerRestarted(r.outcome == PoolOutcome::kCrashed ? "crash" : "timeout");
-        info.error = r.detail;  // a hostile executable is not probed again
-      }
-      return info;
-    }
-    if (r.reply.error_kind != 0) {
-      return ExeInfoForFailure(r.reply.error_kind == static_cast<int>(ErrorKind::kNoSuchProcess),
-                               r.reply.message);
-    }
-    std::istringstream lines(r.reply.body);
-    std::string line;
-    while (std::getline(lines, line)) {
-      size_t eq = line.find('=');
-      if (eq == std::string::npos) continue;
-      std::string key = line.substr(0, eq), value = line.substr(eq + 1);
-      if (key == "go_version") info.go_version = value;
-      if (key == "build_id") info.build_id = value;
-    }
-    info.is_go = !info.go_version.empty();
-    return info;
-  }
+  ExeInfo ProbeExe(pid_t pid) { return ProbeInWorker(pool_, metrics_, pid); }
 
   void discovery_stats_to_metrics() {
     // Processes first: the scan count read after it is never smaller than
@@ -236,7 +211,7 @@ class Service {
            << result.reply.body.size() << " bytes\n";
       Log(line.str());
     }
-    metrics_.CaptureDone(OutcomeName(result), seconds, result.reply.bytes_read);
+    metrics_.CaptureDone(PoolOutcomeName(result), seconds, result.reply.bytes_read);
     if (result.outcome == PoolOutcome::kReplied) metrics_.CaptureAnalyses(result.reply.analyses);
     if (result.outcome == PoolOutcome::kCrashed) metrics_.WorkerRestarted("crash");
     if (result.outcome == PoolOutcome::kTimedOut) metrics_.WorkerRestarted("timeout");
@@ -252,30 +227,6 @@ class Service {
     }
     flight->cv.notify_all();
     return result;
-  }
-
-  static std::string OutcomeName(const PoolResult& r) {
-    switch (r.outcome) {
-      case PoolOutcome::kBusy:
-        return "busy";
-      case PoolOutcome::kCrashed:
-        return "worker_crash";
-      case PoolOutcome::kTimedOut:
-        return "worker_timeout";
-      case PoolOutcome::kReplied:
-        break;
-    }
-    switch (static_cast<ErrorKind>(r.reply.error_kind)) {
-      case ErrorKind::kSamplingDisabled:
-        return "sampling_off";
-      case ErrorKind::kNoSuchProcess:
-      case ErrorKind::kNotGo:
-        return "not_found";
-      case ErrorKind::kPermission:
-        return "forbidden";
-      default:
-        return r.reply.error_kind == 0 ? "ok" : "error";
-    }
   }
 
   // Answers a failed capture; false if r is a success.
