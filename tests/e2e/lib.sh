@@ -73,6 +73,21 @@ e2e_require_command() {
   fi
 }
 
+# The opt-in real Parca suites (serve_parca, push_parca): sets $parca to the
+# server binary (GOHEAP2PPROF_PARCA, or <build>/parca/parca, built as
+# tests/e2e/serve_parca_test.sh's header says), or skips saying so, and
+# checks what they use beside it.
+e2e_require_parca() {
+  parca=${GOHEAP2PPROF_PARCA:-$bin/parca/parca}
+  if [[ ! -x $parca ]]; then
+    echo "SKIP: no Parca server at $parca (build it as tests/e2e/serve_parca_test.sh says, or set GOHEAP2PPROF_PARCA)"
+    exit 77
+  fi
+  e2e_require_go
+  e2e_require_command curl "needs curl"
+  e2e_require_command jq "needs jq"
+}
+
 # The Go toolchains of the test matrix: tests/go_toolchains.txt, the one
 # list of them; the "shared" ones are unpacked by scripts/unpack-toolchains.sh
 # into toolchains_dir from toolchains_shared (scripts/toolchain_dirs.sh; CTest

@@ -15,14 +15,7 @@
 set -u
 source "$(dirname "$0")/lib.sh"
 e2e_init "$@"
-parca=${GOHEAP2PPROF_PARCA:-$bin/parca/parca}
-if [[ ! -x $parca ]]; then
-  echo "SKIP: no Parca server at $parca (build it as tests/e2e/serve_parca_test.sh says, or set GOHEAP2PPROF_PARCA)"
-  exit 77
-fi
-e2e_require_go
-e2e_require_command curl "needs curl"
-e2e_require_command jq "needs jq"
+e2e_require_parca
 e2e_make_work push-parca
 trap 'e2e_stop_pids -9' EXIT
 

@@ -8,20 +8,13 @@
 
 #include "base/error.h"
 #include "pprof/profile_delta.h"
+#include "two_profiles.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace goheap2pprof;
-  if (size < 4) return 0;
   uint32_t n = 0;
-  std::memcpy(&n, data, 4);
-  data += 4;
-  size -= 4;
-  if (n > size) n = static_cast<uint32_t>(size);
   pb::Profile p0, p1;
-  if (!p0.ParseFromArray(data, static_cast<int>(n)) ||
-      !p1.ParseFromArray(data + n, static_cast<int>(size - n))) {
-    return 0;
-  }
+  if (!ParseTwoProfiles(data, size, n, p0, p1)) return 0;
   try {
     pb::Profile d = DeltaProfile(p0, p1);
     // Ids 1..N and string 0 empty, as Parca requires.

@@ -11,23 +11,16 @@
 
 #include "agent/push_profile.h"
 #include "base/error.h"
+#include "two_profiles.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace goheap2pprof;
-  if (size < 4) return 0;
   uint32_t n = 0;
-  std::memcpy(&n, data, 4);
+  pb::Profile p0, p1;
+  if (!ParseTwoProfiles(data, size, n, p0, p1)) return 0;
   PushLimits limits;
   limits.max_samples = 1 + data[0] % 64;
   limits.max_bytes = 64 + static_cast<size_t>(data[1]) * 64;
-  data += 4;
-  size -= 4;
-  if (n > size) n = static_cast<uint32_t>(size);
-  pb::Profile p0, p1;
-  if (!p0.ParseFromArray(data, static_cast<int>(n)) ||
-      !p1.ParseFromArray(data + n, static_cast<int>(size - n))) {
-    return 0;
-  }
   AllocDeltaState state(/*from_zero=*/(n & 1) != 0);
   for (const pb::Profile* p : {&p0, &p1}) {
     try {
