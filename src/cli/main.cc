@@ -10,6 +10,7 @@
 #include "app/output_format.h"
 #include "app/run.h"
 #include "base/error.h"
+#include "base/huge_page_malloc.h"
 #include "cli/push_main.h"
 #include "cli/serve_main.h"
 #include "cli/version.h"
@@ -317,6 +318,7 @@ int Main(int argc, char** argv) {
 }  // namespace goheap2pprof
 
 int main(int argc, char** argv) {
+  goheap2pprof::ReexecWithHugePageMalloc(argv);
   // Subcommands; anything else is the one-shot capture, unchanged.
   if (argc > 1 && std::string(argv[1]) == "serve") {
     return goheap2pprof::ServeMain(argc - 1, argv + 1);

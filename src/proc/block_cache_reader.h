@@ -58,6 +58,7 @@ class BlockCacheReader : public MemoryReader {
 
    private:
     uint8_t* base_ = nullptr;
+    size_t mapped_ = 0;  // bytes mapped from base_: size_ rounded up to 2 MiB
     size_t size_ = 0;
     size_t used_ = 0;
     size_t populated_ = 0;  // bytes from base_ whose pages were populated
