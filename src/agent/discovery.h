@@ -110,6 +110,18 @@ class Discovery {
     std::vector<std::string> want_env;
     int64_t interval_ms = 10000;
     size_t max_executables = 4096;  // bound of the executable cache
+
+    // What serve and push both configure: the filter, the scan interval, and
+    // the environment variable that --service-name-from env:VAR reads.
+    static Options For(const ProcessFilter& filter, double interval_seconds,
+                       const std::string& service_name_from) {
+      Options d;
+      d.filter = filter;
+      d.interval_ms = static_cast<int64_t>(interval_seconds * 1000);
+      if (service_name_from.rfind("env:", 0) == 0)
+        d.want_env.push_back(service_name_from.substr(4));
+      return d;
+    }
   };
 
   Discovery(Options options, Probe probe);

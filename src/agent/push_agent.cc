@@ -148,12 +148,7 @@ class Agent {
   }
 
   static Discovery::Options DiscoveryOptions(const PushOptions& o) {
-    Discovery::Options d;
-    d.filter = o.filter;
-    d.interval_ms = static_cast<int64_t>(o.discover_interval_seconds * 1000);
-    if (o.service_name_from.rfind("env:", 0) == 0)
-      d.want_env.push_back(o.service_name_from.substr(4));
-    return d;
+    return Discovery::Options::For(o.filter, o.discover_interval_seconds, o.service_name_from);
   }
 
   static BackendOptions Backend(const PushOptions& o, const char* name, const std::string& url) {
