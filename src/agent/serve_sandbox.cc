@@ -1,6 +1,7 @@
 #include "agent/serve_sandbox.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -27,47 +28,20 @@ void SetLimit(int resource, rlim_t soft, rlim_t hard, const char* name) {
 // files. Memory: the allocator and the mapped ELF images. The socket: read
 // and write on the inherited descriptor.
 constexpr int kAllowed[] = {
-    SCMP_SYS(read),
-    SCMP_SYS(pread64),
-    SCMP_SYS(readv),
-    SCMP_SYS(write),
-    SCMP_SYS(writev),
-    SCMP_SYS(close),
-    SCMP_SYS(fstat),
-    SCMP_SYS(newfstatat),
-    SCMP_SYS(statx),
-    SCMP_SYS(stat),
-    SCMP_SYS(lstat),
-    SCMP_SYS(lseek),
-    SCMP_SYS(readlink),
-    SCMP_SYS(readlinkat),
-    SCMP_SYS(fcntl),
-    SCMP_SYS(getdents64),
-    SCMP_SYS(mmap),
-    SCMP_SYS(munmap),
-    SCMP_SYS(mremap),
-    SCMP_SYS(mprotect),
-    SCMP_SYS(madvise),
-    SCMP_SYS(brk),
-    SCMP_SYS(process_vm_readv),
-    SCMP_SYS(clock_gettime),
-    SCMP_SYS(clock_nanosleep),
-    SCMP_SYS(nanosleep),
-    SCMP_SYS(gettimeofday),
-    SCMP_SYS(getrusage),
-    SCMP_SYS(getpid),
-    SCMP_SYS(gettid),
-    SCMP_SYS(futex),
-    SCMP_SYS(rt_sigreturn),
-    SCMP_SYS(rt_sigprocmask),
-    SCMP_SYS(rt_sigaction),
-    SCMP_SYS(exit),
-    SCMP_SYS(exit_group),
-    SCMP_SYS(poll),
-    SCMP_SYS(ppoll),
-    SCMP_SYS(restart_syscall),
-    SCMP_SYS(getrandom),
+    SCMP_SYS(read), SCMP_SYS(pread64), SCMP_SYS(readv), SCMP_SYS(write), SCMP_SYS(writev),
+    SCMP_SYS(close), SCMP_SYS(fstat), SCMP_SYS(newfstatat), SCMP_SYS(statx), SCMP_SYS(stat),
+    SCMP_SYS(lstat), SCMP_SYS(lseek), SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(fcntl),
+    SCMP_SYS(getdents64), SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(mprotect),
+    SCMP_SYS(madvise), SCMP_SYS(brk), SCMP_SYS(process_vm_readv), SCMP_SYS(clock_gettime),
+    SCMP_SYS(clock_nanosleep), SCMP_SYS(nanosleep), SCMP_SYS(gettimeofday), SCMP_SYS(getrusage),
+    SCMP_SYS(getpid), SCMP_SYS(gettid), SCMP_SYS(futex), SCMP_SYS(rt_sigreturn),
+    SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigaction), SCMP_SYS(exit), SCMP_SYS(exit_group),
+    SCMP_SYS(poll), SCMP_SYS(ppoll), SCMP_SYS(restart_syscall), SCMP_SYS(getrandom),
     SCMP_SYS(sysinfo),
+    // A thread's start (the profile is gzipped on a second thread): see
+    // the clone rules below.
+    SCMP_SYS(set_robust_list), SCMP_SYS(rseq), SCMP_SYS(sched_yield),
+    SCMP_SYS(sigaltstack),  // sanitizer builds give each thread a signal stack
 };
 
 }  // namespace
@@ -129,6 +103,20 @@ void EnterCaptureSandbox(const SandboxLimits& limits) {
           rc != 0) {
         throw Error(ErrorKind::kInternal, "worker: seccomp_rule_add(open): ", std::strerror(-rc));
       }
+    }
+  }
+  // Threads, never processes: clone only with CLONE_THREAD. clone3 passes
+  // its flags in memory a filter cannot read, so it fails with ENOSYS and
+  // glibc's pthread_create falls back to clone.
+  if (int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+                                scmp_arg_cmp{0, SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD});
+      rc != 0) {
+    throw Error(ErrorKind::kInternal, "worker: seccomp_rule_add(clone): ", std::strerror(-rc));
+  }
+  if (SCMP_SYS(clone3) >= 0) {
+    if (int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+        rc != 0) {
+      throw Error(ErrorKind::kInternal, "worker: seccomp_rule_add(clone3): ", std::strerror(-rc));
     }
   }
   // abort() (an assertion, an uncaught exception) signals the process

@@ -8,9 +8,10 @@
 //     makes: reading target memory (process_vm_readv), opening files for
 //     reading only (write, create, truncate or append flags: EACCES) and
 //     reading /proc and executable files, mapping them, memory management,
-//     the clock, I/O on the already open request socket, and signals to
-//     itself (abort). Anything else kills the worker with SIGSYS, which the
-//     server answers with 500 and counts.
+//     the clock, I/O on the already open request socket, threads of its own
+//     (clone with CLONE_THREAD; the gzip thread) and signals to itself
+//     (abort). Anything else, a new process included, kills the worker with
+//     SIGSYS, which the server answers with 500 and counts.
 // Which paths a worker may read is not restricted. Landlock would, but a
 // Landlock domain also denies ptrace access to processes outside it
 // (process_vm_readv: EPERM; opening /proc/<pid>/mem or exe: EACCES), so it

@@ -336,12 +336,10 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
     reply.body = std::move(text);
   } else if (request.op == WorkerOp::kAllocs) {
     // The runtime's writeAlloc differs from writeHeap only here.
-    pb::Profile p = result.profile.get();
-    p.add_string_table("alloc_space");
-    p.set_default_sample_type(p.string_table_size() - 1);
-    reply.body = EncodeProfile(p);
+    result.profile.SetDefaultSampleType("alloc_space");
+    reply.body = EncodeProfile(result.profile);
   } else {
-    reply.body = EncodeProfile(result.profile.get());
+    reply.body = EncodeProfile(result.profile);
   }
 }
 

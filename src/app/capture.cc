@@ -183,10 +183,11 @@ FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalys
                                       .count());
   const std::vector<std::string> comments = ProfileComments(analysis, snap, options);
   report.samples = records.size();
-  if (state != nullptr && report.repeated && snap.new_buckets == 0 && state->profile_template &&
-      state->profile_template->samples() == records.size()) {
+  if (state != nullptr && report.repeated && snap.new_buckets == 0 && state->profile_tables &&
+      state->profile_tables->samples() == records.size()) {
     report.notes.push_back("no bucket added since the last capture: its locations reused");
-    return state->profile_template->Fill(records, analysis.traits(), snap.rate, now_ns, comments);
+    return FillProfile(state->profile_tables, records, analysis.traits(), snap.rate, now_ns,
+                       comments);
   }
   Symbolizer& symbolizer = analysis.symbolizer();
   HeapProfileBuilder builder(symbolizer, analysis.traits(), source.ProfileMappings(), snap.rate,
@@ -197,9 +198,7 @@ FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalys
                               symbolizer.failed_lookups(), " failed (since ", analysis.elf().name(),
                               " was analysed)"));
   FinishedProfile profile = std::move(builder).TakeProfile();
-  if (state != nullptr) {
-    state->profile_template = std::make_shared<const ProfileTemplate>(profile.get());
-  }
+  if (state != nullptr) state->profile_tables = profile.tables();
   return profile;
 }
 
@@ -263,7 +262,7 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
       state->CountReuse();
     } else {
       if (refresh) state->CountFresh("the remembered buckets are no longer the process's");
-      state->profile_template.reset();
+      state->profile_tables.reset();
       OwnStacks(snap);  // kept between captures: not the whole block cache
     }
   }

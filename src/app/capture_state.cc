@@ -34,7 +34,7 @@ void ProcessCaptureState::Reset(std::string reason) {
   key_.reset();
   valid = false;
   snapshot = HeapSnapshot();
-  profile_template.reset();
+  profile_tables.reset();
   ++fresh_;
   fresh_reason_ = std::move(reason);
 }
@@ -42,7 +42,7 @@ void ProcessCaptureState::Reset(std::string reason) {
 size_t ProcessCaptureState::ApproximateBytes() const {
   size_t bytes = snapshot.buckets.capacity() * sizeof(Bucket) + snapshot.scratch.capacity();
   for (const std::vector<uint64_t>& a : snapshot.stack_arenas) bytes += 8 * a.capacity();
-  if (profile_template) bytes += 16 * profile_template->samples();
+  if (profile_tables) bytes += profile_tables->ApproximateBytes();
   return bytes;
 }
 

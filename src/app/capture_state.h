@@ -6,7 +6,7 @@
 // (but by exec), so a later capture of the same process
 //   - reads the rate, the list head, the buckets created since, and the
 //     header and counters of every remembered bucket (not the stacks);
-//   - reuses the locations, functions and strings (ProfileTemplate) when no
+//   - reuses the locations, functions and strings (ProfileTables) when no
 //     bucket was added, and builds afresh (with the symbolizer's per-PC
 //     cache) when one was.
 // The state is trusted only for the process it was made from: the same pid,
@@ -76,9 +76,10 @@ class ProcessCaptureState {
 
   bool valid = false;  // set by a capture that completed
   HeapSnapshot snapshot;
-  // Built from snapshot's buckets as they were before the last refresh's
-  // new ones; empty until a capture built a profile.
-  std::shared_ptr<const ProfileTemplate> profile_template;
+  // The tables of the profile built from snapshot's buckets as they were
+  // before the last refresh's new ones; empty until a capture built a
+  // profile.
+  std::shared_ptr<const ProfileTables> profile_tables;
 
  private:
   std::optional<Key> key_;

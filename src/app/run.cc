@@ -185,11 +185,10 @@ std::string RunCapture(const RunOptions& options, std::ostream& log, CaptureRepo
   if (!report.phase_ms.empty()) report.phase_ms.front().second += analysis_ms;
 
   const Clock::time_point write_start = Clock::now();
-  const pb::Profile& profile = result.profile.get();
   if (options.output_format.format == OutputFormat::kPprof) {
-    WriteProfile(path, profile);
+    WriteProfile(path, result.profile);
   } else {
-    WriteOutput(path, RenderOutput(profile, options.output_format,
+    WriteOutput(path, RenderOutput(result.profile.get(), options.output_format,
                                    {.pid = id.pid,
                                     .report = &report,
                                     .runtime_prefixes = analysis->traits().hidden_prefixes}));

@@ -12,9 +12,11 @@ HeapProfileBuilder::HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTrai
     : sym_(symbolizer),
       traits_(traits),
       rate_(rate),
+      time_nanos_(time_nanos),
       bias_(load_bias),
       arena_(std::make_unique<google::protobuf::Arena>()),
-      profile_(google::protobuf::Arena::CreateMessage<pb::Profile>(arena_.get())) {
+      profile_(google::protobuf::Arena::CreateMessage<pb::Profile>(arena_.get())),
+      tables_(std::make_shared<ProfileTables>()) {
   Str("");
   for (ProfileMapping& m : mappings) mem_.push_back({std::move(m)});
   if (mem_.empty()) {
@@ -28,12 +30,10 @@ HeapProfileBuilder::HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTrai
     vt->set_unit(Str(unit));
   };
   set_type(profile_->mutable_period_type(), "space", "bytes");
-  profile_->set_period(rate);
   set_type(profile_->add_sample_type(), "alloc_objects", "count");
   set_type(profile_->add_sample_type(), "alloc_space", "bytes");
   set_type(profile_->add_sample_type(), "inuse_objects", "count");
   set_type(profile_->add_sample_type(), "inuse_space", "bytes");
-  profile_->set_time_nanos(time_nanos);
 }
 
 int64_t HeapProfileBuilder::Str(std::string_view s) {
@@ -44,7 +44,7 @@ int64_t HeapProfileBuilder::Str(std::string_view s) {
   return index;
 }
 
-void HeapProfileBuilder::AddComment(std::string_view text) { profile_->add_comment(Str(text)); }
+void HeapProfileBuilder::AddComment(std::string_view text) { comments_.push_back(Str(text)); }
 
 bool HeapProfileBuilder::TryAdd(uint64_t pc, std::span<const SymFrame> frames, bool failed) {
   if (!deck_.frames.empty()) {
@@ -180,90 +180,67 @@ uint64_t StackHash(std::span<const uint64_t> stk) {
 }
 }  // namespace
 
-void AddHeapSample(pb::Profile& profile, const MemProfileRecord& r, std::span<const uint64_t> locs,
-                   const RuntimeTraits& traits, int64_t rate, int64_t bytes_key) {
-  pb::Sample* s = profile.add_sample();
-  ScaledPair alloc = ScaleHeapSample(r.alloc_objects, r.alloc_bytes, rate);
-  ScaledPair inuse = ScaleHeapSample(r.InUseObjects(), r.InUseBytes(), rate);
-  s->add_value(alloc.count);
-  s->add_value(alloc.bytes);
-  s->add_value(inuse.count);
-  s->add_value(inuse.bytes);
-  s->mutable_location_id()->Reserve(static_cast<int>(locs.size()));
-  for (uint64_t id : locs) s->add_location_id(id);
+SampleValues HeapSampleValues(const MemProfileRecord& r, const RuntimeTraits& traits,
+                              int64_t rate) {
+  SampleValues v;
+  const ScaledPair alloc = ScaleHeapSample(r.alloc_objects, r.alloc_bytes, rate);
+  const ScaledPair inuse = ScaleHeapSample(r.InUseObjects(), r.InUseBytes(), rate);
+  v.values[0] = alloc.count;
+  v.values[1] = alloc.bytes;
+  v.values[2] = inuse.count;
+  v.values[3] = inuse.bytes;
   int64_t block_size = r.alloc_objects > 0 ? r.alloc_bytes / r.alloc_objects : 0;
   if (traits.bytes_label_is_object_size) block_size = static_cast<int64_t>(r.bucket->size);
   // 1.27+ labels every sample with its object size; before, only a non-zero
   // AllocBytes/AllocObjects.
-  if (block_size != 0 || traits.bytes_label_is_object_size) {
-    pb::Label* label = s->add_label();
-    label->set_key(bytes_key);
-    label->set_num(block_size);
-  }
+  v.has_label = block_size != 0 || traits.bytes_label_is_object_size;
+  v.label_num = block_size;
+  return v;
 }
 
-ProfileTemplate::ProfileTemplate(const pb::Profile& built)
-    : arena_(std::make_unique<google::protobuf::Arena>()),
-      tables_(google::protobuf::Arena::CreateMessage<pb::Profile>(arena_.get())) {
-  *tables_->mutable_sample_type() = built.sample_type();
-  *tables_->mutable_mapping() = built.mapping();
-  *tables_->mutable_location() = built.location();
-  *tables_->mutable_function() = built.function();
-  *tables_->mutable_string_table() = built.string_table();
-  *tables_->mutable_period_type() = built.period_type();
-  sample_locs_.reserve(built.sample_size());
-  for (const pb::Sample& sample : built.sample()) {
-    sample_locs_.emplace_back(loc_ids_.size(), sample.location_id_size());
-    loc_ids_.insert(loc_ids_.end(), sample.location_id().begin(), sample.location_id().end());
-  }
-}
-
-FinishedProfile ProfileTemplate::Fill(std::span<const MemProfileRecord> records,
-                                      const RuntimeTraits& traits, int64_t rate, int64_t time_nanos,
-                                      std::span<const std::string> comments) const {
-  if (records.size() != sample_locs_.size()) {
-    throw Error(ErrorKind::kInternal, "profile template for ", sample_locs_.size(),
+FinishedProfile FillProfile(std::shared_ptr<const ProfileTables> tables,
+                            std::span<const MemProfileRecord> records, const RuntimeTraits& traits,
+                            int64_t rate, int64_t time_nanos,
+                            std::span<const std::string> comments) {
+  if (records.size() != tables->samples()) {
+    throw Error(ErrorKind::kInternal, "profile tables for ", tables->samples(),
                 " samples filled with ", records.size(), " records");
   }
-  auto arena = std::make_unique<google::protobuf::Arena>();
-  pb::Profile* p = google::protobuf::Arena::CreateMessage<pb::Profile>(arena.get());
-  p->CopyFrom(*tables_);
-  p->set_period(rate);
-  p->set_time_nanos(time_nanos);
-  int64_t bytes_key = -1;
-  for (int i = 0; i < p->string_table_size() && bytes_key < 0; ++i) {
-    if (p->string_table(i) == "bytes") bytes_key = i;
+  std::vector<SampleValues> samples;
+  samples.reserve(records.size());
+  bool labels = false;
+  for (const MemProfileRecord& r : records) {
+    samples.push_back(HeapSampleValues(r, traits, rate));
+    labels |= samples.back().has_label;
   }
-  if (bytes_key < 0) {
-    bytes_key = p->string_table_size();
-    p->add_string_table("bytes");
+  std::vector<std::string> extra;
+  int64_t bytes_key = tables->bytes_key;
+  if (bytes_key < 0 && labels) {
+    bytes_key = tables->strings;
+    extra.emplace_back("bytes");
   }
+  std::vector<int64_t> comment_keys;
   for (const std::string& text : comments) {
-    p->add_comment(p->string_table_size());
-    p->add_string_table(text);
+    comment_keys.push_back(tables->strings + static_cast<int64_t>(extra.size()));
+    extra.push_back(text);
   }
-  p->mutable_sample()->Reserve(static_cast<int>(records.size()));
-  for (size_t i = 0; i < records.size(); ++i) {
-    const auto [at, n] = sample_locs_[i];
-    AddHeapSample(*p, records[i], std::span<const uint64_t>(loc_ids_.data() + at, n), traits, rate,
-                  bytes_key);
-  }
-  return FinishedProfile(std::move(arena), p);
+  return FinishedProfile(std::move(tables), std::move(samples), rate, time_nanos, std::move(extra),
+                         std::move(comment_keys), bytes_key);
 }
 
-const std::vector<uint64_t>& HeapProfileBuilder::LocsForStack(std::span<const uint64_t> full) {
+uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> full) {
   const uint64_t hash = StackHash(full);
   if (const uint32_t* index = memo_.Find(hash)) {
     const MemoEntry& e = memo_entries_[*index];
     if (std::equal(full.begin(), full.end(), memo_words_.begin() + e.words_at,
                    memo_words_.begin() + e.words_at + e.words)) {
-      locs_scratch_.assign(memo_locs_.begin() + e.locs_at, memo_locs_.begin() + e.locs_at + e.locs);
-      return locs_scratch_;
+      return e.run;
     }
   }
   const size_t locations_before = loc_infos_.size();
   const uint64_t overwrites_before = loc_overwrites_;
   ComputeLocsForStack(full, locs_scratch_);
+  const uint32_t run = tables_->AddRun(locs_scratch_);
   // Many buckets share a stack (one per size class allocated there). A stack
   // whose turn emitted no location found every PC in the location cache, and
   // the cache only grows, so any later turn gives the same ids: remember
@@ -272,12 +249,10 @@ const std::vector<uint64_t>& HeapProfileBuilder::LocsForStack(std::span<const ui
   if (loc_infos_.size() == locations_before && loc_overwrites_ == overwrites_before &&
       memo_.Find(hash) == nullptr) {
     memo_.Insert(hash, static_cast<uint32_t>(memo_entries_.size()));
-    memo_entries_.push_back(
-        {memo_words_.size(), full.size(), memo_locs_.size(), locs_scratch_.size()});
+    memo_entries_.push_back({memo_words_.size(), full.size(), run});
     memo_words_.insert(memo_words_.end(), full.begin(), full.end());
-    memo_locs_.insert(memo_locs_.end(), locs_scratch_.begin(), locs_scratch_.end());
   }
-  return locs_scratch_;
+  return run;
 }
 
 void HeapProfileBuilder::ComputeLocsForStack(std::span<const uint64_t> full,
@@ -305,24 +280,20 @@ void HeapProfileBuilder::ComputeLocsForStack(std::span<const uint64_t> full,
 }
 
 void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
+  if (finished_) throw Error(ErrorKind::kInternal, "a record added to a finished profile");
   // Unsigned arithmetic: a corrupt PC below the bias wraps and is added back
   // unchanged; its lookup fails either way.
   link_stack_.assign(r.bucket->stack.begin(), r.bucket->stack.end());
   for (uint64_t& pc : link_stack_) pc -= bias_;
-  const std::vector<uint64_t>& locs = LocsForStack(link_stack_);
-
+  tables_->sample_runs.push_back(RunForStack(link_stack_));
+  samples_.push_back(HeapSampleValues(r, traits_, rate_));
   // "bytes" enters the string table when the first label needs it, as in
   // runtime/pprof.
-  if (bytes_key_ < 0 && (traits_.bytes_label_is_object_size ||
-                         (r.alloc_objects > 0 && r.alloc_bytes / r.alloc_objects != 0))) {
-    bytes_key_ = Str("bytes");
-  }
-  AddHeapSample(*profile_, r, locs, traits_, rate_, bytes_key_);
+  if (bytes_key_ < 0 && samples_.back().has_label) bytes_key_ = Str("bytes");
 }
 
-const pb::Profile& HeapProfileBuilder::Finish() {
-  if (finished_) return *profile_;
-  finished_ = true;
+void HeapProfileBuilder::Complete() {
+  if (finished_) return;
   for (size_t i = 0; i < mem_.size(); ++i) {
     const MappingState& m = mem_[i];
     if (m.m.fake && i > 0) continue;
@@ -336,12 +307,25 @@ const pb::Profile& HeapProfileBuilder::Finish() {
     // Names are in the profile only where every lookup in the mapping worked.
     pm->set_has_functions(m.tried && !m.failed);
   }
-  return *profile_;
+  if (!profile_->SerializeToString(&tables_->encoded)) {
+    throw Error(ErrorKind::kInternal, "protobuf serialization of the profile's tables failed");
+  }
+  tables_->strings = profile_->string_table_size();
+  if (auto it = strings_.find(std::string_view("bytes")); it != strings_.end()) {
+    tables_->bytes_key = it->second;
+  }
+  finished_.emplace(std::move(tables_), std::move(samples_), rate_, time_nanos_,
+                    std::vector<std::string>{}, std::move(comments_), bytes_key_);
+}
+
+const pb::Profile& HeapProfileBuilder::Finish() {
+  Complete();
+  return finished_->get();
 }
 
 FinishedProfile HeapProfileBuilder::TakeProfile() && {
-  Finish();
-  return FinishedProfile(std::move(arena_), profile_);
+  Complete();
+  return std::move(*finished_);
 }
 
 }  // namespace goheap2pprof

@@ -6,6 +6,7 @@
 //   HeapProfileBuilder b(symbolizer, traits, mappings, rate, time_nanos, load_bias);
 //   for (const MemProfileRecord& r : records) b.AddRecord(r);
 //   FinishedProfile p = std::move(b).TakeProfile();   // or: const pb::Profile& p = b.Finish();
+//   p.SerializeTo(&stream);
 //
 // The symbolizer works in link-time addresses (so that its cache serves every
 // process of one executable); the builder subtracts the process's load bias
@@ -17,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,6 +27,7 @@
 
 #include "base/pc_map.h"
 #include "heap/buckets.h"
+#include "pprof/finished_profile.h"
 #include "proto/profile.pb.h"
 #include "runtime/runtime_traits.h"
 #include "symbolize/symbolizer.h"
@@ -41,50 +44,20 @@ struct ProfileMapping {
   bool fake = false;
 };
 
-// A finished profile together with the arena its messages live in; owns
-// both, outlives the builder that made it. Move-only.
-class FinishedProfile {
- public:
-  FinishedProfile(std::unique_ptr<google::protobuf::Arena> arena, const pb::Profile* profile)
-      : arena_(std::move(arena)), profile_(profile) {}
-  const pb::Profile& get() const { return *profile_; }
+// One sample's values as runtime/pprof's writeHeapProto computes them for
+// record r: the scaled counts and the "bytes" label, if it has one.
+SampleValues HeapSampleValues(const MemProfileRecord& r, const RuntimeTraits& traits, int64_t rate);
 
- private:
-  std::unique_ptr<google::protobuf::Arena> arena_;
-  const pb::Profile* profile_;
-};
-
-// What a build learnt that holds for every later capture of the same
-// buckets (same stacks, same order) in the same process: the locations,
-// functions, mappings and strings, and each sample's location ids. Only the
-// counters, the rate, the time and the comments change from one capture to
-// the next, so a repeated capture fills this in instead of symbolizing and
-// building again. Immutable once made.
-class ProfileTemplate {
- public:
-  // From a profile HeapProfileBuilder built with one record per bucket.
-  explicit ProfileTemplate(const pb::Profile& built);
-
-  size_t samples() const { return sample_locs_.size(); }
-  // The profile a builder would make from records (one per bucket of the
-  // template, in its order): the same samples, locations, functions and
-  // mappings; string indexes may differ.
-  FinishedProfile Fill(std::span<const MemProfileRecord> records, const RuntimeTraits& traits,
-                       int64_t rate, int64_t time_nanos,
-                       std::span<const std::string> comments) const;
-
- private:
-  std::unique_ptr<google::protobuf::Arena> arena_;
-  pb::Profile* tables_;  // everything but samples, comments, period and time
-  std::vector<uint64_t> loc_ids_;
-  std::vector<std::pair<size_t, size_t>> sample_locs_;  // (offset in loc_ids_, count)
-};
-
-// Adds one sample for record r with location ids locs, as writeHeapProto
-// does (scaled values and the bytes label); bytes_key is the string index
-// of "bytes".
-void AddHeapSample(pb::Profile& profile, const MemProfileRecord& r, std::span<const uint64_t> locs,
-                   const RuntimeTraits& traits, int64_t rate, int64_t bytes_key);
+// A repeated capture of the same buckets (same stacks, same order) in the
+// same process: the tables of the profile an earlier build made, filled with
+// the new counters. Only the counters, the rate, the time and the comments
+// change from one capture to the next, so nothing is symbolized or encoded
+// again but the samples' values. records: one per sample of tables, in its
+// order.
+FinishedProfile FillProfile(std::shared_ptr<const ProfileTables> tables,
+                            std::span<const MemProfileRecord> records, const RuntimeTraits& traits,
+                            int64_t rate, int64_t time_nanos,
+                            std::span<const std::string> comments);
 
 class HeapProfileBuilder {
  public:
@@ -96,10 +69,11 @@ class HeapProfileBuilder {
 
   void AddRecord(const MemProfileRecord& record);
   void AddComment(std::string_view text);
-  // Completes the profile (mappings, string table). Call once; the profile
-  // lives in the builder's arena, as long as the builder.
+  // Completes the profile (mappings, string table) and returns it as a
+  // message (decoded from its encoding, which is what the tests check); it
+  // lives as long as the builder. Nothing may be added after.
   const pb::Profile& Finish();
-  // Finish, handing the profile and its arena over to the caller.
+  // Completes the profile and hands it over to the caller.
   FinishedProfile TakeProfile() &&;
 
  private:
@@ -130,21 +104,27 @@ class HeapProfileBuilder {
   // Location ids for a stack, into out (cleared first).
   void AppendLocsForStack(std::span<const uint64_t> stk, std::vector<uint64_t>& out);
   // A record's location ids for its whole (link-time) stack: hideRuntime and
-  // its retry, then AppendLocsForStack; LocsForStack remembers the answers
-  // that cannot change.
+  // its retry, then AppendLocsForStack; RunForStack adds them to the tables
+  // as a run and remembers the runs that cannot change.
   void ComputeLocsForStack(std::span<const uint64_t> full, std::vector<uint64_t>& locs);
-  const std::vector<uint64_t>& LocsForStack(std::span<const uint64_t> full);
+  uint32_t RunForStack(std::span<const uint64_t> full);
+  void Complete();
 
   Symbolizer& sym_;
   const RuntimeTraits& traits_;
   std::vector<MappingState> mem_;
   int64_t rate_;
+  int64_t time_nanos_;
   uint64_t bias_;
-  bool finished_ = false;
   // Thousands of small messages: an arena makes building and freeing them
-  // a few large allocations instead of one each.
+  // a few large allocations instead of one each. profile_ holds the tables
+  // only (ProfileTables::encoded); the samples are kept as values.
   std::unique_ptr<google::protobuf::Arena> arena_;
   pb::Profile* profile_;
+  std::shared_ptr<ProfileTables> tables_;
+  std::vector<SampleValues> samples_;
+  std::vector<int64_t> comments_;
+  std::optional<FinishedProfile> finished_;
   struct StringHash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
@@ -158,18 +138,17 @@ class HeapProfileBuilder {
   Deck deck_;
   std::vector<uint64_t> locs_scratch_;
   std::vector<uint64_t> link_stack_;  // the record's stack in link-time addresses
-  // Stacks whose location ids are known for good (see LocsForStack), by a
+  // Stacks whose location ids are known for good (see RunForStack), by a
   // hash of the stack; the stacks and ids are kept back to back.
   struct MemoEntry {
-    size_t words_at = 0, words = 0, locs_at = 0, locs = 0;
+    size_t words_at = 0, words = 0;
+    uint32_t run = 0;
   };
   PcMap<uint32_t> memo_;
   std::vector<MemoEntry> memo_entries_;
   std::vector<uint64_t> memo_words_;
-  std::vector<uint64_t> memo_locs_;
-  uint64_t loc_overwrites_ = 0;
-  int64_t bytes_key_ = -1;  // string index of "bytes" once a label needed it  // emitted locations
-                            // that replaced a cached PC's
+  uint64_t loc_overwrites_ = 0;  // emitted locations that replaced a cached PC's
+  int64_t bytes_key_ = -1;       // string index of "bytes" once a label needed it
 };
 
 }  // namespace goheap2pprof

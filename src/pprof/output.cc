@@ -76,7 +76,8 @@ void WriteAll(int fd, std::string_view data, const std::string& what) {
 // are recycled, so memory stays bounded whatever the profile's size.
 class ThreadedGzipStream : public google::protobuf::io::ZeroCopyOutputStream {
  public:
-  ThreadedGzipStream(int fd, std::string what) : fd_(fd), what_(std::move(what)) {
+  // sink gets the compressed bytes, on the compressing thread.
+  explicit ThreadedGzipStream(std::function<void(std::string_view)> sink) : sink_(std::move(sink)) {
     if (deflateInit2(zs_.get(), 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
       throw Error(ErrorKind::kInternal, "zlib deflateInit2 failed");
     }
@@ -164,7 +165,7 @@ class ThreadedGzipStream : public google::protobuf::io::ZeroCopyOutputStream {
           rc = deflate(z, flush);
           if (rc == Z_STREAM_ERROR) throw Error(ErrorKind::kInternal, "zlib deflate failed");
           const size_t n = out.size() - z->avail_out;
-          if (n > 0) WriteAll(fd_, {reinterpret_cast<const char*>(out.data()), n}, what_);
+          if (n > 0) sink_({reinterpret_cast<const char*>(out.data()), n});
         } while (z->avail_out == 0 || (item.last && rc != Z_STREAM_END));
         if (item.last) return;
         std::lock_guard<std::mutex> lock(mu_);
@@ -183,8 +184,7 @@ class ThreadedGzipStream : public google::protobuf::io::ZeroCopyOutputStream {
     Chunk chunk;
     bool last = false;
   };
-  int fd_;
-  std::string what_;
+  std::function<void(std::string_view)> sink_;
   ZStream zs_{/*deflate=*/true};
   Chunk current_;
   size_t count_ = 0;
@@ -242,6 +242,26 @@ std::string Gunzip(std::string_view data, size_t max_size) {
       throw Error(ErrorKind::kMalformed, "gzip data is truncated");
     }
   }
+  return out;
+}
+
+// Serializes with `serialize` (a false return: protobuf failed) straight into
+// a ThreadedGzipStream feeding sink: the encoded profile never exists in
+// memory as a whole, only a few chunks of it do.
+template <typename Serialize>
+void GzipSerialized(const std::function<void(std::string_view)>& sink, const std::string& what,
+                    Serialize serialize) {
+  ThreadedGzipStream gzip(sink);
+  const bool ok = serialize(&gzip);
+  gzip.Finish();  // throws the writer's error if it had one
+  if (!ok) throw Error(ErrorKind::kIo, "writing ", what, ": serialization failed");
+}
+
+std::string EncodeProfile(const FinishedProfile& profile) {
+  std::string out;
+  GzipSerialized(
+      [&](std::string_view bytes) { out.append(bytes); }, "the profile",
+      [&](google::protobuf::io::ZeroCopyOutputStream* s) { return profile.SerializeTo(s); });
   return out;
 }
 
@@ -355,14 +375,18 @@ void WriteOutput(const std::string& path, std::string_view data) {
 
 void WriteProfile(const std::string& path, const pb::Profile& profile) {
   WriteAtomically(path, [&](int fd, const std::string& what) {
-    // Serialize straight into the compressor: the encoded profile never
-    // exists in memory as a whole, only a few chunks of it do.
-    ThreadedGzipStream gzip(fd, what);
-    if (!profile.SerializeToZeroCopyStream(&gzip)) {
-      gzip.Finish();  // throws the writer's error if it had one
-      throw Error(ErrorKind::kIo, "writing ", what, ": serialization failed");
-    }
-    gzip.Finish();
+    GzipSerialized([&](std::string_view bytes) { WriteAll(fd, bytes, what); }, what,
+                   [&](google::protobuf::io::ZeroCopyOutputStream* s) {
+                     return profile.SerializeToZeroCopyStream(s);
+                   });
+  });
+}
+
+void WriteProfile(const std::string& path, const FinishedProfile& profile) {
+  WriteAtomically(path, [&](int fd, const std::string& what) {
+    GzipSerialized(
+        [&](std::string_view bytes) { WriteAll(fd, bytes, what); }, what,
+        [&](google::protobuf::io::ZeroCopyOutputStream* s) { return profile.SerializeTo(s); });
   });
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "pprof/finished_profile.h"
 #include "proto/profile.pb.h"
 
 namespace goheap2pprof {
@@ -18,6 +19,7 @@ std::string Gunzip(std::string_view data, size_t max_size = size_t{1} << 31);
 
 // Serialized, gzipped profile.
 std::string EncodeProfile(const pb::Profile& profile);
+std::string EncodeProfile(const FinishedProfile& profile);
 
 // Checks, before any target memory is read, that `path` can be created
 // (directory exists and is writable); throws Error(kIo) otherwise.
@@ -28,5 +30,6 @@ void WriteOutput(const std::string& path, std::string_view data);
 // Writes the gzipped profile to path the same way, serializing directly into
 // the compressor (EncodeProfile's bytes, without holding them in memory).
 void WriteProfile(const std::string& path, const pb::Profile& profile);
+void WriteProfile(const std::string& path, const FinishedProfile& profile);
 
 }  // namespace goheap2pprof

@@ -1,0 +1,188 @@
+#include "pprof/finished_profile.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <limits>
+
+#include "base/error.h"
+
+namespace goheap2pprof {
+
+namespace {
+
+// profile.proto's wire format (the field numbers of proto/profile.proto):
+// a tag is field << 3 | wire type (0 varint, 2 length-delimited).
+constexpr uint8_t kProfileSample = 2 << 3 | 2;
+constexpr uint8_t kProfileStringTable = 6 << 3 | 2;
+constexpr uint8_t kProfileTimeNanos = 9 << 3 | 0;
+constexpr uint8_t kProfilePeriod = 12 << 3 | 0;
+constexpr uint8_t kProfileComment = 13 << 3 | 2;  // packed
+constexpr uint8_t kProfileDefaultSampleType = 14 << 3 | 0;
+constexpr uint8_t kSampleLocationId = 1 << 3 | 2;  // packed
+constexpr uint8_t kSampleValue = 2 << 3 | 2;       // packed
+constexpr uint8_t kSampleLabel = 3 << 3 | 2;
+constexpr uint8_t kLabelKey = 1 << 3 | 0;
+constexpr uint8_t kLabelNum = 3 << 3 | 0;
+
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+// int64 fields are varints of the two's complement (ten bytes if negative).
+uint8_t* PutVarint(uint64_t v, uint8_t* p) {
+  while (v >= 0x80) {
+    *p++ = static_cast<uint8_t>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<uint8_t>(v);
+  return p;
+}
+
+size_t PackedSize(std::span<const int64_t> values) {
+  size_t n = 0;
+  for (int64_t v : values) n += VarintSize(static_cast<uint64_t>(v));
+  return n;
+}
+
+}  // namespace
+
+uint32_t ProfileTables::AddRun(std::span<const uint64_t> ids) {
+  if (runs.size() >= std::numeric_limits<uint32_t>::max()) {
+    throw Error(ErrorKind::kInternal, "more than 2^32 location runs in one profile");
+  }
+  Run run{.at = loc_ids.size(), .count = ids.size(), .bytes_at = loc_bytes.size(), .bytes = 0};
+  loc_ids.insert(loc_ids.end(), ids.begin(), ids.end());
+  if (!ids.empty()) {
+    size_t payload = 0;
+    for (uint64_t id : ids) payload += VarintSize(id);
+    const size_t start = loc_bytes.size();
+    loc_bytes.resize(start + 1 + VarintSize(payload) + payload);
+    uint8_t* p = loc_bytes.data() + start;
+    *p++ = kSampleLocationId;
+    p = PutVarint(payload, p);
+    for (uint64_t id : ids) p = PutVarint(id, p);
+    run.bytes = loc_bytes.size() - start;
+  }
+  runs.push_back(run);
+  return static_cast<uint32_t>(runs.size() - 1);
+}
+
+FinishedProfile::FinishedProfile(std::shared_ptr<const ProfileTables> tables,
+                                 std::vector<SampleValues> samples, int64_t period,
+                                 int64_t time_nanos, std::vector<std::string> extra_strings,
+                                 std::vector<int64_t> comments, int64_t bytes_key)
+    : tables_(std::move(tables)),
+      samples_(std::move(samples)),
+      period_(period),
+      time_nanos_(time_nanos),
+      extra_strings_(std::move(extra_strings)),
+      comments_(std::move(comments)),
+      bytes_key_(bytes_key) {
+  if (samples_.size() != tables_->samples()) {
+    throw Error(ErrorKind::kInternal, "profile tables for ", tables_->samples(), " samples given ",
+                samples_.size(), " samples' values");
+  }
+}
+
+void FinishedProfile::SetDefaultSampleType(std::string_view type) {
+  default_sample_type_ = tables_->strings + static_cast<int64_t>(extra_strings_.size());
+  extra_strings_.emplace_back(type);
+  view_ = nullptr;
+  view_arena_.reset();
+}
+
+bool FinishedProfile::SerializeTo(google::protobuf::io::ZeroCopyOutputStream* out) const {
+  google::protobuf::io::CodedOutputStream cos(out);
+  cos.WriteRaw(tables_->encoded.data(), static_cast<int>(tables_->encoded.size()));
+  for (const std::string& s : extra_strings_) {
+    cos.WriteTag(kProfileStringTable);
+    cos.WriteVarint32(static_cast<uint32_t>(s.size()));
+    cos.WriteRaw(s.data(), static_cast<int>(s.size()));
+  }
+  if (time_nanos_ != 0) {
+    cos.WriteTag(kProfileTimeNanos);
+    cos.WriteVarint64(static_cast<uint64_t>(time_nanos_));
+  }
+  if (period_ != 0) {
+    cos.WriteTag(kProfilePeriod);
+    cos.WriteVarint64(static_cast<uint64_t>(period_));
+  }
+  if (!comments_.empty()) {
+    cos.WriteTag(kProfileComment);
+    cos.WriteVarint64(PackedSize(comments_));
+    for (int64_t c : comments_) cos.WriteVarint64(static_cast<uint64_t>(c));
+  }
+  if (default_sample_type_ != 0) {
+    cos.WriteTag(kProfileDefaultSampleType);
+    cos.WriteVarint64(static_cast<uint64_t>(default_sample_type_));
+  }
+  // The samples: each one's location ids are encoded already (shared by the
+  // samples of one stack); the values and the label are put together here.
+  // At most: 1 + 10 (sample tag, length), 1 + 1 + 40 (values), 1 + 1 + 1 +
+  // 10 + 1 + 10 (label) bytes around the location ids.
+  uint8_t head[16];
+  uint8_t tail[96];
+  const ProfileTables& t = *tables_;
+  for (size_t i = 0; i < samples_.size(); ++i) {
+    const SampleValues& v = samples_[i];
+    const ProfileTables::Run& run = t.runs[t.sample_runs[i]];
+    uint8_t* p = tail;
+    *p++ = kSampleValue;
+    *p++ = static_cast<uint8_t>(PackedSize(v.values));  // at most 40: one byte
+    for (int64_t x : v.values) p = PutVarint(static_cast<uint64_t>(x), p);
+    if (v.has_label) {
+      const size_t label_len =
+          (bytes_key_ != 0 ? 1 + VarintSize(static_cast<uint64_t>(bytes_key_)) : 0) +
+          (v.label_num != 0 ? 1 + VarintSize(static_cast<uint64_t>(v.label_num)) : 0);
+      *p++ = kSampleLabel;
+      *p++ = static_cast<uint8_t>(label_len);  // at most 22: one byte
+      if (bytes_key_ != 0) {
+        *p++ = kLabelKey;
+        p = PutVarint(static_cast<uint64_t>(bytes_key_), p);
+      }
+      if (v.label_num != 0) {
+        *p++ = kLabelNum;
+        p = PutVarint(static_cast<uint64_t>(v.label_num), p);
+      }
+    }
+    const size_t tail_len = static_cast<size_t>(p - tail);
+    uint8_t* h = head;
+    *h++ = kProfileSample;
+    h = PutVarint(run.bytes + tail_len, h);
+    cos.WriteRaw(head, static_cast<int>(h - head));
+    cos.WriteRaw(t.loc_bytes.data() + run.bytes_at, static_cast<int>(run.bytes));
+    cos.WriteRaw(tail, static_cast<int>(tail_len));
+  }
+  cos.Trim();
+  return !cos.HadError();
+}
+
+std::string FinishedProfile::Serialize() const {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream out(&bytes);
+    if (!SerializeTo(&out)) throw Error(ErrorKind::kInternal, "encoding the profile failed");
+  }
+  return bytes;
+}
+
+const pb::Profile& FinishedProfile::get() const {
+  if (view_ == nullptr) {
+    auto arena = std::make_unique<google::protobuf::Arena>();
+    pb::Profile* p = google::protobuf::Arena::CreateMessage<pb::Profile>(arena.get());
+    if (!p->ParseFromString(Serialize())) {
+      throw Error(ErrorKind::kInternal, "the encoded profile does not decode");
+    }
+    view_arena_ = std::move(arena);
+    view_ = p;
+  }
+  return *view_;
+}
+
+}  // namespace goheap2pprof

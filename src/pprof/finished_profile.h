@@ -1,0 +1,114 @@
+// A heap profile as a capture finishes it, in two parts: the tables that
+// every capture of the same buckets in the same process shares (locations,
+// functions, mappings, strings and each sample's location ids, encoded once),
+// and this capture's sample values. A capture of 100k buckets would otherwise
+// make 100k Sample messages only to serialize them once: the samples are
+// encoded straight from the values into profile.proto bytes instead, which
+// is most of a profile's bytes and of its encoding time. Readers that walk the
+// profile (text formats, tests) get the same profile as a message, decoded
+// from those bytes on first use.
+//
+//   FinishedProfile p = std::move(builder).TakeProfile();
+//   p.SerializeTo(&gzip_stream);            // the fast path
+//   const pb::Profile& m = p.get();         // a message view, made once
+//
+// The encoding is a valid profile.proto whose fields are not in field-number
+// order (the tables, then this capture's strings, scalars and samples);
+// readers decode by field number and concatenate repeated fields, so its
+// meaning is that of the message get() returns.
+#pragma once
+
+#include <google/protobuf/arena.h>
+#include <google/protobuf/io/zero_copy_stream.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proto/profile.pb.h"
+
+namespace goheap2pprof {
+
+// What captures of the same buckets share. Immutable once made.
+struct ProfileTables {
+  // A Profile holding only sample_type, mapping, location, function,
+  // string_table and period_type, serialized.
+  std::string encoded;
+  int64_t strings = 0;     // string_table entries in `encoded`
+  int64_t bytes_key = -1;  // index of "bytes" in it, or -1
+  // Each sample's location ids: sample i's are loc_ids[at, at + count) of
+  // runs[sample_runs[i]], and their encoding as Sample.location_id (tag,
+  // length, packed varints) is loc_bytes[bytes_at, bytes_at + bytes). Samples
+  // with the same stack share one run.
+  struct Run {
+    size_t at = 0;
+    size_t count = 0;
+    size_t bytes_at = 0;
+    size_t bytes = 0;
+  };
+  std::vector<uint64_t> loc_ids;
+  std::vector<uint8_t> loc_bytes;
+  std::vector<Run> runs;
+  std::vector<uint32_t> sample_runs;
+
+  size_t samples() const { return sample_runs.size(); }
+  std::span<const uint64_t> SampleLocs(size_t i) const {
+    const Run& r = runs[sample_runs[i]];
+    return {loc_ids.data() + r.at, r.count};
+  }
+  // Appends a run of location ids (encoding them) and returns its index.
+  uint32_t AddRun(std::span<const uint64_t> ids);
+  size_t ApproximateBytes() const {
+    return encoded.capacity() + 8 * loc_ids.capacity() + loc_bytes.capacity() +
+           sizeof(Run) * runs.capacity() + 4 * sample_runs.capacity();
+  }
+};
+
+// One sample's values as writeHeapProto computes them: alloc_objects,
+// alloc_space, inuse_objects, inuse_space, and the "bytes" label's number.
+struct SampleValues {
+  int64_t values[4] = {0, 0, 0, 0};
+  int64_t label_num = 0;
+  bool has_label = false;
+};
+
+class FinishedProfile {
+ public:
+  // extra_strings continue tables' string table (indexes tables->strings
+  // on); comments and bytes_key index the whole table.
+  FinishedProfile(std::shared_ptr<const ProfileTables> tables, std::vector<SampleValues> samples,
+                  int64_t period, int64_t time_nanos, std::vector<std::string> extra_strings,
+                  std::vector<int64_t> comments, int64_t bytes_key);
+  FinishedProfile(FinishedProfile&&) = default;
+  FinishedProfile& operator=(FinishedProfile&&) = default;
+
+  size_t sample_size() const { return samples_.size(); }
+  const std::shared_ptr<const ProfileTables>& tables() const { return tables_; }
+
+  // Makes `type` the default sample type (runtime/pprof's allocs profile is
+  // the heap profile with alloc_space as the default).
+  void SetDefaultSampleType(std::string_view type);
+
+  // The profile.proto bytes (not gzipped); false if out failed.
+  [[nodiscard]] bool SerializeTo(google::protobuf::io::ZeroCopyOutputStream* out) const;
+  std::string Serialize() const;
+  // The same profile as a message, decoded from Serialize() on first use.
+  const pb::Profile& get() const;
+
+ private:
+  std::shared_ptr<const ProfileTables> tables_;
+  std::vector<SampleValues> samples_;
+  int64_t period_ = 0;
+  int64_t time_nanos_ = 0;
+  std::vector<std::string> extra_strings_;
+  std::vector<int64_t> comments_;
+  int64_t bytes_key_ = -1;
+  int64_t default_sample_type_ = 0;
+  mutable std::unique_ptr<google::protobuf::Arena> view_arena_;
+  mutable const pb::Profile* view_ = nullptr;
+};
+
+}  // namespace goheap2pprof

@@ -1,0 +1,110 @@
+// FinishedProfile's direct encoding of samples: what it writes must decode
+// into exactly the profile protobuf would have encoded from the same
+// messages, for every value protobuf treats specially (zeros omitted,
+// negative int64 as ten-byte varints, empty repeated fields, large ids).
+#include "pprof/finished_profile.h"
+
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "base/error.h"
+#include "pprof/output.h"
+
+namespace goheap2pprof {
+namespace {
+
+// Tables with two strings ("", "bytes" at 3) and the given runs.
+std::shared_ptr<ProfileTables> Tables(const std::vector<std::vector<uint64_t>>& runs,
+                                      const std::vector<uint32_t>& sample_runs,
+                                      pb::Profile& expected) {
+  pb::Profile t;
+  t.add_string_table("");
+  t.add_string_table("space");
+  t.add_string_table("count");
+  t.add_string_table("bytes");
+  t.add_sample_type()->set_type(2);
+  t.mutable_period_type()->set_type(1);
+  pb::Location* loc = t.add_location();
+  loc->set_id(1);
+  loc->set_address(0x401000);
+  auto tables = std::make_shared<ProfileTables>();
+  t.SerializeToString(&tables->encoded);
+  tables->strings = t.string_table_size();
+  tables->bytes_key = 3;
+  for (const auto& r : runs) tables->AddRun(r);
+  tables->sample_runs = sample_runs;
+  expected = t;
+  return tables;
+}
+
+void ExpectSame(const pb::Profile& got, const pb::Profile& want) {
+  std::string diff;
+  google::protobuf::util::MessageDifferencer d;
+  d.ReportDifferencesToString(&diff);
+  EXPECT_TRUE(d.Compare(want, got)) << diff;
+}
+
+TEST(FinishedProfile, SamplesDecodeAsProtobufWouldEncodeThem) {
+  pb::Profile want;
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr uint64_t kBigId = uint64_t{1} << 40;
+  auto tables = Tables({{1, 2, 300}, {}, {kBigId}}, {0, 1, 0, 2}, want);
+  std::vector<SampleValues> values = {
+      {{1, 2, 3, 4}, 1024, true},
+      {{0, 0, 0, 0}, 0, false},
+      {{-1, kMin, 0, 5}, 0, true},  // a label whose number is 0: key only
+      {{7, 8, 9, 10}, -3, true},
+  };
+  FinishedProfile p(tables, values, 524288, 1700000000123456789, {"goheap2pprof: a comment"}, {4},
+                    3);
+  const std::vector<std::vector<uint64_t>> locs = {{1, 2, 300}, {}, {1, 2, 300}, {kBigId}};
+  for (size_t i = 0; i < values.size(); ++i) {
+    pb::Sample* s = want.add_sample();
+    for (uint64_t id : locs[i]) s->add_location_id(id);
+    for (int64_t v : values[i].values) s->add_value(v);
+    if (values[i].has_label) {
+      pb::Label* l = s->add_label();
+      l->set_key(3);
+      l->set_num(values[i].label_num);
+    }
+  }
+  want.add_string_table("goheap2pprof: a comment");
+  want.add_comment(4);
+  want.set_period(524288);
+  want.set_time_nanos(1700000000123456789);
+  ExpectSame(p.get(), want);
+  EXPECT_EQ(p.sample_size(), 4u);
+
+  // The gzipped encoding is the same bytes.
+  pb::Profile from_gzip;
+  ASSERT_TRUE(from_gzip.ParseFromString(Gunzip(EncodeProfile(p))));
+  ExpectSame(from_gzip, want);
+
+  // allocs: the default sample type becomes a new string.
+  p.SetDefaultSampleType("alloc_space");
+  want.add_string_table("alloc_space");
+  want.set_default_sample_type(5);
+  ExpectSame(p.get(), want);
+}
+
+TEST(FinishedProfile, ValuesMustMatchTheTablesSamples) {
+  pb::Profile want;
+  auto tables = Tables({{1}}, {0, 0}, want);
+  EXPECT_THROW(FinishedProfile(tables, {SampleValues{}}, 1, 0, {}, {}, 3), Error);
+}
+
+TEST(FinishedProfile, SamplesOfOneStackShareTheirLocationRun) {
+  pb::Profile want;
+  auto tables = Tables({{1, 2}}, {0, 0, 0}, want);
+  EXPECT_EQ(tables->runs.size(), 1u);
+  EXPECT_EQ(tables->loc_ids.size(), 2u);
+  FinishedProfile p(tables, std::vector<SampleValues>(3, SampleValues{{1, 1, 1, 1}, 0, false}), 1,
+                    0, {}, {}, 3);
+  ASSERT_EQ(p.get().sample_size(), 3);
+  for (const pb::Sample& s : p.get().sample()) EXPECT_EQ(s.location_id_size(), 2);
+}
+
+}  // namespace
+}  // namespace goheap2pprof
