@@ -279,6 +279,11 @@ void HeapProfileBuilder::ComputeLocsForStack(std::span<const uint64_t> full,
   }
 }
 
+void HeapProfileBuilder::Reserve(size_t records) {
+  samples_.reserve(records);
+  tables_->sample_runs.reserve(records);
+}
+
 void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
   if (finished_) throw Error(ErrorKind::kInternal, "a record added to a finished profile");
   // Unsigned arithmetic: a corrupt PC below the bias wraps and is added back

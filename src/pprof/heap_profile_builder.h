@@ -67,6 +67,9 @@ class HeapProfileBuilder {
                      std::vector<ProfileMapping> mappings, int64_t rate, int64_t time_nanos,
                      uint64_t load_bias = 0);
 
+  // Room for this many records (fresh memory is what a capture pays for
+  // most: growing by doubling would touch twice as much).
+  void Reserve(size_t records);
   void AddRecord(const MemProfileRecord& record);
   void AddComment(std::string_view text);
   // Completes the profile (mappings, string table) and returns it as a
