@@ -12,9 +12,11 @@
 
 namespace goheap2pprof {
 
-// gzip (RFC 1952) of data at zlib level 1, the level runtime/pprof uses.
+// gzip (RFC 1952) of data at zlib level 1, the level runtime/pprof uses:
+// one member, compressed in 1 MiB chunks on two threads (see output.cc).
 std::string Gzip(std::string_view data);
-// Inverse, for tests and tools; throws Error(kMalformed) on a bad stream.
+// Inverse (concatenated members too), for tests and tools; throws
+// Error(kMalformed) on a bad stream.
 std::string Gunzip(std::string_view data, size_t max_size = size_t{1} << 31);
 
 // Serialized, gzipped profile.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -150,6 +151,69 @@ TEST_F(OutputTest, WriteProfileToAFullDeviceFails) {
     EXPECT_EQ(e.kind(), ErrorKind::kIo);
     EXPECT_NE(std::string(e.what()).find("No space left"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace goheap2pprof
+
+namespace goheap2pprof {
+namespace {
+
+// Whether gz is exactly one gzip member whose data is want (zlib itself
+// decodes it, stopping at the member's end).
+::testing::AssertionResult OneMemberOf(const std::string& gz, const std::string& want) {
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 16) != Z_OK) return ::testing::AssertionFailure() << "inflateInit2";
+  std::string out(want.size() + 1, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
+  z.avail_in = static_cast<uInt>(gz.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int rc = inflate(&z, Z_FINISH);
+  const size_t produced = out.size() - z.avail_out;
+  const uInt left = z.avail_in;
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END) return ::testing::AssertionFailure() << "inflate: " << rc;
+  if (left != 0) return ::testing::AssertionFailure() << left << " bytes after the first member";
+  out.resize(produced);
+  if (out != want) return ::testing::AssertionFailure() << "different data";
+  return ::testing::AssertionSuccess();
+}
+
+// Data across chunk boundaries (the writer deflates 1 MiB chunks apart).
+TEST(Gzip, IsOneMemberWhateverTheChunkBoundaries) {
+  constexpr size_t kMiB = 1 << 20;
+  for (size_t size : {size_t{0}, size_t{1}, kMiB - 1, kMiB, kMiB + 1, 2 * kMiB, 3 * kMiB + 12345}) {
+    std::string data(size, '\0');
+    uint32_t x = 12345;
+    for (size_t i = 0; i < size; ++i) {
+      x = x * 1103515245 + 12345;
+      data[i] = static_cast<char>(i % 97 < 60 ? 'a' + i % 7 : x >> 24);  // partly compressible
+    }
+    const std::string gz = Gzip(data);
+    EXPECT_TRUE(OneMemberOf(gz, data)) << "size " << size;
+    EXPECT_EQ(Gunzip(gz), data) << "size " << size;
+  }
+}
+
+TEST(Gzip, GunzipReadsConcatenatedMembers) {
+  EXPECT_EQ(Gunzip(Gzip("first ") + Gzip("second")), "first second");
+}
+
+TEST_F(OutputTest, AProfileOfManyChunksIsWrittenWhole) {
+  pb::Profile p;
+  p.add_string_table("");
+  for (int i = 0; i < 200000; ++i) {
+    pb::Sample* s = p.add_sample();
+    for (int v = 0; v < 4; ++v) s->add_value(int64_t{i} * 7919 + v);
+    for (int l = 0; l < 6; ++l) s->add_location_id((i * 31 + l) % 5000 + 1);
+  }
+  std::string raw;
+  ASSERT_TRUE(p.SerializeToString(&raw));
+  ASSERT_GT(raw.size(), size_t{4} << 20);
+  fs::path out = dir_ / "big.pb.gz";
+  WriteProfile(out.string(), p);
+  EXPECT_TRUE(OneMemberOf(ReadAll(out), raw));
 }
 
 }  // namespace
