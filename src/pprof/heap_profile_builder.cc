@@ -228,7 +228,8 @@ FinishedProfile FillProfile(std::shared_ptr<const ProfileTables> tables,
                          std::move(comment_keys), bytes_key);
 }
 
-uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> full) {
+uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> full, bool& fixed) {
+  fixed = true;
   const uint64_t hash = StackHash(full);
   if (const uint32_t* index = memo_.Find(hash)) {
     const MemoEntry& e = memo_entries_[*index];
@@ -237,6 +238,7 @@ uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> full) {
       return e.run;
     }
   }
+  fixed = false;
   const size_t locations_before = loc_infos_.size();
   const uint64_t overwrites_before = loc_overwrites_;
   ComputeLocsForStack(full, locs_scratch_);
@@ -251,6 +253,7 @@ uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> full) {
     memo_.Insert(hash, static_cast<uint32_t>(memo_entries_.size()));
     memo_entries_.push_back({memo_words_.size(), full.size(), run});
     memo_words_.insert(memo_words_.end(), full.begin(), full.end());
+    fixed = true;
   }
   return run;
 }
@@ -286,11 +289,21 @@ void HeapProfileBuilder::Reserve(size_t records) {
 
 void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
   if (finished_) throw Error(ErrorKind::kInternal, "a record added to a finished profile");
-  // Unsigned arithmetic: a corrupt PC below the bias wraps and is added back
-  // unchanged; its lookup fails either way.
-  link_stack_.assign(r.bucket->stack.begin(), r.bucket->stack.end());
-  for (uint64_t& pc : link_stack_) pc -= bias_;
-  tables_->sample_runs.push_back(RunForStack(link_stack_));
+  const std::span<const uint64_t> stack = r.bucket->stack;
+  const uint64_t stored = reinterpret_cast<uintptr_t>(stack.data());
+  uint32_t run;
+  if (const StoredStack* s = by_storage_.Find(stored); s != nullptr && s->words == stack.size()) {
+    run = s->run;
+  } else {
+    // Unsigned arithmetic: a corrupt PC below the bias wraps and is added
+    // back unchanged; its lookup fails either way.
+    link_stack_.assign(stack.begin(), stack.end());
+    for (uint64_t& pc : link_stack_) pc -= bias_;
+    bool fixed = false;
+    run = RunForStack(link_stack_, fixed);
+    if (fixed && stored != 0) by_storage_.Insert(stored, {stack.size(), run});
+  }
+  tables_->sample_runs.push_back(run);
   samples_.push_back(HeapSampleValues(r, traits_, rate_));
   // "bytes" enters the string table when the first label needs it, as in
   // runtime/pprof.

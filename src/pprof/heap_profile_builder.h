@@ -110,7 +110,8 @@ class HeapProfileBuilder {
   // its retry, then AppendLocsForStack; RunForStack adds them to the tables
   // as a run and remembers the runs that cannot change.
   void ComputeLocsForStack(std::span<const uint64_t> full, std::vector<uint64_t>& locs);
-  uint32_t RunForStack(std::span<const uint64_t> full);
+  // fixed: whether the run is the stack's for good (remembered).
+  uint32_t RunForStack(std::span<const uint64_t> full, bool& fixed);
   void Complete();
 
   Symbolizer& sym_;
@@ -149,6 +150,15 @@ class HeapProfileBuilder {
   };
   PcMap<uint32_t> memo_;
   std::vector<MemoEntry> memo_entries_;
+  // The same, by where the record's stack is stored: buckets that share a
+  // stack share its storage (heap/snapshot.h), so most records are found
+  // here without copying, rebasing or hashing their stack. Keyed by the
+  // address of the stack's first word; the entry holds its length.
+  struct StoredStack {
+    size_t words = 0;
+    uint32_t run = 0;
+  };
+  PcMap<StoredStack> by_storage_;
   std::vector<uint64_t> memo_words_;
   uint64_t loc_overwrites_ = 0;  // emitted locations that replaced a cached PC's
   int64_t bytes_key_ = -1;       // string index of "bytes" once a label needed it

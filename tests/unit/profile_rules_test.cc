@@ -92,6 +92,14 @@ class Rules {
     b.stack = stacks_.back();
     builder_.AddRecord({alloc_b, free_b, alloc_n, free_n, &b});
   }
+  // Adds a record whose bucket shares the stack storage of the k-th Add's
+  // bucket (its first `words` PCs; all if 0), as buckets of one stack do in
+  // a snapshot.
+  void AddSharing(size_t k, int64_t alloc_n, int64_t alloc_b, size_t words = 0) {
+    Bucket& b = buckets_.emplace_back();
+    b.stack = std::span<const uint64_t>(stacks_[k]).first(words ? words : stacks_[k].size());
+    builder_.AddRecord({alloc_b, 0, alloc_n, 0, &b});
+  }
   const pb::Profile& Finish() { return builder_.Finish(); }
   Symbolizer& symbolizer() { return symbolizer_; }
 
@@ -210,6 +218,44 @@ TEST(LocationReuse, SamplesShareLocationsAndInlineGroups) {
   EXPECT_EQ(p.location_size(), 3);  // helper+alloc, main.main, runtime.main
   EXPECT_EQ(Stack(p, 1), "main.helper:21, main.alloc:11 | runtime.main:283");
   EXPECT_EQ(p.function_size(), 4);  // each function written once
+}
+
+// Buckets that share their stack's storage get the locations a copy of the
+// stack would: also when the stack's first turn emitted locations (and a
+// later turn may differ, as in runtime/pprof) and when a stack shares only a
+// prefix of another's storage.
+TEST(LocationReuse, SharedStackStorageGivesWhatCopiesGive) {
+  auto add_all = [](Rules& r, bool share) {
+    const std::vector<uint64_t> a = {Pc(kMain, 0x10), Pc(kAlloc, 0x48)};  // expanded: emits
+    const std::vector<uint64_t> b = {Pc(kAlloc, 0x48), Pc(kAlloc, 0x31), Pc(kMain, 0x10)};
+    r.Add(a, 1, 64);
+    r.Add(b, 2, 128);
+    for (int i = 0; i < 3; ++i) {
+      if (share) {
+        r.AddSharing(0, 3 + i, 64 * (3 + i));
+        r.AddSharing(1, 4 + i, 64 * (4 + i));
+        r.AddSharing(1, 5 + i, 64 * (5 + i), 1);  // b's leaf alone
+      } else {
+        r.Add(a, 3 + i, 64 * (3 + i));
+        r.Add(b, 4 + i, 64 * (4 + i));
+        r.Add({b[0]}, 5 + i, 64 * (5 + i));
+      }
+    }
+  };
+  Rules copies({1, 26, 0}), shared({1, 26, 0});
+  add_all(copies, false);
+  add_all(shared, true);
+  const pb::Profile& want = copies.Finish();
+  const pb::Profile& got = shared.Finish();
+  ASSERT_EQ(got.sample_size(), want.sample_size());
+  for (int i = 0; i < want.sample_size(); ++i) {
+    EXPECT_EQ(Stack(got, i), Stack(want, i)) << "sample " << i;
+    EXPECT_EQ(got.sample(i).location_id().size(), want.sample(i).location_id().size());
+    for (int k = 0; k < want.sample(i).location_id_size(); ++k) {
+      EXPECT_EQ(got.sample(i).location_id(k), want.sample(i).location_id(k)) << "sample " << i;
+    }
+  }
+  EXPECT_EQ(got.location_size(), want.location_size());
 }
 
 // --- Function identity and names.
