@@ -167,82 +167,110 @@ void RereadRecords(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout
   }
 }
 
+namespace {
+
+// Plans the reads of every bucket's header and record. Buckets lie close
+// together in the runtime's persistentalloc chunks: reading them as a few
+// large ranges costs the kernel one page pin per page, where one small range
+// per header and per record cost a lookup and a pin each (and dominated the
+// time). So a range takes in the next header or record when the gap to it
+// is at most `gap`; the stacks in between are read along when they are short
+// and skipped when they are long (1000-frame stacks are 8 KB each).
+RevalidationPlan PlanRevalidation(std::span<const Bucket> buckets, uint64_t record_size,
+                                  uint64_t gap) {
+  RevalidationPlan plan;
+  plan.buckets = buckets.size();
+  plan.first = buckets.front().addr;
+  plan.last = buckets.back().addr;
+  plan.gap = gap;
+  plan.header_at.resize(buckets.size());
+  plan.record_at.resize(buckets.size());
+  struct Segment {
+    uint64_t addr;
+    uint32_t bucket;
+    bool record;
+    bool operator<(const Segment& o) const { return addr < o.addr; }
+  };
+  std::vector<Segment> segs;
+  segs.reserve(2 * buckets.size());
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const Bucket& b = buckets[i];
+    segs.push_back({b.addr, static_cast<uint32_t>(i), false});
+    segs.push_back(
+        {b.addr + kBucketHeaderSize + 8 * b.stack.size(), static_cast<uint32_t>(i), true});
+  }
+  std::sort(segs.begin(), segs.end());
+  RevalidationPlan::Range range;
+  for (size_t k = 0; k < segs.size(); ++k) {
+    const Segment& s = segs[k];
+    const uint64_t end = s.addr + (s.record ? record_size : kBucketHeaderSize);
+    if (k == 0 || s.addr > range.addr + range.len + gap) {
+      if (k > 0) {
+        plan.ranges.push_back(range);
+        plan.size += range.len;
+      }
+      range = {.addr = s.addr, .at = plan.size, .len = 0};
+    }
+    range.len = std::max(range.len, end - range.addr);
+    (s.record ? plan.record_at : plan.header_at)[s.bucket] = range.at + (s.addr - range.addr);
+  }
+  plan.ranges.push_back(range);
+  plan.size += range.len;
+  // A stack between its header and record in one range was read along.
+  plan.stack_read.resize(buckets.size());
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const uint64_t words = buckets[i].stack.size();
+    plan.stack_read[i] =
+        words == 0 || plan.record_at[i] - plan.header_at[i] == kBucketHeaderSize + 8 * words;
+  }
+  return plan;
+}
+
+// Reads the plan's ranges into scratch; false if any failed.
+bool ReadPlanned(MemoryReader& mem, const RevalidationPlan& plan, std::vector<uint8_t>& scratch,
+                 std::vector<ReadRequest>& requests) {
+  scratch.resize(plan.size);
+  requests.resize(plan.ranges.size());
+  for (size_t r = 0; r < plan.ranges.size(); ++r) {
+    const RevalidationPlan::Range& range = plan.ranges[r];
+    requests[r] = {range.addr, std::span<uint8_t>(scratch.data() + range.at, range.len), false};
+  }
+  mem.ReadMany(requests);
+  for (const ReadRequest& r : requests) {
+    if (!r.ok) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool RevalidateBuckets(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout,
-                       std::vector<uint8_t>& scratch) {
+                       std::vector<uint8_t>& scratch, RevalidationPlan& plan) {
+  if (buckets.empty()) return true;
+  constexpr uint64_t kGap = 4096;
   const uint64_t record_size = MemRecordSize(layout);
   const uint64_t cycle_size = MemRecordCycleSize(layout);
-  // Buckets lie close together in the runtime's persistentalloc chunks.
-  // Reading them as few large ranges costs the kernel one page pin per
-  // page, where one small range per header and per record cost a lookup and
-  // a pin each (and dominated the time). Gaps up to kGap are read along.
-  constexpr uint64_t kGap = 4096;
-  std::vector<std::pair<uint64_t, uint32_t>> order(buckets.size());
-  for (size_t i = 0; i < buckets.size(); ++i) order[i] = {buckets[i].addr, i};
-  std::sort(order.begin(), order.end());
-  std::vector<uint64_t> offset(buckets.size());
-  std::vector<ReadRequest> ranges;
-  std::vector<std::pair<size_t, size_t>> members;  // per range: [first, last) in order
-  uint64_t range_start = 0, range_end = 0, size = 0;
-  for (size_t k = 0; k < order.size(); ++k) {
-    const Bucket& b = buckets[order[k].second];
-    const uint64_t end = b.addr + kBucketHeaderSize + 8 * b.stack.size() + record_size;
-    if (k == 0 || b.addr > range_end + kGap) {
-      if (k > 0) ranges.push_back({range_start, std::span<uint8_t>(), false});
-      if (k > 0) members.back().second = k;
-      members.emplace_back(k, k);
-      range_start = b.addr;
-      range_end = end;
-    }
-    range_end = std::max(range_end, end);
-    offset[order[k].second] = b.addr - range_start;  // within its range, for now
-  }
-  if (!order.empty()) {
-    ranges.push_back({range_start, std::span<uint8_t>(), false});
-    members.back().second = order.size();
-  }
-  // Range extents and their place in scratch.
-  std::vector<uint64_t> range_at(ranges.size());
-  for (size_t r = 0; r < ranges.size(); ++r) {
-    uint64_t end = ranges[r].addr;
-    for (size_t k = members[r].first; k < members[r].second; ++k) {
-      const Bucket& b = buckets[order[k].second];
-      end = std::max(end, b.addr + kBucketHeaderSize + 8 * b.stack.size() + record_size);
-    }
-    range_at[r] = size;
-    size += end - ranges[r].addr;
-  }
-  scratch.resize(size);
-  for (size_t r = 0; r < ranges.size(); ++r) {
-    const uint64_t next = r + 1 < ranges.size() ? range_at[r + 1] : size;
-    ranges[r].dst = std::span<uint8_t>(scratch.data() + range_at[r], next - range_at[r]);
-  }
-  mem.ReadMany(ranges);
-  for (size_t r = 0; r < ranges.size(); ++r) {
-    for (size_t k = members[r].first; k < members[r].second; ++k) {
-      const uint32_t i = order[k].second;
-      offset[i] += range_at[r];
-      if (!ranges[r].ok) {
-        // A gap read along was unmapped: read this bucket alone.
-        const Bucket& b = buckets[i];
-        const uint64_t n = kBucketHeaderSize + 8 * b.stack.size() + record_size;
-        if (!mem.TryRead(b.addr, std::span<uint8_t>(scratch.data() + offset[i], n))) return false;
-      }
-    }
+  if (!plan.Fits(buckets)) plan = PlanRevalidation(buckets, record_size, kGap);
+  std::vector<ReadRequest> requests;
+  if (!ReadPlanned(mem, plan, scratch, requests)) {
+    // A gap read along may be unmapped: read only the buckets' own bytes
+    // (and keep doing so for this list).
+    if (plan.gap == 0) return false;
+    plan = PlanRevalidation(buckets, record_size, 0);
+    if (!ReadPlanned(mem, plan, scratch, requests)) return false;
   }
   for (size_t i = 0; i < buckets.size(); ++i) {
-    const uint8_t* h = scratch.data() + offset[i];
+    const uint8_t* h = scratch.data() + plan.header_at[i];
     Bucket& b = buckets[i];
-    // The whole bucket was read: header and stack must be what was
-    // remembered, else this is not the same bucket.
     if (LoadU64(h + kBucketAllnextOffset) != b.allnext ||
         LoadU64(h + kBucketTypOffset) != kMemProfileBucketType ||
         LoadU64(h + kBucketHashOffset) != b.hash || LoadU64(h + kBucketSizeOffset) != b.size ||
         LoadU64(h + kBucketNstkOffset) != b.stack.size() ||
-        (!b.stack.empty() &&
+        (plan.stack_read[i] && !b.stack.empty() &&
          std::memcmp(h + kBucketHeaderSize, b.stack.data(), 8 * b.stack.size()) != 0)) {
       return false;
     }
-    const uint8_t* rec = h + kBucketHeaderSize + 8 * b.stack.size();
+    const uint8_t* rec = scratch.data() + plan.record_at[i];
     b.active = LoadCycle(rec, layout, b.size);
     for (int c = 0; c < 3; ++c) b.future[c] = LoadCycle(rec + cycle_size * (c + 1), layout, b.size);
   }

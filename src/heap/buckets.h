@@ -81,13 +81,41 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
 // this is all a retry after a concurrent GC publication needs.
 void RereadRecords(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout);
 
+// Where RevalidateBuckets finds each bucket's header and record in the
+// target and in its read buffer. Made from the buckets' addresses (a sort),
+// it stays right for as long as the same buckets are revalidated: kept
+// between captures of one process, it is remade only after buckets were
+// added.
+struct RevalidationPlan {
+  size_t buckets = 0;  // the plan is for this many buckets...
+  uint64_t first = 0;  // ...the first at this address (lists only grow at the front)
+  uint64_t last = 0;   // ...and the last at this one
+  uint64_t gap = 0;    // unneeded bytes read along between two needed ones, at most
+  struct Range {
+    uint64_t addr = 0;  // in the target
+    uint64_t at = 0;    // in the buffer
+    uint64_t len = 0;
+  };
+  std::vector<Range> ranges;
+  std::vector<uint64_t> header_at;  // per bucket: its header's offset in the buffer
+  std::vector<uint64_t> record_at;  // per bucket: its memRecord's offset in the buffer
+  std::vector<bool> stack_read;     // per bucket: its stack is read too (it lies in between)
+  uint64_t size = 0;                // the buffer's bytes
+  bool Fits(std::span<const Bucket> b) const {
+    return !b.empty() && b.size() == buckets && b.front().addr == first && b.back().addr == last;
+  }
+};
+
 // RereadRecords that also re-reads each bucket's header and checks that it
-// is still the bucket remembered (allnext, type, hash, size, nstk): the
-// check a cache of buckets makes before trusting them for another capture.
-// Returns false, with the counters unspecified, if any bucket is unmapped or
-// differs. scratch is reused between calls.
+// is still the bucket remembered (allnext, type, hash, size, nstk, and the
+// stack where it is read along): the check a cache of buckets makes before
+// trusting them for another capture. A long stack (more than about 4 KiB) is
+// not read again: the hash is the runtime's hash of the stack and size, and
+// a bucket is never freed or moved. Returns false, with the counters
+// unspecified, if any bucket is unmapped or differs. scratch and plan are
+// reused between calls.
 bool RevalidateBuckets(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout,
-                       std::vector<uint8_t>& scratch);
+                       std::vector<uint8_t>& scratch, RevalidationPlan& plan);
 
 // One runtime.MemProfileRecord (memProfileInternal with inuseZero = true).
 struct MemProfileRecord {

@@ -126,7 +126,7 @@ bool RefreshHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs, const Ru
   // The remembered buckets are trusted only if each still has the header it
   // had; their counters come with the same read.
   std::span<Bucket> old(snap.buckets.data() + (snap.buckets.size() - known), known);
-  if (!RevalidateBuckets(mem, old, traits.record_layout, snap.scratch)) return false;
+  if (!RevalidateBuckets(mem, old, traits.record_layout, snap.scratch, snap.plan)) return false;
   if (snap.new_buckets > 0) {
     // The new ones were read by the walk, but before the old ones' counters.
     RereadRecords(mem, std::span<Bucket>(snap.buckets.data(), snap.new_buckets),

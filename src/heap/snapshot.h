@@ -44,6 +44,7 @@ struct HeapSnapshot {
   // since for RefreshHeapSnapshot (they are buckets[0, new_buckets)).
   size_t new_buckets = 0;
   std::vector<uint8_t> scratch;  // RefreshHeapSnapshot's read buffer, reused
+  RevalidationPlan plan;         // and where its buckets are in it
 };
 
 struct SnapshotLimits {

@@ -598,3 +598,84 @@ TEST(RefreshHeapSnapshot, AGcPublishingMidReadIsSettled) {
 
 }  // namespace
 }  // namespace goheap2pprof
+
+namespace goheap2pprof {
+namespace {
+
+// Two buckets of 600-frame stacks (4.8 KB each, more than the refresh reads
+// along) in one arena, or each in its own mapping with 2 KiB unmapped
+// between them.
+struct LongStackImage {
+  static constexpr uint64_t kVars = 0x5000;
+  TestMemory mem;
+  HeapAddresses addrs{kVars, kVars + 8, kVars + 16};
+  uint64_t b1 = 0, b2 = 0;
+  static constexpr uint64_t kWords = 600;
+  explicit LongStackImage(bool apart) {
+    std::vector<uint64_t> s1(kWords), s2(kWords);
+    for (uint64_t i = 0; i < kWords; ++i) {
+      s1[i] = 0x401000 + 16 * i;
+      s2[i] = 0x501000 + 16 * i;
+    }
+    BucketArena first(0x10000);
+    b2 = first.Add(64, s2, {4, 1, 256, 64});
+    if (apart) {
+      BucketArena second(first.End() + 0x800);  // 2 KiB unmapped: within the read-along gap
+      b1 = second.Add(128, s1, {2, 0, 256, 0});
+      second.SetAllnext(b1, b2);
+      second.MapInto(mem);
+    } else {
+      b1 = first.Add(128, s1, {2, 0, 256, 0});
+      first.SetAllnext(b1, b2);
+    }
+    first.MapInto(mem);
+    std::vector<uint8_t> vars(24, 0);
+    std::memcpy(&vars[0], &b1, 8);
+    const int64_t rate = 512 * 1024;
+    std::memcpy(&vars[8], &rate, 8);
+    const uint32_t cycle_word = 6 << 1;
+    std::memcpy(&vars[16], &cycle_word, 4);
+    mem.Map(kVars, vars);
+  }
+  void SetAllocs(uint64_t addr, uint64_t allocs) {
+    mem.PutU64(addr + kBucketHeaderSize + 8 * kWords, allocs);
+  }
+};
+
+TEST(RefreshHeapSnapshot, LongStacksAreNotReadAgain) {
+  LongStackImage img(/*apart=*/false);
+  HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, Go126());
+  OwnStacks(s);
+  ASSERT_EQ(s.buckets.size(), 2u);
+  img.SetAllocs(img.b2, 40);
+  const uint64_t before = img.mem.stats().bytes_read;
+  ASSERT_TRUE(RefreshHeapSnapshot(img.mem, img.addrs, Go126(), {}, s));
+  EXPECT_EQ(s.buckets[1].active.allocs, 40u);
+  EXPECT_EQ(s.buckets[0].active.allocs, 2u);
+  // Headers and records, not the 9600 bytes of stacks.
+  EXPECT_LT(img.mem.stats().bytes_read - before, 2000u);
+  // The same plan serves the next refresh.
+  img.SetAllocs(img.b1, 7);
+  ASSERT_TRUE(RefreshHeapSnapshot(img.mem, img.addrs, Go126(), {}, s));
+  EXPECT_EQ(s.buckets[0].active.allocs, 7u);
+  // A header that changed (here the runtime's hash of stack and size) is
+  // not the remembered bucket.
+  img.mem.PutU64(img.b2 + kBucketHashOffset, 0x9999);
+  EXPECT_FALSE(RefreshHeapSnapshot(img.mem, img.addrs, Go126(), {}, s));
+}
+
+TEST(RefreshHeapSnapshot, AnUnmappedGapBetweenBucketsIsNotReadAlong) {
+  LongStackImage img(/*apart=*/true);
+  HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, Go126());
+  OwnStacks(s);
+  ASSERT_EQ(s.buckets.size(), 2u);
+  img.SetAllocs(img.b2, 41);
+  img.SetAllocs(img.b1, 9);
+  ASSERT_TRUE(RefreshHeapSnapshot(img.mem, img.addrs, Go126(), {}, s));
+  EXPECT_EQ(s.buckets[1].active.allocs, 41u);
+  EXPECT_EQ(s.buckets[0].active.allocs, 9u);
+  ASSERT_TRUE(RefreshHeapSnapshot(img.mem, img.addrs, Go126(), {}, s));  // the gapless plan kept
+}
+
+}  // namespace
+}  // namespace goheap2pprof
