@@ -192,6 +192,7 @@ FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalys
   Symbolizer& symbolizer = analysis.symbolizer();
   HeapProfileBuilder builder(symbolizer, analysis.traits(), source.ProfileMappings(), snap.rate,
                              now_ns, bias);
+  if (options.sample_stream != nullptr) builder.StreamSamplesTo(options.sample_stream);
   builder.Reserve(records.size());
   for (const MemProfileRecord& r : records) builder.AddRecord(r);
   for (const std::string& text : comments) builder.AddComment(text);

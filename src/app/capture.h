@@ -43,6 +43,10 @@ struct CaptureOptions {
       on_records = nullptr;
   // Profile.time_nanos; nullopt: the wall clock when the profile is built.
   std::optional<int64_t> time_nanos = std::nullopt;
+  // Where a fresh build writes the samples as it makes them (see
+  // HeapProfileBuilder::StreamSamplesTo); the result's profile then holds
+  // what is left to write (FinishedProfile::SerializeRemainderTo).
+  google::protobuf::io::ZeroCopyOutputStream* sample_stream = nullptr;
 };
 
 // What a capture learned and cost, besides the profile. Filled pass by pass,

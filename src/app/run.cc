@@ -179,16 +179,31 @@ std::string RunCapture(const RunOptions& options, std::ostream& log, CaptureRepo
       ExecutableAnalysis::Create(source->executable().elf, options.executable.assume_go_layout);
   const double analysis_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - analysis_start).count();
-  CaptureResult result =
-      Capture(*source, *analysis, {.counters = options.output_format.counters}, report);
+  CaptureOptions capture_options{.counters = options.output_format.counters};
+  std::optional<CaptureResult> result;
+  Clock::time_point write_start;
+  const bool pprof = options.output_format.format == OutputFormat::kPprof;
+  const bool streamed = pprof && WritesAtomically(path);
+  if (streamed) {
+    // The samples are gzipped on the other threads while the rest are built;
+    // a failed capture discards the temporary file.
+    WriteGzippedProfile(path, [&](google::protobuf::io::ZeroCopyOutputStream* out) {
+      capture_options.sample_stream = out;
+      result.emplace(Capture(*source, *analysis, capture_options, report));
+      write_start = Clock::now();
+      return result->profile.SerializeRemainderTo(out);
+    });
+  } else {
+    result.emplace(Capture(*source, *analysis, capture_options, report));
+    write_start = Clock::now();
+  }
   // The analysis is the first part of identifying the target.
   if (!report.phase_ms.empty()) report.phase_ms.front().second += analysis_ms;
 
-  const Clock::time_point write_start = Clock::now();
-  if (options.output_format.format == OutputFormat::kPprof) {
-    WriteProfile(path, result.profile);
+  if (pprof) {
+    if (!streamed) WriteProfile(path, result->profile);
   } else {
-    WriteOutput(path, RenderOutput(result.profile.get(), options.output_format,
+    WriteOutput(path, RenderOutput(result->profile.get(), options.output_format,
                                    {.pid = id.pid,
                                     .report = &report,
                                     .runtime_prefixes = analysis->traits().hidden_prefixes}));

@@ -97,7 +97,52 @@ void FinishedProfile::SetDefaultSampleType(std::string_view type) {
   view_arena_.reset();
 }
 
+void WriteSample(google::protobuf::io::CodedOutputStream& out, const ProfileTables& t,
+                 uint32_t run_index, const SampleValues& v, int64_t bytes_key) {
+  // The location ids are encoded already (shared by the samples of one
+  // stack); the values and the label are put together here. At most: 1 + 10
+  // (sample tag, length), 1 + 1 + 40 (values), 1 + 1 + 1 + 10 + 1 + 10
+  // (label) bytes around the location ids.
+  const ProfileTables::Run& run = t.runs[run_index];
+  uint8_t head[16];
+  uint8_t tail[96];
+  uint8_t* p = tail;
+  *p++ = kSampleValue;
+  *p++ = static_cast<uint8_t>(PackedSize(v.values));  // at most 40: one byte
+  for (int64_t x : v.values) p = PutVarint(static_cast<uint64_t>(x), p);
+  if (v.has_label) {
+    const size_t label_len =
+        (bytes_key != 0 ? 1 + VarintSize(static_cast<uint64_t>(bytes_key)) : 0) +
+        (v.label_num != 0 ? 1 + VarintSize(static_cast<uint64_t>(v.label_num)) : 0);
+    *p++ = kSampleLabel;
+    *p++ = static_cast<uint8_t>(label_len);  // at most 22: one byte
+    if (bytes_key != 0) {
+      *p++ = kLabelKey;
+      p = PutVarint(static_cast<uint64_t>(bytes_key), p);
+    }
+    if (v.label_num != 0) {
+      *p++ = kLabelNum;
+      p = PutVarint(static_cast<uint64_t>(v.label_num), p);
+    }
+  }
+  const size_t tail_len = static_cast<size_t>(p - tail);
+  uint8_t* h = head;
+  *h++ = kProfileSample;
+  h = PutVarint(run.bytes + tail_len, h);
+  out.WriteRaw(head, static_cast<int>(h - head));
+  out.WriteRaw(t.loc_bytes.data() + run.bytes_at, static_cast<int>(run.bytes));
+  out.WriteRaw(tail, static_cast<int>(tail_len));
+}
+
 bool FinishedProfile::SerializeTo(google::protobuf::io::ZeroCopyOutputStream* out) const {
+  return Write(out, /*samples=*/true);
+}
+
+bool FinishedProfile::SerializeRemainderTo(google::protobuf::io::ZeroCopyOutputStream* out) const {
+  return Write(out, /*samples=*/!samples_streamed_);
+}
+
+bool FinishedProfile::Write(google::protobuf::io::ZeroCopyOutputStream* out, bool samples) const {
   google::protobuf::io::CodedOutputStream cos(out);
   cos.WriteRaw(tables_->encoded.data(), static_cast<int>(tables_->encoded.size()));
   for (const std::string& s : extra_strings_) {
@@ -122,42 +167,10 @@ bool FinishedProfile::SerializeTo(google::protobuf::io::ZeroCopyOutputStream* ou
     cos.WriteTag(kProfileDefaultSampleType);
     cos.WriteVarint64(static_cast<uint64_t>(default_sample_type_));
   }
-  // The samples: each one's location ids are encoded already (shared by the
-  // samples of one stack); the values and the label are put together here.
-  // At most: 1 + 10 (sample tag, length), 1 + 1 + 40 (values), 1 + 1 + 1 +
-  // 10 + 1 + 10 (label) bytes around the location ids.
-  uint8_t head[16];
-  uint8_t tail[96];
-  const ProfileTables& t = *tables_;
-  for (size_t i = 0; i < samples_.size(); ++i) {
-    const SampleValues& v = samples_[i];
-    const ProfileTables::Run& run = t.runs[t.sample_runs[i]];
-    uint8_t* p = tail;
-    *p++ = kSampleValue;
-    *p++ = static_cast<uint8_t>(PackedSize(v.values));  // at most 40: one byte
-    for (int64_t x : v.values) p = PutVarint(static_cast<uint64_t>(x), p);
-    if (v.has_label) {
-      const size_t label_len =
-          (bytes_key_ != 0 ? 1 + VarintSize(static_cast<uint64_t>(bytes_key_)) : 0) +
-          (v.label_num != 0 ? 1 + VarintSize(static_cast<uint64_t>(v.label_num)) : 0);
-      *p++ = kSampleLabel;
-      *p++ = static_cast<uint8_t>(label_len);  // at most 22: one byte
-      if (bytes_key_ != 0) {
-        *p++ = kLabelKey;
-        p = PutVarint(static_cast<uint64_t>(bytes_key_), p);
-      }
-      if (v.label_num != 0) {
-        *p++ = kLabelNum;
-        p = PutVarint(static_cast<uint64_t>(v.label_num), p);
-      }
+  if (samples) {
+    for (size_t i = 0; i < samples_.size(); ++i) {
+      WriteSample(cos, *tables_, tables_->sample_runs[i], samples_[i], bytes_key_);
     }
-    const size_t tail_len = static_cast<size_t>(p - tail);
-    uint8_t* h = head;
-    *h++ = kProfileSample;
-    h = PutVarint(run.bytes + tail_len, h);
-    cos.WriteRaw(head, static_cast<int>(h - head));
-    cos.WriteRaw(t.loc_bytes.data() + run.bytes_at, static_cast<int>(run.bytes));
-    cos.WriteRaw(tail, static_cast<int>(tail_len));
   }
   cos.Trim();
   return !cos.HadError();

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <google/protobuf/arena.h>
+#include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream.h>
 
 #include <cstdint>
@@ -75,6 +76,13 @@ struct SampleValues {
   bool has_label = false;
 };
 
+struct SampleValues;
+
+// Writes one Sample field (tag, length, the run's encoded location ids, the
+// values, the "bytes" label) for a sample of run `run` of tables.
+void WriteSample(google::protobuf::io::CodedOutputStream& out, const ProfileTables& tables,
+                 uint32_t run, const SampleValues& values, int64_t bytes_key);
+
 class FinishedProfile {
  public:
   // extra_strings continue tables' string table (indexes tables->strings
@@ -86,6 +94,9 @@ class FinishedProfile {
   FinishedProfile& operator=(FinishedProfile&&) = default;
 
   size_t sample_size() const { return samples_.size(); }
+  // The builder wrote the samples to a stream as it made them
+  // (HeapProfileBuilder::StreamSamplesTo).
+  void MarkSamplesStreamed() { samples_streamed_ = true; }
   const std::shared_ptr<const ProfileTables>& tables() const { return tables_; }
 
   // Makes `type` the default sample type (runtime/pprof's allocs profile is
@@ -94,6 +105,9 @@ class FinishedProfile {
 
   // The profile.proto bytes (not gzipped); false if out failed.
   [[nodiscard]] bool SerializeTo(google::protobuf::io::ZeroCopyOutputStream* out) const;
+  // What is left to write after the builder streamed the samples (all of it
+  // if it did not): SerializeTo less the samples already written.
+  [[nodiscard]] bool SerializeRemainderTo(google::protobuf::io::ZeroCopyOutputStream* out) const;
   std::string Serialize() const;
   // The same profile as a message, decoded from Serialize() on first use.
   const pb::Profile& get() const;
@@ -107,6 +121,8 @@ class FinishedProfile {
   std::vector<int64_t> comments_;
   int64_t bytes_key_ = -1;
   int64_t default_sample_type_ = 0;
+  bool samples_streamed_ = false;
+  bool Write(google::protobuf::io::ZeroCopyOutputStream* out, bool samples) const;
   mutable std::unique_ptr<google::protobuf::Arena> view_arena_;
   mutable const pb::Profile* view_ = nullptr;
 };

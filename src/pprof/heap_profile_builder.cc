@@ -282,6 +282,12 @@ void HeapProfileBuilder::ComputeLocsForStack(std::span<const uint64_t> full,
   }
 }
 
+void HeapProfileBuilder::StreamSamplesTo(google::protobuf::io::ZeroCopyOutputStream* out) {
+  if (!samples_.empty())
+    throw Error(ErrorKind::kInternal, "samples streamed after some were added");
+  stream_ = std::make_unique<google::protobuf::io::CodedOutputStream>(out);
+}
+
 void HeapProfileBuilder::Reserve(size_t records) {
   samples_.reserve(records);
   tables_->sample_runs.reserve(records);
@@ -308,6 +314,7 @@ void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
   // "bytes" enters the string table when the first label needs it, as in
   // runtime/pprof.
   if (bytes_key_ < 0 && samples_.back().has_label) bytes_key_ = Str("bytes");
+  if (stream_) WriteSample(*stream_, *tables_, run, samples_.back(), bytes_key_);
 }
 
 void HeapProfileBuilder::Complete() {
@@ -332,8 +339,15 @@ void HeapProfileBuilder::Complete() {
   if (auto it = strings_.find(std::string_view("bytes")); it != strings_.end()) {
     tables_->bytes_key = it->second;
   }
+  const bool streamed = stream_ != nullptr;
+  if (stream_) {
+    stream_->Trim();
+    if (stream_->HadError()) throw Error(ErrorKind::kIo, "writing the profile's samples failed");
+    stream_.reset();
+  }
   finished_.emplace(std::move(tables_), std::move(samples_), rate_, time_nanos_,
                     std::vector<std::string>{}, std::move(comments_), bytes_key_);
+  if (streamed) finished_->MarkSamplesStreamed();
 }
 
 const pb::Profile& HeapProfileBuilder::Finish() {

@@ -67,6 +67,11 @@ class HeapProfileBuilder {
                      std::vector<ProfileMapping> mappings, int64_t rate, int64_t time_nanos,
                      uint64_t load_bias = 0);
 
+  // Writes each sample to out as it is added, so that the compression of
+  // the samples runs while the rest are built; the finished profile then
+  // holds the rest (FinishedProfile::SerializeRemainderTo). out must outlive
+  // the builder's Finish/TakeProfile.
+  void StreamSamplesTo(google::protobuf::io::ZeroCopyOutputStream* out);
   // Room for this many records (fresh memory is what a capture pays for
   // most: growing by doubling would touch twice as much).
   void Reserve(size_t records);
@@ -129,6 +134,7 @@ class HeapProfileBuilder {
   std::vector<SampleValues> samples_;
   std::vector<int64_t> comments_;
   std::optional<FinishedProfile> finished_;
+  std::unique_ptr<google::protobuf::io::CodedOutputStream> stream_;
   struct StringHash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }

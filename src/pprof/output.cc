@@ -470,6 +470,20 @@ void WriteProfile(const std::string& path, const pb::Profile& profile) {
   });
 }
 
+bool WritesAtomically(const std::string& path) {
+  if (path == "-") return false;
+  struct stat st;
+  return stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode);
+}
+
+void WriteGzippedProfile(
+    const std::string& path,
+    const std::function<bool(google::protobuf::io::ZeroCopyOutputStream*)>& serialize) {
+  WriteAtomically(path, [&](int fd, const std::string& what) {
+    GzipSerialized([&](std::string_view bytes) { WriteAll(fd, bytes, what); }, what, serialize);
+  });
+}
+
 void WriteProfile(const std::string& path, const FinishedProfile& profile) {
   WriteAtomically(path, [&](int fd, const std::string& what) {
     GzipSerialized(

@@ -4,6 +4,9 @@
 // everything was written and flushed.
 #pragma once
 
+#include <google/protobuf/io/zero_copy_stream.h>
+
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -32,6 +35,17 @@ void WriteOutput(const std::string& path, std::string_view data);
 // Writes the gzipped profile to path the same way, serializing directly into
 // the compressor (EncodeProfile's bytes, without holding them in memory).
 void WriteProfile(const std::string& path, const pb::Profile& profile);
+// Whether WriteProfile/WriteOutput would write path through a temporary
+// file renamed at the end (not "-" or an existing non-regular file): only
+// then can the bytes be produced while a capture runs and still never be
+// seen partial.
+bool WritesAtomically(const std::string& path);
+// Writes the gzipped bytes that serialize (false: it failed) puts into the
+// stream to path as WriteProfile does; for a capture that streams its
+// samples while it builds them.
+void WriteGzippedProfile(
+    const std::string& path,
+    const std::function<bool(google::protobuf::io::ZeroCopyOutputStream*)>& serialize);
 void WriteProfile(const std::string& path, const FinishedProfile& profile);
 
 }  // namespace goheap2pprof

@@ -5,6 +5,8 @@
 // scaleHeapSample), runtime/symtab.go (Frames.Next, FuncForPC,
 // expandFinalInlineFrame); Go 1.19's protomem.go and proto.go; Go 1.27.3's
 // protomem.go for the bytes label.
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -101,6 +103,7 @@ class Rules {
     builder_.AddRecord({alloc_b, 0, alloc_n, 0, &b});
   }
   const pb::Profile& Finish() { return builder_.Finish(); }
+  HeapProfileBuilder& builder() { return builder_; }
   Symbolizer& symbolizer() { return symbolizer_; }
 
  private:
@@ -256,6 +259,44 @@ TEST(LocationReuse, SharedStackStorageGivesWhatCopiesGive) {
     }
   }
   EXPECT_EQ(got.location_size(), want.location_size());
+}
+
+// Samples streamed while they are built, then the rest: the same profile as
+// one written whole.
+TEST(StreamedSamples, TheStreamAndTheRemainderAreTheWholeProfile) {
+  auto add_all = [](Rules& r) {
+    r.Add({Pc(kMain, 0x10), Pc(kAlloc, 0x48)}, 1, 64);
+    r.Add({Pc(kAlloc, 0x48), Pc(kAlloc, 0x31), Pc(kMain, 0x10)}, 2, 128);
+    r.AddSharing(1, 3, 0);  // no label before 1.27: AllocBytes is 0
+    r.Add({Pc(kRuntimeMain, 0x10)}, 4, 4096);
+  };
+  Rules whole({1, 26, 0}), streamed({1, 26, 0});
+  std::string bytes;
+  google::protobuf::io::StringOutputStream out(&bytes);
+  streamed.builder().StreamSamplesTo(&out);
+  add_all(whole);
+  add_all(streamed);
+  whole.builder().AddComment("a comment");
+  streamed.builder().AddComment("a comment");
+  const std::string want = std::move(whole.builder()).TakeProfile().Serialize();
+  const FinishedProfile rest = std::move(streamed.builder()).TakeProfile();
+  ASSERT_TRUE(rest.SerializeRemainderTo(&out));
+  pb::Profile got_p, want_p;
+  ASSERT_TRUE(got_p.ParseFromString(bytes));
+  ASSERT_TRUE(want_p.ParseFromString(want));
+  EXPECT_EQ(got_p.sample_size(), 4);
+  std::string diff;
+  google::protobuf::util::MessageDifferencer d;
+  d.ReportDifferencesToString(&diff);
+  EXPECT_TRUE(d.Compare(want_p, got_p)) << diff;
+  // The remainder alone has no samples: they were streamed.
+  std::string remainder;
+  google::protobuf::io::StringOutputStream rest_out(&remainder);
+  ASSERT_TRUE(rest.SerializeRemainderTo(&rest_out));
+  pb::Profile r;
+  ASSERT_TRUE(r.ParseFromString(remainder));
+  EXPECT_EQ(r.sample_size(), 0);
+  EXPECT_EQ(rest.get().sample_size(), 4);  // the message view has them all
 }
 
 // --- Function identity and names.
