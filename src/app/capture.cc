@@ -264,7 +264,6 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
     } else {
       if (refresh) state->CountFresh("the remembered buckets are no longer the process's");
       state->profile_template.reset();
-      OwnStacks(snap);  // kept between captures: not the whole block cache
     }
   }
   timer.Done("walk");
