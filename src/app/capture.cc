@@ -265,7 +265,6 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
     } else {
       if (refresh) state->CountFresh("the remembered buckets are no longer the process's");
       state->profile_tables.reset();
-      OwnStacks(snap);  // kept between captures: not the whole block cache
     }
   }
   timer.Done("walk");

@@ -40,8 +40,8 @@ void ProcessCaptureState::Reset(std::string reason) {
 }
 
 size_t ProcessCaptureState::ApproximateBytes() const {
-  size_t bytes = snapshot.buckets.capacity() * sizeof(Bucket) + snapshot.scratch.capacity();
-  for (const std::vector<uint64_t>& a : snapshot.stack_arenas) bytes += 8 * a.capacity();
+  size_t bytes = snapshot.buckets.capacity() * sizeof(Bucket) + snapshot.scratch.capacity() +
+                 snapshot.stacks.ApproximateBytes();
   if (profile_tables) bytes += profile_tables->ApproximateBytes();
   return bytes;
 }

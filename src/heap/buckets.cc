@@ -19,19 +19,17 @@ MemRecordCycle LoadCycle(const uint8_t* p, MemRecordLayout layout, uint64_t size
   return {LoadU64(p), LoadU64(p + 8), LoadU64(p + 16), LoadU64(p + 24)};
 }
 
-// stack_slices' mark for a stack used in place.
-constexpr uint64_t kInPlace = UINT64_MAX;
-
 // Most buckets hold short stacks; reading this much after the header in the
 // same call usually fetches the whole bucket at once.
 constexpr uint64_t kSpeculativeStackWords = 32;
 
 }  // namespace
 
-WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits) {
-  WalkResult result;
+namespace {
+
+void Walk(MemoryReader& mem, uint64_t head, const WalkLimits& limits, StackStore& stacks,
+          WalkResult& result) {
   uint64_t tortoise = 0, power = 1, steps = 0;
-  std::vector<std::pair<uint64_t, uint64_t>> stack_slices;  // (offset, length) per bucket
   std::vector<uint8_t> buf;
   const uint64_t record_size = MemRecordSize(limits.record_layout);
   const uint64_t cycle_size = MemRecordCycleSize(limits.record_layout);
@@ -58,7 +56,7 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
     }
     // One read for header + a typical stack + memRecord; a second only for
     // deep stacks or at the end of a mapping. A caching reader lends its
-    // bytes (View) and nothing is copied.
+    // bytes (View, valid until the next read) and nothing is copied.
     const uint64_t guess = kBucketHeaderSize + 8 * kSpeculativeStackWords + record_size;
     const uint8_t* data = mem.View(addr, guess);
     uint64_t have = guess;
@@ -112,22 +110,9 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
     b.size = size;
     b.allnext = allnext;
     b.hash = hash;
-    if (data != buf.data() && limits.stacks_in_place) {
-      // The reader lent these bytes (View) and keeps them: the stack is used
-      // where it lies, which spares copying (and faulting in) every stack.
-      // Blocks start page- or 64-byte aligned and addr is 8-byte aligned.
-      b.stack = std::span<const uint64_t>(
-          reinterpret_cast<const uint64_t*>(data + kBucketHeaderSize), nstk);
-      stack_slices.emplace_back(kInPlace, nstk);
-    } else {
-      // Stacks go into one arena; the spans are set once it stops growing.
-      stack_slices.emplace_back(result.stack_words.size(), nstk);
-      result.stack_words.resize(result.stack_words.size() + nstk);
-      if (nstk > 0) {
-        std::memcpy(result.stack_words.data() + stack_slices.back().first, data + kBucketHeaderSize,
-                    8 * nstk);
-      }
-    }
+    // Buckets of one allocation site differ only in size: their stacks
+    // are stored once.
+    b.stack = stacks.Intern(data + kBucketHeaderSize, nstk);
     const uint8_t* rec = data + kBucketHeaderSize + 8 * nstk;
     b.active = LoadCycle(rec, limits.record_layout, size);
     for (int i = 0; i < 3; ++i) {
@@ -137,11 +122,20 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
     addr = allnext;
   }
   result.reached_stop = addr != 0 && addr == limits.stop_at;
-  for (size_t i = 0; i < result.buckets.size(); ++i) {
-    if (stack_slices[i].first == kInPlace) continue;
-    result.buckets[i].stack = std::span<const uint64_t>(
-        result.stack_words.data() + stack_slices[i].first, stack_slices[i].second);
-  }
+}
+
+}  // namespace
+
+WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits,
+                       StackStore& stacks) {
+  WalkResult result;
+  Walk(mem, head, limits, stacks, result);
+  return result;
+}
+
+WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits) {
+  WalkResult result;
+  Walk(mem, head, limits, result.stacks, result);
   return result;
 }
 

@@ -2,7 +2,8 @@
 // MemoryReader, emulating runtime.MemProfile on them, and runtime/pprof's
 // sampling-rate scaling.
 //
-//   WalkResult w = WalkBuckets(mem, head, {.max_stack_words = 1026});
+//   StackStore stacks;
+//   WalkResult w = WalkBuckets(mem, head, {.max_stack_words = 1026}, stacks);
 //   std::vector<MemProfileRecord> recs = EmulateMemProfile(w.buckets, cycle);
 //   HeapValues v = ScaleHeapSample(recs[0].alloc_objects, recs[0].alloc_bytes, rate);
 #pragma once
@@ -11,6 +12,7 @@
 #include <span>
 #include <vector>
 
+#include "heap/stack_store.h"
 #include "proc/memory_reader.h"
 #include "runtime/bucket_layout.h"
 #include "runtime/runtime_traits.h"
@@ -39,7 +41,7 @@ struct Bucket {
   uint64_t allnext = 0;             // the next (older) bucket, as read
   uint64_t hash = 0;                // the runtime's hash of stack and size, as read
   uint64_t size = 0;                // allocation size, part of the bucket key
-  std::span<const uint64_t> stack;  // return PCs, leaf first (in WalkResult::stack_words)
+  std::span<const uint64_t> stack;  // return PCs, leaf first (in the walk's StackStore)
   MemRecordCycle active;            // published
   MemRecordCycle future[3];         // per-cycle, not yet published
 };
@@ -54,16 +56,13 @@ struct WalkLimits {
   // Stop before this bucket (the head seen by an earlier walk): new buckets
   // are only ever prepended, so that walk already has the rest.
   uint64_t stop_at = 0;
-  // Let Bucket::stack point into the reader's own bytes when it lends them
-  // (MemoryReader::View); the reader must then outlive the buckets.
-  bool stacks_in_place = false;
 };
 
 struct WalkResult {
   std::vector<Bucket> buckets;  // runtime order: newest first
-  // The stacks not used in place, back to back; Bucket::stack points into
-  // it, so move the two together (moving a vector keeps its data in place).
-  std::vector<uint64_t> stack_words;
+  // Where Bucket::stack points when WalkBuckets was not given a store (it
+  // stays in place when the result is moved).
+  StackStore stacks;
   // With WalkLimits::stop_at: whether the walk ended there (and not at the
   // list's end).
   bool reached_stop = false;
@@ -73,7 +72,11 @@ struct WalkResult {
 // counters are filled in as objects x size, which is what the runtime reports. Throws
 // Error(kMalformed) naming the bucket address when the list is inconsistent: an unmapped bucket,
 // typ != 1, nstk out of range, a cycle, or more than max_buckets buckets or max_total_stack_words
-// stack words.
+// stack words. Every stack is interned into `stacks` (shared with identical
+// ones already there), so the buckets stay valid as long as it.
+WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits,
+                       StackStore& stacks);
+// The same, interning into the result's own store.
 WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits);
 
 // Reads every bucket's memRecord again, in batched vectored reads. Headers

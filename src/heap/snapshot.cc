@@ -50,10 +50,11 @@ bool TakeNewBuckets(MemoryReader& mem, const RuntimeTraits& traits, const Snapsh
   prefix_limits.stop_at = snap.head;
   prefix_limits.max_buckets =
       limits.max_buckets - std::min<uint64_t>(limits.max_buckets, snap.buckets.size());
-  WalkResult fresh = WalkBuckets(mem, new_head, prefix_limits);
+  // (A refused list leaves its stacks in snap.stacks: the caller then
+  // starts afresh, or fails, and drops snap.)
+  WalkResult fresh = WalkBuckets(mem, new_head, prefix_limits, snap.stacks);
   if (!fresh.reached_stop && snap.head != 0) return false;
   snap.buckets.insert(snap.buckets.begin(), fresh.buckets.begin(), fresh.buckets.end());
-  snap.stack_arenas.push_back(std::move(fresh.stack_words));
   snap.head = new_head;
   snap.new_buckets += fresh.buckets.size();
   return true;
@@ -98,16 +99,12 @@ HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
   snap.head = mem.ReadU64(addrs.mbuckets, "runtime.mbuckets");
   WalkResult walk;
   if (limits.cache_ranges.empty()) {
-    walk = WalkBuckets(mem, snap.head, walk_limits);
+    walk = WalkBuckets(mem, snap.head, walk_limits, snap.stacks);
   } else {
-    BlockCacheReader cached(mem, limits.cache_ranges, limits.cache_block_size);
-    WalkLimits in_place = walk_limits;
-    in_place.stacks_in_place = true;
-    walk = WalkBuckets(cached, snap.head, in_place);
-    snap.stack_blocks = std::move(cached).KeepBytes();
+    BlockCacheReader cached(mem, limits.cache_ranges, limits.cache_block_size, limits.cache_blocks);
+    walk = WalkBuckets(cached, snap.head, walk_limits, snap.stacks);
   }
   snap.buckets = std::move(walk.buckets);
-  snap.stack_arenas.push_back(std::move(walk.stack_words));
   snap.new_buckets = snap.buckets.size();
   Settle(mem, addrs, traits, limits, before, snap);
   return snap;
@@ -134,21 +131,6 @@ bool RefreshHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs, const Ru
   }
   Settle(mem, addrs, traits, limits, before, snap);
   return true;
-}
-
-void OwnStacks(HeapSnapshot& snap) {
-  size_t words = 0;
-  for (const Bucket& b : snap.buckets) words += b.stack.size();
-  std::vector<uint64_t> owned;
-  owned.reserve(words);
-  for (Bucket& b : snap.buckets) {
-    const size_t at = owned.size();
-    owned.insert(owned.end(), b.stack.begin(), b.stack.end());
-    b.stack = std::span<const uint64_t>(owned.data() + at, b.stack.size());
-  }
-  snap.stack_arenas.clear();
-  snap.stack_arenas.push_back(std::move(owned));
-  snap.stack_blocks.reset();
 }
 
 }  // namespace goheap2pprof

@@ -9,10 +9,10 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "heap/buckets.h"
+#include "heap/stack_store.h"
 #include "proc/block_cache_reader.h"
 #include "proc/memory_reader.h"
 #include "runtime/runtime_traits.h"
@@ -30,11 +30,8 @@ struct HeapSnapshot {
   int64_t rate = 0;
   uint32_t cycle = 0;  // the cycle number memProfileInternal uses
   std::vector<Bucket> buckets;
-  // Back buckets[i].stack: the first walk's stacks, then those of buckets
-  // created before a retry.
-  std::vector<std::vector<uint64_t>> stack_arenas;
-  // The first walk's block cache, where its buckets' stacks lie (in place).
-  std::shared_ptr<const void> stack_blocks;
+  // Backs buckets[i].stack: every walk's stacks, identical ones shared.
+  StackStore stacks;
   // Reads of the list: 1, plus one per retry. A retry re-reads only the
   // counters (and any buckets created since), so it is short and cheap.
   int walks = 0;
@@ -55,6 +52,10 @@ struct SnapshotLimits {
   // variables are always read directly, so a changed cycle word is seen.
   std::vector<AddressRange> cache_ranges = {};
   uint64_t cache_block_size = 256 * 1024;
+  // Blocks the cache holds at once (least recently used evicted): the
+  // buckets of a few interleaved persistentalloc chunks are walked in
+  // reverse allocation order, so a few blocks keep about one read per block.
+  size_t cache_blocks = 16;
 };
 
 HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
@@ -67,13 +68,9 @@ HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
 // instead of the whole bucket memory. Returns false when the process no
 // longer holds the buckets snap remembers (another program under the pid,
 // an exec, a list that does not lead to snap.head): the caller then reads
-// afresh. snap's stacks must be its own (OwnStacks).
+// afresh.
 bool RefreshHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs, const RuntimeTraits& traits,
                          const SnapshotLimits& limits, HeapSnapshot& snap);
-
-// Copies every stack into one exact-size arena of snap's own and lets the
-// block cache go: what a snapshot kept between captures should hold.
-void OwnStacks(HeapSnapshot& snap);
 
 // The cycle number from the raw cycle word.
 uint32_t DecodeCycle(uint32_t word, CycleEncoding encoding);

@@ -7,14 +7,23 @@
 
 namespace goheap2pprof {
 
+namespace {
+// Transparent huge page size on x86-64 and arm64 with 4 KiB pages.
+constexpr size_t kHugePage = 2 << 20;
+}  // namespace
+
 BlockCacheReader::BlockCacheReader(MemoryReader& inner, std::vector<AddressRange> ranges,
-                                   uint64_t block_size, size_t first_arena_size)
+                                   uint64_t block_size, size_t max_blocks)
     : inner_(inner),
       ranges_(std::move(ranges)),
       block_size_(block_size),
-      first_arena_size_(first_arena_size) {
+      slots_(std::max<size_t>(1, max_blocks)) {
   std::sort(ranges_.begin(), ranges_.end(),
             [](const AddressRange& a, const AddressRange& b) { return a.start < b.start; });
+}
+
+BlockCacheReader::~BlockCacheReader() {
+  if (mapped_ != 0) munmap(buffer_, mapped_);
 }
 
 const AddressRange* BlockCacheReader::RangeFor(uint64_t addr) const {
@@ -25,107 +34,88 @@ const AddressRange* BlockCacheReader::RangeFor(uint64_t addr) const {
   return addr < it->end ? &*it : nullptr;
 }
 
-namespace {
-// Arenas grow geometrically, so a small target maps little and a large one
-// needs few mappings (they take memory only as they fill).
-constexpr size_t kMaxArenaSize = 256 << 20;
-// Transparent huge page size on x86-64 and arm64 with 4 KiB pages.
-constexpr size_t kHugePage = 2 << 20;
-}  // namespace
-
-BlockCacheReader::Arena::Arena(size_t size) {
-  // Address space only: the pages are populated as blocks are carved out
-  // (Take), so a large arena costs memory only for the bytes really read.
-  // Whole 2 MiB huge pages, aligned to 2 MiB, so that the kernel can back
-  // the arena with transparent huge pages: one fault and one clear per
-  // 2 MiB instead of 512 of each (THP is usually "madvise" only).
-  const size_t mapped = (size + kHugePage - 1) & ~(kHugePage - 1);
-  void* p = mmap(nullptr, mapped + kHugePage, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) return;  // Take() then fails and blocks are read directly
-  // Trim the mapping to a 2 MiB aligned start and whole huge pages.
-  const uintptr_t raw = reinterpret_cast<uintptr_t>(p);
-  const uintptr_t aligned = (raw + kHugePage - 1) & ~uintptr_t{kHugePage - 1};
-  if (aligned > raw) munmap(p, aligned - raw);
-  munmap(reinterpret_cast<void*>(aligned + mapped), raw + kHugePage - aligned);
-  base_ = reinterpret_cast<uint8_t*>(aligned);
-  mapped_ = mapped;
-  size_ = size;                                  // blocks are carved only from the size asked for
-  (void)madvise(base_, mapped_, MADV_HUGEPAGE);  // a hint: without THP, small pages
-}
-
-BlockCacheReader::Arena::~Arena() {
-  if (base_ != nullptr) munmap(base_, mapped_);
-}
-
-namespace {
-// Pages are populated in steps of this many bytes ahead of the fill mark.
-constexpr size_t kPopulateStep = 2 << 20;
-}  // namespace
-
-uint8_t* BlockCacheReader::Arena::Take(size_t n) {
-  const size_t room = size_ - used_;
-  if (base_ == nullptr || n > room) return nullptr;
-  uint8_t* p = base_ + used_;
-  // Blocks start 64-byte aligned; the padding after the last one may not fit,
-  // and used_ must never pass size_ (room would wrap and hand out memory
-  // beyond the arena).
-  used_ += std::min(room, (n + 63) & ~size_t{63});
-  if (used_ > populated_) {
-    // MADV_POPULATE_WRITE faults a whole step in with one system call
-    // instead of one page fault per 4 KiB as the block is filled, in huge
-    // pages where the kernel has them. Before Linux 5.14 it fails, and the
-    // pages fault in one by one.
-    const size_t end = std::min(size_, (used_ + kPopulateStep - 1) & ~(kPopulateStep - 1));
-    const size_t from = populated_ & ~size_t{4095};
-    (void)madvise(base_ + from, end - from, MADV_POPULATE_WRITE);
-    populated_ = end;
-  }
-  return p;
-}
-
-std::span<uint8_t> BlockCacheReader::Allocate(size_t n) {
-  uint8_t* p = arenas_.empty() ? nullptr : arenas_.back()->Take(n);
-  if (p == nullptr) {
-    size_t size =
-        arenas_.empty() ? first_arena_size_ : std::min(kMaxArenaSize, 2 * arenas_.back()->size());
-    arenas_.push_back(std::make_unique<Arena>(std::max(size, n)));
-    p = arenas_.back()->Take(n);
-  }
-  return p == nullptr ? std::span<uint8_t>() : std::span<uint8_t>(p, n);
-}
-
-std::shared_ptr<const void> BlockCacheReader::KeepBytes() && {
-  blocks_.clear();
-  return std::make_shared<std::vector<std::unique_ptr<Arena>>>(std::move(arenas_));
-}
-
-const BlockCacheReader::Block* BlockCacheReader::BlockFor(uint64_t addr) {
-  const uint64_t aligned = addr & ~(block_size_ - 1);
-  auto it = blocks_.find(aligned);
-  if (it != blocks_.end()) return it->second.bytes.empty() ? nullptr : &it->second;
-  Block block;
-  if (const AddressRange* r = RangeFor(addr)) {
-    // Clamp to the mapping so the read cannot fault on a neighbour.
-    block.start = std::max(aligned, r->start);
-    // The last block of the address space ends at 2^64, which wraps to 0.
-    const uint64_t block_end = aligned + block_size_ == 0 ? UINT64_MAX : aligned + block_size_;
-    const uint64_t end = std::min(block_end, r->end);
-    block.bytes = Allocate(end - block.start);
-    if (block.bytes.empty() || !inner_.TryRead(block.start, block.bytes)) {
-      block.bytes = {};  // the mapping changed (or no memory): read directly
+uint8_t* BlockCacheReader::SlotBytes(const Slot& s) {
+  const size_t index = static_cast<size_t>(&s - slots_.data());
+  if (buffer_ == nullptr) {
+    buffer_size_ = slots_.size() * block_size_;
+    // Whole 2 MiB huge pages, aligned to 2 MiB, so that the kernel can back
+    // the buffer with transparent huge pages: one fault and one clear per
+    // 2 MiB instead of 512 of each (THP is usually "madvise" only). Fresh
+    // memory is what a capture pays most for, so it is taken only as slots
+    // come into use (populated below).
+    const size_t mapped = (buffer_size_ + kHugePage - 1) & ~(kHugePage - 1);
+    void* p = mmap(nullptr, mapped + kHugePage, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p != MAP_FAILED) {
+      const uintptr_t raw = reinterpret_cast<uintptr_t>(p);
+      const uintptr_t aligned = (raw + kHugePage - 1) & ~uintptr_t{kHugePage - 1};
+      if (aligned > raw) munmap(p, aligned - raw);
+      munmap(reinterpret_cast<void*>(aligned + mapped), raw + kHugePage - aligned);
+      buffer_ = reinterpret_cast<uint8_t*>(aligned);
+      mapped_ = mapped;
+      (void)madvise(buffer_, mapped_, MADV_HUGEPAGE);  // a hint: without THP, small pages
+    } else {
+      heap_buffer_.resize(buffer_size_);
+      buffer_ = heap_buffer_.data();
+      populated_ = buffer_size_;
     }
   }
-  auto [pos, inserted] = blocks_.emplace(aligned, std::move(block));
-  return pos->second.bytes.empty() ? nullptr : &pos->second;
+  const size_t end = (index + 1) * block_size_;
+  if (end > populated_) {
+    // MADV_POPULATE_WRITE faults a whole huge page in with one system call
+    // instead of one page fault per 4 KiB as the block is filled. Slots come
+    // into use in order (never-used ones first), so the populated part grows
+    // from the start. Before Linux 5.14 it fails, and the pages fault in one
+    // by one.
+    const size_t to = std::min(mapped_, (end + kHugePage - 1) & ~(kHugePage - 1));
+    (void)madvise(buffer_ + populated_, to - populated_, MADV_POPULATE_WRITE);
+    populated_ = to;
+  }
+  return buffer_ + index * block_size_;
+}
+
+const BlockCacheReader::Slot* BlockCacheReader::BlockFor(uint64_t addr) {
+  const uint64_t aligned = addr & ~(block_size_ - 1);
+  Slot* slot = nullptr;
+  if (slots_[last_].aligned == aligned) {
+    slot = &slots_[last_];
+  } else {
+    for (Slot& s : slots_) {
+      if (s.aligned == aligned) {
+        slot = &s;
+        break;
+      }
+    }
+  }
+  if (slot == nullptr) {
+    const AddressRange* r = RangeFor(addr);
+    if (r == nullptr) return nullptr;  // not cached: the caller reads directly
+    // Evict the least recently used block (never-used slots first, in order).
+    slot = &*std::min_element(slots_.begin(), slots_.end(),
+                              [](const Slot& a, const Slot& b) { return a.last_use < b.last_use; });
+    // Clamp to the mapping so the read cannot fault on a neighbour.
+    slot->aligned = aligned;
+    slot->start = std::max(aligned, r->start);
+    // The last block of the address space ends at 2^64, which wraps to 0.
+    const uint64_t block_end = aligned + block_size_ == 0 ? UINT64_MAX : aligned + block_size_;
+    slot->len = std::min(block_end, r->end) - slot->start;
+    ++block_reads_;
+    if (!inner_.TryRead(slot->start, std::span<uint8_t>(SlotBytes(*slot), slot->len))) {
+      slot->len = 0;  // the mapping changed: its reads go directly
+      ++failed_blocks_;
+    }
+  }
+  slot->last_use = ++tick_;
+  last_ = static_cast<size_t>(slot - slots_.data());
+  return slot->len == 0 ? nullptr : slot;
 }
 
 const uint8_t* BlockCacheReader::View(uint64_t addr, uint64_t len) {
-  const Block* b = BlockFor(addr);
-  if (b == nullptr || addr < b->start) return nullptr;
-  const uint64_t off = addr - b->start;
-  if (off > b->bytes.size() || len > b->bytes.size() - off) return nullptr;
-  return b->bytes.data() + off;
+  const Slot* s = BlockFor(addr);
+  if (s == nullptr || addr < s->start) return nullptr;
+  const uint64_t off = addr - s->start;
+  if (off > s->len || len > s->len - off) return nullptr;
+  return SlotBytes(*s) + off;
 }
 
 bool BlockCacheReader::TryRead(uint64_t addr, std::span<uint8_t> dst) {
@@ -133,15 +123,15 @@ bool BlockCacheReader::TryRead(uint64_t addr, std::span<uint8_t> dst) {
   while (done < dst.size()) {
     const uint64_t at = addr + done;
     if (at < addr) return false;  // wrapped around the address space
-    const Block* b = BlockFor(at);
-    if (b == nullptr || at < b->start) {
+    const Slot* s = BlockFor(at);
+    if (s == nullptr || at < s->start) {
       // Outside the cached mappings: read the rest directly.
       return inner_.TryRead(at, dst.subspan(done));
     }
-    const uint64_t off = at - b->start;
-    if (off >= b->bytes.size()) return inner_.TryRead(at, dst.subspan(done));
-    const size_t n = std::min<uint64_t>(b->bytes.size() - off, dst.size() - done);
-    std::memcpy(dst.data() + done, b->bytes.data() + off, n);
+    const uint64_t off = at - s->start;
+    if (off >= s->len) return inner_.TryRead(at, dst.subspan(done));
+    const size_t n = std::min<uint64_t>(s->len - off, dst.size() - done);
+    std::memcpy(dst.data() + done, SlotBytes(*s) + off, n);
     done += n;
   }
   return true;

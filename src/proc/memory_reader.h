@@ -49,8 +49,9 @@ class MemoryReader {
   virtual ReadStats stats() const { return {}; }
 
   // Bytes [addr, addr+len) if the reader already holds them locally (a
-  // cache), valid as long as the reader; nullptr otherwise, and then the
-  // caller reads with TryRead. Lets walkers parse without copying.
+  // cache), valid until the next call on the reader (a bounded cache may
+  // then evict them); nullptr otherwise, and then the caller reads with
+  // TryRead. Lets walkers parse without copying.
   virtual const uint8_t* View(uint64_t addr, uint64_t len) {
     (void)addr;
     (void)len;

@@ -1,11 +1,12 @@
 // Fuzz target: BlockCacheReader against the reader it caches. Whatever the
 // mappings claim (ranges that overlap, extend past the memory, sit at the top
-// of the address space) and however small the arenas, a cached read must
+// of the address space) and however few blocks it holds (evicting and
+// re-reading them), a cached read must
 // succeed exactly when the direct read does and return the same bytes, and a
 // View must return the target's bytes or nothing.
 // Input:
 //   u8  block size: 1 << (4 + b % 13) (16 B .. 64 KiB)
-//   u8  first arena size: 1 + 97 * b bytes (rarely a multiple of 64)
+//   u8  blocks held: 1 + b % 8
 //   u8  region: bit 0 places everything at the top of the address space
 //   u8  ranges (n % 8), then n x {u16 offset, u16 length}: the "maps"
 //   u8  memory chunks (n % 8), then n x {u16 offset, u16 length}: what is
@@ -75,7 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace goheap2pprof;
   Input in(data, size);
   const uint64_t block_size = uint64_t{1} << (4 + in.U8() % 13);
-  const size_t arena_size = 1 + 97 * size_t{in.U8()};
+  const size_t max_blocks = 1 + in.U8() % 8;
   // At the top, the last range may end exactly at 2^64 - 1 (exclusive end
   // UINT64_MAX), the highest end a mapping can have.
   const uint64_t base = (in.U8() & 1) ? UINT64_MAX - 0x20000 : 0x10000;
@@ -93,7 +94,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     mem.Add(start, len > UINT64_MAX - start ? UINT64_MAX : start + len);
   }
 
-  BlockCacheReader cached(mem, ranges, block_size, arena_size);
+  BlockCacheReader cached(mem, ranges, block_size, max_blocks);
   std::vector<uint8_t> want, got;
   while (in.Has(5)) {
     const bool view = in.U8() & 1;

@@ -185,10 +185,10 @@ void BlockCacheSeeds(const fs::path& dir) {
     bool view;
     uint16_t offset, length;
   };
-  auto seed = [&](const std::string& name, uint8_t block_shift, uint8_t arena, bool top,
+  auto seed = [&](const std::string& name, uint8_t block_shift, uint8_t blocks, bool top,
                   const std::vector<Span>& ranges, const std::vector<Span>& chunks,
                   const std::vector<Read>& reads) {
-    Buf b = {block_shift, arena, static_cast<uint8_t>(top ? 1 : 0)};
+    Buf b = {block_shift, blocks, static_cast<uint8_t>(top ? 1 : 0)};
     auto spans = [&](const std::vector<Span>& list) {
       b.push_back(static_cast<uint8_t>(list.size()));
       for (const Span& s : list) {
@@ -209,8 +209,9 @@ void BlockCacheSeeds(const fs::path& dir) {
     }
     Write(dir, name, b);
   };
-  // 256-byte blocks clamped to odd mapping ends, carved from 98-byte arenas:
-  // every block fills its arena to the last byte (the rounding bug's case).
+  // 256-byte blocks clamped to odd mapping ends, two held at a time: blocks
+  // are evicted and read again, reads straddle blocks. (The seed's name is
+  // from the arenas the cache once carved its blocks from.)
   seed("odd-ends-tiny-arenas", 4, 1, false, {{0, 1001}, {1000, 301}}, {{0, 1001}, {2000, 301}},
        {{false, 0, 600},
         {true, 100, 50},
@@ -219,11 +220,12 @@ void BlockCacheSeeds(const fs::path& dir) {
         {true, 1000, 200},
         {false, 1010, 300}});
   // Mappings that claim more than is readable (the target unmapped memory
-  // since /proc/<pid>/maps was read): blocks fail, reads go direct.
+  // since /proc/<pid>/maps was read): blocks fail, reads go direct; one
+  // block held.
   seed("maps-claim-unreadable", 6, 40, false, {{0, 8000}}, {{0, 3000}, {3000, 1000}, {5000, 100}},
        {{false, 0, 2900}, {false, 2990, 1500}, {true, 2500, 10}, {false, 2500, 5000}});
   // The last mapping ends at the top of the address space; a read past it
-  // must fail, not wrap around.
+  // must fail, not wrap around. Eight blocks held.
   seed("top-of-address-space", 12, 255, true, {{0xfff0, 0xffff}, {0xfff8, 0xffff}},
        {{0xfff0, 0xffff}, {0xfff8, 0xffff}},
        {{false, 0xfff8, 0xfff0}, {true, 0xfffe, 0x100}, {false, 0xffff, 0xffff}});

@@ -467,19 +467,85 @@ TEST(WalkBuckets, ThroughTheBlockCacheGivesTheSameBuckets) {
   TestMemory mem;
   arena.MapInto(mem);
   WalkResult direct = WalkBuckets(mem, prev, {.max_stack_words = 64});
-  BlockCacheReader cached(mem, {{0x100000, 0x200000}}, 4096);
-  WalkResult via_cache = WalkBuckets(cached, prev, {.max_stack_words = 64});
   ASSERT_EQ(direct.buckets.size(), 200u);
-  ASSERT_EQ(via_cache.buckets.size(), 200u);
-  for (size_t i = 0; i < 200; ++i) {
-    const Bucket& a = direct.buckets[i];
-    const Bucket& b = via_cache.buckets[i];
-    EXPECT_EQ(a.addr, b.addr);
-    EXPECT_EQ(a.size, b.size);
-    EXPECT_TRUE(std::equal(a.stack.begin(), a.stack.end(), b.stack.begin(), b.stack.end()));
-    EXPECT_EQ(a.active.alloc_bytes, b.active.alloc_bytes);
-    EXPECT_EQ(a.active.frees, b.active.frees);
+  // With blocks enough for all, and with so few that blocks are evicted and
+  // read again (a bucket straddling two blocks evicts the first with one).
+  for (size_t max_blocks : {64, 2, 1}) {
+    BlockCacheReader cached(mem, {{0x100000, 0x200000}}, 4096, max_blocks);
+    WalkResult via_cache = WalkBuckets(cached, prev, {.max_stack_words = 64});
+    ASSERT_EQ(via_cache.buckets.size(), 200u);
+    for (size_t i = 0; i < 200; ++i) {
+      const Bucket& a = direct.buckets[i];
+      const Bucket& b = via_cache.buckets[i];
+      EXPECT_EQ(a.addr, b.addr);
+      EXPECT_EQ(a.size, b.size);
+      EXPECT_TRUE(std::equal(a.stack.begin(), a.stack.end(), b.stack.begin(), b.stack.end()));
+      EXPECT_EQ(a.active.alloc_bytes, b.active.alloc_bytes);
+      EXPECT_EQ(a.active.frees, b.active.frees);
+    }
   }
+}
+
+TEST(ReadHeapSnapshot, ThroughAOneBlockCacheGivesTheSameSnapshot) {
+  // Buckets spread over 6 blocks, walked newest (highest) first.
+  static constexpr uint64_t kVars = 0x5000;
+  BucketArena arena(0x100000);
+  uint64_t prev = 0;
+  for (uint64_t i = 0; i < 300; ++i) {
+    uint64_t b =
+        arena.Add(16 + i, std::vector<uint64_t>(1 + i % 9, 0x401000 + i % 5), {i, 0, i, 0});
+    if (prev != 0) arena.SetAllnext(b, prev);
+    prev = b;
+  }
+  TestMemory mem;
+  arena.MapInto(mem);
+  std::vector<uint8_t> vars(24, 0);
+  std::memcpy(&vars[0], &prev, 8);
+  vars[8] = 1;        // MemProfileRate 1
+  vars[16] = 6 << 1;  // cycle 6
+  mem.Map(kVars, vars);
+  const RuntimeTraits traits = TraitsForVersion({1, 26, 0});
+  HeapSnapshot direct = ReadHeapSnapshot(mem, {kVars, kVars + 8, kVars + 16}, traits);
+  HeapSnapshot cached = ReadHeapSnapshot(
+      mem, {kVars, kVars + 8, kVars + 16}, traits,
+      {.cache_ranges = {{0x100000, arena.End()}}, .cache_block_size = 4096, .cache_blocks = 1});
+  ASSERT_EQ(direct.buckets.size(), 300u);
+  ASSERT_EQ(cached.buckets.size(), 300u);
+  for (size_t i = 0; i < 300; ++i) {
+    EXPECT_EQ(direct.buckets[i].addr, cached.buckets[i].addr);
+    EXPECT_TRUE(std::equal(direct.buckets[i].stack.begin(), direct.buckets[i].stack.end(),
+                           cached.buckets[i].stack.begin(), cached.buckets[i].stack.end()));
+    EXPECT_EQ(direct.buckets[i].active.allocs, cached.buckets[i].active.allocs);
+  }
+  // 9 depths x 5 PCs give 45 distinct stacks among the 300 buckets.
+  EXPECT_EQ(cached.stacks.stacks(), 45u);
+}
+
+TEST(WalkBuckets, BucketsOfOneStackShareItsStorage) {
+  // One allocation site, several sizes (one bucket each), and another site.
+  BucketArena arena(0x10000);
+  const std::vector<uint64_t> site = {0x401000, 0x402000, 0x403000};
+  const uint64_t b3 = arena.Add(16, site, {1, 0, 16, 0});
+  const uint64_t b2 = arena.Add(32, {0x401000, 0x402000, 0x404000}, {1, 0, 32, 0});
+  const uint64_t b1 = arena.Add(48, site, {1, 0, 48, 0});
+  const uint64_t b0 = arena.Add(64, site, {1, 0, 64, 0});
+  arena.SetAllnext(b0, b1);
+  arena.SetAllnext(b1, b2);
+  arena.SetAllnext(b2, b3);
+  TestMemory mem;
+  arena.MapInto(mem);
+  WalkResult w = WalkBuckets(mem, b0, {});
+  ASSERT_EQ(w.buckets.size(), 4u);
+  EXPECT_EQ(w.buckets[0].stack.data(), w.buckets[1].stack.data());
+  EXPECT_EQ(w.buckets[0].stack.data(), w.buckets[3].stack.data());
+  EXPECT_NE(w.buckets[0].stack.data(), w.buckets[2].stack.data());
+  EXPECT_EQ(w.buckets[2].stack[2], 0x404000u);
+  EXPECT_EQ(w.stacks.stacks(), 2u);
+  EXPECT_EQ(w.stacks.words(), 6u);
+  // The stacks are the walk's own: the target changing them later does not
+  // change the buckets.
+  mem.PutU64(b0 + kBucketHeaderSize, 0x999000);
+  EXPECT_EQ(w.buckets[0].stack[0], 0x401000u);
 }
 
 }  // namespace
@@ -525,7 +591,6 @@ const RuntimeTraits& Go126() {
 TEST(RefreshHeapSnapshot, CountersChangedAreReadAgain) {
   GrowingImage img;
   HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, Go126());
-  OwnStacks(s);
   img.SetAllocs(img.b2, 2, 40);
   ASSERT_TRUE(RefreshHeapSnapshot(img.mem, img.addrs, Go126(), {}, s));
   ASSERT_EQ(s.buckets.size(), 2u);
@@ -537,7 +602,6 @@ TEST(RefreshHeapSnapshot, CountersChangedAreReadAgain) {
 TEST(RefreshHeapSnapshot, ANewBucketPrependedIsWalkedAndPutFirst) {
   GrowingImage img;
   HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, Go126());
-  OwnStacks(s);
   BucketArena more(0x20000);
   const uint64_t b0 = more.Add(256, {0x404000, 0x405000, 0x406000}, {1, 0, 256, 0});
   more.SetAllnext(b0, img.b1);
@@ -553,10 +617,25 @@ TEST(RefreshHeapSnapshot, ANewBucketPrependedIsWalkedAndPutFirst) {
   EXPECT_EQ(s.buckets[2].stack[1], 0x402000u);
 }
 
+TEST(RefreshHeapSnapshot, ANewBucketOfAKnownStackSharesIt) {
+  GrowingImage img;
+  HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, Go126());
+  ASSERT_EQ(s.stacks.stacks(), 2u);
+  BucketArena more(0x20000);
+  const uint64_t b0 = more.Add(512, {0x401000, 0x402000}, {1, 0, 512, 0});  // b2's stack
+  more.SetAllnext(b0, img.b1);
+  more.MapInto(img.mem);
+  img.SetVars(b0, 6 << 1);
+  ASSERT_TRUE(RefreshHeapSnapshot(img.mem, img.addrs, Go126(), {}, s));
+  ASSERT_EQ(s.buckets.size(), 3u);
+  EXPECT_EQ(s.buckets[0].stack.data(), s.buckets[2].stack.data());
+  EXPECT_EQ(s.stacks.stacks(), 2u);
+  EXPECT_EQ(s.buckets[0].active.allocs, 1u);
+}
+
 TEST(RefreshHeapSnapshot, AnotherListUnderTheSameAddressesIsRefused) {
   GrowingImage img;
   HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, Go126());
-  OwnStacks(s);
   // Another process image: the same addresses hold another stack.
   img.mem.PutU64(img.b2 + kBucketHeaderSize + 8, 0x409000);
   EXPECT_FALSE(RefreshHeapSnapshot(img.mem, img.addrs, Go126(), {}, s));
@@ -565,7 +644,6 @@ TEST(RefreshHeapSnapshot, AnotherListUnderTheSameAddressesIsRefused) {
 TEST(RefreshHeapSnapshot, AHeadThatDoesNotLeadToTheOldOneIsRefused) {
   GrowingImage img;
   HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, Go126());
-  OwnStacks(s);
   BucketArena other(0x20000);
   const uint64_t lone = other.Add(64, {0x401000}, {1, 0, 64, 0});
   other.MapInto(img.mem);
@@ -576,7 +654,6 @@ TEST(RefreshHeapSnapshot, AHeadThatDoesNotLeadToTheOldOneIsRefused) {
 TEST(RefreshHeapSnapshot, AGcPublishingMidReadIsSettled) {
   GrowingImage img;
   HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, Go126());
-  OwnStacks(s);
   // The GC publishes the next cycle (and new counts) once the refresh has
   // read the buckets; the refresh must read the counters again.
   bool read = false, published = false;
@@ -645,7 +722,6 @@ struct LongStackImage {
 TEST(RefreshHeapSnapshot, LongStacksAreNotReadAgain) {
   LongStackImage img(/*apart=*/false);
   HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, Go126());
-  OwnStacks(s);
   ASSERT_EQ(s.buckets.size(), 2u);
   img.SetAllocs(img.b2, 40);
   const uint64_t before = img.mem.stats().bytes_read;
@@ -667,7 +743,6 @@ TEST(RefreshHeapSnapshot, LongStacksAreNotReadAgain) {
 TEST(RefreshHeapSnapshot, AnUnmappedGapBetweenBucketsIsNotReadAlong) {
   LongStackImage img(/*apart=*/true);
   HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, Go126());
-  OwnStacks(s);
   ASSERT_EQ(s.buckets.size(), 2u);
   img.SetAllocs(img.b2, 41);
   img.SetAllocs(img.b1, 9);
@@ -675,6 +750,94 @@ TEST(RefreshHeapSnapshot, AnUnmappedGapBetweenBucketsIsNotReadAlong) {
   EXPECT_EQ(s.buckets[1].active.allocs, 41u);
   EXPECT_EQ(s.buckets[0].active.allocs, 9u);
   ASSERT_TRUE(RefreshHeapSnapshot(img.mem, img.addrs, Go126(), {}, s));  // the gapless plan kept
+}
+
+}  // namespace
+}  // namespace goheap2pprof
+
+#include "heap/stack_store.h"
+
+namespace goheap2pprof {
+namespace {
+
+std::vector<uint8_t> StackBytes(const std::vector<uint64_t>& words) {
+  std::vector<uint8_t> out(8 * words.size() + 1);
+  std::memcpy(out.data() + 1, words.data(), 8 * words.size());  // unaligned on purpose
+  return out;
+}
+
+bool Holds(std::span<const uint64_t> s, const std::vector<uint64_t>& want) {
+  return std::equal(s.begin(), s.end(), want.begin(), want.end());
+}
+
+uint64_t SameHashForAll(const uint8_t*, size_t) { return 42; }
+
+TEST(StackStore, IdenticalStacksShareOneCopy) {
+  StackStore store;
+  const std::vector<uint64_t> a = {1, 2, 3}, b = {1, 2, 4}, c = {1, 2};
+  const std::vector<uint8_t> ab = StackBytes(a), bb = StackBytes(b), cb = StackBytes(c);
+  std::span<const uint64_t> a1 = store.Intern(ab.data() + 1, 3);
+  std::span<const uint64_t> b1 = store.Intern(bb.data() + 1, 3);
+  std::span<const uint64_t> c1 = store.Intern(cb.data() + 1, 2);  // a prefix of a is its own
+  std::span<const uint64_t> a2 = store.Intern(ab.data() + 1, 3);
+  EXPECT_EQ(a1.data(), a2.data());
+  EXPECT_NE(a1.data(), b1.data());
+  EXPECT_NE(a1.data(), c1.data());
+  EXPECT_TRUE(Holds(a2, a));
+  EXPECT_TRUE(Holds(b1, b));
+  EXPECT_TRUE(Holds(c1, c));
+  EXPECT_EQ(store.stacks(), 3u);
+  EXPECT_EQ(store.words(), 8u);
+  EXPECT_TRUE(store.Intern(ab.data(), 0).empty());
+}
+
+TEST(StackStore, DifferentStacksOfTheSameHashAreNotShared) {
+  StackStore store(&SameHashForAll);
+  std::vector<std::vector<uint64_t>> stacks;
+  std::vector<std::span<const uint64_t>> first;
+  for (uint64_t i = 0; i < 5; ++i) {
+    stacks.push_back({0x400000 + i, 0x500000});
+    first.push_back(store.Intern(StackBytes(stacks.back()).data() + 1, 2));
+  }
+  for (uint64_t i = 0; i < 5; ++i) {
+    std::span<const uint64_t> again = store.Intern(StackBytes(stacks[i]).data() + 1, 2);
+    EXPECT_TRUE(Holds(first[i], stacks[i]));
+    EXPECT_EQ(again.data(), first[i].data()) << i;  // found among the colliding ones
+  }
+  EXPECT_EQ(store.stacks(), 5u);
+}
+
+TEST(StackStore, WorkIsBoundedWhenEveryHashCollides) {
+  // 2000 distinct stacks of one hash: each Intern compares only a few
+  // candidates, so later ones are stored without being shared, but every
+  // returned stack holds exactly its words.
+  StackStore store(&SameHashForAll);
+  std::vector<std::span<const uint64_t>> got;
+  for (int round = 0; round < 2; ++round) {
+    for (uint64_t i = 0; i < 2000; ++i) {
+      const std::vector<uint64_t> s = {i, i * 3, 7};
+      std::span<const uint64_t> r = store.Intern(StackBytes(s).data() + 1, 3);
+      ASSERT_TRUE(Holds(r, s)) << i;
+      got.push_back(r);
+    }
+  }
+  EXPECT_GE(store.stacks(), 2000u);
+  EXPECT_LT(store.stacks(), 4000u);  // the first ones were found again
+  EXPECT_EQ(got[0].data(), got[2000].data());
+}
+
+TEST(StackStore, StacksStayInPlaceAsTheStoreGrowsAndMoves) {
+  StackStore store;
+  std::vector<std::span<const uint64_t>> got;
+  std::vector<std::vector<uint64_t>> want;
+  for (uint64_t i = 0; i < 3000; ++i) {
+    want.push_back(std::vector<uint64_t>(1 + i % 1100, i));  // some longer than a first chunk
+    got.push_back(store.Intern(StackBytes(want.back()).data() + 1, want.back().size()));
+  }
+  StackStore moved = std::move(store);
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(Holds(got[i], want[i])) << i;
+  EXPECT_EQ(moved.stacks(), 3000u);
+  EXPECT_GE(moved.ApproximateBytes(), 8 * moved.words());
 }
 
 }  // namespace

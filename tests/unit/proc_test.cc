@@ -181,46 +181,81 @@ TEST(BlockCacheReader, ServesManySmallReadsFromFewBlockReads) {
   EXPECT_EQ(across[60], static_cast<uint8_t>((64 * 1024 - 50 + 60) * 7));
 }
 
-TEST(BlockCacheReader, ArenaNeverHandsOutBytesPastItsEnd) {
-  BlockCacheReader::Arena arena(4090);
-  uint8_t* first = arena.Take(100);
-  ASSERT_NE(first, nullptr);
-  uint8_t* second = arena.Take(3962);  // at 128, up to the last byte
-  ASSERT_EQ(second, first + 128);
-  // Rounded up to 64, the second block would end at 4096, past the arena's
-  // 4090 bytes; the arena is full, not "4096 - 4090" bytes short of empty.
-  EXPECT_EQ(arena.Take(1), nullptr);
-  BlockCacheReader::Arena exact(4096);
-  ASSERT_NE(exact.Take(4096), nullptr);
-  EXPECT_EQ(exact.Take(1), nullptr);
+// 64 KiB of bytes that differ from block to block, mapped at 0x100000.
+TestMemory PatternMemory(std::vector<uint8_t>& bytes) {
+  TestMemory mem;
+  bytes.resize(64 * 1024);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + i / 4096);
+  mem.Map(0x100000, bytes);
+  return mem;
 }
 
-TEST(BlockCacheReader, BlocksThatFillAnArenaExactlyStayInside) {
-  // A block clamped to a mapping of 4090 bytes fills a 4090-byte arena; its
-  // 64-byte rounding must not push the arena's fill mark past the end, or
-  // the next block would be carved from the page after the arena.
+TEST(BlockCacheReader, EvictsTheLeastRecentlyUsedBlockAndRereadsItTheSame) {
+  std::vector<uint8_t> bytes;
+  TestMemory mem = PatternMemory(bytes);
+  BlockCacheReader cached(mem, {{0x100000, 0x110000}}, 4096, /*max_blocks=*/2);
+  std::vector<uint8_t> buf(16);
+  auto read = [&](uint64_t block) {
+    const uint64_t off = block * 4096 + 100;
+    EXPECT_TRUE(cached.TryRead(0x100000 + off, buf));
+    EXPECT_TRUE(std::equal(buf.begin(), buf.end(), bytes.begin() + off));
+  };
+  read(0);
+  read(1);
+  read(0);  // held
+  EXPECT_EQ(cached.block_reads(), 2u);
+  read(2);  // evicts block 1, the least recently used
+  EXPECT_EQ(cached.block_reads(), 3u);
+  read(0);  // still held
+  EXPECT_EQ(cached.block_reads(), 3u);
+  read(1);  // read again (evicting block 2), with the same bytes
+  EXPECT_EQ(cached.block_reads(), 4u);
+  read(2);
+  EXPECT_EQ(cached.block_reads(), 5u);
+  EXPECT_EQ(mem.stats().syscalls, 5u);
+  // A view is of the block's bytes, also after it was evicted and re-read.
+  const uint8_t* v = cached.View(0x100000 + 3 * 4096 + 8, 64);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(std::memcmp(v, bytes.data() + 3 * 4096 + 8, 64), 0);
+  EXPECT_EQ(cached.failed_blocks(), 0u);
+}
+
+TEST(BlockCacheReader, AReadStraddlingBlocksWorksWithOneBlockHeld) {
+  std::vector<uint8_t> bytes;
+  TestMemory mem = PatternMemory(bytes);
+  BlockCacheReader cached(mem, {{0x100000, 0x110000}}, 4096, /*max_blocks=*/1);
+  // Across three blocks: each is read, copied from and evicted in turn.
+  std::vector<uint8_t> buf(2 * 4096 + 200);
+  const uint64_t off = 4096 - 100;
+  ASSERT_TRUE(cached.TryRead(0x100000 + off, buf));
+  EXPECT_TRUE(std::equal(buf.begin(), buf.end(), bytes.begin() + off));
+  EXPECT_EQ(cached.block_reads(), 4u);
+  // No view spans two blocks: the caller copies instead.
+  EXPECT_EQ(cached.View(0x100000 + 4096 - 8, 16), nullptr);
+  ASSERT_NE(cached.View(0x100000 + 4096 - 8, 8), nullptr);
+}
+
+TEST(BlockCacheReader, ABlockThatCannotBeReadIsReadAroundNotRetried) {
+  // The maps claim 64 KiB; only the first 6 KiB are still mapped (the
+  // target unmapped the rest since /proc/<pid>/maps was read).
   TestMemory mem;
-  std::vector<uint8_t> first(4090), second(64);
-  for (size_t i = 0; i < first.size(); ++i) first[i] = static_cast<uint8_t>(i);
-  for (size_t i = 0; i < second.size(); ++i) second[i] = static_cast<uint8_t>(0xff - i);
-  mem.Map(0x10000, first);
-  mem.Map(0x20000, second);
-  BlockCacheReader cached(mem, {{0x10000, 0x10000 + 4090}, {0x20000, 0x20000 + 64}}, 4096,
-                          /*first_arena_size=*/4090);
-  std::vector<uint8_t> buf(4090);
-  ASSERT_TRUE(cached.TryRead(0x10000, buf));
-  EXPECT_EQ(buf, first);
-  buf.resize(64);
-  ASSERT_TRUE(cached.TryRead(0x20000, buf));
-  EXPECT_EQ(buf, second);
-  // Both blocks still hold their own bytes.
-  const uint8_t* a = cached.View(0x10000 + 4000, 90);
-  const uint8_t* b = cached.View(0x20000, 64);
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  EXPECT_EQ(std::memcmp(a, first.data() + 4000, 90), 0);
-  EXPECT_EQ(std::memcmp(b, second.data(), 64), 0);
-  EXPECT_EQ(mem.stats().syscalls, 2u);  // each block read once
+  std::vector<uint8_t> bytes(6 * 1024);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i ^ 0x5a);
+  mem.Map(0x100000, bytes);
+  BlockCacheReader cached(mem, {{0x100000, 0x110000}}, 4096, /*max_blocks=*/4);
+  std::vector<uint8_t> buf(64);
+  ASSERT_TRUE(cached.TryRead(0x100000 + 4096 + 10, buf));  // its block fails: read directly
+  EXPECT_TRUE(std::equal(buf.begin(), buf.end(), bytes.begin() + 4096 + 10));
+  EXPECT_EQ(cached.failed_blocks(), 1u);
+  EXPECT_EQ(cached.View(0x100000 + 4096 + 10, 64), nullptr);
+  ASSERT_TRUE(cached.TryRead(0x100000 + 4096 + 20, buf));
+  EXPECT_EQ(cached.block_reads(), 1u);                 // the failed block is remembered
+  EXPECT_FALSE(cached.TryRead(0x100000 + 8192, buf));  // really unmapped
+  // A read from the good block into the bad one: the good part from the
+  // cache, the rest directly.
+  std::vector<uint8_t> across(200);
+  ASSERT_TRUE(cached.TryRead(0x100000 + 4096 - 100, across));
+  EXPECT_TRUE(std::equal(across.begin(), across.end(), bytes.begin() + 4096 - 100));
 }
 
 TEST(BlockCacheReader, ClampsBlocksToMappingsAndFallsBackOutside) {
