@@ -2,7 +2,10 @@
 // read with libdw and knowing nothing about Go: "struct type by name -> its
 // size and its members' offsets and sizes". Compressed debug sections
 // (SHF_COMPRESSED, as Go writes them by default, or .zdebug_*) are
-// decompressed by libdw.
+// decompressed: zlib ones by us with libdeflate, the rest by libdw.
+// Compilation units are indexed lazily, in file order, only as far as a
+// lookup needs: a Go binary's runtime types and variables come long before
+// its last unit.
 //
 //   std::optional<DwarfTypes> dwarf = DwarfTypes::Open(elf);  // nullopt: no DWARF
 //   if (dwarf) {
@@ -24,6 +27,7 @@
 
 // libdw's opaque handle (libdw.h: typedef struct Dwarf Dwarf).
 struct Dwarf;
+struct Dwarf_CU;
 
 namespace goheap2pprof {
 
@@ -46,7 +50,9 @@ class DwarfTypes {
  public:
   // Reads the DWARF of `elf`, which must outlive the result. nullopt when the
   // file has no .debug_info (linked with -w or -s, or `strip`ped). Throws
-  // kMalformed when the debug sections are present but libdw cannot read them.
+  // kMalformed when the debug sections are present but cannot be
+  // decompressed or libdw cannot read them; a malformed unit is reported by
+  // the lookup that reaches it.
   static std::optional<DwarfTypes> Open(const ElfFile& elf);
 
   DwarfTypes(DwarfTypes&&) noexcept;
@@ -55,7 +61,9 @@ class DwarfTypes {
 
   // The struct type (DW_TAG_structure_type) named `name` at the top level of
   // a compilation unit; the first one if several units define it. nullopt if
-  // none does, or it has no DW_AT_byte_size (a declaration).
+  // none does, or it has no DW_AT_byte_size (a declaration). Not
+  // thread-safe (it indexes more units as it needs them), nor is
+  // FindVariableStruct.
   std::optional<DwarfStruct> FindStruct(std::string_view name) const;
 
   // The struct that the type of the global variable `name` (DW_TAG_variable
@@ -72,7 +80,13 @@ class DwarfTypes {
   };
 
   DwarfTypes() = default;
-  void Index(const std::string& file_name);
+  // Indexes the top-level entries of the next unit not yet indexed; false
+  // when every unit is. Throws kMalformed for a bad unit.
+  bool IndexNextUnit() const;
+  // The DIE offset of `name` in `index`, indexing further units until it is
+  // there or none are left.
+  std::optional<uint64_t> Lookup(const std::unordered_map<std::string, uint64_t>& index,
+                                 std::string_view name) const;
   std::optional<DwarfStruct> StructAt(uint64_t die_offset) const;
 
   std::string name_;  // the file, for messages
@@ -82,9 +96,13 @@ class DwarfTypes {
   // Our libelf handle on image_, then libdw's on it; destroyed in reverse.
   std::unique_ptr<Elf, ElfEnd> elf_;
   std::unique_ptr<Dwarf, DwarfEnd> dwarf_;
-  // Top-level DIE offsets by name, built once by Open.
-  std::unordered_map<std::string, uint64_t> structs_;
-  std::unordered_map<std::string, uint64_t> variables_;
+  // Top-level DIE offsets by name (the first definition of each), of the
+  // units indexed so far: every unit before indexed_unit_ and that one.
+  mutable Dwarf_CU* indexed_unit_ = nullptr;  // nullptr: none yet
+  mutable bool index_complete_ = false;
+  mutable uint64_t indexed_dies_ = 0;  // bounds the walk (see the .cc)
+  mutable std::unordered_map<std::string, uint64_t> structs_;
+  mutable std::unordered_map<std::string, uint64_t> variables_;
 };
 
 }  // namespace goheap2pprof
