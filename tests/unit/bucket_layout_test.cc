@@ -401,7 +401,7 @@ void ExpectMalformed(const ElfFile& elf, const std::string& words) {
 }
 
 TEST_F(DwarfTypesTest, DamagedCompressedSectionIsMalformed) {
-  std::string compressed = Objcopy("--compress-debug-sections=zlib", ".z");
+  std::string compressed = Objcopy("--compress-debug-sections=zlib", ".damaged.z");
   if (compressed.empty()) GTEST_SKIP() << "objcopy cannot compress debug sections here";
   // The stream itself: its header and first block overwritten.
   ExpectMalformed(DamagedCompressedInfo(compressed,
