@@ -176,8 +176,9 @@ DwarfTypes& DwarfTypes::operator=(DwarfTypes&& other) noexcept {
     image_ = std::move(other.image_);
     elf_ = std::move(other.elf_);
     dwarf_ = std::move(other.dwarf_);
+    preferred_units_ = std::move(other.preferred_units_);
     indexed_unit_ = other.indexed_unit_;
-    index_complete_ = other.index_complete_;
+    pass_ = other.pass_;
     indexed_dies_ = other.indexed_dies_;
     structs_ = std::move(other.structs_);
     variables_ = std::move(other.variables_);
@@ -185,10 +186,13 @@ DwarfTypes& DwarfTypes::operator=(DwarfTypes&& other) noexcept {
   return *this;
 }
 
-std::optional<DwarfTypes> DwarfTypes::Open(const ElfFile& elf) {
+std::optional<DwarfTypes> DwarfTypes::Open(const ElfFile& elf,
+                                           std::vector<std::string> preferred_units) {
   if (!HasDebugInfo(elf)) return std::nullopt;
   DwarfTypes types;
   types.name_ = elf.name();
+  types.pass_ = preferred_units.empty() ? 1 : 0;
+  types.preferred_units_ = std::move(preferred_units);
   // ElfFile has checked that this is a 64-bit little-endian ELF.
   Elf64_Ehdr ehdr;
   if (!elf.CopyFileRange(0, std::span<uint8_t>(reinterpret_cast<uint8_t*>(&ehdr), sizeof(ehdr)))) {
@@ -281,27 +285,37 @@ std::optional<DwarfTypes> DwarfTypes::Open(const ElfFile& elf) {
 }
 
 bool DwarfTypes::IndexNextUnit() const {
-  if (index_complete_) return false;
-  Dwarf_CU* next = nullptr;
-  Dwarf_Half version = 0;
-  uint8_t unit_type = 0;
   Dwarf_Die cu_die;
-  // dwarf_get_units reads DWARF 2 to 5 unit headers alike (Go 1.27 writes 5).
-  const int unit_rc =
-      dwarf_get_units(dwarf_.get(), indexed_unit_, &next, &version, &unit_type, &cu_die, nullptr);
-  if (unit_rc != 0) {
-    index_complete_ = true;
+  for (;;) {
+    if (pass_ > 1) return false;
+    Dwarf_CU* next = nullptr;
+    Dwarf_Half version = 0;
+    uint8_t unit_type = 0;
+    // dwarf_get_units reads DWARF 2 to 5 unit headers alike (Go 1.27 writes 5).
+    const int unit_rc =
+        dwarf_get_units(dwarf_.get(), indexed_unit_, &next, &version, &unit_type, &cu_die, nullptr);
     if (unit_rc < 0) {
+      pass_ = 2;
       throw Error(ErrorKind::kMalformed, name_, ": bad DWARF unit header: ", DwarfErrorText());
     }
-    return false;
+    if (unit_rc != 0) {  // past the last unit: the next pass starts at the first
+      ++pass_;
+      indexed_unit_ = nullptr;
+      continue;
+    }
+    indexed_unit_ = next;
+    const char* unit_name = dwarf_diename(&cu_die);
+    bool preferred = false;
+    for (const std::string& p : preferred_units_)
+      preferred |= unit_name != nullptr && p == unit_name;
+    // Pass 0 indexes the preferred units, pass 1 the others.
+    if (preferred == (pass_ == 0)) break;
   }
-  indexed_unit_ = next;
   Dwarf_Die die;
   int rc = dwarf_child(&cu_die, &die);
   while (rc == 0) {
     if (++indexed_dies_ > kMaxTopLevelDies) {
-      index_complete_ = true;
+      pass_ = 2;
       throw Error(ErrorKind::kMalformed, name_, ": DWARF has more than ", kMaxTopLevelDies,
                   " top-level entries (or their sibling links loop)");
     }
@@ -318,7 +332,7 @@ bool DwarfTypes::IndexNextUnit() const {
     die = sibling;
   }
   if (rc < 0) {
-    index_complete_ = true;
+    pass_ = 2;
     throw Error(ErrorKind::kMalformed, name_, ": bad DWARF entry in the unit at ",
                 Hex(dwarf_dieoffset(&cu_die)), ": ", DwarfErrorText());
   }

@@ -3,9 +3,9 @@
 // size and its members' offsets and sizes". Compressed debug sections
 // (SHF_COMPRESSED, as Go writes them by default, or .zdebug_*) are
 // decompressed: zlib ones by us with libdeflate, the rest by libdw.
-// Compilation units are indexed lazily, in file order, only as far as a
-// lookup needs: a Go binary's runtime types and variables come long before
-// its last unit.
+// Compilation units are indexed lazily, only as far as a lookup needs: first
+// the units the caller names as likely (Go's "runtime" for the runtime's
+// types and variables), then the others, each set in file order.
 //
 //   std::optional<DwarfTypes> dwarf = DwarfTypes::Open(elf);  // nullopt: no DWARF
 //   if (dwarf) {
@@ -52,15 +52,18 @@ class DwarfTypes {
   // file has no .debug_info (linked with -w or -s, or `strip`ped). Throws
   // kMalformed when the debug sections are present but cannot be
   // decompressed or libdw cannot read them; a malformed unit is reported by
-  // the lookup that reaches it.
-  static std::optional<DwarfTypes> Open(const ElfFile& elf);
+  // the lookup that reaches it. Lookups search the units whose DW_AT_name is
+  // in `preferred_units` before all others.
+  static std::optional<DwarfTypes> Open(const ElfFile& elf,
+                                        std::vector<std::string> preferred_units = {});
 
   DwarfTypes(DwarfTypes&&) noexcept;
   DwarfTypes& operator=(DwarfTypes&&) noexcept;
   ~DwarfTypes();
 
   // The struct type (DW_TAG_structure_type) named `name` at the top level of
-  // a compilation unit; the first one if several units define it. nullopt if
+  // a compilation unit; the first one if several units define it (preferred
+  // units before the others, each in file order). nullopt if
   // none does, or it has no DW_AT_byte_size (a declaration). Not
   // thread-safe (it indexes more units as it needs them), nor is
   // FindVariableStruct.
@@ -97,9 +100,12 @@ class DwarfTypes {
   std::unique_ptr<Elf, ElfEnd> elf_;
   std::unique_ptr<Dwarf, DwarfEnd> dwarf_;
   // Top-level DIE offsets by name (the first definition of each), of the
-  // units indexed so far: every unit before indexed_unit_ and that one.
-  mutable Dwarf_CU* indexed_unit_ = nullptr;  // nullptr: none yet
-  mutable bool index_complete_ = false;
+  // units indexed so far. Pass 0 indexes the preferred units, pass 1 the
+  // others, each in file order up to and including indexed_unit_ (nullptr:
+  // none yet in this pass); pass 2: all are indexed.
+  std::vector<std::string> preferred_units_;
+  mutable int pass_ = 0;
+  mutable Dwarf_CU* indexed_unit_ = nullptr;
   mutable uint64_t indexed_dies_ = 0;  // bounds the walk (see the .cc)
   mutable std::unordered_map<std::string, uint64_t> structs_;
   mutable std::unordered_map<std::string, uint64_t> variables_;

@@ -347,6 +347,18 @@ TEST_F(DwarfTypesTest, ReadsStructsAndVariables) {
   ExpectProbe(moved);
 }
 
+TEST_F(DwarfTypesTest, PreferredUnitsFirstThenTheOthers) {
+  ElfFile elf = ElfFile::Open(self_);
+  // This file's own unit (gcc names it as the compiler was given the path,
+  // which is __FILE__), and a name no unit has: both find everything.
+  for (const std::vector<std::string>& preferred :
+       {std::vector<std::string>{__FILE__}, std::vector<std::string>{"no such unit"}}) {
+    std::optional<DwarfTypes> dwarf = DwarfTypes::Open(elf, preferred);
+    ASSERT_TRUE(dwarf);
+    ExpectProbe(*dwarf);
+  }
+}
+
 TEST_F(DwarfTypesTest, CompressedSectionsAndNone) {
   // Go compresses its DWARF by default (SHF_COMPRESSED).
   std::string compressed = Objcopy("--compress-debug-sections=zlib", ".z");
