@@ -13,7 +13,12 @@
 #   DEEP_FRAMES   frames of the deep variant's recursion (default 1000; GODEBUG=profstackdepth=1024)
 #   REPEAT        measurements per size; the tables show medians (default 5)
 #   HARM          1 runs bench/harm.sh at the end (default 1)
-#   BUILD_DIR     where the tool is built (default <repo>/build-bench, Release)
+#   STATIC        1 (default) measures the static build (-DGOHEAP2PPROF_STATIC=ON, what
+#                 scripts/package.sh ships): a dynamic goheap2pprof pays some 9 ms of CPU per
+#                 process start in the dynamic loader and library mappings, a static one about
+#                 2 ms (bench/startup.sh); 0 measures the dynamic build
+#   BUILD_DIR     where the tool is built (default <repo>/build-bench-static, or
+#                 <repo>/build-bench with STATIC=0; Release)
 #   GO            the Go command for the targets (default "env GOTOOLCHAIN=local go", i.e. Go 1.26.8)
 #   GOS           several toolchains at once, e.g. "local go1.27.3 /usr/lib/go-1.19/bin/go":
 #                 "local" is $GO, goX.Y.Z is GOTOOLCHAIN=goX.Y.Z go, a path is that go
@@ -44,7 +49,14 @@ deep=${DEEP:-10000}
 deep_frames=${DEEP_FRAMES:-1000}
 repeat=${REPEAT:-5}
 harm=${HARM:-1}
-build=${BUILD_DIR:-$src/build-bench}
+static=${STATIC:-1}
+if [[ $static == 1 ]]; then
+  build=${BUILD_DIR:-$src/build-bench-static}
+  static_flag=ON
+else
+  build=${BUILD_DIR:-$src/build-bench}
+  static_flag=OFF
+fi
 read -r -a go_cmd <<<"${GO:-env GOTOOLCHAIN=local go}"
 clk_tck=$(getconf CLK_TCK)
 
@@ -62,8 +74,9 @@ if [[ ! -x /usr/bin/time ]]; then
 fi
 
 # --- build -------------------------------------------------------------------
-echo "building goheap2pprof (Release) in $build" >&2
-cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null ||
+echo "building goheap2pprof (Release, static=$static_flag) in $build" >&2
+cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DGOHEAP2PPROF_STATIC="$static_flag" >/dev/null ||
   die "cmake configure failed"
 cmake --build "$build" -j"$(nproc)" --target goheap2pprof >/dev/null || die "build failed"
 tool=$build/goheap2pprof

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
   libprotobuf-dev protobuf-compiler zlib1g-dev libcli11-dev
-  libelf-dev libdw-dev libcapstone-dev libgtest-dev googletest
+  libelf-dev libdw-dev libdeflate-dev libcapstone-dev libgtest-dev googletest
   nlohmann-json3-dev jq
   clang libclang-rt-14-dev clang-format
   golang-1.19-go curl ca-certificates
@@ -18,7 +18,7 @@ packages=(
   libzstd-dev liblzma-dev libbz2-dev g++-aarch64-linux-gnu
   libprotobuf-dev:arm64 zlib1g-dev:arm64 libelf-dev:arm64 libdw-dev:arm64
   libcapstone-dev:arm64 libseccomp-dev:arm64 libzstd-dev:arm64 liblzma-dev:arm64
-  libbz2-dev:arm64 libssl-dev:arm64
+  libbz2-dev:arm64 libssl-dev:arm64 libdeflate-dev:arm64
   help2man mmdebstrap zsh file dpkg-dev man-db systemd ccache
 )
 

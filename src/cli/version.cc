@@ -6,6 +6,7 @@
 #include <gnu/libc-version.h>
 #include <google/protobuf/stubs/common.h>
 #include <httplib.h>
+#include <libdeflate.h>
 #include <seccomp.h>
 #include <zlib.h>
 #ifdef GOHEAP2PPROF_STATIC
@@ -53,6 +54,7 @@ std::string VersionText() {
       << "  protobuf " << google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION) << "\n"
       << "  zlib " << zlibVersion() << "\n"
       << "  elfutils (libelf, libdw) " << dwfl_version(nullptr) << "\n"
+      << "  libdeflate " << LIBDEFLATE_VERSION_STRING << "\n"
       << "  capstone " << capstone_major << "." << capstone_minor << "." << CS_VERSION_EXTRA << "\n"
       << "  libseccomp " << seccomp->major << "." << seccomp->minor << "." << seccomp->micro << "\n"
       << "  cpp-httplib " << CPPHTTPLIB_VERSION

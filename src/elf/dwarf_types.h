@@ -2,7 +2,10 @@
 // read with libdw and knowing nothing about Go: "struct type by name -> its
 // size and its members' offsets and sizes". Compressed debug sections
 // (SHF_COMPRESSED, as Go writes them by default, or .zdebug_*) are
-// decompressed by libdw.
+// decompressed: zlib ones by us with libdeflate, the rest by libdw.
+// Compilation units are indexed lazily, only as far as a lookup needs: first
+// the units the caller names as likely (Go's "runtime" for the runtime's
+// types and variables), then the others, each set in file order.
 //
 //   std::optional<DwarfTypes> dwarf = DwarfTypes::Open(elf);  // nullopt: no DWARF
 //   if (dwarf) {
@@ -24,6 +27,7 @@
 
 // libdw's opaque handle (libdw.h: typedef struct Dwarf Dwarf).
 struct Dwarf;
+struct Dwarf_CU;
 
 namespace goheap2pprof {
 
@@ -46,16 +50,23 @@ class DwarfTypes {
  public:
   // Reads the DWARF of `elf`, which must outlive the result. nullopt when the
   // file has no .debug_info (linked with -w or -s, or `strip`ped). Throws
-  // kMalformed when the debug sections are present but libdw cannot read them.
-  static std::optional<DwarfTypes> Open(const ElfFile& elf);
+  // kMalformed when the debug sections are present but cannot be
+  // decompressed or libdw cannot read them; a malformed unit is reported by
+  // the lookup that reaches it. Lookups search the units whose DW_AT_name is
+  // in `preferred_units` before all others.
+  static std::optional<DwarfTypes> Open(const ElfFile& elf,
+                                        std::vector<std::string> preferred_units = {});
 
   DwarfTypes(DwarfTypes&&) noexcept;
   DwarfTypes& operator=(DwarfTypes&&) noexcept;
   ~DwarfTypes();
 
   // The struct type (DW_TAG_structure_type) named `name` at the top level of
-  // a compilation unit; the first one if several units define it. nullopt if
-  // none does, or it has no DW_AT_byte_size (a declaration).
+  // a compilation unit; the first one if several units define it (preferred
+  // units before the others, each in file order). nullopt if
+  // none does, or it has no DW_AT_byte_size (a declaration). Not
+  // thread-safe (it indexes more units as it needs them), nor is
+  // FindVariableStruct.
   std::optional<DwarfStruct> FindStruct(std::string_view name) const;
 
   // The struct that the type of the global variable `name` (DW_TAG_variable
@@ -72,7 +83,13 @@ class DwarfTypes {
   };
 
   DwarfTypes() = default;
-  void Index(const std::string& file_name);
+  // Indexes the top-level entries of the next unit not yet indexed; false
+  // when every unit is. Throws kMalformed for a bad unit.
+  bool IndexNextUnit() const;
+  // The DIE offset of `name` in `index`, indexing further units until it is
+  // there or none are left.
+  std::optional<uint64_t> Lookup(const std::unordered_map<std::string, uint64_t>& index,
+                                 std::string_view name) const;
   std::optional<DwarfStruct> StructAt(uint64_t die_offset) const;
 
   std::string name_;  // the file, for messages
@@ -82,9 +99,16 @@ class DwarfTypes {
   // Our libelf handle on image_, then libdw's on it; destroyed in reverse.
   std::unique_ptr<Elf, ElfEnd> elf_;
   std::unique_ptr<Dwarf, DwarfEnd> dwarf_;
-  // Top-level DIE offsets by name, built once by Open.
-  std::unordered_map<std::string, uint64_t> structs_;
-  std::unordered_map<std::string, uint64_t> variables_;
+  // Top-level DIE offsets by name (the first definition of each), of the
+  // units indexed so far. Pass 0 indexes the preferred units, pass 1 the
+  // others, each in file order up to and including indexed_unit_ (nullptr:
+  // none yet in this pass); pass 2: all are indexed.
+  std::vector<std::string> preferred_units_;
+  mutable int pass_ = 0;
+  mutable Dwarf_CU* indexed_unit_ = nullptr;
+  mutable uint64_t indexed_dies_ = 0;  // bounds the walk (see the .cc)
+  mutable std::unordered_map<std::string, uint64_t> structs_;
+  mutable std::unordered_map<std::string, uint64_t> variables_;
 };
 
 }  // namespace goheap2pprof

@@ -243,7 +243,10 @@ LayoutVerdict JudgeBucketLayout(std::string_view exe_name, const RuntimeTraits& 
 
 LayoutVerdict CheckBucketLayout(const ElfFile& elf, const RuntimeTraits& traits,
                                 std::optional<GoVersion> assumed_layout) {
-  const std::optional<DwarfTypes> types = DwarfTypes::Open(elf);
+  // Go's linker puts the runtime package's types and variables in units
+  // named "runtime" (one for its code and variables, one for all types), so
+  // those are searched first; the others only if something is not there.
+  const std::optional<DwarfTypes> types = DwarfTypes::Open(elf, {"runtime"});
   DwarfLookup lookup;
   if (types) {
     lookup = [&types](const StructLayout& s) {

@@ -11,10 +11,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "elf/dwarf_types.h"
@@ -345,6 +347,18 @@ TEST_F(DwarfTypesTest, ReadsStructsAndVariables) {
   ExpectProbe(moved);
 }
 
+TEST_F(DwarfTypesTest, PreferredUnitsFirstThenTheOthers) {
+  ElfFile elf = ElfFile::Open(self_);
+  // This file's own unit (gcc names it as the compiler was given the path,
+  // which is __FILE__), and a name no unit has: both find everything.
+  for (const std::vector<std::string>& preferred :
+       {std::vector<std::string>{__FILE__}, std::vector<std::string>{"no such unit"}}) {
+    std::optional<DwarfTypes> dwarf = DwarfTypes::Open(elf, preferred);
+    ASSERT_TRUE(dwarf);
+    ExpectProbe(*dwarf);
+  }
+}
+
 TEST_F(DwarfTypesTest, CompressedSectionsAndNone) {
   // Go compresses its DWARF by default (SHF_COMPRESSED).
   std::string compressed = Objcopy("--compress-debug-sections=zlib", ".z");
@@ -364,10 +378,77 @@ TEST_F(DwarfTypesTest, CompressedSectionsAndNone) {
   ASSERT_TRUE(again);
   ExpectProbe(*again);
 
+  // Looking up a name no unit has indexes every unit; what was found before
+  // is still found.
+  std::optional<DwarfTypes> lazy = DwarfTypes::Open(z);
+  ASSERT_TRUE(lazy);
+  EXPECT_FALSE(lazy->FindStruct("NoSuchStructAnywhere"));
+  ExpectProbe(*lazy);
+
   std::string stripped = Objcopy("--strip-debug", ".nodebug");
   ASSERT_FALSE(stripped.empty());
   ElfFile none = ElfFile::Open(stripped);
   EXPECT_FALSE(DwarfTypes::Open(none));
+}
+
+// .debug_info of a zlib-compressed copy of the test binary, damaged by
+// `damage` (given the file's bytes and the section's offset and size).
+template <typename Damage>
+ElfFile DamagedCompressedInfo(const std::string& path, Damage damage) {
+  ElfFile z = ElfFile::Open(path);
+  const ElfSection* info = z.FindSection(".debug_info");
+  std::vector<uint8_t> bytes(z.bytes().begin(), z.bytes().end());
+  damage(bytes, info->offset, info->size);
+  return ElfFile::FromBytes(std::move(bytes), "damaged");
+}
+
+void ExpectMalformed(const ElfFile& elf, const std::string& words) {
+  try {
+    std::optional<DwarfTypes> dwarf = DwarfTypes::Open(elf);
+    ADD_FAILURE() << "opened damaged DWARF";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kMalformed) << e.what();
+    EXPECT_TRUE(Contains(e.what(), words)) << e.what();
+  }
+}
+
+TEST_F(DwarfTypesTest, DamagedCompressedSectionIsMalformed) {
+  std::string compressed = Objcopy("--compress-debug-sections=zlib", ".damaged.z");
+  if (compressed.empty()) GTEST_SKIP() << "objcopy cannot compress debug sections here";
+  // The stream itself: its header and first block overwritten.
+  ExpectMalformed(DamagedCompressedInfo(compressed,
+                                        [](std::vector<uint8_t>& b, uint64_t off, uint64_t) {
+                                          for (uint64_t i = 0; i < 64; ++i) {
+                                            b[off + sizeof(Elf64_Chdr) + i] = 0xff;
+                                          }
+                                        }),
+                  "not a valid zlib stream");
+  // The size its header states, one more than the stream inflates to.
+  ExpectMalformed(DamagedCompressedInfo(compressed,
+                                        [](std::vector<uint8_t>& b, uint64_t off, uint64_t) {
+                                          Elf64_Chdr chdr;
+                                          std::memcpy(&chdr, &b[off], sizeof(chdr));
+                                          ++chdr.ch_size;
+                                          std::memcpy(&b[off], &chdr, sizeof(chdr));
+                                        }),
+                  "does not inflate to the size its header states");
+  // A size no deflate stream of that length can reach is left to libdw,
+  // which refuses it too.
+  ElfFile absurd =
+      DamagedCompressedInfo(compressed, [](std::vector<uint8_t>& b, uint64_t off, uint64_t) {
+        Elf64_Chdr chdr;
+        std::memcpy(&chdr, &b[off], sizeof(chdr));
+        chdr.ch_size = uint64_t{1} << 33;
+        std::memcpy(&b[off], &chdr, sizeof(chdr));
+      });
+  try {
+    std::optional<DwarfTypes> dwarf = DwarfTypes::Open(absurd);
+    if (dwarf) {
+      EXPECT_FALSE(dwarf->FindStruct("DwarfProbe"));
+    }
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kMalformed) << e.what();
+  }
 }
 
 }  // namespace
