@@ -41,7 +41,9 @@ constexpr int kAllowed[] = {
     // A thread's start (the profile is gzipped on a second thread): see
     // the clone rules below.
     SCMP_SYS(set_robust_list), SCMP_SYS(rseq), SCMP_SYS(sched_yield),
-    SCMP_SYS(sigaltstack),  // sanitizer builds give each thread a signal stack
+    // Sanitizer builds give each thread a signal stack and read its attributes.
+    SCMP_SYS(sigaltstack),
+    SCMP_SYS(sched_getaffinity),
 };
 
 }  // namespace
