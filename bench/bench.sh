@@ -44,6 +44,8 @@
 set -u
 
 src=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$src/bench/lib.sh"
 sizes=${SIZES:-1000 10000 100000 250000}
 deep=${DEEP:-10000}
 deep_frames=${DEEP_FRAMES:-1000}
@@ -84,11 +86,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/goheap2pprof-bench.XXXXXX")
 target_pid=""
 serve_pid=""
 cleanup() {
-  [[ -n $serve_pid ]] && kill "$serve_pid" 2>/dev/null
-  if [[ -n $target_pid ]]; then
-    kill "$target_pid" 2>/dev/null
-    wait "$target_pid" 2>/dev/null
-  fi
+  bench_stop "$serve_pid" "$target_pid"
   rm -rf "$work"
 }
 trap cleanup EXIT

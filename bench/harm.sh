@@ -27,6 +27,8 @@
 set -u
 
 src=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$src/bench/lib.sh"
 build=${BUILD_DIR:-$src/build-bench}
 window=${WINDOW:-10}
 rounds=${ROUNDS:-3}
@@ -49,14 +51,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/goheap2pprof-harm.XXXXXX")
 target_pid=""
 cleanup() {
   rm -f "$work/stop"
-  if [[ -n ${control_pid:-} ]]; then
-    kill "$control_pid" 2>/dev/null
-    wait "$control_pid" 2>/dev/null
-  fi
-  if [[ -n $target_pid ]]; then
-    kill "$target_pid" 2>/dev/null
-    wait "$target_pid" 2>/dev/null
-  fi
+  bench_stop "${control_pid:-}" "$target_pid"
   rm -rf "$work"
 }
 trap cleanup EXIT

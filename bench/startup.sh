@@ -27,6 +27,8 @@
 set -u
 
 src=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$src/bench/lib.sh"
 sizes=${SIZES:-100000 250000}
 runs=${RUNS:-9}
 pauses=${PAUSES:-0 1}
@@ -63,10 +65,7 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/goheap2pprof-startup.XXXXXX")
 target_pid=""
 cleanup() {
-  if [[ -n $target_pid ]]; then
-    kill "$target_pid" 2>/dev/null
-    wait "$target_pid" 2>/dev/null
-  fi
+  bench_stop "$target_pid"
   rm -rf "$work"
 }
 trap cleanup EXIT

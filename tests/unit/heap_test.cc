@@ -554,6 +554,17 @@ TEST(WalkBuckets, BucketsOfOneStackShareItsStorage) {
 namespace goheap2pprof {
 namespace {
 
+// runtime.mbuckets (head), MemProfileRate (512 KiB) and the cycle word,
+// back to back at vars.
+void MapVars(TestMemory& mem, uint64_t vars_addr, uint64_t head, uint32_t cycle_word) {
+  std::vector<uint8_t> vars(24, 0);
+  std::memcpy(&vars[0], &head, 8);
+  const int64_t rate = 512 * 1024;
+  std::memcpy(&vars[8], &rate, 8);
+  std::memcpy(&vars[16], &cycle_word, 4);
+  mem.Map(vars_addr, vars);
+}
+
 // Two buckets linked from runtime.mbuckets, and room for a third to be
 // prepended, for RefreshHeapSnapshot.
 struct GrowingImage {
@@ -569,14 +580,7 @@ struct GrowingImage {
     arena.MapInto(mem);
     SetVars(b1, 6 << 1);
   }
-  void SetVars(uint64_t head, uint32_t cycle_word) {
-    std::vector<uint8_t> vars(24, 0);
-    std::memcpy(&vars[0], &head, 8);
-    int64_t rate = 512 * 1024;
-    std::memcpy(&vars[8], &rate, 8);
-    std::memcpy(&vars[16], &cycle_word, 4);
-    mem.Map(kVars, vars);
-  }
+  void SetVars(uint64_t head, uint32_t cycle_word) { MapVars(mem, kVars, head, cycle_word); }
   // Sets the active allocs of the bucket at addr (the first record word).
   void SetAllocs(uint64_t addr, uint64_t nstk, uint64_t allocs) {
     mem.PutU64(addr + kBucketHeaderSize + 8 * nstk, allocs);
@@ -706,13 +710,7 @@ struct LongStackImage {
       first.SetAllnext(b1, b2);
     }
     first.MapInto(mem);
-    std::vector<uint8_t> vars(24, 0);
-    std::memcpy(&vars[0], &b1, 8);
-    const int64_t rate = 512 * 1024;
-    std::memcpy(&vars[8], &rate, 8);
-    const uint32_t cycle_word = 6 << 1;
-    std::memcpy(&vars[16], &cycle_word, 4);
-    mem.Map(kVars, vars);
+    MapVars(mem, kVars, b1, 6 << 1);
   }
   void SetAllocs(uint64_t addr, uint64_t allocs) {
     mem.PutU64(addr + kBucketHeaderSize + 8 * kWords, allocs);
