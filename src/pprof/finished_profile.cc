@@ -130,7 +130,9 @@ void WriteSample(google::protobuf::io::CodedOutputStream& out, const ProfileTabl
   *h++ = kProfileSample;
   h = PutVarint(run.bytes + tail_len, h);
   out.WriteRaw(head, static_cast<int>(h - head));
-  out.WriteRaw(t.loc_bytes.data() + run.bytes_at, static_cast<int>(run.bytes));
+  if (run.bytes != 0) {  // a sample without locations: loc_bytes may be empty, its data() null
+    out.WriteRaw(t.loc_bytes.data() + run.bytes_at, static_cast<int>(run.bytes));
+  }
   out.WriteRaw(tail, static_cast<int>(tail_len));
 }
 
