@@ -11,6 +11,7 @@
 #include "app/run.h"
 #include "base/error.h"
 #include "base/huge_page_malloc.h"
+#include "cli/command.h"
 #include "cli/push_main.h"
 #include "cli/serve_main.h"
 #include "cli/version.h"
@@ -44,35 +45,6 @@ constexpr const char* kExitCodes = R"(Exit codes:
   8   the target's memory, executable or core file is inconsistent (e.g. a truncated core)
   9   I/O error: writing the output, or reading the executable, /proc or the target's memory
   10  internal error (a bug; please report it))";
-
-std::string DefaultHint(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kUsage:
-      return "run goheap2pprof --help";
-    case ErrorKind::kNoSuchProcess:
-      return "check the pid with ps; the target may have exited";
-    case ErrorKind::kPermission:
-      return "run as root, or as the target's user with CAP_SYS_PTRACE; "
-             "kernel.yama.ptrace_scope=1 requires CAP_SYS_PTRACE to read a process that is not "
-             "your child, 2 always requires it, 3 forbids it; in a container, add "
-             "--cap-add=SYS_PTRACE and share the target's pid namespace (--pid=container:<id>)";
-    case ErrorKind::kNotGo:
-      return "point goheap2pprof at the pid of a Go program";
-    case ErrorKind::kUnsupported:
-      return "goheap2pprof reads Go 1.18+ programs built for 64-bit little-endian amd64 or "
-             "arm64; see \"Supported targets\" in the README";
-    case ErrorKind::kSamplingDisabled:
-      return "enable heap profiling in the target and restart it";
-    case ErrorKind::kMalformed:
-      return "the target may be changing too fast or is not a standard Go runtime; retry, and "
-             "report it if it persists";
-    case ErrorKind::kIo:
-      return "check the output path and free space";
-    case ErrorKind::kInternal:
-      return "please report this bug";
-  }
-  return "";
-}
 
 // --format json promises pipelines a document even when the capture fails:
 // the status and reason, with what was learned before the failure.
@@ -302,7 +274,7 @@ int Main(int argc, char** argv) {
     PrintReport(report, options.verbose, std::cerr);
     if (out.format == OutputFormat::kJson) WriteFailureJson(options, report, e);
     std::cerr << "goheap2pprof: error: " << e.what() << "\n"
-              << "hint: " << (e.hint().empty() ? DefaultHint(e.kind()) : e.hint()) << "\n";
+              << "hint: " << HintFor(e, "goheap2pprof") << "\n";
     return static_cast<int>(e.kind());
   } catch (const std::exception& e) {
     if (out.format == OutputFormat::kJson) {

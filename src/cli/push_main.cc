@@ -8,6 +8,7 @@
 #include "agent/push_agent.h"
 #include "agent/watch_psi.h"
 #include "base/error.h"
+#include "cli/command.h"
 
 namespace goheap2pprof {
 namespace {
@@ -98,27 +99,12 @@ int PushMain(int argc, char** argv) {
                  "trim Pyroscope profiles to this uncompressed size (the server's default limit)")
       ->capture_default_str();
   app.add_flag("-v,--verbose", o.verbose, "log one line per push");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "goheap2pprof push: " << e.what() << "\nhint: run goheap2pprof push --help\n";
-    return static_cast<int>(ErrorKind::kUsage);
-  }
-  try {
+  return ParseAndRun(app, argc, argv, "goheap2pprof push", [&] {
     o.interval_seconds = Seconds("--interval", interval);
     o.push_timeout_seconds = Seconds("--push-timeout", push_timeout);
     for (const std::string& l : labels) o.labels.push_back(ParseLabelOption(l));
     return RunPush(o, std::cerr);
-  } catch (const Error& e) {
-    std::cerr << "goheap2pprof push: error: " << e.what() << "\n";
-    if (!e.hint().empty()) std::cerr << "hint: " << e.hint() << "\n";
-    return static_cast<int>(e.kind());
-  } catch (const std::exception& e) {
-    std::cerr << "goheap2pprof push: unexpected failure: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }
 
 }  // namespace goheap2pprof

@@ -10,6 +10,7 @@
 #include "agent/serve_server.h"
 #include "agent/serve_worker.h"
 #include "base/error.h"
+#include "cli/command.h"
 
 namespace goheap2pprof {
 
@@ -59,24 +60,7 @@ int ServeMain(int argc, char** argv) {
                  "after using half)")
       ->capture_default_str();
   app.add_flag("-v,--verbose", o.verbose, "log one line per request");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "goheap2pprof serve: " << e.what() << "\nhint: run goheap2pprof serve --help\n";
-    return static_cast<int>(ErrorKind::kUsage);
-  }
-  try {
-    return RunServe(o, std::cerr);
-  } catch (const Error& e) {
-    std::cerr << "goheap2pprof serve: error: " << e.what() << "\n";
-    if (!e.hint().empty()) std::cerr << "hint: " << e.hint() << "\n";
-    return static_cast<int>(e.kind());
-  } catch (const std::exception& e) {
-    std::cerr << "goheap2pprof serve: unexpected failure: " << e.what() << "\n";
-    return 1;
-  }
+  return ParseAndRun(app, argc, argv, "goheap2pprof serve", [&] { return RunServe(o, std::cerr); });
 }
 
 int ServeWorkerMain(int argc, char** argv) {
