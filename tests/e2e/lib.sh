@@ -88,6 +88,34 @@ e2e_require_parca() {
   e2e_require_command jq "needs jq"
 }
 
+# e2e_start_parca [yaml]: starts the Parca server ($parca, from
+# e2e_require_parca) on a free port, storing under $work/data, with yaml
+# appended to its configuration (e.g. scrape_configs); sets pport, papi (its
+# API's base URL) and parca_pid, and waits until the API answers.
+e2e_start_parca() {
+  pport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  mkdir -p "$work/data"
+  {
+    cat <<YAML
+object_storage:
+  bucket:
+    type: "FILESYSTEM"
+    config:
+      directory: "$work/data"
+YAML
+    [[ -n ${1:-} ]] && printf '%s\n' "$1"
+  } >"$work/parca.yaml"
+  e2e_start "$work/parca.out" "$work/parca.log" "$parca" --config-path="$work/parca.yaml" \
+    --http-address="127.0.0.1:$pport" --debuginfod-upstream-servers=
+  parca_pid=$target_pid
+  papi="http://127.0.0.1:$pport/api"
+  for _ in $(seq 1 150); do
+    curl -s -o /dev/null "$papi/profiles/types" && break
+    kill -0 "$parca_pid" 2>/dev/null || break
+    sleep 0.2
+  done
+}
+
 # The Go toolchains of the test matrix: tests/go_toolchains.txt, the one
 # list of them; the "shared" ones are unpacked by scripts/unpack-toolchains.sh
 # into toolchains_dir from toolchains_shared (scripts/toolchain_dirs.sh; CTest

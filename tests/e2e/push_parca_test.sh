@@ -25,22 +25,7 @@ mkdir -p "$work/bin"
 (cd "$src/tests/pushreceiver" && "${go[@]}" build -o "$work/bin/pushreceiver" .) \
   >"$work/build-receiver.log" 2>&1 || { fail "build tests/pushreceiver" "$work/build-receiver.log"; e2e_finish; }
 
-pport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-mkdir -p "$work/data"
-cat >"$work/parca.yaml" <<YAML
-object_storage:
-  bucket:
-    type: "FILESYSTEM"
-    config:
-      directory: "$work/data"
-YAML
-e2e_start "$work/parca.out" "$work/parca.log" "$parca" --config-path="$work/parca.yaml" \
-  --http-address="127.0.0.1:$pport" --debuginfod-upstream-servers=
-papi="http://127.0.0.1:$pport/api"
-for _ in $(seq 1 150); do
-  curl -s -o /dev/null "$papi/profiles/types" && break
-  sleep 0.2
-done
+e2e_start_parca
 
 e2e_start "$work/t.out" "$work/t.err" "$work/bin/target" -rate 1
 tpid=$target_pid

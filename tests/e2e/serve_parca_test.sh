@@ -30,14 +30,8 @@ spid=$target_pid
 e2e_wait_for_line "$work/serve.log" "listening on" "$spid" 10 || { fail "serve start" "$work/serve.log"; e2e_finish; }
 addr=$(sed -n 's/.*listening on //p' "$work/serve.log")
 
-pport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-mkdir -p "$work/data"
-cat >"$work/parca.yaml" <<YAML
-object_storage:
-  bucket:
-    type: "FILESYSTEM"
-    config:
-      directory: "$work/data"
+scrape=$(
+  cat <<YAML
 scrape_configs:
   - job_name: go-heap
     scrape_interval: 2s
@@ -54,9 +48,8 @@ scrape_configs:
         mutex: { enabled: false }
         process_cpu: { enabled: false }
 YAML
-e2e_start "$work/parca.out" "$work/parca.log" "$parca" --config-path="$work/parca.yaml" \
-  --http-address="127.0.0.1:$pport" --debuginfod-upstream-servers=
-papi="http://127.0.0.1:$pport/api"
+)
+e2e_start_parca "$scrape"
 found=""
 for _ in $(seq 1 300); do
   if curl -s "$papi/profiles/labels/pid/values" >"$work/pids.json" 2>/dev/null &&
@@ -64,7 +57,7 @@ for _ in $(seq 1 300); do
     found=1
     break
   fi
-  kill -0 "$target_pid" 2>/dev/null || break
+  kill -0 "$parca_pid" 2>/dev/null || break
   sleep 0.2
 done
 if [[ -n $found ]]; then
