@@ -22,7 +22,7 @@ if [[ ! -d $shared ]]; then
 fi
 mkdir -p "$cache"
 status=0
-while read -r version how; do
+while read -r version how _; do
   [[ -z $version || $version == \#* || $how != shared ]] && continue
   tarball=$shared/$version.linux-amd64.tar.xz
   if [[ ! -f $tarball ]]; then
