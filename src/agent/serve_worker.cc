@@ -1,5 +1,6 @@
 #include "agent/serve_worker.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/resource.h>
@@ -385,6 +386,34 @@ WorkerReply Handle(const WorkerRequest& request) {
   }
 }
 
+// Closes descriptors first..last. close_range(2) (Linux 5.9) in one call;
+// on older kernels, every descriptor /proc/self/fd lists in the range, or
+// failing that, every number below the descriptor limit.
+void CloseDescriptors(int64_t first, unsigned last) {
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, static_cast<unsigned>(first), last, 0) == 0) return;
+#endif
+  std::vector<int> open_fds;
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    while (const dirent* entry = readdir(dir)) {
+      const std::optional<int64_t> n = GoParseInt(entry->d_name);
+      if (n && *n >= first && *n <= int64_t{last} && *n != dirfd(dir)) {
+        open_fds.push_back(static_cast<int>(*n));
+      }
+    }
+    closedir(dir);
+  } else {
+    rlimit rl{};
+    const rlim_t end = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY
+                           ? std::min<rlim_t>(rl.rlim_max, rlim_t{1} << 20)
+                           : rlim_t{1} << 20;
+    for (int64_t n = first; n < static_cast<int64_t>(end) && n <= int64_t{last}; ++n) {
+      open_fds.push_back(static_cast<int>(n));
+    }
+  }
+  for (int n : open_fds) close(n);
+}
+
 double CpuSecondsUsed() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -457,12 +486,13 @@ bool ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, bool& time
 
 int RunServeWorker(int fd, const WorkerLimits& limits) {
   // Everything but the request socket and stderr is closed: the server's
-  // listening socket must not be reachable from a worker.
+  // listening socket and its clients' sockets must not be reachable from a
+  // worker. The pool already closed them before the exec; this holds for
+  // any other way the worker is started.
   close(STDIN_FILENO);
   close(STDOUT_FILENO);
-  for (int other = 3; other < 1024; ++other) {
-    if (other != fd) close(other);
-  }
+  if (fd > 3) CloseDescriptors(3, static_cast<unsigned>(fd - 1));
+  CloseDescriptors(int64_t{fd} + 1, ~0U);
   try {
     EnterCaptureSandbox({limits.address_space_bytes, limits.cpu_seconds});
   } catch (const Error& e) {
