@@ -151,6 +151,7 @@ AnalysisCache& Analyses() {
   return cache;
 }
 
+#if GOHEAP2PPROF_TEST_SEAMS
 // Test seams of the server's end-to-end tests, read by workers only:
 // GOHEAP2PPROF_SERVE_SEAM=<what>:<pid> applies to captures (not probes) of
 // that pid only. "crash" aborts, "spin" burns CPU without end (the server's
@@ -218,6 +219,39 @@ void Misbehave(const ServeSeam& seam, pid_t pid) {
   }
 }
 
+void PauseBeforeWalk(const std::optional<ServeSeam>& seam, pid_t pid) {
+  if (!seam || seam->what != "pause-before-walk") return;
+  std::cerr << "goheap2pprof worker: test seam: pausing " << seam->pause_ms
+            << " ms before the walk of pid " << pid << std::endl;
+  std::this_thread::sleep_for(std::chrono::milliseconds(seam->pause_ms));
+}
+
+// source with the CLI's test seams (GOHEAP2PPROF_TEST_SEAM, applied to
+// every pid) and the pause after the walk of GOHEAP2PPROF_SERVE_SEAM.
+std::unique_ptr<CaptureSource> WithServeSeams(std::unique_ptr<CaptureSource> source,
+                                              const std::optional<ServeSeam>& seam) {
+  if (const char* spec = std::getenv("GOHEAP2PPROF_TEST_SEAM")) {
+    static std::ostringstream seam_log;  // the announcements are for the CLI's tests
+    source = WithTestSeams(std::move(source), ParseTestSeams(spec), seam_log);
+  }
+  if (seam && seam->what == "pause-after-walk") {
+    source = WithTestSeams(std::move(source), TestSeams{.pause_after_walk_ms = seam->pause_ms},
+                           std::cerr);
+  }
+  return source;
+}
+#else
+// A release build has no test seam (CMake option GOHEAP2PPROF_TEST_SEAMS).
+struct ServeSeam {};
+std::optional<ServeSeam> ServeSeamFor(pid_t) { return std::nullopt; }
+void Misbehave(const ServeSeam&, pid_t) {}
+void PauseBeforeWalk(const std::optional<ServeSeam>&, pid_t) {}
+std::unique_ptr<CaptureSource> WithServeSeams(std::unique_ptr<CaptureSource> source,
+                                              const std::optional<ServeSeam>&) {
+  return source;
+}
+#endif
+
 // Per-process capture states (app/capture_state.h), kept between requests so
 // that a process scraped again costs its counters and whatever changed.
 // Bounded like the analyses: the least recently captured process goes
@@ -277,23 +311,13 @@ CaptureStates& States() {
   return states;
 }
 
-// The live process as a capture source, with the CLI's test seams
-// (GOHEAP2PPROF_TEST_SEAM, applied to every pid) and the pause after the
-// walk of GOHEAP2PPROF_SERVE_SEAM. Records the target's start time in reply.
+// The live process as a capture source, with the test seams of test builds.
+// Records the target's start time in reply.
 std::unique_ptr<CaptureSource> OpenSource(pid_t pid, const std::optional<ServeSeam>& seam,
                                           WorkerReply& reply) {
   const ProcessIdentity id = IdentifyLiveProcess(pid);
   reply.start_time = id.start_time;
-  std::unique_ptr<CaptureSource> source = OpenProcessSource(id, {});
-  if (const char* spec = std::getenv("GOHEAP2PPROF_TEST_SEAM")) {
-    static std::ostringstream seam_log;  // the announcements are for the CLI's tests
-    source = WithTestSeams(std::move(source), ParseTestSeams(spec), seam_log);
-  }
-  if (seam && seam->what == "pause-after-walk") {
-    source = WithTestSeams(std::move(source), TestSeams{.pause_after_walk_ms = seam->pause_ms},
-                           std::cerr);
-  }
-  return source;
+  return WithServeSeams(OpenProcessSource(id, {}), seam);
 }
 
 // Discovery's Go-process test, here so that the analysis it makes is kept
@@ -316,11 +340,7 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
   *identified = true;
   auto [analysis, fresh] = Analyses().Get(*source);
   reply.analyses = fresh ? 1 : 0;
-  if (seam && seam->what == "pause-before-walk") {
-    std::cerr << "goheap2pprof worker: test seam: pausing " << seam->pause_ms
-              << " ms before the walk of pid " << request.pid << std::endl;
-    std::this_thread::sleep_for(std::chrono::milliseconds(seam->pause_ms));
-  }
+  PauseBeforeWalk(seam, request.pid);
   CaptureOptions options;
   std::string text;
   if (request.op == WorkerOp::kHeapDebugText) {
