@@ -97,8 +97,8 @@ void WorkerStderr::Line(std::string_view text, bool cut) {
     return;
   }
   printed_ += text.size();
-  Write("goheap2pprof worker " + std::to_string(worker_) + " (" + label_ + "): " +
-        std::string(text) + (cut ? " … (cut)\n" : "\n"));
+  Write("goheap2pprof worker " + std::to_string(worker_) + " (" + label_ +
+        "): " + std::string(text) + (cut ? " … (cut)\n" : "\n"));
 }
 
 void WorkerStderr::Write(const std::string& text) {

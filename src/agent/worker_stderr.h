@@ -22,7 +22,7 @@
 namespace goheap2pprof {
 
 struct WorkerStderrLimits {
-  size_t max_line = 4096;          // longer lines are cut
+  size_t max_line = 4096;            // longer lines are cut
   size_t budget = size_t{64} << 10;  // bytes printed per request
 };
 
@@ -56,7 +56,7 @@ class WorkerStderr {
   const WorkerStderrLimits limits_;
   std::mutex mu_;  // the relay thread feeds, the pool's threads begin requests
   std::string label_ = "starting";
-  std::string partial_;  // a line not ended yet, at most max_line bytes
+  std::string partial_;   // a line not ended yet, at most max_line bytes
   bool cutting_ = false;  // dropping the rest of a line that was cut
   size_t printed_ = 0;    // this request's bytes printed
   uint64_t dropped_ = 0;  // this request's bytes dropped

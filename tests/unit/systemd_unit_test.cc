@@ -54,16 +54,16 @@ uint64_t Bytes(const std::string& value) {
 
 TEST(SystemdUnit, MemoryMaxHoldsEveryWorkerAtItsLimitAndTheServer) {
   const ServeOptions defaults;
-  const uint64_t want = static_cast<uint64_t>(defaults.max_concurrent) *
-                            defaults.worker_limits.address_space_bytes +
-                        kServerMemory;
+  const uint64_t want =
+      static_cast<uint64_t>(defaults.max_concurrent) * defaults.worker_limits.address_space_bytes +
+      kServerMemory;
   std::map<std::string, std::string> unit = UnitSettings();
   ASSERT_TRUE(unit.count("MemoryMax"));
   EXPECT_EQ(Bytes(unit["MemoryMax"]), want)
       << "MemoryMax=" << unit["MemoryMax"] << ": want " << want / kMiB << "M ("
       << defaults.max_concurrent << " workers x "
-      << defaults.worker_limits.address_space_bytes / kMiB << " MiB + "
-      << kServerMemory / kMiB << " MiB)";
+      << defaults.worker_limits.address_space_bytes / kMiB << " MiB + " << kServerMemory / kMiB
+      << " MiB)";
 }
 
 TEST(SystemdUnit, TasksMaxFollowsTheWorkers) {

@@ -77,7 +77,7 @@ TEST(WorkerStderr, ARequestGetsItsBudgetThenOneLineSaysWhatWasDropped) {
   WorkerStderr relay(7, out.fd(), {.max_line = 100, .budget = 12});
   relay.BeginRequest("heap of pid 1");
   for (int i = 0; i < 1000; ++i) relay.Feed("12345\n");  // 2 lines fit, 998 do not
-  relay.BeginRequest("heap of pid 2");                    // a fresh budget
+  relay.BeginRequest("heap of pid 2");                   // a fresh budget
   relay.Feed("again\n");
   relay.Finish();
   const std::vector<std::string> lines = out.Lines();
@@ -118,10 +118,9 @@ TEST(WorkerStderr, RelayOnAPipeIsBounded) {
   ASSERT_FALSE(lines.empty());
   // 65 of the 1000-byte lines fit in 64 KiB; the rest of the 1,025,024
   // bytes are dropped.
-  EXPECT_EQ(lines.back(),
-            "goheap2pprof worker 99 (allocs of pid 5): … " +
-                std::to_string(1024 * 1000 + 10000 - 65 * 1000) +
-                " bytes dropped (lines are cut at 4096 bytes, a request gets 65536)");
+  EXPECT_EQ(lines.back(), "goheap2pprof worker 99 (allocs of pid 5): … " +
+                              std::to_string(1024 * 1000 + 10000 - 65 * 1000) +
+                              " bytes dropped (lines are cut at 4096 bytes, a request gets 65536)");
 }
 
 }  // namespace
