@@ -169,14 +169,18 @@ void AllowThreadsOnly(scmp_filter_ctx ctx) {
 }
 
 // Under memory pressure the kernel kills a worker, never the server: the
-// highest badness adjustment (raising one's own needs no privilege).
+// highest badness adjustment (raising one's own needs no privilege). Where
+// /proc/self/oom_score_adj cannot be written (a read-only /proc), the
+// worker says so and goes on: the filter and limits, not this, confine it.
 void VolunteerForOomKill() {
   const int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
   const bool ok = fd >= 0 && write(fd, "1000", 4) == 4;
   const int saved = errno;
   if (fd >= 0) close(fd);
   if (!ok) {
-    throw Error(ErrorKind::kInternal, "worker: /proc/self/oom_score_adj: ", std::strerror(saved));
+    const std::string note = std::string("goheap2pprof worker: cannot set oom_score_adj 1000: ") +
+                             std::strerror(saved) + "\n";
+    (void)!write(STDERR_FILENO, note.data(), note.size());
   }
 }
 
