@@ -15,6 +15,7 @@
 
 #include <cerrno>
 #include <functional>
+#include <ostream>
 #include <string>
 #include <thread>
 
@@ -135,6 +136,9 @@ struct FcntlStep {
   const char* name;
   int (*call)(int fd, pid_t victim);
 };
+
+// For test listings: the command's name, not the struct's bytes.
+void PrintTo(const FcntlStep& step, std::ostream* os) { *os << step.name; }
 
 class ServeSandboxFcntl : public testing::TestWithParam<FcntlStep> {};
 
