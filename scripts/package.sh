@@ -51,7 +51,8 @@ build() {
   local dir=$1
   shift
   if ! { cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DBUILD_TESTING=OFF -DGOHEAP2PPROF_WERROR="${GOHEAP2PPROF_WERROR:-OFF}" "${launcher[@]}" "$@" &&
+    -DBUILD_TESTING=OFF -DGOHEAP2PPROF_WERROR="${GOHEAP2PPROF_WERROR:-OFF}" \
+    -DGOHEAP2PPROF_TEST_SEAMS=OFF "${launcher[@]}" "$@" &&
     cmake --build "$dir" -j"$(nproc)" --target goheap2pprof goheap2pprof_docs; } >>"$log" 2>&1; then
     echo "package: the build in $dir failed; the end of $log:" >&2
     tail -n 40 "$log" >&2
@@ -132,6 +133,11 @@ TXT
 done
 
 if ((deb)); then
+  # A release never has the test seams: a test build tree (scripts/test.sh's) is not packaged.
+  if [[ -n $dynamic ]] && grep -q '^GOHEAP2PPROF_TEST_SEAMS:BOOL=ON$' "$dynamic/CMakeCache.txt" 2>/dev/null; then
+    echo "package: $dynamic was configured with GOHEAP2PPROF_TEST_SEAMS=ON; building the package in $root/dynamic" >&2
+    dynamic=""
+  fi
   if [[ -z $dynamic ]]; then
     dynamic=$root/dynamic
     build "$dynamic"

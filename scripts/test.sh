@@ -12,8 +12,10 @@ bash scripts/check-format.sh
 build=${BUILD_DIR:-build}
 # GOHEAP2PPROF_WERROR=ON (set by .ci/run) makes any warning in our code fail the build.
 werror=${GOHEAP2PPROF_WERROR:-OFF}
+# The test builds have the test seams the end-to-end suites need (never a
+# release build: scripts/package.sh leaves them out).
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DGOHEAP2PPROF_WERROR="$werror" >/dev/null
+  -DGOHEAP2PPROF_WERROR="$werror" -DGOHEAP2PPROF_TEST_SEAMS=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"
 ctest --test-dir "$build" --output-on-failure -j1 "$@"
 
@@ -23,7 +25,7 @@ if [[ ${GOHEAP2PPROF_SKIP_SANITIZERS:-0} == 1 ]]; then
 fi
 asan=${build}-asan
 cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGOHEAP2PPROF_SANITIZE=ON \
-  -DGOHEAP2PPROF_WERROR="$werror" >/dev/null
+  -DGOHEAP2PPROF_WERROR="$werror" -DGOHEAP2PPROF_TEST_SEAMS=ON >/dev/null
 cmake --build "$asan" -j"$(nproc)" --target unit_tests go_binary_tests fuzz_replays
 # The Go tier reads the Go programs the first pass's fixture built.
 GOHEAP2PPROF_GO_PROGRAMS_DIR=$(realpath "$build")/go-programs \

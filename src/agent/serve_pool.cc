@@ -9,7 +9,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <sstream>
+#include <string>
 
 #include "base/error.h"
 
@@ -17,11 +19,33 @@ extern char** environ;
 
 namespace goheap2pprof {
 
-WorkerPool::WorkerPool(PoolOptions options) : options_(std::move(options)) {
-  if (pipe2(stderr_pipe_, O_CLOEXEC) != 0) {
-    throw Error(ErrorKind::kInternal, "pipe2: ", std::strerror(errno));
+namespace {
+
+// How a request is named in the worker's stderr lines.
+std::string RequestLabel(const WorkerRequest& request) {
+  std::string op;
+  switch (request.op) {
+    case WorkerOp::kProbe:
+      op = "probe";
+      break;
+    case WorkerOp::kHeap:
+      op = "heap";
+      break;
+    case WorkerOp::kAllocs:
+      op = "allocs";
+      break;
+    case WorkerOp::kHeapDebugText:
+      op = "heap debug=1";
+      break;
+    default:
+      op = "op " + std::to_string(static_cast<uint32_t>(request.op));
   }
-  relay_ = std::thread([this] { RelayWorkerStderr(); });
+  return op + " of pid " + std::to_string(request.pid);
+}
+
+}  // namespace
+
+WorkerPool::WorkerPool(PoolOptions options) : options_(std::move(options)) {
   workers_.resize(static_cast<size_t>(std::max(1, options_.workers)));
   try {
     std::lock_guard<std::mutex> lock(mu_);
@@ -35,31 +59,9 @@ WorkerPool::WorkerPool(PoolOptions options) : options_(std::move(options)) {
 WorkerPool::~WorkerPool() { Shutdown(); }
 
 void WorkerPool::Shutdown() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (Worker& w : workers_) {
-      if (w.pid > 0) Reap(w, true);
-    }
-  }
-  // Every worker is gone: closing the last write end ends the relay.
-  close(stderr_pipe_[1]);
-  relay_.join();
-  close(stderr_pipe_[0]);
-}
-
-void WorkerPool::RelayWorkerStderr() {
-  char buf[4096];
-  while (true) {
-    ssize_t n = read(stderr_pipe_[0], buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    // Best effort: a full or closed stderr of the server loses the text.
-    for (ssize_t done = 0; done < n;) {
-      ssize_t w = write(STDERR_FILENO, buf + done, static_cast<size_t>(n - done));
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) break;
-      done += w;
-    }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Worker& w : workers_) {
+    if (w.pid > 0) Reap(w, true);
   }
 }
 
@@ -68,12 +70,23 @@ void WorkerPool::Start(Worker& w) {
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
     throw Error(ErrorKind::kInternal, "socketpair: ", std::strerror(errno));
   }
-  // The worker's end becomes its fd 3 (dup2 clears close-on-exec); every
-  // other descriptor of the server is closed by the worker at start.
+  int err[2];
+  if (pipe2(err, O_CLOEXEC) != 0) {
+    close(sv[0]);
+    close(sv[1]);
+    throw Error(ErrorKind::kInternal, "pipe2: ", std::strerror(errno));
+  }
+  // The worker's end becomes its fd 3 and the pipe its stderr (dup2 clears
+  // close-on-exec); every other descriptor of the server (client sockets,
+  // the listener, other workers' pipes) is closed before the exec, whether
+  // close-on-exec or not, and once more by the worker itself.
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, sv[1], 3);
-  posix_spawn_file_actions_adddup2(&actions, stderr_pipe_[1], STDERR_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+  posix_spawn_file_actions_addclosefrom_np(&actions, 4);
+#endif
   std::string fd_arg = "--fd=3";
   std::string as_arg = "--address-space=" + std::to_string(options_.limits.address_space_bytes);
   std::string cpu_arg = "--cpu-seconds=" + std::to_string(options_.limits.cpu_seconds);
@@ -87,8 +100,10 @@ void WorkerPool::Start(Worker& w) {
   int rc = posix_spawn(&pid, options_.self_exe.c_str(), &actions, nullptr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
   close(sv[1]);
+  close(err[1]);
   if (rc != 0) {
     close(sv[0]);
+    close(err[0]);
     throw Error(ErrorKind::kInternal, "cannot start a capture worker (", options_.self_exe,
                 "): ", std::strerror(rc));
   }
@@ -96,7 +111,22 @@ void WorkerPool::Start(Worker& w) {
   w.fd = sv[0];
   w.busy = false;
   w.affinity.clear();
+  w.stderr_fd = err[0];
+  w.stderr_relay = std::make_unique<WorkerStderr>(pid, STDERR_FILENO);
+  w.relay_thread = std::thread(RelayWorkerStderr, err[0], std::ref(*w.stderr_relay));
   ++stats_.workers_started;
+}
+
+void WorkerPool::Forget(Worker& w) {
+  close(w.fd);
+  w.fd = -1;
+  w.pid = -1;
+  // The worker is dead, so its stderr reaches EOF (no other process holds
+  // the pipe: it was close-on-exec here and closed in every other worker).
+  if (w.relay_thread.joinable()) w.relay_thread.join();
+  close(w.stderr_fd);
+  w.stderr_fd = -1;
+  w.stderr_relay.reset();
 }
 
 std::string WorkerPool::Reap(Worker& w, bool kill_first) {
@@ -106,9 +136,7 @@ std::string WorkerPool::Reap(Worker& w, bool kill_first) {
   do {
     r = waitpid(w.pid, &status, 0);
   } while (r < 0 && errno == EINTR);
-  close(w.fd);
-  w.fd = -1;
-  w.pid = -1;
+  Forget(w);
   if (r < 0) return "the worker could not be reaped";
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
@@ -167,9 +195,7 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
   int status = 0;
   if (waitpid(w->pid, &status, WNOHANG) == w->pid) {
     std::lock_guard<std::mutex> lock(mu_);
-    close(w->fd);
-    w->pid = -1;
-    w->fd = -1;
+    Forget(*w);
     ++stats_.workers_crashed;
     try {
       Start(*w);
@@ -182,6 +208,7 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
       return result;
     }
   }
+  w->stderr_relay->BeginRequest(RequestLabel(request), w->stderr_fd);
   bool ok = WriteWorkerRequest(w->fd, request);
   bool timed_out = false;
   if (ok) {

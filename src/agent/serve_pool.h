@@ -16,6 +16,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -24,6 +25,7 @@
 #include "agent/discovery.h"
 #include "agent/serve_metrics.h"
 #include "agent/serve_worker.h"
+#include "agent/worker_stderr.h"
 
 namespace goheap2pprof {
 
@@ -75,23 +77,25 @@ class WorkerPool {
     int fd = -1;
     bool busy = false;
     std::string affinity;
+    // The worker's stderr (its one diagnostic channel): a pipe of its own,
+    // read by a relay thread that prints each line to the server's stderr
+    // with the worker's pid and request (worker_stderr.h). Not the
+    // server's own stderr: that may be a regular file, which RLIMIT_FSIZE 0
+    // forbids a worker to grow (SIGXFSZ).
+    int stderr_fd = -1;
+    std::unique_ptr<WorkerStderr> stderr_relay;
+    std::thread relay_thread;
   };
   // Starts (or restarts) worker i; called with mu_ held.
   void Start(Worker& w);
   // Kills if needed and reaps w, returning how it ended.
   std::string Reap(Worker& w, bool kill_first);
-
-  // Copies what workers write to stderr (their one diagnostic channel) to
-  // the server's stderr. A worker's stderr is this pipe, not the server's
-  // own stderr: that may be a regular file, which RLIMIT_FSIZE 0 forbids a
-  // worker to grow (SIGXFSZ).
-  void RelayWorkerStderr();
-  // Kills and reaps the workers, then ends the relay.
+  // After w's process ended: closes its socket, ends its stderr relay.
+  void Forget(Worker& w);
+  // Kills and reaps the workers.
   void Shutdown();
 
   PoolOptions options_;
-  int stderr_pipe_[2] = {-1, -1};
-  std::thread relay_;
   mutable std::mutex mu_;
   std::condition_variable idle_;
   std::vector<Worker> workers_;

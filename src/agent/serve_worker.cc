@@ -1,5 +1,6 @@
 #include "agent/serve_worker.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/resource.h>
@@ -150,6 +151,7 @@ AnalysisCache& Analyses() {
   return cache;
 }
 
+#if GOHEAP2PPROF_TEST_SEAMS
 // Test seams of the server's end-to-end tests, read by workers only:
 // GOHEAP2PPROF_SERVE_SEAM=<what>:<pid> applies to captures (not probes) of
 // that pid only. "crash" aborts, "spin" burns CPU without end (the server's
@@ -217,6 +219,39 @@ void Misbehave(const ServeSeam& seam, pid_t pid) {
   }
 }
 
+void PauseBeforeWalk(const std::optional<ServeSeam>& seam, pid_t pid) {
+  if (!seam || seam->what != "pause-before-walk") return;
+  std::cerr << "goheap2pprof worker: test seam: pausing " << seam->pause_ms
+            << " ms before the walk of pid " << pid << std::endl;
+  std::this_thread::sleep_for(std::chrono::milliseconds(seam->pause_ms));
+}
+
+// source with the CLI's test seams (GOHEAP2PPROF_TEST_SEAM, applied to
+// every pid) and the pause after the walk of GOHEAP2PPROF_SERVE_SEAM.
+std::unique_ptr<CaptureSource> WithServeSeams(std::unique_ptr<CaptureSource> source,
+                                              const std::optional<ServeSeam>& seam) {
+  if (const char* spec = std::getenv("GOHEAP2PPROF_TEST_SEAM")) {
+    static std::ostringstream seam_log;  // the announcements are for the CLI's tests
+    source = WithTestSeams(std::move(source), ParseTestSeams(spec), seam_log);
+  }
+  if (seam && seam->what == "pause-after-walk") {
+    source = WithTestSeams(std::move(source), TestSeams{.pause_after_walk_ms = seam->pause_ms},
+                           std::cerr);
+  }
+  return source;
+}
+#else
+// A release build has no test seam (CMake option GOHEAP2PPROF_TEST_SEAMS).
+struct ServeSeam {};
+std::optional<ServeSeam> ServeSeamFor(pid_t) { return std::nullopt; }
+void Misbehave(const ServeSeam&, pid_t) {}
+void PauseBeforeWalk(const std::optional<ServeSeam>&, pid_t) {}
+std::unique_ptr<CaptureSource> WithServeSeams(std::unique_ptr<CaptureSource> source,
+                                              const std::optional<ServeSeam>&) {
+  return source;
+}
+#endif
+
 // Per-process capture states (app/capture_state.h), kept between requests so
 // that a process scraped again costs its counters and whatever changed.
 // Bounded like the analyses: the least recently captured process goes
@@ -276,23 +311,13 @@ CaptureStates& States() {
   return states;
 }
 
-// The live process as a capture source, with the CLI's test seams
-// (GOHEAP2PPROF_TEST_SEAM, applied to every pid) and the pause after the
-// walk of GOHEAP2PPROF_SERVE_SEAM. Records the target's start time in reply.
+// The live process as a capture source, with the test seams of test builds.
+// Records the target's start time in reply.
 std::unique_ptr<CaptureSource> OpenSource(pid_t pid, const std::optional<ServeSeam>& seam,
                                           WorkerReply& reply) {
   const ProcessIdentity id = IdentifyLiveProcess(pid);
   reply.start_time = id.start_time;
-  std::unique_ptr<CaptureSource> source = OpenProcessSource(id, {});
-  if (const char* spec = std::getenv("GOHEAP2PPROF_TEST_SEAM")) {
-    static std::ostringstream seam_log;  // the announcements are for the CLI's tests
-    source = WithTestSeams(std::move(source), ParseTestSeams(spec), seam_log);
-  }
-  if (seam && seam->what == "pause-after-walk") {
-    source = WithTestSeams(std::move(source), TestSeams{.pause_after_walk_ms = seam->pause_ms},
-                           std::cerr);
-  }
-  return source;
+  return WithServeSeams(OpenProcessSource(id, {}), seam);
 }
 
 // Discovery's Go-process test, here so that the analysis it makes is kept
@@ -315,11 +340,7 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
   *identified = true;
   auto [analysis, fresh] = Analyses().Get(*source);
   reply.analyses = fresh ? 1 : 0;
-  if (seam && seam->what == "pause-before-walk") {
-    std::cerr << "goheap2pprof worker: test seam: pausing " << seam->pause_ms
-              << " ms before the walk of pid " << request.pid << std::endl;
-    std::this_thread::sleep_for(std::chrono::milliseconds(seam->pause_ms));
-  }
+  PauseBeforeWalk(seam, request.pid);
   CaptureOptions options;
   std::string text;
   if (request.op == WorkerOp::kHeapDebugText) {
@@ -383,6 +404,34 @@ WorkerReply Handle(const WorkerRequest& request) {
     failed.message = "the capture exceeded the worker's memory limit";
     return failed;
   }
+}
+
+// Closes descriptors first..last. close_range(2) (Linux 5.9) in one call;
+// on older kernels, every descriptor /proc/self/fd lists in the range, or
+// failing that, every number below the descriptor limit.
+void CloseDescriptors(int64_t first, unsigned last) {
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, static_cast<unsigned>(first), last, 0) == 0) return;
+#endif
+  std::vector<int> open_fds;
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    while (const dirent* entry = readdir(dir)) {
+      const std::optional<int64_t> n = GoParseInt(entry->d_name);
+      if (n && *n >= first && *n <= int64_t{last} && *n != dirfd(dir)) {
+        open_fds.push_back(static_cast<int>(*n));
+      }
+    }
+    closedir(dir);
+  } else {
+    rlimit rl{};
+    const rlim_t end = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY
+                           ? std::min<rlim_t>(rl.rlim_max, rlim_t{1} << 20)
+                           : rlim_t{1} << 20;
+    for (int64_t n = first; n < static_cast<int64_t>(end) && n <= int64_t{last}; ++n) {
+      open_fds.push_back(static_cast<int>(n));
+    }
+  }
+  for (int n : open_fds) close(n);
 }
 
 double CpuSecondsUsed() {
@@ -457,12 +506,13 @@ bool ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, bool& time
 
 int RunServeWorker(int fd, const WorkerLimits& limits) {
   // Everything but the request socket and stderr is closed: the server's
-  // listening socket must not be reachable from a worker.
+  // listening socket and its clients' sockets must not be reachable from a
+  // worker. The pool already closed them before the exec; this holds for
+  // any other way the worker is started.
   close(STDIN_FILENO);
   close(STDOUT_FILENO);
-  for (int other = 3; other < 1024; ++other) {
-    if (other != fd) close(other);
-  }
+  if (fd > 3) CloseDescriptors(3, static_cast<unsigned>(fd - 1));
+  CloseDescriptors(int64_t{fd} + 1, ~0U);
   try {
     EnterCaptureSandbox({limits.address_space_bytes, limits.cpu_seconds});
   } catch (const Error& e) {

@@ -95,6 +95,7 @@ std::unique_ptr<CaptureSource> WithTestSeams(std::unique_ptr<CaptureSource> sour
   return std::make_unique<SeamSource>(std::move(source), seams, log);
 }
 
+#if GOHEAP2PPROF_TEST_SEAMS
 TestSeams ParseTestSeams(std::string_view spec) {
   TestSeams seams;
   while (!spec.empty()) {
@@ -123,6 +124,7 @@ TestSeams ParseTestSeams(std::string_view spec) {
   }
   return seams;
 }
+#endif
 
 std::string DefaultOutputName(const std::string& program, pid_t pid) {
   std::time_t now = std::time(nullptr);

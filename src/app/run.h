@@ -23,7 +23,8 @@
 namespace goheap2pprof {
 
 // Hooks that let end-to-end tests put the target in the worst situations
-// (exit mid-walk, pid reuse). Set from GOHEAP2PPROF_TEST_SEAM by main:
+// (exit mid-walk, pid reuse). Set from GOHEAP2PPROF_TEST_SEAM by main, in
+// test builds only (CMake option GOHEAP2PPROF_TEST_SEAMS):
 //   GOHEAP2PPROF_TEST_SEAM=pause-mid-walk=2000   sleep 2 s after a few reads of the list
 //   GOHEAP2PPROF_TEST_SEAM=pause-after-walk=2000 sleep 2 s after the walk, before the
 //                                                final identity check
@@ -36,8 +37,10 @@ struct TestSeams {
   int pause_after_walk_ms = 0;
   bool pid_reuse = false;
 };
+#if GOHEAP2PPROF_TEST_SEAMS
 // Parses the GOHEAP2PPROF_TEST_SEAM value; throws kUsage on unknown seams.
 TestSeams ParseTestSeams(std::string_view spec);
+#endif
 // `source` with the seams applied (itself when there are none); the pauses
 // are announced on `log`. Also for serve's capture workers.
 std::unique_ptr<CaptureSource> WithTestSeams(std::unique_ptr<CaptureSource> source,

@@ -239,9 +239,11 @@ int Main(int argc, char** argv) {
   try {
     if (watch_cmd->parsed()) {
       FinishWatchOptions(watch_args, watch);
+#if GOHEAP2PPROF_TEST_SEAMS
       // Tests point the cgroup and PSI files at a fake tree (cgroup v2 where
       // the machine has v1); see tests/e2e/watch_test.sh.
       if (const char* root = std::getenv("GOHEAP2PPROF_TEST_CGROUP_ROOT")) watch.fs_root = root;
+#endif
       return RunWatch(watch, std::cerr);
     }
     if (top->count() > 0 && out.format == OutputFormat::kPprof) {
@@ -261,8 +263,10 @@ int Main(int argc, char** argv) {
       if (!pid) throw Error(ErrorKind::kUsage, "\"", pid_text, "\" is not a process id");
       options.pid = *pid;
     }
+#if GOHEAP2PPROF_TEST_SEAMS
     if (const char* seam = std::getenv("GOHEAP2PPROF_TEST_SEAM"))
       options.seams = ParseTestSeams(seam);
+#endif
     const std::string written = RunCapture(options, std::cerr, report);
     PrintReport(report, options.verbose, std::cerr);
     if (options.stats) std::cerr << FormatStats(report);

@@ -45,6 +45,10 @@ std::string VersionText() {
   out << "goheap2pprof " << GOHEAP2PPROF_VERSION << "\n"
       << "commit " << GOHEAP2PPROF_GIT_COMMIT << "\n"
       << "linux/" << kArch << ", " << kLinkage << "ally linked\n";
+#if GOHEAP2PPROF_TEST_SEAMS
+  // The end-to-end suites that need the seams look for this line.
+  out << "test seams compiled in: not a release build\n";
+#endif
   // Run-time versions where the library reports its own (what is really linked, also when a
   // shared library was upgraded under us); header macros for the rest.
   int capstone_major = 0, capstone_minor = 0;

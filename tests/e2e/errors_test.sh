@@ -11,6 +11,7 @@ set -u
 source "$(dirname "$0")/lib.sh"
 
 e2e_init "$@"
+e2e_require_seams
 e2e_require_command go "no go toolchain on PATH"
 e2e_make_work errors
 chmod 755 "$work"

@@ -13,6 +13,7 @@
 #   e2e_go_cache_fallback          a Go cache when CTest runs us without HOME
 #   e2e_require_executables        skip unless the given files are executable
 #   e2e_require_command            skip unless a command is on PATH
+#   e2e_require_seams              fail unless the tool was built with its test seams
 #   toolchain_versions, go_cmd, toolchain_ok, ...
 #                                  the Go toolchains (tests/go_toolchains.txt)
 #   go_programs_status, go_program the programs the go_programs fixture built
@@ -62,6 +63,18 @@ e2e_require_executables() {
       exit 77
     fi
   done
+}
+
+# e2e_require_seams: fails the test (exit 1, never a skip) unless the tool
+# was built with -DGOHEAP2PPROF_TEST_SEAMS=ON (scripts/test.sh does): the
+# suite's cases need its test seams, and a release build has none, so
+# without them the suite would test nothing it claims to.
+e2e_require_seams() {
+  if ! "$tool" --version 2>/dev/null | grep -q '^test seams compiled in'; then
+    echo "FAIL: $tool has no test seams: configure the build with -DGOHEAP2PPROF_TEST_SEAMS=ON" \
+      "(scripts/test.sh does); this suite needs them" >&2
+    exit 1
+  fi
 }
 
 # e2e_require_command <command> <reason>: skips the test (exit 77), printing

@@ -8,6 +8,9 @@
 # $GOHEAP2PPROF_PACKAGE_BUILD_ROOT) and makes the .deb from this build tree. Then:
 #  - each static executable has no dynamic section and no interpreter (file, readelf), and
 #    its tarball holds the binary, man page, completions, unit and licences;
+#  - no release executable (static amd64 and arm64, the .deb's) has the test seams: strings
+#    finds none of their variables, --version does not say so, and the amd64 capture below
+#    runs with GOHEAP2PPROF_TEST_SEAM=pid-reuse set, which would fail it in a test build;
 #  - static amd64, copied alone into an empty directory that becomes the root of a new mount
 #    namespace with only /proc mounted, captures testdata/oracle (Go 1.26.8) and the profile
 #    equals the program's own (tools/profdiff): once sharing the host's pid namespace (the
@@ -85,6 +88,28 @@ for arch in amd64 arm64; do
   fi
 done
 
+# no_seams <label> <binary>: a release build reads no test seam (CMake option
+# GOHEAP2PPROF_TEST_SEAMS, off but in test builds).
+no_seams() {
+  local found
+  found=$(strings -a "$2" | grep -oE 'GOHEAP2PPROF_(SERVE_SEAM|TEST_SEAM|TEST_CGROUP_ROOT)' | sort -u | tr '\n' ' ')
+  if [[ -z $found ]] && ! strings -a "$2" | grep -q '^test seams compiled in'; then
+    pass "$1 has no test seams (strings finds none of their variables)"
+  else
+    fail "$1 has test seams: ${found:-the --version line}"
+  fi
+}
+for arch in amd64 arm64; do
+  no_seams "static linux/$arch" "$pkg/static-$arch/goheap2pprof.stripped"
+done
+deb_exe=$work/deb-contents/usr/bin/goheap2pprof
+if dpkg-deb -x "$(ls "$work"/dist/goheap2pprof_*.deb | head -n 1)" "$work/deb-contents" 2>/dev/null &&
+  [[ -x $deb_exe ]]; then
+  no_seams "the .deb's goheap2pprof" "$deb_exe"
+else
+  fail "cannot unpack the .deb's goheap2pprof"
+fi
+
 # ---- the oracle targets (the go_programs fixture's Go 1.26.8 builds).
 if [[ $(go_programs_status go1.26.8) != ok ]]; then
   fail "go1.26.8 test programs: $(go_programs_status go1.26.8)"
@@ -123,9 +148,9 @@ root=$work/empty-root
 mkdir -p "$root/proc"
 cp "$pkg/static-amd64/goheap2pprof.stripped" "$root/goheap2pprof"
 dir=$work/empty-root-shared-pid
-label="static amd64 alone in an empty root (new mount namespace, host pid namespace, only /proc)"
+label="static amd64 alone in an empty root (new mount namespace, host pid namespace, only /proc; GOHEAP2PPROF_TEST_SEAM=pid-reuse ignored)"
 if start_oracle "$dir" 1 "$oracle_amd64"; then
-  unshare --mount --propagation private bash -c \
+  GOHEAP2PPROF_TEST_SEAM=pid-reuse unshare --mount --propagation private bash -c \
     'mount -t proc proc "$0/proc" && exec chroot "$0" /goheap2pprof "$1" -o /ours.pb.gz' \
     "$root" "$target_pid" >"$dir/tool.out" 2>&1
   rc=$?

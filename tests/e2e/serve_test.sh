@@ -13,6 +13,7 @@ set -u
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/serve_lib.sh"
 e2e_init "$@"
+e2e_require_seams
 e2e_require_go
 e2e_require_command curl "needs curl"
 e2e_make_work serve

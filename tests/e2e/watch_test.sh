@@ -23,6 +23,7 @@
 set -u
 source "$(dirname "$0")/lib.sh"
 e2e_init "$@"
+e2e_require_seams
 e2e_require_executables "$tool"
 e2e_require_go
 e2e_require_command jq "jq is not installed (scripts/install-deps.sh installs it)"
