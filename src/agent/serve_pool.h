@@ -24,6 +24,7 @@
 #include "agent/discovery.h"
 #include "agent/serve_metrics.h"
 #include "agent/serve_worker.h"
+#include "app/process_source.h"
 
 namespace goheap2pprof {
 
@@ -33,6 +34,9 @@ struct PoolOptions {
   int64_t queue_timeout_ms = 10000;
   int64_t capture_timeout_ms = 10000;
   WorkerLimits limits;
+  // watch's --exe and --force, given to every worker (serve and push leave
+  // them empty: the running file is read).
+  ExecutableOptions executable = {};
 };
 
 enum class PoolOutcome {

@@ -276,6 +276,12 @@ CaptureStates& States() {
   return states;
 }
 
+// --exe and --force of the watch that started this worker; set once at start.
+ExecutableOptions& Executable() {
+  static ExecutableOptions executable;
+  return executable;
+}
+
 // The live process as a capture source, with the CLI's test seams
 // (GOHEAP2PPROF_TEST_SEAM, applied to every pid) and the pause after the
 // walk of GOHEAP2PPROF_SERVE_SEAM. Records the target's start time in reply.
@@ -283,7 +289,7 @@ std::unique_ptr<CaptureSource> OpenSource(pid_t pid, const std::optional<ServeSe
                                           WorkerReply& reply) {
   const ProcessIdentity id = IdentifyLiveProcess(pid);
   reply.start_time = id.start_time;
-  std::unique_ptr<CaptureSource> source = OpenProcessSource(id, {});
+  std::unique_ptr<CaptureSource> source = OpenProcessSource(id, Executable());
   if (const char* spec = std::getenv("GOHEAP2PPROF_TEST_SEAM")) {
     static std::ostringstream seam_log;  // the announcements are for the CLI's tests
     source = WithTestSeams(std::move(source), ParseTestSeams(spec), seam_log);
@@ -455,7 +461,8 @@ bool ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, bool& time
          ReadAll(fd, reply.body.data(), reply.body.size(), deadline_ms, &timed_out);
 }
 
-int RunServeWorker(int fd, const WorkerLimits& limits) {
+int RunServeWorker(int fd, const WorkerLimits& limits, const ExecutableOptions& executable) {
+  Executable() = executable;
   // Everything but the request socket and stderr is closed: the server's
   // listening socket must not be reachable from a worker.
   close(STDIN_FILENO);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace goheap2pprof {
 namespace {
@@ -10,8 +11,9 @@ namespace {
 const std::string kR(kReplacementCharacter);
 
 TEST(ValidUtf8, KeepsValidText) {
-  for (const std::string s : {"", "server", "/usr/bin/caf\xC3\xA9", "\xE2\x82\xAC 100",
-                              "\xF0\x9F\x98\x80", "\xF4\x8F\xBF\xBF", std::string("a\0b", 3)}) {
+  for (const std::string& s :
+       std::vector<std::string>{"", "server", "/usr/bin/caf\xC3\xA9", "\xE2\x82\xAC 100",
+                                "\xF0\x9F\x98\x80", "\xF4\x8F\xBF\xBF", std::string("a\0b", 3)}) {
     EXPECT_TRUE(IsValidUtf8(s)) << s;
     EXPECT_EQ(ValidUtf8(s), s);
   }
