@@ -214,7 +214,10 @@ bool WatchLog::Append(const nlohmann::json& record) {
   };
   std::string lines;
   if (lost_ > 0) {
-    lines = dump({{"event", "records-lost"}, {"count", lost_}, {"reason", last_error_}});
+    lines = dump({{"time", UtcIsoTime(std::chrono::system_clock::now())},
+                  {"event", "records-lost"},
+                  {"count", lost_},
+                  {"reason", last_error_}});
   }
   lines += dump(record);
   struct stat st;

@@ -6,11 +6,14 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -110,6 +113,48 @@ TEST(WatchLog, AppendsOneLinePerRecord) {
   EXPECT_EQ(l2, R"({"pid":2,"skipped":"cool-down: 5 ms left"})");
   EXPECT_FALSE(std::getline(in, l3));
   EXPECT_THROW(OutputDir("/nonexistent-dir"), Error);
+}
+
+TEST(WatchLog, ALostRecordLeavesNoTornLineAndIsCounted) {
+  TempDir dir;
+  OutputDir out(dir.path());
+  WatchLog log(out, "watch.jsonl");
+  ASSERT_TRUE(log.Append({{"n", 1}}));  // {"n":1}\n: 8 bytes
+  // A file size limit stands for a full disk: the next record fits in part
+  // (a torn line), the one after not at all.
+  struct sigaction ignore {
+  }, old_action{};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(sigaction(SIGXFSZ, &ignore, &old_action), 0);
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  rlimit small = saved;
+  small.rlim_cur = 20;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  const bool second = log.Append({{"n", 2}, {"pad", "xxxxxxxxxxxxxxxxxxxx"}});
+  const bool third = log.Append({{"n", 3}, {"pad", "xxxxxxxxxxxxxxxxxxxx"}});
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &saved), 0);
+  ASSERT_EQ(sigaction(SIGXFSZ, &old_action, nullptr), 0);
+  EXPECT_FALSE(second);
+  EXPECT_FALSE(third);
+  EXPECT_EQ(log.lost(), 2u);
+  EXPECT_EQ(log.last_error(), std::strerror(EFBIG));
+  std::stringstream torn;
+  torn << std::ifstream(dir.path() + "/watch.jsonl").rdbuf();
+  EXPECT_EQ(torn.str(), "{\"n\":1}\n");
+  ASSERT_TRUE(log.Append({{"n", 4}}));
+  EXPECT_EQ(log.lost(), 0u);
+  std::ifstream in(dir.path() + "/watch.jsonl");
+  std::string l1, l2, l3, l4;
+  std::getline(in, l1);
+  std::getline(in, l2);
+  std::getline(in, l3);
+  EXPECT_EQ(l1, R"({"n":1})");
+  const nlohmann::json gap = nlohmann::json::parse(l2);
+  EXPECT_EQ(gap["event"], "records-lost");
+  EXPECT_EQ(gap["count"], 2);
+  EXPECT_EQ(l3, R"({"n":4})");
+  EXPECT_FALSE(std::getline(in, l4));
 }
 
 ErrorKind KindOf(const std::function<void()>& f) {
