@@ -5,6 +5,7 @@
 
 #include "agent/service_name.h"
 #include "base/error.h"
+#include "base/utf8.h"
 
 namespace goheap2pprof {
 namespace {
@@ -66,10 +67,11 @@ std::vector<PushLabel> PushSeriesLabels(const GoProcess& process,
                                         const std::vector<PushLabel>& extras, bool pyroscope) {
   std::vector<PushLabel> labels = {
       {"__name__", "memory"},
-      {"service_name", ServiceNameOf(process.facts, service_name_from)},
+      {"service_name", ValidUtf8(ServiceNameOf(process.facts, service_name_from))},
       {"pid", std::to_string(process.facts.pid)},
   };
-  if (!process.exe.go_version.empty()) labels.emplace_back("go_version", process.exe.go_version);
+  if (!process.exe.go_version.empty())
+    labels.emplace_back("go_version", ValidUtf8(process.exe.go_version));
   if (pyroscope) labels.emplace_back("__delta__", "false");
   // An empty service name (an empty comm) would be replaced by the server.
   if (labels[1].second.empty()) labels[1].second = "unknown_service";

@@ -1,5 +1,7 @@
 #include "agent/push_metrics.h"
 
+#include "agent/serve_metrics.h"
+
 namespace goheap2pprof {
 namespace {
 
@@ -71,8 +73,8 @@ std::string PushMetrics::Render() const {
     if (auto it = outcomes_.find(backend); it != outcomes_.end()) all = it->second;
     for (const char* o : {"sent", "rejected", "failed", "dropped", "shutdown"}) all.emplace(o, 0);
     for (const auto& [outcome, n] : all) {
-      out += "goheap2pprof_push_profiles_total{backend=\"" + backend + "\",outcome=\"" + outcome +
-             "\"} " + std::to_string(n) + "\n";
+      out += "goheap2pprof_push_profiles_total{backend=\"" + PrometheusLabelValue(backend) +
+             "\",outcome=\"" + PrometheusLabelValue(outcome) + "\"} " + std::to_string(n) + "\n";
     }
   }
   Family(out, "goheap2pprof_push_retries_total", "counter",
@@ -80,7 +82,7 @@ std::string PushMetrics::Render() const {
   for (const auto& [backend, n] : queue_) {
     (void)n;
     auto it = retries_.find(backend);
-    out += "goheap2pprof_push_retries_total{backend=\"" + backend + "\"} " +
+    out += "goheap2pprof_push_retries_total{backend=\"" + PrometheusLabelValue(backend) + "\"} " +
            std::to_string(it == retries_.end() ? 0 : it->second) + "\n";
   }
   Family(out, "goheap2pprof_push_sent_bytes_total", "counter",
@@ -88,13 +90,13 @@ std::string PushMetrics::Render() const {
   for (const auto& [backend, n] : queue_) {
     (void)n;
     auto it = bytes_.find(backend);
-    out += "goheap2pprof_push_sent_bytes_total{backend=\"" + backend + "\"} " +
-           std::to_string(it == bytes_.end() ? 0 : it->second) + "\n";
+    out += "goheap2pprof_push_sent_bytes_total{backend=\"" + PrometheusLabelValue(backend) +
+           "\"} " + std::to_string(it == bytes_.end() ? 0 : it->second) + "\n";
   }
   Family(out, "goheap2pprof_push_queue_length", "gauge", "Profiles waiting for their backend.");
   for (const auto& [backend, n] : queue_) {
-    out +=
-        "goheap2pprof_push_queue_length{backend=\"" + backend + "\"} " + std::to_string(n) + "\n";
+    out += "goheap2pprof_push_queue_length{backend=\"" + PrometheusLabelValue(backend) + "\"} " +
+           std::to_string(n) + "\n";
   }
   Family(out, "goheap2pprof_push_trimmed_profiles_total", "counter",
          "Pyroscope profiles trimmed to fit the server's sample and size limits.");

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/utf8.h"
+
 namespace goheap2pprof {
 namespace {
 
@@ -86,7 +88,8 @@ std::string ServeMetrics::Render() const {
     captures.emplace(o, 0);
   }
   for (const auto& [outcome, n] : captures) {
-    out += "goheap2pprof_captures_total{outcome=\"" + outcome + "\"} " + std::to_string(n) + "\n";
+    out += "goheap2pprof_captures_total{outcome=\"" + PrometheusLabelValue(outcome) + "\"} " +
+           std::to_string(n) + "\n";
   }
   Family(out, "goheap2pprof_capture_duration_seconds", "histogram",
          "Wall time of captures, from the request to the finished profile.");
@@ -125,13 +128,28 @@ std::string ServeMetrics::Render() const {
   restarts.emplace("crash", 0);
   restarts.emplace("timeout", 0);
   for (const auto& [reason, n] : restarts) {
-    out +=
-        "goheap2pprof_worker_restarts_total{reason=\"" + reason + "\"} " + std::to_string(n) + "\n";
+    out += "goheap2pprof_worker_restarts_total{reason=\"" + PrometheusLabelValue(reason) + "\"} " +
+           std::to_string(n) + "\n";
   }
   Family(out, "goheap2pprof_http_requests_total", "counter", "HTTP requests by status code.");
   for (const auto& [code, n] : requests_) {
     out += "goheap2pprof_http_requests_total{code=\"" + std::to_string(code) + "\"} " +
            std::to_string(n) + "\n";
+  }
+  return out;
+}
+
+std::string PrometheusLabelValue(std::string_view value) {
+  std::string out;
+  for (char c : ValidUtf8(value)) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
   }
   return out;
 }

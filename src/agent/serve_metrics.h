@@ -14,8 +14,15 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 namespace goheap2pprof {
+
+// A label value as the text format writes it between quotes: valid UTF-8
+// (base/utf8.h), with backslash, double quote and newline escaped. Every
+// value goes through it, so a value that ever comes from a target (or a
+// configured name) cannot end the quoted string and forge a series.
+std::string PrometheusLabelValue(std::string_view value);
 
 class ServeMetrics {
  public:

@@ -12,6 +12,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 
@@ -90,14 +91,14 @@ void WorkerPool::Start(Worker& w) {
   std::string fd_arg = "--fd=3";
   std::string as_arg = "--address-space=" + std::to_string(options_.limits.address_space_bytes);
   std::string cpu_arg = "--cpu-seconds=" + std::to_string(options_.limits.cpu_seconds);
-  char* argv[] = {const_cast<char*>("goheap2pprof"),
-                  const_cast<char*>("__serve-worker"),
-                  fd_arg.data(),
-                  as_arg.data(),
-                  cpu_arg.data(),
-                  nullptr};
+  std::string exe_arg = "--exe=" + options_.executable.path;
+  std::vector<char*> argv = {const_cast<char*>("goheap2pprof"), const_cast<char*>("__serve-worker"),
+                             fd_arg.data(), as_arg.data(), cpu_arg.data()};
+  if (!options_.executable.path.empty()) argv.push_back(exe_arg.data());
+  if (options_.executable.force) argv.push_back(const_cast<char*>("--force"));
+  argv.push_back(nullptr);
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, options_.self_exe.c_str(), &actions, nullptr, argv, environ);
+  int rc = posix_spawn(&pid, options_.self_exe.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   close(sv[1]);
   close(err[1]);

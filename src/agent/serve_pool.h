@@ -26,6 +26,7 @@
 #include "agent/serve_metrics.h"
 #include "agent/serve_worker.h"
 #include "agent/worker_stderr.h"
+#include "app/process_source.h"
 
 namespace goheap2pprof {
 
@@ -35,6 +36,9 @@ struct PoolOptions {
   int64_t queue_timeout_ms = 10000;
   int64_t capture_timeout_ms = 10000;
   WorkerLimits limits;
+  // watch's --exe and --force, given to every worker (serve and push leave
+  // them empty: the running file is read).
+  ExecutableOptions executable = {};
 };
 
 enum class PoolOutcome {

@@ -25,6 +25,7 @@
 #include "agent/serve_query.h"
 #include "agent/service_name.h"
 #include "base/error.h"
+#include "base/utf8.h"
 #include "pprof/output.h"
 #include "pprof/profile_delta.h"
 #include "proc/address_space.h"
@@ -380,7 +381,7 @@ class Service {
   }
 
   std::string ServiceName(const GoProcess& p) const {
-    return ServiceNameOf(p.facts, options_.service_name_from);
+    return ValidUtf8(ServiceNameOf(p.facts, options_.service_name_from));
   }
 
   std::string StartTime(const GoProcess& p) const {
@@ -395,14 +396,14 @@ class Service {
           {"__param_pid", std::to_string(p.facts.pid)},
           {"pid", std::to_string(p.facts.pid)},
           {"service_name", ServiceName(p)},
-          {"exe", p.facts.exe},
-          {"comm", p.facts.comm},
-          {"go_version", p.exe.go_version},
-          {"build_id", p.exe.build_id},
+          {"exe", ValidUtf8(p.facts.exe)},
+          {"comm", ValidUtf8(p.facts.comm)},
+          {"go_version", ValidUtf8(p.exe.go_version)},
+          {"build_id", ValidUtf8(p.exe.build_id)},
           {"start_time", StartTime(p)},
       };
-      if (!p.facts.cgroup.empty()) labels["cgroup"] = p.facts.cgroup;
-      if (!p.facts.container_id.empty()) labels["container_id"] = p.facts.container_id;
+      if (!p.facts.cgroup.empty()) labels["cgroup"] = ValidUtf8(p.facts.cgroup);
+      if (!p.facts.container_id.empty()) labels["container_id"] = ValidUtf8(p.facts.container_id);
       groups.push_back({{"targets", {listen_address_}}, {"labels", labels}});
     }
     res.set_content(groups.dump(), "application/json");
@@ -424,8 +425,9 @@ class Service {
                              : p.sampling == "off" ? "off (409)"
                                                    : "on";
       html += "<tr><td>" + pid + "</td><td>" + HtmlEscape(ServiceName(p)) + "</td><td>" +
-              HtmlEscape(p.facts.exe) + "</td><td>" + HtmlEscape(p.exe.go_version) + "</td><td>" +
-              sampling + "</td><td><a href=\"/debug/pprof/heap?pid=" + pid +
+              HtmlEscape(ValidUtf8(p.facts.exe)) + "</td><td>" +
+              HtmlEscape(ValidUtf8(p.exe.go_version)) + "</td><td>" + sampling +
+              "</td><td><a href=\"/debug/pprof/heap?pid=" + pid +
               "\">heap</a> <a href=\"/debug/pprof/allocs?pid=" + pid +
               "\">allocs</a> <a href=\"/debug/pprof/heap?pid=" + pid +
               "&amp;debug=1\">heap?debug=1</a></td></tr>\n";

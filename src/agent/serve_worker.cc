@@ -311,13 +311,19 @@ CaptureStates& States() {
   return states;
 }
 
+// --exe and --force of the watch that started this worker; set once at start.
+ExecutableOptions& Executable() {
+  static ExecutableOptions executable;
+  return executable;
+}
+
 // The live process as a capture source, with the test seams of test builds.
 // Records the target's start time in reply.
 std::unique_ptr<CaptureSource> OpenSource(pid_t pid, const std::optional<ServeSeam>& seam,
                                           WorkerReply& reply) {
   const ProcessIdentity id = IdentifyLiveProcess(pid);
   reply.start_time = id.start_time;
-  return WithServeSeams(OpenProcessSource(id, {}), seam);
+  return WithServeSeams(OpenProcessSource(id, Executable()), seam);
 }
 
 // Discovery's Go-process test, here so that the analysis it makes is kept
@@ -504,7 +510,8 @@ bool ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, bool& time
          ReadAll(fd, reply.body.data(), reply.body.size(), deadline_ms, &timed_out);
 }
 
-int RunServeWorker(int fd, const WorkerLimits& limits) {
+int RunServeWorker(int fd, const WorkerLimits& limits, const ExecutableOptions& executable) {
+  Executable() = executable;
   // Everything but the request socket and stderr is closed: the server's
   // listening socket and its clients' sockets must not be reachable from a
   // worker. The pool already closed them before the exec; this holds for

@@ -22,6 +22,8 @@
 #include <optional>
 #include <string>
 
+#include "app/process_source.h"
+
 namespace goheap2pprof {
 
 enum class WorkerOp : uint32_t {
@@ -72,8 +74,9 @@ bool ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, bool& time
                      uint64_t max_body = uint64_t{1} << 30);
 
 // The worker's main: confines itself, then serves requests on fd until EOF.
-// Returns the process exit code.
-int RunServeWorker(int fd, const WorkerLimits& limits);
+// Every capture reads `executable` (watch's --exe, --force) when it names a
+// file. Returns the process exit code.
+int RunServeWorker(int fd, const WorkerLimits& limits, const ExecutableOptions& executable = {});
 
 int64_t MonotonicMillis();
 int64_t MonotonicNanos();

@@ -20,11 +20,13 @@
 
 #include "agent/cgroup.h"
 #include "agent/discovery.h"
+#include "agent/serve_metrics.h"
+#include "agent/serve_pool.h"
 #include "agent/watch_files.h"
 #include "agent/watch_process.h"
 #include "base/error.h"
 #include "base/unique_fd.h"
-#include "pprof/output.h"
+#include "base/utf8.h"
 #include "proc/procfs.h"
 
 namespace goheap2pprof {
@@ -135,6 +137,9 @@ class Watcher {
   json Base(const Target& t) const {
     return json{{"time", UtcIsoTime(SystemClock::now())}, {"pid", t.pid}, {"program", t.comm}};
   }
+  // Appends to watch.jsonl. A failure (a full disk) loses the record and is
+  // said once; watching goes on, and the log says when records are kept again.
+  void Record(const json& record);
   // Starts watching; false (with a record) if the process cannot be watched
   // and we are discovering (--all); throws for a pid named on the command line.
   bool Add(pid_t pid, const ProcStat& stat, bool named);
@@ -144,6 +149,10 @@ class Watcher {
   // Captures t's heap now; the record describes the trigger and the result.
   // Returns the error kind when the capture failed.
   std::optional<ErrorKind> Capture(Target& t, const std::string& reason, json record);
+  // t's gzipped heap profile from a capture worker. Throws Error: the
+  // worker's, or kInternal when it died or overran --capture-timeout (then
+  // `outcome` says which: worker_crash, worker_timeout).
+  std::string CaptureInWorker(const Target& t, json& record, std::string& outcome);
   void Ended(Target& t);
   void Discover();
   void DrainInotify();
@@ -153,20 +162,19 @@ class Watcher {
   std::ostream& log_;
   CgroupFs fs_;
   FileRotation rotation_;
+  std::unique_ptr<OutputDir> dir_;
   std::unique_ptr<WatchLog> jsonl_;
+  // The confined capture worker, one (watch captures one process at a
+  // time), started once the output directory is known to be usable.
+  ServeMetrics worker_metrics_;  // ProbeInWorker counts there; not exported
+  std::unique_ptr<WorkerPool> pool_;
   std::map<pid_t, std::unique_ptr<Target>> targets_;
   UniqueFd inotify_;
   std::map<int, int> wd_refs_;  // inotify watch -> targets using it
-  // --all: serve's discovery, scanned at each poll, with no filter and the
-  // Go-process test run here (watch captures in-process anyway).
-  Discovery discovery_{Discovery::Options{}, [](pid_t pid) {
-                         try {
-                           return ProbeGoExecutable(pid);
-                         } catch (const Error& e) {
-                           return ExeInfoForFailure(e.kind() == ErrorKind::kNoSuchProcess,
-                                                    e.what());
-                         }
-                       }};
+  // --all: serve's discovery, scanned at each poll, with no filter; the
+  // Go-process test reads the executable, so it runs in the worker too.
+  Discovery discovery_{Discovery::Options{},
+                       [this](pid_t pid) { return ProbeInWorker(*pool_, worker_metrics_, pid); }};
   // Processes --all found but cannot capture: (pid, start time).
   std::set<std::pair<pid_t, uint64_t>> ignored_;
 };
@@ -182,7 +190,7 @@ bool Watcher::Add(pid_t pid, const ProcStat& stat, bool named) {
   auto t = std::make_unique<Target>();
   t->pid = pid;
   t->start_time = stat.start_time;
-  t->comm = stat.comm;
+  t->comm = ValidUtf8(stat.comm);
   t->end = std::make_unique<ProcessEndObserver>(pid, stat.start_time);
   t->cgroup = fs_.FindMemoryCgroup(pid);
   const TriggerConfig& tc = options_.triggers;
@@ -192,10 +200,11 @@ bool Watcher::Add(pid_t pid, const ProcStat& stat, bool named) {
   std::vector<std::string> notes;
   if (t->cgroup) {
     const MemoryCgroup& cg = *t->cgroup;
-    start["cgroup"] = {{"version", CgroupVersionName(cg.version)},
-                       {"path", cg.hierarchy_path},
-                       {"dir", cg.dir},
-                       {"limit_dir", OrNull(cg.limit_dir)}};
+    start["cgroup"] = {
+        {"version", CgroupVersionName(cg.version)},
+        {"path", ValidUtf8(cg.hierarchy_path)},
+        {"dir", ValidUtf8(cg.dir)},
+        {"limit_dir", cg.limit_dir ? json(ValidUtf8(*cg.limit_dir)) : json(nullptr)}};
     MemoryReading r = fs_.Read(cg);
     start["limit"] = OrNull(r.limit);
     start["usage"] = OrNull(r.usage);
@@ -244,7 +253,7 @@ bool Watcher::Add(pid_t pid, const ProcStat& stat, bool named) {
   }
   for (const std::string& n : notes) Say("pid " + std::to_string(pid) + ": " + n);
   start["notes"] = notes;
-  jsonl_->Append(start);
+  Record(start);
   Say("watching pid " + std::to_string(pid) + " (" + t->comm + ")" +
       (t->cgroup ? ", memory cgroup " + std::string(CgroupVersionName(t->cgroup->version)) + " " +
                        t->cgroup->hierarchy_path +
@@ -292,21 +301,63 @@ void Watcher::Remove(pid_t pid) {
   targets_.erase(it);
 }
 
+void Watcher::Record(const json& record) {
+  const uint64_t lost_before = jsonl_->lost();
+  if (jsonl_->Append(record)) {
+    if (lost_before > 0) {
+      Say("appending to watch.jsonl again; " + std::to_string(lost_before) +
+          " record(s) were lost meanwhile");
+    }
+  } else if (lost_before == 0) {
+    Say("cannot append to " + options_.dir + "/watch.jsonl: " + jsonl_->last_error() +
+        "; records are lost until it can be written again, watching goes on");
+  }
+}
+
+std::string Watcher::CaptureInWorker(const Target& t, json& record, std::string& outcome) {
+  PoolResult r = pool_->Run({WorkerOp::kHeap, t.pid}, "");
+  outcome = PoolOutcomeName(r);
+  switch (r.outcome) {
+    case PoolOutcome::kBusy:
+      throw Error(ErrorKind::kInternal, "no capture worker became free");
+    case PoolOutcome::kCrashed:
+      throw Error(ErrorKind::kInternal, r.detail);
+    case PoolOutcome::kTimedOut:
+      throw Error(ErrorKind::kInternal, "the capture did not finish within --capture-timeout ",
+                  options_.capture_timeout_seconds, " s; its worker was stopped");
+    case PoolOutcome::kReplied:
+      break;
+  }
+  record["bytes_read"] = r.reply.bytes_read;
+  if (r.reply.error_kind != 0) {
+    // The kind comes from another process: only a known one is believed.
+    const int kind = r.reply.error_kind;
+    const bool known = kind >= static_cast<int>(ErrorKind::kUsage) &&
+                       kind <= static_cast<int>(ErrorKind::kInternal);
+    throw Error(known ? static_cast<ErrorKind>(kind) : ErrorKind::kInternal,
+                ValidUtf8(r.reply.message));
+  }
+  if (r.reply.start_time != t.start_time) {
+    throw Error(ErrorKind::kNoSuchProcess, "process ", t.pid,
+                " was replaced by another process with its pid");
+  }
+  return std::move(r.reply.body);
+}
+
 std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, json record) {
   const std::string name = ProfileFileName(t.comm, t.pid, SystemClock::now(), reason);
   const std::string path = options_.dir + "/" + name;
-  RunOptions opt = options_.capture;
-  opt.pid = t.pid;
-  opt.output = path;
-  opt.verbose = options_.verbose;
-  CaptureReport report;
   const SteadyClock::time_point began = SteadyClock::now();
   record["reason"] = reason;
   std::optional<ErrorKind> failed;
+  std::string outcome;
   try {
-    RunCapture(opt, log_, report);
+    const std::string profile = CaptureInWorker(t, record, outcome);
+    // The bytes come from the worker; the file is ours to write, whole or
+    // not at all (a full disk fails this capture only).
+    dir_->WriteAtomically(name, profile);
     record["file"] = name;
-    record["samples"] = report.samples;
+    record["bytes"] = profile.size();
     ++t.captures;
     t.last_file = name;
     std::vector<std::string> deleted;
@@ -322,12 +373,12 @@ std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, 
     record["file"] = nullptr;
     record["error"] = e.what();
     record["error_kind"] = ErrorKindName(e.kind());
+    if (outcome == "worker_crash" || outcome == "worker_timeout") record["worker"] = outcome;
   }
-  PrintReport(report, options_.verbose, log_);
   const double ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - began).count();
   record["capture_ms"] = std::round(ms * 10) / 10;
   record["watch_peak_rss_kib"] = OrNull(OwnPeakRssKb());
-  jsonl_->Append(record);
+  Record(record);
   if (failed) {
     Say("pid " + std::to_string(t.pid) + " " + reason +
         ": capture failed: " + record["error"].get<std::string>());
@@ -369,7 +420,7 @@ void Watcher::Sample(Target& t) {
     if (!d.capture) {
       record["file"] = nullptr;
       record["skipped"] = d.skipped_because;
-      jsonl_->Append(record);
+      Record(record);
       if (options_.verbose)
         Say("pid " + std::to_string(t.pid) + " " + d.reason + ": skipped (" + d.skipped_because +
             ")");
@@ -407,7 +458,7 @@ void Watcher::Ended(Target& t) {
   record["text"] = s.text;
   record["captures"] = t.captures;
   record["last_file"] = t.last_file.empty() ? json(nullptr) : json(t.last_file);
-  jsonl_->Append(record);
+  Record(record);
   Say("pid " + std::to_string(t.pid) + " (" + t.comm + ") " + s.text);
 }
 
@@ -460,12 +511,20 @@ int Watcher::Run() {
   inotify_.Reset(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
   if (!inotify_.valid()) throw Error(ErrorKind::kInternal, "inotify_init1: ", std::strerror(errno));
 
-  struct stat st;
-  if (::stat(options_.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    throw Error(ErrorKind::kIo, "the output directory ", options_.dir, " does not exist");
-  }
-  CheckOutputWritable(options_.dir + "/watch.jsonl");
-  jsonl_ = std::make_unique<WatchLog>(options_.dir + "/watch.jsonl");
+  // A worker that dies while we write its request must not end the watch.
+  signal(SIGPIPE, SIG_IGN);
+
+  dir_ = std::make_unique<OutputDir>(options_.dir);
+  jsonl_ = std::make_unique<WatchLog>(*dir_, "watch.jsonl");
+  const auto timeout_ms = static_cast<int64_t>(options_.capture_timeout_seconds * 1000);
+  PoolOptions pool;
+  pool.workers = 1;
+  pool.self_exe = options_.self_exe;
+  pool.queue_timeout_ms = timeout_ms + 60000;  // one capture at a time: never busy
+  pool.capture_timeout_ms = timeout_ms;
+  pool.limits = options_.worker_limits;
+  pool.executable = options_.capture.executable;
+  pool_ = std::make_unique<WorkerPool>(pool);
 
   // Named pids must all be watchable; check them all before capturing any.
   std::vector<std::pair<pid_t, ProcStat>> named;
@@ -539,7 +598,7 @@ int Watcher::Run() {
   json end{
       {"time", UtcIsoTime(SystemClock::now())}, {"event", "watch-end"}, {"reason", end_reason}};
   end["watching"] = targets_.size();
-  jsonl_->Append(end);
+  Record(end);
   Say("exiting: " + end_reason);
   return 0;
 }

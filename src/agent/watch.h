@@ -3,7 +3,10 @@
 // is on disk before the kill. One event loop, one capture at a time (which
 // also bounds our own memory to one capture's worth): it sleeps in poll()
 // on the processes' pidfds, the memory.events files (inotify), PSI triggers
-// and a signalfd, and samples the cgroup counters every --poll.
+// and a signalfd, and samples the cgroup counters every --poll. The captures
+// themselves run in a confined worker process (serve_worker.h), as serve's
+// and push's do: the target's memory is hostile input, and a target that
+// crashes or hangs its worker costs that one capture (--capture-timeout).
 //
 //   WatchOptions opt;
 //   opt.pids = {1234};
@@ -21,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/serve_worker.h"
 #include "agent/watch_psi.h"
 #include "agent/watch_trigger.h"
 #include "app/run.h"
@@ -40,6 +44,10 @@ struct WatchOptions {
   bool verbose = false;
   // Template for each capture (pid and output are filled in): --exe, --force.
   RunOptions capture;
+  // A worker's answer; it is killed after this, and the capture fails.
+  double capture_timeout_seconds = 10;
+  WorkerLimits worker_limits;
+  std::string self_exe = "/proc/self/exe";  // what the workers run
   // Prefix of the cgroup and PSI paths (tests); "" is the real filesystem.
   std::string fs_root;
 };

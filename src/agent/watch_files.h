@@ -59,17 +59,59 @@ class FileRotation {
   std::deque<Written> files_;
 };
 
-// DIR/watch.jsonl, opened for appending.
-class WatchLog {
+// The output directory, checked once and held open: every file of the watch
+// is created relative to this descriptor, so a rename of the path does not
+// redirect us. watch runs as root, and another local user who can write to
+// the directory could otherwise plant a symbolic link or a FIFO under the
+// name of our next file and make us overwrite a file of theirs choosing, or
+// block forever in open(2).
+//
+//   OutputDir dir("/var/tmp/heap");           // refuses an unsafe directory
+//   dir.WriteAtomically("x.heap.pb.gz", bytes);
+class OutputDir {
  public:
-  explicit WatchLog(const std::string& path);
-  // Writes one line with a single write(2) (O_APPEND), so lines never
-  // interleave; throws kIo on failure.
-  void Append(const nlohmann::json& record);
+  // Throws kIo if path is not a directory, kUsage if others may write to
+  // it without the sticky bit (they could replace our files) or if it
+  // belongs to neither root nor us.
+  explicit OutputDir(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  int fd() const { return fd_.get(); }
+
+  // Writes bytes to a fresh temporary file (O_CREAT | O_EXCL | O_NOFOLLOW:
+  // never a planted one), flushes it and renames it over name (which
+  // replaces a planted link or FIFO, never writes through it). Throws kIo
+  // (e.g. a full disk) and then leaves no temporary file behind.
+  void WriteAtomically(const std::string& name, std::string_view bytes) const;
+
+  // Opens name for appending, creating it if needed; throws kIo unless it
+  // is a regular file with one link that we may append to (a symbolic link,
+  // a FIFO or a device under that name is refused, without blocking).
+  UniqueFd OpenForAppend(const std::string& name) const;
 
  private:
   std::string path_;
   UniqueFd fd_;
+};
+
+// DIR/watch.jsonl, opened for appending.
+class WatchLog {
+ public:
+  WatchLog(const OutputDir& dir, const std::string& name);
+  // Writes one line with a single write(2) (O_APPEND), so lines never
+  // interleave. A failure (a full disk) loses this record, not the watch:
+  // the file is cut back to its last whole line, the loss is counted, and
+  // false is returned with the reason in last_error(). The next record that
+  // can be written is preceded by a "records-lost" line with the count.
+  bool Append(const nlohmann::json& record);
+  const std::string& last_error() const { return last_error_; }
+  uint64_t lost() const { return lost_; }
+
+ private:
+  std::string path_;
+  UniqueFd fd_;
+  uint64_t lost_ = 0;
+  std::string last_error_;
 };
 
 }  // namespace goheap2pprof

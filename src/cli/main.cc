@@ -113,7 +113,12 @@ CLI::App* AddWatchCommand(CLI::App& app, WatchArgs& args, WatchOptions& w) {
                 "skip the snapshot at start (kept for go tool pprof -base)");
   cmd->add_option("--exe", w.capture.executable.path, "as for a single capture");
   cmd->add_flag("--force", w.capture.executable.force, "as for a single capture");
-  cmd->add_flag("-v,--verbose", w.verbose, "report each capture's steps and skipped triggers");
+  cmd->add_option("--capture-timeout", w.capture_timeout_seconds,
+                  "seconds a capture may take; its confined worker is then stopped and the "
+                  "capture recorded as failed")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_flag("-v,--verbose", w.verbose, "report skipped triggers");
   return cmd;
 }
 

@@ -70,12 +70,15 @@ int ServeWorkerMain(int argc, char** argv) {
   app.add_option("--fd", fd)->required();
   app.add_option("--address-space", limits.address_space_bytes);
   app.add_option("--cpu-seconds", limits.cpu_seconds);
+  ExecutableOptions executable;
+  app.add_option("--exe", executable.path);
+  app.add_flag("--force", executable.force);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  return RunServeWorker(fd, limits);
+  return RunServeWorker(fd, limits, executable);
 }
 
 }  // namespace goheap2pprof

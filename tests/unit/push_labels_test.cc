@@ -52,6 +52,18 @@ TEST(PushLabels, EmptyServiceNameIsNeverSent) {
             labels.end());
 }
 
+TEST(PushLabels, ValuesFromTheTargetAreValidUtf8) {
+  // A process may name itself any bytes; protobuf strings must be UTF-8.
+  GoProcess p = Process();
+  p.facts.exe = "/opt/\xff\xfe";
+  p.exe.go_version = "go1.26\xc0";
+  std::vector<PushLabel> labels = PushSeriesLabels(p, "exe", {}, false);
+  EXPECT_EQ(labels, (std::vector<PushLabel>{{"__name__", "memory"},
+                                            {"go_version", "go1.26\uFFFD"},
+                                            {"pid", "4321"},
+                                            {"service_name", "\uFFFD\uFFFD"}}));
+}
+
 TEST(PushLabels, LabelNames) {
   EXPECT_TRUE(IsValidLabelName("env"));
   EXPECT_TRUE(IsValidLabelName("_x9"));

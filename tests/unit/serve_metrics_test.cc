@@ -36,3 +36,15 @@ TEST(ServeMetrics, CountsAndHistogramAreCumulative) {
 
 }  // namespace
 }  // namespace goheap2pprof
+
+namespace goheap2pprof {
+namespace {
+
+TEST(PrometheusLabelValue, EscapesAndMakesValidUtf8) {
+  EXPECT_EQ(PrometheusLabelValue("ok"), "ok");
+  EXPECT_EQ(PrometheusLabelValue("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+  EXPECT_EQ(PrometheusLabelValue("x\xff"), "x\xEF\xBF\xBD");
+}
+
+}  // namespace
+}  // namespace goheap2pprof

@@ -6,13 +6,17 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -94,12 +98,13 @@ TEST(FileRotation, LeavesAFileReplacedBySomeoneElse) {
 TEST(WatchLog, AppendsOneLinePerRecord) {
   TempDir dir;
   const std::string path = dir.path() + "/watch.jsonl";
+  OutputDir out(dir.path());
   {
-    WatchLog log(path);
-    log.Append({{"pid", 1}, {"reason", "baseline"}});
+    WatchLog log(out, "watch.jsonl");
+    EXPECT_TRUE(log.Append({{"pid", 1}, {"reason", "baseline"}}));
   }
-  WatchLog again(path);  // appends, never truncates
-  again.Append({{"pid", 2}, {"skipped", "cool-down: 5 ms left"}});
+  WatchLog again(out, "watch.jsonl");  // appends, never truncates
+  EXPECT_TRUE(again.Append({{"pid", 2}, {"skipped", "cool-down: 5 ms left"}}));
   std::ifstream in(path);
   std::string l1, l2, l3;
   std::getline(in, l1);
@@ -107,7 +112,107 @@ TEST(WatchLog, AppendsOneLinePerRecord) {
   EXPECT_EQ(l1, R"({"pid":1,"reason":"baseline"})");
   EXPECT_EQ(l2, R"({"pid":2,"skipped":"cool-down: 5 ms left"})");
   EXPECT_FALSE(std::getline(in, l3));
-  EXPECT_THROW(WatchLog("/nonexistent-dir/watch.jsonl"), Error);
+  EXPECT_THROW(OutputDir("/nonexistent-dir"), Error);
+}
+
+TEST(WatchLog, ALostRecordLeavesNoTornLineAndIsCounted) {
+  TempDir dir;
+  OutputDir out(dir.path());
+  WatchLog log(out, "watch.jsonl");
+  ASSERT_TRUE(log.Append({{"n", 1}}));  // {"n":1}\n: 8 bytes
+  // A file size limit stands for a full disk: the next record fits in part
+  // (a torn line), the one after not at all.
+  struct sigaction ignore {
+  }, old_action{};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(sigaction(SIGXFSZ, &ignore, &old_action), 0);
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  rlimit small = saved;
+  small.rlim_cur = 20;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  const bool second = log.Append({{"n", 2}, {"pad", "xxxxxxxxxxxxxxxxxxxx"}});
+  const bool third = log.Append({{"n", 3}, {"pad", "xxxxxxxxxxxxxxxxxxxx"}});
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &saved), 0);
+  ASSERT_EQ(sigaction(SIGXFSZ, &old_action, nullptr), 0);
+  EXPECT_FALSE(second);
+  EXPECT_FALSE(third);
+  EXPECT_EQ(log.lost(), 2u);
+  EXPECT_EQ(log.last_error(), std::strerror(EFBIG));
+  std::stringstream torn;
+  torn << std::ifstream(dir.path() + "/watch.jsonl").rdbuf();
+  EXPECT_EQ(torn.str(), "{\"n\":1}\n");
+  ASSERT_TRUE(log.Append({{"n", 4}}));
+  EXPECT_EQ(log.lost(), 0u);
+  std::ifstream in(dir.path() + "/watch.jsonl");
+  std::string l1, l2, l3, l4;
+  std::getline(in, l1);
+  std::getline(in, l2);
+  std::getline(in, l3);
+  EXPECT_EQ(l1, R"({"n":1})");
+  const nlohmann::json gap = nlohmann::json::parse(l2);
+  EXPECT_EQ(gap["event"], "records-lost");
+  EXPECT_EQ(gap["count"], 2);
+  EXPECT_EQ(l3, R"({"n":4})");
+  EXPECT_FALSE(std::getline(in, l4));
+}
+
+ErrorKind KindOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.kind();
+  }
+  return ErrorKind::kInternal;
+}
+
+TEST(OutputDir, RefusesADirectoryOthersCanWriteWithoutTheStickyBit) {
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);
+  EXPECT_EQ(KindOf([&] { OutputDir d(dir.path()); }), ErrorKind::kUsage);
+  ASSERT_EQ(::chmod(dir.path().c_str(), 01777), 0);  // as /tmp: others cannot replace our files
+  EXPECT_NO_THROW(OutputDir d(dir.path()));
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  EXPECT_NO_THROW(OutputDir d(dir.path()));
+}
+
+TEST(OutputDir, RefusesADirectoryOfAnotherUser) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to give the directory to another user";
+  TempDir dir;
+  ASSERT_EQ(::chown(dir.path().c_str(), 12345, 12345), 0);
+  EXPECT_EQ(KindOf([&] { OutputDir d(dir.path()); }), ErrorKind::kUsage);
+}
+
+TEST(OutputDir, WritesThroughNoPlantedLink) {
+  TempDir dir;
+  const std::string victim = dir.Touch("victim");
+  ASSERT_EQ(::symlink(victim.c_str(), (dir.path() + "/p.heap.pb.gz").c_str()), 0);
+  ASSERT_EQ(::mkfifo((dir.path() + "/q.heap.pb.gz").c_str(), 0600), 0);
+  OutputDir out(dir.path());
+  out.WriteAtomically("p.heap.pb.gz", "profile");
+  out.WriteAtomically("q.heap.pb.gz", "profile");  // must not block on the FIFO
+  std::stringstream v, p;
+  v << std::ifstream(victim).rdbuf();
+  p << std::ifstream(dir.path() + "/p.heap.pb.gz").rdbuf();
+  EXPECT_EQ(v.str(), "victim");
+  EXPECT_EQ(p.str(), "profile");
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(dir.path() + "/p.heap.pb.gz")));
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(dir.path() + "/q.heap.pb.gz")));
+  // No temporary file is left behind.
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 3);
+}
+
+TEST(OutputDir, AppendsToNoLinkFifoOrForeignFile) {
+  TempDir dir;
+  const std::string victim = dir.Touch("victim");
+  ASSERT_EQ(::symlink(victim.c_str(), (dir.path() + "/link.jsonl").c_str()), 0);
+  ASSERT_EQ(::mkfifo((dir.path() + "/fifo.jsonl").c_str(), 0600), 0);
+  ASSERT_EQ(::link(victim.c_str(), (dir.path() + "/hard.jsonl").c_str()), 0);
+  OutputDir out(dir.path());
+  EXPECT_EQ(KindOf([&] { out.OpenForAppend("link.jsonl"); }), ErrorKind::kIo);
+  EXPECT_EQ(KindOf([&] { out.OpenForAppend("fifo.jsonl"); }), ErrorKind::kIo);
+  EXPECT_EQ(KindOf([&] { out.OpenForAppend("hard.jsonl"); }), ErrorKind::kIo);
+  EXPECT_TRUE(out.OpenForAppend("new.jsonl").valid());
 }
 
 TEST(ParseZombieStat, ReadsStateStartTimeAndExitCode) {
