@@ -32,7 +32,7 @@ trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 "$work/benchtarget" -buckets "$buckets" >"$work/target.out" 2>&1 &
 tpid=$!
 pids+=("$tpid")
-until grep -q '^READY' "$work/target.out"; do sleep 0.2; done
+until grep -qs '^READY' "$work/target.out"; do sleep 0.2; done
 read -r _ _ _ tbuckets _ <"$work/target.out"
 "$tool" serve --listen 127.0.0.1:0 --discover-interval 5 >"$work/serve.out" 2>"$work/serve.log" &
 spid=$!
