@@ -63,7 +63,7 @@ int ServeMain(int argc, char** argv) {
                  "largest gzipped profile a capture may produce (larger ones fail with 500); "
                  "the server holds at most two per running capture")
       ->capture_default_str()
-      ->check(CLI::Range(uint64_t{1} << 20, uint64_t{1} << 31));
+      ->check(CLI::Range(uint64_t{64} << 10, uint64_t{1} << 31));
   app.add_flag("-v,--verbose", o.verbose, "log one line per request");
   return ParseAndRun(app, argc, argv, "goheap2pprof serve", [&] { return RunServe(o, std::cerr); });
 }

@@ -15,7 +15,8 @@
 # whole profiles in the server, some 300 MiB for this target, which the
 # allocator kept, so a few deltas exceed the margin many times over. The
 # load is bounded in time (SOAK seconds) and count (MAX_REQUESTS per client);
-# the test stops as soon as the margin is exceeded.
+# the test stops as soon as the margin is exceeded. Last, a server with a
+# small --max-capture-bytes answers captures over it with 500 saying why.
 #
 #   bash tests/e2e/serve_soak_test.sh <goheap2pprof> <profdiff>
 #   SOAK=60 BUCKETS=20000 bash tests/e2e/serve_soak_test.sh ...   (quicker)
@@ -141,4 +142,14 @@ else
   ls -l "/proc/$serve_pid/fd" >"$work/fds.txt" 2>&1
   fail "server descriptors: $fds_start before the load, $fds_end after" "$work/fds.txt"
 fi
+
+# The reply limit: a profile over --max-capture-bytes (this target's is
+# several times 64 KiB gzipped) is refused by the worker with a 500 that says
+# why, and the server goes on.
+start_serve small -- --max-capture-bytes 65536
+expect_status "a profile over --max-capture-bytes" 500 "more than the limit of 65536" \
+  "http://$addr/debug/pprof/heap?pid=$tpid"
+expect_status "a delta over --max-capture-bytes" 500 "more than the limit of 65536" \
+  "http://$addr/debug/pprof/heap?pid=$tpid&seconds=1"
+expect_status "/metrics after them" 200 "goheap2pprof_" "http://$addr/metrics"
 e2e_finish
