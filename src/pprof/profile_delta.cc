@@ -686,7 +686,7 @@ class Merger {
       l.mapping = mi.index;
       offset = mi.offset;
     }
-    l.address = static_cast<uint64_t>(static_cast<int64_t>(src.address) + offset);
+    l.address = src.address + static_cast<uint64_t>(offset);  // wraps as Go's int64 sum
     l.is_folded = src.is_folded;
     // Location.key(): the address relative to its mapping, the mapping, the
     // (function, line) pairs and the folding flag.
