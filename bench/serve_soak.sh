@@ -43,10 +43,15 @@ base="http://$addr/debug/pprof"
 
 kib() { awk -v k="$1" '$1 == k":" {print $2}' "/proc/$2/status"; }
 mib() { awk '{printf "%.0f", $1 / 1024}'; }
+# Sum of the workers' VmRSS, or with "VmHWM" the largest worker's peak.
 workers_rss() {
-  local sum=0 w
-  for w in $(pgrep -P "$spid"); do sum=$((sum + $(kib VmRSS "$w"))); done
-  echo "$sum"
+  local sum=0 max=0 w v
+  for w in $(pgrep -P "$spid"); do
+    v=$(kib "${1:-VmRSS}" "$w")
+    sum=$((sum + v))
+    ((v > max)) && max=$v
+  done
+  if [[ ${1:-} == VmHWM ]]; then echo "$max"; else echo "$sum"; fi
 }
 fds() { find "/proc/$spid/fd" -mindepth 1 -maxdepth 1 | wc -l; }
 
@@ -55,16 +60,18 @@ echo "target: $tbuckets heap buckets (runtime's count), $(nproc) CPUs"
 if ((deltas > 0)); then
   curl -s -o /dev/null "$base/heap?pid=$tpid"
   echo
-  printf '%-22s %14s %16s %14s %12s\n' "after" "serve VmRSS" "workers' VmRSS" "delta status" "delta bytes"
-  printf '%-22s %14s %16s %14s %12s\n' "1 plain profile" "$(kib VmRSS "$spid" | mib) MiB" \
-    "$(workers_rss | mib) MiB" "-" "-"
+  printf '%-22s %14s %16s %16s %14s %12s\n' "after" "serve VmRSS" "workers' VmRSS" \
+    "a worker's peak" "delta status" "delta bytes"
+  printf '%-22s %14s %16s %16s %14s %12s\n' "1 plain profile" "$(kib VmRSS "$spid" | mib) MiB" \
+    "$(workers_rss | mib) MiB" "$(workers_rss VmHWM | mib) MiB" "-" "-"
   for i in $(seq 1 "$deltas"); do
     out=$(curl -s -o "$work/delta.pb.gz" -w '%{http_code} %{size_download}' \
       "$base/heap?pid=$tpid&seconds=1")
     case $i in
       1 | 2 | 4 | 8 | 12 | 16 | 24)
-        printf '%-22s %14s %16s %14s %12s\n' "$i consecutive deltas" \
-          "$(kib VmRSS "$spid" | mib) MiB" "$(workers_rss | mib) MiB" ${out}
+        printf '%-22s %14s %16s %16s %14s %12s\n' "$i consecutive deltas" \
+          "$(kib VmRSS "$spid" | mib) MiB" "$(workers_rss | mib) MiB" \
+          "$(workers_rss VmHWM | mib) MiB" ${out}
         ;;
     esac
   done
