@@ -10,10 +10,11 @@
 # warm-up's peak by more than 64 MiB, and its descriptors at the end (clients
 # gone) are no more than at the start plus 4. The margin is a memory figure,
 # not a timing one: the server legitimately holds, per request in flight, a
-# gzipped profile of this target (about 5 MiB) and its copies, and its
+# gzipped profile of this target (a few hundred KB) and its copies, and its
 # allocator keeps some freed memory; before issue 22 each delta parsed two
-# whole profiles in the server, some 300 MiB for this target, which the
-# allocator kept, so a few deltas exceed the margin many times over. The
+# whole profiles in the server, which kept hundreds of MiB per delta (2.6 GB
+# after the warm-up's 10 deltas on dac389b), so a few deltas exceed the
+# margin many times over. The
 # load is bounded in time (SOAK seconds) and count (MAX_REQUESTS per client);
 # the test stops as soon as the margin is exceeded. Last, a server with a
 # small --max-capture-bytes answers captures over it with 500 saying why.
