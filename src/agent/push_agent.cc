@@ -170,7 +170,7 @@ class Agent {
     const pid_t pid = p.facts.pid;
     const std::string what = "pid " + std::to_string(pid) + " (" + ServiceNameOfProcess(p) + ")";
     auto started = std::chrono::steady_clock::now();
-    PoolResult r = pool_.Run({WorkerOp::kHeap, pid}, p.facts.key.ToString());
+    PoolResult r = pool_.Run({WorkerOp::kHeap, pid, {}}, p.facts.key.ToString());
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     const std::string outcome = PoolOutcomeName(r);

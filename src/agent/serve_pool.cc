@@ -1,6 +1,7 @@
 #include "agent/serve_pool.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -47,6 +48,14 @@ std::string RequestLabel(const WorkerRequest& request) {
 }  // namespace
 
 WorkerPool::WorkerPool(PoolOptions options) : options_(std::move(options)) {
+  // The server process relays profiles of up to --max-capture-bytes from
+  // many handler threads. glibc's default raises its mmap threshold to the
+  // size of any large block freed, after which such blocks come from the
+  // threads' arenas, which keep them once freed: the server's RSS would
+  // creep towards one profile per thread and arena. A fixed threshold
+  // (which also fixes the trim threshold) keeps every buffer of 256 KiB or
+  // more in its own mapping, returned to the system when it is freed.
+  mallopt(M_MMAP_THRESHOLD, 256 << 10);
   workers_.resize(static_cast<size_t>(std::max(1, options_.workers)));
   try {
     std::lock_guard<std::mutex> lock(mu_);
@@ -92,8 +101,9 @@ void WorkerPool::Start(Worker& w) {
   std::string as_arg = "--address-space=" + std::to_string(options_.limits.address_space_bytes);
   std::string cpu_arg = "--cpu-seconds=" + std::to_string(options_.limits.cpu_seconds);
   std::string exe_arg = "--exe=" + options_.executable.path;
+  std::string reply_arg = "--max-reply-bytes=" + std::to_string(options_.limits.max_reply_bytes);
   std::vector<char*> argv = {const_cast<char*>("goheap2pprof"), const_cast<char*>("__serve-worker"),
-                             fd_arg.data(), as_arg.data(), cpu_arg.data()};
+                             fd_arg.data(), as_arg.data(), cpu_arg.data(), reply_arg.data()};
   if (!options_.executable.path.empty()) argv.push_back(exe_arg.data());
   if (options_.executable.force) argv.push_back(const_cast<char*>("--force"));
   argv.push_back(nullptr);
@@ -210,19 +220,26 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
     }
   }
   w->stderr_relay->BeginRequest(RequestLabel(request), w->stderr_fd);
-  bool ok = WriteWorkerRequest(w->fd, request);
-  bool timed_out = false;
-  if (ok) {
-    ok = ReadWorkerReply(w->fd, result.reply, MonotonicMillis() + options_.capture_timeout_ms,
-                         timed_out);
+  ReplyReadError read_error = ReplyReadError::kBroken;
+  if (WriteWorkerRequest(w->fd, request)) {
+    read_error =
+        ReadWorkerReply(w->fd, result.reply, MonotonicMillis() + options_.capture_timeout_ms,
+                        options_.limits.max_reply_bytes);
   }
+  const bool ok = read_error == ReplyReadError::kNone;
 
   std::lock_guard<std::mutex> lock(mu_);
   if (ok) {
     w->affinity = affinity;
   } else {
     result.detail = Reap(*w, true);
-    if (timed_out) {
+    if (read_error == ReplyReadError::kTooLarge) {
+      // A worker refuses to send more itself: this one misbehaves.
+      result.detail = "its reply was larger than the limit of " +
+                      std::to_string(options_.limits.max_reply_bytes) +
+                      " bytes (--max-capture-bytes); the worker was stopped";
+    }
+    if (read_error == ReplyReadError::kTimedOut) {
       result.outcome = PoolOutcome::kTimedOut;
       ++stats_.workers_killed;
     } else {
@@ -288,7 +305,7 @@ std::string PoolOutcomeName(const PoolResult& r) {
 }
 
 ExeInfo ProbeInWorker(WorkerPool& pool, ServeMetrics& metrics, pid_t pid) {
-  PoolResult r = pool.Run({WorkerOp::kProbe, pid}, "");
+  PoolResult r = pool.Run({WorkerOp::kProbe, pid, {}}, "");
   ExeInfo info;
   if (r.outcome != PoolOutcome::kReplied) {
     if (r.outcome == PoolOutcome::kCrashed || r.outcome == PoolOutcome::kTimedOut) {

@@ -8,7 +8,7 @@
 // same executable when it is idle, so that its cached analysis is reused.
 //
 //   WorkerPool pool({.workers = 2, .self_exe = "/proc/self/exe"});
-//   PoolResult r = pool.Run({WorkerOp::kHeap, pid}, exe_key);
+//   PoolResult r = pool.Run({WorkerOp::kHeap, pid, {}}, exe_key);
 #pragma once
 
 #include <sys/types.h>

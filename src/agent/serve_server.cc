@@ -27,17 +27,10 @@
 #include "base/error.h"
 #include "base/utf8.h"
 #include "pprof/output.h"
-#include "pprof/profile_delta.h"
 #include "proc/address_space.h"
 
 namespace goheap2pprof {
 namespace {
-
-int64_t NowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // net/http/pprof's serveError.
 void ServeError(httplib::Response& res, int status, const std::string& text) {
@@ -173,8 +166,9 @@ class Service {
   // One capture per (pid, op) at a time: later requests wait for the
   // running one and share its answer. With may_join false the caller gets
   // a capture of its own, begun now, which others may join.
+  // `base` is the payload of a delta op, which never joins (may_join false).
   PoolResult SharedCapture(pid_t pid, WorkerOp op, const std::string& affinity,
-                           bool may_join = true) {
+                           bool may_join = true, std::string base = {}) {
     std::shared_ptr<Flight> flight;
     bool leader = false;
     const auto key = std::make_pair(pid, static_cast<int>(op));
@@ -195,7 +189,7 @@ class Service {
       return flight->result;
     }
     auto started = std::chrono::steady_clock::now();
-    PoolResult result = pool_.Run({op, pid}, affinity);
+    PoolResult result = pool_.Run({op, pid, std::move(base)}, affinity);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (options_.verbose) {
@@ -327,7 +321,10 @@ class Service {
     res.set_header("Content-Disposition", "attachment; filename=\"" + filename + "\"");
   }
 
-  // net/http/pprof's serveDeltaProfile.
+  // net/http/pprof's serveDeltaProfile. The server keeps only the first
+  // capture's gzipped bytes over the window; the worker that makes the
+  // second capture subtracts them (WorkerOp::kHeapDelta), so that no
+  // profile is ever parsed here.
   void Delta(const ProfileRequest& p, WorkerOp op, const char* name, const std::string& affinity,
              httplib::Response& res) {
     // Anchored before the first capture starts: an exec in place between
@@ -337,7 +334,6 @@ class Service {
     // The first capture must begin after the anchor: it joins no capture
     // that is already running.
     PoolResult r0 = SharedCapture(p.pid, op, affinity, /*may_join=*/false);
-    const int64_t t0 = NowNanos();
     if (ServeFailure(r0, p.pid, res)) return;
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(p.seconds);
     while (std::chrono::steady_clock::now() < until) {
@@ -347,8 +343,9 @@ class Service {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    PoolResult r1 = SharedCapture(p.pid, op, affinity);
-    const int64_t t1 = NowNanos();
+    const WorkerOp delta_op = op == WorkerOp::kHeap ? WorkerOp::kHeapDelta : WorkerOp::kAllocsDelta;
+    PoolResult r1 =
+        SharedCapture(p.pid, delta_op, affinity, /*may_join=*/false, std::move(r0.reply.body));
     if (ServeFailure(r1, p.pid, res)) return;
     if (!anchor) {
       ServeError(res, 500,
@@ -363,21 +360,8 @@ class Service {
                      " was replaced by another process during the delta window");
       return;
     }
-    pb::Profile p0, p1;
-    try {
-      if (!p0.ParseFromString(Gunzip(r0.reply.body, size_t{1} << 30)) ||
-          !p1.ParseFromString(Gunzip(r1.reply.body, size_t{1} << 30))) {
-        throw Error(ErrorKind::kMalformed, "unparsable profile from a worker");
-      }
-      pb::Profile delta = DeltaProfile(p0, p1);
-      delta.set_time_nanos(t1);
-      delta.set_duration_nanos(t1 - t0);
-      SetProfileHeaders(res, std::string(name) + "-delta");
-      res.set_content(EncodeProfile(delta), "application/octet-stream");
-    } catch (const Error& e) {
-      // One request's boundary: its error is its response.
-      ServeError(res, 500, "failed to compute delta");
-    }
+    SetProfileHeaders(res, std::string(name) + "-delta");
+    res.set_content(std::move(r1.reply.body), "application/octet-stream");
   }
 
   std::string ServiceName(const GoProcess& p) const {

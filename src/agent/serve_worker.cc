@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -32,6 +33,7 @@
 #include "base/error.h"
 #include "pprof/heap_debug_text.h"
 #include "pprof/output.h"
+#include "pprof/profile_delta.h"
 #include "proc/procfs.h"
 
 namespace goheap2pprof {
@@ -44,7 +46,7 @@ struct RequestHeader {
   uint32_t magic;
   uint32_t op;
   int32_t pid;
-  uint32_t reserved;
+  uint32_t payload_len;
 };
 struct ReplyHeader {
   uint32_t magic;
@@ -337,6 +339,26 @@ void Probe(pid_t pid, WorkerReply& reply) {
   reply.body = "go_version=" + info.go_version + "\nbuild_id=" + info.build_id + "\n";
 }
 
+// The capture `profile` minus the base profile the request carries, gzipped.
+// The base went through the server, which got it from a worker: it is
+// decoded as untrusted bytes, and anything wrong with it fails this request.
+std::string DeltaBody(const WorkerRequest& request, FinishedProfile& profile) {
+  if (request.op == WorkerOp::kAllocsDelta) profile.SetDefaultSampleType("alloc_space");
+  const std::string now = profile.Serialize();
+  try {
+    // The base is a capture of the same process moments earlier, and a
+    // process's buckets only accumulate: it is no larger than this one in
+    // practice. The bound keeps a gzip bomb from filling the worker.
+    const std::string base = Gunzip(request.payload, 2 * now.size() + (size_t{16} << 20));
+    return Gzip(EncodedDeltaProfile(base, now));
+  } catch (const Error& e) {
+    throw Error(ErrorKind::kMalformed, "failed to compute delta: ", e.what());
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorKind::kInternal,
+                "failed to compute delta: it exceeded the worker's memory limit");
+  }
+}
+
 // Sets *identified once the target was found alive, so that a later
 // "no such process" can be told apart from "never was".
 void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam, WorkerReply& reply,
@@ -361,6 +383,8 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
   reply.cycle = result.report.cycle;
   if (request.op == WorkerOp::kHeapDebugText) {
     reply.body = std::move(text);
+  } else if (request.op == WorkerOp::kHeapDelta || request.op == WorkerOp::kAllocsDelta) {
+    reply.body = DeltaBody(request, result.profile);
   } else if (request.op == WorkerOp::kAllocs) {
     // The runtime's writeAlloc differs from writeHeap only here.
     result.profile.SetDefaultSampleType("alloc_space");
@@ -447,6 +471,30 @@ double CpuSecondsUsed() {
          static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
+// Reads, handles and answers one request; false when the worker should end
+// (EOF, a broken socket, or retiring).
+bool ServeOneRequest(int fd, const WorkerLimits& limits) {
+  WorkerRequest request;
+  if (!ReadWorkerRequest(fd, request, limits.max_reply_bytes)) return false;
+  const int64_t started = MonotonicNanos();
+  WorkerReply reply = Handle(request);
+  if (reply.body.size() > limits.max_reply_bytes) {
+    // The server would not read it: say why instead.
+    WorkerReply refused;
+    refused.start_time = reply.start_time;
+    refused.error_kind = static_cast<int32_t>(ErrorKind::kInternal);
+    refused.message = "the capture's reply is " + std::to_string(reply.body.size()) +
+                      " bytes, more than the limit of " + std::to_string(limits.max_reply_bytes) +
+                      " (--max-capture-bytes)";
+    reply = std::move(refused);
+  }
+  reply.worker_ns = static_cast<uint64_t>(MonotonicNanos() - started);
+  // RLIMIT_CPU counts the worker's whole life: retire at half of it, so a
+  // capture never starts without its full budget. The pool starts another.
+  reply.retiring = CpuSecondsUsed() > static_cast<double>(limits.cpu_seconds) / 2;
+  return WriteWorkerReply(fd, reply) && !reply.retiring;
+}
+
 }  // namespace
 
 int64_t MonotonicNanos() {
@@ -458,17 +506,22 @@ int64_t MonotonicNanos() {
 int64_t MonotonicMillis() { return MonotonicNanos() / 1000000; }
 
 bool WriteWorkerRequest(int fd, const WorkerRequest& request) {
-  RequestHeader h{kRequestMagic, static_cast<uint32_t>(request.op), request.pid, 0};
-  return WriteAll(fd, &h, sizeof(h));
+  if (request.payload.size() > UINT32_MAX) return false;
+  RequestHeader h{kRequestMagic, static_cast<uint32_t>(request.op), request.pid,
+                  static_cast<uint32_t>(request.payload.size())};
+  return WriteAll(fd, &h, sizeof(h)) &&
+         WriteAll(fd, request.payload.data(), request.payload.size());
 }
 
-bool ReadWorkerRequest(int fd, WorkerRequest& request) {
+bool ReadWorkerRequest(int fd, WorkerRequest& request, uint64_t max_payload) {
   RequestHeader h{};
   bool timed_out = false;
   if (!ReadAll(fd, &h, sizeof(h), -1, &timed_out) || h.magic != kRequestMagic) return false;
+  if (h.payload_len > max_payload) return false;
   request.op = static_cast<WorkerOp>(h.op);
   request.pid = h.pid;
-  return true;
+  request.payload.resize(h.payload_len);
+  return ReadAll(fd, request.payload.data(), request.payload.size(), -1, &timed_out);
 }
 
 bool WriteWorkerReply(int fd, const WorkerReply& reply) {
@@ -487,14 +540,15 @@ bool WriteWorkerReply(int fd, const WorkerReply& reply) {
          WriteAll(fd, reply.body.data(), reply.body.size());
 }
 
-bool ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, bool& timed_out,
-                     uint64_t max_body) {
-  timed_out = false;
+ReplyReadError ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, uint64_t max_body) {
+  bool timed_out = false;
+  auto failed = [&] { return timed_out ? ReplyReadError::kTimedOut : ReplyReadError::kBroken; };
   ReplyHeader h{};
   if (!ReadAll(fd, &h, sizeof(h), deadline_ms, &timed_out) || h.magic != kReplyMagic) {
-    return false;
+    return failed();
   }
-  if (h.message_len > 65536 || h.body_len > max_body) return false;
+  if (h.message_len > 65536) return ReplyReadError::kBroken;
+  if (h.body_len > max_body) return ReplyReadError::kTooLarge;
   reply.error_kind = h.error_kind;
   reply.analyses = h.analyses;
   reply.retiring = h.retiring != 0;
@@ -505,9 +559,22 @@ bool ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, bool& time
   reply.cycle.reset();
   if (h.cycle_plus_one != 0) reply.cycle = static_cast<uint32_t>(h.cycle_plus_one - 1);
   reply.message.resize(h.message_len);
-  reply.body.resize(h.body_len);
-  return ReadAll(fd, reply.message.data(), reply.message.size(), deadline_ms, &timed_out) &&
-         ReadAll(fd, reply.body.data(), reply.body.size(), deadline_ms, &timed_out);
+  if (!ReadAll(fd, reply.message.data(), reply.message.size(), deadline_ms, &timed_out)) {
+    return failed();
+  }
+  // The declared length is the worker's word: the buffer grows with the
+  // bytes that actually arrive, 1 MiB at a time (its capacity at most twice
+  // what arrived), so a worker that declares much and sends little costs
+  // little.
+  reply.body.clear();
+  constexpr uint64_t kStep = uint64_t{1} << 20;
+  while (reply.body.size() < h.body_len) {
+    const size_t at = reply.body.size();
+    const size_t n = static_cast<size_t>(std::min(kStep, h.body_len - at));
+    reply.body.resize(at + n);
+    if (!ReadAll(fd, reply.body.data() + at, n, deadline_ms, &timed_out)) return failed();
+  }
+  return ReplyReadError::kNone;
 }
 
 int RunServeWorker(int fd, const WorkerLimits& limits, const ExecutableOptions& executable) {
@@ -527,15 +594,12 @@ int RunServeWorker(int fd, const WorkerLimits& limits, const ExecutableOptions& 
     std::cerr << "goheap2pprof worker: " << e.what() << "\n";
     return 10;
   }
-  WorkerRequest request;
-  while (ReadWorkerRequest(fd, request)) {
-    const int64_t started = MonotonicNanos();
-    WorkerReply reply = Handle(request);
-    reply.worker_ns = static_cast<uint64_t>(MonotonicNanos() - started);
-    // RLIMIT_CPU counts the worker's whole life: retire at half of it, so a
-    // capture never starts without its full budget. The pool starts another.
-    reply.retiring = CpuSecondsUsed() > static_cast<double>(limits.cpu_seconds) / 2;
-    if (!WriteWorkerReply(fd, reply) || reply.retiring) return 0;
+  while (ServeOneRequest(fd, limits)) {
+    // What the request allocated and freed goes back to the system rather
+    // than staying in the allocator's free lists: a delta of a big profile
+    // takes hundreds of MiB for a moment, and an idle worker should not
+    // keep them.
+    malloc_trim(0);
   }
   return 0;
 }

@@ -13,7 +13,10 @@
 // and replaced by the pool.
 //
 // The wire format is private to one build of the binary (the server execs
-// itself): fixed-size little-endian headers, then the payloads.
+// itself): fixed-size little-endian headers, then the payloads. Both sides
+// bound what they read: a request's payload and a reply's body are at most
+// WorkerLimits::max_reply_bytes, and the server grows a reply's buffer as
+// its bytes arrive rather than trusting the length the worker declares.
 #pragma once
 
 #include <sys/types.h>
@@ -27,15 +30,22 @@
 namespace goheap2pprof {
 
 enum class WorkerOp : uint32_t {
-  kProbe = 1,         // is it Go? version, build ID (for discovery)
-  kHeap = 2,          // gzipped heap profile, as /debug/pprof/heap
-  kAllocs = 3,        // the same with default_sample_type alloc_space
-  kHeapDebugText = 4  // the ?debug=1 text
+  kProbe = 1,          // is it Go? version, build ID (for discovery)
+  kHeap = 2,           // gzipped heap profile, as /debug/pprof/heap
+  kAllocs = 3,         // the same with default_sample_type alloc_space
+  kHeapDebugText = 4,  // the ?debug=1 text
+  // ?seconds=N: a capture now minus the base profile that the payload
+  // carries (an earlier kHeap/kAllocs reply), gzipped, as net/http/pprof's
+  // serveDeltaProfile computes it (pprof/profile_delta.h). Computed here so
+  // that its memory is the worker's, confined and given back.
+  kHeapDelta = 5,
+  kAllocsDelta = 6,
 };
 
 struct WorkerRequest {
   WorkerOp op = WorkerOp::kHeap;
   int32_t pid = 0;
+  std::string payload;  // kHeapDelta/kAllocsDelta: the base profile, gzipped
 };
 
 struct WorkerReply {
@@ -62,16 +72,31 @@ struct WorkerReply {
 struct WorkerLimits {
   uint64_t address_space_bytes = uint64_t{2} << 30;
   uint64_t cpu_seconds = 60;  // over the worker's life; it retires itself at half
+  // The largest reply body (a gzipped profile or text) a worker sends and
+  // the server reads, and the largest request payload. The heap profile of
+  // a 250k-bucket Go target is 0.8 MB gzipped and 9 MB raw (bench/README.md,
+  // "serve memory"): 64 MiB holds even a profile that hardly compresses,
+  // with room for deeper stacks, and bounds what the privileged server
+  // holds per request.
+  uint64_t max_reply_bytes = uint64_t{64} << 20;
 };
 
 // Both sides of the socket. Return false on EOF or a malformed message.
 bool WriteWorkerRequest(int fd, const WorkerRequest& request);
-bool ReadWorkerRequest(int fd, WorkerRequest& request);
+// False also when the payload exceeds max_payload.
+bool ReadWorkerRequest(int fd, WorkerRequest& request, uint64_t max_payload);
 bool WriteWorkerReply(int fd, const WorkerReply& reply);
+
+enum class ReplyReadError {
+  kNone,
+  kBroken,    // EOF, a read error or a malformed header
+  kTimedOut,  // the deadline passed first
+  kTooLarge,  // the body declared more than max_body bytes; none was read
+};
 // Reads a reply, waiting at most until deadline_ms (CLOCK_MONOTONIC
-// milliseconds); sets timed_out when the deadline passed first.
-bool ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, bool& timed_out,
-                     uint64_t max_body = uint64_t{1} << 30);
+// milliseconds), reading a body of at most max_body bytes into a buffer
+// that grows as the bytes arrive.
+ReplyReadError ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, uint64_t max_body);
 
 // The worker's main: confines itself, then serves requests on fd until EOF.
 // Every capture reads `executable` (watch's --exe, --force) when it names a

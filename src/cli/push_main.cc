@@ -92,6 +92,10 @@ int PushMain(int argc, char** argv) {
   app.add_option("--worker-cpu", o.worker_limits.cpu_seconds,
                  "CPU-time limit of a capture worker over its life, seconds")
       ->capture_default_str();
+  app.add_option("--max-capture-bytes", o.worker_limits.max_reply_bytes,
+                 "largest gzipped profile a capture may produce (larger ones are dropped)")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{64} << 10, uint64_t{1} << 31));
   app.add_option("--max-samples", o.limits.max_samples,
                  "trim Pyroscope profiles to this many samples (the server's default limit)")
       ->capture_default_str();

@@ -59,6 +59,11 @@ int ServeMain(int argc, char** argv) {
                  "CPU-time limit of a capture worker over its life, seconds (it is replaced "
                  "after using half)")
       ->capture_default_str();
+  app.add_option("--max-capture-bytes", o.worker_limits.max_reply_bytes,
+                 "largest gzipped profile a capture may produce (larger ones fail with 500); "
+                 "the server holds at most two per running capture")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{64} << 10, uint64_t{1} << 31));
   app.add_flag("-v,--verbose", o.verbose, "log one line per request");
   return ParseAndRun(app, argc, argv, "goheap2pprof serve", [&] { return RunServe(o, std::cerr); });
 }
@@ -73,6 +78,7 @@ int ServeWorkerMain(int argc, char** argv) {
   ExecutableOptions executable;
   app.add_option("--exe", executable.path);
   app.add_flag("--force", executable.force);
+  app.add_option("--max-reply-bytes", limits.max_reply_bytes);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

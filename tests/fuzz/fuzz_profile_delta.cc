@@ -1,10 +1,15 @@
-// Fuzz target: DeltaProfile (?seconds=N) on two profiles as a capture worker
-// could send them: the server parses and merges them, so malformed ids,
-// string indexes and value counts must end in Error, never in a crash.
+// Fuzz target: the ?seconds=N delta on two profiles. The capture worker
+// decodes the base profile that the server hands back to it (it could have
+// been damaged or forged) with the compact decoder of pprof/profile_delta.h:
+// any bytes must end in Error, never in a crash, and what it encodes it must
+// decode again. When both inputs parse as profiles, the message entry point
+// is checked too.
 // Input: a 4-byte little-endian length of the first profile, then both
 // serialized (not gzipped) profiles.
 #include <cstdint>
 #include <cstring>
+#include <string>
+#include <string_view>
 
 #include "base/error.h"
 #include "pprof/profile_delta.h"
@@ -12,7 +17,24 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace goheap2pprof;
+  if (size < 4) return 0;
   uint32_t n = 0;
+  std::memcpy(&n, data, 4);
+  const std::string_view rest(reinterpret_cast<const char*>(data) + 4, size - 4);
+  const size_t split = n > rest.size() ? rest.size() : n;
+  std::string encoded;
+  try {
+    encoded = EncodedDeltaProfile(rest.substr(0, split), rest.substr(split));
+  } catch (const Error&) {
+  }
+  try {
+    // What the encoder writes, the decoder reads back. (Not libprotobuf:
+    // its proto3 strings must be UTF-8, profile strings need not be, as in
+    // Go.)
+    if (!encoded.empty()) EncodedDeltaProfile(encoded, encoded);
+  } catch (const Error&) {
+    __builtin_trap();
+  }
   pb::Profile p0, p1;
   if (!ParseTwoProfiles(data, size, n, p0, p1)) return 0;
   try {

@@ -169,5 +169,62 @@ TEST(DeltaProfile, RejectsMalformedInput) {
   EXPECT_THROW(DeltaProfile(good, bad), Error);
 }
 
+// The worker's entry point: serialized profiles in and out, with the times
+// net/http/pprof's serveDeltaProfile sets.
+TEST(EncodedDeltaProfile, SetsServeDeltaProfileTimes) {
+  const std::string p0 = ProfileMaker().Sample({0}, {1, 2, 3, 4}, 2).Build(100).SerializeAsString();
+  const std::string p1 = ProfileMaker().Sample({0}, {2, 4, 3, 4}, 2).Build(250).SerializeAsString();
+  pb::Profile d;
+  ASSERT_TRUE(d.ParseFromString(EncodedDeltaProfile(p0, p1)));
+  EXPECT_EQ(d.time_nanos(), 250);
+  EXPECT_EQ(d.duration_nanos(), 150);
+  EXPECT_EQ(Samples(d)["f0 bytes=2"], (std::vector<int64_t>{1, 2, 0, 0}));
+}
+
+// A capture writes its tables first and its strings last (finished_profile.h);
+// two serialized messages concatenated are one message with both fields.
+TEST(EncodedDeltaProfile, ReadsFieldsInAnyOrder) {
+  const pb::Profile p0 = ProfileMaker().Sample({0, 1}, {1, 2, 3, 4}, 2).Build(1);
+  const pb::Profile p1 = ProfileMaker({2, 1, 0}).Sample({0, 1}, {5, 6, 7, 8}, 2).Build(2);
+  pb::Profile strings_only, rest = p1;
+  *strings_only.mutable_string_table() = p1.string_table();
+  rest.clear_string_table();
+  const std::string reordered = rest.SerializeAsString() + strings_only.SerializeAsString();
+  EXPECT_EQ(EncodedDeltaProfile(p0.SerializeAsString(), reordered),
+            EncodedDeltaProfile(p0.SerializeAsString(), p1.SerializeAsString()));
+}
+
+// internal/profile keys samples by their label sets, not the labels' order.
+TEST(EncodedDeltaProfile, LabelsInAnotherOrderAreTheSameSample) {
+  pb::Profile p0 = ProfileMaker().Sample({0}, {1, 2, 3, 4}, 2).Build(1);
+  pb::Profile p1 = p0;
+  for (pb::Profile* p : {&p0, &p1}) {
+    p->add_string_table("k");
+    p->add_string_table("v");
+  }
+  const int64_t k = p0.string_table_size() - 2, v = k + 1;
+  auto* l = p0.mutable_sample(0)->add_label();
+  l->set_key(k);
+  l->set_str(v);
+  p0.mutable_sample(0)->mutable_label()->SwapElements(0, 1);  // "k" first in p0 only
+  l = p1.mutable_sample(0)->add_label();
+  l->set_key(k);
+  l->set_str(v);
+  pb::Profile d;
+  ASSERT_TRUE(
+      d.ParseFromString(EncodedDeltaProfile(p0.SerializeAsString(), p1.SerializeAsString())));
+  EXPECT_EQ(d.sample_size(), 0);
+}
+
+// The base comes back through the server: bytes that are not a profile are
+// an error, never a crash or an unbounded allocation.
+TEST(EncodedDeltaProfile, RejectsBytesThatAreNotAProfile) {
+  const std::string good = ProfileMaker().Sample({0}, {1, 2, 3, 4}, 2).Build(5).SerializeAsString();
+  EXPECT_THROW(EncodedDeltaProfile(good.substr(0, good.size() - 3), good), Error);
+  EXPECT_THROW(EncodedDeltaProfile(std::string("\x12\xff\xff\xff\xff\x0f", 6), good), Error);
+  EXPECT_THROW(EncodedDeltaProfile(std::string(11, '\xff'), good), Error);
+  EXPECT_THROW(EncodedDeltaProfile("garbage that is not protobuf", good), Error);
+}
+
 }  // namespace
 }  // namespace goheap2pprof
