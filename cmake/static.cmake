@@ -12,6 +12,9 @@
 #    split, the code is in libcpp-httplib.so), so the static build compiles the header-only
 #    httplib.h of the same Debian source package (scripts/debian-source.sh fetches it with
 #    apt-get source), without TLS, zlib or brotli, which serve does not use;
+#  - the agents' HTTP listener (src/agent/http_listener.cc): Boost.Beast and Asio are
+#    header-only (nothing of Boost is linked), and its TLS uses the same OpenSSL archives as
+#    httplib below (GOHEAP2PPROF_LIBSSL_A, GOHEAP2PPROF_LIBCRYPTO_A; CMakeLists.txt);
 #  - dlopen: libdw.a's debuginfod client dlopen()s libdebuginfod.so when DEBUGINFOD_URLS is
 #    set. A static glibc loading a shared object built against another glibc is undefined
 #    behaviour, so the executable is linked with --wrap=dlopen and src/cli/static_dlopen.cc
