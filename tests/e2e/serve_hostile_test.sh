@@ -93,10 +93,10 @@ for _ in $(seq 1 50); do
   curl -s "http://$addr/targets" | grep -q "\"$tpid\"" && break
   sleep 0.2
 done
-e2e_start "$work/idle.out" "$work/idle.err" python3 "$attack" idle "$addr" 1040 30 \
+e2e_start "$work/idle.out" "$work/idle.err" python3 "$attack" idle "$addr" 1040 25 \
   127.0.0.2,127.0.0.3,127.0.0.4,127.0.0.5,127.0.0.6,127.0.0.7,127.0.0.8,127.0.0.9
 idle_pid=$target_pid
-e2e_start "$work/loris.out" "$work/loris.err" python3 "$attack" slowloris "$addr" 16 30 3 127.0.0.10
+e2e_start "$work/loris.out" "$work/loris.err" python3 "$attack" slowloris "$addr" 16 25 3 127.0.0.10
 loris_pid=$target_pid
 mkdir -p "$work/delta"
 for i in $(seq 1 16); do
@@ -114,7 +114,6 @@ for _ in $(seq 1 20); do
   done
   sleep 0.5
 done
-echo "    attackers: idle: $(cat "$work/idle.out" 2>/dev/null) slow-loris: $(cat "$work/loris.out" 2>/dev/null)"
 if ((bad == 0)); then
   pass "$probes probes of /metrics and /targets all answered 200 within 1 s (slowest ${max} s)"
 else
@@ -131,8 +130,15 @@ if ((ok == 4 && busy == 12 && retry == 12)); then
 else
   fail "deltas: want 4 x 200 and 12 x 503 with Retry-After; got $ok, $busy, $retry"
 fi
-kill "$idle_pid" "$loris_pid" 2>/dev/null
+# The attackers end by themselves after 25 s.
 wait "$idle_pid" "$loris_pid" 2>/dev/null
+echo "    idle attacker: $(cat "$work/idle.out"); slow-loris: $(cat "$work/loris.out")"
+closed=$(sed -n 's/.*; \([0-9]*\) closed by the server/\1/p' "$work/idle.out")
+if ((${closed:-0} > 0)); then
+  pass "the per-address cap closed $closed of the idle attacker's connections"
+else
+  fail "the idle attacker's connections were never closed: $(cat "$work/idle.out")" "$work/idle.err"
+fi
 got=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://$addr/metrics")
 [[ $got == 200 ]] && pass "after the attackers left: $got" || fail "after the attackers left: $got"
 

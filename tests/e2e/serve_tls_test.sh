@@ -67,7 +67,11 @@ printf 'secret-token-0123456789\n' >"$work/token"
 serve_tls token --token-file "$work/token" --header-timeout 2
 tok=(-H "Authorization: Bearer secret-token-0123456789")
 port=${addr##*:}
-got=$(curl -s -o "$work/body" -w '%{http_code}' --cacert "$work/ca.pem" "${tok[@]}" "https://127.0.0.1:$port/targets")
+for _ in $(seq 1 50); do
+  got=$(curl -s -o "$work/body" -w '%{http_code}' --cacert "$work/ca.pem" "${tok[@]}" "https://127.0.0.1:$port/targets")
+  grep -q "\"$tpid\"" "$work/body" && break
+  sleep 0.2
+done
 if [[ $got == 200 ]] && grep -q "\"$tpid\"" "$work/body"; then
   pass "curl https://127.0.0.1 with the CA and the token: /targets 200"
 else
