@@ -128,13 +128,9 @@ class Service {
                           options.worker_limits}),
         discovery_(DiscoveryOptions(options), [this](pid_t pid) { return ProbeExe(pid); }),
         boot_time_(BootTime()),
-        clock_ticks_(sysconf(_SC_CLK_TCK)) {
-    if (!options.token_file.empty()) token_ = ReadTokenFile(options.token_file);
-  }
+        clock_ticks_(sysconf(_SC_CLK_TCK)) {}
 
   void Start() { discovery_.Start(); }
-
-  const std::string& token() const { return token_; }
 
   // Whether a request may wait for a capture or a delta window.
   bool Blocks(const HttpRequest& req) const {
@@ -469,7 +465,6 @@ class Service {
   const ServeOptions& options_;
   std::ostream& log_;
   std::string listen_address_;
-  std::string token_;
   ServeMetrics metrics_;
   WorkerPool pool_;
   Discovery discovery_;

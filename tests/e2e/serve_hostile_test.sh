@@ -73,15 +73,18 @@ echo "== DNS rebinding: Host checked on a loopback listener"
 kill "$spid"
 e2e_start "$work/host.out" "$work/host.log" "$tool" serve --listen 127.0.0.1:0 --allowed-host profiler.internal
 spid=$target_pid
-e2e_wait_for_line "$work/host.log" "listening on" "$spid" 10 || { fail "serve start" "$work/host.log"; e2e_finish; }
-addr=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$work/host.log" | head -n 1)
-port=${addr##*:}
-for case in "attacker.example:$port 421" "attacker.example 421" "localhost:$port 200" "127.0.0.1:$port 200" \
-  "profiler.internal:$port 200" "10.0.0.7 200"; do
-  set -- $case
-  got=$(curl -s -o "$work/body" -w '%{http_code}' -H "Host: $1" "http://$addr/targets")
-  if [[ $got == "$2" ]]; then pass "Host: $1 -> $got"; else fail "Host: $1 -> $got, want $2" "$work/body"; fi
-done
+if e2e_wait_for_line "$work/host.log" "listening on" "$spid" 10; then
+  addr=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$work/host.log" | head -n 1)
+  port=${addr##*:}
+  for case in "attacker.example:$port 421" "attacker.example 421" "localhost:$port 200" "127.0.0.1:$port 200" \
+    "profiler.internal:$port 200" "10.0.0.7 200"; do
+    set -- $case
+    got=$(curl -s -o "$work/body" -w '%{http_code}' -H "Host: $1" "http://$addr/targets")
+    if [[ $got == "$2" ]]; then pass "Host: $1 -> $got"; else fail "Host: $1 -> $got, want $2" "$work/body"; fi
+  done
+else
+  fail "serve --allowed-host did not start" "$work/host.log"
+fi
 
 echo "== starvation: /metrics and /targets within 1 s under every attack at once (defect 2)"
 kill "$spid"
