@@ -22,7 +22,8 @@
 #    reads the target's own executable).
 #  - the one link warning left, "Using 'getaddrinfo' in statically linked applications requires
 #    at runtime the shared libraries from the glibc version used for linking", comes from
-#    httplib's bind: a numeric `serve --listen` address (the default 127.0.0.1) never reaches
+#    httplib (push) and Asio's resolver (a `serve --listen` host name; libcrypto's BIO adds a
+#    gethostbyname one): a numeric `serve --listen` address (the default 127.0.0.1) never reaches
 #    NSS; a host name is resolved by glibc's NSS, which may load the host's NSS modules, built
 #    for the host's glibc (`--listen localhost:N` worked on Debian 12).
 set(CMAKE_FIND_LIBRARY_SUFFIXES .a)

@@ -69,7 +69,8 @@ class BoundedPool {
   bool TryPost(std::function<void()> job) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (stopping_ || queue_.size() >= max_queue_) return false;
+      // Jobs an idle thread will take at once do not count as waiting.
+      if (stopping_ || queue_.size() >= max_queue_ + idle_) return false;
       queue_.push_back(std::move(job));
     }
     cv_.notify_one();
@@ -94,7 +95,9 @@ class BoundedPool {
       std::function<void()> job;
       {
         std::unique_lock<std::mutex> lock(mu_);
+        ++idle_;
         cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        --idle_;
         if (queue_.empty()) return;
         job = std::move(queue_.front());
         queue_.pop_front();
@@ -107,6 +110,7 @@ class BoundedPool {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
+  size_t idle_ = 0;  // threads waiting for a job
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };

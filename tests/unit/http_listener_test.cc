@@ -237,6 +237,22 @@ TEST(HttpListener, BlockingHandlersDoNotHoldTheIoThread) {
   slow.join();
 }
 
+TEST(HttpListener, FullPoolAnswers503) {
+  HttpListenerOptions o;
+  o.limits.handler_threads = 1;
+  o.limits.handler_queue = 0;
+  Running r{o};
+  std::thread slow([&] { Exchange(r.port(), "GET /slow HTTP/1.1\r\nConnection: close\r\n\r\n"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::string busy = Exchange(r.port(), "GET /slow2 HTTP/1.1\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(StatusLine(busy), "HTTP/1.1 503 Service Unavailable");
+  EXPECT_NE(busy.find("Retry-After: 1\r\n"), std::string::npos) << busy;
+  slow.join();
+  // Once the thread is free again, it takes the next one.
+  EXPECT_EQ(StatusLine(Exchange(r.port(), "GET /slow HTTP/1.1\r\nConnection: close\r\n\r\n")),
+            "HTTP/1.1 200 OK");
+}
+
 TEST(HttpListener, HostRules) {
   std::vector<std::string> none;
   EXPECT_TRUE(HostAllowed("", "127.0.0.1", none));
