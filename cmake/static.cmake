@@ -20,10 +20,10 @@
 #    behaviour, so the executable is linked with --wrap=dlopen and src/cli/static_dlopen.cc
 #    refuses every load: debuginfod is off (goheap2pprof never asks it for anything: it
 #    reads the target's own executable).
-#  - the one link warning left, "Using 'getaddrinfo' in statically linked applications requires
-#    at runtime the shared libraries from the glibc version used for linking", comes from
-#    httplib (push) and Asio's resolver (a `serve --listen` host name; libcrypto's BIO adds a
-#    gethostbyname one): a numeric `serve --listen` address (the default 127.0.0.1) never reaches
+#  - the link warnings left, "Using 'getaddrinfo' (and libcrypto's BIO: 'gethostbyname') in
+#    statically linked applications requires at runtime the shared libraries from the glibc
+#    version used for linking", come from httplib (push) and Asio's resolver (a `serve
+#    --listen` host name): a numeric `serve --listen` address (the default 127.0.0.1) never reaches
 #    NSS; a host name is resolved by glibc's NSS, which may load the host's NSS modules, built
 #    for the host's glibc (`--listen localhost:N` worked on Debian 12).
 set(CMAKE_FIND_LIBRARY_SUFFIXES .a)

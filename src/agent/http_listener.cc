@@ -69,8 +69,9 @@ class BoundedPool {
   bool TryPost(std::function<void()> job) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      // Jobs an idle thread will take at once do not count as waiting.
-      if (stopping_ || queue_.size() >= max_queue_ + idle_) return false;
+      // Waiting: what is queued beyond the threads that are not running
+      // a job (they take it at once).
+      if (stopping_ || queue_.size() + running_ >= threads_.size() + max_queue_) return false;
       queue_.push_back(std::move(job));
     }
     cv_.notify_one();
@@ -95,14 +96,15 @@ class BoundedPool {
       std::function<void()> job;
       {
         std::unique_lock<std::mutex> lock(mu_);
-        ++idle_;
         cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-        --idle_;
         if (queue_.empty()) return;
         job = std::move(queue_.front());
         queue_.pop_front();
+        ++running_;
       }
       job();
+      std::lock_guard<std::mutex> lock(mu_);
+      --running_;
     }
   }
 
@@ -110,7 +112,7 @@ class BoundedPool {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
-  size_t idle_ = 0;  // threads waiting for a job
+  size_t running_ = 0;  // threads running a job
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };

@@ -226,6 +226,27 @@ TEST(HttpListener, HeadDeadlineClosesSlowClients) {
   EXPECT_LT(seconds, 4.0);  // closed at the 1 s deadline, not kept while bytes trickle
 }
 
+TEST(HttpListener, IdleKeepAliveConnectionsTimeOut) {
+  HttpListenerOptions o;
+  o.limits.idle_timeout_seconds = 1;
+  Running r{o};
+  int fd = Connect(r.port());
+  std::string req = "GET /a HTTP/1.1\r\n\r\n";
+  ASSERT_EQ(send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+  auto start = std::chrono::steady_clock::now();
+  std::string got;
+  char buf[4096];
+  for (ssize_t n; (n = recv(fd, buf, sizeof(buf), 0)) > 0;) got.append(buf, static_cast<size_t>(n));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  close(fd);
+  EXPECT_NE(got.find("Connection: keep-alive"), std::string::npos) << got;
+  EXPECT_NE(got.find("target=/a"), std::string::npos) << got;
+  // Kept open after the answer, then closed at the idle deadline (the
+  // test's own receive timeout is 5 s).
+  EXPECT_GT(seconds, 0.5);
+  EXPECT_LT(seconds, 4.0);
+}
+
 TEST(HttpListener, BlockingHandlersDoNotHoldTheIoThread) {
   Running r{HttpListenerOptions{}};
   std::thread slow([&] { Exchange(r.port(), "GET /slow HTTP/1.1\r\nConnection: close\r\n\r\n"); });
