@@ -12,14 +12,18 @@
 #    split, the code is in libcpp-httplib.so), so the static build compiles the header-only
 #    httplib.h of the same Debian source package (scripts/debian-source.sh fetches it with
 #    apt-get source), without TLS, zlib or brotli, which serve does not use;
+#  - the agents' HTTP listener (src/agent/http_listener.cc): Boost.Beast and Asio are
+#    header-only (nothing of Boost is linked), and its TLS uses the same OpenSSL archives as
+#    httplib below (GOHEAP2PPROF_LIBSSL_A, GOHEAP2PPROF_LIBCRYPTO_A; CMakeLists.txt);
 #  - dlopen: libdw.a's debuginfod client dlopen()s libdebuginfod.so when DEBUGINFOD_URLS is
 #    set. A static glibc loading a shared object built against another glibc is undefined
 #    behaviour, so the executable is linked with --wrap=dlopen and src/cli/static_dlopen.cc
 #    refuses every load: debuginfod is off (goheap2pprof never asks it for anything: it
 #    reads the target's own executable).
-#  - the one link warning left, "Using 'getaddrinfo' in statically linked applications requires
-#    at runtime the shared libraries from the glibc version used for linking", comes from
-#    httplib's bind: a numeric `serve --listen` address (the default 127.0.0.1) never reaches
+#  - the link warnings left, "Using 'getaddrinfo' (and libcrypto's BIO: 'gethostbyname') in
+#    statically linked applications requires at runtime the shared libraries from the glibc
+#    version used for linking", come from httplib (push) and Asio's resolver (a `serve
+#    --listen` host name): a numeric `serve --listen` address (the default 127.0.0.1) never reaches
 #    NSS; a host name is resolved by glibc's NSS, which may load the host's NSS modules, built
 #    for the host's glibc (`--listen localhost:N` worked on Debian 12).
 set(CMAKE_FIND_LIBRARY_SUFFIXES .a)

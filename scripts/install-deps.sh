@@ -12,6 +12,10 @@ packages=(
   golang-1.19-go curl ca-certificates
   qemu-user-static libc6-arm64-cross
   libcpp-httplib-dev libssl-dev libseccomp-dev prometheus gdb
+  # The agents' HTTP listener: Boost.Beast and Asio, header-only (the arm64 cross build uses
+  # the same headers), with OpenSSL (libssl-dev above) for TLS; openssl makes the TLS tests'
+  # certificates.
+  libboost-dev openssl
   # Packaging (scripts/package.sh, tests/e2e/packaging_test.sh): the static build's
   # compressors under libdw.a, the arm64 cross toolchain and arm64 libraries, the man page
   # generator, a Debian 12 root for the .deb test, and what the test runs.

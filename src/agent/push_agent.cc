@@ -1,7 +1,6 @@
 #include "agent/push_agent.h"
 
 #include <google/protobuf/util/json_util.h>
-#include <httplib.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -21,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/http_listener.h"
 #include "agent/push_metrics.h"
 #include "agent/push_sender.h"
 #include "agent/serve_metrics.h"
@@ -363,8 +363,34 @@ void ValidatePushOptions(const PushOptions& o) {
   if (s != "exe" && s != "comm" && s != "cgroup" && !(s.rfind("env:", 0) == 0 && s.size() > 4)) {
     throw Error(ErrorKind::kUsage, "--service-name-from must be exe, comm, cgroup or env:VAR");
   }
-  if (!o.metrics_listen.empty()) SplitListenAddress(o.metrics_listen);
+  if (!o.metrics_listen.empty()) {
+    ValidateListenSecurity("--metrics-listen", o.metrics_listen, !o.metrics_token_file.empty(),
+                           o.metrics_tls, o.insecure_listen);
+    ValidateListenerLimits(o.metrics_limits);
+  }
 }
+
+namespace {
+
+// The agent's own /metrics; every other path is net/http's 404.
+class MetricsHandler : public HttpHandler {
+ public:
+  explicit MetricsHandler(Agent& agent) : agent_(agent) {}
+  bool Blocks(const HttpRequest&) const override { return false; }
+  HttpReply Handle(const HttpRequest& req) override {
+    std::string_view path = std::string_view(req.target).substr(0, req.target.find('?'));
+    if (path != "/metrics") return Error(404, "404 page not found");
+    HttpReply res;
+    res.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    res.body = agent_.Metrics();
+    return res;
+  }
+
+ private:
+  Agent& agent_;
+};
+
+}  // namespace
 
 int RunPush(const PushOptions& options, std::ostream& log) {
   ValidatePushOptions(options);
@@ -375,30 +401,28 @@ int RunPush(const PushOptions& options, std::ostream& log) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  httplib::Server metrics_server;
+  std::unique_ptr<HttpListener> metrics_server;
   std::string metrics_address;
   if (!options.metrics_listen.empty()) {
-    auto [host, port] = SplitListenAddress(options.metrics_listen);
-    if (port == 0) {
-      int bound = metrics_server.bind_to_any_port(host);
-      if (bound < 0) throw Error(ErrorKind::kIo, "cannot listen on ", options.metrics_listen);
-      metrics_address = host + ":" + std::to_string(bound);
-    } else if (!metrics_server.bind_to_port(host, port)) {
-      throw Error(ErrorKind::kIo, "cannot listen on ", options.metrics_listen);
-    } else {
-      metrics_address = options.metrics_listen;
+    HttpListenerOptions listen;
+    listen.listen = options.metrics_listen;
+    if (!options.metrics_token_file.empty()) {
+      listen.token = ReadTokenFile(options.metrics_token_file);
     }
+    listen.allowed_hosts = options.allowed_hosts;
+    listen.tls = options.metrics_tls;
+    listen.limits = options.metrics_limits;
+    // /metrics never blocks: one handler thread that stays idle.
+    listen.limits.handler_threads = 1;
+    listen.limits.handler_queue = 0;
+    metrics_server = std::make_unique<HttpListener>(listen);
+    metrics_address = metrics_server->address();
   }
   Agent agent(options, log);
-  metrics_server.new_task_queue = [] { return new httplib::ThreadPool(2); };
-  metrics_server.set_read_timeout(5, 0);
-  metrics_server.set_payload_max_length(4096);
-  metrics_server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
-    res.set_content(agent.Metrics(), "text/plain; version=0.0.4; charset=utf-8");
-  });
+  MetricsHandler metrics_handler(agent);
   std::thread metrics_thread;
-  if (!metrics_address.empty()) {
-    metrics_thread = std::thread([&] { metrics_server.listen_after_bind(); });
+  if (metrics_server) {
+    metrics_thread = std::thread([&] { metrics_server->Run(metrics_handler); });
   }
 
   std::mutex mu;
@@ -439,7 +463,7 @@ int RunPush(const PushOptions& options, std::ostream& log) {
   agent.Stop(options.push_timeout_seconds);
   signal_thread.join();
   if (metrics_thread.joinable()) {
-    metrics_server.stop();
+    metrics_server->Stop();
     metrics_thread.join();
   }
   return 0;

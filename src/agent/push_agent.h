@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "agent/discovery.h"
+#include "agent/http_listener.h"
 #include "agent/push_labels.h"
 #include "agent/push_profile.h"
 #include "agent/serve_worker.h"
@@ -38,6 +39,12 @@ struct PushOptions {
   double backoff_initial_seconds = 0.5;
   double backoff_max_seconds = 30;
   std::string metrics_listen = "127.0.0.1:6062";  // empty: no listener
+  // The metrics listener's clients: serve's rule (ValidateListenSecurity).
+  std::string metrics_token_file;
+  TlsFiles metrics_tls;
+  ListenerLimits metrics_limits;
+  bool insecure_listen = false;
+  std::vector<std::string> allowed_hosts;
   ProcessFilter filter;
   std::vector<pid_t> pids;  // empty: every discovered process
   std::string service_name_from = "exe";

@@ -1,7 +1,5 @@
 #include "agent/serve_server.h"
 
-#include <arpa/inet.h>
-#include <httplib.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -20,6 +18,7 @@
 #include <thread>
 
 #include "agent/discovery.h"
+#include "agent/http_listener.h"
 #include "agent/serve_metrics.h"
 #include "agent/serve_pool.h"
 #include "agent/serve_query.h"
@@ -33,11 +32,17 @@ namespace goheap2pprof {
 namespace {
 
 // net/http/pprof's serveError.
-void ServeError(httplib::Response& res, int status, const std::string& text) {
+void ServeError(HttpReply& res, int status, const std::string& text) {
   res.status = status;
-  res.set_header("X-Content-Type-Options", "nosniff");
-  res.set_header("X-Go-Pprof", "1");
-  res.set_content(text + "\n", "text/plain; charset=utf-8");
+  res.headers.emplace_back("X-Content-Type-Options", "nosniff");
+  res.headers.emplace_back("X-Go-Pprof", "1");
+  res.content_type = "text/plain; charset=utf-8";
+  res.body = text + "\n";
+}
+
+void SetContent(HttpReply& res, std::string body, const char* content_type) {
+  res.body = std::move(body);
+  res.content_type = content_type;
 }
 
 std::string HtmlEscape(std::string_view s) {
@@ -78,6 +83,26 @@ uint64_t BootTime() {
   return 0;
 }
 
+// A counted slot, taken if fewer than max are held; given back on
+// destruction.
+class DeltaSlot {
+ public:
+  DeltaSlot(std::atomic<int>& count, int max) : count_(count) {
+    held_ = count_.fetch_add(1) < max;
+    if (!held_) count_.fetch_sub(1);
+  }
+  ~DeltaSlot() {
+    if (held_) count_.fetch_sub(1);
+  }
+  DeltaSlot(const DeltaSlot&) = delete;
+  DeltaSlot& operator=(const DeltaSlot&) = delete;
+  bool held() const { return held_; }
+
+ private:
+  std::atomic<int>& count_;
+  bool held_ = false;
+};
+
 struct Flight {
   std::mutex mu;
   std::condition_variable cv;
@@ -97,18 +122,18 @@ class Service {
                           options.worker_limits}),
         discovery_(DiscoveryOptions(options), [this](pid_t pid) { return ProbeExe(pid); }),
         boot_time_(BootTime()),
-        clock_ticks_(sysconf(_SC_CLK_TCK)) {
-    if (!options.token_file.empty()) token_ = ReadToken(options.token_file);
-  }
+        clock_ticks_(sysconf(_SC_CLK_TCK)) {}
 
   void Start() { discovery_.Start(); }
 
-  const std::string& token() const { return token_; }
+  // Whether a request may wait for a capture or a delta window.
+  bool Blocks(const HttpRequest& req) const {
+    ServeRoute route = ParseServeTarget(req.target, QueryLimits());
+    return !route.error && route.endpoint == Endpoint::kProfile;
+  }
 
-  void Handle(const httplib::Request& req, httplib::Response& res) {
-    ServeQueryLimits limits;
-    limits.max_seconds = options_.max_delta_seconds;
-    ServeRoute route = ParseServeTarget(req.target, limits);
+  void Handle(const HttpRequest& req, HttpReply& res) {
+    ServeRoute route = ParseServeTarget(req.target, QueryLimits());
     if (route.error) {
       ServeError(res, route.error->status, route.error->text);
       return;
@@ -120,7 +145,7 @@ class Service {
         return Targets(res);
       case Endpoint::kMetrics:
         discovery_stats_to_metrics();
-        res.set_content(metrics_.Render(), "text/plain; version=0.0.4; charset=utf-8");
+        SetContent(res, metrics_.Render(), "text/plain; version=0.0.4; charset=utf-8");
         return;
       case Endpoint::kProfile:
         return Profile(route.profile, res);
@@ -136,21 +161,14 @@ class Service {
   void Stop() { stopping_ = true; }
 
  private:
-  static Discovery::Options DiscoveryOptions(const ServeOptions& o) {
-    return Discovery::Options::For(o.filter, o.discover_interval_seconds, o.service_name_from);
+  ServeQueryLimits QueryLimits() const {
+    ServeQueryLimits limits;
+    limits.max_seconds = options_.max_delta_seconds;
+    return limits;
   }
 
-  static std::string ReadToken(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw Error(ErrorKind::kIo, "cannot read the token file ", path);
-    std::string token;
-    std::getline(in, token);
-    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back())))
-      token.pop_back();
-    if (token.size() < 16) {
-      throw Error(ErrorKind::kUsage, "the token in ", path, " is shorter than 16 characters");
-    }
-    return token;
+  static Discovery::Options DiscoveryOptions(const ServeOptions& o) {
+    return Discovery::Options::For(o.filter, o.discover_interval_seconds, o.service_name_from);
   }
 
   ExeInfo ProbeExe(pid_t pid) { return ProbeInWorker(pool_, metrics_, pid); }
@@ -220,11 +238,11 @@ class Service {
   }
 
   // Answers a failed capture; false if r is a success.
-  bool ServeFailure(const PoolResult& r, pid_t pid, httplib::Response& res) {
+  bool ServeFailure(const PoolResult& r, pid_t pid, HttpReply& res) {
     switch (r.outcome) {
       case PoolOutcome::kBusy:
-        res.set_header("Retry-After",
-                       std::to_string(static_cast<int>(std::ceil(options_.timeout_seconds))));
+        res.headers.emplace_back(
+            "Retry-After", std::to_string(static_cast<int>(std::ceil(options_.timeout_seconds))));
         ServeError(res, 503,
                    "busy: " + std::to_string(options_.max_concurrent) +
                        " captures are running and none finished within the timeout; retry later");
@@ -274,7 +292,7 @@ class Service {
     return true;
   }
 
-  void Profile(const ProfileRequest& p, httplib::Response& res) {
+  void Profile(const ProfileRequest& p, HttpReply& res) {
     bool forbidden = false;
     std::optional<ProcessFacts> facts = discovery_.Visible(p.pid, &forbidden);
     if (!facts && forbidden) {
@@ -295,15 +313,15 @@ class Service {
     if (p.debug != 0) {
       PoolResult r = SharedCapture(p.pid, WorkerOp::kHeapDebugText, affinity);
       if (ServeFailure(r, p.pid, res)) return;
-      res.set_header("X-Content-Type-Options", "nosniff");
-      res.set_content(std::move(r.reply.body), "text/plain; charset=utf-8");
+      res.headers.emplace_back("X-Content-Type-Options", "nosniff");
+      SetContent(res, std::move(r.reply.body), "text/plain; charset=utf-8");
       return;
     }
     PoolResult r = SharedCapture(p.pid, op, affinity);
     NoteSampling(p.pid, r);
     if (ServeFailure(r, p.pid, res)) return;
     SetProfileHeaders(res, name);
-    res.set_content(std::move(r.reply.body), "application/octet-stream");
+    SetContent(res, std::move(r.reply.body), "application/octet-stream");
   }
 
   void NoteSampling(pid_t pid, const PoolResult& r) {
@@ -316,9 +334,9 @@ class Service {
     }
   }
 
-  static void SetProfileHeaders(httplib::Response& res, const std::string& filename) {
-    res.set_header("X-Content-Type-Options", "nosniff");
-    res.set_header("Content-Disposition", "attachment; filename=\"" + filename + "\"");
+  static void SetProfileHeaders(HttpReply& res, const std::string& filename) {
+    res.headers.emplace_back("X-Content-Type-Options", "nosniff");
+    res.headers.emplace_back("Content-Disposition", "attachment; filename=\"" + filename + "\"");
   }
 
   // net/http/pprof's serveDeltaProfile. The server keeps only the first
@@ -326,7 +344,17 @@ class Service {
   // second capture subtracts them (WorkerOp::kHeapDelta), so that no
   // profile is ever parsed here.
   void Delta(const ProfileRequest& p, WorkerOp op, const char* name, const std::string& affinity,
-             httplib::Response& res) {
+             HttpReply& res) {
+    // At most max_deltas windows at once: each holds a handler thread for
+    // its whole window.
+    DeltaSlot slot(active_deltas_, options_.max_deltas);
+    if (!slot.held()) {
+      res.headers.emplace_back("Retry-After", std::to_string(p.seconds));
+      ServeError(res, 503,
+                 "busy: " + std::to_string(options_.max_deltas) +
+                     " delta windows (?seconds=N) are open; retry later");
+      return;
+    }
     // Anchored before the first capture starts: an exec in place between
     // the two captures keeps pid and start time, and only the address
     // space tells (proc/address_space.h). Not opened: the capture says why.
@@ -361,7 +389,7 @@ class Service {
       return;
     }
     SetProfileHeaders(res, std::string(name) + "-delta");
-    res.set_content(std::move(r1.reply.body), "application/octet-stream");
+    SetContent(res, std::move(r1.reply.body), "application/octet-stream");
   }
 
   std::string ServiceName(const GoProcess& p) const {
@@ -373,7 +401,7 @@ class Service {
     return std::to_string(boot_time_ + p.facts.start_time / static_cast<uint64_t>(clock_ticks_));
   }
 
-  void Targets(httplib::Response& res) {
+  void Targets(HttpReply& res) {
     nlohmann::json groups = nlohmann::json::array();
     for (const GoProcess& p : discovery_.Processes()) {
       nlohmann::json labels = {
@@ -390,10 +418,10 @@ class Service {
       if (!p.facts.container_id.empty()) labels["container_id"] = ValidUtf8(p.facts.container_id);
       groups.push_back({{"targets", {listen_address_}}, {"labels", labels}});
     }
-    res.set_content(groups.dump(), "application/json");
+    SetContent(res, groups.dump(), "application/json");
   }
 
-  void Index(httplib::Response& res) {
+  void Index(HttpReply& res) {
     std::string html =
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>goheap2pprof serve</title>"
         "</head><body>\n<h1>goheap2pprof serve</h1>\n<p>Go processes this server may read "
@@ -417,80 +445,58 @@ class Service {
               "&amp;debug=1\">heap?debug=1</a></td></tr>\n";
     }
     html += "</table>\n</body></html>\n";
-    res.set_content(html, "text/html; charset=utf-8");
+    SetContent(res, std::move(html), "text/html; charset=utf-8");
   }
 
   const ServeOptions& options_;
   std::ostream& log_;
   std::string listen_address_;
-  std::string token_;
   ServeMetrics metrics_;
   WorkerPool pool_;
   Discovery discovery_;
   uint64_t boot_time_;
   long clock_ticks_;
   std::atomic<bool> stopping_{false};
+  std::atomic<int> active_deltas_{0};
   std::mutex flights_mu_;
   std::mutex log_mu_;
   std::map<std::pair<pid_t, int>, std::shared_ptr<Flight>> flights_;
 };
 
+// The listener's view of the service: routes, errors in net/http/pprof's
+// form, and one metric and log line per answer.
+class ServeHandler : public HttpHandler {
+ public:
+  ServeHandler(Service& service, bool verbose) : service_(service), verbose_(verbose) {}
+  bool Blocks(const HttpRequest& req) const override { return service_.Blocks(req); }
+  HttpReply Handle(const HttpRequest& req) override {
+    HttpReply res;
+    service_.Handle(req, res);
+    return res;
+  }
+  HttpReply Error(int status, const std::string& text) const override {
+    HttpReply res;
+    ServeError(res, status, text);
+    return res;
+  }
+  void Served(const HttpRequest& req, const HttpReply& res) override {
+    service_.metrics().RequestServed(res.status);
+    if (!verbose_) return;
+    std::ostringstream line;
+    line << "goheap2pprof serve: " << req.peer << " \"" << req.method << " "
+         << req.target.substr(0, 512) << "\" " << res.status << " " << res.body.size() << "\n";
+    service_.Log(line.str());
+  }
+
+ private:
+  Service& service_;
+  bool verbose_;
+};
+
 }  // namespace
 
-bool TokenMatches(const std::string& presented, const std::string& expected) {
-  // Compares every byte of the longer string, so the time does not say
-  // where the first difference is.
-  size_t n = std::max(presented.size(), expected.size());
-  unsigned char diff = presented.size() == expected.size() ? 0 : 1;
-  for (size_t i = 0; i < n; ++i) {
-    unsigned char a = i < presented.size() ? static_cast<unsigned char>(presented[i]) : 0;
-    unsigned char b = i < expected.size() ? static_cast<unsigned char>(expected[i]) : 0;
-    diff |= a ^ b;
-  }
-  return diff == 0;
-}
-
-bool IsLoopbackHost(const std::string& host) {
-  if (host == "localhost" || host == "::1") return true;
-  in_addr a4{};
-  if (inet_pton(AF_INET, host.c_str(), &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
-  return false;
-}
-
-std::pair<std::string, int> SplitListenAddress(const std::string& listen) {
-  std::string host;
-  std::string port;
-  if (!listen.empty() && listen[0] == '[') {
-    size_t close = listen.find("]:");
-    if (close == std::string::npos)
-      throw Error(ErrorKind::kUsage, "--listen ", listen, ": expected [v6]:port");
-    host = listen.substr(1, close - 1);
-    port = listen.substr(close + 2);
-  } else {
-    size_t colon = listen.rfind(':');
-    if (colon == std::string::npos)
-      throw Error(ErrorKind::kUsage, "--listen ", listen, ": expected host:port");
-    host = listen.substr(0, colon);
-    port = listen.substr(colon + 1);
-  }
-  std::optional<int64_t> p = GoParseInt(port);
-  if (host.empty() || !p || *p < 0 || *p > 65535 || port[0] == '+' || port[0] == '-') {
-    throw Error(ErrorKind::kUsage, "--listen ", listen, ": expected host:port");
-  }
-  return {host, static_cast<int>(*p)};
-}
-
 void ValidateServeOptions(const ServeOptions& o) {
-  auto [host, port] = SplitListenAddress(o.listen);
-  (void)port;
-  if (!IsLoopbackHost(host) && o.token_file.empty() && !o.insecure_listen) {
-    throw Error(ErrorKind::kUsage, "refusing to listen on ", o.listen,
-                ", which is not a loopback address, without --token-file: anyone who can reach "
-                "it could read the heap profiles of every Go process on this machine")
-        .WithHint(
-            "give --token-file FILE (clients send Authorization: Bearer <token>), or "
-            "--insecure-listen if the network is trusted");
-  }
+  ValidateListenSecurity("--listen", o.listen, !o.token_file.empty(), o.tls, o.insecure_listen);
   if (o.max_concurrent < 1 || o.max_concurrent > 64) {
     throw Error(ErrorKind::kUsage, "--max-concurrent must be 1..64");
   }
@@ -502,11 +508,12 @@ void ValidateServeOptions(const ServeOptions& o) {
   if (s != "exe" && s != "comm" && s != "cgroup" && !(s.rfind("env:", 0) == 0 && s.size() > 4)) {
     throw Error(ErrorKind::kUsage, "--service-name-from must be exe, comm, cgroup or env:VAR");
   }
+  if (o.max_deltas < 1) throw Error(ErrorKind::kUsage, "--max-deltas must be at least 1");
+  ValidateListenerLimits(o.limits);
 }
 
 int RunServe(const ServeOptions& options, std::ostream& log) {
   ValidateServeOptions(options);
-  auto [host, port] = SplitListenAddress(options.listen);
 
   // Signals are taken by one thread with sigwait; block them before any
   // thread exists so every thread inherits the mask.
@@ -517,70 +524,17 @@ int RunServe(const ServeOptions& options, std::ostream& log) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a client or worker that went away is an error return
 
-  // Bind first: with port 0 the kernel picks the port, and /targets must
+  HttpListenerOptions listen;
+  listen.listen = options.listen;
+  if (!options.token_file.empty()) listen.token = ReadTokenFile(options.token_file);
+  listen.allowed_hosts = options.allowed_hosts;
+  listen.tls = options.tls;
+  listen.limits = options.limits;
+  // Bound first: with port 0 the kernel picks the port, and /targets must
   // name the address clients really reach.
-  httplib::Server server;
-  std::string listen_address = options.listen;
-  if (port == 0) {
-    int bound = server.bind_to_any_port(host);
-    if (bound < 0) throw Error(ErrorKind::kIo, "cannot listen on ", options.listen);
-    listen_address = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
-                     std::to_string(bound);
-  } else if (!server.bind_to_port(host, port)) {
-    throw Error(ErrorKind::kIo, "cannot listen on ", options.listen);
-  }
-  Service service(options, log, listen_address);
-  // Request line and each header line are bounded by the library
-  // (CPPHTTPLIB_REQUEST_URI_MAX_LENGTH, CPPHTTPLIB_HEADER_MAX_LENGTH: 8192
-  // in Debian's build; longer gets 414/400); the number of headers here.
-  constexpr size_t kMaxHeaders = 64;
-  server.new_task_queue = [] { return new httplib::ThreadPool(16); };
-  server.set_read_timeout(5, 0);
-  server.set_write_timeout(30, 0);
-  server.set_payload_max_length(4096);
-  server.set_keep_alive_max_count(100);
-  server.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
-    if (req.headers.size() > kMaxHeaders) {
-      ServeError(res, 431, "too many header fields");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (!service.token().empty()) {
-      std::string auth = req.get_header_value("Authorization");
-      constexpr std::string_view kBearer = "Bearer ";
-      bool ok = auth.size() > kBearer.size() && auth.compare(0, kBearer.size(), kBearer) == 0 &&
-                TokenMatches(auth.substr(kBearer.size()), service.token());
-      if (!ok) {
-        res.set_header("WWW-Authenticate", "Bearer realm=\"goheap2pprof\"");
-        ServeError(res, 401, "unauthorized: send Authorization: Bearer <token>");
-        return httplib::Server::HandlerResponse::Handled;
-      }
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-  server.Get(".*", [&](const httplib::Request& req, httplib::Response& res) {
-    try {
-      service.Handle(req, res);
-    } catch (const std::exception& e) {
-      // One request's boundary: the server keeps serving.
-      ServeError(res, 500, std::string("internal error: ") + e.what());
-    }
-  });
-  server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (res.body.empty()) {
-      std::string text =
-          res.status == 404 ? "404 page not found" : "status " + std::to_string(res.status);
-      res.set_content(text + "\n", "text/plain; charset=utf-8");
-    }
-  });
-  server.set_logger([&](const httplib::Request& req, const httplib::Response& res) {
-    service.metrics().RequestServed(res.status);
-    if (options.verbose) {
-      std::ostringstream line;
-      line << "goheap2pprof serve: " << req.remote_addr << " \"" << req.method << " "
-           << req.target.substr(0, 512) << "\" " << res.status << " " << res.body.size() << "\n";
-      service.Log(line.str());
-    }
-  });
+  HttpListener server(listen);
+  Service service(options, log, server.address());
+  ServeHandler handler(service, options.verbose);
 
   service.Start();
   std::thread signal_thread([&] {
@@ -588,15 +542,17 @@ int RunServe(const ServeOptions& options, std::ostream& log) {
     sigwait(&signals, &sig);
     log << "goheap2pprof serve: signal " << sig << ", shutting down\n" << std::flush;
     service.Stop();
-    server.stop();
+    server.Stop();
   });
-  log << "goheap2pprof serve: listening on " << listen_address << "\n" << std::flush;
-  bool ok = server.listen_after_bind();
-  // listen_after_bind also returns when the socket fails; wake the signal
-  // thread so it can be joined.
+  log << "goheap2pprof serve: listening on " << server.address()
+      << (options.tls.enabled() ? " (TLS)" : "") << "\n"
+      << std::flush;
+  server.Run(handler);
+  // Run returns after Stop, or by an exception; wake the signal thread
+  // so it can be joined.
   pthread_kill(signal_thread.native_handle(), SIGTERM);
   signal_thread.join();
-  return ok ? 0 : static_cast<int>(ErrorKind::kIo);
+  return 0;
 }
 
 }  // namespace goheap2pprof

@@ -1,5 +1,5 @@
 // `goheap2pprof serve`: every Go process on the node as a pprof endpoint.
-// An HTTP server (cpp-httplib) answering, for each process it may read,
+// An HTTP server (agent/http_listener.h) answering, for each process it may read,
 // what that process's own net/http/pprof would answer for heap and allocs
 // (same headers, status codes and error texts, ?seconds=N deltas, ?debug=1
 // text), plus /targets (Prometheus HTTP service discovery), /metrics and an
@@ -18,14 +18,20 @@
 #include <vector>
 
 #include "agent/discovery.h"
+#include "agent/http_listener.h"
 #include "agent/serve_worker.h"
 
 namespace goheap2pprof {
 
 struct ServeOptions {
   std::string listen = "127.0.0.1:6061";
-  std::string token_file;        // bearer token required when set
-  bool insecure_listen = false;  // allow a non-loopback address without a token
+  std::string token_file;  // bearer token required when set
+  // Allow a non-loopback address without authentication over TLS.
+  bool insecure_listen = false;
+  std::vector<std::string> allowed_hosts;  // Host names besides the listen address
+  TlsFiles tls;
+  ListenerLimits limits;
+  int max_deltas = 4;  // ?seconds=N windows open at once; more get 503
   ProcessFilter filter;
   int max_concurrent = 2;
   double timeout_seconds = 10;          // waiting for a worker (503 after)
@@ -37,20 +43,13 @@ struct ServeOptions {
   WorkerLimits worker_limits;
 };
 
-// Checks the options (a non-loopback --listen needs --token-file or
-// --insecure-listen); throws Error(kUsage) when they cannot work.
+// Checks the options (a non-loopback --listen needs TLS with a token or
+// client certificates, or --insecure-listen: ValidateListenSecurity);
+// throws Error(kUsage) when they cannot work.
 void ValidateServeOptions(const ServeOptions& options);
-
-// True for 127.0.0.0/8, ::1 and "localhost".
-bool IsLoopbackHost(const std::string& host);
-// Splits "host:port" / "[v6]:port"; throws Error(kUsage).
-std::pair<std::string, int> SplitListenAddress(const std::string& listen);
 
 // Runs until SIGTERM/SIGINT; returns the exit code. Throws Error for a
 // configuration that cannot start (kUsage, kIo for the token file, ...).
 int RunServe(const ServeOptions& options, std::ostream& log);
-
-// Constant-time comparison of a presented token with the configured one.
-bool TokenMatches(const std::string& presented, const std::string& expected);
 
 }  // namespace goheap2pprof

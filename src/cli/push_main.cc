@@ -9,6 +9,7 @@
 #include "agent/watch_psi.h"
 #include "base/error.h"
 #include "cli/command.h"
+#include "cli/listener_flags.h"
 
 namespace goheap2pprof {
 namespace {
@@ -68,6 +69,13 @@ int PushMain(int argc, char** argv) {
   app.add_option("--metrics-listen", o.metrics_listen,
                  "address of the agent's /metrics (empty: none)")
       ->capture_default_str();
+  app.add_option("--token-file", o.metrics_token_file,
+                 "require Authorization: Bearer <the first line of FILE> on --metrics-listen");
+  app.add_flag("--insecure-listen", o.insecure_listen,
+               "allow a non-loopback --metrics-listen without TLS and a token or client "
+               "certificates");
+  AddListenerOptions(app, o.allowed_hosts, o.metrics_tls, o.metrics_limits, " of --metrics-listen",
+                     /*with_pool=*/false);
   app.add_option("--pid", o.pids, "push only this process (repeatable; default: every one)");
   app.add_option("--allow-uid", o.filter.allow_uids,
                  "push only processes of these user ids (repeatable)");

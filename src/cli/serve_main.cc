@@ -11,6 +11,7 @@
 #include "agent/serve_worker.h"
 #include "base/error.h"
 #include "cli/command.h"
+#include "cli/listener_flags.h"
 
 namespace goheap2pprof {
 
@@ -27,7 +28,11 @@ int ServeMain(int argc, char** argv) {
   app.add_option("--token-file", o.token_file,
                  "require Authorization: Bearer <the first line of FILE> on every request");
   app.add_flag("--insecure-listen", o.insecure_listen,
-               "allow a non-loopback --listen without --token-file");
+               "allow a non-loopback --listen without TLS and a token or client certificates");
+  AddListenerOptions(app, o.allowed_hosts, o.tls, o.limits, "", /*with_pool=*/true);
+  app.add_option("--max-deltas", o.max_deltas,
+                 "?seconds=N delta windows open at once; more get 503 with Retry-After")
+      ->capture_default_str();
   std::vector<uid_t> uids;
   app.add_option("--allow-uid", o.filter.allow_uids,
                  "serve only processes of these user ids (repeatable)");

@@ -7,8 +7,11 @@
 #include <google/protobuf/stubs/common.h>
 #include <httplib.h>
 #include <libdeflate.h>
+#include <openssl/opensslv.h>
 #include <seccomp.h>
 #include <zlib.h>
+
+#include <boost/version.hpp>
 #ifdef GOHEAP2PPROF_STATIC
 #include <bzlib.h>
 #include <lzma.h>
@@ -63,10 +66,12 @@ std::string VersionText() {
       << "  libseccomp " << seccomp->major << "." << seccomp->minor << "." << seccomp->micro << "\n"
       << "  cpp-httplib " << CPPHTTPLIB_VERSION
       << "\n"
-#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
-      // push's https; the header's text (httplib, not our code, links libssl).
+      // The agents' HTTP listener (agent/http_listener.h), header-only.
+      << "  Boost.Beast/Asio " << BOOST_VERSION / 100000 << "." << BOOST_VERSION / 100 % 1000 << "."
+      << BOOST_VERSION % 100
+      << "\n"
+      // The listener's TLS, and push's https.
       << "  " << OPENSSL_VERSION_TEXT << "\n"
-#endif
       << "  CLI11 " << CLI11_VERSION << "\n"
       << "  nlohmann-json " << NLOHMANN_JSON_VERSION_MAJOR << "." << NLOHMANN_JSON_VERSION_MINOR
       << "." << NLOHMANN_JSON_VERSION_PATCH << "\n";

@@ -35,9 +35,16 @@ TEST(ServeOptions, NonLoopbackNeedsATokenOrExplicitInsecurity) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);
   }
+  // A token in clear text is not enough off loopback: TLS too.
   o.token_file = "/some/file";
+  EXPECT_THROW(ValidateServeOptions(o), Error);
+  o.tls = TlsFiles{"/some/cert.pem", "/some/key.pem", ""};
   EXPECT_NO_THROW(ValidateServeOptions(o));
   o.token_file.clear();
+  EXPECT_THROW(ValidateServeOptions(o), Error);
+  o.tls.client_ca_file = "/some/ca.pem";
+  EXPECT_NO_THROW(ValidateServeOptions(o));
+  o.tls = TlsFiles{};
   o.insecure_listen = true;
   EXPECT_NO_THROW(ValidateServeOptions(o));
   o = ServeOptions();
@@ -46,6 +53,12 @@ TEST(ServeOptions, NonLoopbackNeedsATokenOrExplicitInsecurity) {
   o.service_name_from = "env:SERVICE";
   EXPECT_NO_THROW(ValidateServeOptions(o));
   o.max_concurrent = 0;
+  EXPECT_THROW(ValidateServeOptions(o), Error);
+  o = ServeOptions();
+  o.max_deltas = 0;
+  EXPECT_THROW(ValidateServeOptions(o), Error);
+  o = ServeOptions();
+  o.limits.max_connections_per_address = 0;
   EXPECT_THROW(ValidateServeOptions(o), Error);
 }
 

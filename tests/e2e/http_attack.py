@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Hostile HTTP clients for the listener tests and bench/serve_attacks.sh.
+
+Every attack is bounded in bytes, connections and time, and stops as soon
+as the server closes the connection.
+
+  http_attack.py line     HOST:PORT BYTES      1 request line with no newline
+  http_attack.py headers  HOST:PORT BYTES      4 KB header lines, no end
+  http_attack.py chunked  HOST:PORT BYTES      a chunked POST body
+  http_attack.py slowloris HOST:PORT N SECONDS INTERVAL SOURCE
+                                               N connections, one byte of a
+                                               head every INTERVAL s each
+  http_attack.py idle     HOST:PORT N SECONDS SOURCE[,SOURCE...]
+                                               N connections spread over the
+                                               source addresses, sending
+                                               nothing; closed ones reopen
+
+Prints one line: what was sent, and the status line the server answered.
+"""
+import resource
+import socket
+import sys
+import time
+
+
+def connect(addr, source=None):
+    host, port = addr.rsplit(":", 1)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if source:
+        s.bind((source, 0))
+    s.settimeout(5)
+    s.connect((host, int(port)))
+    return s
+
+
+def status_line(s):
+    s.settimeout(2)
+    try:
+        data = s.recv(4096)
+    except OSError:
+        return "(none)"
+    return data.split(b"\r\n", 1)[0].decode("latin-1") if data else "(closed)"
+
+
+def flood(addr, total, head, piece, deadline_s=120):
+    """Sends head then piece repeatedly up to total bytes; stops when the
+    server closes (a send fails) or after deadline_s."""
+    s = connect(addr)
+    sent = 0
+    deadline = time.monotonic() + deadline_s
+    s.settimeout(5)
+    try:
+        s.sendall(head)
+        sent += len(head)
+        while sent < total and time.monotonic() < deadline:
+            s.sendall(piece)
+            sent += len(piece)
+    except OSError:
+        pass
+    answer = status_line(s)
+    s.close()
+    print(f"sent {sent} bytes; answer: {answer}")
+
+
+def keep_open(addr, n, seconds, sources, interval=None):
+    """Holds n connections for seconds, reopening those the server closed
+    (at most once per round); with interval, sends one byte of a request
+    head on each every interval s."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, n + 64)), hard))
+    socks = [None] * n
+    opened = refused = 0
+    end = time.monotonic() + seconds
+    next_byte = time.monotonic()
+    while time.monotonic() < end:
+        for i in range(n):
+            s = socks[i]
+            if s is not None:
+                try:
+                    s.setblocking(False)
+                    data = s.recv(4096)
+                    if data == b"" or data.startswith(b"HTTP/"):
+                        refused += 1
+                        s.close()
+                        socks[i] = None
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    s.close()
+                    socks[i] = None
+            if socks[i] is None:
+                try:
+                    socks[i] = connect(addr, sources[i % len(sources)])
+                    opened += 1
+                except OSError:
+                    socks[i] = None
+        if interval is not None and time.monotonic() >= next_byte:
+            for s in socks:
+                if s is not None:
+                    try:
+                        s.setblocking(False)
+                        s.send(b"G")
+                    except OSError:
+                        pass
+            next_byte += interval
+        time.sleep(0.5)
+    for s in socks:
+        if s is not None:
+            s.close()
+    print(f"opened {opened} connections; {refused} closed by the server")
+
+
+def main():
+    mode, addr = sys.argv[1], sys.argv[2]
+    if mode == "line":
+        flood(addr, int(sys.argv[3]), b"GET /", b"a" * 65536)
+    elif mode == "headers":
+        flood(addr, int(sys.argv[3]), b"GET / HTTP/1.1\r\nHost: x\r\n",
+              b"X-Pad: " + b"a" * 4000 + b"\r\n")
+    elif mode == "chunked":
+        chunk = b"a" * 1048576
+        flood(addr, int(sys.argv[3]),
+              b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+              b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+    elif mode == "slowloris":
+        keep_open(addr, int(sys.argv[3]), float(sys.argv[4]), [sys.argv[6]],
+                  interval=float(sys.argv[5]))
+    elif mode == "idle":
+        keep_open(addr, int(sys.argv[3]), float(sys.argv[4]), sys.argv[5].split(","))
+    else:
+        sys.exit("unknown mode " + mode)
+
+
+if __name__ == "__main__":
+    main()
