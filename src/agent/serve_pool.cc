@@ -156,6 +156,7 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
         idle_.notify_one();
         result.outcome = PoolOutcome::kCrashed;
         result.detail = e.what();
+        result.not_started = true;
         return result;
       }
     }
@@ -179,6 +180,7 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
       idle_.notify_one();
       result.outcome = PoolOutcome::kCrashed;
       result.detail = e.what();
+      result.not_started = true;
       return result;
     }
   }
@@ -263,6 +265,9 @@ ExeInfo ProbeInWorker(WorkerPool& pool, ServeMetrics& metrics, pid_t pid) {
   PoolResult r = pool.Run({WorkerOp::kProbe, pid}, "");
   ExeInfo info;
   if (r.outcome != PoolOutcome::kReplied) {
+    // A worker that could not start (no descriptors left) is no verdict on
+    // the executable: not cached, probed again at the next scan.
+    if (r.not_started) return info;
     if (r.outcome == PoolOutcome::kCrashed || r.outcome == PoolOutcome::kTimedOut) {
       metrics.WorkerRestarted(r.outcome == PoolOutcome::kCrashed ? "crash" : "timeout");
       info.error = r.detail;  // a hostile executable is not probed again

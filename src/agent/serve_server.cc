@@ -167,6 +167,7 @@ class Service {
     uint64_t processes = discovery_.Processes().size();
     metrics_.SetDiscovery(processes, discovery_.scans(), discovery_.analyses(),
                           discovery_.cache_hits());
+    metrics_.SetDiscoveryHealth(discovery_.scan_errors(), discovery_.last_success_seconds());
   }
 
   // One capture per (pid, op) at a time: later requests wait for the
@@ -224,6 +225,16 @@ class Service {
     return result;
   }
 
+  // A capture of the process the request was for, as discovery found it
+  // (facts), and nothing else: a reply from whatever held the pid later, or
+  // from a process the filter refuses as the worker found it, is turned
+  // into the 410 or 404 it deserves (KeepToRequestedProcess).
+  PoolResult CaptureOf(const ProcessFacts& facts, WorkerOp op, bool may_join = true) {
+    PoolResult r = SharedCapture(facts.pid, op, facts.key.ToString(), may_join);
+    if (r.outcome == PoolOutcome::kReplied) KeepToRequestedProcess(facts, options_.filter, r.reply);
+    return r;
+  }
+
   // Answers a failed capture; false if r is a success.
   bool ServeFailure(const PoolResult& r, pid_t pid, httplib::Response& res) {
     switch (r.outcome) {
@@ -256,9 +267,7 @@ class Service {
         if (r.reply.replaced) {
           ServeError(res, 410,
                      "process " + std::to_string(pid) +
-                         " was replaced by another process under the same pid during the "
-                         "capture: " +
-                         r.reply.message);
+                         " was replaced by another process under the same pid: " + r.reply.message);
           return true;
         }
         status = 404;
@@ -293,18 +302,17 @@ class Service {
       ServeError(res, 404, "no such process: " + std::to_string(p.pid));
       return;
     }
-    const std::string affinity = facts->key.ToString();
     const char* name = p.name == ProfileName::kHeap ? "heap" : "allocs";
     const WorkerOp op = p.name == ProfileName::kHeap ? WorkerOp::kHeap : WorkerOp::kAllocs;
-    if (p.seconds > 0) return Delta(p, op, name, affinity, res);
+    if (p.seconds > 0) return Delta(p, op, name, *facts, res);
     if (p.debug != 0) {
-      PoolResult r = SharedCapture(p.pid, WorkerOp::kHeapDebugText, affinity);
+      PoolResult r = CaptureOf(*facts, WorkerOp::kHeapDebugText);
       if (ServeFailure(r, p.pid, res)) return;
       res.set_header("X-Content-Type-Options", "nosniff");
       res.set_content(std::move(r.reply.body), "text/plain; charset=utf-8");
       return;
     }
-    PoolResult r = SharedCapture(p.pid, op, affinity);
+    PoolResult r = CaptureOf(*facts, op);
     NoteSampling(p.pid, r);
     if (ServeFailure(r, p.pid, res)) return;
     SetProfileHeaders(res, name);
@@ -327,7 +335,7 @@ class Service {
   }
 
   // net/http/pprof's serveDeltaProfile.
-  void Delta(const ProfileRequest& p, WorkerOp op, const char* name, const std::string& affinity,
+  void Delta(const ProfileRequest& p, WorkerOp op, const char* name, const ProcessFacts& facts,
              httplib::Response& res) {
     // Anchored before the first capture starts: an exec in place between
     // the two captures keeps pid and start time, and only the address
@@ -335,7 +343,7 @@ class Service {
     const std::optional<AddressSpaceAnchor> anchor = AddressSpaceAnchor::TryOpen(p.pid);
     // The first capture must begin after the anchor: it joins no capture
     // that is already running.
-    PoolResult r0 = SharedCapture(p.pid, op, affinity, /*may_join=*/false);
+    PoolResult r0 = CaptureOf(facts, op, /*may_join=*/false);
     const int64_t t0 = NowNanos();
     if (ServeFailure(r0, p.pid, res)) return;
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(p.seconds);
@@ -346,7 +354,7 @@ class Service {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    PoolResult r1 = SharedCapture(p.pid, op, affinity);
+    PoolResult r1 = CaptureOf(facts, op);
     const int64_t t1 = NowNanos();
     if (ServeFailure(r1, p.pid, res)) return;
     if (!anchor) {
