@@ -68,22 +68,6 @@ std::string CgroupPath(const std::string& text) {
 
 bool IsHex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
 
-// The effective uid of /proc/<pid>/status text ("Uid:\treal\teffective\t
-// saved\tfs"). Not the owner of /proc/<pid>, which is root whenever the
-// process is not dumpable (after a set-uid exec or a change of its uids).
-std::optional<uid_t> EffectiveUid(const std::string& status) {
-  std::istringstream lines(status);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.rfind("Uid:", 0) != 0) continue;
-    std::istringstream fields(line.substr(4));
-    uint64_t real = 0, effective = 0;
-    if (!(fields >> real >> effective) || effective > UINT32_MAX) return std::nullopt;
-    return static_cast<uid_t>(effective);
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 std::string ExeKey::ToString() const {
@@ -130,12 +114,13 @@ bool ProcessFilter::AdmitsCgroup(const std::string& path) const {
 
 std::optional<ProcessOwner> ReadProcessOwner(pid_t pid) {
   const std::string dir = "/proc/" + std::to_string(pid);
-  std::optional<std::string> status = ReadSmallFile(dir + "/status", 65536);
-  if (!status) return std::nullopt;
-  std::optional<uid_t> euid = EffectiveUid(*status);
-  if (!euid) return std::nullopt;  // gone while read, or not a status we know
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) {
+    if (IsResourceError(errno)) ThrowReadError(dir, errno);
+    return std::nullopt;
+  }
   ProcessOwner owner;
-  owner.uid = *euid;
+  owner.uid = st.st_uid;
   // No cgroup file (a kernel without cgroups): the empty path, which only
   // an allow-list of "/" admits.
   if (std::optional<std::string> cg = ReadSmallFile(dir + "/cgroup", 65536)) {

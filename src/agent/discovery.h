@@ -34,7 +34,7 @@ namespace goheap2pprof {
 // it read (serve_worker.h), so that the filter is applied to the process a
 // profile really comes from.
 struct ProcessOwner {
-  uid_t uid = 0;       // effective uid ("Uid:" of /proc/<pid>/status)
+  uid_t uid = 0;       // owner of the /proc/<pid> directory: the effective uid
   std::string cgroup;  // the cgroup v2 path ("0::" line), else the first line's path
 };
 
