@@ -1,6 +1,8 @@
 // Discovery's allow-list (whole cgroup path elements), the rule that holds a
 // worker's reply to the process a request was for, and scans that fail for
 // want of descriptors (issue 22, defects 9 and 11).
+#include "agent/discovery.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -10,7 +12,6 @@
 
 #include <algorithm>
 
-#include "agent/discovery.h"
 #include "agent/serve_worker.h"
 #include "base/error.h"
 
