@@ -10,7 +10,9 @@
 #   - a process of the same (allowed) uid: 410, never its profile;
 #   - with --allow-uid 0, a process of uid 65534: 410 (or 404/403), never
 #     200 with a profile of a process the allow-list refuses;
-# against a control where nothing happens (200).
+# and the same process changes its effective uid to one the allow-list
+# refuses (testdata/servetarget -euid-on-usr2): 404, as for any process the
+# filter refuses; against a control where nothing happens (200).
 #
 # Needs root (a pid namespace of our own, where nothing else forks, and a
 # process started as another uid); otherwise the cases are skipped.
@@ -85,12 +87,14 @@ reuse_pid() {
 
 # queued_request <name> <victim> [serve options...]: starts a server with
 # one worker, holds that worker with a paused capture of a blocker process
-# (4 s), then sends the request for the victim, which waits for the worker
+# (4 s; started with the command prefix in blocker_as, which the filter must
+# admit), then sends the request for the victim, which waits for the worker
 # (status in $work/victim.status, body in $work/victim.body).
+blocker_as=()
 queued_request() {
   local name=$1 victim=$2
   shift 2
-  start_target "$name-blocker"
+  start_target "$name-blocker" "${blocker_as[@]}"
   local blocker=$tpid
   start_serve "$name" "GOHEAP2PPROF_SERVE_SEAM=pause-before-walk=4000:$blocker" -- \
     --max-concurrent 1 --timeout 30 --capture-timeout 30 "$@"
@@ -167,6 +171,27 @@ if reuse_pid "$victim" other-uid-reused setpriv --reuid=$nobody --regid=$nobody 
 else
   wait "$victim_client" "$blocker_client"
   fail "could not start a process of uid $nobody under pid $victim"
+fi
+e2e_stop_pids -9
+
+echo "== the same process changes its uid to one the allow-list refuses while the request waits"
+# Effective uid 65534 (allowed), real uid 0, so that it may become root.
+e2e_start "$work/euid.out" "$work/euid.err" setpriv --euid=$nobody "$target" -http=false -euid-on-usr2 0
+victim=$target_pid
+if e2e_wait_for_line "$work/euid.out" "^READY" "$victim" 20 &&
+  [[ $(stat -c %u "/proc/$victim") == "$nobody" ]]; then
+  blocker_as=(setpriv --euid=$nobody)
+  queued_request euid "$victim" --allow-uid $nobody
+  kill -USR2 "$victim"
+  if e2e_wait_for_line "$work/euid.out" "^EUID" "$victim" 5; then
+    expect_answer "an allowed process that became root (refused by --allow-uid $nobody) before the capture" \
+      404 "no such process: $victim"
+  else
+    wait "$victim_client" "$blocker_client"
+    fail "the target did not change its uid" "$work/euid.err"
+  fi
+else
+  fail "the target did not start with effective uid $nobody" "$work/euid.err"
 fi
 e2e_stop_pids -9
 
