@@ -94,7 +94,9 @@ void WorkerPool::Start(Worker& w) {
   }
   w.pid = pid;
   w.fd = sv[0];
-  w.busy = false;
+  // Not w.busy: the slot stays with the Run that (re)starts it. Marking it
+  // idle here let a second Run take a worker the first was still using,
+  // and each read the other's reply (a profile of another pid).
   w.affinity.clear();
   ++stats_.workers_started;
 }
