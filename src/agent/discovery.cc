@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -19,11 +21,22 @@
 namespace goheap2pprof {
 namespace {
 
+// Out of descriptors or memory: the failure is ours, not the process's.
+bool IsResourceError(int err) { return err == EMFILE || err == ENFILE || err == ENOMEM; }
+
+[[noreturn]] void ThrowReadError(const std::string& what, int err) {
+  throw Error(ErrorKind::kIo, "cannot read ", what, ": ", std::strerror(err));
+}
+
 // /proc text files are small; bound them anyway (a cgroup path is at most
-// a few KiB, environ at most the kernel's ARG_MAX-sized area).
+// a few KiB, environ at most the kernel's ARG_MAX-sized area). nullopt if
+// the file cannot be opened; throws kIo as ReadProcessOwner.
 std::optional<std::string> ReadSmallFile(const std::string& path, size_t max = 1 << 20) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return std::nullopt;
+  if (fd < 0) {
+    if (IsResourceError(errno)) ThrowReadError(path, errno);
+    return std::nullopt;
+  }
   std::string data;
   char buf[4096];
   while (data.size() < max) {
@@ -34,6 +47,23 @@ std::optional<std::string> ReadSmallFile(const std::string& path, size_t max = 1
   close(fd);
   if (data.size() > max) data.resize(max);
   return data;
+}
+
+// The cgroup v2 path ("0::" line) of /proc/<pid>/cgroup text, else the
+// first line's path.
+std::string CgroupPath(const std::string& text) {
+  std::istringstream lines(text);
+  std::string line, first, v2;
+  while (std::getline(lines, line)) {
+    // "hierarchy-ID:controllers:path"
+    size_t a = line.find(':');
+    size_t b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    std::string path = line.substr(b + 1);
+    if (first.empty()) first = path;
+    if (line.compare(0, 3, "0::") == 0) v2 = path;
+  }
+  return v2.empty() ? first : v2;
 }
 
 bool IsHex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
@@ -63,23 +93,56 @@ std::string ContainerIdFromCgroup(const std::string& path) {
   return found;
 }
 
+bool ProcessFilter::AdmitsPid(pid_t pid) const {
+  return std::find(deny_pids.begin(), deny_pids.end(), pid) == deny_pids.end();
+}
+
+bool ProcessFilter::AdmitsUid(uid_t uid) const {
+  return allow_uids.empty() ||
+         std::find(allow_uids.begin(), allow_uids.end(), uid) != allow_uids.end();
+}
+
+bool ProcessFilter::AdmitsCgroup(const std::string& path) const {
+  if (allow_cgroups.empty()) return true;
+  return std::any_of(allow_cgroups.begin(), allow_cgroups.end(), [&](std::string_view allowed) {
+    // "/a/b/" means "/a/b": a subtree, not a string prefix.
+    while (!allowed.empty() && allowed.back() == '/') allowed.remove_suffix(1);
+    std::string_view p(path);
+    return p.starts_with(allowed) && (p.size() == allowed.size() || p[allowed.size()] == '/');
+  });
+}
+
+std::optional<ProcessOwner> ReadProcessOwner(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid);
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) {
+    if (IsResourceError(errno)) ThrowReadError(dir, errno);
+    return std::nullopt;
+  }
+  ProcessOwner owner;
+  owner.uid = st.st_uid;
+  // No cgroup file (a kernel without cgroups): the empty path, which only
+  // an allow-list of "/" admits.
+  if (std::optional<std::string> cg = ReadSmallFile(dir + "/cgroup", 65536)) {
+    owner.cgroup = CgroupPath(*cg);
+  }
+  return owner;
+}
+
 std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& filter,
                                              const std::vector<std::string>& want_env,
                                              bool* forbidden) {
   if (forbidden) *forbidden = false;
-  if (std::find(filter.deny_pids.begin(), filter.deny_pids.end(), pid) != filter.deny_pids.end()) {
+  if (!filter.AdmitsPid(pid)) return std::nullopt;
+  const std::string dir = "/proc/" + std::to_string(pid);
+  std::optional<ProcessOwner> owner = ReadProcessOwner(pid);
+  if (!owner || !filter.AdmitsUid(owner->uid) || !filter.AdmitsCgroup(owner->cgroup)) {
     return std::nullopt;
   }
-  const std::string dir = "/proc/" + std::to_string(pid);
   ProcessFacts f;
   f.pid = pid;
-  struct stat st;
-  if (stat(dir.c_str(), &st) != 0) return std::nullopt;
-  f.uid = st.st_uid;
-  if (!filter.allow_uids.empty() && std::find(filter.allow_uids.begin(), filter.allow_uids.end(),
-                                              f.uid) == filter.allow_uids.end()) {
-    return std::nullopt;
-  }
+  f.uid = owner->uid;
+  f.cgroup = std::move(owner->cgroup);
   std::optional<std::string> stat_text = ReadSmallFile(dir + "/stat", 4096);
   if (!stat_text) return std::nullopt;
   try {
@@ -91,25 +154,6 @@ std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& fil
     f.start_time = ps.start_time;
   } catch (const Error&) {
     return std::nullopt;  // boundary of one process in the serve agent's scan: skip it
-  }
-  if (std::optional<std::string> cg = ReadSmallFile(dir + "/cgroup", 65536)) {
-    std::istringstream lines(*cg);
-    std::string line, first;
-    while (std::getline(lines, line)) {
-      // "hierarchy-ID:controllers:path"
-      size_t a = line.find(':');
-      size_t b = a == std::string::npos ? a : line.find(':', a + 1);
-      if (b == std::string::npos) continue;
-      std::string path = line.substr(b + 1);
-      if (first.empty()) first = path;
-      if (line.compare(0, 3, "0::") == 0) f.cgroup = path;
-    }
-    if (f.cgroup.empty()) f.cgroup = first;
-  }
-  if (!filter.allow_cgroups.empty() &&
-      std::none_of(filter.allow_cgroups.begin(), filter.allow_cgroups.end(),
-                   [&](const std::string& p) { return f.cgroup.compare(0, p.size(), p) == 0; })) {
-    return std::nullopt;
   }
   f.container_id = ContainerIdFromCgroup(f.cgroup);
   char exe[4096];
@@ -190,19 +234,45 @@ void Discovery::Start() {
   });
 }
 
-void Discovery::Scan() {
+namespace {
+
+// The facts of every process in /proc that passes the filter. Throws kIo
+// when /proc cannot be listed or read for want of resources.
+std::vector<ProcessFacts> ListProcesses(const Discovery::Options& options) {
+  std::unique_ptr<DIR, int (*)(DIR*)> d(opendir("/proc"), closedir);
+  if (!d) ThrowReadError("/proc", errno);
   std::vector<ProcessFacts> found;
-  if (DIR* d = opendir("/proc")) {
-    while (dirent* e = readdir(d)) {
-      std::optional<pid_t> pid = ParsePid(e->d_name);
-      if (!pid || *pid == getpid()) continue;
-      if (std::optional<ProcessFacts> f =
-              ReadProcessFacts(*pid, options_.filter, options_.want_env)) {
-        found.push_back(std::move(*f));
-      }
+  while (true) {
+    errno = 0;
+    dirent* e = readdir(d.get());
+    if (!e) {
+      if (errno != 0) ThrowReadError("/proc", errno);
+      return found;
     }
-    closedir(d);
+    std::optional<pid_t> pid = ParsePid(e->d_name);
+    if (!pid || *pid == getpid()) continue;
+    if (std::optional<ProcessFacts> f = ReadProcessFacts(*pid, options.filter, options.want_env)) {
+      found.push_back(std::move(*f));
+    }
   }
+}
+
+}  // namespace
+
+void Discovery::Scan() {
+  try {
+    ScanOrThrow();
+  } catch (const Error&) {
+    // A long-running agent's scan: a failure to read /proc or to start a
+    // worker for a probe (no descriptors left) keeps the last good list
+    // rather than emptying it.
+    std::lock_guard<std::mutex> lock(mu_);
+    ++scan_errors_;
+  }
+}
+
+void Discovery::ScanOrThrow() {
+  std::vector<ProcessFacts> found = ListProcesses(options_);
   std::map<pid_t, GoProcess> next;
   for (ProcessFacts& f : found) {
     ExeInfo info;
@@ -257,6 +327,8 @@ void Discovery::Scan() {
     }
   }
   processes_ = std::move(next);
+  last_success_seconds_ =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::vector<GoProcess> Discovery::Processes() const {
@@ -283,6 +355,16 @@ void Discovery::NoteSampling(pid_t pid, uint64_t start_time, const std::string& 
 uint64_t Discovery::scans() const {
   std::lock_guard<std::mutex> lock(mu_);
   return scan_number_;
+}
+
+uint64_t Discovery::scan_errors() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return scan_errors_;
+}
+
+double Discovery::last_success_seconds() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_success_seconds_;
 }
 
 uint64_t Discovery::analyses() const {

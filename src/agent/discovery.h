@@ -28,10 +28,34 @@
 
 namespace goheap2pprof {
 
+// What the allow-list judges a process by, besides its pid: read from
+// /proc/<pid> by discovery (on request and on every scan) and again by the
+// capture worker while the capture's anchor proves it is still the process
+// it read (serve_worker.h), so that the filter is applied to the process a
+// profile really comes from.
+struct ProcessOwner {
+  uid_t uid = 0;       // owner of the /proc/<pid> directory: the effective uid
+  std::string cgroup;  // the cgroup v2 path ("0::" line), else the first line's path
+};
+
+// The owner of pid now; nullopt if it is gone. Throws kIo when /proc
+// cannot be read for want of descriptors or memory (EMFILE, ENFILE,
+// ENOMEM): that says nothing about the process.
+std::optional<ProcessOwner> ReadProcessOwner(pid_t pid);
+
 struct ProcessFilter {
   std::vector<uid_t> allow_uids;           // empty: any
-  std::vector<std::string> allow_cgroups;  // prefixes of the cgroup path; empty: any
+  std::vector<std::string> allow_cgroups;  // cgroup subtrees (whole path elements); empty: any
   std::vector<pid_t> deny_pids;
+
+  bool AdmitsPid(pid_t pid) const;
+  bool AdmitsUid(uid_t uid) const;
+  // True if path is one of allow_cgroups or below one: "/user.slice/user-1"
+  // admits itself and "/user.slice/user-1/x", never "/user.slice/user-10".
+  bool AdmitsCgroup(const std::string& path) const;
+  bool Admits(pid_t pid, const ProcessOwner& owner) const {
+    return AdmitsPid(pid) && AdmitsUid(owner.uid) && AdmitsCgroup(owner.cgroup);
+  }
 };
 
 // (device, inode, size, mtime) of /proc/<pid>/exe; build ID comes later.
@@ -55,7 +79,7 @@ struct ProcessFacts {
   std::string comm;
   std::string exe;  // readlink of /proc/<pid>/exe
   uid_t uid = 0;
-  std::string cgroup;        // the cgroup v2 path ("0::" line), else the first line's path
+  std::string cgroup;        // as ProcessOwner's
   std::string container_id;  // a 64-hex-digit id in the cgroup path, if any
   std::map<std::string, std::string> environ_wanted;  // for --service-name-from env:VAR
   ExeKey key;
@@ -73,6 +97,7 @@ struct GoProcess {
 // the reason was that the server may not read its executable (a process
 // that passed the filters), which the server answers with 403.
 // `want_env` names environment variables to read (for service names).
+// Throws kIo as ReadProcessOwner.
 std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& filter,
                                              const std::vector<std::string>& want_env,
                                              bool* forbidden = nullptr);
@@ -128,7 +153,11 @@ class Discovery {
   ~Discovery();
 
   void Start();  // background scans every interval until destroyed
-  void Scan();   // one scan now
+  // One scan now. A scan that cannot read /proc (out of descriptors,
+  // opendir failing) keeps the last good list and is counted in
+  // scan_errors(): an agent that ran out of descriptors must not answer
+  // that the node has no Go processes.
+  void Scan();
 
   std::vector<GoProcess> Processes() const;
   // The executable facts for a pid that is visible now (filters applied on
@@ -137,11 +166,17 @@ class Discovery {
   // Records what a capture learnt about sampling.
   void NoteSampling(pid_t pid, uint64_t start_time, const std::string& state);
 
-  uint64_t scans() const;       // completed scans
+  uint64_t scans() const;        // completed scans
+  uint64_t scan_errors() const;  // scans that failed (the list was kept)
+  // Seconds since the epoch at the end of the last scan that succeeded; 0
+  // before the first.
+  double last_success_seconds() const;
   uint64_t analyses() const;    // probes made
   uint64_t cache_hits() const;  // processes answered from the cache
 
  private:
+  void ScanOrThrow();
+
   Options options_;
   Probe probe_;
   mutable std::mutex mu_;
@@ -151,6 +186,8 @@ class Discovery {
   std::map<ExeKey, ExeInfo> exes_;
   std::map<ExeKey, uint64_t> exe_last_used_;
   uint64_t scan_number_ = 0;
+  uint64_t scan_errors_ = 0;
+  double last_success_seconds_ = 0;
   std::map<pid_t, GoProcess> processes_;
   std::map<std::pair<pid_t, uint64_t>, std::string> sampling_;
   uint64_t analyses_ = 0, cache_hits_ = 0;

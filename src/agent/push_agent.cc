@@ -83,6 +83,7 @@ class Agent {
     uint64_t processes = discovery_.Processes().size();
     serve_metrics_.SetDiscovery(processes, discovery_.scans(), discovery_.analyses(),
                                 discovery_.cache_hits());
+    serve_metrics_.SetDiscoveryHealth(discovery_.scan_errors(), discovery_.last_success_seconds());
     return serve_metrics_.Render() + push_metrics_.Render();
   }
 
@@ -171,6 +172,10 @@ class Agent {
     const std::string what = "pid " + std::to_string(pid) + " (" + ServiceNameOfProcess(p) + ")";
     auto started = std::chrono::steady_clock::now();
     PoolResult r = pool_.Run({WorkerOp::kHeap, pid, {}}, p.facts.key.ToString());
+    // Only a profile of the process the scan found and the filter admits,
+    // as the worker found it, is pushed.
+    if (r.outcome == PoolOutcome::kReplied)
+      KeepToRequestedProcess(p.facts, options_.filter, r.reply);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     const std::string outcome = PoolOutcomeName(r);

@@ -60,6 +60,12 @@ void ServeMetrics::SetDiscovery(uint64_t processes, uint64_t scans, uint64_t ana
   discovery_cache_hits_ = cache_hits;
 }
 
+void ServeMetrics::SetDiscoveryHealth(uint64_t scan_errors, double last_success_seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  scan_errors_ = scan_errors;
+  last_scan_success_seconds_ = last_success_seconds;
+}
+
 void ServeMetrics::CaptureAnalyses(uint64_t analyses) {
   std::lock_guard<std::mutex> lock(mu_);
   capture_analyses_ += analyses;
@@ -109,6 +115,14 @@ std::string ServeMetrics::Render() const {
   out += "goheap2pprof_processes_discovered " + std::to_string(processes_) + "\n";
   Family(out, "goheap2pprof_discovery_scans_total", "counter", "Completed scans of /proc.");
   out += "goheap2pprof_discovery_scans_total " + std::to_string(scans_) + "\n";
+  Family(out, "goheap2pprof_discovery_scan_errors_total", "counter",
+         "Scans of /proc that failed (e.g. out of file descriptors); the processes found by the "
+         "last good scan are kept.");
+  out += "goheap2pprof_discovery_scan_errors_total " + std::to_string(scan_errors_) + "\n";
+  Family(out, "goheap2pprof_discovery_last_success_timestamp_seconds", "gauge",
+         "When the last successful scan of /proc ended, in seconds since the epoch (0: none yet).");
+  out += "goheap2pprof_discovery_last_success_timestamp_seconds " +
+         Float(last_scan_success_seconds_) + "\n";
   Family(out, "goheap2pprof_executable_analyses_total", "counter",
          "Analyses of executable files (Go version, build ID, runtime tables), by who needed "
          "them: discovery (once per executable) or a capture.");

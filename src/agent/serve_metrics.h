@@ -35,6 +35,9 @@ class ServeMetrics {
   void CaptureDone(const std::string& outcome, double seconds, uint64_t bytes_read);
   // Discovery's counters, copied when /metrics is rendered.
   void SetDiscovery(uint64_t processes, uint64_t scans, uint64_t analyses, uint64_t cache_hits);
+  // Scans of /proc that failed (their last good list was kept), and when
+  // the last one succeeded (seconds since the epoch; 0: none yet).
+  void SetDiscoveryHealth(uint64_t scan_errors, double last_success_seconds);
   // A capture that needed `analyses` executable analyses (0: a cache hit).
   void CaptureAnalyses(uint64_t analyses);
   void WorkerRestarted(const std::string& reason);
@@ -51,6 +54,8 @@ class ServeMetrics {
   uint64_t bytes_read_ = 0;
   uint64_t processes_ = 0;
   uint64_t scans_ = 0;
+  uint64_t scan_errors_ = 0;
+  double last_scan_success_seconds_ = 0;
   uint64_t discovery_analyses_ = 0, discovery_cache_hits_ = 0;
   uint64_t capture_analyses_ = 0, capture_cache_hits_ = 0;
   std::map<std::string, uint64_t> worker_restarts_;

@@ -120,7 +120,9 @@ void WorkerPool::Start(Worker& w) {
   }
   w.pid = pid;
   w.fd = sv[0];
-  w.busy = false;
+  // Not w.busy: the slot stays with the Run that (re)starts it. Marking it
+  // idle here let a second Run take a worker the first was still using,
+  // and each read the other's reply (a profile of another pid).
   w.affinity.clear();
   w.stderr_fd = err[0];
   w.stderr_relay = std::make_unique<WorkerStderr>(pid, STDERR_FILENO);
@@ -195,6 +197,7 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
         idle_.notify_one();
         result.outcome = PoolOutcome::kCrashed;
         result.detail = e.what();
+        result.not_started = true;
         return result;
       }
     }
@@ -216,6 +219,7 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
       idle_.notify_one();
       result.outcome = PoolOutcome::kCrashed;
       result.detail = e.what();
+      result.not_started = true;
       return result;
     }
   }
@@ -308,6 +312,9 @@ ExeInfo ProbeInWorker(WorkerPool& pool, ServeMetrics& metrics, pid_t pid) {
   PoolResult r = pool.Run({WorkerOp::kProbe, pid, {}}, "");
   ExeInfo info;
   if (r.outcome != PoolOutcome::kReplied) {
+    // A worker that could not start (no descriptors left) is no verdict on
+    // the executable: not cached, probed again at the next scan.
+    if (r.not_started) return info;
     if (r.outcome == PoolOutcome::kCrashed || r.outcome == PoolOutcome::kTimedOut) {
       metrics.WorkerRestarted(r.outcome == PoolOutcome::kCrashed ? "crash" : "timeout");
       info.error = r.detail;  // a hostile executable is not probed again

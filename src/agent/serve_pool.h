@@ -52,6 +52,9 @@ struct PoolResult {
   PoolOutcome outcome = PoolOutcome::kReplied;
   WorkerReply reply;
   std::string detail;  // for kCrashed: how the worker ended
+  // kCrashed because no worker could be started (out of descriptors or
+  // processes): says nothing about the request.
+  bool not_started = false;
 };
 
 struct PoolStats {

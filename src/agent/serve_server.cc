@@ -179,6 +179,7 @@ class Service {
     uint64_t processes = discovery_.Processes().size();
     metrics_.SetDiscovery(processes, discovery_.scans(), discovery_.analyses(),
                           discovery_.cache_hits());
+    metrics_.SetDiscoveryHealth(discovery_.scan_errors(), discovery_.last_success_seconds());
   }
 
   // One capture per (pid, op) at a time: later requests wait for the
@@ -237,6 +238,17 @@ class Service {
     return result;
   }
 
+  // A capture of the process the request was for, as discovery found it
+  // (facts), and nothing else: a reply from whatever held the pid later, or
+  // from a process the filter refuses as the worker found it, is turned
+  // into the 410 or 404 it deserves (KeepToRequestedProcess).
+  PoolResult CaptureOf(const ProcessFacts& facts, WorkerOp op, bool may_join = true,
+                       std::string base = {}) {
+    PoolResult r = SharedCapture(facts.pid, op, facts.key.ToString(), may_join, std::move(base));
+    if (r.outcome == PoolOutcome::kReplied) KeepToRequestedProcess(facts, options_.filter, r.reply);
+    return r;
+  }
+
   // Answers a failed capture; false if r is a success.
   bool ServeFailure(const PoolResult& r, pid_t pid, HttpReply& res) {
     switch (r.outcome) {
@@ -269,9 +281,7 @@ class Service {
         if (r.reply.replaced) {
           ServeError(res, 410,
                      "process " + std::to_string(pid) +
-                         " was replaced by another process under the same pid during the "
-                         "capture: " +
-                         r.reply.message);
+                         " was replaced by another process under the same pid: " + r.reply.message);
           return true;
         }
         status = 404;
@@ -306,18 +316,17 @@ class Service {
       ServeError(res, 404, "no such process: " + std::to_string(p.pid));
       return;
     }
-    const std::string affinity = facts->key.ToString();
     const char* name = p.name == ProfileName::kHeap ? "heap" : "allocs";
     const WorkerOp op = p.name == ProfileName::kHeap ? WorkerOp::kHeap : WorkerOp::kAllocs;
-    if (p.seconds > 0) return Delta(p, op, name, affinity, res);
+    if (p.seconds > 0) return Delta(p, op, name, *facts, res);
     if (p.debug != 0) {
-      PoolResult r = SharedCapture(p.pid, WorkerOp::kHeapDebugText, affinity);
+      PoolResult r = CaptureOf(*facts, WorkerOp::kHeapDebugText);
       if (ServeFailure(r, p.pid, res)) return;
       res.headers.emplace_back("X-Content-Type-Options", "nosniff");
       SetContent(res, std::move(r.reply.body), "text/plain; charset=utf-8");
       return;
     }
-    PoolResult r = SharedCapture(p.pid, op, affinity);
+    PoolResult r = CaptureOf(*facts, op);
     NoteSampling(p.pid, r);
     if (ServeFailure(r, p.pid, res)) return;
     SetProfileHeaders(res, name);
@@ -343,7 +352,7 @@ class Service {
   // capture's gzipped bytes over the window; the worker that makes the
   // second capture subtracts them (WorkerOp::kHeapDelta), so that no
   // profile is ever parsed here.
-  void Delta(const ProfileRequest& p, WorkerOp op, const char* name, const std::string& affinity,
+  void Delta(const ProfileRequest& p, WorkerOp op, const char* name, const ProcessFacts& facts,
              HttpReply& res) {
     // At most max_deltas windows at once: each holds a handler thread for
     // its whole window.
@@ -361,7 +370,7 @@ class Service {
     const std::optional<AddressSpaceAnchor> anchor = AddressSpaceAnchor::TryOpen(p.pid);
     // The first capture must begin after the anchor: it joins no capture
     // that is already running.
-    PoolResult r0 = SharedCapture(p.pid, op, affinity, /*may_join=*/false);
+    PoolResult r0 = CaptureOf(facts, op, /*may_join=*/false);
     if (ServeFailure(r0, p.pid, res)) return;
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(p.seconds);
     while (std::chrono::steady_clock::now() < until) {
@@ -372,8 +381,7 @@ class Service {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     const WorkerOp delta_op = op == WorkerOp::kHeap ? WorkerOp::kHeapDelta : WorkerOp::kAllocsDelta;
-    PoolResult r1 =
-        SharedCapture(p.pid, delta_op, affinity, /*may_join=*/false, std::move(r0.reply.body));
+    PoolResult r1 = CaptureOf(facts, delta_op, /*may_join=*/false, std::move(r0.reply.body));
     if (ServeFailure(r1, p.pid, res)) return;
     if (!anchor) {
       ServeError(res, 500,

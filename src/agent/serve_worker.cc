@@ -60,6 +60,11 @@ struct ReplyHeader {
   uint64_t start_time;
   uint64_t worker_ns;
   uint64_t cycle_plus_one;  // 0: no cycle
+  // The owner, when owner_known: its cgroup path follows the message.
+  uint32_t owner_known;
+  uint32_t owner_uid;
+  uint32_t owner_cgroup_len;
+  uint32_t reserved;
 };
 
 bool WriteAll(int fd, const void* data, size_t size) {
@@ -366,6 +371,14 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
   if (seam) Misbehave(*seam, request.pid);
   std::unique_ptr<CaptureSource> source = OpenSource(request.pid, seam, reply);
   *identified = true;
+  // What the allow-list judges, read while the source holds the address
+  // space anchor: the capture's final identity check proves it was read
+  // from the process the profile comes from (a pid reused or an exec in
+  // place since then fails the capture, 410).
+  std::optional<ProcessOwner> owner = ReadProcessOwner(request.pid);
+  if (!owner) {
+    throw Error(ErrorKind::kNoSuchProcess, "process ", request.pid, " exited during the capture");
+  }
   auto [analysis, fresh] = Analyses().Get(*source);
   reply.analyses = fresh ? 1 : 0;
   PauseBeforeWalk(seam, request.pid);
@@ -392,6 +405,9 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
   } else {
     reply.body = EncodeProfile(result.profile);
   }
+  // Only now, the final identity check having passed: a failed capture
+  // carries no owner.
+  reply.owner = std::move(owner);
 }
 
 // After a capture found its process gone: whether a live process has the
@@ -505,6 +521,25 @@ int64_t MonotonicNanos() {
 
 int64_t MonotonicMillis() { return MonotonicNanos() / 1000000; }
 
+void KeepToRequestedProcess(const ProcessFacts& requested, const ProcessFilter& filter,
+                            WorkerReply& reply) {
+  const std::string pid = std::to_string(requested.pid);
+  // start_time 0: the worker found no process to identify; its error says so.
+  const bool replaced = reply.start_time != 0 && reply.start_time != requested.start_time;
+  // A failed capture of the requested process: its error is the answer.
+  if (!replaced && reply.error_kind != 0) return;
+  // The same process, but without an owner or one the filter no longer
+  // admits (its uid or cgroup changed): answered as filtered processes are.
+  if (!replaced && reply.owner && filter.Admits(requested.pid, *reply.owner)) return;
+  WorkerReply refused;
+  refused.error_kind = static_cast<int32_t>(ErrorKind::kNoSuchProcess);
+  refused.start_time = reply.start_time;
+  refused.replaced = replaced;
+  refused.message = replaced ? "pid " + pid + " named another process when the capture began"
+                             : "no such process: " + pid;
+  reply = std::move(refused);
+}
+
 bool WriteWorkerRequest(int fd, const WorkerRequest& request) {
   if (request.payload.size() > UINT32_MAX) return false;
   RequestHeader h{kRequestMagic, static_cast<uint32_t>(request.op), request.pid,
@@ -535,8 +570,14 @@ bool WriteWorkerReply(int fd, const WorkerReply& reply) {
                 reply.bytes_read,
                 reply.start_time,
                 reply.worker_ns,
-                reply.cycle ? uint64_t{*reply.cycle} + 1 : 0};
+                reply.cycle ? uint64_t{*reply.cycle} + 1 : 0,
+                reply.owner ? 1u : 0u,
+                reply.owner ? static_cast<uint32_t>(reply.owner->uid) : 0u,
+                reply.owner ? static_cast<uint32_t>(reply.owner->cgroup.size()) : 0u,
+                0};
+  const std::string_view cgroup = reply.owner ? std::string_view(reply.owner->cgroup) : "";
   return WriteAll(fd, &h, sizeof(h)) && WriteAll(fd, reply.message.data(), reply.message.size()) &&
+         WriteAll(fd, cgroup.data(), cgroup.size()) &&
          WriteAll(fd, reply.body.data(), reply.body.size());
 }
 
@@ -547,7 +588,7 @@ ReplyReadError ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, 
   if (!ReadAll(fd, &h, sizeof(h), deadline_ms, &timed_out) || h.magic != kReplyMagic) {
     return failed();
   }
-  if (h.message_len > 65536) return ReplyReadError::kBroken;
+  if (h.message_len > 65536 || h.owner_cgroup_len > 65536) return ReplyReadError::kBroken;
   if (h.body_len > max_body) return ReplyReadError::kTooLarge;
   reply.error_kind = h.error_kind;
   reply.analyses = h.analyses;
@@ -559,9 +600,13 @@ ReplyReadError ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, 
   reply.cycle.reset();
   if (h.cycle_plus_one != 0) reply.cycle = static_cast<uint32_t>(h.cycle_plus_one - 1);
   reply.message.resize(h.message_len);
-  if (!ReadAll(fd, reply.message.data(), reply.message.size(), deadline_ms, &timed_out)) {
+  std::string cgroup(h.owner_cgroup_len, '\0');
+  if (!ReadAll(fd, reply.message.data(), reply.message.size(), deadline_ms, &timed_out) ||
+      !ReadAll(fd, cgroup.data(), cgroup.size(), deadline_ms, &timed_out)) {
     return failed();
   }
+  reply.owner.reset();
+  if (h.owner_known != 0) reply.owner = ProcessOwner{h.owner_uid, std::move(cgroup)};
   // The declared length is the worker's word: the buffer grows with the
   // bytes that actually arrive, 1 MiB at a time (its capacity at most twice
   // what arrived), so a worker that declares much and sends little costs

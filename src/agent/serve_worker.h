@@ -26,6 +26,7 @@
 #include <string>
 
 #include "app/process_source.h"
+#include "agent/discovery.h"
 
 namespace goheap2pprof {
 
@@ -66,7 +67,25 @@ struct WorkerReply {
   // agent, which pushes a process only when it advanced; nullopt when the
   // capture could not tell.
   std::optional<uint32_t> cycle;
+  // Of a successful capture: what the allow-list judges (uid, cgroup) of
+  // the process the capture read, read from /proc/<pid> after the capture
+  // and before the capture's anchor proved, once more, that the pid still
+  // named the process of start_time and its address space
+  // (proc/address_space.h). The server applies its filter to this, not to
+  // what the pid named when the request came.
+  std::optional<ProcessOwner> owner;
 };
+
+// Holds a worker's reply to the request it answers: a request for
+// `requested` (the process discovery found, pid and start time, filters
+// passed) may be answered only with a capture of that process that the
+// filter admits as the worker found it. A reply from another process under
+// the pid (another start time) becomes kNoSuchProcess with `replaced` set
+// (410); a success whose owner the filter refuses, or that carries no
+// owner, becomes the plain kNoSuchProcess a filtered process gets (404).
+// Either way the body is dropped.
+void KeepToRequestedProcess(const ProcessFacts& requested, const ProcessFilter& filter,
+                            WorkerReply& reply);
 
 // Limits a worker applies to itself before it reads anything.
 struct WorkerLimits {

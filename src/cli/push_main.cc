@@ -79,8 +79,9 @@ int PushMain(int argc, char** argv) {
   app.add_option("--pid", o.pids, "push only this process (repeatable; default: every one)");
   app.add_option("--allow-uid", o.filter.allow_uids,
                  "push only processes of these user ids (repeatable)");
-  app.add_option("--allow-cgroup", o.filter.allow_cgroups,
-                 "push only processes whose cgroup path starts with PREFIX (repeatable)");
+  app.add_option(
+      "--allow-cgroup", o.filter.allow_cgroups,
+      "push only processes in this cgroup or below it (whole path elements; repeatable)");
   app.add_option("--deny-pid", o.filter.deny_pids, "never push this pid (repeatable)");
   app.add_option("--service-name-from", o.service_name_from,
                  "service_name label: exe (base name), comm, cgroup (last path element) or "

@@ -36,8 +36,9 @@ int ServeMain(int argc, char** argv) {
   std::vector<uid_t> uids;
   app.add_option("--allow-uid", o.filter.allow_uids,
                  "serve only processes of these user ids (repeatable)");
-  app.add_option("--allow-cgroup", o.filter.allow_cgroups,
-                 "serve only processes whose cgroup path starts with PREFIX (repeatable)");
+  app.add_option(
+      "--allow-cgroup", o.filter.allow_cgroups,
+      "serve only processes in this cgroup or below it (whole path elements; repeatable)");
   app.add_option("--deny-pid", o.filter.deny_pids, "never serve this pid (repeatable)");
   app.add_option("--max-concurrent", o.max_concurrent,
                  "captures running at once (one worker process each)")

@@ -8,6 +8,8 @@
 //	kill -USR1 <pid>                    # phase 2: retain 1000 more 4096-byte objects, publish, "PHASE2 <pid>"
 //	servetarget -exec-on-usr2 PATH      # kill -USR2 <pid>: execute PATH in place (same pid and
 //	                                    # start time, another program image) as "PATH -retain 2 -http=false"
+//	servetarget -euid-on-usr2 UID       # kill -USR2 <pid>: set the effective uid to UID (the same
+//	                                    # process, another owner; needs the right to), print "EUID <pid> UID"
 //
 // After setup the heap profile is published (two GCs) and the collector is
 // turned off, so the profile changes only when phase 2 runs its own GC.
@@ -71,6 +73,7 @@ func main() {
 	retain := flag.Int("retain", 1, "scale of the retained allocations")
 	serve := flag.Bool("http", true, "serve net/http/pprof on a loopback port")
 	execPath := flag.String("exec-on-usr2", "", "on SIGUSR2, execute this program in place")
+	euid := flag.Int("euid-on-usr2", -1, "on SIGUSR2, set the effective uid to this")
 	flag.Parse()
 	if *rate > 0 {
 		runtime.MemProfileRate = *rate
@@ -102,6 +105,19 @@ func main() {
 			err := syscall.Exec(*execPath, argv, os.Environ())
 			fmt.Fprintln(os.Stderr, "exec:", err)
 			os.Exit(1)
+		}()
+	}
+	if *euid >= 0 {
+		usr2 := make(chan os.Signal, 1)
+		signal.Notify(usr2, syscall.SIGUSR2)
+		go func() {
+			<-usr2
+			// Every thread: Go's syscall.Setresuid applies to all of them.
+			if err := syscall.Setresuid(-1, *euid, -1); err != nil {
+				fmt.Fprintln(os.Stderr, "setresuid:", err)
+				os.Exit(1)
+			}
+			fmt.Printf("EUID %d %d\n", os.Getpid(), *euid)
 		}()
 	}
 	fmt.Printf("READY %d %d\n", os.Getpid(), port)
