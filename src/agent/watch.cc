@@ -315,7 +315,7 @@ void Watcher::Record(const json& record) {
 }
 
 std::string Watcher::CaptureInWorker(const Target& t, json& record, std::string& outcome) {
-  PoolResult r = pool_->Run({WorkerOp::kHeap, t.pid}, "");
+  PoolResult r = pool_->Run({WorkerOp::kHeap, t.pid, {}}, "");
   outcome = PoolOutcomeName(r);
   switch (r.outcome) {
     case PoolOutcome::kBusy:
