@@ -149,8 +149,8 @@ TEST(WorkerWire, ReplyCarriesTheOwner) {
   sent.message = "m";
   ASSERT_TRUE(WriteWorkerReply(sv[0], sent));
   WorkerReply got;
-  bool timed_out = false;
-  ASSERT_TRUE(ReadWorkerReply(sv[1], got, MonotonicMillis() + 5000, timed_out));
+  ASSERT_EQ(ReadWorkerReply(sv[1], got, MonotonicMillis() + 5000, uint64_t{1} << 20),
+            ReplyReadError::kNone);
   ASSERT_TRUE(got.owner);
   EXPECT_EQ(got.owner->uid, 4321u);
   EXPECT_EQ(got.owner->cgroup, "/system.slice/app.service");
@@ -159,7 +159,8 @@ TEST(WorkerWire, ReplyCarriesTheOwner) {
   EXPECT_EQ(got.start_time, 77u);
   WorkerReply none;
   ASSERT_TRUE(WriteWorkerReply(sv[0], none));
-  ASSERT_TRUE(ReadWorkerReply(sv[1], got, MonotonicMillis() + 5000, timed_out));
+  ASSERT_EQ(ReadWorkerReply(sv[1], got, MonotonicMillis() + 5000, uint64_t{1} << 20),
+            ReplyReadError::kNone);
   EXPECT_FALSE(got.owner);
   close(sv[0]);
   close(sv[1]);
