@@ -2,6 +2,7 @@
 #include "cli/version.h"
 
 #include <capstone/capstone.h>
+#include <curl/curl.h>
 #include <elfutils/libdwfl.h>
 #include <gnu/libc-version.h>
 #include <google/protobuf/stubs/common.h>
@@ -50,6 +51,7 @@ std::string VersionText() {
   int capstone_major = 0, capstone_minor = 0;
   cs_version(&capstone_major, &capstone_minor);
   const scmp_version* seccomp = seccomp_version();
+  const curl_version_info_data* curl = curl_version_info(CURLVERSION_NOW);
   out << "libraries:\n"
       << "  protobuf " << google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION) << "\n"
       << "  zlib " << zlibVersion() << "\n"
@@ -59,10 +61,9 @@ std::string VersionText() {
       << "  libseccomp " << seccomp->major << "." << seccomp->minor << "." << seccomp->micro << "\n"
       << "  cpp-httplib " << CPPHTTPLIB_VERSION
       << "\n"
-#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
-      // push's https; the header's text (httplib, not our code, links libssl).
-      << "  " << OPENSSL_VERSION_TEXT << "\n"
-#endif
+      // push's HTTP client and the TLS library under it, as linked.
+      << "  libcurl " << curl->version << "\n"
+      << "  " << (curl->ssl_version != nullptr ? curl->ssl_version : "no TLS library") << "\n"
       << "  CLI11 " << CLI11_VERSION << "\n"
       << "  nlohmann-json " << NLOHMANN_JSON_VERSION_MAJOR << "." << NLOHMANN_JSON_VERSION_MINOR
       << "." << NLOHMANN_JSON_VERSION_PATCH << "\n";
