@@ -276,7 +276,7 @@ struct BackendSender::Attempt {
   }
 };
 
-void BackendSender::Configure(void* curl, char* error_buffer) const {
+void BackendSender::Configure(void* curl) {
   const long timeout_ms = std::max(1L, static_cast<long>(options_.timeout_seconds * 1000));
   const std::string url = url_.scheme_host_port + url_.path + options_.route;
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());  // libcurl copies strings
@@ -290,7 +290,12 @@ void BackendSender::Configure(void* curl, char* error_buffer) const {
   curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
   curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
   curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
-  if (!options_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options_.ca_file.c_str());
+  if (!options_.ca_file.empty()) {
+    // The file replaces the store: Debian's libcurl also has a CA path
+    // (/etc/ssl/certs), which would otherwise stay trusted beside it.
+    curl_easy_setopt(curl, CURLOPT_CAINFO, options_.ca_file.c_str());
+    curl_easy_setopt(curl, CURLOPT_CAPATH, nullptr);
+  }
   if (!proxy_.empty()) curl_easy_setopt(curl, CURLOPT_PROXY, proxy_.c_str());
   if (!options_.basic_auth_file.empty()) {
     curl_easy_setopt(curl, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
@@ -299,7 +304,8 @@ void BackendSender::Configure(void* curl, char* error_buffer) const {
   }
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Attempt::OnBody);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Attempt::OnHeader);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
+  error_buffer_.assign(CURL_ERROR_SIZE + 1, '\0');
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer_.data());
 }
 
 PushVerdict BackendSender::Send(void* curl, const PushItem& item, std::string& why,
@@ -309,12 +315,11 @@ PushVerdict BackendSender::Send(void* curl, const PushItem& item, std::string& w
   curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(item.body.size()));
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &attempt);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &attempt);
-  char* error_buffer = nullptr;
-  curl_easy_getinfo(curl, CURLINFO_PRIVATE, &error_buffer);
-  error_buffer[0] = '\0';
+  error_buffer_[0] = '\0';
   CURLcode rc = curl_easy_perform(curl);
   if (rc != CURLE_OK) {
-    why = std::string("no answer: ") + (error_buffer[0] ? error_buffer : curl_easy_strerror(rc));
+    why = std::string("no answer: ") +
+          (error_buffer_[0] != '\0' ? error_buffer_.data() : curl_easy_strerror(rc));
     return PushVerdict::kRetry;
   }
   long status = 0;
@@ -339,11 +344,9 @@ void BackendSender::Loop() {
     headers.release();
     headers.reset(more);
   }
-  std::vector<char> error_buffer(CURL_ERROR_SIZE + 1, '\0');
   if (curl) {
-    Configure(curl.get(), error_buffer.data());
+    Configure(curl.get());
     curl_easy_setopt(curl.get(), CURLOPT_HTTPHEADER, headers.get());
-    curl_easy_setopt(curl.get(), CURLOPT_PRIVATE, error_buffer.data());
   }
   while (true) {
     PushItem item;

@@ -126,7 +126,7 @@ class BackendSender {
   void Deliver(void* curl, const PushItem& item, bool draining);
   PushVerdict Send(void* curl, const PushItem& item, std::string& why,
                    std::optional<double>& retry_after);
-  void Configure(void* curl, char* error_buffer) const;
+  void Configure(void* curl);
 
   BackendOptions options_;
   ParsedUrl url_;
@@ -134,6 +134,7 @@ class BackendSender {
   std::string bearer_token_, basic_user_, basic_password_;
   std::string proxy_;  // HTTP_PROXY for an http URL when http_proxy is unset
   std::vector<std::string> header_lines_;
+  std::vector<char> error_buffer_;  // libcurl's message of the sender thread's last failure
   PushMetrics& metrics_;
   std::function<void(const std::string&)> log_;
   std::mutex mu_;
