@@ -12,6 +12,7 @@
 #    split, the code is in libcpp-httplib.so), so the static build compiles the header-only
 #    httplib.h of the same Debian source package (scripts/debian-source.sh fetches it with
 #    apt-get source), without TLS, zlib or brotli, which serve does not use;
+#  - libcurl (push's client): compiled from its Debian source too, HTTP and HTTPS only (below);
 #  - dlopen: libdw.a's debuginfod client dlopen()s libdebuginfod.so when DEBUGINFOD_URLS is
 #    set. A static glibc loading a shared object built against another glibc is undefined
 #    behaviour, so the executable is linked with --wrap=dlopen and src/cli/static_dlopen.cc
@@ -19,9 +20,10 @@
 #    reads the target's own executable).
 #  - the one link warning left, "Using 'getaddrinfo' in statically linked applications requires
 #    at runtime the shared libraries from the glibc version used for linking", comes from
-#    httplib's bind: a numeric `serve --listen` address (the default 127.0.0.1) never reaches
-#    NSS; a host name is resolved by glibc's NSS, which may load the host's NSS modules, built
-#    for the host's glibc (`--listen localhost:N` worked on Debian 12).
+#    httplib's bind and libcurl's resolver: a numeric address (the default `serve --listen`
+#    127.0.0.1) never reaches NSS; a host name is resolved by glibc's NSS, which may load the
+#    host's NSS modules, built for the host's glibc (`--listen localhost:N` and
+#    `push --pyroscope http://localhost:N` worked on Debian 12).
 set(CMAKE_FIND_LIBRARY_SUFFIXES .a)
 add_link_options(-static)
 
@@ -74,7 +76,7 @@ if(NOT EXISTS ${GOHEAP2PPROF_CURL_PREFIX}/lib/libcurl.a)
   endif()
   set(curl_args -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=${GOHEAP2PPROF_CURL_PREFIX}
       -DCMAKE_INSTALL_LIBDIR=lib -DBUILD_SHARED_LIBS=OFF -DBUILD_CURL_EXE=OFF
-      -DBUILD_TESTING=OFF -DCURL_ENABLE_EXPORT_TARGET=OFF -DPICKY_COMPILER=OFF
+      -DBUILD_TESTING=OFF -DPICKY_COMPILER=OFF
       -DHTTP_ONLY=ON -DCURL_USE_OPENSSL=ON -DOPENSSL_USE_STATIC_LIBS=ON
       -DCURL_DISABLE_LDAP=ON -DCURL_DISABLE_LDAPS=ON -DCURL_USE_GSSAPI=OFF
       -DCURL_USE_LIBSSH2=OFF -DCURL_USE_LIBSSH=OFF -DCURL_USE_LIBPSL=OFF -DUSE_LIBIDN2=OFF

@@ -106,7 +106,8 @@ std::optional<double> ParseRetryAfter(std::string_view value, int64_t now_unix) 
   // HTTP-date: IMF-fixdate, or the obsolete RFC 850 and asctime forms, which
   // RFC 9110 asks recipients to accept; curl_getdate reads all three (and
   // more: a value without a day or month name is none of them).
-  if (std::none_of(value.begin(), value.end(), [](char c) { return std::isalpha(c); })) {
+  if (std::none_of(value.begin(), value.end(),
+                   [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; })) {
     return std::nullopt;
   }
   time_t when = curl_getdate(std::string(value).c_str(), nullptr);
