@@ -18,9 +18,10 @@
 #    behaviour, so the executable is linked with --wrap=dlopen and src/cli/static_dlopen.cc
 #    refuses every load: debuginfod is off (goheap2pprof never asks it for anything: it
 #    reads the target's own executable).
-#  - the one link warning left, "Using 'getaddrinfo' in statically linked applications requires
-#    at runtime the shared libraries from the glibc version used for linking", comes from
-#    httplib's bind and libcurl's resolver: a numeric address (the default `serve --listen`
+#  - the link warnings left, "Using 'getaddrinfo' (and 'gethostbyname', from libcrypto's
+#    BIO_gethostbyname, which libcurl does not call: it resolves names itself) in statically
+#    linked applications requires at runtime the shared libraries from the glibc version used
+#    for linking", come from httplib's bind and libcurl's resolver: a numeric address (the default `serve --listen`
 #    127.0.0.1) never reaches NSS; a host name is resolved by glibc's NSS, which may load the
 #    host's NSS modules, built for the host's glibc (`--listen localhost:N` and
 #    `push --pyroscope http://localhost:N` worked on Debian 12).
