@@ -15,17 +15,20 @@
 #  - the agents' HTTP listener (src/agent/http_listener.cc): Boost.Beast and Asio are
 #    header-only (nothing of Boost is linked), and its TLS uses the same OpenSSL archives as
 #    httplib below (GOHEAP2PPROF_LIBSSL_A, GOHEAP2PPROF_LIBCRYPTO_A; CMakeLists.txt);
+#  - libcurl (push's client): compiled from its Debian source too, HTTP and HTTPS only (below);
 #  - dlopen: libdw.a's debuginfod client dlopen()s libdebuginfod.so when DEBUGINFOD_URLS is
 #    set. A static glibc loading a shared object built against another glibc is undefined
 #    behaviour, so the executable is linked with --wrap=dlopen and src/cli/static_dlopen.cc
 #    refuses every load: debuginfod is off (goheap2pprof never asks it for anything: it
 #    reads the target's own executable).
-#  - the link warnings left, "Using 'getaddrinfo' (and libcrypto's BIO: 'gethostbyname') in
-#    statically linked applications requires at runtime the shared libraries from the glibc
-#    version used for linking", come from httplib (push) and Asio's resolver (a `serve
-#    --listen` host name): a numeric `serve --listen` address (the default 127.0.0.1) never reaches
-#    NSS; a host name is resolved by glibc's NSS, which may load the host's NSS modules, built
-#    for the host's glibc (`--listen localhost:N` worked on Debian 12).
+#  - the link warnings left, "Using 'getaddrinfo' (and 'gethostbyname', from libcrypto's
+#    BIO_gethostbyname, which libcurl does not call: it resolves names itself) in statically
+#    linked applications requires at runtime the shared libraries from the glibc version used
+#    for linking", come from Asio's resolver (a `serve --listen` host name) and libcurl's
+#    resolver: a numeric address (the default `serve --listen` 127.0.0.1) never reaches NSS; a
+#    host name is resolved by glibc's NSS, which may load the host's NSS modules, built for the
+#    host's glibc (`--listen localhost:N` and `push --pyroscope http://localhost:N` worked on
+#    Debian 12).
 set(CMAKE_FIND_LIBRARY_SUFFIXES .a)
 add_link_options(-static)
 
@@ -46,14 +49,71 @@ endif()
 add_library(goheap2pprof_httplib INTERFACE)
 target_include_directories(goheap2pprof_httplib SYSTEM BEFORE INTERFACE
                            ${GOHEAP2PPROF_HTTPLIB_SOURCE_DIR})
-# Debian's libcpp-httplib is built with OpenSSL, and push's https needs it: the static build
-# compiles httplib with TLS too and links OpenSSL's archives (libcrypto's own dlopen of engines
-# and providers meets the refusing dlopen below, so only the built-in providers exist).
+# Debian's libcpp-httplib is built with OpenSSL: the static build compiles httplib with TLS
+# too, as the dynamic one has it, and links OpenSSL's archives, which libcurl below uses as
+# well (libcrypto's own dlopen of engines and providers meets the refusing dlopen below, so
+# only the built-in providers exist).
 find_library(GOHEAP2PPROF_LIBSSL_A ssl REQUIRED)
 find_library(GOHEAP2PPROF_LIBCRYPTO_A crypto REQUIRED)
 target_compile_definitions(goheap2pprof_httplib INTERFACE CPPHTTPLIB_OPENSSL_SUPPORT)
 target_link_libraries(goheap2pprof_httplib INTERFACE ${GOHEAP2PPROF_LIBSSL_A}
                       ${GOHEAP2PPROF_LIBCRYPTO_A} pthread)
+
+# libcurl (push's HTTP client): Debian's libcurl.a is built against Kerberos, LDAP, libssh2,
+# libpsl, libidn2, nghttp2, rtmp and brotli, several of which Debian ships without an archive,
+# so it cannot be linked statically. The static build compiles libcurl from the Debian source
+# of the installed libcurl4-openssl-dev (same version and security patches) with HTTP and
+# HTTPS over the OpenSSL archives found above and nothing else, once per build tree: the
+# installed archive under _deps/curl-install is reused by every later configure.
+# Its CA store is OpenSSL's default (the Debian OPENSSLDIR's certs, or SSL_CERT_FILE /
+# SSL_CERT_DIR), as cpp-httplib used before; push --ca-file overrides it.
+set(GOHEAP2PPROF_CURL_PREFIX ${CMAKE_BINARY_DIR}/_deps/curl-install)
+if(NOT EXISTS ${GOHEAP2PPROF_CURL_PREFIX}/lib/libcurl.a)
+  set(curl_src ${CMAKE_BINARY_DIR}/_deps/curl-src)
+  set(curl_build ${CMAKE_BINARY_DIR}/_deps/curl-build)
+  if(NOT EXISTS ${curl_src}/CMakeLists.txt)
+    execute_process(
+      COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/debian-source.sh libcurl4-openssl-dev ${curl_src}
+      RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "could not fetch the Debian source of libcurl (above)")
+    endif()
+  endif()
+  set(curl_args -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=${GOHEAP2PPROF_CURL_PREFIX}
+      -DCMAKE_INSTALL_LIBDIR=lib -DBUILD_SHARED_LIBS=OFF -DBUILD_CURL_EXE=OFF
+      -DBUILD_TESTING=OFF -DPICKY_COMPILER=OFF
+      -DHTTP_ONLY=ON -DCURL_USE_OPENSSL=ON -DOPENSSL_USE_STATIC_LIBS=ON
+      -DCURL_DISABLE_LDAP=ON -DCURL_DISABLE_LDAPS=ON -DCURL_USE_GSSAPI=OFF
+      -DCURL_USE_LIBSSH2=OFF -DCURL_USE_LIBSSH=OFF -DCURL_USE_LIBPSL=OFF -DUSE_LIBIDN2=OFF
+      -DUSE_NGHTTP2=OFF -DCURL_BROTLI=OFF -DCURL_ZSTD=OFF -DCURL_ZLIB=OFF -DENABLE_ARES=OFF
+      -DENABLE_UNIX_SOCKETS=OFF -DCURL_DISABLE_COOKIES=ON -DCURL_DISABLE_ALTSVC=ON
+      -DCURL_DISABLE_HSTS=ON -DCURL_DISABLE_NETRC=ON -DENABLE_MANUAL=OFF
+      -DCURL_CA_BUNDLE=none -DCURL_CA_PATH=none -DCURL_CA_FALLBACK=ON)
+  if(CMAKE_TOOLCHAIN_FILE)
+    list(APPEND curl_args -DCMAKE_TOOLCHAIN_FILE=${CMAKE_TOOLCHAIN_FILE})
+  endif()
+  if(CMAKE_CXX_COMPILER_LAUNCHER)
+    list(APPEND curl_args -DCMAKE_C_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER})
+  endif()
+  message(STATUS "Building a static libcurl from ${curl_src} (once per build tree)")
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${curl_src} -B ${curl_build} -G Ninja ${curl_args}
+                  OUTPUT_FILE ${curl_build}-configure.log ERROR_FILE ${curl_build}-configure.log
+                  RESULT_VARIABLE rc)
+  if(rc EQUAL 0)
+    execute_process(COMMAND ${CMAKE_COMMAND} --build ${curl_build} --target install
+                    OUTPUT_FILE ${curl_build}.log ERROR_FILE ${curl_build}.log RESULT_VARIABLE rc)
+  endif()
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "building the static libcurl failed: see ${curl_build}-configure.log "
+                        "and ${curl_build}.log")
+  endif()
+endif()
+add_library(goheap2pprof_curl INTERFACE)
+target_include_directories(goheap2pprof_curl SYSTEM BEFORE INTERFACE
+                           ${GOHEAP2PPROF_CURL_PREFIX}/include)
+target_compile_definitions(goheap2pprof_curl INTERFACE CURL_STATICLIB)
+target_link_libraries(goheap2pprof_curl INTERFACE ${GOHEAP2PPROF_CURL_PREFIX}/lib/libcurl.a
+                      ${GOHEAP2PPROF_LIBSSL_A} ${GOHEAP2PPROF_LIBCRYPTO_A} pthread)
 
 # What libdw.a and libelf.a need below them, in link order (elfutils 0.188 in Debian 12 is
 # built with zlib, bzip2, xz and zstd).

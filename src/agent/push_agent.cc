@@ -159,6 +159,8 @@ class Agent {
     b.ca_file = o.ca_file;
     b.timeout_seconds = o.push_timeout_seconds;
     b.queue_limit = o.queue_limit;
+    b.queue_bytes_limit = o.queue_bytes_limit;
+    b.retry_after_max_seconds = o.retry_after_max_seconds;
     b.max_attempts = o.max_attempts;
     b.backoff_initial_seconds = o.backoff_initial_seconds;
     b.backoff_max_seconds = o.backoff_max_seconds;
@@ -359,6 +361,12 @@ void ValidatePushOptions(const PushOptions& o) {
                 "--push-timeout, --discover-interval and --capture-timeout must be positive");
   }
   if (o.queue_limit < 1) throw Error(ErrorKind::kUsage, "--queue must be at least 1");
+  if (o.queue_bytes_limit < 1) {
+    throw Error(ErrorKind::kUsage, "--max-queue-bytes must be at least 1");
+  }
+  if (!(o.retry_after_max_seconds >= 0)) {
+    throw Error(ErrorKind::kUsage, "--retry-after-max must not be negative");
+  }
   if (o.max_attempts < 1) throw Error(ErrorKind::kUsage, "--attempts must be at least 1");
   if (o.max_concurrent < 1 || o.max_concurrent > 64) {
     throw Error(ErrorKind::kUsage, "--max-concurrent must be 1..64");
@@ -399,6 +407,7 @@ class MetricsHandler : public HttpHandler {
 
 int RunPush(const PushOptions& options, std::ostream& log) {
   ValidatePushOptions(options);
+  HttpClientGlobalInit();  // before the first thread
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);

@@ -35,9 +35,11 @@ struct PushOptions {
   std::string parca_token_file, parca_basic_auth_file;
   double push_timeout_seconds = 10;
   size_t queue_limit = 64;
+  size_t queue_bytes_limit = 64ull << 20;
   int max_attempts = 8;
   double backoff_initial_seconds = 0.5;
   double backoff_max_seconds = 30;
+  double retry_after_max_seconds = 60;
   std::string metrics_listen = "127.0.0.1:6062";  // empty: no listener
   // The metrics listener's clients: serve's rule (ValidateListenSecurity).
   std::string metrics_token_file;

@@ -31,6 +31,16 @@ void PushMetrics::QueueLength(const std::string& backend, uint64_t length) {
   queue_[backend] = length;
 }
 
+void PushMetrics::QueueBytes(const std::string& backend, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_bytes_[backend] = bytes;
+}
+
+void PushMetrics::DroppedBytes(const std::string& backend, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  dropped_bytes_[backend] += bytes;
+}
+
 void PushMetrics::Trimmed(uint64_t samples) {
   std::lock_guard<std::mutex> lock(mu_);
   ++trimmed_profiles_;
@@ -64,9 +74,10 @@ std::string PushMetrics::Render() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::string out;
   Family(out, "goheap2pprof_push_profiles_total", "counter",
-         "Profiles per backend by outcome: sent (2xx), rejected (4xx, never retried), failed "
-         "(5xx or connection errors after the last retry), dropped (queue full, oldest first), "
-         "shutdown (still queued at exit).");
+         "Profiles per backend by outcome: sent (2xx), rejected (4xx but 408 and 429, never "
+         "retried), failed (5xx, 408, 429 or connection errors after the last retry), dropped "
+         "(queue over its profiles or bytes bound, oldest first), shutdown (still queued at "
+         "exit).");
   for (const auto& [backend, outcomes] : queue_) {
     (void)outcomes;
     std::map<std::string, uint64_t> all;
@@ -78,7 +89,7 @@ std::string PushMetrics::Render() const {
     }
   }
   Family(out, "goheap2pprof_push_retries_total", "counter",
-         "Attempts repeated after a 5xx answer or a connection error.");
+         "Attempts repeated after a 5xx, 408 or 429 answer or a connection error.");
   for (const auto& [backend, n] : queue_) {
     (void)n;
     auto it = retries_.find(backend);
@@ -97,6 +108,22 @@ std::string PushMetrics::Render() const {
   for (const auto& [backend, n] : queue_) {
     out += "goheap2pprof_push_queue_length{backend=\"" + PrometheusLabelValue(backend) + "\"} " +
            std::to_string(n) + "\n";
+  }
+  Family(out, "goheap2pprof_push_queue_bytes", "gauge",
+         "Request body bytes of the profiles waiting for their backend.");
+  for (const auto& [backend, n] : queue_) {
+    (void)n;
+    auto it = queue_bytes_.find(backend);
+    out += "goheap2pprof_push_queue_bytes{backend=\"" + backend + "\"} " +
+           std::to_string(it == queue_bytes_.end() ? 0 : it->second) + "\n";
+  }
+  Family(out, "goheap2pprof_push_dropped_bytes_total", "counter",
+         "Request body bytes of the profiles dropped from a full queue.");
+  for (const auto& [backend, n] : queue_) {
+    (void)n;
+    auto it = dropped_bytes_.find(backend);
+    out += "goheap2pprof_push_dropped_bytes_total{backend=\"" + backend + "\"} " +
+           std::to_string(it == dropped_bytes_.end() ? 0 : it->second) + "\n";
   }
   Family(out, "goheap2pprof_push_trimmed_profiles_total", "counter",
          "Pyroscope profiles trimmed to fit the server's sample and size limits.");

@@ -61,10 +61,17 @@ int PushMain(int argc, char** argv) {
   app.add_option("--queue", o.queue_limit,
                  "profiles waiting per backend; when full the oldest is dropped")
       ->capture_default_str();
+  app.add_option("--max-queue-bytes", o.queue_bytes_limit,
+                 "request bytes waiting per backend; over it the oldest profiles are dropped")
+      ->capture_default_str();
   app.add_option("--attempts", o.max_attempts,
-                 "attempts per profile on 5xx answers and connection errors (4xx: one)")
+                 "attempts per profile on 5xx, 408 and 429 answers and connection errors (other "
+                 "4xx: one)")
       ->capture_default_str();
   app.add_option("--backoff-max", o.backoff_max_seconds, "longest wait between attempts, seconds")
+      ->capture_default_str();
+  app.add_option("--retry-after-max", o.retry_after_max_seconds,
+                 "longest Retry-After of a 429, 408 or 5xx answer obeyed, seconds")
       ->capture_default_str();
   app.add_option("--metrics-listen", o.metrics_listen,
                  "address of the agent's /metrics (empty: none)")

@@ -2,6 +2,7 @@
 #include "cli/version.h"
 
 #include <capstone/capstone.h>
+#include <curl/curl.h>
 #include <elfutils/libdwfl.h>
 #include <gnu/libc-version.h>
 #include <google/protobuf/stubs/common.h>
@@ -57,6 +58,7 @@ std::string VersionText() {
   int capstone_major = 0, capstone_minor = 0;
   cs_version(&capstone_major, &capstone_minor);
   const scmp_version* seccomp = seccomp_version();
+  const curl_version_info_data* curl = curl_version_info(CURLVERSION_NOW);
   out << "libraries:\n"
       << "  protobuf " << google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION) << "\n"
       << "  zlib " << zlibVersion() << "\n"
@@ -70,8 +72,11 @@ std::string VersionText() {
       << "  Boost.Beast/Asio " << BOOST_VERSION / 100000 << "." << BOOST_VERSION / 100 % 1000 << "."
       << BOOST_VERSION % 100
       << "\n"
-      // The listener's TLS, and push's https.
+      // The listener's TLS.
       << "  " << OPENSSL_VERSION_TEXT << "\n"
+      // push's HTTP client and the TLS library under it, as linked.
+      << "  libcurl " << curl->version << " ("
+      << (curl->ssl_version != nullptr ? curl->ssl_version : "no TLS library") << ")\n"
       << "  CLI11 " << CLI11_VERSION << "\n"
       << "  nlohmann-json " << NLOHMANN_JSON_VERSION_MAJOR << "." << NLOHMANN_JSON_VERSION_MINOR
       << "." << NLOHMANN_JSON_VERSION_PATCH << "\n";

@@ -9,6 +9,16 @@
 //	  POST /push.v1.PusherService/Push     Pyroscope
 //	  POST /api/profiles/writeraw          Parca (gRPC-gateway JSON)
 //	  POST /control?backend=pyroscope&mode=ok|500|400|hang
+//	  POST /reply?backend=pyroscope&code=429&count=K&retry-after=N[&form=date]
+//	    answers the backend's next K requests with the status code and
+//	    Retry-After: N (delta-seconds, or with form=date the HTTP-date at
+//	    least N s ahead), each logged to DIR/replies.jsonl with the time it
+//	    was answered and the earliest time a retry may come (unix ms);
+//	    accepted profiles carry their arrival time (at_ms)
+//	pushreceiver proxy -log FILE   # prints "LISTENING <host:port>"
+//	  a forward HTTP proxy (absolute-form requests and CONNECT tunnels)
+//	  that logs one line per request: "POST http://host:port/path" or
+//	  "CONNECT host:port"
 //	pushreceiver check -dir DIR -pid PID [-last-inuse OWN] [-sum-alloc OWN] [-after N]
 //	  compares the accepted Pyroscope profiles of PID with the target's own
 //	  heap profile OWN (a /debug/pprof/heap file): -last-inuse the inuse
@@ -84,6 +94,13 @@ type record struct {
 	Auth     string            `json:"auth,omitempty"`
 	Dup      bool              `json:"duplicate_id,omitempty"`
 	Norm     *bool             `json:"normalized,omitempty"`
+	AtMs     int64             `json:"at_ms"`
+}
+
+// reply is an armed /reply fault.
+type reply struct {
+	code, count, retryAfter int
+	date                    bool
 }
 
 type receiver struct {
@@ -95,6 +112,51 @@ type receiver struct {
 	// hangs are released when the mode changes
 	changed chan struct{}
 	counts  map[string]int // backend/what -> n
+	replies map[string]*reply
+}
+
+// backendOf names the backend a request path belongs to.
+func backendOf(path string) string {
+	switch {
+	case strings.HasPrefix(path, "/push.v1.PusherService/"):
+		return "pyroscope"
+	case path == "/api/profiles/writeraw":
+		return "parca"
+	}
+	return ""
+}
+
+// replyFault answers the request when a /reply fault is armed for its
+// backend; true when it did.
+func (r *receiver) replyFault(w http.ResponseWriter, req *http.Request) bool {
+	backend := backendOf(req.URL.Path)
+	r.mu.Lock()
+	f := r.replies[backend]
+	if backend == "" || f == nil || f.count <= 0 {
+		r.mu.Unlock()
+		return false
+	}
+	f.count--
+	r.counts[fmt.Sprintf("%s/%d", backend, f.code)]++
+	now := time.Now()
+	notBefore := now.Add(time.Duration(f.retryAfter) * time.Second)
+	value := strconv.Itoa(f.retryAfter)
+	if f.date {
+		// One-second resolution: the next whole second at or after N s.
+		notBefore = notBefore.Truncate(time.Second).Add(time.Second)
+		value = notBefore.UTC().Format(http.TimeFormat)
+	}
+	line, _ := json.Marshal(map[string]any{"backend": backend, "code": f.code, "retry_after": value,
+		"at_ms": now.UnixMilli(), "not_before_ms": notBefore.UnixMilli()})
+	if lf, err := os.OpenFile(filepath.Join(r.dir, "replies.jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+		lf.Write(append(line, '\n'))
+		lf.Close()
+	}
+	r.mu.Unlock()
+	io.Copy(io.Discard, io.LimitReader(req.Body, 64<<20))
+	w.Header().Set("Retry-After", value)
+	http.Error(w, fmt.Sprintf("test receiver: %d on purpose", f.code), f.code)
+	return true
 }
 
 func (r *receiver) getMode(backend string) (string, chan struct{}) {
@@ -139,6 +201,7 @@ func (r *receiver) save(backend string, rec record, raw []byte) error {
 	r.seq[backend]++
 	rec.Seq = r.seq[backend]
 	rec.File = fmt.Sprintf("%s-%d.pb.gz", backend, rec.Seq)
+	rec.AtMs = time.Now().UnixMilli()
 	if rec.ID != "" {
 		rec.Dup = r.ids[rec.ID]
 		r.ids[rec.ID] = true
@@ -436,7 +499,7 @@ func serve(args []string) {
 	auth := fs.String("auth", "", "require this Authorization header (else 401)")
 	fs.Parse(args)
 	r := &receiver{dir: *dir, seq: map[string]int{}, ids: map[string]bool{}, mode: map[string]string{},
-		changed: make(chan struct{}), counts: map[string]int{}}
+		changed: make(chan struct{}), counts: map[string]int{}, replies: map[string]*reply{}}
 	mux := http.NewServeMux()
 	path, pushHandler := pushv1connect.NewPusherServiceHandler(pusher{r})
 	mux.Handle(path, pushHandler)
@@ -446,6 +509,16 @@ func serve(args []string) {
 		r.mode[req.URL.Query().Get("backend")] = req.URL.Query().Get("mode")
 		close(r.changed)
 		r.changed = make(chan struct{})
+		r.mu.Unlock()
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/reply", func(w http.ResponseWriter, req *http.Request) {
+		q := req.URL.Query()
+		code, _ := strconv.Atoi(q.Get("code"))
+		count, _ := strconv.Atoi(q.Get("count"))
+		after, _ := strconv.Atoi(q.Get("retry-after"))
+		r.mu.Lock()
+		r.replies[q.Get("backend")] = &reply{code: code, count: count, retryAfter: after, date: q.Get("form") == "date"}
 		r.mu.Unlock()
 		fmt.Fprintln(w, "ok")
 	})
@@ -459,15 +532,20 @@ func serve(args []string) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	var handler http.Handler = mux
+	var handler http.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if !r.replyFault(w, req) {
+			mux.ServeHTTP(w, req)
+		}
+	})
 	if *auth != "" {
+		inner := handler
 		handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			if req.URL.Path != "/control" && req.Header.Get("Authorization") != *auth {
 				r.count("unauthorized")
 				http.Error(w, "unauthorized", http.StatusUnauthorized)
 				return
 			}
-			mux.ServeHTTP(w, req)
+			inner.ServeHTTP(w, req)
 		})
 	}
 	if *useTLS {
@@ -505,7 +583,7 @@ func selfSigned(path string) (tls.Certificate, error) {
 		BasicConstraintsValid: true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
+		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("127.0.0.2")},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
@@ -515,6 +593,78 @@ func selfSigned(path string) (tls.Certificate, error) {
 		return tls.Certificate{}, err
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+// proxy runs a forward HTTP proxy on loopback that logs each request.
+func proxy(args []string) {
+	fs := flag.NewFlagSet("proxy", flag.ExitOnError)
+	logPath := fs.String("log", "proxy.log", "one line per request")
+	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	fs.Parse(args)
+	var mu sync.Mutex
+	logLine := func(line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		f, err := os.OpenFile(*logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintln(f, line)
+			f.Close()
+		}
+	}
+	transport := &http.Transport{Proxy: nil}
+	handler := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodConnect {
+			logLine("CONNECT " + req.Host)
+			upstream, err := net.DialTimeout("tcp", req.Host, 5*time.Second)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			conn, buf, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				upstream.Close()
+				return
+			}
+			conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n"))
+			go func() {
+				io.Copy(upstream, buf)
+				upstream.(*net.TCPConn).CloseWrite()
+			}()
+			io.Copy(conn, upstream)
+			conn.Close()
+			upstream.Close()
+			return
+		}
+		if !req.URL.IsAbs() {
+			http.Error(w, "not a proxy request", http.StatusBadRequest)
+			return
+		}
+		logLine(req.Method + " " + req.URL.String())
+		out := req.Clone(req.Context())
+		out.RequestURI = ""
+		out.Header.Del("Proxy-Connection")
+		res, err := transport.RoundTrip(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer res.Body.Close()
+		for k, v := range res.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(res.StatusCode)
+		io.Copy(w, res.Body)
+	})
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf("LISTENING %s\n", ln.Addr())
+	if err := http.Serve(ln, handler); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 }
 
 func readRecords(dir, backend string) []record {
@@ -746,6 +896,8 @@ func main() {
 	switch os.Args[1] {
 	case "serve":
 		serve(os.Args[2:])
+	case "proxy":
+		proxy(os.Args[2:])
 	case "check":
 		check(os.Args[2:])
 	case "total":
