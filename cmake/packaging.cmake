@@ -64,7 +64,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/copyright
 #
 # It is made from the ordinary dynamic build, with Depends computed by dpkg-shlibdeps from the
 # libraries the binary really links: on a Debian machine apt then brings zlib, elfutils,
-# protobuf, capstone, libseccomp, cpp-httplib and libcurl (with their security updates, which a static
+# protobuf, capstone, libseccomp, OpenSSL and libcurl (with their security updates, which a static
 # copy inside the package would never get). The static tarball is for hosts without apt.
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME goheap2pprof)

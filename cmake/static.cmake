@@ -8,14 +8,10 @@
 #    (glibc and libstdc++ included);
 #  - libdw.a needs the compressors elfutils was built with (zlib, zstd, xz, bzip2): in a
 #    dynamic build libdw.so brings them itself;
-#  - cpp-httplib: Debian builds it as a shared library only (its /usr/include/httplib.h is
-#    split, the code is in libcpp-httplib.so), so the static build compiles the header-only
-#    httplib.h of the same Debian source package (scripts/debian-source.sh fetches it with
-#    apt-get source), without TLS, zlib or brotli, which serve does not use;
 #  - the agents' HTTP listener (src/agent/http_listener.cc): Boost.Beast and Asio are
-#    header-only (nothing of Boost is linked), and its TLS uses the same OpenSSL archives as
-#    httplib below (GOHEAP2PPROF_LIBSSL_A, GOHEAP2PPROF_LIBCRYPTO_A; CMakeLists.txt);
-#  - libcurl (push's client): compiled from its Debian source too, HTTP and HTTPS only (below);
+#    header-only (nothing of Boost is linked), and its TLS uses the OpenSSL archives found
+#    below (GOHEAP2PPROF_LIBSSL_A, GOHEAP2PPROF_LIBCRYPTO_A; CMakeLists.txt);
+#  - libcurl (push's client): compiled from its Debian source, HTTP and HTTPS only (below);
 #  - dlopen: libdw.a's debuginfod client dlopen()s libdebuginfod.so when DEBUGINFOD_URLS is
 #    set. A static glibc loading a shared object built against another glibc is undefined
 #    behaviour, so the executable is linked with --wrap=dlopen and src/cli/static_dlopen.cc
@@ -32,32 +28,10 @@
 set(CMAKE_FIND_LIBRARY_SUFFIXES .a)
 add_link_options(-static)
 
-set(GOHEAP2PPROF_HTTPLIB_SOURCE_DIR "" CACHE PATH "cpp-httplib source tree with the header-only httplib.h (empty: the Debian source of the installed libcpp-httplib-dev, fetched into the build tree)")
-if(NOT GOHEAP2PPROF_HTTPLIB_SOURCE_DIR)
-  set(fetched ${CMAKE_BINARY_DIR}/_deps/cpp-httplib)
-  if(NOT EXISTS ${fetched}/httplib.h)
-    execute_process(
-      COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/debian-source.sh libcpp-httplib-dev ${fetched}
-      RESULT_VARIABLE rc)
-    if(NOT rc EQUAL 0)
-      message(FATAL_ERROR "could not fetch the Debian source of cpp-httplib (above); give "
-                          "-DGOHEAP2PPROF_HTTPLIB_SOURCE_DIR=<dir with the header-only httplib.h>")
-    endif()
-  endif()
-  set(GOHEAP2PPROF_HTTPLIB_SOURCE_DIR ${fetched} CACHE PATH "" FORCE)
-endif()
-add_library(goheap2pprof_httplib INTERFACE)
-target_include_directories(goheap2pprof_httplib SYSTEM BEFORE INTERFACE
-                           ${GOHEAP2PPROF_HTTPLIB_SOURCE_DIR})
-# Debian's libcpp-httplib is built with OpenSSL: the static build compiles httplib with TLS
-# too, as the dynamic one has it, and links OpenSSL's archives, which libcurl below uses as
-# well (libcrypto's own dlopen of engines and providers meets the refusing dlopen below, so
-# only the built-in providers exist).
+# OpenSSL's archives, for the listener's TLS and libcurl's https (libcrypto's own dlopen of
+# engines and providers meets the refusing dlopen below, so only the built-in providers exist).
 find_library(GOHEAP2PPROF_LIBSSL_A ssl REQUIRED)
 find_library(GOHEAP2PPROF_LIBCRYPTO_A crypto REQUIRED)
-target_compile_definitions(goheap2pprof_httplib INTERFACE CPPHTTPLIB_OPENSSL_SUPPORT)
-target_link_libraries(goheap2pprof_httplib INTERFACE ${GOHEAP2PPROF_LIBSSL_A}
-                      ${GOHEAP2PPROF_LIBCRYPTO_A} pthread)
 
 # libcurl (push's HTTP client): Debian's libcurl.a is built against Kerberos, LDAP, libssh2,
 # libpsl, libidn2, nghttp2, rtmp and brotli, several of which Debian ships without an archive,
@@ -66,7 +40,7 @@ target_link_libraries(goheap2pprof_httplib INTERFACE ${GOHEAP2PPROF_LIBSSL_A}
 # HTTPS over the OpenSSL archives found above and nothing else, once per build tree: the
 # installed archive under _deps/curl-install is reused by every later configure.
 # Its CA store is OpenSSL's default (the Debian OPENSSLDIR's certs, or SSL_CERT_FILE /
-# SSL_CERT_DIR), as cpp-httplib used before; push --ca-file overrides it.
+# SSL_CERT_DIR); push --ca-file overrides it.
 set(GOHEAP2PPROF_CURL_PREFIX ${CMAKE_BINARY_DIR}/_deps/curl-install)
 if(NOT EXISTS ${GOHEAP2PPROF_CURL_PREFIX}/lib/libcurl.a)
   set(curl_src ${CMAKE_BINARY_DIR}/_deps/curl-src)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Unpacks the Debian source of an installed binary package, at the installed
-# version, into a directory (the static build compiles cpp-httplib's
-# header-only httplib.h and libcurl from them; cmake/static.cmake calls this).
+# version, into a directory (the static build compiles libcurl from it;
+# cmake/static.cmake calls this).
 #
 #   bash scripts/debian-source.sh <binary-package> <dest-dir>
 #

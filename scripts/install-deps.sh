@@ -11,7 +11,7 @@ packages=(
   clang libclang-rt-14-dev clang-format
   golang-1.19-go curl ca-certificates
   qemu-user-static libc6-arm64-cross
-  libcpp-httplib-dev libcurl4-openssl-dev libssl-dev libseccomp-dev prometheus gdb
+  libcurl4-openssl-dev libssl-dev libseccomp-dev prometheus gdb
   # The agents' HTTP listener: Boost.Beast and Asio, header-only (the arm64 cross build uses
   # the same headers), with OpenSSL (libssl-dev above) for TLS; openssl makes the TLS tests'
   # certificates.
@@ -28,8 +28,8 @@ packages=(
 
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
-# The arm64 libraries are Debian's multiarch packages; the static build compiles cpp-httplib
-# and libcurl from their Debian sources (scripts/debian-source.sh), which needs deb-src lines.
+# The arm64 libraries are Debian's multiarch packages; the static build compiles libcurl
+# from its Debian source (scripts/debian-source.sh), which needs deb-src lines.
 need_update=0
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
   echo "install-deps: dpkg --add-architecture arm64"

@@ -6,7 +6,6 @@
 #include <elfutils/libdwfl.h>
 #include <gnu/libc-version.h>
 #include <google/protobuf/stubs/common.h>
-#include <httplib.h>
 #include <libdeflate.h>
 #include <openssl/opensslv.h>
 #include <seccomp.h>
@@ -66,8 +65,6 @@ std::string VersionText() {
       << "  libdeflate " << LIBDEFLATE_VERSION_STRING << "\n"
       << "  capstone " << capstone_major << "." << capstone_minor << "." << CS_VERSION_EXTRA << "\n"
       << "  libseccomp " << seccomp->major << "." << seccomp->minor << "." << seccomp->micro << "\n"
-      << "  cpp-httplib " << CPPHTTPLIB_VERSION
-      << "\n"
       // The agents' HTTP listener (agent/http_listener.h), header-only.
       << "  Boost.Beast/Asio " << BOOST_VERSION / 100000 << "." << BOOST_VERSION / 100 % 1000 << "."
       << BOOST_VERSION % 100
