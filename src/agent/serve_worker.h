@@ -25,8 +25,8 @@
 #include <optional>
 #include <string>
 
-#include "app/process_source.h"
 #include "agent/discovery.h"
+#include "app/process_source.h"
 
 namespace goheap2pprof {
 

@@ -64,13 +64,15 @@ std::string VersionText() {
       << "  elfutils (libelf, libdw) " << dwfl_version(nullptr) << "\n"
       << "  libdeflate " << LIBDEFLATE_VERSION_STRING << "\n"
       << "  capstone " << capstone_major << "." << capstone_minor << "." << CS_VERSION_EXTRA << "\n"
-      << "  libseccomp " << seccomp->major << "." << seccomp->minor << "." << seccomp->micro << "\n"
+      << "  libseccomp " << seccomp->major << "." << seccomp->minor << "." << seccomp->micro
+      << "\n"
       // The agents' HTTP listener (agent/http_listener.h), header-only.
       << "  Boost.Beast/Asio " << BOOST_VERSION / 100000 << "." << BOOST_VERSION / 100 % 1000 << "."
       << BOOST_VERSION % 100
       << "\n"
       // The listener's TLS.
-      << "  " << OPENSSL_VERSION_TEXT << "\n"
+      << "  " << OPENSSL_VERSION_TEXT
+      << "\n"
       // push's HTTP client and the TLS library under it, as linked.
       << "  libcurl " << curl->version << " ("
       << (curl->ssl_version != nullptr ? curl->ssl_version : "no TLS library") << ")\n"
