@@ -7,7 +7,7 @@
 // Host header is checked on a loopback listener (DNS rebinding). The
 // handler sees only complete, authenticated GET/HEAD requests; the ones
 // that may block (captures) run on a bounded pool, never on the I/O thread.
-// Why Beast and not libmicrohttpd: docs/security-listener.md.
+// Why Beast and not libmicrohttpd: docs/security/listener.md.
 //
 //   class Routes : public HttpHandler { ... };
 //   HttpListenerOptions o;  o.listen = "127.0.0.1:6061";  o.token = "...";
@@ -64,7 +64,7 @@ struct TlsFiles {
   bool enabled() const { return !cert_file.empty(); }
 };
 
-// Defaults and their reasons: docs/security-listener.md.
+// Defaults and their reasons: docs/security/listener.md.
 struct ListenerLimits {
   int max_connections = 512;
   int max_connections_per_address = 32;
