@@ -188,6 +188,10 @@ class NoFreeDescriptors {
 };
 
 TEST(Discovery, AScanWithoutDescriptorsKeepsTheLastGoodList) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "the sanitizers' runtime needs descriptors of its own (UBSan's vptr check "
+                  "probes memory through a pipe), so it reports false errors once none are left";
+#endif
   // A child that lives through the test: at least one process to find.
   pid_t child = fork();
   ASSERT_GE(child, 0);
@@ -232,6 +236,10 @@ TEST(Discovery, AScanWithoutDescriptorsKeepsTheLastGoodList) {
 }
 
 TEST(Discovery, VisibleSaysWhenDescriptorsAreOut) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "the sanitizers' runtime needs descriptors of its own (UBSan's vptr check "
+                  "probes memory through a pipe), so it reports false errors once none are left";
+#endif
   // Asked about a pid without descriptors, discovery throws an I/O error
   // rather than answering that the process does not exist.
   Discovery d(Discovery::Options{}, [](pid_t) { return ExeInfo{}; });
