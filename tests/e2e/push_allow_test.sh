@@ -12,6 +12,7 @@
 #   bash tests/e2e/push_allow_test.sh <goheap2pprof> <profdiff>
 set -u
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/push_lib.sh"
 e2e_init "$@"
 e2e_require_go
 e2e_require_command setpriv "needs setpriv (util-linux) to run the targets as another user"
@@ -24,26 +25,8 @@ chmod 755 "$work"
 trap 'e2e_stop_pids -9' EXIT
 nobody=65534
 
-echo "== building the target and the receiver"
-mkdir -p "$work/bin" "$work/rec"
-chmod 755 "$work/bin"
-(cd "$src/testdata/servetarget" && CGO_ENABLED=0 "${go[@]}" build -o "$work/bin/servetarget" .) \
-  >"$work/build-target.log" 2>&1 || {
-  fail "build servetarget" "$work/build-target.log"
-  e2e_finish
-}
-(cd "$src/tests/pushreceiver" && "${go[@]}" build -o "$work/bin/pushreceiver" .) \
-  >"$work/build-receiver.log" 2>&1 || {
-  fail "build tests/pushreceiver" "$work/build-receiver.log"
-  e2e_finish
-}
-receiver=$work/bin/pushreceiver
-e2e_start "$work/rec.out" "$work/rec.err" "$receiver" serve -dir "$work/rec"
-if ! e2e_wait_for_line "$work/rec.out" "^LISTENING" "$target_pid" 10; then
-  fail "the receiver did not start" "$work/rec.err"
-  e2e_finish
-fi
-raddr=$(sed -n 's/^LISTENING //p' "$work/rec.out")
+push_build_programs
+push_start_receiver
 count() { "$receiver" count -dir "$work/rec" -pid "$1" -backend pyroscope; }
 
 # start_target <name>: effective uid 65534, real uid 0 (so that it may

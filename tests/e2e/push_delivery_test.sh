@@ -19,6 +19,7 @@
 #   bash tests/e2e/push_delivery_test.sh <goheap2pprof> <profdiff>
 set -u
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/push_lib.sh"
 e2e_init "$@"
 e2e_require_go
 e2e_require_command curl "needs curl"
@@ -32,20 +33,7 @@ e2e_make_work push_delivery
 chmod 755 "$work"
 trap 'e2e_stop_pids -9' EXIT
 
-echo "== building the target and the receiver"
-mkdir -p "$work/bin"
-chmod 755 "$work/bin"
-(cd "$src/testdata/servetarget" && CGO_ENABLED=0 "${go[@]}" build -o "$work/bin/servetarget" .) \
-  >"$work/build-target.log" 2>&1 || {
-  fail "build servetarget" "$work/build-target.log"
-  e2e_finish
-}
-(cd "$src/tests/pushreceiver" && "${go[@]}" build -o "$work/bin/pushreceiver" .) \
-  >"$work/build-receiver.log" 2>&1 || {
-  fail "build tests/pushreceiver" "$work/build-receiver.log"
-  e2e_finish
-}
-receiver=$work/bin/pushreceiver
+push_build_programs
 
 # start_listening <name> <command...>: starts a receiver or proxy that prints
 # "LISTENING <addr>"; sets addr.

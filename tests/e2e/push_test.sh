@@ -22,6 +22,7 @@
 #   bash tests/e2e/push_test.sh <goheap2pprof> <profdiff>
 set -u
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/push_lib.sh"
 e2e_init "$@"
 e2e_require_go
 e2e_require_command curl "needs curl"
@@ -34,27 +35,8 @@ e2e_make_work push
 chmod 755 "$work"
 trap 'e2e_stop_pids -9' EXIT
 
-echo "== building the target and the receiver"
-mkdir -p "$work/bin" "$work/rec"
-chmod 755 "$work/bin"
-(cd "$src/testdata/servetarget" && CGO_ENABLED=0 "${go[@]}" build -o "$work/bin/servetarget" .) \
-  >"$work/build-target.log" 2>&1 || {
-  fail "build servetarget" "$work/build-target.log"
-  e2e_finish
-}
-(cd "$src/tests/pushreceiver" && "${go[@]}" build -o "$work/bin/pushreceiver" .) \
-  >"$work/build-receiver.log" 2>&1 || {
-  fail "build tests/pushreceiver" "$work/build-receiver.log"
-  e2e_finish
-}
-receiver=$work/bin/pushreceiver
-
-e2e_start "$work/rec.out" "$work/rec.err" "$receiver" serve -dir "$work/rec"
-if ! e2e_wait_for_line "$work/rec.out" "^LISTENING" "$target_pid" 10; then
-  fail "the receiver did not start" "$work/rec.err"
-  e2e_finish
-fi
-raddr=$(sed -n 's/^LISTENING //p' "$work/rec.out")
+push_build_programs
+push_start_receiver
 
 agent_pid="" maddr=""
 # start_agent <name>: the agent, pushing to both receivers every second.

@@ -1,0 +1,35 @@
+# Shared pieces of the end-to-end tests of `goheap2pprof push`
+# (tests/e2e/push*_test.sh). Not a test: sourced after lib.sh and
+# e2e_init, e2e_make_work; uses src, go and work.
+#
+#   push_build_programs      builds testdata/servetarget and tests/pushreceiver
+#                            into $work/bin; sets receiver
+#   push_start_receiver      starts the receiver on a loopback port, storing
+#                            into $work/rec; sets raddr (host:port)
+
+push_build_programs() {
+  echo "== building the target and the receiver"
+  mkdir -p "$work/bin"
+  chmod 755 "$work/bin"
+  (cd "$src/testdata/servetarget" && CGO_ENABLED=0 "${go[@]}" build -o "$work/bin/servetarget" .) \
+    >"$work/build-target.log" 2>&1 || {
+    fail "build servetarget" "$work/build-target.log"
+    e2e_finish
+  }
+  (cd "$src/tests/pushreceiver" && "${go[@]}" build -o "$work/bin/pushreceiver" .) \
+    >"$work/build-receiver.log" 2>&1 || {
+    fail "build tests/pushreceiver" "$work/build-receiver.log"
+    e2e_finish
+  }
+  receiver=$work/bin/pushreceiver
+}
+
+push_start_receiver() {
+  mkdir -p "$work/rec"
+  e2e_start "$work/rec.out" "$work/rec.err" "$receiver" serve -dir "$work/rec"
+  if ! e2e_wait_for_line "$work/rec.out" "^LISTENING" "$target_pid" 10; then
+    fail "the receiver did not start" "$work/rec.err"
+    e2e_finish
+  fi
+  raddr=$(sed -n 's/^LISTENING //p' "$work/rec.out")
+}
