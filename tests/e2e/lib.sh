@@ -236,6 +236,20 @@ e2e_build_oracle() {
   fi
 }
 
+# e2e_go_build <program> <output>: builds testdata/<program> (or a path under
+# the source tree, such as tests/pushreceiver) with "${go[@]}" and without cgo;
+# when that fails, reports it with the build log and ends the suite.
+e2e_go_build() {
+  local dir=$1 out=$2
+  [[ $dir == */* ]] || dir=testdata/$dir
+  mkdir -p "$(dirname "$out")"
+  if ! (cd "$src/$dir" && CGO_ENABLED=0 "${go[@]}" build -o "$out" .) \
+    >"$work/build-$(basename "$out").log" 2>&1; then
+    fail "go build of $dir" "$work/build-$(basename "$out").log"
+    e2e_finish
+  fi
+}
+
 # The processes a test started in the background; e2e_stop_pids ends them.
 pids=()
 

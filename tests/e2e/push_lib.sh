@@ -11,16 +11,8 @@ push_build_programs() {
   echo "== building the target and the receiver"
   mkdir -p "$work/bin"
   chmod 755 "$work/bin"
-  (cd "$src/testdata/servetarget" && CGO_ENABLED=0 "${go[@]}" build -o "$work/bin/servetarget" .) \
-    >"$work/build-target.log" 2>&1 || {
-    fail "build servetarget" "$work/build-target.log"
-    e2e_finish
-  }
-  (cd "$src/tests/pushreceiver" && "${go[@]}" build -o "$work/bin/pushreceiver" .) \
-    >"$work/build-receiver.log" 2>&1 || {
-    fail "build tests/pushreceiver" "$work/build-receiver.log"
-    e2e_finish
-  }
+  e2e_go_build servetarget "$work/bin/servetarget"
+  e2e_go_build tests/pushreceiver "$work/bin/pushreceiver"
   receiver=$work/bin/pushreceiver
 }
 

@@ -15,6 +15,7 @@
 set -u
 source "$(dirname "$0")/lib.sh"
 e2e_init "$@"
+e2e_require_seams
 e2e_require_executables "$tool"
 e2e_require_go
 e2e_require_command jq "jq is not installed (scripts/install-deps.sh installs it)"
@@ -23,11 +24,7 @@ e2e_make_work watch_hostile
 
 echo "building testdata/oomgrower with $("${go[@]}" version)"
 grower=$work/bin/oomgrower
-if ! (cd "$src/testdata/oomgrower" && CGO_ENABLED=0 "${go[@]}" build -o "$grower" .) \
-  >"$work/build.log" 2>&1; then
-  fail "go build of testdata/oomgrower" "$work/build.log"
-  e2e_finish
-fi
+e2e_go_build oomgrower "$grower"
 
 mounted=""
 cleanup() {

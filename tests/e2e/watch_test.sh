@@ -32,11 +32,7 @@ e2e_make_work watch
 
 echo "building testdata/oomgrower with $("${go[@]}" version)"
 grower=$work/bin/oomgrower
-if ! (cd "$src/testdata/oomgrower" && CGO_ENABLED=0 "${go[@]}" build -o "$grower" .) \
-  >"$work/build.log" 2>&1; then
-  fail "go build of testdata/oomgrower" "$work/build.log"
-  e2e_finish
-fi
+e2e_go_build oomgrower "$grower"
 
 cgroups=()
 cleanup() {
@@ -428,6 +424,17 @@ fi
 e2e_stop_pids
 
 # --- 6. --all: Go processes found as they come, their ends recorded ----------
+# all_recorded <jsonl> <event> <pid> <seconds>: waits until the file has that
+# event for that pid, at most the given seconds (the checks below say if not).
+all_recorded() {
+  local i
+  for ((i = 0; i < $4 * 10; i++)); do
+    jq -se --arg e "$2" --argjson p "$3" 'any(.[]; .event == $e and .pid == $p)' "$1" \
+      >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  return 1
+}
 dir=$work/all
 mkdir "$dir"
 if start_grower allgrower1 - -max-mib 8; then
@@ -437,12 +444,14 @@ if start_grower allgrower1 - -max-mib 8; then
   "$tool" watch --all -o "$dir" --no-baseline --rss-above 1T --poll 200ms \
     >"$dir/watch.out" 2>"$dir/watch.err" &
   watch_pid=$!
-  sleep 1
+  # watch checks every process of the machine in its worker first: on a busy
+  # machine that takes seconds, so each step waits for its record (bounded).
+  all_recorded "$dir/watch.jsonl" start "$first" 30
   if start_grower allgrower2 - -max-mib 8; then
     second=$grower_pid
-    sleep 1
+    all_recorded "$dir/watch.jsonl" start "$second" 30
     kill -TERM "$first_parent"  # kills the first grower
-    sleep 1
+    all_recorded "$dir/watch.jsonl" exit "$first" 30
     kill -TERM "$watch_pid"
     wait_exit "$watch_pid" 20
     started=$(jq -r 'select(.event == "start") | .pid' "$dir/watch.jsonl")
