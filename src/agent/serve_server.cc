@@ -416,17 +416,20 @@ class Service {
           {"__param_pid", std::to_string(p.facts.pid)},
           {"pid", std::to_string(p.facts.pid)},
           {"service_name", ServiceName(p)},
-          {"exe", ValidUtf8(p.facts.exe)},
-          {"comm", ValidUtf8(p.facts.comm)},
-          {"go_version", ValidUtf8(p.exe.go_version)},
-          {"build_id", ValidUtf8(p.exe.build_id)},
+          {"exe", p.facts.exe},
+          {"comm", p.facts.comm},
+          {"go_version", p.exe.go_version},
+          {"build_id", p.exe.build_id},
           {"start_time", StartTime(p)},
       };
-      if (!p.facts.cgroup.empty()) labels["cgroup"] = ValidUtf8(p.facts.cgroup);
-      if (!p.facts.container_id.empty()) labels["container_id"] = ValidUtf8(p.facts.container_id);
+      if (!p.facts.cgroup.empty()) labels["cgroup"] = p.facts.cgroup;
+      if (!p.facts.container_id.empty()) labels["container_id"] = p.facts.container_id;
       groups.push_back({{"targets", {listen_address_}}, {"labels", labels}});
     }
-    SetContent(res, groups.dump(), "application/json");
+    // Label values come from the targets (exe, comm, cgroup, ...): bytes that
+    // are not UTF-8 become U+FFFD instead of failing the whole answer.
+    SetContent(res, groups.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+               "application/json");
   }
 
   void Index(HttpReply& res) {

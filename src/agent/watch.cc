@@ -200,11 +200,10 @@ bool Watcher::Add(pid_t pid, const ProcStat& stat, bool named) {
   std::vector<std::string> notes;
   if (t->cgroup) {
     const MemoryCgroup& cg = *t->cgroup;
-    start["cgroup"] = {
-        {"version", CgroupVersionName(cg.version)},
-        {"path", ValidUtf8(cg.hierarchy_path)},
-        {"dir", ValidUtf8(cg.dir)},
-        {"limit_dir", cg.limit_dir ? json(ValidUtf8(*cg.limit_dir)) : json(nullptr)}};
+    start["cgroup"] = {{"version", CgroupVersionName(cg.version)},
+                       {"path", cg.hierarchy_path},
+                       {"dir", cg.dir},
+                       {"limit_dir", cg.limit_dir ? json(*cg.limit_dir) : json(nullptr)}};
     MemoryReading r = fs_.Read(cg);
     start["limit"] = OrNull(r.limit);
     start["usage"] = OrNull(r.usage);
