@@ -12,7 +12,9 @@ help_candidate_commands=(serve watch push)
 help_commands() {
   local c
   for c in "${help_candidate_commands[@]}"; do
-    if "${run[@]}" "$c" --help 2>/dev/null | grep -q "^Usage: goheap2pprof $c "; then
+    # grep reads the whole --help (no -q): under pipefail, a grep that quits at
+    # the first match can leave a long --help to die of SIGPIPE, failing the test.
+    if "${run[@]}" "$c" --help 2>/dev/null | grep "^Usage: goheap2pprof $c " >/dev/null; then
       echo "$c"
     fi
   done

@@ -31,12 +31,12 @@ sudo=""
 # The arm64 libraries are Debian's multiarch packages; the static build compiles libcurl
 # from its Debian source (scripts/debian-source.sh), which needs deb-src lines.
 need_update=0
-if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+if ! dpkg --print-foreign-architectures | grep -x arm64 >/dev/null; then
   echo "install-deps: dpkg --add-architecture arm64"
   $sudo dpkg --add-architecture arm64
   need_update=1
 fi
-if ! apt-get indextargets --format '$(CREATED_BY)' 2>/dev/null | grep -q '^Sources$' &&
+if ! apt-get indextargets --format '$(CREATED_BY)' 2>/dev/null | grep '^Sources$' >/dev/null &&
   ! grep -rqs '^Types:.*deb-src\|^deb-src ' /etc/apt/sources.list /etc/apt/sources.list.d/; then
   echo "install-deps: adding deb-src lines for Debian 12 (/etc/apt/sources.list.d/goheap2pprof-deb-src.sources)"
   $sudo tee /etc/apt/sources.list.d/goheap2pprof-deb-src.sources >/dev/null <<'SOURCES'
@@ -57,7 +57,7 @@ fi
 
 missing=()
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$p")
 done
 if ((${#missing[@]} || need_update)); then
   $sudo apt-get update -qq

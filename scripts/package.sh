@@ -64,8 +64,8 @@ build() {
 static_check() {
   local what
   what=$(file -b "$1")
-  if [[ $what != *"statically linked"* ]] || LC_ALL=C readelf -d "$1" | grep -q 'Dynamic section' ||
-    LC_ALL=C readelf -l "$1" | grep -q 'INTERP'; then
+  if [[ $what != *"statically linked"* ]] || LC_ALL=C readelf -d "$1" | grep 'Dynamic section' >/dev/null ||
+    LC_ALL=C readelf -l "$1" | grep 'INTERP' >/dev/null; then
     echo "package: $1 is not fully static: $what" >&2
     LC_ALL=C readelf -d "$1" | head -n 20 >&2
     exit 1
