@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
 #include <cstring>
 
 #include "base/error.h"
@@ -223,6 +225,38 @@ std::vector<std::string> MappedFilePaths(pid_t pid, const MapsEntry& e) {
   std::snprintf(range, sizeof(range), "%llx-%llx", static_cast<unsigned long long>(e.start),
                 static_cast<unsigned long long>(e.end));
   return {ProcPath(pid, "map_files/") + range, ProcPath(pid, "root") + StripDeleted(e.path)};
+}
+
+namespace {
+
+// A "Key:\t  123 kB" line of a status text, in bytes.
+std::optional<uint64_t> StatusBytes(std::string_view status, std::string_view key) {
+  for (size_t at = 0; at < status.size();) {
+    size_t nl = status.find('\n', at);
+    std::string_view line = status.substr(at, nl == std::string_view::npos ? nl : nl - at);
+    at = nl == std::string_view::npos ? status.size() : nl + 1;
+    if (!line.starts_with(key) || line.substr(key.size(), 1) != ":") continue;
+    line.remove_prefix(key.size() + 1);
+    line.remove_prefix(std::min(line.find_first_not_of(" \t"), line.size()));
+    uint64_t kib = 0;
+    auto [ptr, ec] = std::from_chars(line.data(), line.data() + line.size(), kib);
+    if (ec != std::errc() || std::string_view(ptr, line.data() + line.size() - ptr) != " kB" ||
+        kib > (UINT64_MAX >> 10)) {
+      return std::nullopt;
+    }
+    return kib << 10;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+ProcStatusMemory ParseProcStatusMemory(std::string_view status) {
+  return {.vm_rss = StatusBytes(status, "VmRSS"),
+          .rss_anon = StatusBytes(status, "RssAnon"),
+          .rss_file = StatusBytes(status, "RssFile"),
+          .rss_shmem = StatusBytes(status, "RssShmem"),
+          .vm_hwm = StatusBytes(status, "VmHWM")};
 }
 
 }  // namespace goheap2pprof

@@ -79,6 +79,18 @@ std::string StripDeleted(std::string path);
 // namespace), in that order.
 std::vector<std::string> MappedFilePaths(pid_t pid, const MapsEntry& e);
 
+// The memory lines of /proc/<pid>/status, in bytes (the kernel prints kB,
+// meaning KiB). Absent when the line is missing or malformed: RssAnon and
+// friends appeared in Linux 4.5.
+struct ProcStatusMemory {
+  std::optional<uint64_t> vm_rss;     // VmRSS: resident, = anon + file + shmem
+  std::optional<uint64_t> rss_anon;   // RssAnon
+  std::optional<uint64_t> rss_file;   // RssFile
+  std::optional<uint64_t> rss_shmem;  // RssShmem
+  std::optional<uint64_t> vm_hwm;     // VmHWM: peak resident set
+};
+ProcStatusMemory ParseProcStatusMemory(std::string_view status);
+
 // Parses a pid argument strictly ("123", no sign, no junk).
 std::optional<pid_t> ParsePid(std::string_view text);
 

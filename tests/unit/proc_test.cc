@@ -273,3 +273,41 @@ TEST(BlockCacheReader, ClampsBlocksToMappingsAndFallsBackOutside) {
 
 }  // namespace
 }  // namespace goheap2pprof
+
+namespace goheap2pprof {
+namespace {
+
+TEST(ParseProcStatusMemory, ReadsTheMemoryLinesInBytes) {
+  const std::string status =
+      "Name:\tserver\nVmPeak:\t  1263876 kB\nVmHWM:\t   120344 kB\nVmRSS:\t   118000 kB\n"
+      "RssAnon:\t  105000 kB\nRssFile:\t   12000 kB\nRssShmem:\t    1000 kB\nThreads:\t9\n";
+  const ProcStatusMemory m = ParseProcStatusMemory(status);
+  EXPECT_EQ(m.vm_hwm, uint64_t{120344} * 1024);
+  EXPECT_EQ(m.vm_rss, uint64_t{118000} * 1024);
+  EXPECT_EQ(m.rss_anon, uint64_t{105000} * 1024);
+  EXPECT_EQ(m.rss_file, uint64_t{12000} * 1024);
+  EXPECT_EQ(m.rss_shmem, uint64_t{1000} * 1024);
+}
+
+TEST(ParseProcStatusMemory, MissingOrMalformedLinesAreAbsent) {
+  // A kernel before 4.5 has no Rss* lines; a kernel thread has no Vm* lines.
+  const ProcStatusMemory m = ParseProcStatusMemory(
+      "VmRSS:\t 12 kB\nVmHWM:\t x kB\nRssAnon:\t 12 MB\nRssFileX:\t 1 kB\n"
+      "RssShmem:\t 99999999999999999999 kB\n");
+  EXPECT_EQ(m.vm_rss, uint64_t{12} * 1024);
+  EXPECT_FALSE(m.vm_hwm);
+  EXPECT_FALSE(m.rss_anon);
+  EXPECT_FALSE(m.rss_file);
+  EXPECT_FALSE(m.rss_shmem);
+  EXPECT_FALSE(ParseProcStatusMemory("").vm_rss);
+}
+
+TEST(ParseProcStatusMemory, ReadsThisProcess) {
+  const ProcStatusMemory m = ParseProcStatusMemory(ReadProcFile(getpid(), "status"));
+  ASSERT_TRUE(m.vm_rss && m.vm_hwm);
+  EXPECT_GT(*m.vm_rss, 0u);
+  EXPECT_GE(*m.vm_hwm, *m.vm_rss);
+}
+
+}  // namespace
+}  // namespace goheap2pprof
