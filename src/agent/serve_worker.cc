@@ -30,8 +30,10 @@
 #include "app/executable_analysis.h"
 #include "app/process_source.h"
 #include "app/run.h"
+#include "app/runtime_stats.h"
 #include "base/error.h"
 #include "pprof/heap_debug_text.h"
+#include "pprof/memstats_text.h"
 #include "pprof/output.h"
 #include "pprof/profile_delta.h"
 #include "proc/procfs.h"
@@ -364,6 +366,31 @@ std::string DeltaBody(const WorkerRequest& request, FinishedProfile& profile) {
   }
 }
 
+// The MemStats of the ?debug=1 block, or nullopt when this target's
+// statistics cannot be read (a layout not proven for its Go version): the
+// records are still worth serving, as they were before the block existed,
+// and the text then ends where the records end.
+std::optional<MemStats> MemStatsForDebugText(CaptureSource& source,
+                                             const ExecutableAnalysis& analysis) {
+  try {
+    return ReadGoRuntimeStats(source, analysis).mem;
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kNoSuchProcess) throw;
+    std::cerr << "goheap2pprof worker: pid " << source.identity().pid
+              << ": no runtime.MemStats block: " << e.what() << "\n";
+    return std::nullopt;
+  }
+}
+
+// MaxRSS as the runtime prints it, ru_maxrss × 1024; from outside, the
+// peak resident set the kernel keeps in /proc/<pid>/status (VmHWM), which
+// differs from ru_maxrss by a few hundred KiB at most (the facts, section 8).
+std::optional<uint64_t> MaxRss(pid_t pid) {
+  std::optional<std::string> status = ReadProcFileIfPresent(pid, "status");
+  if (!status) return std::nullopt;
+  return ParseProcStatusMemory(*status).vm_hwm;
+}
+
 // Sets *identified once the target was found alive, so that a later
 // "no such process" can be told apart from "never was".
 void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam, WorkerReply& reply,
@@ -384,7 +411,10 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
   PauseBeforeWalk(seam, request.pid);
   CaptureOptions options;
   std::string text;
+  std::optional<MemStats> mem;
   if (request.op == WorkerOp::kHeapDebugText) {
+    // writeHeapInternal reads MemStats first, then the records.
+    mem = MemStatsForDebugText(*source, *analysis);
     options.on_records = [&](std::span<const MemProfileRecord> records, int64_t rate,
                              uint64_t load_bias) {
       text = HeapDebugText(records, rate, analysis->traits(), analysis->symbolizer(), load_bias);
@@ -395,6 +425,8 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
   reply.bytes_read = result.report.bytes_read;
   reply.cycle = result.report.cycle;
   if (request.op == WorkerOp::kHeapDebugText) {
+    // The runtime takes MaxRSS last, after the records.
+    if (mem) text += MemStatsBlock(*mem, MaxRss(request.pid));
     reply.body = std::move(text);
   } else if (request.op == WorkerOp::kHeapDelta || request.op == WorkerOp::kAllocsDelta) {
     reply.body = DeltaBody(request, result.profile);

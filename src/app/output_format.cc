@@ -50,6 +50,8 @@ std::string RenderOutput(const pb::Profile& profile, const OutputOptions& out,
     case OutputFormat::kText:
       return TextTop(profile,
                      {.sample_index = out.sample_index, .node_count = static_cast<int>(out.top)});
+    case OutputFormat::kDebugText:
+      break;  // needs the records, not the profile: RunCapture writes it
     case OutputFormat::kJson: {
       SnapshotInfo info = BaseInfo(out, context);
       if (context.report && !context.report->consistent) {

@@ -22,7 +22,9 @@
 
 namespace goheap2pprof {
 
-enum class OutputFormat { kPprof, kJson, kText };
+// kDebugText: the runtime's own heap?debug=1 text, records and the
+// `# runtime.MemStats` block (made by RunCapture, not by RenderOutput).
+enum class OutputFormat { kPprof, kJson, kText, kDebugText };
 
 struct OutputOptions {
   OutputFormat format = OutputFormat::kPprof;

@@ -10,8 +10,12 @@
 #include <utility>
 
 #include "app/core_source.h"
+#include "app/runtime_stats.h"
 #include "base/error.h"
+#include "pprof/heap_debug_text.h"
+#include "pprof/memstats_text.h"
 #include "pprof/output.h"
+#include "proc/procfs.h"
 
 namespace goheap2pprof {
 
@@ -85,6 +89,29 @@ class SeamSource : public CaptureSource {
 
 bool AnySeam(const TestSeams& s) {
   return s.pause_mid_walk_ms > 0 || s.pause_after_walk_ms > 0 || s.pid_reuse;
+}
+
+// The MemStats of the debug text's block. When they cannot be read (a
+// layout not proven for this Go), the records are still written, and a
+// warning says the block is missing.
+std::optional<MemStats> MemStatsForDebugText(CaptureSource& source,
+                                             const ExecutableAnalysis& analysis,
+                                             CaptureReport& report) {
+  try {
+    return ReadGoRuntimeStats(source, analysis).mem;
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kNoSuchProcess || e.kind() == ErrorKind::kPermission) throw;
+    report.warnings.push_back(std::string("no runtime.MemStats block: ") + e.what());
+    return std::nullopt;
+  }
+}
+
+// ru_maxrss × 1024 as the runtime prints it; from outside, the kernel's
+// peak resident set (VmHWM), a few hundred KiB from ru_maxrss at most.
+std::optional<uint64_t> MaxRss(pid_t pid) {
+  std::optional<std::string> status = ReadProcFileIfPresent(pid, "status");
+  if (!status) return std::nullopt;
+  return ParseProcStatusMemory(*status).vm_hwm;
 }
 
 }  // namespace
@@ -182,6 +209,17 @@ std::string RunCapture(const RunOptions& options, std::ostream& log, CaptureRepo
   const double analysis_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - analysis_start).count();
   CaptureOptions capture_options{.counters = options.output_format.counters};
+  const bool debug_text = options.output_format.format == OutputFormat::kDebugText;
+  std::string text;
+  std::optional<MemStats> mem;
+  if (debug_text) {
+    // writeHeapInternal reads MemStats first, then the records.
+    mem = MemStatsForDebugText(*source, *analysis, report);
+    capture_options.on_records = [&](std::span<const MemProfileRecord> records, int64_t rate,
+                                     uint64_t load_bias) {
+      text = HeapDebugText(records, rate, analysis->traits(), analysis->symbolizer(), load_bias);
+    };
+  }
   std::optional<CaptureResult> result;
   Clock::time_point write_start;
   const bool pprof = options.output_format.format == OutputFormat::kPprof;
@@ -204,6 +242,10 @@ std::string RunCapture(const RunOptions& options, std::ostream& log, CaptureRepo
 
   if (pprof) {
     if (!streamed) WriteProfile(path, result->profile);
+  } else if (debug_text) {
+    // The runtime takes MaxRSS last; a core has no such figure.
+    if (mem) text += MemStatsBlock(*mem, options.core.empty() ? MaxRss(id.pid) : std::nullopt);
+    WriteOutput(path, text);
   } else {
     WriteOutput(path, RenderOutput(result->profile.get(), options.output_format,
                                    {.pid = id.pid,

@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/huge_page_malloc.h"
 #include "cli/command.h"
+#include "cli/mem_main.h"
 #include "cli/push_main.h"
 #include "cli/serve_main.h"
 #include "cli/version.h"
@@ -173,8 +174,10 @@ int Main(int argc, char** argv) {
   OutputOptions& out = options.output_format;
   app.add_option("--format", format,
                  "pprof: gzipped profile.proto; json: the seed collector's in-use snapshot "
-                 "(entries by stack, largest first); text: a go tool pprof -top table")
-      ->check(CLI::IsMember({"pprof", "json", "text"}))
+                 "(entries by stack, largest first); text: a go tool pprof -top table; debug1: "
+                 "the runtime's own /debug/pprof/heap?debug=1 text, its runtime.MemStats block "
+                 "included")
+      ->check(CLI::IsMember({"pprof", "json", "text", "debug1"}))
       ->capture_default_str();
   app.add_option("--counters", counters,
                  "exact: what runtime.MemProfile (and /debug/pprof/heap) returns; published: "
@@ -234,9 +237,10 @@ int Main(int argc, char** argv) {
     return static_cast<int>(ErrorKind::kUsage);
   }
 
-  out.format = format == "json"   ? OutputFormat::kJson
-               : format == "text" ? OutputFormat::kText
-                                  : OutputFormat::kPprof;
+  out.format = format == "json"     ? OutputFormat::kJson
+               : format == "text"   ? OutputFormat::kText
+               : format == "debug1" ? OutputFormat::kDebugText
+                                    : OutputFormat::kPprof;
   out.counters = counters == "published" ? CounterSource::kPublished : CounterSource::kExact;
   // Text and JSON are for terminals and pipes; a binary profile is not.
   if (out.format != OutputFormat::kPprof && options.output.empty()) options.output = "-";
@@ -251,7 +255,8 @@ int Main(int argc, char** argv) {
 #endif
       return RunWatch(watch, std::cerr);
     }
-    if (top->count() > 0 && out.format == OutputFormat::kPprof) {
+    if (top->count() > 0 && out.format != OutputFormat::kJson &&
+        out.format != OutputFormat::kText) {
       throw Error(ErrorKind::kUsage, "--top applies to --format json and text");
     }
     if (sample_index->count() > 0 && out.format != OutputFormat::kText) {
@@ -306,6 +311,9 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::string(argv[1]) == "push") {
     return goheap2pprof::PushMain(argc - 1, argv + 1);
+  }
+  if (argc > 1 && std::string(argv[1]) == "mem") {
+    return goheap2pprof::MemMain(argc - 1, argv + 1);
   }
   if (argc > 1 && std::string(argv[1]) == "__serve-worker") {
     return goheap2pprof::ServeWorkerMain(argc - 1, argv + 1);

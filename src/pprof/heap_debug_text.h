@@ -4,7 +4,8 @@
 // record per bucket with its unscaled counters and raw stack, followed by
 // its frames as "#\t<pc>\t<func>+<off>\t<file>:<line>" lines, laid out by
 // text/tabwriter exactly as Go does. The runtime.MemStats block that ends
-// the runtime's text needs the target's live MemStats and is not written.
+// the runtime's text is pprof/memstats_text.h's: the callers that read the
+// target's statistics (serve's worker, --format debug1) append it.
 //
 //   std::string text = HeapDebugText(records, rate, traits, symbolizer, bias);
 #pragma once

@@ -5,6 +5,8 @@
 //
 //	servetarget [-rate N] [-retain N]   # prints "READY <pid> <port>", serves until killed
 //	servetarget -retain 0 -http=false   # a small idle Go process (load tests): "READY <pid> 0"
+//	servetarget -gc-on                  # leave the collector on after setup (debug=1's MemStats
+//	                                    # block: with it off, NextGC moves with every allocation)
 //	kill -USR1 <pid>                    # phase 2: retain 1000 more 4096-byte objects, publish, "PHASE2 <pid>"
 //	servetarget -exec-on-usr2 PATH      # kill -USR2 <pid>: execute PATH in place (same pid and
 //	                                    # start time, another program image) as "PATH -retain 2 -http=false"
@@ -62,10 +64,14 @@ func phaseTwo() {
 	}
 }
 
+var gcOn = flag.Bool("gc-on", false, "leave the collector on after setup")
+
 func publish() {
 	runtime.GC()
 	runtime.GC()
-	debug.SetGCPercent(-1)
+	if !*gcOn {
+		debug.SetGCPercent(-1)
+	}
 }
 
 func main() {

@@ -42,8 +42,9 @@ same_as_own() {
 
 # debug_records <file>: the ?debug=1 text as sorted lines, one per record
 # (its header line and frame lines joined by "|", tabs kept), the "heap
-# profile:" line first, without the runtime.MemStats block (serve cannot
-# write it). Ties in in-use bytes have no defined order, hence the sort.
+# profile:" line first, without the runtime.MemStats block (compared by
+# debug_memstats_test.sh). Ties in in-use bytes have no defined order,
+# hence the sort.
 debug_records() {
   awk '/^# runtime.MemStats/ {exit}
        /^heap profile:/ {print "0 " $0; next}
