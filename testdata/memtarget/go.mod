@@ -1,0 +1,3 @@
+module memtarget
+
+go 1.18

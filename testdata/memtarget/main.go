@@ -1,0 +1,43 @@
+// Command memtarget is the test target of `goheap2pprof mem`: a Go program
+// that holds a known amount of memory outside the Go runtime (C.malloc'd
+// and touched, in a cgo build) and a few MiB of Go heap, then prints its own
+// runtime/metrics view and waits, quiescent, until stdin closes.
+//
+//	memtarget [-cmalloc MiB]   # prints "METRIC <name> <value>" lines, then "READY <pid>"
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/metrics"
+)
+
+var retained [][]byte
+
+func main() {
+	cmalloc := flag.Int("cmalloc", 0, "MiB to C.malloc and touch (cgo builds only)")
+	flag.Parse()
+	if *cmalloc > 0 && !cMalloc(*cmalloc) {
+		fmt.Fprintln(os.Stderr, "memtarget: -cmalloc needs a cgo build")
+		os.Exit(2)
+	}
+	for i := 0; i < 64; i++ {
+		b := make([]byte, 64<<10)
+		for j := range b {
+			b[j] = 1 // resident, as a real program's heap is
+		}
+		retained = append(retained, b)
+	}
+	runtime.GC()
+	samples := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+	metrics.Read(samples)
+	for _, s := range samples {
+		fmt.Printf("METRIC %s %d\n", s.Name, s.Value.Uint64())
+	}
+	fmt.Printf("READY %d\n", os.Getpid())
+	bufio.NewReader(os.Stdin).ReadString('\n')
+	runtime.KeepAlive(retained)
+}

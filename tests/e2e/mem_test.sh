@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# End-to-end test of `goheap2pprof mem`: testdata/memtarget (Go 1.26.8) holds
+# memory outside the Go runtime or not, prints its own
+# /memory/classes/total:bytes, and waits quiescent:
+#  - a cgo build that C.mallocs and touches 100 MiB shows 100 MiB not managed
+#    by the Go runtime, within [100 MiB - (Sys - HeapReleased), 100 MiB + 8 MiB]:
+#    the figure is RssAnon - (Sys - HeapReleased), and the runtime's mapped but
+#    never touched pages (at most Sys - HeapReleased) count against it; above,
+#    the C library's and threads' own anonymous pages (measured: under 2 MiB);
+#  - a pure Go build shows at most 4 MiB (written .data/.bss pages);
+#  - the total of the tree equals the target's own runtime/metrics value, in
+#    the text and in --format json;
+#  - --core on a gcore core gives the same total and no process figures;
+#  - errors: no such pid (3), not a Go process (5), a bad pid or no pid (2),
+#    each as "goheap2pprof mem: error: ..." with a hint.
+#
+#   bash tests/e2e/mem_test.sh <goheap2pprof> <profdiff>
+set -u
+source "$(dirname "$0")/lib.sh"
+e2e_init "$@"
+e2e_require_go
+e2e_require_command jq "needs jq"
+e2e_make_work mem
+trap 'e2e_stop_pids -9' EXIT
+MiB=$((1 << 20))
+
+mkdir -p "$work/bin"
+for cgo in 0 1; do
+  if ! (cd "$src/testdata/memtarget" && CGO_ENABLED=$cgo "${go[@]}" build -o "$work/bin/memtarget-$cgo" .) \
+    >"$work/build-$cgo.log" 2>&1; then
+    fail "go build of testdata/memtarget (CGO_ENABLED=$cgo)" "$work/build-$cgo.log"
+    e2e_finish
+  fi
+done
+
+# start_target <name> <args...>: started with a pipe on stdin that stays
+# open (quiescent until killed); sets tpid and own_total.
+start_target() {
+  local name=$1
+  shift
+  mkfifo "$work/$name.in"
+  # Opened read-write first (which does not block): stdin stays open.
+  exec {hold}<>"$work/$name.in"
+  e2e_start "$work/$name.out" "$work/$name.err" "$@" <"$work/$name.in"
+  tpid=$target_pid
+  if ! e2e_wait_for_line "$work/$name.out" "^READY" "$tpid" 20; then
+    fail "$name: target did not start" "$work/$name.err"
+    e2e_finish
+  fi
+  own_total=$(awk '$2 == "/memory/classes/total:bytes" {print $3}' "$work/$name.out")
+}
+
+# check_json <name> <file> <jq-condition> <what>
+check_json() {
+  if jq -e "$3" "$2" >/dev/null; then
+    pass "$1: $4 ($(jq -c '{not_go: .not_managed_by_go_bytes, sys: .memstats.Sys,
+      released: .memstats.HeapReleased, anon: .process.rss_anon_bytes}' "$2"))"
+  else
+    fail "$1: $4" "$2"
+  fi
+}
+
+# --- cgo: 100 MiB outside the runtime -----------------------------------------
+start_target cgo "$work/bin/memtarget-1" -cmalloc 100
+"$tool" mem --format json "$tpid" >"$work/cgo.json" 2>"$work/cgo.err" ||
+  fail "mem --format json (cgo)" "$work/cgo.err"
+check_json cgo "$work/cgo.json" "
+  .not_managed_by_go_bytes >= 100 * $MiB - (.memstats.Sys - .memstats.HeapReleased) and
+  .not_managed_by_go_bytes <= 108 * $MiB" "about 100 MiB not managed by the Go runtime"
+check_json cgo "$work/cgo.json" ".metrics[\"/memory/classes/total:bytes\"] == $own_total and
+  .memstats.Sys == $own_total" "the total equals the target's own ($own_total)"
+"$tool" mem "$tpid" >"$work/cgo.txt" 2>"$work/cgo.err" || fail "mem (cgo)" "$work/cgo.err"
+not_go=$(jq .not_managed_by_go_bytes "$work/cgo.json")
+if grep -qE "^ +[0-9.]+[KMG]? +$own_total +100\.0%  total$" "$work/cgo.txt" &&
+  grep -q "^Not managed by the Go runtime:" "$work/cgo.txt" &&
+  grep -qE "^  [0-9.]+M \([0-9]+\) = RSS anon" "$work/cgo.txt" &&
+  grep -qE "^  RSS  +[0-9.]+M \(anon [0-9.]+M, file" "$work/cgo.txt" &&
+  grep -qE "^  live  +" "$work/cgo.txt" && grep -q "^  GOMEMLIMIT  none$" "$work/cgo.txt"; then
+  pass "cgo: text shows the tree's total, RSS, live heap and the not-Go line"
+else
+  fail "cgo: text" "$work/cgo.txt"
+fi
+cgo_pid=$tpid
+
+# --- pure Go: none outside ----------------------------------------------------
+start_target pure "$work/bin/memtarget-0"
+"$tool" mem --format json "$tpid" >"$work/pure.json" 2>"$work/pure.err" ||
+  fail "mem --format json (pure Go)" "$work/pure.err"
+check_json "pure Go" "$work/pure.json" ".not_managed_by_go_bytes <= 4 * $MiB" \
+  "at most 4 MiB not managed by the Go runtime"
+check_json "pure Go" "$work/pure.json" ".metrics[\"/memory/classes/total:bytes\"] == $own_total" \
+  "the total equals the target's own ($own_total)"
+if jq -e '.cgroup == null or (.cgroup.usage_bytes > 0)' "$work/pure.json" >/dev/null; then
+  pass "pure Go: cgroup figures absent or a usage ($(jq -c .cgroup "$work/pure.json"))"
+else
+  fail "pure Go: cgroup" "$work/pure.json"
+fi
+
+# --- --core -------------------------------------------------------------------
+if ! command -v gcore >/dev/null; then
+  skip "mem --core (gcore not installed: Debian package gdb)"
+elif ! gcore -o "$work/core" "$tpid" >"$work/gcore.log" 2>&1 || [[ ! -f $work/core.$tpid ]]; then
+  skip "mem --core (gcore could not attach: $(tail -n 1 "$work/gcore.log"))"
+else
+  if "$tool" mem --core "$work/core.$tpid" --format json >"$work/core.json" 2>"$work/core.err"; then
+    check_json "--core" "$work/core.json" ".metrics[\"/memory/classes/total:bytes\"] == $own_total and
+      .process == null and .cgroup == null and .pid == $tpid" "same total, no process figures"
+  else
+    fail "mem --core" "$work/core.err"
+  fi
+  "$tool" mem --core "$work/core.$tpid" >"$work/core.txt" 2>&1
+  if grep -q "Process: no RSS figures (read from a core file" "$work/core.txt"; then
+    pass "--core: text says a core keeps no RSS figures"
+  else
+    fail "--core: text" "$work/core.txt"
+  fi
+  rm -f "$work/core.$tpid"
+fi
+
+# --- errors -------------------------------------------------------------------
+# expect_error <what> <code> <regex> <args...>
+expect_error() {
+  local what=$1 code=$2 regex=$3 rc
+  shift 3
+  "$tool" mem "$@" >"$work/err.out" 2>&1
+  rc=$?
+  if ((rc == code)) && grep -qE "$regex" "$work/err.out" && grep -q "^hint: " "$work/err.out"; then
+    pass "$what: exit $rc, $(head -n 1 "$work/err.out")"
+  else
+    echo "exit $rc" >>"$work/err.out"
+    fail "$what" "$work/err.out"
+  fi
+}
+sleep 60 &
+sleeper=$!
+pids+=("$sleeper")
+gone=$( (sh -c 'echo $$') )
+expect_error "no such pid" 3 "^goheap2pprof mem: error: .*$gone" "$gone"
+expect_error "not a Go process" 5 "^goheap2pprof mem: error: " "$sleeper"
+expect_error "bad pid" 2 "^goheap2pprof mem: error: \"12x\" is not a process id" 12x
+expect_error "no pid" 2 "^goheap2pprof mem: error: a pid or --core is required"
+expect_error "bad format" 2 "^goheap2pprof mem: --format" --format xml "$cgo_pid"
+if "$tool" mem --help | grep -q "^Usage: goheap2pprof mem "; then
+  pass "mem --help has its usage line (man page and completions pick it up)"
+else
+  fail "mem --help" /dev/null
+fi
+e2e_finish
