@@ -1,18 +1,19 @@
 // Command memtarget is the test target of `goheap2pprof mem`: a Go program
 // that holds a known amount of memory outside the Go runtime (C.malloc'd
 // and touched, in a cgo build) and a few MiB of Go heap, then prints its own
-// runtime/metrics view and waits, quiescent, until stdin closes.
+// runtime/metrics view and waits, quiescent, until SIGTERM.
 //
 //	memtarget [-cmalloc MiB]   # prints "METRIC <name> <value>" lines, then "READY <pid>"
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime"
 	"runtime/metrics"
+	"syscall"
 )
 
 var retained [][]byte
@@ -38,6 +39,8 @@ func main() {
 		fmt.Printf("METRIC %s %d\n", s.Name, s.Value.Uint64())
 	}
 	fmt.Printf("READY %d\n", os.Getpid())
-	bufio.NewReader(os.Stdin).ReadString('\n')
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	<-term
 	runtime.KeepAlive(retained)
 }
