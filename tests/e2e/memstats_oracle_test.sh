@@ -39,8 +39,11 @@ run_case() {
   # Opened read-write, the fifo never blocks us and keeps the target's
   # read(2) of stdin waiting until we write.
   exec {fd}<>"$dir/in"
-  e2e_start "$dir/target.out" "$dir/target.err" env "$@" "$binary" -out "$dir/theirs.json" \
-    <"$dir/in"
+  # Not e2e_start: bash gives a background command /dev/null as stdin
+  # unless the redirection is on that command itself.
+  env "$@" "$binary" -out "$dir/theirs.json" <"$dir/in" >"$dir/target.out" 2>"$dir/target.err" &
+  target_pid=$!
+  pids+=("$target_pid")
   if ! e2e_wait_for_line "$dir/target.out" '^READY ' "$target_pid" 60; then
     fail "$label (target did not print READY)" "$dir/target.err"
     exec {fd}>&-
@@ -87,4 +90,17 @@ for version in ${MEMSTATS_VERSIONS:-$(toolchain_versions)}; do
     run_case "$version $build $setting" "$binary" "$minor" "$layout" "$setting"
   done
 done
+# GOEXPERIMENTs that move fields the read uses (staticlockranking: every
+# mutex grows; nogreenteagc: p.statsSeq and mstats's tail): read right only
+# because the layout comes from the DWARF. Built here with Go 1.26.8.
+if [[ -z ${MEMSTATS_VERSIONS:-} || " $MEMSTATS_VERSIONS " == *" go1.26.8 "* ]]; then
+  e2e_require_go
+  for experiment in staticlockranking nogreenteagc; do
+    go=(env GOEXPERIMENT=$experiment "${go[@]}")
+    e2e_go_build memstats "$work/bin/memstats-$experiment"
+    go=("${go[@]:2}")
+    run_case "go1.26.8 GOEXPERIMENT=$experiment" "$work/bin/memstats-$experiment" 26 experiment \
+      GOGC=100
+  done
+fi
 e2e_finish
