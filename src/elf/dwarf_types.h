@@ -40,7 +40,7 @@ struct DwarfMember {
   std::optional<uint64_t> size;
   // When the member's type is a struct (through typedefs): where its DIE is,
   // for DwarfTypes::MemberStruct (nested and anonymous structs).
-  std::optional<uint64_t> struct_die;
+  std::optional<uint64_t> struct_die = std::nullopt;
 };
 
 struct DwarfStruct {

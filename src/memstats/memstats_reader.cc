@@ -335,8 +335,9 @@ void ReadScheduler(MemoryReader& mem, const MemstatsAddresses& at, const Memstat
     raw.starting_stack_size = mem.ReadU32(*at.starting_stack_size, "runtime.startingStackSize");
   }
   if (at.gc_cpu_limiter && l.limiter_last_enabled_cycle != kNoField) {
+    // atomic.Uint32 (mgclimit.go)
     raw.limiter_last_enabled =
-        mem.ReadU64(*at.gc_cpu_limiter + l.limiter_last_enabled_cycle, "gcCPULimiter");
+        mem.ReadU32(*at.gc_cpu_limiter + l.limiter_last_enabled_cycle, "gcCPULimiter");
   }
 }
 

@@ -365,10 +365,13 @@ std::vector<std::string> MissingMemstatsFields(const MemstatsLayout& layout,
 }
 
 std::vector<std::string> CompareMemstatsLayouts(const MemstatsLayout& dwarf,
-                                                const MemstatsLayout& table) {
+                                                const MemstatsLayout& table,
+                                                const RuntimeTraits& traits) {
   std::vector<std::string> out;
   auto text = [](uint64_t v) { return v == kNoField ? std::string("absent") : std::to_string(v); };
   for (const FieldSpec& f : kFields) {
+    // Fields this version does not read may be in its DWARF, not the table.
+    if (!f.needed(traits.memstats)) continue;
     if (dwarf.*f.field != table.*f.field) {
       out.push_back(FieldName(f) + " is at " + text(dwarf.*f.field) + " in the DWARF, " +
                     text(table.*f.field) + " in the table");
@@ -392,7 +395,13 @@ MemstatsLayoutVerdict JudgeMemstatsLayout(std::string_view exe_name, const Runti
     if (missing.empty()) {
       v.layout = proven;
       v.from_dwarf = true;
-      v.table_differences = CompareMemstatsLayouts(proven, table);
+      v.table_differences = CompareMemstatsLayouts(proven, table, traits);
+      if (traits.newer_than_verified) {
+        v.notes.push_back(version +
+                          " is newer than the Go versions goheap2pprof is tested with; "
+                          "its memory statistics are read with the layout its DWARF proves and "
+                          "the newest tested version's formulas");
+      }
       v.notes.push_back(
           "memory-statistics layout read from DWARF" +
           std::string(v.table_differences.empty()

@@ -118,9 +118,10 @@ std::vector<std::string> MissingMemstatsFields(const MemstatsLayout& layout,
                                                const RuntimeTraits& traits);
 
 // "runtime.p.statsSeq is at 13668 in the DWARF, 13660 in the table", one
-// per field whose offset differs.
+// per field `traits` needs whose offset differs.
 std::vector<std::string> CompareMemstatsLayouts(const MemstatsLayout& dwarf,
-                                                const MemstatsLayout& table);
+                                                const MemstatsLayout& table,
+                                                const RuntimeTraits& traits);
 
 struct MemstatsLayoutVerdict {
   MemstatsLayout layout;
