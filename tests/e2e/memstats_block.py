@@ -103,7 +103,10 @@ def main():
         print(line)
     if not bad:
         diffs = [k for k in sorted(ours) if ours[k] != own2[k]]
-        print("equal but for " + (", ".join(diffs) if diffs else "nothing"))
+        rss = ""
+        if "MaxRSS" in own2:
+            rss = f"; MaxRSS ours - own2 = {(int(ours['MaxRSS']) - int(own2['MaxRSS'])) // KIB} KiB"
+        print("equal but for " + (", ".join(diffs) if diffs else "nothing") + rss)
     return 1 if bad else 0
 
 

@@ -102,8 +102,12 @@ TEST(RenderMemText, PrintsTheClassTreeLargestFirstWithFolderSums) {
                       "    10M        10485760   15.6%    metadata\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("   489K          500000    0.7%        mspan\n"
-                      "   391K          400000    0.6%          inuse\n"),
+  EXPECT_NE(text.find("   489K          500000    0.7%      mspan\n"
+                      "   391K          400000    0.6%        inuse\n"
+                      "    98K          100000    0.1%        free\n"
+                      "   1.0K            1024    0.0%      mcache\n"
+                      "   1000            1000    0.0%        free\n"
+                      "     24              24    0.0%        inuse\n"),
             std::string::npos)
       << text;
   // Equal siblings keep the name order; an empty class is still listed.
