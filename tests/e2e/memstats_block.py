@@ -10,7 +10,7 @@ be exact (a GC ran, the heap grew): the caller retries.
 
 The rules (go-memstats-facts.md, sections 7 and 8):
   exact       equal to own1 and own2 (which must agree): the layout of every
-              line, Lookups, Sys, HeapReleased, MSpanSys, MCache, BuckHashSys,
+              line, Lookups, Sys, MSpanSys, MCache, BuckHashSys,
               GCSys+OtherSys, NextGC, LastGC, PauseNs, PauseEnd, NumGC,
               NumForcedGC, GCCPUFraction, DebugGC.
   between     own1 <= ours <= own2: what the target's own HTTP handling of
@@ -22,6 +22,11 @@ The rules (go-memstats-facts.md, sections 7 and 8):
               while the GC is off, moving bytes from StackInuse to HeapIdle
               and HeapSys, which a read from outside cannot do:
               StackInuse, StackSys, HeapIdle, HeapSys.
+  scavenged   HeapReleased within [min(own1, own2), max(own1, own2)]: the
+              background scavenger releases pages at its own pace for a
+              while after start (seen moving between two reads 50 ms apart
+              in 3 of 5 tries with Go 1.22 and 1.23), and the target's
+              allocations may take released pages back.
   moved       GCSys and OtherSys each within 64 KiB of own2 (the mcache
               flush moves 2-31 KiB from OtherSys to GCSys; the sum is exact).
   rss         MaxRSS (VmHWM x 1024 against ru_maxrss x 1024) within
@@ -72,7 +77,7 @@ def main():
         split_pair(f, "MSpan", "MSpanInuse", "MSpanSys")
         split_pair(f, "MCache", "MCacheInuse", "MCacheSys")
         f["GCSys+OtherSys"] = str(int(f["GCSys"]) + int(f["OtherSys"]))
-    exact = ["Lookups", "Sys", "HeapReleased", "MSpanSys", "MCacheInuse", "MCacheSys",
+    exact = ["Lookups", "Sys", "MSpanSys", "MCacheInuse", "MCacheSys",
              "BuckHashSys", "GCSys+OtherSys", "NextGC", "LastGC", "PauseNs", "PauseEnd",
              "NumGC", "NumForcedGC", "GCCPUFraction", "DebugGC"]
     moved_in_target = [k for k in exact if own1[k] != own2[k]]
@@ -87,6 +92,9 @@ def main():
         a, o, b = int(own1[k]), int(ours[k]), int(own2[k])
         if not a <= o <= b:
             bad.append(f"{k}: ours {o} not within own1 {a} .. own2 {b}")
+    a, o, b = int(own1["HeapReleased"]), int(ours["HeapReleased"]), int(own2["HeapReleased"])
+    if not min(a, b) <= o <= max(a, b):
+        bad.append(f"HeapReleased: ours {o} not between own1 {a} and own2 {b}")
     flush = 960 * KIB * procs
     for k in ["StackInuse", "StackSys", "HeapIdle", "HeapSys"]:
         a, o, b = int(own1[k]), int(ours[k]), int(own2[k])
