@@ -107,7 +107,7 @@ void AppendHeap(std::string& out, const MemReport& r) {
   out += "  goal        " + HumanSize(goal) + " (" + std::to_string(goal) +
          ") the heap size at which the next GC is due\n";
   if (!limit) {
-    out += "  GOMEMLIMIT  ? (Go 1.19+; not read for " + s.go_version + ")\n";
+    out += "  GOMEMLIMIT  ? (/gc/gomemlimit:bytes is Go 1.21+; " + s.go_version + " lacks it)\n";
   } else if (*limit >= kNoLimit) {
     out += "  GOMEMLIMIT  none\n";
   } else {

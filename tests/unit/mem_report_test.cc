@@ -165,6 +165,12 @@ TEST(RenderMemText, OlderGoAndLimitsAndCores) {
   text = RenderMemText(r);
   EXPECT_TRUE(text.starts_with("core core.4242, pid 4242 (server), go1.20.14\n")) << text;
   EXPECT_NE(text.find("Process: no RSS figures (read from a core file"), std::string::npos) << text;
+  std::erase_if(r.stats.metrics,
+                [](const GoMetric& m) { return m.name == "/gc/gomemlimit:bytes"; });
+  text = RenderMemText(r);
+  EXPECT_NE(text.find("  GOMEMLIMIT  ? (/gc/gomemlimit:bytes is Go 1.21+; go1.20.14 lacks it)\n"),
+            std::string::npos)
+      << text;
   EXPECT_EQ(text.find("Not managed"), std::string::npos) << text;
   EXPECT_EQ(text.find("Cgroup"), std::string::npos) << text;
 }
