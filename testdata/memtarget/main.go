@@ -3,7 +3,7 @@
 // and touched, in a cgo build) and a few MiB of Go heap, then prints its own
 // runtime/metrics view and waits, quiescent, until SIGTERM.
 //
-//	memtarget [-cmalloc MiB]   # prints "METRIC <name> <value>" lines, then "READY <pid>"
+//	memtarget [-cmalloc MiB] [-heap]   # prints "METRIC <name> <value>" lines, then "READY <pid>"
 package main
 
 import (
@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"syscall"
 )
 
@@ -20,6 +21,9 @@ var retained [][]byte
 
 func main() {
 	cmalloc := flag.Int("cmalloc", 0, "MiB to C.malloc and touch (cgo builds only)")
+	// Reachable use of the heap profile, so that the linker keeps heap
+	// profiling in (for --format debug1 of this target).
+	heap := flag.Bool("heap", false, "print the own heap?debug=1 text at READY")
 	flag.Parse()
 	if *cmalloc > 0 && !cMalloc(*cmalloc) {
 		fmt.Fprintln(os.Stderr, "memtarget: -cmalloc needs a cgo build")
@@ -37,6 +41,9 @@ func main() {
 	metrics.Read(samples)
 	for _, s := range samples {
 		fmt.Printf("METRIC %s %d\n", s.Name, s.Value.Uint64())
+	}
+	if *heap {
+		pprof.Lookup("heap").WriteTo(os.Stdout, 1)
 	}
 	fmt.Printf("READY %d\n", os.Getpid())
 	term := make(chan os.Signal, 1)

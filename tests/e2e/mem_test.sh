@@ -10,7 +10,8 @@
 #  - a pure Go build shows at most 4 MiB (written .data/.bss pages);
 #  - the total of the tree equals the target's own runtime/metrics value, in
 #    the text and in --format json;
-#  - --core on a gcore core gives the same total and no process figures;
+#  - --core on a gcore core gives the same total and no process figures, and
+#    the one-shot --format debug1 of it ends its MemStats block without MaxRSS;
 #  - errors: no such pid (3), not a Go process (5), a bad pid or no pid (2),
 #    each as "goheap2pprof mem: error: ..." with a hint.
 #
@@ -110,6 +111,16 @@ else
     pass "--core: text says a core keeps no RSS figures"
   else
     fail "--core: text" "$work/core.txt"
+  fi
+  # The one-shot --format debug1 of a core: the block, without MaxRSS (a
+  # core keeps no peak RSS; Go 1.20+ leaves the line out when it has none).
+  "$tool" --core "$work/core.$tpid" --format debug1 >"$work/core-debug1.txt" 2>&1
+  if grep -q "^# runtime.MemStats$" "$work/core-debug1.txt" &&
+    grep -q "^# Sys = $own_total$" "$work/core-debug1.txt" &&
+    [[ $(tail -n 1 "$work/core-debug1.txt") == "# DebugGC = false" ]]; then
+    pass "--core --format debug1: the MemStats block (Sys = the target's own total), no MaxRSS"
+  else
+    fail "--core --format debug1" "$work/core-debug1.txt"
   fi
   rm -f "$work/core.$tpid"
 fi
