@@ -28,7 +28,8 @@ The rules (go-memstats-facts.md, sections 7 and 8):
               in 3 of 5 tries with Go 1.22 and 1.23), and the target's
               allocations may take released pages back.
   moved       GCSys and OtherSys each within 64 KiB of own2 (the mcache
-              flush moves 2-31 KiB from OtherSys to GCSys; the sum is exact).
+              flush moves 2-31 KiB from OtherSys to GCSys in the facts' runs,
+              at most 53,464 B in memstats_oracle_test's; the sum is exact).
   rss         MaxRSS (VmHWM x 1024 against ru_maxrss x 1024) within
               [own1 - 1 MiB, own2 + 1 MiB]: kernel paths differ by -400 KiB
               to +36 KiB.
