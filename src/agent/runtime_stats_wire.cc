@@ -37,6 +37,12 @@ class Reader {
       : view_(Bytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()),
               "memory-statistics reply") {}
   uint8_t U8() { return view_.U8(Advance(1)); }
+  // Strict, so that an accepted reply encodes back to the same bytes.
+  bool Bool(std::string_view what) {
+    const uint8_t v = U8();
+    if (v > 1) throw Error(ErrorKind::kMalformed, "memory-statistics reply: ", what, " is ", v);
+    return v == 1;
+  }
   uint32_t U32() { return view_.U32(Advance(4)); }
   uint64_t U64() { return view_.U64(Advance(8)); }
   double F64() { return std::bit_cast<double>(U64()); }
@@ -139,8 +145,8 @@ GoRuntimeStats DecodeRuntimeStats(std::string_view bytes) {
   s.mem.num_gc = r.U32();
   s.mem.num_forced_gc = r.U32();
   s.mem.gc_cpu_fraction = r.F64();
-  s.mem.enable_gc = r.U8() != 0;
-  s.mem.debug_gc = r.U8() != 0;
+  s.mem.enable_gc = r.Bool("EnableGC");
+  s.mem.debug_gc = r.Bool("DebugGC");
   for (MemStats::SizeClass& c : s.mem.by_size) {
     c.size = r.U32();
     c.mallocs = r.U64();

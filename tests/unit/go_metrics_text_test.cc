@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "agent/runtime_stats_wire.h"
@@ -252,6 +254,22 @@ TEST(RuntimeStatsWire, RefusesTruncatedTrailingAndOversized) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kMalformed);
     EXPECT_NE(std::string(e.what()).find("exceeds 64"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RuntimeStatsWire, TheFuzzSeedsAreValidReplies) {
+  // testdata/fuzz/runtime_stats_wire holds replies in this build's format:
+  // a change of the format must regenerate them, or the fuzzer starts from
+  // nothing but refusals.
+  const std::string dir =
+      std::string(GOHEAP2PPROF_SOURCE_DIR) + "/testdata/fuzz/runtime_stats_wire/";
+  for (const char* name : {"go1.26.8", "go1.19.8-few", "hostile-names"}) {
+    std::ifstream in(dir + name, std::ios::binary);
+    ASSERT_TRUE(in) << name;
+    const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    const GoRuntimeStats s = DecodeRuntimeStats(bytes);
+    EXPECT_EQ(EncodeRuntimeStats(s), bytes) << name;
+    EXPECT_FALSE(s.metrics.empty()) << name;
   }
 }
 
