@@ -3,8 +3,9 @@
 # export nothing, named as prometheus/client_golang's Go collector names
 # them), end to end with the real Prometheus:
 #   - promtool (Prometheus's own parser and linter) accepts the text;
-#   - errors: 404 for an unknown pid and for a process that is not Go, 400
-#     for a bad pid; serve's own /metrics has no go_* family;
+#   - errors: 404 for an unknown pid, for a process that is not Go and for
+#     one the filter refuses (--deny-pid), 400 for a bad pid; serve's own /metrics
+#     has no go_* family and counts the reads;
 #   - Prometheus discovers two Go targets (Go 1.26.8 with GOGC=50 and
 #     GOMEMLIMIT, and Go 1.19.8) through /targets and scrapes them in two
 #     jobs, one by ?pid= (metrics_path /metrics and the __param_pid serve's
@@ -100,6 +101,28 @@ check_status 404 "/pid/999999999/metrics"
 check_status 404 "/metrics?pid=$notgo"
 check_status 400 "/metrics?pid=abc"
 check_status 400 "/pid/0/metrics"
+# The allow-list applies as to heap requests: a process it refuses is
+# answered like an absent one. Both targets run as one uid, so the filter is
+# --deny-pid; the other target answering 200 shows discovery has scanned.
+e2e_start "$work/serve2.out" "$work/serve2.log" "$tool" serve --listen 127.0.0.1:0 \
+  --discover-interval 1 --deny-pid "${tpids[1]}"
+e2e_wait_for_line "$work/serve2.log" "listening on" "$target_pid" 10 || fail "serve --deny-pid start" "$work/serve2.log"
+addr2=$(sed -n 's/.*listening on //p' "$work/serve2.log")
+control=${tpids[2]:-$$}
+for _ in $(seq 1 50); do
+  [[ $(curl -s -o /dev/null -w '%{http_code}' "http://$addr2/pid/$control/metrics") == 200 ]] && break
+  sleep 0.2
+done
+other=$(curl -s -o /dev/null -w '%{http_code}' "http://$addr2/pid/$control/metrics")
+got=$(curl -s -o "$work/err.txt" -w '%{http_code}' "http://$addr2/pid/${tpids[1]}/metrics")
+if [[ ${tpids[2]:-} && $other == 200 && $got == 404 &&
+  $(cat "$work/err.txt") == "no such process: ${tpids[1]}" ]]; then
+  pass "--deny-pid: the denied target's /pid/N/metrics is 404 as a heap request, the other's 200"
+elif [[ -z ${tpids[2]:-} ]]; then
+  skip "--deny-pid: needs the second target"
+else
+  fail "--deny-pid: denied $got, other $other" "$work/err.txt"
+fi
 curl -s "http://$addr/metrics" >"$work/own.txt"
 if grep -q '^goheap2pprof_discovery_scans_total ' "$work/own.txt" && ! grep -q '^go_' "$work/own.txt" &&
   grep -q '^goheap2pprof_memory_stats_reads_total{outcome="ok"} [1-9]' "$work/own.txt"; then
