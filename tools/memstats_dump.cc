@@ -7,6 +7,11 @@
 //   memstats_dump [--exe FILE] PID
 //   memstats_dump [--exe FILE] --core CORE
 //   memstats_dump --repeat N PID     # N reads; "read_ms" lists each one's time
+//
+// With --repeat, "decreases" counts the reads in which a cumulative counter
+// (heap allocs and frees, objects and bytes, tiny allocs, GC cycles) was
+// lower than in the read before: a torn read, since the runtime only adds
+// to them. "max_attempts" is the most attempts one read needed.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -64,6 +69,16 @@ nlohmann::ordered_json MemStatsJson(const MemStats& m) {
   return j;
 }
 
+// Whether a counter the runtime only adds to went down between two reads.
+bool Decreased(const GoRuntimeStats& before, const GoRuntimeStats& after) {
+  for (const char* name :
+       {"/gc/heap/allocs:objects", "/gc/heap/allocs:bytes", "/gc/heap/frees:objects",
+        "/gc/heap/frees:bytes", "/gc/heap/tiny/allocs:objects", "/gc/cycles/total:gc-cycles"}) {
+    if (after.Uint(name).value_or(0) < before.Uint(name).value_or(0)) return true;
+  }
+  return false;
+}
+
 int Run(int argc, char** argv) {
   ExecutableOptions exe;
   std::string core;
@@ -94,9 +109,13 @@ int Run(int argc, char** argv) {
   auto analysis = ExecutableAnalysis::Create(source->executable().elf);
   GoRuntimeStats s;
   nlohmann::ordered_json read_ms = nlohmann::ordered_json::array();
+  int decreases = 0, max_attempts = 0;
   for (int i = 0; i < repeat; ++i) {
     const auto start = std::chrono::steady_clock::now();
+    GoRuntimeStats previous = std::move(s);
     s = ReadGoRuntimeStats(*source, *analysis);
+    max_attempts = std::max(max_attempts, s.attempts);
+    if (i > 0 && Decreased(previous, s)) ++decreases;
     read_ms.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
@@ -117,6 +136,8 @@ int Run(int argc, char** argv) {
   out["layout_table_differences"] = analysis->memstats().layout.table_differences;
   out["notes"] = s.notes;
   out["read_ms"] = read_ms;
+  out["decreases"] = decreases;
+  out["max_attempts"] = max_attempts;
   std::cout << out.dump(1) << "\n";
   return 0;
 }

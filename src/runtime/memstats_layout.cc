@@ -396,6 +396,12 @@ MemstatsLayoutVerdict JudgeMemstatsLayout(std::string_view exe_name, const Runti
       v.layout = proven;
       v.from_dwarf = true;
       v.table_differences = CompareMemstatsLayouts(proven, table, traits);
+      if (traits.newer_than_verified) {
+        v.notes.push_back(version +
+                          " is newer than the Go versions goheap2pprof is tested with; "
+                          "its memory statistics are read with the layout its DWARF proves and "
+                          "the newest tested version's formulas");
+      }
       v.notes.push_back(
           "memory-statistics layout read from DWARF" +
           std::string(v.table_differences.empty()

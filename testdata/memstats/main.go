@@ -10,6 +10,12 @@
 //
 //	memstats -out view.json
 //	memstats -out view.json -heap-mib 1024   # for bench/memstats_read.sh
+//	memstats -out view.json -stress          # busy: allocating, metrics.Read in a loop
+//
+// -stress keeps four goroutines allocating and one calling metrics.Read
+// (which rotates heapStats.gen) without pause: the outside read must then
+// still be consistent (never a cumulative counter going backwards). It
+// writes no view and ignores stdin.
 //
 // The outside read comes first on purpose: ReadMemStats flushes every P's
 // mcache, and the outside read must emulate that flush from the cached
@@ -72,6 +78,7 @@ func allocate(seed int) {
 func main() {
 	out := flag.String("out", "", "where the JSON view goes")
 	heapMiB := flag.Int("heap-mib", 0, "also retain this many MiB of 512-byte objects")
+	stress := flag.Bool("stress", false, "allocate and call metrics.Read without pause")
 	flag.Parse()
 	if *out == "" {
 		os.Stderr.WriteString("memstats: -out is required\n")
@@ -112,7 +119,13 @@ func main() {
 	// cached spans hold slots ReadMemStats will count on its flush.
 	allocate(42)
 
+	if *stress {
+		startStress()
+	}
 	os.Stdout.WriteString("READY " + strconv.Itoa(os.Getpid()) + "\n")
+	if *stress {
+		select {} // the writers never block: no deadlock to detect
+	}
 	line := make([]byte, 64)
 	syscall.Read(0, line)
 
@@ -154,4 +167,31 @@ func main() {
 			os.Exit(0) // the test closed stdin
 		}
 	}
+}
+
+var sink []byte
+
+// startStress starts the writers and the in-process reader of -stress.
+func startStress() {
+	for i := 0; i < 4; i++ {
+		go func(i int) {
+			var keep [][]byte
+			for n := 0; ; n++ {
+				b := make([]byte, 8+(n*13+i)%5000)
+				if n%7 == 0 {
+					keep = append(keep, b)
+					if len(keep) > 10000 {
+						keep = keep[:0]
+					}
+				}
+				sink = b
+			}
+		}(i)
+	}
+	go func() {
+		s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+		for {
+			metrics.Read(s)
+		}
+	}()
 }

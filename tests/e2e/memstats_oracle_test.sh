@@ -25,6 +25,7 @@ e2e_init "$@"
 dump=$(dirname "$tool")/memstats_dump
 e2e_require_executables "$dump"
 e2e_require_command python3 "the comparison is a Python script"
+e2e_require_command jq "the stress cases read memstats_dump's JSON with jq"
 e2e_make_work memstats-oracle
 trap e2e_stop_pids EXIT
 trap 'exit 1' INT TERM
@@ -103,4 +104,26 @@ if [[ -z ${MEMSTATS_VERSIONS:-} || " $MEMSTATS_VERSIONS " == *" go1.26.8 "* ]]; 
       GOGC=100
   done
 fi
+# A busy target (-stress: allocating goroutines and metrics.Read, which
+# rotates heapStats.gen, without pause): 300 reads in a row must all be
+# consistent: no cumulative counter lower than in the read before, and no
+# read that ran out of attempts (memstats_dump would fail).
+for version in go1.19.8 go1.26.8; do
+  [[ -n ${MEMSTATS_VERSIONS:-} && " $MEMSTATS_VERSIONS " != *" $version "* ]] && continue
+  [[ $(go_programs_status "$version") == ok ]] || continue
+  dir=$work/stress-$version
+  mkdir -p "$dir"
+  e2e_start "$dir/target.out" "$dir/target.err" \
+    "$(go_program "$version" memstats-amd64-exe)" -stress -out "$dir/theirs.json"
+  if ! e2e_wait_for_line "$dir/target.out" '^READY ' "$target_pid" 60; then
+    fail "$version stress (target did not print READY)" "$dir/target.err"
+  elif ! "$dump" --repeat 300 "$target_pid" >"$dir/ours.json" 2>"$dir/dump.err"; then
+    fail "$version stress (memstats_dump failed)" "$dir/dump.err"
+  elif [[ $(jq .decreases "$dir/ours.json") != 0 ]]; then
+    fail "$version stress ($(jq .decreases "$dir/ours.json") of 300 reads went backwards)"
+  else
+    pass "$version stress (300 consistent reads, at most $(jq .max_attempts "$dir/ours.json") attempts)"
+  fi
+  e2e_stop_pids
+done
 e2e_finish

@@ -5,6 +5,7 @@
 // verdict, without it.
 #include "memstats/memstats_reader.h"
 
+#include <elf.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -199,6 +200,28 @@ TEST(MemstatsReaderTest, ImpossibleTargetValuesAreRefused) {
   FakeRuntime many({1, 26, 8});
   many.mem_.PutU64(kAllp + 8, uint64_t{1} << 40);
   EXPECT_NE(ErrorOf(many).find("runtime.allp has 1099511627776 Ps"), std::string::npos);
+}
+
+TEST(MemstatsLayoutTableTest, EveryKnownVersionHasEveryFieldItReads) {
+  for (int minor = 18; minor <= NewestVerifiedVersion().minor; ++minor) {
+    for (uint16_t machine : {uint16_t{EM_X86_64}, uint16_t{EM_AARCH64}}) {
+      const RuntimeTraits traits = TraitsForVersion({1, minor, 0});
+      const MemstatsLayoutVerdict v = JudgeMemstatsLayout("x", traits, machine, nullptr);
+      EXPECT_FALSE(v.from_dwarf);
+      EXPECT_TRUE(MissingMemstatsFields(v.layout, traits).empty()) << "1." << minor;
+    }
+  }
+}
+
+TEST(MemstatsLayoutTableTest, NewerGoWithoutDwarfIsRefused) {
+  const RuntimeTraits traits = TraitsForVersion({1, NewestVerifiedVersion().minor + 1, 0});
+  try {
+    JudgeMemstatsLayout("app", traits, EM_X86_64, nullptr);
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("no DWARF"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
