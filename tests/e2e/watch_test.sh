@@ -318,6 +318,14 @@ if start_grower fakev2grower - -max-mib 8; then
   else
     fail "fake v2: escalation and skip not as expected" "$jsonl"
   fi
+  # A skipped trigger's line says where the memory was too.
+  if jq -se 'map(select(.reason == "oom")) | length > 0 and all(
+      .go_memory.classes["/memory/classes/heap/objects:bytes"] > 0
+      and .go_memory.total > 0 and .go_memory.heap_goal > 0)' "$jsonl" >/dev/null; then
+    pass "fake v2: the skipped trigger's line carries the Go memory classes"
+  else
+    fail "fake v2: no go_memory in the skipped trigger's line" "$jsonl"
+  fi
   end=$(jq -c 'select(.event == "exit")' "$jsonl")
   if [[ $rc == 0 && $(jq -r .signal <<<"$end") == 9 && $(jq -r .oom_kill_rose <<<"$end") == true ]]; then
     pass "fake v2: the end reads oom_kill from memory.events: $(jq -r .text <<<"$end")"
