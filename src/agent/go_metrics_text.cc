@@ -12,75 +12,54 @@
 namespace goheap2pprof {
 namespace {
 
-// runtime/metrics' descriptions (runtime/metrics/description.go, go1.26.8)
-// of the metrics written here, which client_golang's HELP repeats, followed
-// by " Sourced from <name>.".
+// Our own one-line descriptions of the runtime/metrics values written as
+// gauges (the names and units are the interface; the words are ours),
+// without a final period: the metric's path follows.
 struct RuntimeMetricHelp {
   std::string_view name;
   std::string_view description;
 };
 constexpr RuntimeMetricHelp kRuntimeMetricHelp[] = {
     {"/gc/gogc:percent",
-     "Heap size target percentage configured by the user, otherwise 100. This value is set by "
-     "the GOGC environment variable, and the runtime/debug.SetGCPercent function."},
-    {"/gc/gomemlimit:bytes",
-     "Go runtime memory limit configured by the user, otherwise math.MaxInt64. This value is set "
-     "by the GOMEMLIMIT environment variable, and the runtime/debug.SetMemoryLimit function."},
-    {"/sched/gomaxprocs:threads",
-     "The current runtime.GOMAXPROCS setting, or the number of operating system threads that can "
-     "execute user-level Go code simultaneously."},
+     "GOGC in effect, in percent (100 unless changed); GOGC=off reads as 2^64-1, the runtime's -1 "
+     "taken as unsigned"},
+    {"/gc/gomemlimit:bytes", "Soft memory limit in effect, in bytes; 2^63-1 means no limit"},
+    {"/sched/gomaxprocs:threads", "GOMAXPROCS: how many threads may run Go code at the same time"},
     {"/memory/classes/heap/free:bytes",
-     "Memory that is completely free and eligible to be returned to the underlying system, but "
-     "has not been. This metric is the runtime's estimate of free address space that is backed "
-     "by physical memory."},
+     "Idle heap pages still backed by physical memory, which the runtime could give back to the "
+     "OS"},
     {"/memory/classes/heap/objects:bytes",
-     "Memory occupied by live objects and dead objects that have not yet been marked free by the "
-     "garbage collector."},
+     "Heap bytes in objects: live ones and dead ones the sweeper has not reclaimed yet"},
     {"/memory/classes/heap/released:bytes",
-     "Memory that is completely free and has been returned to the underlying system. This metric "
-     "is the runtime's estimate of free address space that is still mapped into the process, but "
-     "is not backed by physical memory."},
-    {"/memory/classes/heap/stacks:bytes",
-     "Memory allocated from the heap that is reserved for stack space, whether or not it is "
-     "currently in-use. Currently, this represents all stack memory for goroutines. It also "
-     "includes all OS thread stacks in non-cgo programs. Note that stacks may be allocated "
-     "differently in the future, and this may change."},
+     "Idle heap pages already given back to the OS: mapped, but without physical memory"},
+    {"/memory/classes/heap/stacks:bytes", "Heap spans set aside for stacks, used or not"},
     {"/memory/classes/heap/unused:bytes",
-     "Memory that is reserved for heap objects but is not currently used to hold heap objects."},
+     "Free slots in heap spans that hold objects (fragmentation of in-use spans)"},
     {"/memory/classes/metadata/mcache/free:bytes",
-     "Memory that is reserved for runtime mcache structures, but not in-use."},
-    {"/memory/classes/metadata/mcache/inuse:bytes",
-     "Memory that is occupied by runtime mcache structures that are currently being used."},
+     "Memory reserved for per-P allocation caches (mcache) but holding none"},
+    {"/memory/classes/metadata/mcache/inuse:bytes", "Per-P allocation caches (mcache) in use"},
     {"/memory/classes/metadata/mspan/free:bytes",
-     "Memory that is reserved for runtime mspan structures, but not in-use."},
-    {"/memory/classes/metadata/mspan/inuse:bytes",
-     "Memory that is occupied by runtime mspan structures that are currently being used."},
+     "Memory reserved for span descriptors (mspan) but holding none"},
+    {"/memory/classes/metadata/mspan/inuse:bytes", "Span descriptors (mspan) in use"},
     {"/memory/classes/metadata/other:bytes",
-     "Memory that is reserved for or used to hold runtime metadata."},
+     "Runtime metadata outside mspan and mcache, mostly the garbage collector's"},
     {"/memory/classes/os-stacks:bytes",
-     "Stack memory allocated by the underlying operating system. In non-cgo programs this metric "
-     "is currently zero. This may change in the future.In cgo programs this metric includes OS "
-     "thread stacks allocated directly from the OS. Currently, this only accounts for one stack "
-     "in c-shared and c-archive build modes, and other sources of stacks from the OS are not "
-     "measured. This too may change in the future."},
+     "Thread stacks the OS allocated rather than the Go heap; zero in a program without cgo"},
     {"/memory/classes/other:bytes",
-     "Memory used by execution trace buffers, structures for debugging the runtime, finalizer and "
-     "profiler specials, and more."},
-    {"/memory/classes/profiling/buckets:bytes",
-     "Memory that is used by the stack trace hash map used for profiling."},
+     "Runtime memory that fits no other class, such as execution-trace buffers"},
+    {"/memory/classes/profiling/buckets:bytes", "The profilers' table of stack-trace buckets"},
     {"/memory/classes/total:bytes",
-     "All memory mapped by the Go runtime into the current process as read-write. Note that this "
-     "does not include memory mapped by code called via cgo or via the syscall package. Sum of "
-     "all metrics in /memory/classes."},
+     "All memory the Go runtime has mapped read-write; the other classes add up to it"},
 };
 
 std::string HelpOfRuntimeMetric(std::string_view name) {
-  std::string help;
   for (const RuntimeMetricHelp& h : kRuntimeMetricHelp) {
-    if (h.name == name) help = std::string(h.description) + " ";
+    if (h.name == name) {
+      return std::string(h.description) + " (runtime/metrics " + std::string(name) + ").";
+    }
   }
-  // A class a newer Go adds: named, without the runtime's words for it.
-  return help + "Sourced from " + std::string(name) + ".";
+  // A class a newer Go adds: described by its name alone.
+  return "Go runtime metric " + std::string(name) + ", as runtime/metrics reads it.";
 }
 
 // The runtime/metrics values client_golang's memStatsFromRM reads, zero
@@ -109,100 +88,95 @@ constexpr std::string_view kFree = "/memory/classes/heap/free:bytes";
 constexpr std::string_view kTiny = "/gc/heap/tiny/allocs:objects";
 
 // client_golang's goRuntimeMemStats over memStatsFromRM (v1.25.0), in its
-// order; the HELP texts are its own, typos included, so that a series read
-// here and one a process exports itself carry the same metadata.
+// order and with its names and types (the interface dashboards query); the
+// HELP texts are our own words (the project copies no one's prose).
 const std::vector<MemstatsMetric>& MemstatsMetrics() {
   static const std::vector<MemstatsMetric> kMetrics = {
       {"alloc_bytes",
-       "Number of bytes allocated in heap and currently in use. Equals to "
+       "Heap bytes in objects not yet reclaimed (live, or dead and unswept); from "
        "/memory/classes/heap/objects:bytes.",
        false, [](const Lookup& l) { return l(kObjects); }},
       {"alloc_bytes_total",
-       "Total number of bytes allocated in heap until now, even if released already. Equals to "
+       "Cumulative heap bytes allocated since the process started, freed ones included; from "
        "/gc/heap/allocs:bytes.",
        true, [](const Lookup& l) { return l("/gc/heap/allocs:bytes"); }},
-      {"sys_bytes", "Number of bytes obtained from system. Equals to /memory/classes/total:byte.",
+      {"sys_bytes",
+       "All memory the Go runtime has mapped from the OS, every class together; from "
+       "/memory/classes/total:bytes.",
        false, [](const Lookup& l) { return l("/memory/classes/total:bytes"); }},
       {"mallocs_total",
-       "Total number of heap objects allocated, both live and gc-ed. Semantically a counter "
-       "version for go_memstats_heap_objects gauge. Equals to /gc/heap/allocs:objects + "
+       "Cumulative heap objects allocated, tiny allocations included; /gc/heap/allocs:objects plus "
        "/gc/heap/tiny/allocs:objects.",
        true, [](const Lookup& l) { return l("/gc/heap/allocs:objects") + l(kTiny); }},
       {"frees_total",
-       "Total number of heap objects frees. Equals to /gc/heap/frees:objects + "
-       "/gc/heap/tiny/allocs:objects.",
+       "Cumulative heap objects reclaimed, with tiny allocations counted as reclaimed; "
+       "/gc/heap/frees:objects plus /gc/heap/tiny/allocs:objects.",
        true, [](const Lookup& l) { return l("/gc/heap/frees:objects") + l(kTiny); }},
       {"heap_alloc_bytes",
-       "Number of heap bytes allocated and currently in use, same as go_memstats_alloc_bytes. "
-       "Equals to /memory/classes/heap/objects:bytes.",
+       "Heap bytes in objects not yet reclaimed, the same value as go_memstats_alloc_bytes; from "
+       "/memory/classes/heap/objects:bytes.",
        false, [](const Lookup& l) { return l(kObjects); }},
       {"heap_sys_bytes",
-       "Number of heap bytes obtained from system. Equals to /memory/classes/heap/objects:bytes + "
-       "/memory/classes/heap/unused:bytes + /memory/classes/heap/released:bytes + "
-       "/memory/classes/heap/free:bytes.",
+       "Heap memory the runtime holds, in use, idle or given back to the OS; sum of the heap "
+       "objects, unused, released and free classes.",
        false, [](const Lookup& l) { return l(kObjects) + l(kUnused) + l(kReleased) + l(kFree); }},
       {"heap_idle_bytes",
-       "Number of heap bytes waiting to be used. Equals to /memory/classes/heap/released:bytes + "
-       "/memory/classes/heap/free:bytes.",
+       "Heap memory in spans without objects, kept or given back to the OS; sum of the heap "
+       "released and free classes.",
        false, [](const Lookup& l) { return l(kReleased) + l(kFree); }},
       {"heap_inuse_bytes",
-       "Number of heap bytes that are in use. Equals to /memory/classes/heap/objects:bytes + "
-       "/memory/classes/heap/unused:bytes",
+       "Heap memory in spans holding objects, their free slots included; sum of the heap objects "
+       "and unused classes.",
        false, [](const Lookup& l) { return l(kObjects) + l(kUnused); }},
       {"heap_released_bytes",
-       "Number of heap bytes released to OS. Equals to /memory/classes/heap/released:bytes.", false,
+       "Idle heap memory given back to the OS; from /memory/classes/heap/released:bytes.", false,
        [](const Lookup& l) { return l(kReleased); }},
-      {"heap_objects", "Number of currently allocated objects. Equals to /gc/heap/objects:objects.",
-       false, [](const Lookup& l) { return l("/gc/heap/objects:objects"); }},
+      {"heap_objects", "Heap objects not yet reclaimed; from /gc/heap/objects:objects.", false,
+       [](const Lookup& l) { return l("/gc/heap/objects:objects"); }},
       {"stack_inuse_bytes",
-       "Number of bytes obtained from system for stack allocator in non-CGO environments. Equals "
-       "to /memory/classes/heap/stacks:bytes.",
-       false, [](const Lookup& l) { return l("/memory/classes/heap/stacks:bytes"); }},
+       "Heap spans set aside for stacks; from /memory/classes/heap/stacks:bytes.", false,
+       [](const Lookup& l) { return l("/memory/classes/heap/stacks:bytes"); }},
       {"stack_sys_bytes",
-       "Number of bytes obtained from system for stack allocator. Equals to "
-       "/memory/classes/heap/stacks:bytes + /memory/classes/os-stacks:bytes.",
+       "Stack memory from the heap and from the OS together; /memory/classes/heap/stacks:bytes "
+       "plus /memory/classes/os-stacks:bytes.",
        false,
        [](const Lookup& l) {
          return l("/memory/classes/heap/stacks:bytes") + l("/memory/classes/os-stacks:bytes");
        }},
       {"mspan_inuse_bytes",
-       "Number of bytes in use by mspan structures. Equals to "
-       "/memory/classes/metadata/mspan/inuse:bytes.",
-       false, [](const Lookup& l) { return l("/memory/classes/metadata/mspan/inuse:bytes"); }},
+       "Span descriptors (mspan) in use; from /memory/classes/metadata/mspan/inuse:bytes.", false,
+       [](const Lookup& l) { return l("/memory/classes/metadata/mspan/inuse:bytes"); }},
       {"mspan_sys_bytes",
-       "Number of bytes used for mspan structures obtained from system. Equals to "
-       "/memory/classes/metadata/mspan/inuse:bytes + /memory/classes/metadata/mspan/free:bytes.",
+       "Memory for span descriptors (mspan), used or reserved; sum of the mspan inuse and free "
+       "classes.",
        false,
        [](const Lookup& l) {
          return l("/memory/classes/metadata/mspan/inuse:bytes") +
                 l("/memory/classes/metadata/mspan/free:bytes");
        }},
       {"mcache_inuse_bytes",
-       "Number of bytes in use by mcache structures. Equals to "
-       "/memory/classes/metadata/mcache/inuse:bytes.",
+       "Per-P allocation caches (mcache) in use; from /memory/classes/metadata/mcache/inuse:bytes.",
        false, [](const Lookup& l) { return l("/memory/classes/metadata/mcache/inuse:bytes"); }},
       {"mcache_sys_bytes",
-       "Number of bytes used for mcache structures obtained from system. Equals to "
-       "/memory/classes/metadata/mcache/inuse:bytes + /memory/classes/metadata/mcache/free:bytes.",
+       "Memory for per-P allocation caches (mcache), used or reserved; sum of the mcache inuse and "
+       "free classes.",
        false,
        [](const Lookup& l) {
          return l("/memory/classes/metadata/mcache/inuse:bytes") +
                 l("/memory/classes/metadata/mcache/free:bytes");
        }},
       {"buck_hash_sys_bytes",
-       "Number of bytes used by the profiling bucket hash table. Equals to "
-       "/memory/classes/profiling/buckets:bytes.",
+       "The profilers' table of stack-trace buckets; from /memory/classes/profiling/buckets:bytes.",
        false, [](const Lookup& l) { return l("/memory/classes/profiling/buckets:bytes"); }},
       {"gc_sys_bytes",
-       "Number of bytes used for garbage collection system metadata. Equals to "
+       "Runtime metadata outside mspan and mcache, mostly the garbage collector's; from "
        "/memory/classes/metadata/other:bytes.",
        false, [](const Lookup& l) { return l("/memory/classes/metadata/other:bytes"); }},
       {"other_sys_bytes",
-       "Number of bytes used for other system allocations. Equals to /memory/classes/other:bytes.",
-       false, [](const Lookup& l) { return l("/memory/classes/other:bytes"); }},
+       "Runtime memory that fits no other class; from /memory/classes/other:bytes.", false,
+       [](const Lookup& l) { return l("/memory/classes/other:bytes"); }},
       {"next_gc_bytes",
-       "Number of heap bytes when next garbage collection will take place. Equals to "
-       "/gc/heap/goal:bytes.",
+       "Heap size the garbage collector aims to end its next cycle at; from /gc/heap/goal:bytes.",
        false, [](const Lookup& l) { return l("/gc/heap/goal:bytes"); }},
   };
   return kMetrics;
@@ -233,8 +207,8 @@ Family Single(std::string name, std::string_view type, std::string help, double 
 Family GcDurationSummary(const MemStats& mem) {
   Family f{"go_gc_duration_seconds",
            "summary",
-           "A summary of the wall-time pause (stop-the-world) duration in garbage collection "
-           "cycles.",
+           "Stop-the-world pauses of the garbage collector, in seconds: quantiles of the last "
+           "256 pauses at most, sum and count over all cycles.",
            {}};
   const std::array<uint64_t, 5> q = GcPauseQuantiles(mem);
   constexpr std::array<std::string_view, 5> kLabels = {"0", "0.25", "0.5", "0.75", "1"};
@@ -363,14 +337,15 @@ std::optional<std::string> PrometheusNameOfRuntimeMetric(std::string_view name, 
 std::string GoCollectorText(const GoRuntimeStats& stats) {
   std::vector<Family> families;
   families.push_back(GcDurationSummary(stats.mem));
-  families.push_back(Single("go_goroutines", "gauge", "Number of goroutines that currently exist.",
+  families.push_back(Single("go_goroutines", "gauge", "Goroutines the process has when read.",
                             static_cast<double>(stats.num_goroutine)));
-  families.push_back(Single("go_threads", "gauge", "Number of OS threads created.",
+  families.push_back(Single("go_threads", "gauge", "OS threads the Go runtime has created.",
                             static_cast<double>(stats.threads)));
-  families.push_back(Single("go_memstats_last_gc_time_seconds", "gauge",
-                            "Number of seconds since 1970 of last garbage collection.",
-                            static_cast<double>(static_cast<int64_t>(stats.mem.last_gc)) / 1e9));
-  Family info{"go_info", "gauge", "Information about the Go environment.", {}};
+  families.push_back(
+      Single("go_memstats_last_gc_time_seconds", "gauge",
+             "End of the latest garbage collection, in Unix seconds; 0 before the first.",
+             static_cast<double>(static_cast<int64_t>(stats.mem.last_gc)) / 1e9));
+  Family info{"go_info", "gauge", "Always 1; the label names the Go version the process runs.", {}};
   AddSample(info, "", "{version=\"" + PrometheusLabelValue(stats.go_version) + "\"}", 1);
   families.push_back(std::move(info));
   const Lookup lookup(stats);

@@ -1,9 +1,9 @@
 // A Go process's runtime metrics in the Prometheus text exposition format
-// (0.0.4), named, typed and described as prometheus/client_golang's Go
-// collector (collectors.NewGoCollector, v1.20 and later) exports them from
-// inside a process, so that the Go-runtime dashboards built on those names
-// work for processes that export nothing: serve answers it at
-// /pid/N/metrics for every Go process it may read.
+// (0.0.4), named and typed as prometheus/client_golang's Go collector
+// (collectors.NewGoCollector, v1.20 and later) exports them from inside a
+// process, so that the Go-runtime dashboards built on those names work for
+// processes that export nothing: serve answers it at /pid/N/metrics for
+// every Go process it may read. The HELP texts are our own descriptions.
 //
 // The values follow the collector's own sources exactly: go_memstats_* are
 // derived from the runtime/metrics samples (not from a flushed MemStats),

@@ -141,8 +141,9 @@ GoRuntimeStats Example() {
 TEST(GoCollectorText, WritesTheCollectorsFamilies) {
   const std::string t = GoCollectorText(Example());
   const char* lines[] = {
-      "# HELP go_gc_duration_seconds A summary of the wall-time pause (stop-the-world) duration "
-      "in garbage collection cycles.\n# TYPE go_gc_duration_seconds summary\n"
+      "# HELP go_gc_duration_seconds Stop-the-world pauses of the garbage collector, in seconds: "
+      "quantiles of the last 256 pauses at most, sum and count over all cycles.\n"
+      "# TYPE go_gc_duration_seconds summary\n"
       "go_gc_duration_seconds{quantile=\"0\"} 1e-05\n"
       "go_gc_duration_seconds{quantile=\"0.25\"} 1e-05\n"
       "go_gc_duration_seconds{quantile=\"0.5\"} 2.1e-05\n"
@@ -166,13 +167,16 @@ TEST(GoCollectorText, WritesTheCollectorsFamilies) {
       "go_memstats_next_gc_bytes 4.194304e+06\n",
       "go_memstats_sys_bytes 7e+06\n",
       "go_memstats_last_gc_time_seconds 1.7646123451234567e+09\n",
-      "# HELP go_memory_classes_heap_objects_bytes Memory occupied by live objects and dead "
-      "objects that have not yet been marked free by the garbage collector. Sourced from "
-      "/memory/classes/heap/objects:bytes.\n# TYPE go_memory_classes_heap_objects_bytes gauge\n"
+      "# HELP go_memory_classes_heap_objects_bytes Heap bytes in objects: live ones and dead "
+      "ones the sweeper has not reclaimed yet (runtime/metrics "
+      "/memory/classes/heap/objects:bytes).\n# TYPE go_memory_classes_heap_objects_bytes gauge\n"
       "go_memory_classes_heap_objects_bytes 200000\n",
       "go_memory_classes_total_bytes 7e+06\n",
       "go_sched_gomaxprocs_threads 4\n",
-      "# HELP go_threads Number of OS threads created.\n# TYPE go_threads gauge\ngo_threads 6\n",
+      "# HELP go_memstats_heap_inuse_bytes Heap memory in spans holding objects, their free "
+      "slots included; sum of the heap objects and unused classes.\n",
+      "# HELP go_threads OS threads the Go runtime has created.\n# TYPE go_threads gauge\n"
+      "go_threads 6\n",
   };
   for (const char* want : lines) EXPECT_NE(t.find(want), std::string::npos) << want << "\n" << t;
   EXPECT_EQ(t.find("goroutines_goroutines"), std::string::npos) << "only the collector's set";
@@ -191,6 +195,18 @@ TEST(GoCollectorText, FamiliesAreSortedAndEachHasHelpAndType) {
   }
   // 5 base families, 21 memstats, 3 default runtime metrics, 7 classes.
   EXPECT_EQ(families, 5u + 21u + 3u + 7u);
+}
+
+TEST(GoCollectorText, AClassANewerGoAddsIsDescribedByItsName) {
+  GoRuntimeStats s = Example();
+  s.metrics.push_back({"/memory/classes/heap/new-kind:bytes", GoMetric::Kind::kUint64, 42, 0});
+  const std::string t = GoCollectorText(s);
+  EXPECT_NE(t.find("# HELP go_memory_classes_heap_new_kind_bytes Go runtime metric "
+                   "/memory/classes/heap/new-kind:bytes, as runtime/metrics reads it.\n"
+                   "# TYPE go_memory_classes_heap_new_kind_bytes gauge\n"
+                   "go_memory_classes_heap_new_kind_bytes 42\n"),
+            std::string::npos)
+      << t;
 }
 
 TEST(GoCollectorText, HostileNamesAndVersionsCannotForgeLines) {
