@@ -23,6 +23,7 @@
 #include "agent/http_listener.h"
 #include "agent/push_metrics.h"
 #include "agent/push_sender.h"
+#include "agent/runtime_stats_wire.h"
 #include "agent/serve_metrics.h"
 #include "agent/serve_pool.h"
 #include "agent/serve_server.h"
@@ -235,6 +236,36 @@ class Agent {
     }
     state.pushed = true;
     state.pushed_cycle = r.reply.cycle;
+    ReadMemoryStats(p, what);
+  }
+
+  // With each pushed profile, the process's Go memory statistics: nothing
+  // is attached to the profile (the backends have no place for it); the
+  // reads are counted on /metrics and, with -v, summed up in the log.
+  void ReadMemoryStats(const GoProcess& p, const std::string& what) {
+    PoolResult r = pool_.Run({WorkerOp::kRuntimeStats, p.facts.pid, {}}, p.facts.key.ToString());
+    if (r.outcome == PoolOutcome::kReplied)
+      KeepToRequestedProcess(p.facts, options_.filter, r.reply);
+    std::string outcome = PoolOutcomeName(r);
+    if (r.outcome == PoolOutcome::kCrashed) serve_metrics_.WorkerRestarted("crash");
+    if (r.outcome == PoolOutcome::kTimedOut) serve_metrics_.WorkerRestarted("timeout");
+    std::optional<GoRuntimeStats> stats;
+    if (outcome == "ok") {
+      try {
+        stats = DecodeRuntimeStats(r.reply.body);
+      } catch (const Error& e) {
+        // One read's boundary: counted and logged, the round goes on.
+        outcome = "error";
+        Log("goheap2pprof push: memory statistics of " + what + ": " + e.what());
+      }
+    }
+    serve_metrics_.MemoryStatsRead(outcome);
+    if (!stats || !options_.verbose) return;
+    Log("goheap2pprof push: " + what + ": Go runtime total " +
+        std::to_string(stats->Uint("/memory/classes/total:bytes").value_or(0)) +
+        " bytes, heap objects " +
+        std::to_string(stats->Uint("/memory/classes/heap/objects:bytes").value_or(0)) +
+        " bytes, goal " + std::to_string(stats->Uint("/gc/heap/goal:bytes").value_or(0)));
   }
 
   std::string ServiceNameOfProcess(const GoProcess& p) const {

@@ -77,6 +77,11 @@ void ServeMetrics::WorkerRestarted(const std::string& reason) {
   ++worker_restarts_[reason];
 }
 
+void ServeMetrics::MemoryStatsRead(const std::string& outcome) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++memory_stats_reads_[outcome];
+}
+
 void ServeMetrics::RequestServed(int status) {
   std::lock_guard<std::mutex> lock(mu_);
   ++requests_[status];
@@ -96,6 +101,14 @@ std::string ServeMetrics::Render() const {
   for (const auto& [outcome, n] : captures) {
     out += "goheap2pprof_captures_total{outcome=\"" + PrometheusLabelValue(outcome) + "\"} " +
            std::to_string(n) + "\n";
+  }
+  Family(out, "goheap2pprof_memory_stats_reads_total", "counter",
+         "Reads of a process's Go memory statistics (/pid/N/metrics), by outcome.");
+  std::map<std::string, uint64_t> reads = memory_stats_reads_;
+  reads.emplace("ok", 0);
+  for (const auto& [outcome, n] : reads) {
+    out += "goheap2pprof_memory_stats_reads_total{outcome=\"" + PrometheusLabelValue(outcome) +
+           "\"} " + std::to_string(n) + "\n";
   }
   Family(out, "goheap2pprof_capture_duration_seconds", "histogram",
          "Wall time of captures, from the request to the finished profile.");

@@ -41,6 +41,9 @@ class ServeMetrics {
   // A capture that needed `analyses` executable analyses (0: a cache hit).
   void CaptureAnalyses(uint64_t analyses);
   void WorkerRestarted(const std::string& reason);
+  // A read of a process's Go memory statistics (/pid/N/metrics), by the
+  // outcome names of CaptureDone.
+  void MemoryStatsRead(const std::string& outcome);
   void RequestServed(int status);
 
   std::string Render() const;
@@ -59,6 +62,7 @@ class ServeMetrics {
   uint64_t discovery_analyses_ = 0, discovery_cache_hits_ = 0;
   uint64_t capture_analyses_ = 0, capture_cache_hits_ = 0;
   std::map<std::string, uint64_t> worker_restarts_;
+  std::map<std::string, uint64_t> memory_stats_reads_;
   std::map<int, uint64_t> requests_;
 };
 

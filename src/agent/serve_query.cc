@@ -1,5 +1,6 @@
 #include "agent/serve_query.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "proc/procfs.h"
@@ -37,6 +38,18 @@ std::optional<std::string> Unescape(std::string_view s, bool plus_is_space) {
 }
 
 HttpError BadRequest(std::string text) { return HttpError{400, std::move(text)}; }
+
+ServeRoute ProcessMetricsRoute(const std::string& pid_text) {
+  ServeRoute route;
+  route.endpoint = Endpoint::kProcessMetrics;
+  std::optional<pid_t> pid = ParsePid(pid_text);
+  if (!pid) {
+    route.error = BadRequest("invalid pid - must be a positive integer");
+    return route;
+  }
+  route.profile.pid = *pid;
+  return route;
+}
 
 }  // namespace
 
@@ -129,8 +142,14 @@ ServeRoute ParseServeTarget(std::string_view target, const ServeQueryLimits& lim
     return route;
   }
   if (*path == "/metrics") {
-    route.endpoint = Endpoint::kMetrics;
-    return route;
+    const std::vector<std::pair<std::string, std::string>> query = ParseGoQuery(raw_query);
+    const bool has_pid =
+        std::any_of(query.begin(), query.end(), [](const auto& kv) { return kv.first == "pid"; });
+    if (!has_pid) {
+      route.endpoint = Endpoint::kMetrics;
+      return route;
+    }
+    return ProcessMetricsRoute(FormValue(query, "pid"));
   }
 
   // /pid/<N>/debug/pprof/<name> or /debug/pprof/<name>?pid=<N>.
@@ -146,6 +165,7 @@ ServeRoute ParseServeTarget(std::string_view target, const ServeQueryLimits& lim
     }
     path_pid = rest.substr(0, slash);
     rest.remove_prefix(slash);
+    if (rest == "/metrics") return ProcessMetricsRoute(std::string(*path_pid));
   }
   constexpr std::string_view kPprofPrefix = "/debug/pprof/";
   if (rest.substr(0, kPprofPrefix.size()) != kPprofPrefix) {

@@ -35,7 +35,7 @@ int64_t GoAtoiIgnoringError(std::string_view s);
 // Percent-decodes a URL path; nullopt on a bad escape.
 std::optional<std::string> UnescapePath(std::string_view path);
 
-enum class Endpoint { kIndex, kTargets, kMetrics, kProfile };
+enum class Endpoint { kIndex, kTargets, kMetrics, kProfile, kProcessMetrics };
 enum class ProfileName { kHeap, kAllocs };
 
 struct ProfileRequest {
@@ -52,7 +52,7 @@ struct HttpError {
 
 struct ServeRoute {
   Endpoint endpoint = Endpoint::kIndex;
-  ProfileRequest profile;  // for kProfile
+  ProfileRequest profile;  // for kProfile; for kProcessMetrics only its pid
   std::optional<HttpError> error;
 };
 
@@ -62,14 +62,16 @@ struct ServeQueryLimits {
 
 // Routes a request target ("/path?query", as on the request line):
 //   /                                   kIndex
-//   /targets, /metrics                  kTargets, kMetrics
+//   /targets, /metrics                  kTargets, kMetrics (the server's own)
 //   /debug/pprof/{heap,allocs}?pid=N    kProfile
 //   /pid/N/debug/pprof/{heap,allocs}    kProfile (a ?pid= is then ignored)
-// Anything else is 404. For profiles it applies net/http/pprof's checks in its
-// order: a non-empty `seconds` must be a positive integer (400 with Go's
-// text), and may not be combined with `debug`; `gc` > 0 on heap asks for a
-// collection in the target, which cannot be done from outside (400 saying
-// so; allocs ignores gc, as Go does).
+//   /metrics?pid=N, /pid/N/metrics      kProcessMetrics (the Go runtime's
+//                                       metrics of process N)
+// Anything else is 404. A pid that is not a positive integer is 400, also
+// in /metrics?pid= (a pid key, even empty, asks for a process). For profiles it applies
+// net/http/pprof's checks in its order: a non-empty `seconds` must be a positive integer (400 with
+// Go's text), and may not be combined with `debug`; `gc` > 0 on heap asks for a collection in the
+// target, which cannot be done from outside (400 saying so; allocs ignores gc, as Go does).
 ServeRoute ParseServeTarget(std::string_view target, const ServeQueryLimits& limits = {});
 
 }  // namespace goheap2pprof

@@ -18,7 +18,9 @@
 #include <thread>
 
 #include "agent/discovery.h"
+#include "agent/go_metrics_text.h"
 #include "agent/http_listener.h"
+#include "agent/runtime_stats_wire.h"
 #include "agent/serve_metrics.h"
 #include "agent/serve_pool.h"
 #include "agent/serve_query.h"
@@ -129,7 +131,8 @@ class Service {
   // Whether a request may wait for a capture or a delta window.
   bool Blocks(const HttpRequest& req) const {
     ServeRoute route = ParseServeTarget(req.target, QueryLimits());
-    return !route.error && route.endpoint == Endpoint::kProfile;
+    return !route.error &&
+           (route.endpoint == Endpoint::kProfile || route.endpoint == Endpoint::kProcessMetrics);
   }
 
   void Handle(const HttpRequest& req, HttpReply& res) {
@@ -149,6 +152,8 @@ class Service {
         return;
       case Endpoint::kProfile:
         return Profile(route.profile, res);
+      case Endpoint::kProcessMetrics:
+        return ProcessMetrics(route.profile.pid, res);
     }
   }
 
@@ -220,7 +225,11 @@ class Service {
            << result.reply.body.size() << " bytes\n";
       Log(line.str());
     }
-    metrics_.CaptureDone(PoolOutcomeName(result), seconds, result.reply.bytes_read);
+    if (op == WorkerOp::kRuntimeStats) {
+      metrics_.MemoryStatsRead(PoolOutcomeName(result));
+    } else {
+      metrics_.CaptureDone(PoolOutcomeName(result), seconds, result.reply.bytes_read);
+    }
     if (result.outcome == PoolOutcome::kReplied) metrics_.CaptureAnalyses(result.reply.analyses);
     if (result.outcome == PoolOutcome::kCrashed) metrics_.WorkerRestarted("crash");
     if (result.outcome == PoolOutcome::kTimedOut) metrics_.WorkerRestarted("timeout");
@@ -302,20 +311,42 @@ class Service {
     return true;
   }
 
-  void Profile(const ProfileRequest& p, HttpReply& res) {
+  // The process a request names as discovery found it, or nullopt with
+  // the answer given: 403 when ptrace access is refused, 404 when absent.
+  std::optional<ProcessFacts> VisibleOrAnswer(pid_t pid, HttpReply& res) {
     bool forbidden = false;
-    std::optional<ProcessFacts> facts = discovery_.Visible(p.pid, &forbidden);
+    std::optional<ProcessFacts> facts = discovery_.Visible(pid, &forbidden);
     if (!facts && forbidden) {
       ServeError(res, 403,
-                 "permission denied: this server may not read process " + std::to_string(p.pid) +
+                 "permission denied: this server may not read process " + std::to_string(pid) +
                      " (ptrace access to it is not allowed)");
-      return;
-    }
-    if (!facts) {
+    } else if (!facts) {
       // Filtered processes are answered exactly like absent ones.
-      ServeError(res, 404, "no such process: " + std::to_string(p.pid));
-      return;
+      ServeError(res, 404, "no such process: " + std::to_string(pid));
     }
+    return facts;
+  }
+
+  // The Go runtime's metrics of one process, as its own client_golang
+  // would export them. Read in a worker like a capture, with the same
+  // identity and allow-list checks; the reply is decoded as untrusted.
+  void ProcessMetrics(pid_t pid, HttpReply& res) {
+    std::optional<ProcessFacts> facts = VisibleOrAnswer(pid, res);
+    if (!facts) return;
+    PoolResult r = CaptureOf(*facts, WorkerOp::kRuntimeStats);
+    if (ServeFailure(r, pid, res)) return;
+    try {
+      const GoRuntimeStats stats = DecodeRuntimeStats(r.reply.body);
+      SetContent(res, GoCollectorText(stats), "text/plain; version=0.0.4; charset=utf-8");
+    } catch (const Error& e) {
+      // One request's boundary: a worker's bad reply fails this answer only.
+      ServeError(res, 500, "memory statistics of process " + std::to_string(pid) + ": " + e.what());
+    }
+  }
+
+  void Profile(const ProfileRequest& p, HttpReply& res) {
+    std::optional<ProcessFacts> facts = VisibleOrAnswer(p.pid, res);
+    if (!facts) return;
     const char* name = p.name == ProfileName::kHeap ? "heap" : "allocs";
     const WorkerOp op = p.name == ProfileName::kHeap ? WorkerOp::kHeap : WorkerOp::kAllocs;
     if (p.seconds > 0) return Delta(p, op, name, *facts, res);
@@ -453,7 +484,8 @@ class Service {
               "</td><td><a href=\"/debug/pprof/heap?pid=" + pid +
               "\">heap</a> <a href=\"/debug/pprof/allocs?pid=" + pid +
               "\">allocs</a> <a href=\"/debug/pprof/heap?pid=" + pid +
-              "&amp;debug=1\">heap?debug=1</a></td></tr>\n";
+              "&amp;debug=1\">heap?debug=1</a> <a href=\"/pid/" + pid +
+              "/metrics\">metrics</a></td></tr>\n";
     }
     html += "</table>\n</body></html>\n";
     SetContent(res, std::move(html), "text/html; charset=utf-8");

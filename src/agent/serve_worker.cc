@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "agent/discovery.h"
+#include "agent/runtime_stats_wire.h"
 #include "agent/serve_query.h"
 #include "agent/serve_sandbox.h"
 #include "app/capture.h"
@@ -442,6 +443,28 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
   reply.owner = std::move(owner);
 }
 
+// The memory statistics of request.pid, under the rules of a capture: the
+// same seams, the owner read while the source holds the address-space
+// anchor, and the process proven to be the one the source opened after the
+// read (a pid reused or an exec in place fails it, 410).
+void ReadStats(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
+               WorkerReply& reply, bool* identified) {
+  if (seam) Misbehave(*seam, request.pid);
+  std::unique_ptr<CaptureSource> source = OpenSource(request.pid, seam, reply);
+  *identified = true;
+  std::optional<ProcessOwner> owner = ReadProcessOwner(request.pid);
+  if (!owner) {
+    throw Error(ErrorKind::kNoSuchProcess, "process ", request.pid, " exited during the read");
+  }
+  auto [analysis, fresh] = Analyses().Get(*source);
+  reply.analyses = fresh ? 1 : 0;
+  PauseBeforeWalk(seam, request.pid);
+  const GoRuntimeStats stats = ReadGoRuntimeStats(*source, *analysis);
+  source->CheckSameProcess();
+  reply.body = EncodeRuntimeStats(stats);
+  reply.owner = std::move(owner);
+}
+
 // After a capture found its process gone: whether a live process has the
 // pid now. Then the process the request was answered for was replaced
 // (its pid reused, or an exec in place), not merely ended.
@@ -464,6 +487,8 @@ WorkerReply Handle(const WorkerRequest& request) {
   try {
     if (request.op == WorkerOp::kProbe) {
       Probe(request.pid, reply);
+    } else if (request.op == WorkerOp::kRuntimeStats) {
+      ReadStats(request, ServeSeamFor(request.pid), reply, &identified);
     } else {
       Capture(request, ServeSeamFor(request.pid), reply, &identified);
     }

@@ -41,6 +41,9 @@ enum class WorkerOp : uint32_t {
   // that its memory is the worker's, confined and given back.
   kHeapDelta = 5,
   kAllocsDelta = 6,
+  // The Go runtime's memory statistics (app/runtime_stats.h), encoded as
+  // runtime_stats_wire.h says: serve's /pid/N/metrics, watch's records.
+  kRuntimeStats = 7,
 };
 
 struct WorkerRequest {
@@ -53,7 +56,9 @@ struct WorkerReply {
   // 0 on success, else the ErrorKind of the failure, with its message.
   int32_t error_kind = 0;
   std::string message;
-  std::string body;         // the profile, the text, or for kProbe "key=value\n" lines
+  // The profile, the text, for kProbe "key=value\n" lines, for
+  // kRuntimeStats an encoded GoRuntimeStats.
+  std::string body;
   uint64_t bytes_read = 0;  // target memory read for this capture
   uint64_t start_time = 0;  // the target's start time (/proc/<pid>/stat)
   uint32_t analyses = 0;    // executable analyses this request needed (0: cached)

@@ -20,6 +20,8 @@
 
 #include "agent/cgroup.h"
 #include "agent/discovery.h"
+#include "agent/go_memory_record.h"
+#include "agent/runtime_stats_wire.h"
 #include "agent/serve_metrics.h"
 #include "agent/serve_pool.h"
 #include "agent/watch_files.h"
@@ -153,6 +155,9 @@ class Watcher {
   // worker's, or kInternal when it died or overran --capture-timeout (then
   // `outcome` says which: worker_crash, worker_timeout).
   std::string CaptureInWorker(const Target& t, json& record, std::string& outcome);
+  // Where t's memory is (go_memory_record.h), read in the worker; on
+  // failure {"error": why}. Never throws: a trigger line is written anyway.
+  json GoMemory(const Target& t);
   void Ended(Target& t);
   void Discover();
   void DrainInotify();
@@ -343,11 +348,32 @@ std::string Watcher::CaptureInWorker(const Target& t, json& record, std::string&
   return std::move(r.reply.body);
 }
 
+json Watcher::GoMemory(const Target& t) {
+  PoolResult r = pool_->Run({WorkerOp::kRuntimeStats, t.pid, {}}, "");
+  if (r.outcome != PoolOutcome::kReplied) {
+    return {{"error", PoolOutcomeName(r) + (r.detail.empty() ? "" : ": " + r.detail)}};
+  }
+  if (r.reply.error_kind != 0) return {{"error", ValidUtf8(r.reply.message)}};
+  if (r.reply.start_time != t.start_time) {
+    return {{"error", "process " + std::to_string(t.pid) + " was replaced under its pid"}};
+  }
+  try {
+    // The worker's bytes are decoded as untrusted (bounded, checked).
+    return GoMemoryRecord(DecodeRuntimeStats(r.reply.body), RssAnonBytes(t.pid));
+  } catch (const Error& e) {
+    // Boundary of one read: the trigger line says why and watching goes on.
+    return {{"error", e.what()}};
+  }
+}
+
 std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, json record) {
   const std::string name = ProfileFileName(t.comm, t.pid, SystemClock::now(), reason);
   const std::string path = options_.dir + "/" + name;
   const SteadyClock::time_point began = SteadyClock::now();
   record["reason"] = reason;
+  // First, a read of a few milliseconds: the closest to the trigger's own
+  // sample of the cgroup, where the profile says which sites allocated.
+  record["go_memory"] = GoMemory(t);
   std::optional<ErrorKind> failed;
   std::string outcome;
   try {
@@ -419,6 +445,7 @@ void Watcher::Sample(Target& t) {
     if (!d.capture) {
       record["file"] = nullptr;
       record["skipped"] = d.skipped_because;
+      record["go_memory"] = GoMemory(t);
       Record(record);
       if (options_.verbose)
         Say("pid " + std::to_string(t.pid) + " " + d.reason + ": skipped (" + d.skipped_because +

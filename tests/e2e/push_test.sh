@@ -174,6 +174,18 @@ else
   skip "promtool check metrics: promtool is not installed (Debian package prometheus)"
 fi
 
+# With each pushed profile the agent reads the process's Go memory
+# statistics (nothing is attached to the profile): counted on /metrics, and
+# logged with -v.
+reads=$(awk '$1 == "goheap2pprof_memory_stats_reads_total{outcome=\"ok\"}" {print $2}' "$work/metrics.txt")
+failed_reads=$(grep -c '^goheap2pprof_memory_stats_reads_total{outcome="[^o]' "$work/metrics.txt")
+if ((${reads:-0} >= 2 && failed_reads == 0)) &&
+  grep -q "pid $tpid (servetarget): Go runtime total [1-9][0-9]* bytes" "$work/agent1.log"; then
+  pass "memory-statistics reads counted on /metrics ($reads ok, none failed) and logged with -v"
+else
+  fail "memory-statistics reads: ok ${reads:-none}, $failed_reads failure series" "$work/metrics.txt"
+fi
+
 echo "== faults"
 ctl() { curl -s -o /dev/null -X POST "http://$raddr/control?backend=$1&mode=$2"; }
 r0=$(metric 'goheap2pprof_push_retries_total{backend="pyroscope"}')

@@ -21,6 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (r.profile.pid <= 0) __builtin_trap();
     if (r.profile.seconds < 0 || r.profile.seconds > limits.max_seconds) __builtin_trap();
     if (r.profile.seconds > 0 && r.profile.debug != 0) __builtin_trap();
+  } else if (r.endpoint == Endpoint::kProcessMetrics) {
+    if (r.profile.pid <= 0) __builtin_trap();
   }
   // Whatever ParseInt accepts prints back to the same digits (sign and
   // leading zeros aside).

@@ -48,3 +48,24 @@ TEST(PrometheusLabelValue, EscapesAndMakesValidUtf8) {
 
 }  // namespace
 }  // namespace goheap2pprof
+
+namespace goheap2pprof {
+namespace {
+
+TEST(ServeMetrics, CountsMemoryStatsReadsApartFromCaptures) {
+  ServeMetrics m;
+  EXPECT_NE(m.Render().find("goheap2pprof_memory_stats_reads_total{outcome=\"ok\"} 0\n"),
+            std::string::npos);
+  m.MemoryStatsRead("ok");
+  m.MemoryStatsRead("not_found");
+  m.MemoryStatsRead("ok");
+  const std::string t = m.Render();
+  EXPECT_NE(t.find("goheap2pprof_memory_stats_reads_total{outcome=\"ok\"} 2\n"), std::string::npos)
+      << t;
+  EXPECT_NE(t.find("goheap2pprof_memory_stats_reads_total{outcome=\"not_found\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(t.find("goheap2pprof_captures_total{outcome=\"ok\"} 0\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace goheap2pprof

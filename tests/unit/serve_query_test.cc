@@ -127,3 +127,34 @@ TEST(ServeRoute, DebugIsAnyNonZeroInteger) {
 
 }  // namespace
 }  // namespace goheap2pprof
+
+namespace goheap2pprof {
+namespace {
+
+TEST(ServeRoute, ProcessMetricsByPathAndByQuery) {
+  ServeRoute r = ParseServeTarget("/pid/42/metrics");
+  ASSERT_FALSE(r.error);
+  EXPECT_EQ(r.endpoint, Endpoint::kProcessMetrics);
+  EXPECT_EQ(r.profile.pid, 42);
+  r = ParseServeTarget("/metrics?pid=43");
+  ASSERT_FALSE(r.error);
+  EXPECT_EQ(r.endpoint, Endpoint::kProcessMetrics);
+  EXPECT_EQ(r.profile.pid, 43);
+  // Without a pid key: the server's own metrics, as before.
+  EXPECT_EQ(ParseServeTarget("/metrics").endpoint, Endpoint::kMetrics);
+  EXPECT_EQ(ParseServeTarget("/metrics?x=1").endpoint, Endpoint::kMetrics);
+  for (const char* bad : {"/metrics?pid=", "/metrics?pid=0", "/metrics?pid=-1", "/metrics?pid=x",
+                          "/pid/abc/metrics", "/pid/0/metrics", "/pid//metrics"}) {
+    r = ParseServeTarget(bad);
+    ASSERT_TRUE(r.error) << bad;
+    EXPECT_EQ(r.error->status, 400) << bad;
+    EXPECT_EQ(r.error->text, "invalid pid - must be a positive integer") << bad;
+  }
+  // Only /metrics itself under /pid/N/.
+  r = ParseServeTarget("/pid/42/metrics/x");
+  ASSERT_TRUE(r.error);
+  EXPECT_EQ(r.error->status, 404);
+}
+
+}  // namespace
+}  // namespace goheap2pprof

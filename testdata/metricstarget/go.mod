@@ -1,0 +1,3 @@
+module metricstarget
+
+go 1.18
