@@ -168,13 +168,15 @@ int Main(int argc, char** argv) {
   app.add_option("-o,--output", options.output,
                  "output file ('-' for standard output); default: "
                  "<program>-<pid>-<time>.heap.pb.gz in the current directory for pprof, "
-                 "standard output for json and text");
+                 "standard output for json and text, <program>-<pid>-<time>.heap.html for "
+                 "flamegraph");
   std::string format = "pprof", counters = "exact";
   OutputOptions& out = options.output_format;
   app.add_option("--format", format,
                  "pprof: gzipped profile.proto; json: the seed collector's in-use snapshot "
-                 "(entries by stack, largest first); text: a go tool pprof -top table")
-      ->check(CLI::IsMember({"pprof", "json", "text"}))
+                 "(entries by stack, largest first); text: a go tool pprof -top table; "
+                 "flamegraph: a self-contained HTML flame graph (docs/flamegraph.md)")
+      ->check(CLI::IsMember({"pprof", "json", "text", "flamegraph"}))
       ->capture_default_str();
   app.add_option("--counters", counters,
                  "exact: what runtime.MemProfile (and /debug/pprof/heap) returns; published: "
@@ -188,7 +190,8 @@ int Main(int argc, char** argv) {
                          ->check(CLI::NonNegativeNumber)
                          ->capture_default_str();
   CLI::Option* sample_index =
-      app.add_option("--sample-index", out.sample_index, "text: the value to rank by")
+      app.add_option("--sample-index", out.sample_index,
+                     "text: the value to rank by; flamegraph: the value frames are sized by")
           ->check(CLI::IsMember({"inuse_space", "inuse_objects", "alloc_space", "alloc_objects"}))
           ->capture_default_str();
   app.add_flag("-v,--verbose", options.verbose,
@@ -234,12 +237,17 @@ int Main(int argc, char** argv) {
     return static_cast<int>(ErrorKind::kUsage);
   }
 
-  out.format = format == "json"   ? OutputFormat::kJson
-               : format == "text" ? OutputFormat::kText
-                                  : OutputFormat::kPprof;
+  out.format = format == "json"         ? OutputFormat::kJson
+               : format == "text"       ? OutputFormat::kText
+               : format == "flamegraph" ? OutputFormat::kFlamegraph
+                                        : OutputFormat::kPprof;
   out.counters = counters == "published" ? CounterSource::kPublished : CounterSource::kExact;
-  // Text and JSON are for terminals and pipes; a binary profile is not.
-  if (out.format != OutputFormat::kPprof && options.output.empty()) options.output = "-";
+  // Text and JSON are for terminals and pipes; a binary profile and a page
+  // for the browser are not.
+  if ((out.format == OutputFormat::kJson || out.format == OutputFormat::kText) &&
+      options.output.empty()) {
+    options.output = "-";
+  }
   CaptureReport report;
   try {
     if (watch_cmd->parsed()) {
@@ -251,11 +259,13 @@ int Main(int argc, char** argv) {
 #endif
       return RunWatch(watch, std::cerr);
     }
-    if (top->count() > 0 && out.format == OutputFormat::kPprof) {
+    if (top->count() > 0 &&
+        (out.format == OutputFormat::kPprof || out.format == OutputFormat::kFlamegraph)) {
       throw Error(ErrorKind::kUsage, "--top applies to --format json and text");
     }
-    if (sample_index->count() > 0 && out.format != OutputFormat::kText) {
-      throw Error(ErrorKind::kUsage, "--sample-index applies to --format text");
+    if (sample_index->count() > 0 && out.format != OutputFormat::kText &&
+        out.format != OutputFormat::kFlamegraph) {
+      throw Error(ErrorKind::kUsage, "--sample-index applies to --format text and flamegraph");
     }
     if (assume_layout_option->count() > 0) {
       options.executable.assume_go_layout = ParseAssumedLayout(assume_layout);
