@@ -39,6 +39,9 @@ std::string RequestLabel(const WorkerRequest& request) {
     case WorkerOp::kHeapDebugText:
       op = "heap debug=1";
       break;
+    case WorkerOp::kFlamegraph:
+      op = "flamegraph " + request.payload.substr(0, 32);
+      break;
     default:
       op = "op " + std::to_string(static_cast<uint32_t>(request.op));
   }

@@ -25,6 +25,7 @@
 #include "agent/service_name.h"
 #include "base/error.h"
 #include "base/utf8.h"
+#include "pprof/flame_graph.h"
 #include "pprof/output.h"
 #include "proc/address_space.h"
 
@@ -129,7 +130,8 @@ class Service {
   // Whether a request may wait for a capture or a delta window.
   bool Blocks(const HttpRequest& req) const {
     ServeRoute route = ParseServeTarget(req.target, QueryLimits());
-    return !route.error && route.endpoint == Endpoint::kProfile;
+    return !route.error &&
+           (route.endpoint == Endpoint::kProfile || route.endpoint == Endpoint::kFlamegraph);
   }
 
   void Handle(const HttpRequest& req, HttpReply& res) {
@@ -149,6 +151,8 @@ class Service {
         return;
       case Endpoint::kProfile:
         return Profile(route.profile, res);
+      case Endpoint::kFlamegraph:
+        return Flamegraph(route.flamegraph, res);
     }
   }
 
@@ -302,20 +306,41 @@ class Service {
     return true;
   }
 
-  void Profile(const ProfileRequest& p, HttpReply& res) {
+  // The process discovery found under pid, or nullopt with res answered
+  // (403, or 404 for an absent or filtered one).
+  std::optional<ProcessFacts> VisibleOrAnswer(pid_t pid, HttpReply& res) {
     bool forbidden = false;
-    std::optional<ProcessFacts> facts = discovery_.Visible(p.pid, &forbidden);
+    std::optional<ProcessFacts> facts = discovery_.Visible(pid, &forbidden);
     if (!facts && forbidden) {
       ServeError(res, 403,
-                 "permission denied: this server may not read process " + std::to_string(p.pid) +
+                 "permission denied: this server may not read process " + std::to_string(pid) +
                      " (ptrace access to it is not allowed)");
-      return;
-    }
-    if (!facts) {
+    } else if (!facts) {
       // Filtered processes are answered exactly like absent ones.
-      ServeError(res, 404, "no such process: " + std::to_string(p.pid));
-      return;
+      ServeError(res, 404, "no such process: " + std::to_string(pid));
     }
+    return facts;
+  }
+
+  // The page is made in the worker from its own capture; it joins no other
+  // capture, whose sample type may differ. The page's policy is sent as a
+  // header too, which also covers what a meta element cannot (framing).
+  void Flamegraph(const FlamegraphRequest& f, HttpReply& res) {
+    std::optional<ProcessFacts> facts = VisibleOrAnswer(f.pid, res);
+    if (!facts) return;
+    PoolResult r = CaptureOf(*facts, WorkerOp::kFlamegraph, /*may_join=*/false, f.sample_index);
+    NoteSampling(f.pid, r);
+    if (ServeFailure(r, f.pid, res)) return;
+    res.headers.emplace_back("X-Content-Type-Options", "nosniff");
+    res.headers.emplace_back("Content-Security-Policy",
+                             FlameGraphContentSecurityPolicy() + "; frame-ancestors 'none'");
+    res.headers.emplace_back("Cache-Control", "no-store");
+    SetContent(res, std::move(r.reply.body), "text/html; charset=utf-8");
+  }
+
+  void Profile(const ProfileRequest& p, HttpReply& res) {
+    std::optional<ProcessFacts> facts = VisibleOrAnswer(p.pid, res);
+    if (!facts) return;
     const char* name = p.name == ProfileName::kHeap ? "heap" : "allocs";
     const WorkerOp op = p.name == ProfileName::kHeap ? WorkerOp::kHeap : WorkerOp::kAllocs;
     if (p.seconds > 0) return Delta(p, op, name, *facts, res);
@@ -453,7 +478,8 @@ class Service {
               "</td><td><a href=\"/debug/pprof/heap?pid=" + pid +
               "\">heap</a> <a href=\"/debug/pprof/allocs?pid=" + pid +
               "\">allocs</a> <a href=\"/debug/pprof/heap?pid=" + pid +
-              "&amp;debug=1\">heap?debug=1</a></td></tr>\n";
+              "&amp;debug=1\">heap?debug=1</a> <a href=\"/pid/" + pid +
+              "/flamegraph?sample_index=inuse_space\">flame graph</a></td></tr>\n";
     }
     html += "</table>\n</body></html>\n";
     SetContent(res, std::move(html), "text/html; charset=utf-8");

@@ -41,12 +41,18 @@ enum class WorkerOp : uint32_t {
   // that its memory is the worker's, confined and given back.
   kHeapDelta = 5,
   kAllocsDelta = 6,
+  // The flame graph page (pprof/flame_graph.h) of a heap capture, for the
+  // sample type the payload names; rendered here, so that the privileged
+  // server never parses a profile.
+  kFlamegraph = 7,
 };
 
 struct WorkerRequest {
   WorkerOp op = WorkerOp::kHeap;
   int32_t pid = 0;
-  std::string payload;  // kHeapDelta/kAllocsDelta: the base profile, gzipped
+  // kHeapDelta/kAllocsDelta: the base profile, gzipped; kFlamegraph: the
+  // sample type.
+  std::string payload;
 };
 
 struct WorkerReply {
