@@ -293,7 +293,7 @@ def hostile(b, url, names):
 
 def screenshot(b, url, out, search):
     b.load(url + ("#search=" + urllib.parse.quote(search, safe="") if search else ""))
-    height = b.eval("Math.ceil(document.documentElement.scrollHeight)")
+    height = b.eval("Math.ceil(document.getElementById('details').getBoundingClientRect().bottom) + 10")
     shot = b.call("Page.captureScreenshot", {
         "format": "png", "captureBeyondViewport": True,
         "clip": {"x": 0, "y": 0, "width": WIDTH, "height": min(height, 4000), "scale": 1}})
