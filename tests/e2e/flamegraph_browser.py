@@ -122,7 +122,8 @@ class Browser:
         deadline = time.monotonic() + 20
         while self.eval("document.body && document.body.getAttribute('data-rendered')") != "true":
             if time.monotonic() > deadline:
-                raise Fail("the page never finished drawing (body data-rendered)")
+                raise Fail("the page never finished drawing (body data-rendered): %s" %
+                           "; ".join(self.problems()))
             time.sleep(0.1)
 
     def problems(self):
