@@ -24,6 +24,8 @@ packages=(
   libcapstone-dev:arm64 libseccomp-dev:arm64 libzstd-dev:arm64 liblzma-dev:arm64
   libbz2-dev:arm64 libssl-dev:arm64 libdeflate-dev:arm64
   help2man mmdebstrap zsh file dpkg-dev man-db systemd ccache
+  # Tests only: tests/e2e/flamegraph_test.sh renders the flame graph pages in headless Chromium.
+  chromium
 )
 
 sudo=""

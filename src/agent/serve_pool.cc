@@ -42,6 +42,9 @@ std::string RequestLabel(const WorkerRequest& request) {
     case WorkerOp::kRuntimeStats:
       op = "memory statistics";
       break;
+    case WorkerOp::kFlamegraph:
+      op = "flamegraph " + request.payload.substr(0, 32);
+      break;
     default:
       op = "op " + std::to_string(static_cast<uint32_t>(request.op));
   }

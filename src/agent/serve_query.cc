@@ -118,6 +118,36 @@ int64_t GoAtoiIgnoringError(std::string_view s) {
 
 std::optional<std::string> UnescapePath(std::string_view path) { return Unescape(path, false); }
 
+namespace {
+
+ServeRoute FlamegraphRoute(std::optional<std::string_view> path_pid,
+                           const std::vector<std::pair<std::string, std::string>>& query) {
+  ServeRoute route;
+  const std::string pid_text = path_pid ? std::string(*path_pid) : FormValue(query, "pid");
+  std::optional<pid_t> pid = ParsePid(pid_text);
+  if (!pid) {
+    route.error =
+        BadRequest(pid_text.empty() ? "missing pid: ask for /pid/N/flamegraph or /flamegraph?pid=N"
+                                    : "invalid pid - must be a positive integer");
+    return route;
+  }
+  route.endpoint = Endpoint::kFlamegraph;
+  route.flamegraph.pid = *pid;
+  const std::string type = FormValue(query, "sample_index");
+  if (type.empty()) return route;
+  for (const char* known : {"inuse_space", "inuse_objects", "alloc_space", "alloc_objects"}) {
+    if (type == known) {
+      route.flamegraph.sample_index = type;
+      return route;
+    }
+  }
+  route.error = BadRequest(
+      "invalid sample_index - must be inuse_space, inuse_objects, alloc_space or alloc_objects");
+  return route;
+}
+
+}  // namespace
+
 ServeRoute ParseServeTarget(std::string_view target, const ServeQueryLimits& limits) {
   ServeRoute route;
   size_t q = target.find('?');
@@ -167,6 +197,8 @@ ServeRoute ParseServeTarget(std::string_view target, const ServeQueryLimits& lim
     rest.remove_prefix(slash);
     if (rest == "/metrics") return ProcessMetricsRoute(std::string(*path_pid));
   }
+  const std::vector<std::pair<std::string, std::string>> query = ParseGoQuery(raw_query);
+  if (rest == "/flamegraph") return FlamegraphRoute(path_pid, query);
   constexpr std::string_view kPprofPrefix = "/debug/pprof/";
   if (rest.substr(0, kPprofPrefix.size()) != kPprofPrefix) {
     route.error = HttpError{404, "404 page not found"};
@@ -186,7 +218,6 @@ ServeRoute ParseServeTarget(std::string_view target, const ServeQueryLimits& lim
     return route;
   }
 
-  const std::vector<std::pair<std::string, std::string>> query = ParseGoQuery(raw_query);
   std::string pid_text = path_pid ? std::string(*path_pid) : FormValue(query, "pid");
   if (pid_text.empty()) {
     route.error = BadRequest("missing pid: ask for /debug/pprof/" + std::string(name) +

@@ -35,7 +35,7 @@ int64_t GoAtoiIgnoringError(std::string_view s);
 // Percent-decodes a URL path; nullopt on a bad escape.
 std::optional<std::string> UnescapePath(std::string_view path);
 
-enum class Endpoint { kIndex, kTargets, kMetrics, kProfile, kProcessMetrics };
+enum class Endpoint { kIndex, kTargets, kMetrics, kProfile, kProcessMetrics, kFlamegraph };
 enum class ProfileName { kHeap, kAllocs };
 
 struct ProfileRequest {
@@ -45,6 +45,12 @@ struct ProfileRequest {
   int64_t debug = 0;    // != 0: the legacy text format
 };
 
+// A flame graph page (pprof/flame_graph.h) of a fresh heap capture.
+struct FlamegraphRequest {
+  pid_t pid = 0;
+  std::string sample_index = "inuse_space";  // one of the heap profile's four types
+};
+
 struct HttpError {
   int status = 400;
   std::string text;  // the body, one line, as net/http/pprof's serveError writes it
@@ -52,7 +58,8 @@ struct HttpError {
 
 struct ServeRoute {
   Endpoint endpoint = Endpoint::kIndex;
-  ProfileRequest profile;  // for kProfile; for kProcessMetrics only its pid
+  ProfileRequest profile;        // for kProfile; for kProcessMetrics only its pid
+  FlamegraphRequest flamegraph;  // for kFlamegraph
   std::optional<HttpError> error;
 };
 
@@ -67,11 +74,14 @@ struct ServeQueryLimits {
 //   /pid/N/debug/pprof/{heap,allocs}    kProfile (a ?pid= is then ignored)
 //   /metrics?pid=N, /pid/N/metrics      kProcessMetrics (the Go runtime's
 //                                       metrics of process N)
-// Anything else is 404. A pid that is not a positive integer is 400, also
-// in /metrics?pid= (a pid key, even empty, asks for a process). For profiles it applies
-// net/http/pprof's checks in its order: a non-empty `seconds` must be a positive integer (400 with
-// Go's text), and may not be combined with `debug`; `gc` > 0 on heap asks for a collection in the
-// target, which cannot be done from outside (400 saying so; allocs ignores gc, as Go does).
+//   /pid/N/flamegraph?sample_index=T    kFlamegraph (/flamegraph?pid=N too); T is
+//                                       inuse_space (default), inuse_objects,
+//                                       alloc_space or alloc_objects, else 400
+// Anything else is 404. For profiles it applies net/http/pprof's checks in its
+// order: a non-empty `seconds` must be a positive integer (400 with Go's
+// text), and may not be combined with `debug`; `gc` > 0 on heap asks for a
+// collection in the target, which cannot be done from outside (400 saying
+// so; allocs ignores gc, as Go does).
 ServeRoute ParseServeTarget(std::string_view target, const ServeQueryLimits& limits = {});
 
 }  // namespace goheap2pprof

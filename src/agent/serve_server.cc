@@ -27,6 +27,7 @@
 #include "agent/service_name.h"
 #include "base/error.h"
 #include "base/utf8.h"
+#include "pprof/flame_graph.h"
 #include "pprof/output.h"
 #include "proc/address_space.h"
 
@@ -132,7 +133,8 @@ class Service {
   bool Blocks(const HttpRequest& req) const {
     ServeRoute route = ParseServeTarget(req.target, QueryLimits());
     return !route.error &&
-           (route.endpoint == Endpoint::kProfile || route.endpoint == Endpoint::kProcessMetrics);
+           (route.endpoint == Endpoint::kProfile || route.endpoint == Endpoint::kProcessMetrics ||
+            route.endpoint == Endpoint::kFlamegraph);
   }
 
   void Handle(const HttpRequest& req, HttpReply& res) {
@@ -154,6 +156,8 @@ class Service {
         return Profile(route.profile, res);
       case Endpoint::kProcessMetrics:
         return ProcessMetrics(route.profile.pid, res);
+      case Endpoint::kFlamegraph:
+        return Flamegraph(route.flamegraph, res);
     }
   }
 
@@ -311,8 +315,8 @@ class Service {
     return true;
   }
 
-  // The process a request names as discovery found it, or nullopt with
-  // the answer given: 403 when ptrace access is refused, 404 when absent.
+  // The process discovery found under pid, or nullopt with res answered
+  // (403, or 404 for an absent or filtered one).
   std::optional<ProcessFacts> VisibleOrAnswer(pid_t pid, HttpReply& res) {
     bool forbidden = false;
     std::optional<ProcessFacts> facts = discovery_.Visible(pid, &forbidden);
@@ -342,6 +346,22 @@ class Service {
       // One request's boundary: a worker's bad reply fails this answer only.
       ServeError(res, 500, "memory statistics of process " + std::to_string(pid) + ": " + e.what());
     }
+  }
+
+  // The page is made in the worker from its own capture; it joins no other
+  // capture, whose sample type may differ. The page's policy is sent as a
+  // header too, which also covers what a meta element cannot (framing).
+  void Flamegraph(const FlamegraphRequest& f, HttpReply& res) {
+    std::optional<ProcessFacts> facts = VisibleOrAnswer(f.pid, res);
+    if (!facts) return;
+    PoolResult r = CaptureOf(*facts, WorkerOp::kFlamegraph, /*may_join=*/false, f.sample_index);
+    NoteSampling(f.pid, r);
+    if (ServeFailure(r, f.pid, res)) return;
+    res.headers.emplace_back("X-Content-Type-Options", "nosniff");
+    res.headers.emplace_back("Content-Security-Policy",
+                             FlameGraphContentSecurityPolicy() + "; frame-ancestors 'none'");
+    res.headers.emplace_back("Cache-Control", "no-store");
+    SetContent(res, std::move(r.reply.body), "text/html; charset=utf-8");
   }
 
   void Profile(const ProfileRequest& p, HttpReply& res) {
@@ -485,7 +505,8 @@ class Service {
               "\">heap</a> <a href=\"/debug/pprof/allocs?pid=" + pid +
               "\">allocs</a> <a href=\"/debug/pprof/heap?pid=" + pid +
               "&amp;debug=1\">heap?debug=1</a> <a href=\"/pid/" + pid +
-              "/metrics\">metrics</a></td></tr>\n";
+              "/metrics\">metrics</a> <a href=\"/pid/" + pid +
+              "/flamegraph?sample_index=inuse_space\">flame graph</a></td></tr>\n";
     }
     html += "</table>\n</body></html>\n";
     SetContent(res, std::move(html), "text/html; charset=utf-8");

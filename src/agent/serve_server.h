@@ -2,9 +2,9 @@
 // An HTTP server (agent/http_listener.h) answering, for each process it may read,
 // what that process's own net/http/pprof would answer for heap and allocs
 // (same headers, status codes and error texts, ?seconds=N deltas, ?debug=1
-// text), plus /targets (Prometheus HTTP service discovery), /metrics and an
-// HTML index. Captures run in confined worker processes (serve_pool.h);
-// discovery scans /proc (discovery.h).
+// text), plus /targets (Prometheus HTTP service discovery), /metrics, an
+// HTML index and a flame graph page per process (/pid/N/flamegraph). Captures run in confined
+// worker processes (serve_pool.h); discovery scans /proc (discovery.h).
 //
 //   ServeOptions o;  o.listen = "127.0.0.1:6061";
 //   return RunServe(o, std::cerr);  // until SIGTERM or SIGINT

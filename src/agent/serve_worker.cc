@@ -29,6 +29,7 @@
 #include "app/capture.h"
 #include "app/capture_state.h"
 #include "app/executable_analysis.h"
+#include "app/output_format.h"
 #include "app/process_source.h"
 #include "app/run.h"
 #include "app/runtime_stats.h"
@@ -431,6 +432,12 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
     reply.body = std::move(text);
   } else if (request.op == WorkerOp::kHeapDelta || request.op == WorkerOp::kAllocsDelta) {
     reply.body = DeltaBody(request, result.profile);
+  } else if (request.op == WorkerOp::kFlamegraph) {
+    reply.body = RenderOutput(result.profile.get(),
+                              {.format = OutputFormat::kFlamegraph,
+                               .sample_index = request.payload,
+                               .sample_type_links = true},
+                              {.pid = request.pid});
   } else if (request.op == WorkerOp::kAllocs) {
     // The runtime's writeAlloc differs from writeHeap only here.
     result.profile.SetDefaultSampleType("alloc_space");

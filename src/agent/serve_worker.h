@@ -44,12 +44,18 @@ enum class WorkerOp : uint32_t {
   // The Go runtime's memory statistics (app/runtime_stats.h), encoded as
   // runtime_stats_wire.h says: serve's /pid/N/metrics, watch's records.
   kRuntimeStats = 7,
+  // The flame graph page (pprof/flame_graph.h) of a heap capture, for the
+  // sample type the payload names; rendered here, so that the privileged
+  // server never parses a profile.
+  kFlamegraph = 8,
 };
 
 struct WorkerRequest {
   WorkerOp op = WorkerOp::kHeap;
   int32_t pid = 0;
-  std::string payload;  // kHeapDelta/kAllocsDelta: the base profile, gzipped
+  // kHeapDelta/kAllocsDelta: the base profile, gzipped; kFlamegraph: the
+  // sample type.
+  std::string payload;
 };
 
 struct WorkerReply {

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "pprof/flame_graph.h"
 #include "pprof/output.h"
 #include "pprof/text_top.h"
 
@@ -23,6 +24,22 @@ SnapshotInfo BaseInfo(const OutputOptions& out, const RenderContext& context) {
                            .count();
   }
   return info;
+}
+
+// "<executable> pid N inuse_space" (the executable as the profile's main
+// mapping names it).
+std::string FlameGraphTitle(const pb::Profile& profile, const OutputOptions& out,
+                            const RenderContext& context) {
+  std::string exe = "heap";
+  if (profile.mapping_size() > 0) {
+    const int64_t i = profile.mapping(0).filename();
+    if (i > 0 && i < profile.string_table_size()) {
+      const std::string& path = profile.string_table(static_cast<int>(i));
+      exe = path.substr(path.find_last_of('/') + 1);
+    }
+  }
+  std::string pid = context.pid > 0 ? " pid " + std::to_string(context.pid) : "";
+  return exe + pid + " " + out.sample_index;
 }
 
 }  // namespace
@@ -52,6 +69,10 @@ std::string RenderOutput(const pb::Profile& profile, const OutputOptions& out,
                      {.sample_index = out.sample_index, .node_count = static_cast<int>(out.top)});
     case OutputFormat::kDebugText:
       break;  // needs the records, not the profile: RunCapture writes it
+    case OutputFormat::kFlamegraph:
+      return FlameGraphHtml(profile, {.sample_index = out.sample_index,
+                                      .title = FlameGraphTitle(profile, out, context),
+                                      .sample_type_links = out.sample_type_links});
     case OutputFormat::kJson: {
       SnapshotInfo info = BaseInfo(out, context);
       if (context.report && !context.report->consistent) {

@@ -24,13 +24,15 @@ namespace goheap2pprof {
 
 // kDebugText: the runtime's own heap?debug=1 text, records and the
 // `# runtime.MemStats` block (made by RunCapture, not by RenderOutput).
-enum class OutputFormat { kPprof, kJson, kText, kDebugText };
+enum class OutputFormat { kPprof, kJson, kText, kDebugText, kFlamegraph };
 
 struct OutputOptions {
   OutputFormat format = OutputFormat::kPprof;
   CounterSource counters = CounterSource::kExact;
   size_t top = 10;                           // json entries / text rows; 0: all
-  std::string sample_index = "inuse_space";  // text only
+  std::string sample_index = "inuse_space";  // text and flamegraph
+  // flamegraph: links to the other sample types (?sample_index=), for serve
+  bool sample_type_links = false;
 };
 
 // About the capture, for the JSON snapshot.

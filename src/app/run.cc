@@ -153,7 +153,7 @@ TestSeams ParseTestSeams(std::string_view spec) {
 }
 #endif
 
-std::string DefaultOutputName(const std::string& program, pid_t pid) {
+std::string DefaultOutputName(const std::string& program, pid_t pid, std::string_view suffix) {
   std::time_t now = std::time(nullptr);
   std::tm tm{};
   localtime_r(&now, &tm);
@@ -162,7 +162,7 @@ std::string DefaultOutputName(const std::string& program, pid_t pid) {
   std::string safe;
   for (char c : program) safe += (c == '/' || c == ' ' || c == '\0') ? '_' : c;
   if (safe.empty()) safe = "go";
-  return safe + "-" + std::to_string(pid) + "-" + stamp + ".heap.pb.gz";
+  return safe + "-" + std::to_string(pid) + "-" + stamp + std::string(suffix);
 }
 
 void PrintReport(const CaptureReport& report, bool verbose, std::ostream& log) {
@@ -181,20 +181,23 @@ void PrintReport(const CaptureReport& report, bool verbose, std::ostream& log) {
 std::string RunCapture(const RunOptions& options, std::ostream& log, CaptureReport& report) {
   std::unique_ptr<CaptureSource> source;
   std::string path;
+  const std::string_view suffix =
+      options.output_format.format == OutputFormat::kFlamegraph ? ".heap.html" : ".heap.pb.gz";
   if (!options.core.empty()) {
     // A core is read whole before the output is checked: its identity (for
     // the default name) is in its notes, and reading it changes nothing.
     std::unique_ptr<CoreSource> core = OpenCoreSource(options.core, options.executable);
     report.notes.insert(report.notes.end(), core->description().begin(), core->description().end());
     const ProcessIdentity& id = core->identity();
-    path = options.output.empty() ? DefaultOutputName(id.comm.empty() ? "core" : id.comm, id.pid)
-                                  : options.output;
+    path = options.output.empty()
+               ? DefaultOutputName(id.comm.empty() ? "core" : id.comm, id.pid, suffix)
+               : options.output;
     CheckOutputWritable(path);
     source = std::move(core);
   } else {
     // Who the pid is, first: a bad pid is reported before a bad output path.
     const ProcessIdentity id = IdentifyLiveProcess(options.pid);
-    path = options.output.empty() ? DefaultOutputName(id.comm, id.pid) : options.output;
+    path = options.output.empty() ? DefaultOutputName(id.comm, id.pid, suffix) : options.output;
     // Fail on an unusable output before touching the target.
     CheckOutputWritable(path);
     source = OpenProcessSource(id, options.executable);

@@ -68,6 +68,7 @@ std::string RunCapture(const RunOptions& options, std::ostream& log, CaptureRepo
 void PrintReport(const CaptureReport& report, bool verbose, std::ostream& log);
 
 // The default output file name for a program and pid.
-std::string DefaultOutputName(const std::string& program, pid_t pid);
+std::string DefaultOutputName(const std::string& program, pid_t pid,
+                              std::string_view suffix = ".heap.pb.gz");
 
 }  // namespace goheap2pprof

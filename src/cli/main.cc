@@ -169,15 +169,16 @@ int Main(int argc, char** argv) {
   app.add_option("-o,--output", options.output,
                  "output file ('-' for standard output); default: "
                  "<program>-<pid>-<time>.heap.pb.gz in the current directory for pprof, "
-                 "standard output for json and text");
+                 "standard output for json and text, <program>-<pid>-<time>.heap.html for "
+                 "flamegraph");
   std::string format = "pprof", counters = "exact";
   OutputOptions& out = options.output_format;
   app.add_option("--format", format,
                  "pprof: gzipped profile.proto; json: the seed collector's in-use snapshot "
                  "(entries by stack, largest first); text: a go tool pprof -top table; debug1: "
                  "the runtime's own /debug/pprof/heap?debug=1 text, its runtime.MemStats block "
-                 "included")
-      ->check(CLI::IsMember({"pprof", "json", "text", "debug1"}))
+                 "included; flamegraph: a self-contained HTML flame graph (docs/flamegraph.md)")
+      ->check(CLI::IsMember({"pprof", "json", "text", "debug1", "flamegraph"}))
       ->capture_default_str();
   app.add_option("--counters", counters,
                  "exact: what runtime.MemProfile (and /debug/pprof/heap) returns; published: "
@@ -191,7 +192,8 @@ int Main(int argc, char** argv) {
                          ->check(CLI::NonNegativeNumber)
                          ->capture_default_str();
   CLI::Option* sample_index =
-      app.add_option("--sample-index", out.sample_index, "text: the value to rank by")
+      app.add_option("--sample-index", out.sample_index,
+                     "text: the value to rank by; flamegraph: the value frames are sized by")
           ->check(CLI::IsMember({"inuse_space", "inuse_objects", "alloc_space", "alloc_objects"}))
           ->capture_default_str();
   app.add_flag("-v,--verbose", options.verbose,
@@ -237,13 +239,19 @@ int Main(int argc, char** argv) {
     return static_cast<int>(ErrorKind::kUsage);
   }
 
-  out.format = format == "json"     ? OutputFormat::kJson
-               : format == "text"   ? OutputFormat::kText
-               : format == "debug1" ? OutputFormat::kDebugText
-                                    : OutputFormat::kPprof;
+  out.format = format == "json"         ? OutputFormat::kJson
+               : format == "text"       ? OutputFormat::kText
+               : format == "debug1"     ? OutputFormat::kDebugText
+               : format == "flamegraph" ? OutputFormat::kFlamegraph
+                                        : OutputFormat::kPprof;
   out.counters = counters == "published" ? CounterSource::kPublished : CounterSource::kExact;
-  // Text and JSON are for terminals and pipes; a binary profile is not.
-  if (out.format != OutputFormat::kPprof && options.output.empty()) options.output = "-";
+  // Text, JSON and the debug=1 text are for terminals and pipes; a binary
+  // profile and a page for the browser are not.
+  if ((out.format == OutputFormat::kJson || out.format == OutputFormat::kText ||
+       out.format == OutputFormat::kDebugText) &&
+      options.output.empty()) {
+    options.output = "-";
+  }
   CaptureReport report;
   try {
     if (watch_cmd->parsed()) {
@@ -259,8 +267,9 @@ int Main(int argc, char** argv) {
         out.format != OutputFormat::kText) {
       throw Error(ErrorKind::kUsage, "--top applies to --format json and text");
     }
-    if (sample_index->count() > 0 && out.format != OutputFormat::kText) {
-      throw Error(ErrorKind::kUsage, "--sample-index applies to --format text");
+    if (sample_index->count() > 0 && out.format != OutputFormat::kText &&
+        out.format != OutputFormat::kFlamegraph) {
+      throw Error(ErrorKind::kUsage, "--sample-index applies to --format text and flamegraph");
     }
     if (assume_layout_option->count() > 0) {
       options.executable.assume_go_layout = ParseAssumedLayout(assume_layout);

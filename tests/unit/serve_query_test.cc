@@ -82,6 +82,31 @@ TEST(ServeRoute, BadPidsAndUnknownProfiles) {
   EXPECT_EQ(r.error->text, "Unknown profile");
 }
 
+TEST(ServeRoute, FlamegraphByPathOrQueryWithAKnownSampleType) {
+  ServeRoute r = ParseServeTarget("/pid/42/flamegraph");
+  ASSERT_FALSE(r.error);
+  EXPECT_EQ(r.endpoint, Endpoint::kFlamegraph);
+  EXPECT_EQ(r.flamegraph.pid, 42);
+  EXPECT_EQ(r.flamegraph.sample_index, "inuse_space");
+  r = ParseServeTarget("/flamegraph?pid=7&sample_index=alloc_objects");
+  ASSERT_FALSE(r.error);
+  EXPECT_EQ(r.flamegraph.pid, 7);
+  EXPECT_EQ(r.flamegraph.sample_index, "alloc_objects");
+  r = ParseServeTarget("/pid/7/flamegraph?pid=9&sample_index=%69nuse_objects");
+  ASSERT_FALSE(r.error);
+  EXPECT_EQ(r.flamegraph.pid, 7);  // the path wins
+  EXPECT_EQ(r.flamegraph.sample_index, "inuse_objects");
+  // The sample type goes to the worker: only the profile's four names pass.
+  for (const char* bad : {"cpu", "inuse_space%00", "%3Cscript%3E", "0"}) {
+    r = ParseServeTarget(std::string("/pid/7/flamegraph?sample_index=") + bad);
+    ASSERT_TRUE(r.error) << bad;
+    EXPECT_EQ(r.error->status, 400);
+  }
+  EXPECT_EQ(ParseServeTarget("/flamegraph").error->status, 400);
+  EXPECT_EQ(ParseServeTarget("/pid/0/flamegraph").error->status, 400);
+  EXPECT_EQ(ParseServeTarget("/pid/7/flamegraph/x").error->status, 404);
+}
+
 TEST(ServeRoute, SecondsWithNetHttpPprofWords) {
   // %2B is a '+' sign, which ParseInt accepts; a bare '+' is a space.
   ServeRoute r = ParseServeTarget("/debug/pprof/heap?pid=1&seconds=%2B10");
