@@ -44,6 +44,12 @@ METRICS_121 = ["/gc/gogc:percent", "/gc/gomemlimit:bytes", "/gc/heap/live:bytes"
 # The flush's persistentalloc moves bytes from OtherSys to GCSys; the facts
 # saw 2-31 KiB. The bound leaves room for a larger mcentral spine.
 GCSYS_SHIFT_BOUND = 256 << 10
+# When that persistentalloc needs a new chunk, the flush maps one
+# (persistentChunkSize, 256 KiB) and Sys, and GCSys+OtherSys, grow by exactly
+# that (go-memstats-facts.md 7: seen once there; in 7 of 69 cases of four runs
+# of memstats_variants_test.sh, on 1.18 to 1.27, amd64 and arm64). Nothing
+# else may differ in Sys.
+PERSISTENT_CHUNK = 256 << 10
 
 
 def main():
@@ -74,10 +80,13 @@ def main():
     for field, value in tm.items():
         if field in ("GCSys", "OtherSys"):
             continue
+        if field == "Sys" and value - om.get(field, 0) == PERSISTENT_CHUNK:
+            continue
         if om.get(field) != value:
             diffs.append("MemStats.%s: ours %s, ReadMemStats %s" % (field, om.get(field),
                                                                    str(value)[:200]))
-    if om["GCSys"] + om["OtherSys"] != tm["GCSys"] + tm["OtherSys"]:
+    new_chunk = PERSISTENT_CHUNK if tm["Sys"] - om["Sys"] == PERSISTENT_CHUNK else 0
+    if om["GCSys"] + om["OtherSys"] + new_chunk != tm["GCSys"] + tm["OtherSys"]:
         diffs.append("GCSys+OtherSys: ours %d, ReadMemStats %d" %
                      (om["GCSys"] + om["OtherSys"], tm["GCSys"] + tm["OtherSys"]))
     shift = tm["GCSys"] - om["GCSys"]
@@ -104,8 +113,9 @@ def main():
 
     for d in diffs:
         print(d)
-    print("compared %d metrics, %d MemStats fields, GCSys shift %d B" %
-          (len(expected), len(tm), shift))
+    print("compared %d metrics, %d MemStats fields, GCSys shift %d B%s" %
+          (len(expected), len(tm), shift,
+           ", the flush mapped a new 256 KiB persistent chunk" if new_chunk else ""))
     return 1 if diffs else 0
 
 
