@@ -46,7 +46,7 @@ METRICS_121 = ["/gc/gogc:percent", "/gc/gomemlimit:bytes", "/gc/heap/live:bytes"
 GCSYS_SHIFT_BOUND = 256 << 10
 # When that persistentalloc needs a new chunk, the flush maps one
 # (persistentChunkSize, 256 KiB) and Sys, and GCSys+OtherSys, grow by exactly
-# that (go-memstats-facts.md 7: seen once there; in 7 of 69 cases of four runs
+# that (go-memstats-facts.md 7: seen once there; in 7 of 65 compared cases of five runs
 # of memstats_variants_test.sh, on 1.18 to 1.27, amd64 and arm64). Nothing
 # else may differ in Sys.
 PERSISTENT_CHUNK = 256 << 10
