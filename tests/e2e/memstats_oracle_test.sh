@@ -34,7 +34,7 @@ trap 'exit 1' INT TERM
 run_case() {
   local label=$1 binary=$2 minor=$3 layout=$4 dir fd
   shift 4
-  dir=$work/$(echo "$label" | tr ' =/' '_-_')
+  dir=$work/$(echo "$label" | tr -c 'A-Za-z0-9.\n-' '_')
   mkdir -p "$dir"
   mkfifo "$dir/in"
   # Opened read-write, the fifo never blocks us and keeps the target's
