@@ -1,10 +1,10 @@
 package main
 
-// crashView is -crash-view, the kernel-core oracle of
+// crashView is -crash-view and -quiet-view, the core-file oracles of
 // tests/e2e/memstats_variants_test.sh: the target takes its own view and
-// writes it without allocating, then dies of SIGABRT (GOTRACEBACK=crash
-// gives a core), so the core holds exactly the memory the view was taken
-// from. ReadMemStats comes first here: its mcache flush would otherwise
+// writes it without allocating, then dies of SIGABRT (-crash-view;
+// GOTRACEBACK=crash gives a core) or blocks (-quiet-view, for a gcore), so
+// the core holds exactly the memory the view was taken from. ReadMemStats comes first here: its mcache flush would otherwise
 // move the counters between metrics.Read and the core; after it, the
 // metrics and MemStats both describe the memory the core keeps.
 //
@@ -20,6 +20,10 @@ import (
 	"strconv"
 	"syscall"
 )
+
+// Written once the view is out; a []byte made at init, since converting a
+// string could allocate.
+var viewLine = []byte("VIEW\n")
 
 // view appends "tag name value" lines to a buffer that must never grow.
 type view struct{ b []byte }
@@ -43,7 +47,7 @@ func (w *view) i(tag string, index int, v uint64) {
 	w.b = append(w.b, '\n')
 }
 
-func crashView(fd int, samples []metrics.Sample, buf []byte) {
+func crashView(fd int, samples []metrics.Sample, buf []byte, abort bool) {
 	// Writing the view must not grow this goroutine's stack either (a new
 	// 32 KiB stack after the view was seen with go1.27.3): grow it first.
 	growStack(0)
@@ -102,8 +106,17 @@ func crashView(fd int, samples []metrics.Sample, buf []byte) {
 	w.u("T", "threads", uint64(threads))
 	w.b = append(w.b, "END\n"...)
 	syscall.Write(fd, w.b)
-	syscall.Kill(os.Getpid(), syscall.SIGABRT)
-	select {}
+	syscall.Write(1, viewLine)
+	if abort {
+		syscall.Kill(os.Getpid(), syscall.SIGABRT)
+	}
+	// -quiet-view: stay as the view left the memory until stdin closes
+	// (a gcore is taken now).
+	for {
+		if n, _ := syscall.Read(0, buf[:cap(buf)]); n <= 0 {
+			os.Exit(0)
+		}
+	}
 }
 
 // growStack needs a 64 KiB stack; the stack keeps that size until a GC

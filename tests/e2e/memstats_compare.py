@@ -50,11 +50,12 @@ PERSISTENT_CHUNK = 256 << 10
 
 def scavenged_between(om, tm, their_metrics):
     """The background scavenger released pages between the target's own
-    metrics.Read and its ReadMemStats (go-memstats-facts.md 7; seen in 1 of
-    15 gcore cases of memstats_variants_test.sh, where gcore's seconds keep
-    the target waiting): then its ReadMemStats has more HeapReleased than its
-    own metrics, while its metrics equal ours and HeapIdle (free + released)
-    is unchanged."""
+    metrics.Read and its ReadMemStats, a race inside the target
+    (go-memstats-facts.md 7; seen once in 15 gcore cases of
+    memstats_variants_test.sh when the gcore, which stops the target for a
+    second, still came before the view): then its ReadMemStats has more
+    HeapReleased than its own metrics, while its metrics equal ours and
+    HeapIdle (free + released) is unchanged."""
     released = their_metrics.get("/memory/classes/heap/released:bytes")
     return (released == om["HeapReleased"] and tm["HeapReleased"] > released and
             tm["HeapIdle"] == om["HeapIdle"])

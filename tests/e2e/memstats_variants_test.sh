@@ -15,9 +15,11 @@
 #    DWARF and a stripped PIE read with the arm64 tables (128-byte cache
 #    line pad from 1.20); the tool reads the guest's memory inside the qemu
 #    process;
-#  - a gcore (gdb) of the quiescent target, taken where the live read would
-#    be, go1.26.8 exe and go1.19.8 stripped PIE: the core must give the view
-#    the target writes right after (gcore leaves it running unchanged);
+#  - a gcore (gdb), go1.26.8 exe and go1.19.8 stripped PIE: with -quiet-view
+#    the target takes its own view, writes it without allocating
+#    (testdata/memstats/crashview.go) and blocks; the gcore then taken must
+#    give exactly that view. (A gcore taken before the view is not exact:
+#    the ptrace stop lets the scavenger and the runtime run in between.)
 #  - a kernel core file, go1.19.8 exe and go1.27.3 stripped PIE: with
 #    -crash-view the target takes its own view, writes it without
 #    allocating (testdata/memstats/crashview.go) and aborts itself
@@ -177,6 +179,8 @@ for version in $(toolchain_versions); do
 done
 
 # --- 3. gcore of the quiescent target -----------------------------------------
+# -quiet-view: the target takes its view, writes it without allocating and
+# blocks; the gcore taken then must give exactly that view.
 for entry in "go1.26.8 exe dwarf" "go1.19.8 pie-stripped table"; do
   read -r version build layout <<<"$entry"
   [[ ${state[$version]:-} == ok ]] || continue
@@ -187,8 +191,12 @@ for entry in "go1.26.8 exe dwarf" "go1.19.8 pie-stripped table"; do
   fi
   program "$version" "memstats-amd64-$build" || continue
   dir=$work/gcore-$version-$build
+  target_args=(-quiet-view)
   if ! start_target "$dir" -- "$binary" GOGC=100; then
     fail "$label ($start_why)" "$dir/target.err"
+  elif ! echo go >&"$fd" ||
+    ! e2e_wait_for_line "$dir/target.out" '^VIEW' "$target_pid" "$ready_timeout"; then
+    fail "$label (target did not print VIEW)" "$dir/target.err"
   elif ! gcore -o "$dir/core" "$target_pid" >"$dir/gcore.log" 2>&1 ||
     [[ ! -f $dir/core.$target_pid ]]; then
     if grep -qiE 'ptrace|not permitted' "$dir/gcore.log"; then
@@ -196,12 +204,19 @@ for entry in "go1.26.8 exe dwarf" "go1.19.8 pie-stripped table"; do
     else
       fail "$label (gcore failed)" "$dir/gcore.log"
     fi
+  elif ! python3 "$src/tests/e2e/memstats_crashview.py" "$dir/theirs.json" "$dir/view.json" \
+    >"$dir/convert.out" 2>&1; then
+    fail "$label (the target's view is incomplete)" "$dir/convert.out"
   elif ! "$dump" --exe "$binary" --core "$dir/core.$target_pid" >"$dir/ours.json" \
     2>"$dir/dump.err"; then
     fail "$label (memstats_dump --core failed)" "$dir/dump.err"
+  elif python3 "$src/tests/e2e/memstats_compare.py" "$dir/ours.json" "$dir/view.json" \
+    "$(minor_of "$version")" "$layout" >"$dir/compare.out" 2>&1; then
+    pass "$label ($(tail -n 1 "$dir/compare.out"))"
   else
-    finish_view "$label" "$dir" "$dir/ours.json" "$(minor_of "$version")" "$layout"
+    fail "$label" "$dir/compare.out"
   fi
+  target_args=()
   # gdb writes the whole address space (about 1.3 GB with gdb 13).
   rm -f "$dir"/core.*
   stop_target
