@@ -96,6 +96,17 @@ build_all() {
     build_one "$version" memstats amd64 "$mode" 0 plain || ok=1
   done
   build_one "$version" memstats amd64 exe 1 plain || ok=1
+  # Its stripped builds (the variables recovered from machine code, the
+  # per-version layout tables) and, where arm64 runs live, arm64 builds for
+  # qemu (tests/e2e/memstats_variants_test.sh).
+  for mode in exe pie; do
+    build_one "$version" memstats amd64 "$mode" 0 stripped || ok=1
+  done
+  build_one "$version" memstats amd64 pie 1 stripped || ok=1
+  if toolchain_arm64_live "$version"; then
+    build_one "$version" memstats arm64 exe 0 plain || ok=1
+    build_one "$version" memstats arm64 pie 0 stripped || ok=1
+  fi
   return $ok
 }
 

@@ -29,6 +29,11 @@ MemstatsTraits MemstatsTraitsFor(const GoVersion& v) {
   m.variables.has_limiter_and_stack_size = From(v, 19);
   // emptymspan became a variable with pointers (mspan gained one) in 1.22.
   m.variables.emptymspan = From(v, 22) ? DataSection::kBss : DataSection::kNoptrbss;
+  // For the recovery from stripped binaries' code: 1.19 moved
+  // mstats.heapStats to offset 0; schedt gained pollingNet before its lock
+  // in 1.25.
+  m.variables.memstats_heap_stats = From(v, 19) ? 0 : 5960;
+  m.variables.sched_lock = From(v, 25) ? 32 : 24;
   m.heap_in_mstats = !From(v, 19);
   m.has_ptr_scalar_bits = !From(v, 25);
   m.goal_headroom_percent = From(v, 21);

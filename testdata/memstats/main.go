@@ -79,6 +79,8 @@ func main() {
 	out := flag.String("out", "", "where the JSON view goes")
 	heapMiB := flag.Int("heap-mib", 0, "also retain this many MiB of 512-byte objects")
 	stress := flag.Bool("stress", false, "allocate and call metrics.Read without pause")
+	crash := flag.Bool("crash-view", false, "write the view to -out without allocating, then SIGABRT (crashview.go)")
+	quiet := flag.Bool("quiet-view", false, "write the view to -out without allocating, then block (crashview.go)")
 	flag.Parse()
 	if *out == "" {
 		os.Stderr.WriteString("memstats: -out is required\n")
@@ -127,6 +129,15 @@ func main() {
 		select {} // the writers never block: no deadlock to detect
 	}
 	line := make([]byte, 64)
+	if *crash || *quiet {
+		f, err := os.Create(*out)
+		if err != nil {
+			panic(err)
+		}
+		buf := make([]byte, 0, 256<<10)
+		syscall.Read(0, line)
+		crashView(int(f.Fd()), samples, buf, *crash)
+	}
 	syscall.Read(0, line)
 
 	// Nothing may allocate from here to the last of the four calls.

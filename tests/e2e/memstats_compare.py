@@ -48,6 +48,19 @@ GCSYS_SHIFT_BOUND = 256 << 10
 PERSISTENT_CHUNK = 256 << 10
 
 
+def scavenged_between(om, tm, their_metrics):
+    """The background scavenger released pages between the target's own
+    metrics.Read and its ReadMemStats, a race inside the target
+    (go-memstats-facts.md 7; seen once in 15 gcore cases of
+    memstats_variants_test.sh when the gcore, which stops the target for a
+    second, still came before the view): then its ReadMemStats has more
+    HeapReleased than its own metrics, while its metrics equal ours and
+    HeapIdle (free + released) is unchanged."""
+    released = their_metrics.get("/memory/classes/heap/released:bytes")
+    return (released == om["HeapReleased"] and tm["HeapReleased"] > released and
+            tm["HeapIdle"] == om["HeapIdle"])
+
+
 def main():
     ours = json.load(open(sys.argv[1]))
     theirs = json.load(open(sys.argv[2]))
@@ -89,6 +102,8 @@ def main():
         skip_next_gc = False
     for field, value in tm.items():
         if field in ("GCSys", "OtherSys", "Sys") or (field == "NextGC" and skip_next_gc):
+            continue
+        if field == "HeapReleased" and scavenged_between(om, tm, their_metrics):
             continue
         if om.get(field) != value:
             diffs.append("MemStats.%s: ours %s, ReadMemStats %s" % (field, om.get(field),

@@ -16,15 +16,18 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "elf/elf_file.h"
 #include "go_toolchains.h"
 #include "gobin/code_scan.h"
 #include "gobin/go_binary.h"
+#include "gobin/memstats_variables.h"
 #include "gobin/moduledata.h"
 #include "gobin/runtime_variables.h"
 #include "runtime/runtime_traits.h"
+#include "stripped_view.h"
 
 namespace goheap2pprof {
 namespace {
@@ -88,6 +91,9 @@ class StrippedTest : public testing_go::ToolchainTest<Mode, Modes> {
   // What runtime/ says about this version's variables.
   RuntimeVariableLayout Layout() const {
     return TraitsForVersion({1, tc_->minor, tc_->patch}).variables;
+  }
+  MemstatsVariableLayout MemstatsLayout() const {
+    return TraitsForVersion({1, tc_->minor, tc_->patch}).memstats.variables;
   }
 
   std::unique_ptr<ElfFile> stripped_elf_, twin_elf_;
@@ -167,6 +173,92 @@ TEST_P(StrippedTest, RecoveredVariablesEqualTwinSymbols) {
             << " (" << got.mbuckets.source << "), MemProfileRate " << Hex(got.mem_profile_rate.addr)
             << ", cycle " << Hex(got.cycle.addr) << " (" << got.cycle.source
             << "), disableMemoryProfiling " << Hex(got.disable_memory_profiling->addr) << "\n";
+}
+
+// The memory statistics' variables, one pointer per field of
+// MemstatsVariables (the optional ones only when present).
+std::vector<std::pair<std::string_view, const RuntimeVariable*>> MemstatsFields(
+    const MemstatsVariables& v) {
+  std::vector<std::pair<std::string_view, const RuntimeVariable*>> out = {
+      {"runtime.memstats", &v.memstats},    {"runtime.gcController", &v.gc_controller},
+      {"runtime.mheap_", &v.mheap},         {"runtime.allp", &v.allp},
+      {"runtime.allglen", &v.allglen},      {"runtime.allm", &v.allm},
+      {"runtime.sched", &v.sched},          {"runtime.gomaxprocs", &v.gomaxprocs},
+      {"runtime.emptymspan", &v.emptymspan}};
+  if (v.starting_stack_size) out.push_back({"runtime.startingStackSize", &*v.starting_stack_size});
+  if (v.gc_cpu_limiter) out.push_back({"runtime.gcCPULimiter", &*v.gc_cpu_limiter});
+  return out;
+}
+
+// Every memory-statistics variable recovered from the stripped binary's code
+// is where the twin's symbol table puts it, and the recovery names the
+// runtime functions it used.
+TEST_P(StrippedTest, MemstatsVariablesEqualTwinSymbols) {
+  const MemstatsVariables got = LocateMemstatsVariables(*stripped_, MemstatsLayout());
+  EXPECT_EQ(got.starting_stack_size.has_value(), tc_->minor >= 19);
+  EXPECT_EQ(got.gc_cpu_limiter.has_value(), tc_->minor >= 19);
+  std::cout << "  [" << tc_->label << " " << mode_->label << "]";
+  for (const auto& [symbol, var] : MemstatsFields(got)) {
+    std::optional<uint64_t> want = twin_->SymbolAddress(symbol);
+    ASSERT_TRUE(want) << symbol;
+    EXPECT_EQ(var->addr, *want) << symbol << ": " << var->source;
+    EXPECT_TRUE(var->source.starts_with("recovered from runtime.")) << var->source;
+    std::cout << " " << symbol.substr(8) << "=" << Hex(var->addr);
+  }
+  std::cout << "\n";
+}
+
+// The same recovery on the twin with its symbol table hidden gives the
+// twin's symbols, and reading by symbol gives them too.
+TEST_P(StrippedTest, MemstatsRecoveryAgreesWithSymbolsOfTheSameFile) {
+  size_t retyped = 0;
+  ElfFile view_elf = ElfFile::FromBytes(testing_go::WithoutSymtab(*twin_elf_, &retyped), "view");
+  ASSERT_EQ(retyped, 1u);
+  GoBinary view(view_elf);
+  const MemstatsVariables by_code = LocateMemstatsVariables(view, MemstatsLayout());
+  const MemstatsVariables by_symbol = LocateMemstatsVariables(*twin_, MemstatsLayout());
+  const auto code_fields = MemstatsFields(by_code);
+  const auto symbol_fields = MemstatsFields(by_symbol);
+  ASSERT_EQ(code_fields.size(), symbol_fields.size());
+  for (size_t i = 0; i < code_fields.size(); ++i) {
+    EXPECT_EQ(symbol_fields[i].second->source, "symbol table");
+    EXPECT_EQ(code_fields[i].second->addr, symbol_fields[i].second->addr)
+        << code_fields[i].first << ": " << code_fields[i].second->source;
+  }
+}
+
+// Fail closed: emptymspan in the other section than this version's linker
+// uses is refused, even though the code references agree on it.
+TEST_P(StrippedTest, MemstatsVariableInAnotherSectionIsRefused) {
+  MemstatsVariableLayout wrong = MemstatsLayout();
+  wrong.emptymspan =
+      wrong.emptymspan == DataSection::kBss ? DataSection::kNoptrbss : DataSection::kBss;
+  try {
+    LocateMemstatsVariables(*stripped_, wrong);
+    ADD_FAILURE() << "expected kUnsupported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported) << e.what();
+    EXPECT_NE(std::string(e.what()).find("runtime.emptymspan"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(std::string("is not in ") +
+                                         std::string(DataSectionName(wrong.emptymspan))),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Fail closed: the other version family's offset of sched.lock points at no
+// address whose goidgen (offset 0) newproc1 and oneNewExtraM use.
+TEST_P(StrippedTest, WrongSchedLockOffsetIsRefused) {
+  MemstatsVariableLayout wrong = MemstatsLayout();
+  wrong.sched_lock = wrong.sched_lock == 24 ? 32 : 24;
+  try {
+    LocateMemstatsVariables(*stripped_, wrong);
+    ADD_FAILURE() << "expected kUnsupported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported) << e.what();
+    EXPECT_NE(std::string(e.what()).find("runtime.sched "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("refusing to guess"), std::string::npos) << e.what();
+  }
 }
 
 TEST_P(StrippedTest, TextStartAndFuncdataFromModuledata) {
