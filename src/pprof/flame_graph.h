@@ -87,6 +87,10 @@ inline std::string FlameGraphHtml(const pb::Profile& profile, const FlameGraphOp
 // the page's own script and style run.
 std::string FlameGraphContentSecurityPolicy();
 
+// A Content-Security-Policy hash source for text, without the quotes:
+// "sha256-<base64 of its SHA-256>" (OpenSSL's digest).
+std::string CspSha256Source(std::string_view text);
+
 // Text for an HTML element or a quoted attribute value.
 std::string EscapeHtml(std::string_view text);
 // JSON for a <script type="application/json"> element: no '<', '>' or '&'

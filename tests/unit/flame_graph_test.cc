@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "base/error.h"
-#include "base/sha256.h"
 
 namespace goheap2pprof {
 namespace {
@@ -337,20 +336,17 @@ TEST(FlameGraphTest, PolicyNamesTheScriptByItsHash) {
   EXPECT_EQ(policy.rfind("default-src 'none'; script-src 'sha256-", 0), 0u) << policy;
   const size_t begin = page.rfind("<script>") + 8;
   const std::string script = page.substr(begin, page.rfind("</script>") - begin);
-  EXPECT_NE(policy.find("'sha256-" + Base64(Sha256(script)) + "'"), std::string::npos);
+  EXPECT_NE(policy.find("'" + CspSha256Source(script) + "'"), std::string::npos);
 }
 
-TEST(Sha256Test, KnownDigests) {
+TEST(FlameGraphTest, CspHashSourceIsTheBase64OfSha256) {
   // FIPS 180-4 examples and the empty message.
-  EXPECT_EQ(Base64(Sha256("abc")), "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=");
-  EXPECT_EQ(Base64(Sha256("")), "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=");
-  EXPECT_EQ(Base64(Sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
-            "JI1qYdIGOLjlwCaTDD5gOaM85Flk/yFn9uzt1BnbBsE=");
-  EXPECT_EQ(Base64(Sha256(std::string(1000000, 'a'))),
-            "zcduXJkU+5KBocfihNc+Z/GAmkiklyAOBG05zMcRLNA=");
-  EXPECT_EQ(Base64("f"), "Zg==");
-  EXPECT_EQ(Base64("fo"), "Zm8=");
-  EXPECT_EQ(Base64("foo"), "Zm9v");
+  EXPECT_EQ(CspSha256Source("abc"), "sha256-ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=");
+  EXPECT_EQ(CspSha256Source(""), "sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=");
+  EXPECT_EQ(CspSha256Source("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "sha256-JI1qYdIGOLjlwCaTDD5gOaM85Flk/yFn9uzt1BnbBsE=");
+  EXPECT_EQ(CspSha256Source(std::string(1000000, 'a')),
+            "sha256-zcduXJkU+5KBocfihNc+Z/GAmkiklyAOBG05zMcRLNA=");
 }
 
 }  // namespace
