@@ -20,8 +20,8 @@
 //                  bound (slope - 2 sigma) is above zero, R^2 >= 0.7, at most
 //                  a quarter of the steps fell significantly, no single step
 //                  made more than half the change, and the second half of
-//                  the window still grew significantly and by at least a
-//                  quarter of the whole change (not plateaued);
+//                  the window still grew by at least a quarter of the whole
+//                  change (not plateaued);
 //   SHRINKING      the change is below minus its threshold and the slope's
 //                  upper bound is below zero;
 //   SAWTOOTH       a significant rise (from the lowest point since the last
