@@ -23,6 +23,8 @@
 #     leak first within 5% of its rate at rate 1, and reports RSS; on an idle
 #     target (no GC cycle ends) every capture after the first is skipped and
 #     the report refuses to stand on one snapshot (exit 2, saying why).
+# (6) watch --report on the free-running target: when the target ends, the
+#     report over the watch's profiles is beside them, with the leak first.
 #
 #   bash tests/e2e/growth_test.sh <path-to-goheap2pprof> <path-to-profdiff>
 #
@@ -212,6 +214,37 @@ if e2e_wait_for_line "$dir/idle.out" '^DONE' "$target_pid" 60; then
   fi
 else
   fail "live idle: the target did not start" "$dir/idle.err"
+fi
+e2e_stop_pids
+
+# (6) watch --report: the watch captures the free-running target every
+# 500 ms; when the target ends (killed here; an OOM kill ends it the same
+# way) the report over those profiles is written beside them.
+dir=$work/watch
+mkdir -p "$dir"
+e2e_start "$dir/target.out" "$dir/target.err" "$target" -rate 1 -step 100ms
+gpid=$target_pid
+if e2e_wait_for_line "$dir/target.out" '^READY ' "$gpid" 60; then
+  e2e_start "$dir/watch.out" "$dir/watch.err" "$tool" watch "$gpid" -o "$dir" --every 500ms \
+    --max-files 50 --report
+  wpid=$target_pid
+  for _ in $(seq 1 300); do
+    (($(grep -c '"file":"growthtarget-' "$dir/watch.jsonl" 2>/dev/null) >= 8)) && break
+    sleep 0.1
+  done
+  kill -9 "$gpid"
+  e2e_wait_for_line "$dir/watch.jsonl" '"event":"watch-end"' "$wpid" 30
+  report=$dir/growthtarget-$gpid-growth.json
+  if [[ -f $report && -f ${report%.json}.txt && -f ${report%.json}.pb.gz ]] &&
+    jq -e '.snapshots >= 8 and .sites[0].class == "STEADY GROWTH" and
+      (.sites[0].stack[0] | startswith("main.leakAlloc "))' "$report" >/dev/null &&
+    grep -q '"event":"growth-report"' "$dir/watch.jsonl"; then
+    pass "watch --report: the report beside $(jq .snapshots "$report") profiles ranks the leak first"
+  else
+    fail "watch --report: no report, or not the leak first" "$dir/watch.err"
+  fi
+else
+  fail "watch --report: the target did not start" "$dir/target.err"
 fi
 e2e_stop_pids
 
