@@ -39,7 +39,7 @@ build_one() {
     stripped) flags+=("-ldflags=-s -w") ;;
     twin) flags+=("-ldflags=-w -w") ;;
   esac
-  [[ $program == oracle && $cgo == 1 ]] && flags+=(-tags withcgo)
+  [[ ($program == oracle || $program == memstats) && $cgo == 1 ]] && flags+=(-tags withcgo)
   key="$version_text|$arch|$mode|$cgo|${flags[*]}|$(cat "$src/testdata/$program"/*.go \
     "$src/testdata/$program/go.mod" | md5sum)"
   if [[ -x $out/$version/$name && $(cat "$out/$version/$name.key" 2>/dev/null) == "$key" ]]; then
@@ -91,6 +91,11 @@ build_all() {
   # externally linked PIE before 1.26 has no pclntab section at all.
   build_one "$version" oracle amd64 exe 1 plain || ok=1
   build_one "$version" oracle amd64 pie 1 stripped || ok=1
+  # The memory-statistics oracle (tests/e2e/memstats_oracle_test.sh).
+  for mode in exe pie; do
+    build_one "$version" memstats amd64 "$mode" 0 plain || ok=1
+  done
+  build_one "$version" memstats amd64 exe 1 plain || ok=1
   return $ok
 }
 

@@ -57,4 +57,19 @@ ExecutableAnalysis::ExecutableAnalysis(std::shared_ptr<const ElfFile> elf,
   symbolizer_ = std::make_unique<Symbolizer>(*pclntab_, traits_);
 }
 
+const MemstatsAnalysis& ExecutableAnalysis::memstats() const {
+  std::call_once(memstats_once_, [this] {
+    try {
+      MemstatsAnalysis m;
+      m.layout = CheckMemstatsLayout(*elf_, traits_);
+      m.variables = LocateMemstatsVariables(binary_, traits_.memstats.variables);
+      memstats_ = std::move(m);
+    } catch (const Error& e) {
+      memstats_error_ = e;
+    }
+  });
+  if (memstats_error_) throw *memstats_error_;
+  return *memstats_;
+}
+
 }  // namespace goheap2pprof

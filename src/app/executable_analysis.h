@@ -18,18 +18,29 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "elf/elf_file.h"
 #include "gobin/go_binary.h"
+#include "gobin/memstats_variables.h"
 #include "gobin/pclntab.h"
 #include "gobin/runtime_variables.h"
+#include "runtime/memstats_layout.h"
 #include "runtime/runtime_traits.h"
 #include "symbolize/symbolizer.h"
 
 namespace goheap2pprof {
+
+// Where the runtime's memory statistics are in the executable (link-time
+// addresses) and how they are laid out (runtime/memstats_layout.h).
+struct MemstatsAnalysis {
+  MemstatsVariables variables;
+  MemstatsLayoutVerdict layout;
+};
 
 class ExecutableAnalysis {
  public:
@@ -64,6 +75,11 @@ class ExecutableAnalysis {
   // a layout read without proof or proven only from DWARF.
   const std::vector<std::string>& layout_warnings() const { return layout_warnings_; }
 
+  // The memory-statistics variables and layout, found on first use (a heap
+  // capture does not need them). Throws the Error finding them threw, on
+  // every call. Thread-safe.
+  const MemstatsAnalysis& memstats() const;
+
  private:
   ExecutableAnalysis(std::shared_ptr<const ElfFile> elf, std::optional<GoVersion> assume_go_layout);
 
@@ -79,6 +95,9 @@ class ExecutableAnalysis {
   std::vector<std::string> notes_;
   std::vector<std::string> warnings_;
   std::vector<std::string> layout_warnings_;
+  mutable std::once_flag memstats_once_;
+  mutable std::optional<MemstatsAnalysis> memstats_;
+  mutable std::optional<Error> memstats_error_;
 };
 
 }  // namespace goheap2pprof

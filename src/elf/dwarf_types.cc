@@ -374,6 +374,11 @@ std::optional<DwarfStruct> DwarfTypes::StructAt(uint64_t die_offset) const {
       if (TypeOf(&child, &type) && dwarf_aggregate_size(&type, &type_size) == 0) {
         m.size = type_size;
       }
+      Dwarf_Die peeled;
+      if (TypeOf(&child, &type) && dwarf_peel_type(&type, &peeled) == 0 &&
+          dwarf_tag(&peeled) == DW_TAG_structure_type) {
+        m.struct_die = dwarf_dieoffset(&peeled);
+      }
       s.members.push_back(std::move(m));
     }
     Dwarf_Die sibling;
@@ -391,6 +396,11 @@ std::optional<DwarfStruct> DwarfTypes::FindStruct(std::string_view name) const {
   const std::optional<uint64_t> offset = Lookup(structs_, name);
   if (!offset) return std::nullopt;
   return StructAt(*offset);
+}
+
+std::optional<DwarfStruct> DwarfTypes::MemberStruct(const DwarfMember& member) const {
+  if (!member.struct_die) return std::nullopt;
+  return StructAt(*member.struct_die);
 }
 
 std::optional<DwarfStruct> DwarfTypes::FindVariableStruct(std::string_view name) const {

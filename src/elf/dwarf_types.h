@@ -38,6 +38,9 @@ struct DwarfMember {
   std::optional<uint64_t> offset;
   // Byte size of the member's type; nullopt when libdw cannot compute it.
   std::optional<uint64_t> size;
+  // When the member's type is a struct (through typedefs): where its DIE is,
+  // for DwarfTypes::MemberStruct (nested and anonymous structs).
+  std::optional<uint64_t> struct_die = std::nullopt;
 };
 
 struct DwarfStruct {
@@ -73,6 +76,9 @@ class DwarfTypes {
   // at the top level of a unit) resolves to through typedefs and qualifiers.
   // nullopt if there is no such variable or its type is not a struct.
   std::optional<DwarfStruct> FindVariableStruct(std::string_view name) const;
+
+  // The struct type of a member (its struct_die); nullopt when it has none.
+  std::optional<DwarfStruct> MemberStruct(const DwarfMember& member) const;
 
  private:
   struct ElfEnd {

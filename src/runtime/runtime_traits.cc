@@ -23,6 +23,24 @@ bool From(const GoVersion& v, int minor, int patch = 0) {
   return v.patch >= patch;
 }
 
+// The facts' sections 1 and 4-7, read in each toolchain's runtime sources.
+MemstatsTraits MemstatsTraitsFor(const GoVersion& v) {
+  MemstatsTraits m;
+  m.variables.has_limiter_and_stack_size = From(v, 19);
+  // emptymspan became a variable with pointers (mspan gained one) in 1.22.
+  m.variables.emptymspan = From(v, 22) ? DataSection::kBss : DataSection::kNoptrbss;
+  m.heap_in_mstats = !From(v, 19);
+  m.has_ptr_scalar_bits = !From(v, 25);
+  m.goal_headroom_percent = From(v, 21);
+  m.flush_adds_used_slots = From(v, 19);
+  m.spinbit_mutex = From(v, 24);
+  m.sched_two_free_lists = From(v, 25);
+  m.goroutines_metric_counts_system = From(v, 26);
+  m.metrics_1_19 = From(v, 19);
+  m.metrics_1_21 = From(v, 21);
+  return m;
+}
+
 }  // namespace
 
 RuntimeTraits TraitsForVersion(const GoVersion& v) {
@@ -90,6 +108,7 @@ RuntimeTraits TraitsForVersion(const GoVersion& v) {
   } else {
     t.func_ids = {.gopanic = 10, .panicwrap = 15, .sigpanic = 20, .wrapper = 23};
   }
+  t.memstats = MemstatsTraitsFor(v);
   return t;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gobin/buildinfo.h"
+#include "gobin/memstats_variables.h"
 #include "gobin/runtime_variables.h"
 
 namespace goheap2pprof {
@@ -34,6 +35,38 @@ struct FuncIds {
   uint8_t panicwrap = 0;
   uint8_t sigpanic = 0;
   uint8_t wrapper = 0;
+};
+
+// How Go's memory statistics differ between versions (go-memstats-facts.md,
+// sections 1, 4-7), for the outside read of memstats/. Offsets are not here
+// but in runtime/memstats_layout.h.
+struct MemstatsTraits {
+  MemstatsVariableLayout variables;
+  // 1.18: heap_sys/heap_inuse/heap_released are mstats fields and
+  // gcController.heapGoal is a field; 1.19+ moved them to gcController and
+  // compute the goal (heapGoal()).
+  bool heap_in_mstats = false;
+  // heapStatsDelta.inPtrScalarBits exists (1.18-1.24).
+  bool has_ptr_scalar_bits = true;
+  // heapGoal()'s memory-limit headroom: 1 MiB (1.19-1.20) or max(3 %,
+  // 1 MiB) (1.21+). Unused with heap_in_mstats.
+  bool goal_headroom_percent = true;
+  // ReadMemStats's mcache flush: 1.18 subtracts a cached span's unused
+  // slots (counted when cached); 1.19+ adds the slots used while cached.
+  bool flush_adds_used_slots = true;
+  // noPLock is the spinbit mutex (1.24+): locked when key & 1; else the
+  // futex mutex, locked when key != 0.
+  bool spinbit_mutex = true;
+  // sched.gFree has two lists (stack, noStack) from 1.25, one before.
+  bool sched_two_free_lists = true;
+  // /sched/goroutines:goroutines counts system goroutines (gcount(true),
+  // 1.26+); before it equals NumGoroutine.
+  bool goroutines_metric_counts_system = true;
+  // Metrics added after 1.18: /sched/gomaxprocs, /gc/stack/starting-size,
+  // /gc/limiter/last-enabled (1.19); /gc/gogc, /gc/gomemlimit,
+  // /gc/heap/live, /gc/scan/* (1.21).
+  bool metrics_1_19 = true;
+  bool metrics_1_21 = true;
 };
 
 struct RuntimeTraits {
@@ -81,6 +114,9 @@ struct RuntimeTraits {
   bool deck_compares_printed_name = false;  // 1.18-1.21 compare Frame.Function
   bool cached_location_deck_retry = false;  // 1.19+: fake-PC retry on cache hit
   FuncIds func_ids;
+
+  // --- the memory statistics (mstats.go, metrics.go, mgcpacer.go) ---
+  MemstatsTraits memstats;
 };
 
 // Throws Error(kUnsupported) for Go older than 1.18 (other bucket and

@@ -1,0 +1,3 @@
+module goheap2pprof.test/memstats
+
+go 1.18

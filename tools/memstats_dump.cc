@@ -1,0 +1,155 @@
+// memstats_dump: a test tool (not installed) that prints the engine's read
+// of a Go process's memory statistics as JSON, with the names Go's
+// encoding/json gives runtime.MemStats and runtime/metrics, so that
+// tests/e2e/memstats_oracle_test.sh can compare it with the target's own
+// view field by field. The user-facing command is `goheap2pprof mem`.
+//
+//   memstats_dump [--exe FILE] PID
+//   memstats_dump [--exe FILE] --core CORE
+//   memstats_dump --repeat N PID     # N reads; "read_ms" lists each one's time
+//
+// With --repeat, "decreases" counts the reads in which a cumulative counter
+// (heap allocs and frees, objects and bytes, tiny allocs, GC cycles) was
+// lower than in the read before: a torn read, since the runtime only adds
+// to them. "max_attempts" is the most attempts one read needed.
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "app/core_source.h"
+#include "app/executable_analysis.h"
+#include "app/process_source.h"
+#include "app/runtime_stats.h"
+#include "base/error.h"
+
+namespace goheap2pprof {
+namespace {
+
+nlohmann::ordered_json MemStatsJson(const MemStats& m) {
+  nlohmann::ordered_json j;
+  j["Alloc"] = m.alloc;
+  j["TotalAlloc"] = m.total_alloc;
+  j["Sys"] = m.sys;
+  j["Lookups"] = m.lookups;
+  j["Mallocs"] = m.mallocs;
+  j["Frees"] = m.frees;
+  j["HeapAlloc"] = m.heap_alloc;
+  j["HeapSys"] = m.heap_sys;
+  j["HeapIdle"] = m.heap_idle;
+  j["HeapInuse"] = m.heap_inuse;
+  j["HeapReleased"] = m.heap_released;
+  j["HeapObjects"] = m.heap_objects;
+  j["StackInuse"] = m.stack_inuse;
+  j["StackSys"] = m.stack_sys;
+  j["MSpanInuse"] = m.mspan_inuse;
+  j["MSpanSys"] = m.mspan_sys;
+  j["MCacheInuse"] = m.mcache_inuse;
+  j["MCacheSys"] = m.mcache_sys;
+  j["BuckHashSys"] = m.buck_hash_sys;
+  j["GCSys"] = m.gc_sys;
+  j["OtherSys"] = m.other_sys;
+  j["NextGC"] = m.next_gc;
+  j["LastGC"] = m.last_gc;
+  j["PauseTotalNs"] = m.pause_total_ns;
+  j["PauseNs"] = m.pause_ns;
+  j["PauseEnd"] = m.pause_end;
+  j["NumGC"] = m.num_gc;
+  j["NumForcedGC"] = m.num_forced_gc;
+  j["GCCPUFraction"] = m.gc_cpu_fraction;
+  j["EnableGC"] = m.enable_gc;
+  j["DebugGC"] = m.debug_gc;
+  nlohmann::ordered_json by_size = nlohmann::ordered_json::array();
+  for (const MemStats::SizeClass& c : m.by_size) {
+    by_size.push_back({{"Size", c.size}, {"Mallocs", c.mallocs}, {"Frees", c.frees}});
+  }
+  j["BySize"] = by_size;
+  return j;
+}
+
+// Whether a counter the runtime only adds to went down between two reads.
+bool Decreased(const GoRuntimeStats& before, const GoRuntimeStats& after) {
+  for (const char* name :
+       {"/gc/heap/allocs:objects", "/gc/heap/allocs:bytes", "/gc/heap/frees:objects",
+        "/gc/heap/frees:bytes", "/gc/heap/tiny/allocs:objects", "/gc/cycles/total:gc-cycles"}) {
+    if (after.Uint(name).value_or(0) < before.Uint(name).value_or(0)) return true;
+  }
+  return false;
+}
+
+int Run(int argc, char** argv) {
+  ExecutableOptions exe;
+  std::string core;
+  std::string pid_text;
+  int repeat = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--exe" && i + 1 < argc) {
+      exe.path = argv[++i];
+    } else if (arg == "--repeat" && i + 1 < argc) {
+      repeat = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--core" && i + 1 < argc) {
+      core = argv[++i];
+    } else {
+      pid_text = arg;
+    }
+  }
+  if (core.empty() == pid_text.empty()) {
+    std::cerr << "usage: memstats_dump [--exe FILE] (PID | --core CORE)\n";
+    return 2;
+  }
+  std::unique_ptr<CaptureSource> source;
+  if (!core.empty()) {
+    source = OpenCoreSource(core, exe);
+  } else {
+    source = OpenProcessSource(IdentifyLiveProcess(std::atoi(pid_text.c_str())), exe);
+  }
+  auto analysis = ExecutableAnalysis::Create(source->executable().elf);
+  GoRuntimeStats s;
+  nlohmann::ordered_json read_ms = nlohmann::ordered_json::array();
+  int decreases = 0, max_attempts = 0;
+  for (int i = 0; i < repeat; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    GoRuntimeStats previous = std::move(s);
+    s = ReadGoRuntimeStats(*source, *analysis);
+    max_attempts = std::max(max_attempts, s.attempts);
+    if (i > 0 && Decreased(previous, s)) ++decreases;
+    read_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  nlohmann::ordered_json out;
+  out["go_version"] = s.go_version;
+  out["memstats"] = MemStatsJson(s.mem);
+  nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
+  for (const GoMetric& m : s.metrics) {
+    if (m.kind == GoMetric::Kind::kUint64) metrics[m.name] = m.u;
+  }
+  out["metrics_uint64"] = metrics;
+  out["num_goroutine"] = s.num_goroutine;
+  out["gomaxprocs"] = s.gomaxprocs;
+  out["threads"] = s.threads;
+  out["attempts"] = s.attempts;
+  out["layout_from_dwarf"] = analysis->memstats().layout.from_dwarf;
+  out["layout_table_differences"] = analysis->memstats().layout.table_differences;
+  out["notes"] = s.notes;
+  out["read_ms"] = read_ms;
+  out["decreases"] = decreases;
+  out["max_attempts"] = max_attempts;
+  std::cout << out.dump(1) << "\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace goheap2pprof
+
+int main(int argc, char** argv) {
+  try {
+    return goheap2pprof::Run(argc, argv);
+  } catch (const goheap2pprof::Error& e) {
+    std::cerr << "memstats_dump: " << e.what() << "\n";
+    return static_cast<int>(e.kind());
+  }
+}
