@@ -10,6 +10,7 @@
 
 #include "agent/cgroup.h"
 #include "app/capture.h"
+#include "app/runtime_stats.h"
 #include "base/error.h"
 #include "pprof/output.h"
 #include "proc/procfs.h"
@@ -60,9 +61,10 @@ std::optional<int64_t> ReadRss(pid_t pid) {
   }
 }
 
-// The memory outside the profile at one moment.
+// The memory outside the profile at one moment, and the runtime's own count
+// of live heap bytes (as of the same GC cycle as the profile).
 struct Outside {
-  std::optional<int64_t> rss, cgroup, limit;
+  std::optional<int64_t> rss, cgroup, limit, heap_live;
 };
 
 class OutsideReader {
@@ -70,7 +72,8 @@ class OutsideReader {
   OutsideReader(pid_t pid, const std::string& fs_root)
       : pid_(pid), fs_(fs_root), cg_(fs_.FindMemoryCgroup(pid)) {}
   Outside Read() const {
-    Outside o{.rss = ReadRss(pid_), .cgroup = std::nullopt, .limit = std::nullopt};
+    Outside o;
+    o.rss = ReadRss(pid_);
     if (cg_) {
       const MemoryReading m = fs_.Read(*cg_);
       if (m.usage) o.cgroup = static_cast<int64_t>(*m.usage);
@@ -88,6 +91,9 @@ class OutsideReader {
 void SetOutside(const Outside& first, const Outside& last, GrowthInfo& info) {
   if (first.rss && last.rss) info.rss = GrowthPair{*first.rss, *last.rss};
   if (first.cgroup && last.cgroup) info.cgroup = GrowthPair{*first.cgroup, *last.cgroup};
+  if (first.heap_live && last.heap_live) {
+    info.heap_live = GrowthPair{*first.heap_live, *last.heap_live};
+  }
   info.cgroup_limit = last.limit;
 }
 
@@ -102,6 +108,20 @@ struct LiveRun {
   int skipped = 0;
   std::optional<Outside> first, last;
 };
+
+// /gc/heap/live:bytes from the runtime's memory statistics; nullopt when
+// this Go version's cannot be read (the report then leaves it out).
+std::optional<int64_t> HeapLive(LiveRun& run) {
+  try {
+    const GoRuntimeStats stats = ReadGoRuntimeStats(*run.source, *run.analysis);
+    if (std::optional<uint64_t> live = stats.Uint("/gc/heap/live:bytes")) {
+      return static_cast<int64_t>(*live);
+    }
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kNoSuchProcess) throw;
+  }
+  return std::nullopt;
+}
 
 // One capture; kept unless its cycle is the last kept one's.
 void TakeSnapshot(LiveRun& run, const GrowthLiveOptions& o, const OutsideReader& outside, int index,
@@ -120,7 +140,9 @@ void TakeSnapshot(LiveRun& run, const GrowthLiveOptions& o, const OutsideReader&
                  r.profile);
   }
   run.collector.Add(r.profile.get(), name, report.cycle);
-  (run.first ? run.last : run.first) = outside.Read();
+  Outside now = outside.Read();
+  now.heap_live = HeapLive(run);
+  (run.first ? run.last : run.first) = now;
   if (o.verbose) {
     log << "goheap2pprof growth: " << name << " kept (cycle "
         << (report.cycle ? std::to_string(*report.cycle) : "?") << ")\n";

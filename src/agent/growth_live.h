@@ -1,7 +1,8 @@
 // `goheap2pprof growth <pid>`: snapshots of a live Go process taken every
 // --every for --for after a --warm-up, each one only if a GC cycle ended
 // since the last kept one (the heap profile changes only then), with the
-// process's RSS and its memory cgroup's usage at the first and last kept
+// process's RSS, its memory cgroup's usage and the runtime's
+// /gc/heap/live:bytes (app/runtime_stats.h) at the first and last kept
 // snapshot, analysed into a growth report (pprof/growth_report.h).
 //
 //   GrowthLiveOptions o{.pid = 1234, .every = 30s, .duration = 10min};

@@ -84,15 +84,17 @@ bool CountSteps(const Thresholds& th, SiteGrowth& g) {
   return fell_after_rise;
 }
 
-// Whether the second half of the window still grew by at least a quarter of
-// the whole change: a site that filled and stopped (a cache) did not. Not
-// asked to be significant on its own: half the window has half the change
-// and about as much noise, so a sampled leak would often fail that.
+// Whether the second half of the window still grew: by at least a quarter
+// of the whole change (a site that filled and stopped, a cache, did not), and
+// by more than one standard deviation of its noise. Not asked to be
+// significant at two: half the window has half the change and, taken as
+// independent ends, about as much noise, so a sampled leak would often fail.
 bool StillGrowing(const Thresholds& th, const SiteGrowth& g) {
   const std::vector<int64_t>& y = th.s.bytes;
   const size_t last = y.size() - 1, mid = last / 2;
   const double second = static_cast<double>(y[last]) - static_cast<double>(y[mid]);
-  return second > 0 && second >= 0.25 * static_cast<double>(g.change_bytes);
+  return second > th.Between(mid, last) / kSigmas &&
+         second >= 0.25 * static_cast<double>(g.change_bytes);
 }
 
 // The largest rise of one step.

@@ -21,7 +21,7 @@
 //                  a quarter of the steps fell significantly, no single step
 //                  made more than half the change, and the second half of
 //                  the window still grew by at least a quarter of the whole
-//                  change (not plateaued);
+//                  change and by more than one sigma (not plateaued);
 //   SHRINKING      the change is below minus its threshold and the slope's
 //                  upper bound is below zero;
 //   SAWTOOTH       a significant rise (from the lowest point since the last

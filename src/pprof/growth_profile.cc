@@ -49,6 +49,7 @@ class GrowthProfileBuilder {
       pb::Location* loc = p_.add_location();
       loc->set_id(it->second);
       loc->set_address(g.address);
+      if (p_.mapping_size() > 0) loc->set_mapping_id(1);
       for (const GrowthLine& l : g.lines) {
         pb::Line* line = loc->add_line();
         line->set_function_id(Function(l));
@@ -83,6 +84,17 @@ void Header(const GrowthReport& r, GrowthProfileBuilder& b) {
   p.add_comment(b.Str("goheap2pprof growth of " + r.info.source + " over " +
                       std::to_string(d.snapshots.size()) + " snapshots"));
   p.add_comment(b.Str("inuse_*: last minus first snapshot; *_per_hour: least-squares slope"));
+  // The executable, so that pprof names it (and can find it for -symbolize).
+  if (const std::optional<GrowthMapping>& m = d.main_mapping) {
+    pb::Mapping* mapping = p.add_mapping();
+    mapping->set_id(1);
+    mapping->set_memory_start(m->start);
+    mapping->set_memory_limit(m->limit);
+    mapping->set_file_offset(m->offset);
+    mapping->set_filename(b.Str(m->filename));
+    mapping->set_build_id(b.Str(m->build_id));
+    mapping->set_has_functions(true);
+  }
 }
 
 int64_t Rounded(double v) { return SaturatingFromDouble(std::round(v)); }

@@ -149,6 +149,10 @@ void TextTotals(const GrowthReport& r, std::ostream& out) {
         << FormatBytes(static_cast<double>(p.last)) << " (" << Signed(grew) << ")";
     if (grew > 0) out << "; the profile explains " << std::lround(100 * change / grew) << "%";
   };
+  if (r.info.heap_live) {
+    other("/gc/heap/live:bytes", *r.info.heap_live);
+    out << "\n";
+  }
   if (r.info.rss) {
     other("RSS", *r.info.rss);
     out << "\n";
@@ -230,6 +234,7 @@ nlohmann::ordered_json TotalsJson(const GrowthReport& r) {
                          {"change", t.change_bytes},
                          {"change_noise", t.change_noise},
                          {"slope_bytes_per_hour", t.slope_bytes_per_hour}};
+  j["heap_live"] = r.info.heap_live ? PairJson(*r.info.heap_live) : nlohmann::ordered_json(nullptr);
   j["rss"] = r.info.rss ? PairJson(*r.info.rss) : nlohmann::ordered_json(nullptr);
   j["cgroup"] = r.info.cgroup ? PairJson(*r.info.cgroup) : nlohmann::ordered_json(nullptr);
   if (r.info.cgroup) {

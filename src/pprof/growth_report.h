@@ -38,6 +38,7 @@ struct GrowthInfo {
   std::string build_id;       // empty: the first snapshot's main mapping's, if any
   // Live captures left out because no GC cycle had ended since the last one.
   int skipped_same_cycle = 0;
+  std::optional<GrowthPair> heap_live;  // the runtime's /gc/heap/live:bytes
   std::optional<GrowthPair> rss;
   std::optional<GrowthPair> cgroup;  // the cgroup's memory usage
   std::optional<int64_t> cgroup_limit;

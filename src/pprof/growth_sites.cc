@@ -79,6 +79,14 @@ void GrowthCollector::Add(const pb::Profile& profile, std::string name,
     throw Error(ErrorKind::kMalformed, name,
                 ": not a heap profile (no inuse_objects and inuse_space sample types)");
   }
+  if (!data_.main_mapping && profile.mapping_size() > 0) {
+    const pb::Mapping& m = profile.mapping(0);
+    data_.main_mapping = GrowthMapping{.start = m.memory_start(),
+                                       .limit = m.memory_limit(),
+                                       .offset = m.file_offset(),
+                                       .filename = view.Str(m.filename()),
+                                       .build_id = view.Str(m.build_id())};
+  }
   const auto snap = static_cast<uint32_t>(data_.snapshots.size());
   GrowthSnapshot s{.name = std::move(name),
                    .time_nanos = profile.time_nanos(),

@@ -62,8 +62,16 @@ struct GrowthSite {
   std::vector<GrowthPoint> points;  // snapshot order; absent snapshots left out
 };
 
+// The main executable's mapping, as the first snapshot names it.
+struct GrowthMapping {
+  uint64_t start = 0, limit = 0, offset = 0;
+  std::string filename;
+  std::string build_id;
+};
+
 struct GrowthData {
   std::vector<GrowthSnapshot> snapshots;  // by time_nanos
+  std::optional<GrowthMapping> main_mapping;
   std::vector<GrowthLocation> locations;
   std::vector<GrowthSite> sites;
 

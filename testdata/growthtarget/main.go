@@ -7,7 +7,8 @@
 //	churn     a batch of 2-6 MiB (drawn at random each step) that lives for one
 //	          step and is dropped: comes and goes, never growth
 //	cache     a map of 64 KiB values that fills to -cache-bytes during
-//	          -cache-fill, then stays full, replacing entries: BOUNDED
+//	          -cache-fill, then stays full (with -cache-evict, replacing an
+//	          eighth of its entries each step, as an LRU would): BOUNDED
 //	sawtooth  grows to -saw-peak over each -saw-period, then is dropped: SAWTOOTH
 //
 // Every -step it updates the sites and runs two GCs, which publishes the heap
@@ -74,6 +75,7 @@ var (
 	sawPeak    = flag.Int64("saw-peak", 6<<20, "sawtooth peak bytes")
 	sawPeriod  = flag.Duration("saw-period", 2*time.Second, "sawtooth period")
 	step       = flag.Duration("step", 100*time.Millisecond, "time between steps")
+	cacheEvict = flag.Bool("cache-evict", false, "replace entries of the full cache each step")
 	snapDir    = flag.String("snapshots", "", "write the runtime's heap profile here each step")
 	count      = flag.Int("count", 12, "steps with -snapshots")
 	_          = flag.Int("rate", 0, "runtime.MemProfileRate (read before flag parsing)")
@@ -116,7 +118,7 @@ func (s *sites) cacheStep(elapsed time.Duration) {
 		want = int(int64(full) * int64(elapsed) / int64(*cacheFill))
 	}
 	// Full: evict the oldest eighth, as an LRU would, to insert as many.
-	if len(s.cache) == full {
+	if *cacheEvict && len(s.cache) == full {
 		for i := 0; i < full/8; i++ {
 			delete(s.cache, s.nextKey-full+i)
 		}

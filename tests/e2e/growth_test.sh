@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `goheap2pprof growth` on testdata/growthtarget, whose four sites follow
 # known shapes in wall time (a leak of 2 MiB/s kept forever, a churning
-# batch, a cache that fills in the first 1.5 s of the window and stays full,
-# a sawtooth of period 2 s):
+# batch, a cache that fills in the first 1.5 s of the window and then stays
+# full, a sawtooth of period 2 s):
 #
 # (1) Snapshots at rate 1 and at the default rate: the target takes 12 steps
 #     0.5 s apart; after each it writes its own heap profile (the oracle) and
@@ -20,7 +20,8 @@
 # (4) --fail-above: exit 20 below the leak's rate, 0 above it.
 # (5) Live: `growth <pid> --every 500ms --for 5500ms` on the free-running target
 #     (a GC every 100 ms) keeps 12 snapshots of distinct GC cycles, ranks the
-#     leak first within 5% of its rate at rate 1, and reports RSS; on an idle
+#     leak first within 5% of its rate at rate 1, and reports RSS and the
+#     runtime's /gc/heap/live:bytes growth; on an idle
 #     target (no GC cycle ends) every capture after the first is skipped and
 #     the report refuses to stand on one snapshot (exit 2, saying why).
 # (6) watch --report on the free-running target: when the target ends, the
@@ -180,6 +181,12 @@ if [[ -d $work/rate-1/ours ]]; then
   fi
 fi
 
+# heap_live_grew <json>: the runtime's /gc/heap/live:bytes was read at the
+# first and last snapshot and grew (the leak alone adds 11 MiB).
+heap_live_grew() {
+  jq -e '.totals.heap_live.change > 0' "$1" >/dev/null
+}
+
 # (5) Live.
 dir=$work/live
 mkdir -p "$dir"
@@ -192,7 +199,8 @@ if e2e_wait_for_line "$dir/target.out" '^READY ' "$target_pid" 60; then
   if ((status == 0)) && [[ $(jq -r '.snapshots' "$dir/live.json") == 12 &&
     $(jq -r '.sites[0].stack[0]' "$dir/live.json") == "main.leakAlloc "* ]] &&
     jq -e -n "($(jq .slope_bytes_per_hour <<<"$leak") - $true_rate | fabs) <= $true_rate * 0.05" >/dev/null &&
-    jq -e '.gc_cycles.last > .gc_cycles.first and .totals.rss.last > 0 and .pid > 0' "$dir/live.json" >/dev/null; then
+    jq -e '.gc_cycles.last > .gc_cycles.first and .totals.rss.last > 0 and .pid > 0' "$dir/live.json" >/dev/null &&
+    heap_live_grew "$dir/live.json"; then
     pass "live: 12 snapshots of distinct GC cycles, the leak first at $(jq .slope_bytes_per_hour <<<"$leak") B/h"
   else
     fail "live: exit $status, $(jq -c '{snapshots, gc_cycles, skipped_same_cycle}' "$dir/live.json" 2>&1); leak $leak" "$dir/live.err"
@@ -229,10 +237,12 @@ if e2e_wait_for_line "$dir/target.out" '^READY ' "$gpid" 60; then
     --max-files 50 --report
   wpid=$target_pid
   for _ in $(seq 1 300); do
-    (($(grep -c '"file":"growthtarget-' "$dir/watch.jsonl" 2>/dev/null) >= 8)) && break
+    written=$(grep -c '"file":"growthtarget-' "$dir/watch.jsonl" 2>/dev/null)
+    ((${written:-0} >= 8)) && break
     sleep 0.1
   done
   kill -9 "$gpid"
+  wait "$gpid" 2>/dev/null
   e2e_wait_for_line "$dir/watch.jsonl" '"event":"watch-end"' "$wpid" 30
   report=$dir/growthtarget-$gpid-growth.json
   if [[ -f $report && -f ${report%.json}.txt && -f ${report%.json}.pb.gz ]] &&

@@ -28,6 +28,12 @@ pb::Profile Snapshot(int64_t second, const std::vector<std::pair<std::string, in
   }
   p.set_period(1);
   p.set_time_nanos(second * 1'000'000'000);
+  pb::Mapping* m = p.add_mapping();
+  m->set_id(7);
+  m->set_memory_start(0x400000);
+  m->set_memory_limit(0x800000);
+  p.add_string_table("/bin/app");
+  m->set_filename(p.string_table_size() - 1);
   uint64_t id = 0;
   for (const auto& [fn, bytes] : sites) {
     ++id;
@@ -111,6 +117,11 @@ TEST(GrowthReportTest, TheGrowthProfileHoldsTheChangeAndTheSlopePerSite) {
   EXPECT_EQ(view.Str(p.sample_type(1).unit()), "bytes");
   EXPECT_EQ(view.Str(p.sample_type(3).type()), "inuse_space_per_hour");
   EXPECT_EQ(view.Str(p.default_sample_type()), "inuse_space_per_hour");
+  // The executable's mapping, named as the snapshots name it.
+  ASSERT_EQ(p.mapping_size(), 1);
+  EXPECT_EQ(view.Str(p.mapping(0).filename()), "/bin/app");
+  EXPECT_EQ(p.mapping(0).memory_start(), 0x400000u);
+  for (const pb::Location& l : p.location()) EXPECT_EQ(l.mapping_id(), p.mapping(0).id());
   // The cache did not change: no sample.
   ASSERT_EQ(p.sample_size(), 2);
   for (const pb::Sample& s : p.sample()) {
