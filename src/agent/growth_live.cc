@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <ostream>
@@ -159,6 +160,13 @@ GrowthReport RunLiveGrowth(const GrowthLiveOptions& o, std::ostream& log) {
     throw Error(ErrorKind::kUsage, "--for / --every gives more than ", kMaxSnapshots, " snapshots");
   }
   const ProcessIdentity id = IdentifyLiveProcess(o.pid);
+  if (!o.keep_dir.empty()) {
+    // Made if missing, and checked before the window, not at its first snapshot.
+    std::error_code ec;
+    std::filesystem::create_directories(o.keep_dir, ec);
+    if (ec) throw Error(ErrorKind::kIo, o.keep_dir, ": cannot create: ", ec.message());
+    CheckOutputWritable(o.keep_dir + "/heap-1.pb.gz");
+  }
   LiveRun run;
   run.source = OpenProcessSource(id, o.executable);
   run.analysis =

@@ -26,7 +26,8 @@ struct GrowthLiveOptions {
   std::chrono::milliseconds duration{600'000};  // --for
   std::chrono::milliseconds warm_up{0};
   ExecutableOptions executable;  // --exe, --force
-  // Also write each kept snapshot to this directory (heap-<n>.pb.gz); "" keeps none.
+  // Also write each kept snapshot to this directory (heap-<n>.pb.gz), made
+  // if missing; "" keeps none.
   std::string keep_dir;
   std::string fs_root;  // prefix of the cgroup paths (tests); "" is the real filesystem
   bool verbose = false;

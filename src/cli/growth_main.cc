@@ -114,7 +114,9 @@ int GrowthMain(int argc, char** argv) {
   app.add_option("--for", a.duration, "live: length of the window")->capture_default_str();
   app.add_option("--warm-up", a.warm_up,
                  "live: wait this long before the first snapshot (default: none)");
-  app.add_option("--keep", a.keep_dir, "live: also write each snapshot kept to DIR/heap-<n>.pb.gz");
+  app.add_option(
+      "--keep", a.keep_dir,
+      "live: also write each snapshot kept to DIR/heap-<n>.pb.gz (DIR is made if missing)");
   app.add_option("--format", a.format, "text or json, on standard output")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

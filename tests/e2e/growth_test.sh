@@ -21,7 +21,8 @@
 # (5) Live: `growth <pid> --every 500ms --for 5500ms` on the free-running target
 #     (a GC every 100 ms) keeps 12 snapshots of distinct GC cycles, ranks the
 #     leak first within 5% of its rate at rate 1, and reports RSS and the
-#     runtime's /gc/heap/live:bytes growth; on an idle
+#     runtime's /gc/heap/live:bytes growth; its --keep snapshots give the same
+#     first site again from files; on an idle
 #     target (no GC cycle ends) every capture after the first is skipped and
 #     the report refuses to stand on one snapshot (exit 2, saying why).
 # (6) watch --report on the free-running target: when the target ends, the
@@ -193,7 +194,7 @@ mkdir -p "$dir"
 e2e_start "$dir/target.out" "$dir/target.err" "$target" -rate 1 -step 100ms
 if e2e_wait_for_line "$dir/target.out" '^READY ' "$target_pid" 60; then
   "$tool" growth "$target_pid" --every 500ms --for 5500ms --warm-up 500ms --format json \
-    >"$dir/live.json" 2>"$dir/live.err"
+    --keep "$dir/kept" >"$dir/live.json" 2>"$dir/live.err"
   status=$?
   leak=$(site "$dir/live.json" main.leakAlloc)
   if ((status == 0)) && [[ $(jq -r '.snapshots' "$dir/live.json") == 12 &&
@@ -204,6 +205,14 @@ if e2e_wait_for_line "$dir/target.out" '^READY ' "$target_pid" 60; then
     pass "live: 12 snapshots of distinct GC cycles, the leak first at $(jq .slope_bytes_per_hour <<<"$leak") B/h"
   else
     fail "live: exit $status, $(jq -c '{snapshots, gc_cycles, skipped_same_cycle}' "$dir/live.json" 2>&1); leak $leak" "$dir/live.err"
+  fi
+  # --keep: the kept snapshots give the same report again from files.
+  "$tool" growth "$dir/kept" --format json >"$dir/kept.json" 2>"$dir/kept.err"
+  if [[ $(ls "$dir/kept" | wc -l) == 12 ]] &&
+    jq -e --slurpfile live "$dir/live.json" '.sites[0] == $live[0].sites[0]' "$dir/kept.json" >/dev/null; then
+    pass "live --keep: the 12 snapshots kept give the same first site from files"
+  else
+    fail "live --keep: $(ls "$dir/kept" 2>&1 | wc -l) files; first site $(jq -c '.sites[0] | del(.stack)' "$dir/kept.json")" "$dir/kept.err"
   fi
 else
   fail "live: the target did not start" "$dir/target.err"
