@@ -102,6 +102,31 @@ TEST(GrowthReportTest, JsonHasTheHeaderAndTheSitesInRankOrder) {
   EXPECT_TRUE(j["totals"]["rss"].is_null());
 }
 
+TEST(GrowthReportTest, TotalsGiveTheShareExplainedAndTheTimeToTheCgroupLimit) {
+  GrowthReport r = Report();
+  // The profile's total did not change (leak and shrink cancel); the cgroup
+  // grew 11 MiB in the 11 s window: 3600 MiB/h, 1000 MiB below its limit.
+  r.info.cgroup = GrowthPair{100 * kMiB, 111 * kMiB};
+  r.info.cgroup_limit = 1111 * kMiB;
+  r.info.rss = GrowthPair{50 * kMiB, 72 * kMiB};
+  const nlohmann::json j = nlohmann::json::parse(GrowthJson(r, {.top = 1, .fail_above = {}}));
+  EXPECT_EQ(j["totals"]["cgroup"]["change"], 11 * kMiB);
+  EXPECT_EQ(j["totals"]["cgroup"]["limit"], 1111 * kMiB);
+  EXPECT_NEAR(j["totals"]["cgroup"]["hours_to_limit"].get<double>(), 1000.0 / 3600, 1e-9);
+  EXPECT_EQ(j["totals"]["rss"]["change"], 22 * kMiB);
+  EXPECT_TRUE(j["totals"]["heap_live"].is_null());
+  const std::string text = GrowthText(r, {.top = 1, .fail_above = std::nullopt});
+  EXPECT_NE(text.find("RSS: 50.0MiB -> 72.0MiB (+22.0MiB); the profile explains 0%"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("limit 1.1GiB, reached in 16m40s at this rate"), std::string::npos) << text;
+  // Not growing: no time to the limit.
+  r.info.cgroup = GrowthPair{111 * kMiB, 100 * kMiB};
+  EXPECT_TRUE(nlohmann::json::parse(
+                  GrowthJson(r, {.top = 1, .fail_above = {}}))["totals"]["cgroup"]["hours_to_limit"]
+                  .is_null());
+}
+
 TEST(GrowthReportTest, TextShowsTheClassSlopeAndStack) {
   const std::string text = GrowthText(Report(), {.top = 1, .fail_above = std::nullopt});
   EXPECT_NE(text.find("#1 STEADY GROWTH  +3.5GiB/h"), std::string::npos) << text;
