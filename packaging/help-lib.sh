@@ -6,7 +6,7 @@
 # The subcommands a goheap2pprof may have; one is documented when its
 # `--help` answers with its own usage line (serve and push are dispatched
 # before the main parser, so the main --help does not list them).
-help_candidate_commands=(serve watch push mem)
+help_candidate_commands=(serve watch push mem growth)
 
 # help_commands: the subcommands this binary has, one a line.
 help_commands() {

@@ -26,6 +26,7 @@
 #include "agent/serve_pool.h"
 #include "agent/watch_files.h"
 #include "agent/watch_process.h"
+#include "agent/watch_report.h"
 #include "base/error.h"
 #include "base/unique_fd.h"
 #include "base/utf8.h"
@@ -124,6 +125,7 @@ struct Target {
   bool psi_fired = false;
   int captures = 0;
   std::string last_file;
+  std::vector<std::string> files;  // every profile written, for --report
   std::string last_error;
 };
 
@@ -159,6 +161,8 @@ class Watcher {
   // failure {"error": why}. Never throws: a trigger line is written anyway.
   json GoMemory(const Target& t);
   void Ended(Target& t);
+  // --report: the growth report of t's profiles, beside them.
+  void Report(const Target& t);
   void Discover();
   void DrainInotify();
   std::optional<std::string> PsiFileFor(pid_t pid) const;
@@ -385,6 +389,7 @@ std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, 
     record["bytes"] = profile.size();
     ++t.captures;
     t.last_file = name;
+    t.files.push_back(name);
     std::vector<std::string> deleted;
     for (const FileRotation::Written& old : rotation_.Add(path)) {
       if (FileRotation::Delete(old)) deleted.push_back(old.path.substr(options_.dir.size() + 1));
@@ -486,6 +491,24 @@ void Watcher::Ended(Target& t) {
   record["last_file"] = t.last_file.empty() ? json(nullptr) : json(t.last_file);
   Record(record);
   Say("pid " + std::to_string(t.pid) + " (" + t.comm + ") " + s.text);
+  Report(t);
+}
+
+void Watcher::Report(const Target& t) {
+  if (!options_.report) return;
+  json record = Base(t);
+  record["event"] = "growth-report";
+  try {
+    const std::vector<std::string> names = WriteWatchGrowthReport(*dir_, t.files, t.comm, t.pid);
+    record["files"] = names;
+    Say("pid " + std::to_string(t.pid) + ": growth report in " + names.front());
+  } catch (const Error& e) {
+    // Boundary of one report: watching (or ending) goes on.
+    record["files"] = nullptr;
+    record["error"] = e.what();
+    Say("pid " + std::to_string(t.pid) + ": no growth report: " + e.what());
+  }
+  Record(record);
 }
 
 void Watcher::Discover() {
@@ -621,6 +644,7 @@ int Watcher::Run() {
       }
     }
   }
+  for (const auto& [pid, t] : targets_) Report(*t);
   json end{
       {"time", UtcIsoTime(SystemClock::now())}, {"event", "watch-end"}, {"reason", end_reason}};
   end["watching"] = targets_.size();

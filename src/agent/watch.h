@@ -42,6 +42,9 @@ struct WatchOptions {
   bool baseline = true;
   size_t max_files = 10;
   bool verbose = false;
+  // --report: write each process's growth report beside its profiles when it
+  // or the watch ends (agent/watch_report.h).
+  bool report = false;
   // Template for each capture (pid and output are filled in): --exe, --force.
   RunOptions capture;
   // A worker's answer; it is killed after this, and the capture fails.

@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/huge_page_malloc.h"
 #include "cli/command.h"
+#include "cli/growth_main.h"
 #include "cli/mem_main.h"
 #include "cli/push_main.h"
 #include "cli/serve_main.h"
@@ -119,6 +120,9 @@ CLI::App* AddWatchCommand(CLI::App& app, WatchArgs& args, WatchOptions& w) {
                   "capture recorded as failed")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_flag("--report", w.report,
+                "when a process (or the watch) ends, write the growth report of its profiles "
+                "beside them: <program>-<pid>-growth.txt, .json and .pb.gz (docs/growth.md)");
   cmd->add_flag("-v,--verbose", w.verbose, "report skipped triggers");
   return cmd;
 }
@@ -323,6 +327,9 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::string(argv[1]) == "mem") {
     return goheap2pprof::MemMain(argc - 1, argv + 1);
+  }
+  if (argc > 1 && std::string(argv[1]) == "growth") {
+    return goheap2pprof::GrowthMain(argc - 1, argv + 1);
   }
   if (argc > 1 && std::string(argv[1]) == "__serve-worker") {
     return goheap2pprof::ServeWorkerMain(argc - 1, argv + 1);

@@ -1,0 +1,41 @@
+// `goheap2pprof growth <pid>`: snapshots of a live Go process taken every
+// --every for --for after a --warm-up, each one only if a GC cycle ended
+// since the last kept one (the heap profile changes only then), with the
+// process's RSS, its memory cgroup's usage and the runtime's
+// /gc/heap/live:bytes (app/runtime_stats.h) at the first and last kept
+// snapshot, analysed into a growth report (pprof/growth_report.h).
+//
+//   GrowthLiveOptions o{.pid = 1234, .every = 30s, .duration = 10min};
+//   GrowthReport r = RunLiveGrowth(o, std::cerr);
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <iosfwd>
+#include <string>
+
+#include "app/process_source.h"
+#include "pprof/growth_report.h"
+
+namespace goheap2pprof {
+
+struct GrowthLiveOptions {
+  pid_t pid = 0;
+  std::chrono::milliseconds every{30'000};
+  std::chrono::milliseconds duration{600'000};  // --for
+  std::chrono::milliseconds warm_up{0};
+  ExecutableOptions executable;  // --exe, --force
+  // Also write each kept snapshot to this directory (heap-<n>.pb.gz), made
+  // if missing; "" keeps none.
+  std::string keep_dir;
+  std::string fs_root;  // prefix of the cgroup paths (tests); "" is the real filesystem
+  bool verbose = false;
+};
+
+// Takes the snapshots and analyses them. A process that exits during the
+// window ends it early: the report covers the snapshots taken (at least
+// two, or Error(kNoSuchProcess)). Throws Error as a capture does.
+GrowthReport RunLiveGrowth(const GrowthLiveOptions& options, std::ostream& log);
+
+}  // namespace goheap2pprof

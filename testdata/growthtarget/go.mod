@@ -1,0 +1,3 @@
+module goheap2pprof.test/growthtarget
+
+go 1.19
