@@ -233,12 +233,19 @@ if start "$work/big.out" "$work/quiet" -big 20000; then
   wait "$tpid"
   check_case "target killed mid-walk" 3 "exited" "$d" "$?" "$work/stderr"
 fi
-# Exits on its own between the walk and the end of the capture.
-if start "$work/exit.out" "$work/quiet" -exit-after 1s; then
+# Ends between the walk and the end of the capture: once the tool announces
+# its pause after the walk, not after a fixed time (-exit-after 1s ended the
+# target mid-walk when the walk took over a second on a loaded machine).
+if start "$work/exit.out" "$work/quiet"; then
   d=$(new_dir)
-  GOHEAP2PPROF_TEST_SEAM=pause-after-walk=2500 "$tool" "$TPID" -o "$d/keep.pb.gz" \
-    > /dev/null 2> "$work/stderr"
-  check_case "target exits by itself during capture" 3 "exited during the capture" "$d" "$?" \
+  GOHEAP2PPROF_TEST_SEAM=pause-after-walk=3000 "$tool" "$TPID" -o "$d/keep.pb.gz" \
+    > /dev/null 2> "$work/stderr" &
+  tpid=$!
+  for _ in $(seq 200); do grep -q 'test seam: pausing' "$work/stderr" && break; sleep 0.05; done
+  kill -TERM "$TPID"
+  wait "$TPID" 2>/dev/null
+  wait "$tpid"
+  check_case "target exits during capture, after the walk" 3 "exited during the capture" "$d" "$?" \
     "$work/stderr"
 fi
 

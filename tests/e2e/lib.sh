@@ -289,7 +289,7 @@ e2e_track_pid() {
 # name one process, as the engine identifies its targets.
 e2e_start_time() {
   local stat fields
-  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  read -r stat 2>/dev/null <"/proc/$1/stat" || return 1
   # After the command name, which may itself hold spaces and ")".
   read -r -a fields <<<"${stat##*) }"
   # fields[0] is field 3 (the state), so field 22 is fields[19].
