@@ -54,7 +54,7 @@ if ((quick)); then
   cmake --build "$build" -j"$(nproc)" --target goheap2pprof unit_tests profdiff
   step "unit tests"
   # The whole binary at once: the same tests as ctest -L unit, without a process per test.
-  "$build/unit_tests" --gtest_brief=1
+  "$build/tests/unit_tests" --gtest_brief=1
   step "oracle suite on go1.26.8 (with the go_programs fixture for that version only)"
   GOHEAP2PPROF_GO_VERSIONS=go1.26.8 ORACLE_VERSIONS=go1.26.8 \
     ctest --test-dir "$build" --output-on-failure -R '^e2e\.oracle_test$'
