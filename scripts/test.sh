@@ -1,33 +1,83 @@
 #!/usr/bin/env bash
-# The README's test command: installs missing dependencies, checks the
-# formatting (.clang-format), configures, builds and runs every test (unit,
-# fuzz corpus replay, end-to-end oracle, error cases, real pprof client), then
-# the unit tests and corpus replays once more under AddressSanitizer +
-# UndefinedBehaviorSanitizer.
+# The README's test command. Two paths (docs/contributing.md states how long each takes):
+#
+#   bash scripts/test.sh            # everything: installs what is missing (the test set of
+#                                   # scripts/install-deps.sh), checks the formatting
+#                                   # (.clang-format), configures, builds and runs every test
+#                                   # in parallel (unit, Go tier, fuzz corpus replays, every
+#                                   # end-to-end suite), then the unit tests, Go tier and corpus
+#                                   # replays once more under AddressSanitizer +
+#                                   # UndefinedBehaviorSanitizer
+#   bash scripts/test.sh --quick    # before a commit: the format check, the build, the unit
+#                                   # tests and the oracle suite on one Go version (go1.26.8)
+#
+# Extra arguments go to the first ctest run of the full path (e.g. -L e2e, -R serve,
+# -LE fuzz). GOHEAP2PPROF_TEST_JOBS=N runs N tests at once (default: nproc); the suites may
+# run side by side (tests/CMakeLists.txt names the few shared resources as locks).
+# GOHEAP2PPROF_SKIP_SANITIZERS=1 skips the sanitizer pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/install-deps.sh
+quick=0
+if [[ ${1:-} == --quick ]]; then
+  quick=1
+  shift
+  if (($#)); then
+    echo "usage: $0 --quick (no ctest arguments: it runs a fixed set)" >&2
+    exit 2
+  fi
+fi
+jobs=${GOHEAP2PPROF_TEST_JOBS:-$(nproc)}
+start=$SECONDS
+# step <what>: one line per step with the time since the start, so that a slow step shows.
+step() {
+  echo "test.sh: [$((SECONDS - start)) s] $1"
+}
+
+step "dependencies (scripts/install-deps.sh --test)"
+bash scripts/install-deps.sh --test
+step "format check"
 bash scripts/check-format.sh
 build=${BUILD_DIR:-build}
 # GOHEAP2PPROF_WERROR=ON (set by .ci/run) makes any warning in our code fail the build.
 werror=${GOHEAP2PPROF_WERROR:-OFF}
+# ccache when installed (the test set has it): a second run rebuilds in seconds.
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 # The test builds have the test seams the end-to-end suites need (never a
 # release build: scripts/package.sh leaves them out).
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DGOHEAP2PPROF_WERROR="$werror" -DGOHEAP2PPROF_TEST_SEAMS=ON >/dev/null
+step "configure and build ($build)"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON \
+  -DGOHEAP2PPROF_WERROR="$werror" -DGOHEAP2PPROF_TEST_SEAMS=ON "${launcher[@]}" >/dev/null
+
+if ((quick)); then
+  cmake --build "$build" -j"$(nproc)" --target goheap2pprof unit_tests profdiff
+  step "unit tests"
+  # The whole binary at once: the same tests as ctest -L unit, without a process per test.
+  "$build/tests/unit_tests" --gtest_brief=1
+  step "oracle suite on go1.26.8 (with the go_programs fixture for that version only)"
+  GOHEAP2PPROF_GO_VERSIONS=go1.26.8 ORACLE_VERSIONS=go1.26.8 \
+    ctest --test-dir "$build" --output-on-failure -R '^e2e\.oracle_test$'
+  step "quick path passed"
+  exit 0
+fi
+
 cmake --build "$build" -j"$(nproc)"
-ctest --test-dir "$build" --output-on-failure -j1 "$@"
+step "every test, $jobs at a time"
+ctest --test-dir "$build" --output-on-failure -j"$jobs" "$@"
 
 if [[ ${GOHEAP2PPROF_SKIP_SANITIZERS:-0} == 1 ]]; then
-  echo "test.sh: skipping the ASan+UBSan pass (GOHEAP2PPROF_SKIP_SANITIZERS=1)"
+  step "skipping the ASan+UBSan pass (GOHEAP2PPROF_SKIP_SANITIZERS=1)"
   exit 0
 fi
 asan=${build}-asan
-cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGOHEAP2PPROF_SANITIZE=ON \
-  -DGOHEAP2PPROF_WERROR="$werror" -DGOHEAP2PPROF_TEST_SEAMS=ON >/dev/null
+step "sanitizer build ($asan)"
+cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGOHEAP2PPROF_SANITIZE=ON -DBUILD_TESTING=ON \
+  -DGOHEAP2PPROF_WERROR="$werror" -DGOHEAP2PPROF_TEST_SEAMS=ON "${launcher[@]}" >/dev/null
 cmake --build "$asan" -j"$(nproc)" --target unit_tests go_binary_tests fuzz_replays
-# The Go tier reads the Go programs the first pass's fixture built.
+step "unit tests, Go tier and corpus replays under ASan+UBSan, $jobs at a time"
+# The Go tier reads the Go programs the first pass's fixture built; no e2e suite runs here.
 GOHEAP2PPROF_GO_PROGRAMS_DIR=$(realpath "$build")/go-programs \
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  ctest --test-dir "$asan" --output-on-failure -j1 -E '^(e2e|go_programs)\.' -FS go_programs
+  ctest --test-dir "$asan" --output-on-failure -j"$jobs" -E '^(e2e|go_programs)\.' -FS go_programs
+step "all passed"

@@ -48,7 +48,7 @@ start() {
   shift
   "$@" > "$out" 2>&1 &
   TPID=$!
-  pids+=("$TPID")
+  e2e_track_pid "$TPID"
   e2e_wait_for_line "$out" READY "$TPID" 15 && return 0
   echo "target did not become ready: $*; output: $(cat "$out")"
   return 1
@@ -112,7 +112,7 @@ run_case() {
 run_case "pid does not exist" 3 "no process with pid" "$tool" 999999999
 run_case "pid is not a number" 2 "is not a process id" "$tool" 12abc
 bash -c 'sleep 0 & echo $! > '"$work"'/zombie; exec sleep 60' &
-pids+=($!)
+e2e_track_pid $!
 sleep 0.5
 zombie=$(cat "$work/zombie")
 if [[ $(awk '{print $3}' "/proc/$zombie/stat" 2>/dev/null) == Z ]]; then
@@ -134,14 +134,14 @@ else
   skip "kernel thread: none visible in this pid namespace"
 fi
 sleep 60 &
-pids+=($!)
+e2e_track_pid $!
 run_case "not Go: sleep" 5 "bin/sleep (pid $!) is not a Go program" "$tool" $!
 bash -c 'sleep 60; :' &
-pids+=($!)
+e2e_track_pid $!
 run_case "not Go: bash" 5 "bin/bash (pid $!) is not a Go program" "$tool" $!
 if command -v python3 >/dev/null; then
   python3 -c 'import time; print("READY", flush=True); time.sleep(60)' > "$work/py.out" &
-  pids+=($!)
+  e2e_track_pid $!
   # python3 may be a shell shim that execs the interpreter: wait for it.
   for _ in $(seq 100); do grep -q READY "$work/py.out" && break; sleep 0.05; done
   run_case "not Go: python3" 5 "python" "$tool" $!
@@ -233,12 +233,19 @@ if start "$work/big.out" "$work/quiet" -big 20000; then
   wait "$tpid"
   check_case "target killed mid-walk" 3 "exited" "$d" "$?" "$work/stderr"
 fi
-# Exits on its own between the walk and the end of the capture.
-if start "$work/exit.out" "$work/quiet" -exit-after 1s; then
+# Ends between the walk and the end of the capture: once the tool announces
+# its pause after the walk, not after a fixed time (-exit-after 1s ended the
+# target mid-walk when the walk took over a second on a loaded machine).
+if start "$work/exit.out" "$work/quiet"; then
   d=$(new_dir)
-  GOHEAP2PPROF_TEST_SEAM=pause-after-walk=2500 "$tool" "$TPID" -o "$d/keep.pb.gz" \
-    > /dev/null 2> "$work/stderr"
-  check_case "target exits by itself during capture" 3 "exited during the capture" "$d" "$?" \
+  GOHEAP2PPROF_TEST_SEAM=pause-after-walk=3000 "$tool" "$TPID" -o "$d/keep.pb.gz" \
+    > /dev/null 2> "$work/stderr" &
+  tpid=$!
+  for _ in $(seq 200); do grep -q 'test seam: pausing' "$work/stderr" && break; sleep 0.05; done
+  kill -TERM "$TPID"
+  wait "$TPID" 2>/dev/null
+  wait "$tpid"
+  check_case "target exits during capture, after the walk" 3 "exited during the capture" "$d" "$?" \
     "$work/stderr"
 fi
 

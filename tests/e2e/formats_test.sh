@@ -260,7 +260,7 @@ fi
 # (4) Failures still produce JSON, with the usual exit code.
 sleep 60 &
 sleeper=$!
-pids+=("$sleeper")
+e2e_track_pid "$sleeper"
 "$tool" "$sleeper" --format json >"$work/notgo.json" 2>"$work/notgo.log"
 rc=$?
 e2e_stop_pids

@@ -21,7 +21,13 @@
 #   e2e_make_work                  a fresh scratch directory: work
 #   e2e_build_oracle               testdata/oracle built with Go 1.26.8
 #   e2e_start, e2e_wait_for_line   background targets and their READY lines
+#   e2e_start_time, e2e_same_process, e2e_running, e2e_check_same_process,
+#   e2e_wait_exit
+#                                  a pid held across other processes' lives is
+#                                  still the process it was (start time)
 #   e2e_stop_pids                  kill what was started (for cleanup traps)
+#   e2e_free_port, e2e_cgroup_name what a suite may not share with another
+#                                  suite running at the same time (ctest -j)
 #   pass, fail, skip, e2e_finish   counting the cases, summary and exit status
 
 # e2e_check_args "$@": exits 2 with the usage line unless there are exactly
@@ -106,7 +112,7 @@ e2e_require_parca() {
 # appended to its configuration (e.g. scrape_configs); sets pport, papi (its
 # API's base URL) and parca_pid, and waits until the API answers.
 e2e_start_parca() {
-  pport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  pport=$(e2e_free_port)
   mkdir -p "$work/data"
   {
     cat <<YAML
@@ -251,17 +257,93 @@ e2e_go_build() {
 }
 
 # The processes a test started in the background; e2e_stop_pids ends them.
+# pid_start_time[pid]: each one's start time, read when it was started.
 pids=()
+declare -gA pid_start_time=()
 
 # e2e_start <stdout-file> <stderr-file> <command...>: starts the command in
-# the background, sets target_pid to its pid and adds it to pids.
+# the background, sets target_pid to its pid and adds it to pids, with its
+# start time (an exec keeps it: it is the start of the forked child).
 target_pid=""
 e2e_start() {
   local out=$1 err=$2
   shift 2
   "$@" >"$out" 2>"$err" &
   target_pid=$!
-  pids+=("$target_pid")
+  e2e_track_pid "$target_pid"
+}
+
+# e2e_track_pid <pid>: adds a process the test started itself (cmd & ...)
+# to pids, with its start time, for e2e_stop_pids. Call it right after $!.
+e2e_track_pid() {
+  pids+=("$1")
+  pid_start_time[$1]=$(e2e_start_time "$1")
+}
+
+# e2e_start_time <pid>: the process's start time (field 22 of
+# /proc/<pid>/stat, clock ticks after boot), or nothing (status 1) when no
+# process has that pid. A pid alone names a process only while it lives:
+# pid_max is 32768 on many machines, and a suite (or the suites beside it
+# under ctest -j) forks that many processes in minutes, so a pid that was
+# freed soon names another process. The pid and its start time together
+# name one process, as the engine identifies its targets.
+e2e_start_time() {
+  local stat fields
+  read -r stat 2>/dev/null <"/proc/$1/stat" || return 1
+  # After the command name, which may itself hold spaces and ")".
+  read -r -a fields <<<"${stat##*) }"
+  # fields[0] is field 3 (the state), so field 22 is fields[19].
+  [[ -n ${fields[19]:-} ]] || return 1
+  echo "${fields[19]}"
+}
+
+# e2e_same_process <pid> [<start-time>]: 0 if the pid still names the
+# process that had that start time (by default the one e2e_start recorded),
+# even as a zombie not yet reaped; 1 if it ended and its pid is free or was
+# given to another process.
+e2e_same_process() {
+  local want=${2:-${pid_start_time[$1]:-}} now
+  now=$(e2e_start_time "$1") || return 1
+  [[ -n $want && $now == "$want" ]]
+}
+
+# e2e_running <pid> [<start-time>]: 0 if the pid still names that process
+# (e2e_same_process) and it has not ended (a zombie has).
+e2e_running() {
+  e2e_same_process "$@" && [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) != Z ]]
+}
+
+# e2e_wait_exit <pid> <seconds>: waits for a background child of ours to
+# end; sets rc to its exit status, or to 124 after killing it on timeout.
+# Never signals another process that got the pid meanwhile.
+e2e_wait_exit() {
+  local pid=$1 deadline=$((SECONDS + $2)) start
+  start=$(e2e_start_time "$pid")
+  while e2e_running "$pid" "$start" && ((SECONDS < deadline)); do sleep 0.2; done
+  if e2e_running "$pid" "$start"; then
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    rc=124
+  else
+    wait "$pid"
+    rc=$?
+  fi
+}
+
+# e2e_check_same_process <what> <pid> [<start-time>]: for a case about to
+# use a pid it has held across other processes' lives (a target started at
+# the beginning of a suite): returns 0 if it is still that process; else
+# fails the case "<what>" saying how the process ended (its exit status
+# from `wait` when it was our child) and what has the pid now, and returns 1.
+e2e_check_same_process() {
+  local what=$1 pid=$2 start=${3:-${pid_start_time[$2]:-}} rc now
+  e2e_same_process "$pid" "$start" && return 0
+  wait "$pid" 2>/dev/null
+  rc=$?
+  now=$({ tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null)
+  fail "$what: process $pid (start time ${start:-?}) has ended (wait status $rc$( ((rc > 128)) &&
+    echo ": signal $((rc - 128))")); its pid now names ${now:-no process}"
+  return 1
 }
 
 # e2e_wait_for_line <file> <regex> <pid> <timeout-seconds>: waits until a
@@ -279,14 +361,56 @@ e2e_wait_for_line() {
 
 # e2e_stop_pids [signal]: kills every process in pids (with SIGTERM, or the
 # given signal such as -9), waits for each, and empties the list. Use it in
-# the EXIT trap, and between cases.
+# the EXIT trap, and between cases. A process that ended by itself (or was
+# killed and reaped by a case) is not signalled: its pid may name another
+# suite's process by now, and killing that one fails a suite beside us.
 e2e_stop_pids() {
   local pid
   for pid in "${pids[@]}"; do
-    kill ${1:+"$1"} "$pid" 2>/dev/null
+    e2e_same_process "$pid" && kill ${1:+"$1"} "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
+    unset "pid_start_time[$pid]"
   done
   pids=()
+}
+
+# e2e_free_port: prints a loopback TCP port that is free now and that the
+# kernel does not hand out by itself: for a server that must be told its
+# port (Prometheus, Parca). One of the kernel's ephemeral ports (what a bind
+# to port 0 gets) could be given, between our check and the server's bind,
+# to a connection or a port-0 listener of a suite running beside us; a
+# random port below the ephemeral range can only collide with another
+# suite's random choice, which the bind check makes unlikely. Servers that
+# can listen on port 0 and say where (serve, push, the Go test programs)
+# should: that needs no helper at all.
+e2e_free_port() {
+  python3 - <<'PY'
+import random, socket
+lo, hi = map(int, open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
+# Below the ephemeral range, above the well-known ports; or above it.
+choices = range(10000, lo) if lo > 11000 else range(hi + 1, 65536)
+for _ in range(200):
+    port = random.choice(choices)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(port)
+    break
+else:
+    raise SystemExit("e2e_free_port: no free port found")
+PY
+}
+
+# e2e_cgroup_name <what>: a cgroup name no other suite (nor another run of
+# this one) uses at the same time: goheap2pprof-<suite>-<what>.<pid of this
+# shell>. Create it under the hierarchy you need and remove it in the EXIT
+# trap.
+e2e_cgroup_name() {
+  echo "goheap2pprof-$(basename "$0" .sh)-$1.$$"
 }
 
 # Case results: pass <what>, fail <what> [<file>: shows its first 20 lines,

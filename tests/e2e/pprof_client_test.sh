@@ -182,11 +182,10 @@ run_c() {
     fail "(c) -http: cannot locate the pprof binary (go tool -n pprof)"
     return 0
   fi
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-    echo $((20000 + RANDOM % 20000)))
+  port=$(e2e_free_port)
   "$pprof_bin" -http="127.0.0.1:$port" -no_browser "$work/a/ours.pb.gz" >"$dir/pprof.log" 2>&1 &
   pid=$!
-  pids+=("$pid")
+  e2e_track_pid "$pid"
   deadline=$((SECONDS + 60))
   code=000
   while ((SECONDS < deadline)) && kill -0 "$pid" 2>/dev/null; do

@@ -33,8 +33,8 @@ spid=$target_pid
 e2e_wait_for_line "$work/serve.log" "listening on" "$spid" 10 || { fail "serve start" "$work/serve.log"; e2e_finish; }
 addr=$(sed -n 's/.*listening on //p' "$work/serve.log")
 
-# A free port for Prometheus: bind one with Python, release it, use it.
-pport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# A free port for Prometheus, which must be told one.
+pport=$(e2e_free_port)
 cat >"$work/prometheus.yml" <<YAML
 global:
   scrape_interval: 1s

@@ -250,6 +250,7 @@ if [[ -n ${last_target:-} ]]; then
   done
 
   echo "== security"
+  e2e_check_same_process "the target of the security cases" "$tpid" || e2e_finish
   start_serve denied -- --deny-pid "$tpid"
   expect_status "--deny-pid: the process is invisible" 404 "no such process" "http://$addr/debug/pprof/heap?pid=$tpid"
   sleep 1.5
@@ -293,6 +294,8 @@ if [[ -n ${last_target:-} ]]; then
   fi
 
   echo "== faults"
+  # The target has lived through dozens of servers and workers by now.
+  e2e_check_same_process "the target of the fault cases" "$tpid" || e2e_finish
   e2e_start "$work/t2.out" "$work/t2.err" "$work/bin/servetarget-$last_version"
   other=$target_pid
   e2e_wait_for_line "$work/t2.out" "^READY" "$other" 20
@@ -328,14 +331,24 @@ if [[ -n ${last_target:-} ]]; then
   c=$!
   e2e_wait_for_line "$work/slow.log" "NEVER" "$slow_pid" 1
   killed=$(pgrep -P "$slow_pid")
-  for w in $killed; do kill -9 "$w"; done
-  wait "$c"
-  # Until each killed worker is dead (a zombie the server has not reaped yet).
+  declare -A killed_start=()
   for w in $killed; do
-    while [[ -e /proc/$w && $(awk '{print $3}' "/proc/$w/stat" 2>/dev/null) != Z ]]; do sleep 0.05; done
+    killed_start[$w]=$(e2e_start_time "$w") && kill -9 "$w"
+  done
+  wait "$c"
+  # Until each killed worker is dead: a zombie the server has not reaped yet,
+  # or reaped (its pid free, or another process's: then its start time
+  # differs). At most 10 s each.
+  for w in $killed; do
+    for _ in $(seq 1 200); do
+      e2e_same_process "$w" "${killed_start[$w]:-}" &&
+        [[ $(awk '{print $3}' "/proc/$w/stat" 2>/dev/null) != Z ]] || break
+      sleep 0.05
+    done
   done
   if [[ $(cat "$work/killed.status") == 500 ]]; then pass "a worker killed mid-capture: 500"; else fail "killed worker: $(cat "$work/killed.status")"; fi
-  expect_status "after the killed worker, the same target" 200 "" "http://$addr/debug/pprof/heap?pid=$tpid"
+  e2e_check_same_process "after the killed worker, the same target" "$tpid" &&
+    expect_status "after the killed worker, the same target" 200 "" "http://$addr/debug/pprof/heap?pid=$tpid"
   # Concurrent requests for one pid share one capture.
   before=$(metric 'goheap2pprof_captures_total{outcome="ok"}')
   clients=()
@@ -374,12 +387,15 @@ if [[ -n ${last_target:-} ]]; then
   echo "== shutdown"
   kill -TERM "$main_pid"
   workers=$(pgrep -P "$main_pid" | tr '\n' ' ')
+  declare -A worker_start=()
+  for w in $workers; do worker_start[$w]=$(e2e_start_time "$w"); done
   deadline=$((SECONDS + 5))
   while kill -0 "$main_pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
   wait "$main_pid"
   rc=$?
   left=0
-  for w in $workers; do kill -0 "$w" 2>/dev/null && left=$((left + 1)); done
+  # A worker's pid may name another process by now: the same start time or none.
+  for w in $workers; do e2e_running "$w" "${worker_start[$w]:-}" && left=$((left + 1)); done
   if [[ $rc == 0 && $left == 0 ]] && grep -q "shutting down" "$work/main.log"; then
     pass "SIGTERM: clean exit 0, no worker left"
   else

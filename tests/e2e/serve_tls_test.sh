@@ -129,7 +129,7 @@ fi
 
 echo "== Prometheus over mutual TLS"
 if command -v prometheus >/dev/null; then
-  pport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  pport=$(e2e_free_port)
   cat >"$work/prometheus.yml" <<YAML
 global:
   scrape_interval: 1s

@@ -40,21 +40,6 @@ start_grower() {
   e2e_wait_for_line "$work/$1.out" '^READY' "$grower_pid" 10
 }
 
-# wait_exit <pid> <seconds>: waits for a background watch; sets rc (124 on
-# timeout, after killing it).
-wait_exit() {
-  local pid=$1 deadline=$((SECONDS + $2))
-  while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -9 "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-    rc=124
-  else
-    wait "$pid"
-    rc=$?
-  fi
-}
-
 # count <jsonl> <jq filter>: the number of records that match.
 count() {
   jq -c "select($2)" "$1" 2>/dev/null | wc -l
@@ -82,7 +67,7 @@ for seam in crash spin hog; do
   alive=no
   kill -0 "$watch_pid" 2>/dev/null && alive=yes
   kill -TERM "$watch_pid"
-  wait_exit "$watch_pid" 20
+  e2e_wait_exit "$watch_pid" 20
   jsonl=$dir/watch.jsonl
   nfailed=$(count "$jsonl" ".pid == $bad and .event == \"trigger\" and .error != null")
   ok_bad=$(count "$jsonl" ".pid == $bad and .file != null")
@@ -130,7 +115,7 @@ else
   e2e_wait_for_line "$work/full.err" 'appending to watch.jsonl again' "$watch_pid" 10
   sleep 1
   kill -TERM "$watch_pid"
-  wait_exit "$watch_pid" 20
+  e2e_wait_exit "$watch_pid" 20
   jsonl=$full/watch.jsonl
   nospace=$(count "$jsonl" '.error != null and (.error | contains("No space left"))')
   lost=$(jq -r 'select(.event == "records-lost") | .count' "$jsonl" 2>/dev/null | head -n 1)
@@ -214,7 +199,7 @@ sleep 3
 alive=no
 kill -0 "$watch_pid" 2>/dev/null && alive=yes
 kill -TERM "$watch_pid"
-wait_exit "$watch_pid" 20
+e2e_wait_exit "$watch_pid" 20
 written=$(jq -r 'select(.file != null) | .file' "$dir/watch.jsonl" 2>/dev/null)
 regular=0
 for f in $written; do [[ -f $dir/$f && ! -L $dir/$f ]] && regular=$((regular + 1)); done

@@ -77,21 +77,6 @@ start_grower() {
   return 1
 }
 
-# wait_exit <pid> <seconds>: waits for a background watch; sets rc (124 on
-# timeout, after killing it).
-wait_exit() {
-  local pid=$1 deadline=$((SECONDS + $2))
-  while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -9 "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-    rc=124
-  else
-    wait "$pid"
-    rc=$?
-  fi
-}
-
 # top_function <profile>: the function with the most in-use bytes, by
 # go tool pprof -top.
 top_function() {
@@ -195,7 +180,7 @@ if [[ $(id -u) != 0 ]]; then
 elif [[ ! -w $v1/cgroup.procs || ! -f $v1/memory.limit_in_bytes ]]; then
   skip "v1 OOM kill: no cgroup v1 memory controller mounted at $v1"
 else
-  cg=$v1/goheap2pprof-watch-test.$$
+  cg=$v1/$(e2e_cgroup_name v1)
   cgroups+=("$cg")
   mkdir "$cg"
   echo 200M >"$cg/memory.limit_in_bytes"
@@ -207,7 +192,7 @@ else
   if start_grower v1grower "$cg/cgroup.procs"; then
     "$tool" watch "$grower_pid" -o "$dir" --above 70% --poll 100ms \
       >"$dir/watch.out" 2>"$dir/watch.err" &
-    wait_exit $! 120
+    e2e_wait_exit $! 120
     check_oom_run "v1 OOM kill" "$dir" above70
   else
     fail "v1 OOM kill: the grower did not start" "$work/v1grower.err"
@@ -226,7 +211,7 @@ else
     watch_pid=$!
     sleep 1
     kill -TERM "$watch_pid"
-    wait_exit "$watch_pid" 20
+    e2e_wait_exit "$watch_pid" 20
     start=$(jq -c 'select(.event == "start")' "$dir/watch.jsonl" 2>/dev/null)
     if [[ $rc == 0 && $(jq -r .cgroup.path <<<"$start") == /..* &&
       $(jq -r .cgroup.limit_dir <<<"$start") == "$cg" && $(jq -r .limit <<<"$start") == 209715200 ]]; then
@@ -250,7 +235,7 @@ elif [[ $(id -u) != 0 ]]; then
   skip "v2 OOM kill: needs root to create a cgroup"
 else
   grep -qw memory "$v2/cgroup.subtree_control" || echo +memory >"$v2/cgroup.subtree_control"
-  cg=$v2/goheap2pprof-watch-test.$$
+  cg=$v2/$(e2e_cgroup_name v2)
   cgroups+=("$cg")
   if mkdir "$cg" && echo 200M >"$cg/memory.max"; then
     echo 0 >"$cg/memory.swap.max" 2>/dev/null
@@ -259,7 +244,7 @@ else
     if start_grower v2grower "$cg/cgroup.procs"; then
       "$tool" watch "$grower_pid" -o "$dir" --above 70% --on-event max,oom --poll 100ms \
         >"$dir/watch.out" 2>"$dir/watch.err" &
-      wait_exit $! 120
+      e2e_wait_exit $! 120
       check_oom_run "v2 OOM kill" "$dir" above70
       if [[ $(jq -r 'select(.event == "start") | .events_file' "$dir/watch.jsonl") == */memory.events ]]; then
         pass "v2: --on-event watches memory.events"
@@ -305,7 +290,7 @@ if start_grower fakev2grower - -max-mib 8; then
   e2e_wait_for_line "$dir/watch.jsonl" '"reason":"above90"' "$watch_pid" 5
   events 1 1 1
   kill -9 "$grower_pid"
-  wait_exit "$watch_pid" 20
+  e2e_wait_exit "$watch_pid" 20
   jsonl=$dir/watch.jsonl
   if [[ $(jq -r 'select(.reason == "max") | .file' "$jsonl") == *-max.heap.pb.gz ]]; then
     pass "fake v2: a memory.events 'max' change woke the watch (no poll for an hour) and captured"
@@ -371,7 +356,7 @@ if start_grower wsgrower - -max-mib 8; then
     fail "working-set: no above90 on the working set" "$dir/watch.jsonl"
   fi
   kill -TERM "$watch_pid"
-  wait_exit "$watch_pid" 20
+  e2e_wait_exit "$watch_pid" 20
 else
   fail "working-set: the grower did not start" "$work/wsgrower.err"
 fi
@@ -383,7 +368,7 @@ mkdir "$dir"
 if start_grower rssgrower - -max-mib 150 -exit-code 3 -linger 2s; then
   "$tool" watch "$grower_pid" -o "$dir" --rss-above 100M --poll 100ms \
     >"$dir/watch.out" 2>"$dir/watch.err" &
-  wait_exit $! 60
+  e2e_wait_exit $! 60
   if [[ $rc == 0 ]]; then pass "rss-above: watch exited 0 when the process ended"; else
     fail "rss-above: watch exit status $rc" "$dir/watch.err"; fi
   file=$(jq -r 'select(.reason == "rss-above-100MiB" and .file != null) | .file' "$dir/watch.jsonl" | tail -n 1)
@@ -417,7 +402,7 @@ if start_grower everygrower - -max-mib 16; then
   watch_pid=$!
   sleep 5.5
   kill -TERM "$watch_pid"
-  wait_exit "$watch_pid" 20
+  e2e_wait_exit "$watch_pid" 20
   if [[ $rc == 0 ]]; then pass "every: watch exited 0 on SIGTERM"; else
     fail "every: watch exit status $rc after SIGTERM" "$dir/watch.err"; fi
   written=$(jq -r 'select(.event == "trigger" and .file != null) | .file' "$dir/watch.jsonl" | wc -l)
@@ -452,7 +437,7 @@ if start_grower psigrower - -max-mib 8; then
   sleep 1
   if [[ -e /proc/pressure/memory ]]; then
     kill -INT "$watch_pid"
-    wait_exit "$watch_pid" 20
+    e2e_wait_exit "$watch_pid" 20
     if [[ $rc == 0 && $(jq -r 'select(.event == "start") | .psi_file' "$dir/watch.jsonl") == /proc/pressure/memory &&
       $(jq -r 'select(.event == "watch-end") | .reason' "$dir/watch.jsonl") == SIGINT ]]; then
       pass "psi: trigger registered on /proc/pressure/memory; SIGINT ends the watch with 0"
@@ -460,7 +445,7 @@ if start_grower psigrower - -max-mib 8; then
       fail "psi: exit $rc" "$dir/watch.err"
     fi
   else
-    wait_exit "$watch_pid" 20
+    e2e_wait_exit "$watch_pid" 20
     if [[ $rc != 0 ]] && grep -q "PSI is not available" "$dir/watch.err"; then
       pass "psi: no /proc/pressure/memory on this kernel, and watch says so (exit $rc)"
     else
@@ -513,7 +498,7 @@ if start_grower allgrower1 - -max-mib 8; then
     kill -TERM "$first_parent"  # kills the first grower
     all_recorded "$dir/watch.jsonl" exit "$first" 30
     kill -TERM "$watch_pid"
-    wait_exit "$watch_pid" 20
+    e2e_wait_exit "$watch_pid" 20
     started=$(jq -r 'select(.event == "start") | .pid' "$dir/watch.jsonl")
     if grep -qx "$first" <<<"$started" && grep -qx "$second" <<<"$started"; then
       pass "all: both growers found, the second after the watch began"
