@@ -21,53 +21,13 @@
 
 #include "app/core_source.h"
 #include "app/executable_analysis.h"
+#include "app/mem_report.h"
 #include "app/process_source.h"
 #include "app/runtime_stats.h"
 #include "base/error.h"
 
 namespace goheap2pprof {
 namespace {
-
-nlohmann::ordered_json MemStatsJson(const MemStats& m) {
-  nlohmann::ordered_json j;
-  j["Alloc"] = m.alloc;
-  j["TotalAlloc"] = m.total_alloc;
-  j["Sys"] = m.sys;
-  j["Lookups"] = m.lookups;
-  j["Mallocs"] = m.mallocs;
-  j["Frees"] = m.frees;
-  j["HeapAlloc"] = m.heap_alloc;
-  j["HeapSys"] = m.heap_sys;
-  j["HeapIdle"] = m.heap_idle;
-  j["HeapInuse"] = m.heap_inuse;
-  j["HeapReleased"] = m.heap_released;
-  j["HeapObjects"] = m.heap_objects;
-  j["StackInuse"] = m.stack_inuse;
-  j["StackSys"] = m.stack_sys;
-  j["MSpanInuse"] = m.mspan_inuse;
-  j["MSpanSys"] = m.mspan_sys;
-  j["MCacheInuse"] = m.mcache_inuse;
-  j["MCacheSys"] = m.mcache_sys;
-  j["BuckHashSys"] = m.buck_hash_sys;
-  j["GCSys"] = m.gc_sys;
-  j["OtherSys"] = m.other_sys;
-  j["NextGC"] = m.next_gc;
-  j["LastGC"] = m.last_gc;
-  j["PauseTotalNs"] = m.pause_total_ns;
-  j["PauseNs"] = m.pause_ns;
-  j["PauseEnd"] = m.pause_end;
-  j["NumGC"] = m.num_gc;
-  j["NumForcedGC"] = m.num_forced_gc;
-  j["GCCPUFraction"] = m.gc_cpu_fraction;
-  j["EnableGC"] = m.enable_gc;
-  j["DebugGC"] = m.debug_gc;
-  nlohmann::ordered_json by_size = nlohmann::ordered_json::array();
-  for (const MemStats::SizeClass& c : m.by_size) {
-    by_size.push_back({{"Size", c.size}, {"Mallocs", c.mallocs}, {"Frees", c.frees}});
-  }
-  j["BySize"] = by_size;
-  return j;
-}
 
 // Whether a counter the runtime only adds to went down between two reads.
 bool Decreased(const GoRuntimeStats& before, const GoRuntimeStats& after) {

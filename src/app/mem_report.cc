@@ -174,6 +174,13 @@ void AppendCgroup(std::string& out, const MemReport& r) {
   out += "\n";
 }
 
+template <typename T>
+Json OrNull(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+}  // namespace
+
 Json MemStatsJson(const MemStats& m) {
   Json j;
   j["Alloc"] = m.alloc;
@@ -214,13 +221,6 @@ Json MemStatsJson(const MemStats& m) {
   j["BySize"] = std::move(by_size);
   return j;
 }
-
-template <typename T>
-Json OrNull(const std::optional<T>& v) {
-  return v ? Json(*v) : Json(nullptr);
-}
-
-}  // namespace
 
 std::optional<uint64_t> NotManagedByGo(const MemReport& r) {
   if (!r.process || !r.process->rss_anon) return std::nullopt;

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -55,5 +56,9 @@ std::string RenderMemText(const MemReport& r);
 // `mem --format json`: runtime/metrics names and values, the MemStats fields
 // under their Go names, and the process and cgroup figures.
 std::string RenderMemJson(const MemReport& r);
+
+// runtime.MemStats as JSON, each field under its Go name (BySize as a list
+// of {Size, Mallocs, Frees}), as encoding/json writes a MemStats.
+nlohmann::ordered_json MemStatsJson(const MemStats& m);
 
 }  // namespace goheap2pprof
