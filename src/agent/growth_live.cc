@@ -25,20 +25,8 @@ using Clock = std::chrono::steady_clock;
 // More snapshots than this is a mistake in --every or --for.
 constexpr int64_t kMaxSnapshots = 100000;
 
-// Seconds since the epoch at which the system booted (/proc/stat btime).
-uint64_t BootTime() {
-  std::ifstream in("/proc/stat");
-  std::string key;
-  uint64_t value = 0;
-  while (in >> key) {
-    if (key == "btime" && (in >> value)) return value;
-    in.ignore(1 << 20, '\n');
-  }
-  return 0;
-}
-
 std::string ProcessStart(uint64_t start_ticks) {
-  const uint64_t boot = BootTime();
+  const uint64_t boot = BootTimeSeconds();
   const long hz = sysconf(_SC_CLK_TCK);
   if (boot == 0 || hz <= 0 || start_ticks == 0) return "";
   const auto secs = static_cast<time_t>(boot + start_ticks / static_cast<uint64_t>(hz));

@@ -30,6 +30,7 @@
 #include "pprof/flame_graph.h"
 #include "pprof/output.h"
 #include "proc/address_space.h"
+#include "proc/procfs.h"
 
 namespace goheap2pprof {
 namespace {
@@ -46,44 +47,6 @@ void ServeError(HttpReply& res, int status, const std::string& text) {
 void SetContent(HttpReply& res, std::string body, const char* content_type) {
   res.body = std::move(body);
   res.content_type = content_type;
-}
-
-std::string HtmlEscape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-// Seconds since the epoch at which the system booted (/proc/stat btime).
-uint64_t BootTime() {
-  std::ifstream in("/proc/stat");
-  std::string key;
-  uint64_t value = 0;
-  while (in >> key) {
-    if (key == "btime" && (in >> value)) return value;
-    in.ignore(1 << 20, '\n');
-  }
-  return 0;
 }
 
 // A counted slot, taken if fewer than max are held; given back on
@@ -124,7 +87,7 @@ class Service {
                           static_cast<int64_t>(options.capture_timeout_seconds * 1000),
                           options.worker_limits}),
         discovery_(DiscoveryOptions(options), [this](pid_t pid) { return ProbeExe(pid); }),
-        boot_time_(BootTime()),
+        boot_time_(BootTimeSeconds()),
         clock_ticks_(sysconf(_SC_CLK_TCK)) {}
 
   void Start() { discovery_.Start(); }
@@ -488,7 +451,7 @@ class Service {
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>goheap2pprof serve</title>"
         "</head><body>\n<h1>goheap2pprof serve</h1>\n<p>Go processes this server may read "
         "(rescanned every " +
-        HtmlEscape(std::to_string(options_.discover_interval_seconds)) +
+        EscapeHtml(std::to_string(options_.discover_interval_seconds)) +
         " s). <a href=\"/targets\">/targets</a> (Prometheus HTTP SD), "
         "<a href=\"/metrics\">/metrics</a>.</p>\n<table border=\"1\" cellpadding=\"4\">\n"
         "<tr><th>pid</th><th>service</th><th>executable</th><th>Go</th><th>heap sampling</th>"
@@ -498,9 +461,9 @@ class Service {
       std::string sampling = p.sampling.empty()    ? "not captured yet"
                              : p.sampling == "off" ? "off (409)"
                                                    : "on";
-      html += "<tr><td>" + pid + "</td><td>" + HtmlEscape(ServiceName(p)) + "</td><td>" +
-              HtmlEscape(ValidUtf8(p.facts.exe)) + "</td><td>" +
-              HtmlEscape(ValidUtf8(p.exe.go_version)) + "</td><td>" + sampling +
+      html += "<tr><td>" + pid + "</td><td>" + EscapeHtml(ServiceName(p)) + "</td><td>" +
+              EscapeHtml(ValidUtf8(p.facts.exe)) + "</td><td>" +
+              EscapeHtml(ValidUtf8(p.exe.go_version)) + "</td><td>" + sampling +
               "</td><td><a href=\"/debug/pprof/heap?pid=" + pid +
               "\">heap</a> <a href=\"/debug/pprof/allocs?pid=" + pid +
               "\">allocs</a> <a href=\"/debug/pprof/heap?pid=" + pid +

@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 
 #include "base/error.h"
 #include "base/unique_fd.h"
@@ -257,6 +258,17 @@ ProcStatusMemory ParseProcStatusMemory(std::string_view status) {
           .rss_file = StatusBytes(status, "RssFile"),
           .rss_shmem = StatusBytes(status, "RssShmem"),
           .vm_hwm = StatusBytes(status, "VmHWM")};
+}
+
+uint64_t BootTimeSeconds() {
+  std::ifstream in("/proc/stat");
+  std::string key;
+  uint64_t value = 0;
+  while (in >> key) {
+    if (key == "btime" && (in >> value)) return value;
+    in.ignore(1 << 20, '\n');
+  }
+  return 0;
 }
 
 }  // namespace goheap2pprof

@@ -94,4 +94,8 @@ ProcStatusMemory ParseProcStatusMemory(std::string_view status);
 // Parses a pid argument strictly ("123", no sign, no junk).
 std::optional<pid_t> ParsePid(std::string_view text);
 
+// Seconds since the epoch at which the system booted (btime of /proc/stat),
+// to turn a process's start time in clock ticks into a date; 0 if unknown.
+uint64_t BootTimeSeconds();
+
 }  // namespace goheap2pprof
