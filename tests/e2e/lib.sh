@@ -367,11 +367,26 @@ e2e_wait_for_line() {
 e2e_stop_pids() {
   local pid
   for pid in "${pids[@]}"; do
-    e2e_same_process "$pid" && kill ${1:+"$1"} "$pid" 2>/dev/null
+    if [[ -n ${pid_start_time[$pid]:-} ]]; then
+      e2e_same_process "$pid" && kill ${1:+"$1"} "$pid" 2>/dev/null
+    elif e2e_child_of_this_shell "$pid"; then
+      # Put in pids without e2e_track_pid: no start time to check, but a
+      # child of this shell is one of ours (and left alive, wait would hang).
+      kill ${1:+"$1"} "$pid" 2>/dev/null
+    fi
     wait "$pid" 2>/dev/null
     unset "pid_start_time[$pid]"
   done
   pids=()
+}
+
+# e2e_child_of_this_shell <pid>: 0 if the process's parent is this shell.
+e2e_child_of_this_shell() {
+  local stat rest
+  read -r stat 2>/dev/null <"/proc/$1/stat" || return 1
+  rest=${stat##*) } # after the command name: state, ppid, ...
+  set -- $rest
+  [[ ${2:-} == "$$" ]]
 }
 
 # e2e_free_port: prints a loopback TCP port that is free now and that the

@@ -141,7 +141,7 @@ expect_error() {
 }
 sleep 60 &
 sleeper=$!
-pids+=("$sleeper")
+e2e_track_pid "$sleeper"
 gone=$( (sh -c 'echo $$') )
 expect_error "no such pid" 3 "^goheap2pprof mem: error: .*$gone" "$gone"
 expect_error "not a Go process" 5 "^goheap2pprof mem: error: " "$sleeper"

@@ -44,7 +44,7 @@ run_case() {
   # unless the redirection is on that command itself.
   env "$@" "$binary" -out "$dir/theirs.json" <"$dir/in" >"$dir/target.out" 2>"$dir/target.err" &
   target_pid=$!
-  pids+=("$target_pid")
+  e2e_track_pid "$target_pid"
   if ! e2e_wait_for_line "$dir/target.out" '^READY ' "$target_pid" 60; then
     fail "$label (target did not print READY)" "$dir/target.err"
     exec {fd}>&-

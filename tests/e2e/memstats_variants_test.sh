@@ -72,7 +72,7 @@ start_target() {
     >"$dir/target.out" \
     2>"$dir/target.err" &
   target_pid=$!
-  pids+=("$target_pid")
+  e2e_track_pid "$target_pid"
   if ! e2e_wait_for_line "$dir/target.out" '^READY ' "$target_pid" "$ready_timeout"; then
     start_why="the target did not print READY within ${ready_timeout}s"
     return 1

@@ -87,7 +87,7 @@ fi
 # Errors, with the words and statuses of heap requests.
 sleep 1000 &
 notgo=$!
-pids+=("$notgo")
+e2e_track_pid "$notgo"
 check_status() {
   local want=$1 url=$2 got
   got=$(curl -s -o "$work/err.txt" -w '%{http_code}' "http://$addr$url")

@@ -83,7 +83,7 @@ run_load() {
   rm -f "$work/stop"
   for n in $(seq 1 $clients); do
     client "$n" "$end" "$phase" &
-    pids+=($!)
+    e2e_track_pid $!
   done
   peak_kib=0
   over=0
