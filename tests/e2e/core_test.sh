@@ -32,16 +32,7 @@ trap 'exit 1' INT TERM
 ready_timeout=${ORACLE_READY_TIMEOUT:-120}
 
 # --- can the kernel write cores where we look? ------------------------------
-kernel_why=""
-pattern=$(cat /proc/sys/kernel/core_pattern 2>/dev/null || echo "?")
-core_prefix=${pattern%%%*}
-if [[ $pattern == \|* ]]; then
-  kernel_why="kernel.core_pattern pipes cores to a program ($pattern)"
-elif [[ $pattern == */* || -z $core_prefix ]]; then
-  kernel_why="kernel.core_pattern '$pattern' does not name a file in the crashing process's directory"
-elif ! (ulimit -c unlimited) 2>/dev/null; then
-  kernel_why="cannot raise RLIMIT_CORE (ulimit -c unlimited fails: hard limit $(ulimit -H -c))"
-fi
+e2e_kernel_core_check
 [[ -n $kernel_why ]] && echo "note: kernel-core cases skip: $kernel_why"
 
 # build <version> <mode> <cgo 0|1> <out> [dir]: builds testdata/oracle (or dir).

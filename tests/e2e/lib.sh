@@ -389,6 +389,23 @@ e2e_child_of_this_shell() {
   [[ ${2:-} == "$$" ]]
 }
 
+# e2e_kernel_core_check: sets core_prefix, the name the kernel gives a core in
+# the crashing process's directory (kernel.core_pattern up to its first %),
+# and kernel_why: why the kernel cannot write one there, empty if it can.
+e2e_kernel_core_check() {
+  local pattern
+  kernel_why=""
+  pattern=$(cat /proc/sys/kernel/core_pattern 2>/dev/null || echo "?")
+  core_prefix=${pattern%%%*}
+  if [[ $pattern == \|* ]]; then
+    kernel_why="kernel.core_pattern pipes cores to a program ($pattern)"
+  elif [[ $pattern == */* || -z $core_prefix ]]; then
+    kernel_why="kernel.core_pattern '$pattern' does not name a file in the crashing process's directory"
+  elif ! (ulimit -c unlimited) 2>/dev/null; then
+    kernel_why="cannot raise RLIMIT_CORE (ulimit -c unlimited fails: hard limit $(ulimit -H -c))"
+  fi
+}
+
 # e2e_free_port: prints a loopback TCP port that is free now and that the
 # kernel does not hand out by itself: for a server that must be told its
 # port (Prometheus, Parca). One of the kernel's ephemeral ports (what a bind

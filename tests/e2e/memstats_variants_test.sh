@@ -223,16 +223,7 @@ for entry in "go1.26.8 exe dwarf" "go1.19.8 pie-stripped table"; do
 done
 
 # --- 4. kernel core of the quiescent target -----------------------------------
-kernel_why=""
-pattern=$(cat /proc/sys/kernel/core_pattern 2>/dev/null || echo "?")
-core_prefix=${pattern%%%*}
-if [[ $pattern == \|* ]]; then
-  kernel_why="kernel.core_pattern pipes cores to a program ($pattern)"
-elif [[ $pattern == */* || -z $core_prefix ]]; then
-  kernel_why="kernel.core_pattern '$pattern' does not name a file in the crashing process's directory"
-elif ! (ulimit -c unlimited) 2>/dev/null; then
-  kernel_why="cannot raise RLIMIT_CORE (hard limit $(ulimit -H -c))"
-fi
+e2e_kernel_core_check
 for entry in "go1.19.8 exe dwarf" "go1.27.3 pie-stripped table"; do
   read -r version build layout <<<"$entry"
   [[ ${state[$version]:-} == ok ]] || continue
