@@ -28,6 +28,7 @@ class CoreSource : public CaptureSource {
   const TargetExecutable& executable() const override { return executable_; }
   std::vector<ProfileMapping> ProfileMappings() const override;
   MemoryReader& memory() override { return *memory_; }
+  bool is_snapshot() const override { return true; }
   void CheckSameProcess() const override {}
 
   const CoreFile& core() const { return core_; }

@@ -280,6 +280,7 @@ std::string RenderMemJson(const MemReport& r) {
   j["memstats"] = MemStatsJson(r.stats.mem);
   j["num_goroutine"] = r.stats.num_goroutine;
   j["gomaxprocs"] = r.stats.gomaxprocs;
+  j["warnings"] = r.stats.warnings;
   if (r.process) {
     const ProcStatusMemory& p = *r.process;
     j["process"] = {{"rss_bytes", OrNull(p.vm_rss)},

@@ -98,7 +98,9 @@ std::optional<MemStats> MemStatsForDebugText(CaptureSource& source,
                                              const ExecutableAnalysis& analysis,
                                              CaptureReport& report) {
   try {
-    return ReadGoRuntimeStats(source, analysis).mem;
+    GoRuntimeStats stats = ReadGoRuntimeStats(source, analysis);
+    report.warnings.insert(report.warnings.end(), stats.warnings.begin(), stats.warnings.end());
+    return stats.mem;
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kNoSuchProcess || e.kind() == ErrorKind::kPermission) throw;
     report.warnings.push_back(std::string("no runtime.MemStats block: ") + e.what());

@@ -77,11 +77,17 @@ GoRuntimeStats ReadGoRuntimeStats(CaptureSource& source, const ExecutableAnalysi
   const MemstatsAddresses at = Addresses(ms.variables, bias);
   PageCountingReader mem(source.memory());
   const ReadStats before = mem.stats();
-  const RawMemstats raw = ReadRawMemstats(mem, at, ms.layout.layout, analysis.traits());
+  const RawMemstats raw = ReadRawMemstats(mem, at, ms.layout.layout, analysis.traits(),
+                                          {.snapshot = source.is_snapshot()});
   source.CheckSameProcess();
   GoRuntimeStats out = ComputeGoRuntimeStats(raw, analysis.traits());
   const ReadStats after = mem.stats();
   out.notes = ms.layout.notes;
+  if (!raw.torn.empty()) {
+    out.warnings.push_back(Text("the core was written while the runtime was updating its heap "
+                                "statistics (", raw.torn,
+                                "): the figures may miss that one update"));
+  }
   out.notes.push_back(Text("runtime.memstats at ", Hex(at.memstats), " (",
                            ms.variables.memstats.source, "), gcController at ",
                            Hex(at.gc_controller), ", mheap_ at ", Hex(at.mheap), ", load bias ",

@@ -72,6 +72,9 @@ class CaptureSource {
   // identity() named when the source was opened (it exited, or its pid now
   // names another process). Sources that are snapshots never throw.
   virtual void CheckSameProcess() const = 0;
+  // True when memory() can never change (a core file): a read that finds
+  // the target mid-update cannot be retried into a consistent one.
+  virtual bool is_snapshot() const { return false; }
 };
 
 // runtime/pprof's parseProcSelfMaps on maps: every executable mapping of a

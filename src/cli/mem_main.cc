@@ -62,6 +62,9 @@ int RunMem(const MemOptions& o) {
   const std::shared_ptr<const ExecutableAnalysis> analysis =
       ExecutableAnalysis::Create(source->executable().elf, o.executable.assume_go_layout);
   report.stats = ReadGoRuntimeStats(*source, *analysis);
+  for (const std::string& w : report.stats.warnings) {
+    std::cerr << "goheap2pprof: warning: " << w << '\n';
+  }
   if (o.core.empty()) {
     source->CheckSameProcess();
     AddProcessFigures(report);

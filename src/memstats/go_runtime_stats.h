@@ -88,6 +88,8 @@ struct GoRuntimeStats {
   // accepted a snapshot (1 on a quiet target).
   int attempts = 0;
   std::vector<std::string> notes;  // for -v: addresses, layouts' source
+  // For everyone: e.g. a core taken while the runtime was mid-update.
+  std::vector<std::string> warnings;
 
   // The value of a metric, or nullopt when this version has no such metric.
   std::optional<uint64_t> Uint(std::string_view name) const;

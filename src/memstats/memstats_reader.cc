@@ -181,7 +181,8 @@ ConsistentHeapStats ReadConsistentHeapStats(MemoryReader& mem, const MemstatsAdd
                                             const MemstatsReadLimits& limits) {
   const uint64_t base = at.memstats + l.ms_heap_stats;
   std::string why = "no attempt made";
-  for (int attempt = 1; attempt <= limits.max_attempts; ++attempt) {
+  const int attempts = limits.snapshot ? 1 : limits.max_attempts;
+  for (int attempt = 1; attempt <= attempts; ++attempt) {
     Pause(attempt);
     const Procs p1 = ReadAllp(mem, at, limits);
     const std::vector<uint32_t> q1 = ReadSeqs(mem, p1, l);
@@ -195,8 +196,8 @@ ConsistentHeapStats ReadConsistentHeapStats(MemoryReader& mem, const MemstatsAdd
     const Procs p2 = ReadAllp(mem, at, limits);
     const std::vector<uint32_t> q2 = p1 == p2 ? ReadSeqs(mem, p2, l) : q1;
     why = Judge(q1, q2, p1, p2, g, a, b, l, traits);
-    if (why.empty()) {
-      return ConsistentHeapStats{SumSlots(a.slots, l, traits), attempt, g, p1.ps.size()};
+    if (why.empty() || limits.snapshot) {
+      return ConsistentHeapStats{SumSlots(a.slots, l, traits), attempt, g, p1.ps.size(), why};
     }
   }
   throw Error(ErrorKind::kMalformed, "no consistent read of the runtime's heap statistics in ",
@@ -411,6 +412,7 @@ RawMemstats ReadRawMemstats(MemoryReader& mem, const MemstatsAddresses& at, cons
   const ConsistentHeapStats heap = ReadConsistentHeapStats(mem, at, l, traits, limits);
   raw.heap = heap.sum;
   raw.attempts = heap.attempts;
+  raw.torn = heap.torn;
   ReadSysAndGc(mem, at, l, raw);
   ReadPacer(mem, at, l, traits, raw);
   const Procs procs = ReadAllp(mem, at, limits);

@@ -53,6 +53,9 @@ struct MemstatsAddresses {
 // Bounds on what the target's memory may claim, and on the retries.
 struct MemstatsReadLimits {
   int max_attempts = 2000;  // of the consistent heapStats read
+  // The memory cannot change (a core file): one attempt, and a copy that
+  // fails the checks is kept, with the reason in ConsistentHeapStats::torn.
+  bool snapshot = false;
   uint64_t max_procs = 1 << 14;
   uint64_t max_threads = 1 << 20;
 };
@@ -80,12 +83,16 @@ struct ConsistentHeapStats {
   int attempts = 0;
   uint32_t gen = 0;
   uint64_t procs = 0;  // len(allp) at the read
+  // Why a snapshot's only copy failed the protocol's checks (a writer was
+  // mid-update when the core was taken); empty when it passed.
+  std::string torn;
 };
 
 // The verified protocol of the facts' section 5. Throws Error(kMalformed)
 // when the target's memory cannot be read or is impossible (len(allp) over
 // the bound, gen > 2), and when no attempt of limits.max_attempts passed
-// every check (the message names the check that failed last).
+// every check (the message names the check that failed last). A snapshot
+// (limits.snapshot) gets one attempt and is never refused for a check.
 ConsistentHeapStats ReadConsistentHeapStats(MemoryReader& mem, const MemstatsAddresses& at,
                                             const MemstatsLayout& layout,
                                             const RuntimeTraits& traits,
@@ -103,6 +110,7 @@ struct FlushEmulation {
 struct RawMemstats {
   HeapStatsSum heap;
   int attempts = 0;
+  std::string torn;  // ConsistentHeapStats::torn
   // mstats
   uint64_t stacks_sys = 0, mspan_sys = 0, mcache_sys = 0, buckhash_sys = 0, gc_misc_sys = 0,
            other_sys = 0;

@@ -122,6 +122,26 @@ TEST(MemstatsReaderTest, OddStatsSeqIsNeverAccepted) {
   EXPECT_NE(error.find("statsSeq was odd"), std::string::npos) << error;
 }
 
+// A core file cannot change: its one copy is kept, with the check it failed
+// said, where a live target's would be retried and then refused.
+TEST(MemstatsReaderTest, SnapshotMidUpdateIsKeptOnceWithTheReason) {
+  FakeRuntime rt({1, 26, 8});
+  rt.SetSeq(1, 3);
+  const ConsistentHeapStats s = ReadConsistentHeapStats(
+      rt.mem_, rt.at_, rt.layout_, rt.traits_, {.max_attempts = 5, .snapshot = true});
+  EXPECT_EQ(s.attempts, 1);
+  EXPECT_NE(s.torn.find("statsSeq was odd"), std::string::npos) << s.torn;
+  EXPECT_EQ(s.sum.tiny_alloc_count, 12u);
+}
+
+TEST(MemstatsReaderTest, QuietSnapshotIsNotTorn) {
+  FakeRuntime rt({1, 26, 8});
+  const ConsistentHeapStats s =
+      ReadConsistentHeapStats(rt.mem_, rt.at_, rt.layout_, rt.traits_, {.snapshot = true});
+  EXPECT_EQ(s.attempts, 1);
+  EXPECT_EQ(s.torn, "");
+}
+
 TEST(MemstatsReaderTest, StatsSeqThatMovedDuringTheCopyIsRetried) {
   FakeRuntime rt({1, 26, 8});
   bool done = false;
