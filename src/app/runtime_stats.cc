@@ -84,9 +84,10 @@ GoRuntimeStats ReadGoRuntimeStats(CaptureSource& source, const ExecutableAnalysi
   const ReadStats after = mem.stats();
   out.notes = ms.layout.notes;
   if (!raw.torn.empty()) {
-    out.warnings.push_back(Text("the core was written while the runtime was updating its heap "
-                                "statistics (", raw.torn,
-                                "): the figures may miss that one update"));
+    out.warnings.push_back(
+        Text("the core was written while the runtime was updating its heap "
+             "statistics (",
+             raw.torn, "): the figures may miss that one update"));
   }
   out.notes.push_back(Text("runtime.memstats at ", Hex(at.memstats), " (",
                            ms.variables.memstats.source, "), gcController at ",

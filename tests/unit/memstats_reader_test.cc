@@ -127,8 +127,8 @@ TEST(MemstatsReaderTest, OddStatsSeqIsNeverAccepted) {
 TEST(MemstatsReaderTest, SnapshotMidUpdateIsKeptOnceWithTheReason) {
   FakeRuntime rt({1, 26, 8});
   rt.SetSeq(1, 3);
-  const ConsistentHeapStats s = ReadConsistentHeapStats(
-      rt.mem_, rt.at_, rt.layout_, rt.traits_, {.max_attempts = 5, .snapshot = true});
+  const ConsistentHeapStats s = ReadConsistentHeapStats(rt.mem_, rt.at_, rt.layout_, rt.traits_,
+                                                        {.max_attempts = 5, .snapshot = true});
   EXPECT_EQ(s.attempts, 1);
   EXPECT_NE(s.torn.find("statsSeq was odd"), std::string::npos) << s.torn;
   EXPECT_EQ(s.sum.tiny_alloc_count, 12u);
