@@ -175,6 +175,18 @@ else
   fail "strict decode of deploy/kubernetes/daemonset.yaml" "$work/plain.check"
 fi
 
+# What tests/e2e/cri_from_daemonset.jq gives the containerd suite: the CRI security context
+# and mounts a kubelet would ask for, from the manifest.
+want_cri='{"security_context":{"run_as_user":{"value":0},"readonly_rootfs":true,"no_new_privs":true,"privileged":false,"capabilities":{"add_capabilities":["SYS_PTRACE","DAC_READ_SEARCH"],"drop_capabilities":["ALL"]},"seccomp":{"profile_type":0},"namespace_options":{"pid":2}},"mounts":[{"container_path":"/host/run/containerd","host_path":"/run/containerd","readonly":true,"propagation":1},{"container_path":"/host/run/crio","host_path":"/run/crio","readonly":true,"propagation":1},{"container_path":"/host/sys/fs/cgroup","host_path":"/sys/fs/cgroup","readonly":true,"propagation":1}]}'
+if [[ -f $work/plain.json ]] &&
+  got_cri=$(jq -c -s -f "$src/tests/e2e/cri_from_daemonset.jq" "$work/plain.json" | jq -c 'del(.args)') &&
+  [[ $got_cri == "$want_cri" ]]; then
+  pass "cri_from_daemonset.jq: uid 0, read-only root, no_new_privs, SYS_PTRACE+DAC_READ_SEARCH, RuntimeDefault seccomp, host pid namespace, three read-only host mounts"
+else
+  echo "${got_cri:-no output}" >"$work/cri.out"
+  fail "cri_from_daemonset.jq on daemonset.yaml (want $want_cri)" "$work/cri.out"
+fi
+
 # ---- negative cases: each must fail, naming what is wrong
 sed 's/readOnlyRootFilesystem:/readOnlyRootFileSystem:/' "$src/deploy/kubernetes/daemonset.yaml" >"$work/typo.yaml"
 if ! "$work/k8svalidate" "$work/typo.yaml" >"$work/typo.check" 2>&1 &&
