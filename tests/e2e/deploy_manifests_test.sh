@@ -18,7 +18,9 @@
 #    arguments the agent is given; probes on the listener's port; a node-local Service for
 #    /targets and /metrics selecting the DaemonSet's pods; no service account token;
 #  - when this build has `goheap2pprof agent`, every option the manifests give it is one its
-#    --help lists (else that case is skipped, saying so).
+#    --help lists (else that case is skipped, saying so);
+#  - the listener started with the default manifest's arguments (agent, or serve with the
+#    ones it knows) answers the probes' GET /metrics with 200.
 # helm v3.22: GOHEAP2PPROF_HELM, else the one on PATH if it is v3.22 (scripts/install-deps.sh
 # --test installs it), else installed with `go install` into <build>/e2e/helm-v3.22.0 once (the
 # Go module proxy must be reachable then).
@@ -213,7 +215,11 @@ fi
 
 # ---- the agent knows every option the manifests give it
 # (A build without it answers with the capture's help, whose usage line is not agent's.)
+have_agent=0
 if "$tool" agent --help >"$work/agent-help.txt" 2>&1 && grep -q '^Usage:.*goheap2pprof agent' "$work/agent-help.txt"; then
+  have_agent=1
+fi
+if ((have_agent)); then
   missing=()
   for f in "$work"/{default,secure,push,options}.json; do
     [[ -f $f ]] || continue
@@ -228,6 +234,47 @@ if "$tool" agent --help >"$work/agent-help.txt" 2>&1 && grep -q '^Usage:.*goheap
   fi
 else
   skip "this goheap2pprof has no agent command yet (\`agent --help\` shows no agent usage line): the options the manifests give it are not checked"
+fi
+
+# ---- the probes: the listener, started with the default manifest's arguments, answers the
+# probes' GET /metrics with 200. --listen on loopback port 0 (there is no pod IP here) and
+# --host-root=/ (this machine's own files). Without the agent command, serve runs with the
+# arguments it knows.
+if [[ -f $work/default.json ]]; then
+  cmd=agent
+  if ((!have_agent)); then
+    cmd=serve
+    "$tool" serve --help >"$work/serve-help.txt" 2>&1
+  fi
+  run_args=()
+  while read -r a; do
+    name=${a%%=*}
+    case $name in
+      --listen) a=--listen=127.0.0.1:0 ;;
+      --host-root) a=--host-root=/ ;;
+    esac
+    if [[ $cmd == serve ]] && ! grep -q -- "$name\b" "$work/serve-help.txt"; then
+      continue
+    fi
+    run_args+=("$a")
+  done < <(jq -r 'select(.kind == "DaemonSet") | .spec.template.spec.containers[0].args[1:][]' "$work/default.json")
+  "$tool" "$cmd" "${run_args[@]}" >"$work/listener.log" 2>&1 &
+  listener_pid=$!
+  trap 'kill "$listener_pid" 2>/dev/null' EXIT
+  addr=""
+  for _ in $(seq 1 100); do
+    addr=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$work/listener.log" | head -n 1)
+    [[ -n $addr ]] || ! kill -0 "$listener_pid" 2>/dev/null && break
+    sleep 0.1
+  done
+  code=$( [[ -n $addr ]] && curl -s -o "$work/metrics.txt" -w '%{http_code}' --max-time 10 "http://$addr/metrics")
+  if [[ $code == 200 ]] && grep -q '^# TYPE ' "$work/metrics.txt"; then
+    pass "goheap2pprof $cmd ${run_args[*]}: GET /metrics (the probes' request) answers 200"
+  else
+    fail "goheap2pprof $cmd ${run_args[*]}: GET /metrics answered '${code:-}' (address '${addr}')" "$work/listener.log"
+  fi
+  kill "$listener_pid" 2>/dev/null
+  wait "$listener_pid" 2>/dev/null
 fi
 
 e2e_finish
