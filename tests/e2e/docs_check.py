@@ -17,6 +17,8 @@ found a problem, 0 otherwise. Three checks (tests/e2e/docs_test.sh runs them):
             `goheap2pprof SUB --help` succeeds and differs from the top-level
             help, which holds with the per-command dispatch of today and with
             one CLI11 app (where an unknown word is a usage error).
+  flag tables  the "## Flags" section of each command's guide (GUIDES below)
+            names every flag of that command's --help, and no flag it lacks.
 """
 
 import pathlib
@@ -33,6 +35,10 @@ INLINE_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s
 REFERENCE_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$")
 HTML_ANCHOR = re.compile(r"<a\s+(?:name|id)=\"([^\"]+)\"")
 CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+# Each command's guide, whose "## Flags" table must list exactly the flags of
+# the command's --help (None: the top-level capture).
+GUIDES = {"docs/capture.md": None, "docs/watch.md": "watch", "docs/serve.md": "serve",
+          "docs/push.md": "push"}
 SUBCOMMAND = re.compile(r"^[a-z][a-z0-9-]*$")
 # Shell words that end one command (what follows belongs to another program).
 COMMAND_END = {"|", "||", "&&", ";", ">", ">>", "2>", "2>&1", "<", "&"}
@@ -238,6 +244,49 @@ def check_commands(repo, files, tool, problems):
     return checked
 
 
+def help_flags(help_text):
+    """The flags an --help lists: the first column of its option lines (CLI11
+    indents them by two spaces; wrapped text and the exit codes, by more)."""
+    flags = set()
+    for line in help_text.splitlines():
+        match = re.match(r"^  (-[^\s]+)", line)
+        if match:
+            flags.update(f for f in match.group(1).split(",") if f.startswith("-"))
+    return flags - {"-h", "--help"}
+
+
+def section(text, title):
+    match = re.search(r"^## " + re.escape(title) + r"\s*$(.*?)(?=^## |\Z)", text, re.M | re.S)
+    return match.group(1) if match else None
+
+
+def check_flag_tables(repo, tool, problems):
+    checked = 0
+    for guide, sub in GUIDES.items():
+        path = repo / guide
+        if not path.is_file():
+            problems.append(f"{guide}: missing (the guide of {sub or 'the capture'})")
+            continue
+        table = section(path.read_text(encoding="utf-8"), "Flags")
+        help_text = tool.top if sub is None else tool.subcommand_help(sub)
+        name = f"goheap2pprof {sub} --help" if sub else "goheap2pprof --help"
+        if table is None or help_text is None:
+            problems.append(f"{guide}: no '## Flags' section, or no `{name}`")
+            continue
+        documented = set()
+        for span in CODE_SPAN.findall(table):
+            documented.update(re.findall(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*|-[a-zA-Z])(?![\w-])",
+                                         span[1]))
+        documented -= {"-h", "--help"}  # "From `goheap2pprof X --help`"
+        listed = help_flags(help_text)
+        checked += len(listed)
+        for flag in sorted(listed - documented):
+            problems.append(f"{guide}: {flag} is in `{name}` but not in the guide's Flags table")
+        for flag in sorted(documented - listed):
+            problems.append(f"{guide}: the Flags table has {flag}, which `{name}` does not list")
+    return checked
+
+
 def main(argv):
     if len(argv) not in (3, 5) or (len(argv) == 5 and argv[3] != "--max-readme-bytes"):
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
@@ -250,12 +299,15 @@ def main(argv):
         problems.append(f"README.md: {size} bytes, more than {limit}")
     files = markdown_files(repo)
     links = check_links(repo, files, problems)
-    commands = check_commands(repo, files, Tool(argv[2]), problems)
+    tool = Tool(argv[2])
+    commands = check_commands(repo, files, tool, problems)
+    table_flags = check_flag_tables(repo, tool, problems)
     for p in problems:
         print(p)
     print(f"checked: README.md {size} bytes (limit {limit}), {len(files)} Markdown files, "
-          f"{links} relative links, {commands} goheap2pprof commands; {len(problems)} problems")
-    if links == 0 or commands == 0:
+          f"{links} relative links, {commands} goheap2pprof commands, {table_flags} flags of "
+          f"{len(GUIDES)} guides' tables; {len(problems)} problems")
+    if links == 0 or commands == 0 or table_flags == 0:
         print("nothing to check: the parser found no links or no commands")
         return 1
     return 1 if problems else 0
