@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "agent/cgroup.h"
+#include "agent/common/cgroup.h"
 #include "app/core_source.h"
 #include "app/executable_analysis.h"
 #include "app/mem_report.h"

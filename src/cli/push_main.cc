@@ -1,12 +1,12 @@
-// `goheap2pprof push`: option parsing only; the agent is agent/push_agent.h.
+// `goheap2pprof push`: option parsing only; the agent is agent/push/agent.h.
 #include "cli/push_main.h"
 
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <string>
 
-#include "agent/push_agent.h"
-#include "agent/watch_psi.h"
+#include "agent/push/agent.h"
+#include "agent/watch/psi.h"
 #include "base/error.h"
 #include "cli/command.h"
 #include "cli/listener_flags.h"
