@@ -3,11 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <optional>
 
+#include "agent/common/duration.h"
 #include "base/error.h"
 
 namespace goheap2pprof {
@@ -29,29 +29,6 @@ bool HasCapSysResource() {
 
 }  // namespace
 
-std::optional<std::chrono::microseconds> ParseDuration(std::string_view text) {
-  uint64_t value = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || ptr == text.data()) return std::nullopt;
-  std::string_view unit(ptr, static_cast<size_t>(text.data() + text.size() - ptr));
-  uint64_t scale = 0;
-  if (unit == "us") {
-    scale = 1;
-  } else if (unit == "ms") {
-    scale = 1000;
-  } else if (unit == "s") {
-    scale = 1000000;
-  } else if (unit == "m") {
-    scale = 60000000;
-  } else if (unit == "h") {
-    scale = 3600000000ull;
-  } else {
-    return std::nullopt;
-  }
-  if (value > (uint64_t{1} << 40) / scale) return std::nullopt;
-  return std::chrono::microseconds(value * scale);
-}
-
 PsiSpec ParsePsiSpec(std::string_view text) {
   PsiSpec spec;
   spec.text = std::string(text);
@@ -68,7 +45,8 @@ PsiSpec ParsePsiSpec(std::string_view text) {
       ParseDuration(text.substr(colon + 1, slash - colon - 1));
   std::optional<std::chrono::microseconds> window = ParseDuration(text.substr(slash + 1));
   if (!stall || !window) {
-    throw Error(ErrorKind::kUsage, "--psi \"", text, "\": bad duration (use us, ms, s)");
+    throw Error(ErrorKind::kUsage, "--psi \"", text,
+                "\": bad duration (use us, ms or s, e.g. 150ms)");
   }
   // The kernel's bounds (kernel/sched/psi.c), checked here so the message
   // can say so rather than "Invalid argument".

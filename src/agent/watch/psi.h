@@ -31,9 +31,6 @@ struct PsiSpec {
 // windows the kernel rejects (outside 500 ms..10 s, or stall > window).
 PsiSpec ParsePsiSpec(std::string_view text);
 
-// "150ms", "1s", "2m", "500us": a duration; nullopt on junk or overflow.
-std::optional<std::chrono::microseconds> ParseDuration(std::string_view text);
-
 // The line the kernel expects, NUL included (the kernel replaces the last
 // byte written with a NUL, so one must be sent).
 std::string PsiTriggerLine(const PsiSpec& spec);

@@ -20,6 +20,7 @@
 
 #include "agent/common/cgroup.h"
 #include "agent/common/discovery.h"
+#include "agent/common/duration.h"
 #include "agent/common/metrics.h"
 #include "agent/watch/files.h"
 #include "agent/watch/go_memory_record.h"
@@ -699,12 +700,8 @@ std::vector<uint64_t> ParseSizeList(std::string_view text) {
 }
 
 WatchMillis ParseWatchDuration(std::string_view option, std::string_view text) {
-  std::optional<std::chrono::microseconds> d = ParseDuration(text);
-  if (!d || *d < std::chrono::milliseconds(1)) {
-    throw Error(ErrorKind::kUsage, option, " \"", text,
-                "\": expected a duration such as 500ms, 1s or 2m");
-  }
-  return std::chrono::duration_cast<WatchMillis>(*d);
+  return std::chrono::duration_cast<WatchMillis>(
+      DurationOption(option, text, std::chrono::milliseconds(1)));
 }
 
 void ParseEventList(std::string_view text, TriggerConfig& config) {
