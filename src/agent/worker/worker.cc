@@ -393,37 +393,56 @@ std::optional<uint64_t> MaxRss(pid_t pid) {
   return ParseProcStatusMemory(*status).vm_hwm;
 }
 
-// Sets *identified once the target was found alive, so that a later
-// "no such process" can be told apart from "never was".
-void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam, WorkerReply& reply,
-             bool* identified) {
+// What a capture and a memory-statistics read both begin with: the
+// request's seams, the live process opened (setting *identified once it was
+// found alive, so that a later "no such process" can be told apart from
+// "never was"), its owner and its executable's analysis.
+struct OpenedTarget {
+  std::unique_ptr<CaptureSource> source;
+  std::shared_ptr<const ExecutableAnalysis> analysis;
+  ProcessOwner owner;
+};
+
+OpenedTarget OpenForRead(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
+                         WorkerReply& reply, bool* identified, const char* what) {
   if (seam) Misbehave(*seam, request.pid);
-  std::unique_ptr<CaptureSource> source = OpenSource(request.pid, seam, reply);
+  OpenedTarget t;
+  t.source = OpenSource(request.pid, seam, reply);
   *identified = true;
   // What the allow-list judges, read while the source holds the address
-  // space anchor: the capture's final identity check proves it was read
-  // from the process the profile comes from (a pid reused or an exec in
-  // place since then fails the capture, 410).
+  // space anchor: the read's final identity check proves it came from the
+  // process the answer is for (a pid reused or an exec in place since then
+  // fails it, 410).
   std::optional<ProcessOwner> owner = ReadProcessOwner(request.pid);
   if (!owner) {
-    throw Error(ErrorKind::kNoSuchProcess, "process ", request.pid, " exited during the capture");
+    throw Error(ErrorKind::kNoSuchProcess, "process ", request.pid, " exited during the ", what);
   }
-  auto [analysis, fresh] = Analyses().Get(*source);
+  t.owner = std::move(*owner);
+  auto [analysis, fresh] = Analyses().Get(*t.source);
+  t.analysis = std::move(analysis);
   reply.analyses = fresh ? 1 : 0;
   PauseBeforeWalk(seam, request.pid);
+  return t;
+}
+
+// The request's profile, in the form its op asks for.
+void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam, WorkerReply& reply,
+             bool* identified) {
+  OpenedTarget t = OpenForRead(request, seam, reply, identified, "capture");
   CaptureOptions options;
   std::string text;
   std::optional<MemStats> mem;
   if (request.op == WorkerOp::kHeapDebugText) {
     // writeHeapInternal reads MemStats first, then the records.
-    mem = MemStatsForDebugText(*source, *analysis);
+    mem = MemStatsForDebugText(*t.source, *t.analysis);
     options.on_records = [&](std::span<const MemProfileRecord> records, int64_t rate,
                              uint64_t load_bias) {
-      text = HeapDebugText(records, rate, analysis->traits(), analysis->symbolizer(), load_bias);
+      text =
+          HeapDebugText(records, rate, t.analysis->traits(), t.analysis->symbolizer(), load_bias);
     };
   }
   CaptureReport report;
-  CaptureResult result = Capture(*source, analysis, options, report, States().For(request.pid));
+  CaptureResult result = Capture(*t.source, t.analysis, options, report, States().For(request.pid));
   reply.bytes_read = result.report.bytes_read;
   reply.cycle = result.report.cycle;
   if (request.op == WorkerOp::kHeapDebugText) {
@@ -447,7 +466,7 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
   }
   // Only now, the final identity check having passed: a failed capture
   // carries no owner.
-  reply.owner = std::move(owner);
+  reply.owner = std::move(t.owner);
 }
 
 // The memory statistics of request.pid, under the rules of a capture: the
@@ -456,20 +475,11 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
 // read (a pid reused or an exec in place fails it, 410).
 void ReadStats(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
                WorkerReply& reply, bool* identified) {
-  if (seam) Misbehave(*seam, request.pid);
-  std::unique_ptr<CaptureSource> source = OpenSource(request.pid, seam, reply);
-  *identified = true;
-  std::optional<ProcessOwner> owner = ReadProcessOwner(request.pid);
-  if (!owner) {
-    throw Error(ErrorKind::kNoSuchProcess, "process ", request.pid, " exited during the read");
-  }
-  auto [analysis, fresh] = Analyses().Get(*source);
-  reply.analyses = fresh ? 1 : 0;
-  PauseBeforeWalk(seam, request.pid);
-  const GoRuntimeStats stats = ReadGoRuntimeStats(*source, *analysis);
-  source->CheckSameProcess();
+  OpenedTarget t = OpenForRead(request, seam, reply, identified, "read");
+  const GoRuntimeStats stats = ReadGoRuntimeStats(*t.source, *t.analysis);
+  t.source->CheckSameProcess();
   reply.body = EncodeRuntimeStats(stats);
-  reply.owner = std::move(owner);
+  reply.owner = std::move(t.owner);
 }
 
 // After a capture found its process gone: whether a live process has the
