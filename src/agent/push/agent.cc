@@ -172,19 +172,11 @@ class Agent {
   void CaptureAndPush(const GoProcess& p) {
     const pid_t pid = p.facts.pid;
     const std::string what = "pid " + std::to_string(pid) + " (" + ServiceNameOfProcess(p) + ")";
-    auto started = std::chrono::steady_clock::now();
-    PoolResult r = pool_.Run({WorkerOp::kHeap, pid, {}}, p.facts.key.ToString());
     // Only a profile of the process the scan found and the filter admits,
     // as the worker found it, is pushed.
-    if (r.outcome == PoolOutcome::kReplied)
-      KeepToRequestedProcess(p.facts, options_.filter, r.reply);
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    PoolResult r =
+        RunForProcess(pool_, serve_metrics_, {WorkerOp::kHeap, pid, {}}, p.facts, options_.filter);
     const std::string outcome = PoolOutcomeName(r);
-    serve_metrics_.CaptureDone(outcome, seconds, r.reply.bytes_read);
-    if (r.outcome == PoolOutcome::kReplied) serve_metrics_.CaptureAnalyses(r.reply.analyses);
-    if (r.outcome == PoolOutcome::kCrashed) serve_metrics_.WorkerRestarted("crash");
-    if (r.outcome == PoolOutcome::kTimedOut) serve_metrics_.WorkerRestarted("timeout");
     const std::pair<pid_t, uint64_t> key{pid, p.facts.start_time};
     ProcessState* found = nullptr;
     {
@@ -242,23 +234,18 @@ class Agent {
   // is attached to the profile (the backends have no place for it); the
   // reads are counted on /metrics and, with -v, summed up in the log.
   void ReadMemoryStats(const GoProcess& p, const std::string& what) {
-    PoolResult r = pool_.Run({WorkerOp::kRuntimeStats, p.facts.pid, {}}, p.facts.key.ToString());
-    if (r.outcome == PoolOutcome::kReplied)
-      KeepToRequestedProcess(p.facts, options_.filter, r.reply);
-    std::string outcome = PoolOutcomeName(r);
-    if (r.outcome == PoolOutcome::kCrashed) serve_metrics_.WorkerRestarted("crash");
-    if (r.outcome == PoolOutcome::kTimedOut) serve_metrics_.WorkerRestarted("timeout");
+    PoolResult r = RunForProcess(pool_, serve_metrics_, {WorkerOp::kRuntimeStats, p.facts.pid, {}},
+                                 p.facts, options_.filter);
     std::optional<GoRuntimeStats> stats;
-    if (outcome == "ok") {
+    if (PoolOutcomeName(r) == "ok") {
       try {
         stats = DecodeRuntimeStats(r.reply.body);
       } catch (const Error& e) {
-        // One read's boundary: counted and logged, the round goes on.
-        outcome = "error";
+        // One read's boundary: logged, the round goes on. Counted as the
+        // worker answered, as serve counts it.
         Log("goheap2pprof push: memory statistics of " + what + ": " + e.what());
       }
     }
-    serve_metrics_.MemoryStatsRead(outcome);
     if (!stats || !options_.verbose) return;
     Log("goheap2pprof push: " + what + ": Go runtime total " +
         std::to_string(stats->Uint("/memory/classes/total:bytes").value_or(0)) +

@@ -158,8 +158,9 @@ class Service {
   // running one and share its answer. With may_join false the caller gets
   // a capture of its own, begun now, which others may join.
   // `base` is the payload of a delta op, which never joins (may_join false).
-  PoolResult SharedCapture(pid_t pid, WorkerOp op, const std::string& affinity,
-                           bool may_join = true, std::string base = {}) {
+  PoolResult SharedCapture(const ProcessFacts& facts, WorkerOp op, bool may_join,
+                           std::string base) {
+    const pid_t pid = facts.pid;
     std::shared_ptr<Flight> flight;
     bool leader = false;
     const auto key = std::make_pair(pid, static_cast<int>(op));
@@ -179,10 +180,9 @@ class Service {
       flight->cv.wait(lock, [&] { return flight->done; });
       return flight->result;
     }
-    auto started = std::chrono::steady_clock::now();
-    PoolResult result = pool_.Run({op, pid, std::move(base)}, affinity);
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    double seconds = 0;
+    PoolResult result = RunForProcess(pool_, metrics_, {op, pid, std::move(base)}, facts,
+                                      options_.filter, &seconds);
     if (options_.verbose) {
       // What isolation costs: the round trip to the worker minus its own time.
       std::ostringstream line;
@@ -192,14 +192,6 @@ class Service {
            << result.reply.body.size() << " bytes\n";
       Log(line.str());
     }
-    if (op == WorkerOp::kRuntimeStats) {
-      metrics_.MemoryStatsRead(PoolOutcomeName(result));
-    } else {
-      metrics_.CaptureDone(PoolOutcomeName(result), seconds, result.reply.bytes_read);
-    }
-    if (result.outcome == PoolOutcome::kReplied) metrics_.CaptureAnalyses(result.reply.analyses);
-    if (result.outcome == PoolOutcome::kCrashed) metrics_.WorkerRestarted("crash");
-    if (result.outcome == PoolOutcome::kTimedOut) metrics_.WorkerRestarted("timeout");
     {
       std::lock_guard<std::mutex> lock(flights_mu_);
       auto it = flights_.find(key);
@@ -220,7 +212,8 @@ class Service {
   // into the 410 or 404 it deserves (KeepToRequestedProcess).
   PoolResult CaptureOf(const ProcessFacts& facts, WorkerOp op, bool may_join = true,
                        std::string base = {}) {
-    PoolResult r = SharedCapture(facts.pid, op, facts.key.ToString(), may_join, std::move(base));
+    PoolResult r = SharedCapture(facts, op, may_join, std::move(base));
+    // A joiner's process is the leader's (same pid); kept again to its own.
     if (r.outcome == PoolOutcome::kReplied) KeepToRequestedProcess(facts, options_.filter, r.reply);
     return r;
   }

@@ -176,7 +176,7 @@ class Watcher {
   std::unique_ptr<WatchLog> jsonl_;
   // The confined capture worker, one (watch captures one process at a
   // time), started once the output directory is known to be usable.
-  ServeMetrics worker_metrics_;  // ProbeInWorker counts there; not exported
+  ServeMetrics worker_metrics_;  // what the worker's runs count; not exported
   std::unique_ptr<WorkerPool> pool_;
   std::map<pid_t, std::unique_ptr<Target>> targets_;
   UniqueFd inotify_;
@@ -324,7 +324,7 @@ void Watcher::Record(const json& record) {
 }
 
 std::string Watcher::CaptureInWorker(const Target& t, json& record, std::string& outcome) {
-  PoolResult r = pool_->Run({WorkerOp::kHeap, t.pid, {}}, "");
+  PoolResult r = RunCounted(*pool_, worker_metrics_, {WorkerOp::kHeap, t.pid, {}}, "");
   outcome = PoolOutcomeName(r);
   switch (r.outcome) {
     case PoolOutcome::kBusy:
@@ -354,7 +354,7 @@ std::string Watcher::CaptureInWorker(const Target& t, json& record, std::string&
 }
 
 json Watcher::GoMemory(const Target& t) {
-  PoolResult r = pool_->Run({WorkerOp::kRuntimeStats, t.pid, {}}, "");
+  PoolResult r = RunCounted(*pool_, worker_metrics_, {WorkerOp::kRuntimeStats, t.pid, {}}, "");
   if (r.outcome != PoolOutcome::kReplied) {
     return {{"error", PoolOutcomeName(r) + (r.detail.empty() ? "" : ": " + r.detail)}};
   }

@@ -318,16 +318,62 @@ std::string PoolOutcomeName(const PoolResult& r) {
   }
 }
 
+namespace {
+
+PoolResult TimedRun(WorkerPool& pool, const WorkerRequest& request, const std::string& affinity,
+                    double& seconds) {
+  const auto started = std::chrono::steady_clock::now();
+  PoolResult r = pool.Run(request, affinity);
+  seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return r;
+}
+
+}  // namespace
+
+void CountPoolResult(ServeMetrics& metrics, WorkerOp op, const PoolResult& r, double seconds) {
+  if (op == WorkerOp::kRuntimeStats) {
+    metrics.MemoryStatsRead(PoolOutcomeName(r));
+  } else if (op != WorkerOp::kProbe) {
+    metrics.CaptureDone(PoolOutcomeName(r), seconds, r.reply.bytes_read);
+  }
+  if (r.outcome == PoolOutcome::kReplied && op != WorkerOp::kProbe) {
+    metrics.CaptureAnalyses(r.reply.analyses);
+  }
+  // A worker that could not be started was not restarted.
+  if (r.not_started) return;
+  if (r.outcome == PoolOutcome::kCrashed) metrics.WorkerRestarted("crash");
+  if (r.outcome == PoolOutcome::kTimedOut) metrics.WorkerRestarted("timeout");
+}
+
+PoolResult RunCounted(WorkerPool& pool, ServeMetrics& metrics, const WorkerRequest& request,
+                      const std::string& affinity, double* seconds) {
+  double took = 0;
+  PoolResult r = TimedRun(pool, request, affinity, took);
+  CountPoolResult(metrics, request.op, r, took);
+  if (seconds) *seconds = took;
+  return r;
+}
+
+PoolResult RunForProcess(WorkerPool& pool, ServeMetrics& metrics, const WorkerRequest& request,
+                         const ProcessFacts& facts, const ProcessFilter& filter, double* seconds) {
+  double took = 0;
+  PoolResult r = TimedRun(pool, request, facts.key.ToString(), took);
+  if (r.outcome == PoolOutcome::kReplied) KeepToRequestedProcess(facts, filter, r.reply);
+  CountPoolResult(metrics, request.op, r, took);
+  if (seconds) *seconds = took;
+  return r;
+}
+
 ExeInfo ProbeInWorker(WorkerPool& pool, ServeMetrics& metrics, pid_t pid) {
-  PoolResult r = pool.Run({WorkerOp::kProbe, pid, {}}, "");
+  PoolResult r = RunCounted(pool, metrics, {WorkerOp::kProbe, pid, {}}, "");
   ExeInfo info;
   if (r.outcome != PoolOutcome::kReplied) {
     // A worker that could not start (no descriptors left) is no verdict on
     // the executable: not cached, probed again at the next scan.
     if (r.not_started) return info;
+    // A hostile executable (its worker crashed or hung) is not probed again.
     if (r.outcome == PoolOutcome::kCrashed || r.outcome == PoolOutcome::kTimedOut) {
-      metrics.WorkerRestarted(r.outcome == PoolOutcome::kCrashed ? "crash" : "timeout");
-      info.error = r.detail;  // a hostile executable is not probed again
+      info.error = r.detail;
     }
     return info;
   }

@@ -113,6 +113,25 @@ class WorkerPool {
 // "worker_crash", "not_found", ...), the same for serve and push.
 std::string PoolOutcomeName(const PoolResult& r);
 
+// What /metrics counts of one pooled request, the same in every role: its
+// outcome (a capture's with its duration and bytes read, or a
+// memory-statistics read's), the analyses it needed, a worker restarted.
+// A probe counts only the restart (discovery counts its analyses).
+void CountPoolResult(ServeMetrics& metrics, WorkerOp op, const PoolResult& r, double seconds);
+
+// pool.Run, then CountPoolResult. `seconds`, when given, gets the round trip
+// (waiting for a worker included).
+PoolResult RunCounted(WorkerPool& pool, ServeMetrics& metrics, const WorkerRequest& request,
+                      const std::string& affinity, double* seconds = nullptr);
+
+// RunCounted for the process discovery found (request.pid is facts.pid):
+// routed by its executable, and the reply kept to that process
+// (KeepToRequestedProcess) before it is counted, so that an answer from
+// another process counts as what it becomes.
+PoolResult RunForProcess(WorkerPool& pool, ServeMetrics& metrics, const WorkerRequest& request,
+                         const ProcessFacts& facts, const ProcessFilter& filter,
+                         double* seconds = nullptr);
+
 // Discovery's probe of one process, run in a worker (the executable is
 // untrusted): Go version and build ID, or why not. A worker that crashed or
 // hung on it is counted in `metrics` and the executable is not probed again.
