@@ -1,6 +1,5 @@
 #include "agent/watch/go_memory_record.h"
 
-#include <charconv>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -52,17 +51,8 @@ nlohmann::json GoMemoryRecord(const GoRuntimeStats& stats, std::optional<uint64_
 }
 
 std::optional<uint64_t> RssAnonBytes(pid_t pid) {
-  std::optional<std::string> status = ReadProcFileIfPresent(pid, "status");
-  if (!status) return std::nullopt;
-  constexpr std::string_view kField = "\nRssAnon:";
-  const size_t at = status->find(kField);
-  if (at == std::string::npos) return std::nullopt;
-  std::string_view rest = std::string_view(*status).substr(at + kField.size());
-  rest.remove_prefix(std::min(rest.find_first_not_of(" \t"), rest.size()));
-  uint64_t kib = 0;
-  const auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), kib);
-  if (ec != std::errc() || kib > std::numeric_limits<uint64_t>::max() / 1024) return std::nullopt;
-  return kib * 1024;
+  std::optional<ProcStatusMemory> m = ReadProcStatusMemory(pid);
+  return m ? m->rss_anon : std::nullopt;
 }
 
 }  // namespace goheap2pprof

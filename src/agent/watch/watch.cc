@@ -65,32 +65,19 @@ std::optional<double> ParseNumber(std::string_view text) {
   return value;
 }
 
-// A "Key:   123 kB" field of /proc/<pid>/status, in KiB; nullopt once the
-// process is gone or if the field is missing.
-std::optional<uint64_t> StatusKib(pid_t pid, std::string_view key) {
-  std::optional<std::string> status = ReadProcFileIfPresent(pid, "status");
-  if (!status) return std::nullopt;
-  const std::string field = "\n" + std::string(key) + ":";
-  size_t at = status->find(field);
-  if (at == std::string::npos) return std::nullopt;
-  std::string_view rest = std::string_view(*status).substr(at + field.size());
-  rest = rest.substr(std::min(rest.find_first_not_of(" \t"), rest.size()));
-  uint64_t kb = 0;
-  auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), kb);
-  if (ec != std::errc()) return std::nullopt;
-  return kb;
-}
-
 // VmRSS of a process in bytes; nullopt once it is gone.
 std::optional<uint64_t> ReadRss(pid_t pid) {
-  std::optional<uint64_t> kib = StatusKib(pid, "VmRSS");
-  if (!kib) return std::nullopt;
-  return *kib * 1024;
+  std::optional<ProcStatusMemory> m = ReadProcStatusMemory(pid);
+  return m ? m->vm_rss : std::nullopt;
 }
 
 // Our own peak resident set (VmHWM), in KiB: the figure that shows capturing
 // stays cheap under memory pressure.
-std::optional<uint64_t> OwnPeakRssKb() { return StatusKib(::getpid(), "VmHWM"); }
+std::optional<uint64_t> OwnPeakRssKb() {
+  std::optional<ProcStatusMemory> m = ReadProcStatusMemory(::getpid());
+  if (!m || !m->vm_hwm) return std::nullopt;
+  return *m->vm_hwm / 1024;
+}
 
 template <typename T>
 json OrNull(const std::optional<T>& v) {

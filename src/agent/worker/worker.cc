@@ -388,9 +388,8 @@ std::optional<MemStats> MemStatsForDebugText(CaptureSource& source,
 // peak resident set the kernel keeps in /proc/<pid>/status (VmHWM), which
 // differs from ru_maxrss by a few hundred KiB at most (the facts, section 8).
 std::optional<uint64_t> MaxRss(pid_t pid) {
-  std::optional<std::string> status = ReadProcFileIfPresent(pid, "status");
-  if (!status) return std::nullopt;
-  return ParseProcStatusMemory(*status).vm_hwm;
+  std::optional<ProcStatusMemory> m = ReadProcStatusMemory(pid);
+  return m ? m->vm_hwm : std::nullopt;
 }
 
 // What a capture and a memory-statistics read both begin with: the
