@@ -39,15 +39,9 @@ std::string ProcessStart(uint64_t start_ticks) {
 
 // VmRSS of /proc/<pid>/status in bytes.
 std::optional<int64_t> ReadRss(pid_t pid) {
-  std::optional<std::string> status = ReadProcFileIfPresent(pid, "status");
-  if (!status) return std::nullopt;
-  const size_t at = status->find("\nVmRSS:");
-  if (at == std::string::npos) return std::nullopt;
-  try {
-    return std::stoll(status->substr(at + 7)) * 1024;
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+  std::optional<ProcStatusMemory> m = ReadProcStatusMemory(pid);
+  if (!m || !m->vm_rss) return std::nullopt;
+  return static_cast<int64_t>(*m->vm_rss);
 }
 
 // The memory outside the profile at one moment, and the runtime's own count
