@@ -66,6 +66,23 @@ TEST(ParseProcCgroup, V1AndV2Lines) {
   EXPECT_EQ(lines[2].path, "/user.slice");
 }
 
+// The path discovery's allow-list and labels use (ProcessCgroupPath): the v2
+// line's, else the first line's, from the same parser as watch's cgroups.
+TEST(ProcessCgroupPath, TheV2LineElseTheFirstLine) {
+  EXPECT_EQ(ProcessCgroupPath("12:memory:/docker/abc\n0::/system.slice/app.service\n"),
+            "/system.slice/app.service");
+  EXPECT_EQ(ProcessCgroupPath("12:memory:/kubepods/pod1/c1\n4:cpu,cpuacct:/kubepods/pod1/c1\n"),
+            "/kubepods/pod1/c1");
+  EXPECT_EQ(ProcessCgroupPath("1:name=systemd:/user.slice\n"), "/user.slice");
+  // A nested cgroup namespace shows the path relative to the reader's.
+  EXPECT_EQ(ProcessCgroupPath("0::/../../kubepods.slice/x.scope\n"),
+            "/../../kubepods.slice/x.scope");
+  // The path may itself hold ':'.
+  EXPECT_EQ(ProcessCgroupPath("0::/a:b\n"), "/a:b");
+  EXPECT_EQ(ProcessCgroupPath(""), "");
+  EXPECT_EQ(ProcessCgroupPath("junk\nx:y\n"), "");
+}
+
 TEST(ParseCgroupMounts, KeepsCgroupMountsAndDecodesEscapes) {
   auto m = ParseCgroupMounts(std::string(kV1Mountinfo) +
                              "50 25 0:40 /x\\040y /mnt/my\\040cg rw - cgroup2 cgroup2 rw\n");

@@ -102,6 +102,14 @@ std::vector<ProcCgroupLine> ParseProcCgroup(std::string_view text) {
   return lines;
 }
 
+std::string ProcessCgroupPath(std::string_view text) {
+  std::vector<ProcCgroupLine> lines = ParseProcCgroup(text);
+  for (ProcCgroupLine& line : lines) {
+    if (line.hierarchy_id == 0 && line.controllers.empty()) return std::move(line.path);
+  }
+  return lines.empty() ? "" : std::move(lines.front().path);
+}
+
 std::vector<CgroupMount> ParseCgroupMounts(std::string_view mountinfo) {
   std::vector<CgroupMount> mounts;
   for (std::string_view line : Split(mountinfo, '\n', kMaxLines)) {

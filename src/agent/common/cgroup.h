@@ -31,6 +31,9 @@ struct ProcCgroupLine {
   std::string path;  // relative to the reader's cgroup namespace; may start "/.."
 };
 std::vector<ProcCgroupLine> ParseProcCgroup(std::string_view text);
+// The one path that names a process's cgroup for allow-lists and labels: the
+// v2 line's ("0::"), else the first line's; "" when there is none.
+std::string ProcessCgroupPath(std::string_view text);
 
 // A cgroup filesystem mount from a mountinfo file.
 struct CgroupMount {

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/common/cgroup.h"
 #include "app/executable_analysis.h"
 #include "app/process_source.h"
 #include "base/error.h"
@@ -47,23 +48,6 @@ std::optional<std::string> ReadSmallFile(const std::string& path, size_t max = 1
   close(fd);
   if (data.size() > max) data.resize(max);
   return data;
-}
-
-// The cgroup v2 path ("0::" line) of /proc/<pid>/cgroup text, else the
-// first line's path.
-std::string CgroupPath(const std::string& text) {
-  std::istringstream lines(text);
-  std::string line, first, v2;
-  while (std::getline(lines, line)) {
-    // "hierarchy-ID:controllers:path"
-    size_t a = line.find(':');
-    size_t b = a == std::string::npos ? a : line.find(':', a + 1);
-    if (b == std::string::npos) continue;
-    std::string path = line.substr(b + 1);
-    if (first.empty()) first = path;
-    if (line.compare(0, 3, "0::") == 0) v2 = path;
-  }
-  return v2.empty() ? first : v2;
 }
 
 bool IsHex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
@@ -124,7 +108,7 @@ std::optional<ProcessOwner> ReadProcessOwner(pid_t pid) {
   // No cgroup file (a kernel without cgroups): the empty path, which only
   // an allow-list of "/" admits.
   if (std::optional<std::string> cg = ReadSmallFile(dir + "/cgroup", 65536)) {
-    owner.cgroup = CgroupPath(*cg);
+    owner.cgroup = ProcessCgroupPath(*cg);
   }
   return owner;
 }
