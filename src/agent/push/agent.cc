@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "agent/common/http_listener.h"
+#include "agent/common/liveness.h"
 #include "agent/common/metrics.h"
 #include "agent/push/metrics.h"
 #include "agent/push/sender.h"
@@ -139,13 +140,10 @@ class Agent {
   }
 
  private:
+  // Unknown counts as running: keeping the state can never push an
+  // allocation twice.
   static bool StillRunning(const std::pair<pid_t, uint64_t>& process) {
-    try {
-      std::optional<std::string> stat = ReadProcFileIfPresent(process.first, "stat");
-      return stat && ParseProcStat(*stat).start_time == process.second;
-    } catch (const Error&) {
-      return true;  // unknown: keeping the state can never push an allocation twice
-    }
+    return ProcessLiveness(process.first, process.second) != Liveness::kGone;
   }
 
   static Discovery::Options DiscoveryOptions(const PushOptions& o) {

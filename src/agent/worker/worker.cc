@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "agent/common/discovery.h"
+#include "agent/common/liveness.h"
 #include "agent/common/query.h"
 #include "agent/worker/runtime_stats_wire.h"
 #include "agent/worker/sandbox.h"
@@ -484,18 +485,9 @@ void ReadStats(const WorkerRequest& request, const std::optional<ServeSeam>& sea
 // After a capture found its process gone: whether a live process has the
 // pid now. Then the process the request was answered for was replaced
 // (its pid reused, or an exec in place), not merely ended.
-bool PidIsLive(pid_t pid) {
-  try {
-    std::optional<std::string> text = ReadProcFileIfPresent(pid, "stat");
-    if (!text) return false;
-    const ProcStat st = ParseProcStat(*text);
-    return st.state != 'Z' && st.state != 'X';
-  } catch (const Error&) {
-    // Inside one request's boundary: a pid whose stat cannot be read or
-    // parsed is answered as gone (404), the safe side of "replaced".
-    return false;
-  }
-}
+// A pid whose stat cannot be read or parsed is answered as gone (404), the
+// safe side of "replaced".
+bool PidIsLive(pid_t pid) { return ProcessLiveness(pid, std::nullopt) == Liveness::kRunning; }
 
 WorkerReply Handle(const WorkerRequest& request) {
   WorkerReply reply;
