@@ -23,6 +23,7 @@
 #include "agent/common/http_listener.h"
 #include "agent/common/liveness.h"
 #include "agent/common/metrics.h"
+#include "agent/common/signals.h"
 #include "agent/push/metrics.h"
 #include "agent/push/sender.h"
 #include "agent/worker/pool.h"
@@ -423,12 +424,7 @@ class MetricsHandler : public HttpHandler {
 int RunPush(const PushOptions& options, std::ostream& log) {
   ValidatePushOptions(options);
   HttpClientGlobalInit();  // before the first thread
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  const sigset_t signals = BlockStopSignals();
 
   std::unique_ptr<HttpListener> metrics_server;
   std::string metrics_address;

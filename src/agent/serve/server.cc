@@ -23,6 +23,7 @@
 #include "agent/common/metrics.h"
 #include "agent/common/query.h"
 #include "agent/common/service_name.h"
+#include "agent/common/signals.h"
 #include "agent/worker/pool.h"
 #include "agent/worker/runtime_stats_wire.h"
 #include "base/error.h"
@@ -535,14 +536,9 @@ void ValidateServeOptions(const ServeOptions& o) {
 int RunServe(const ServeOptions& options, std::ostream& log) {
   ValidateServeOptions(options);
 
-  // Signals are taken by one thread with sigwait; block them before any
+  // Signals are taken by one thread with sigwait; blocked before any
   // thread exists so every thread inherits the mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);  // a client or worker that went away is an error return
+  const sigset_t signals = BlockStopSignals();
 
   HttpListenerOptions listen;
   listen.listen = options.listen;

@@ -22,6 +22,7 @@
 #include "agent/common/discovery.h"
 #include "agent/common/duration.h"
 #include "agent/common/metrics.h"
+#include "agent/common/signals.h"
 #include "agent/watch/files.h"
 #include "agent/watch/go_memory_record.h"
 #include "agent/watch/process.h"
@@ -536,20 +537,13 @@ void Watcher::DrainInotify() {
 int Watcher::Run() {
   // Signals arrive as a readable descriptor, so a SIGTERM during a capture
   // waits until that capture's file is complete.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  if (pthread_sigmask(SIG_BLOCK, &signals, nullptr) != 0) {
-    throw Error(ErrorKind::kInternal, "cannot block SIGINT/SIGTERM");
-  }
+  // A worker that dies while we write its request must not end the watch
+  // (SIGPIPE is ignored there too).
+  const sigset_t signals = BlockStopSignals();
   UniqueFd sigfd(signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!sigfd.valid()) throw Error(ErrorKind::kInternal, "signalfd: ", std::strerror(errno));
   inotify_.Reset(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
   if (!inotify_.valid()) throw Error(ErrorKind::kInternal, "inotify_init1: ", std::strerror(errno));
-
-  // A worker that dies while we write its request must not end the watch.
-  signal(SIGPIPE, SIG_IGN);
 
   dir_ = std::make_unique<OutputDir>(options_.dir);
   jsonl_ = std::make_unique<WatchLog>(*dir_, "watch.jsonl");
