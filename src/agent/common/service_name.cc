@@ -2,6 +2,8 @@
 
 #include <string_view>
 
+#include "base/error.h"
+
 namespace goheap2pprof {
 
 std::string PathBaseName(std::string path) {
@@ -12,6 +14,13 @@ std::string PathBaseName(std::string path) {
   }
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+void ValidateServiceNameFrom(const std::string& from) {
+  if (from != "exe" && from != "comm" && from != "cgroup" &&
+      !(from.rfind("env:", 0) == 0 && from.size() > 4)) {
+    throw Error(ErrorKind::kUsage, "--service-name-from must be exe, comm, cgroup or env:VAR");
+  }
 }
 
 std::string ServiceNameOf(const ProcessFacts& facts, const std::string& from) {

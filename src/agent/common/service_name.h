@@ -16,6 +16,9 @@ namespace goheap2pprof {
 // Falls back to the executable's base name when the chosen source is empty.
 std::string ServiceNameOf(const ProcessFacts& facts, const std::string& from);
 
+// Throws Error(kUsage) unless from is exe, comm, cgroup or env:VAR.
+void ValidateServiceNameFrom(const std::string& from);
+
 // The last element of a path, without a " (deleted)" suffix.
 std::string PathBaseName(std::string path);
 

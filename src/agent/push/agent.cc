@@ -23,6 +23,7 @@
 #include "agent/common/http_listener.h"
 #include "agent/common/liveness.h"
 #include "agent/common/metrics.h"
+#include "agent/common/service_name.h"
 #include "agent/common/signals.h"
 #include "agent/push/metrics.h"
 #include "agent/push/sender.h"
@@ -388,10 +389,7 @@ void ValidatePushOptions(const PushOptions& o) {
     throw Error(ErrorKind::kUsage, "--max-concurrent must be 1..64");
   }
   CheckExtraLabels(o.labels);
-  const std::string& s = o.service_name_from;
-  if (s != "exe" && s != "comm" && s != "cgroup" && !(s.rfind("env:", 0) == 0 && s.size() > 4)) {
-    throw Error(ErrorKind::kUsage, "--service-name-from must be exe, comm, cgroup or env:VAR");
-  }
+  ValidateServiceNameFrom(o.service_name_from);
   if (!o.metrics_listen.empty()) {
     ValidateListenSecurity("--metrics-listen", o.metrics_listen, !o.metrics_token_file.empty(),
                            o.metrics_tls, o.insecure_listen);

@@ -525,10 +525,7 @@ void ValidateServeOptions(const ServeOptions& o) {
       !(o.capture_timeout_seconds > 0)) {
     throw Error(ErrorKind::kUsage, "--timeout and --discover-interval must be positive");
   }
-  const std::string& s = o.service_name_from;
-  if (s != "exe" && s != "comm" && s != "cgroup" && !(s.rfind("env:", 0) == 0 && s.size() > 4)) {
-    throw Error(ErrorKind::kUsage, "--service-name-from must be exe, comm, cgroup or env:VAR");
-  }
+  ValidateServiceNameFrom(o.service_name_from);
   if (o.max_deltas < 1) throw Error(ErrorKind::kUsage, "--max-deltas must be at least 1");
   ValidateListenerLimits(o.limits);
 }
