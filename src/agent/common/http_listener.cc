@@ -666,6 +666,21 @@ void ValidateListenerLimits(const ListenerLimits& l) {
   }
 }
 
+void ListenerFlags::Validate() const {
+  ValidateListenSecurity(flag, listen, !token_file.empty(), tls, insecure_listen);
+  ValidateListenerLimits(limits);
+}
+
+HttpListenerOptions ListenerFlags::Options() const {
+  HttpListenerOptions o;
+  o.listen = listen;
+  if (!token_file.empty()) o.token = ReadTokenFile(token_file);
+  o.allowed_hosts = allowed_hosts;
+  o.tls = tls;
+  o.limits = limits;
+  return o;
+}
+
 std::string ReadTokenFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw Error(ErrorKind::kIo, "cannot read the token file ", path);

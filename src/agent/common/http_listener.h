@@ -132,4 +132,22 @@ void ValidateListenerLimits(const ListenerLimits& limits);
 // Error(kIo) or Error(kUsage) for a token under 16 characters.
 std::string ReadTokenFile(const std::string& path);
 
+// A listener as an agent's command line describes it (serve's --listen,
+// push's --metrics-listen): checked and turned into HttpListenerOptions the
+// same way for every role.
+struct ListenerFlags {
+  std::string flag = "--listen";  // the listen option's name, for messages
+  std::string listen;
+  std::string token_file;  // empty: no token
+  bool insecure_listen = false;
+  std::vector<std::string> allowed_hosts;
+  TlsFiles tls;
+  ListenerLimits limits;
+
+  // ValidateListenSecurity and ValidateListenerLimits; throws Error(kUsage).
+  void Validate() const;
+  // The listener's options, the token read from token_file (ReadTokenFile).
+  HttpListenerOptions Options() const;
+};
+
 }  // namespace goheap2pprof

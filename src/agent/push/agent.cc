@@ -365,6 +365,11 @@ std::string RandomUuid() {
   return out;
 }
 
+ListenerFlags MetricsListener(const PushOptions& o) {
+  return {"--metrics-listen", o.metrics_listen, o.metrics_token_file, o.insecure_listen,
+          o.allowed_hosts,    o.metrics_tls,    o.metrics_limits};
+}
+
 void ValidatePushOptions(const PushOptions& o) {
   if (o.pyroscope_url.empty() && o.parca_url.empty()) {
     throw Error(ErrorKind::kUsage, "push needs --pyroscope URL or --parca URL (or both)");
@@ -390,11 +395,7 @@ void ValidatePushOptions(const PushOptions& o) {
   }
   CheckExtraLabels(o.labels);
   ValidateServiceNameFrom(o.service_name_from);
-  if (!o.metrics_listen.empty()) {
-    ValidateListenSecurity("--metrics-listen", o.metrics_listen, !o.metrics_token_file.empty(),
-                           o.metrics_tls, o.insecure_listen);
-    ValidateListenerLimits(o.metrics_limits);
-  }
+  if (!o.metrics_listen.empty()) MetricsListener(o).Validate();
 }
 
 namespace {
@@ -427,14 +428,7 @@ int RunPush(const PushOptions& options, std::ostream& log) {
   std::unique_ptr<HttpListener> metrics_server;
   std::string metrics_address;
   if (!options.metrics_listen.empty()) {
-    HttpListenerOptions listen;
-    listen.listen = options.metrics_listen;
-    if (!options.metrics_token_file.empty()) {
-      listen.token = ReadTokenFile(options.metrics_token_file);
-    }
-    listen.allowed_hosts = options.allowed_hosts;
-    listen.tls = options.metrics_tls;
-    listen.limits = options.metrics_limits;
+    HttpListenerOptions listen = MetricsListener(options).Options();
     // /metrics never blocks: one handler thread that stays idle.
     listen.limits.handler_threads = 1;
     listen.limits.handler_queue = 0;

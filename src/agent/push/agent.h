@@ -58,6 +58,9 @@ struct PushOptions {
   bool verbose = false;
 };
 
+// The --metrics-listen flags as the listener takes them.
+ListenerFlags MetricsListener(const PushOptions& options);
+
 // Throws Error(kUsage) for options that cannot work.
 void ValidatePushOptions(const PushOptions& options);
 

@@ -516,8 +516,12 @@ class ServeHandler : public HttpHandler {
 
 }  // namespace
 
+ListenerFlags ServeListener(const ServeOptions& o) {
+  return {"--listen", o.listen, o.token_file, o.insecure_listen, o.allowed_hosts, o.tls, o.limits};
+}
+
 void ValidateServeOptions(const ServeOptions& o) {
-  ValidateListenSecurity("--listen", o.listen, !o.token_file.empty(), o.tls, o.insecure_listen);
+  ServeListener(o).Validate();
   if (o.max_concurrent < 1 || o.max_concurrent > 64) {
     throw Error(ErrorKind::kUsage, "--max-concurrent must be 1..64");
   }
@@ -527,7 +531,6 @@ void ValidateServeOptions(const ServeOptions& o) {
   }
   ValidateServiceNameFrom(o.service_name_from);
   if (o.max_deltas < 1) throw Error(ErrorKind::kUsage, "--max-deltas must be at least 1");
-  ValidateListenerLimits(o.limits);
 }
 
 int RunServe(const ServeOptions& options, std::ostream& log) {
@@ -537,15 +540,9 @@ int RunServe(const ServeOptions& options, std::ostream& log) {
   // thread exists so every thread inherits the mask.
   const sigset_t signals = BlockStopSignals();
 
-  HttpListenerOptions listen;
-  listen.listen = options.listen;
-  if (!options.token_file.empty()) listen.token = ReadTokenFile(options.token_file);
-  listen.allowed_hosts = options.allowed_hosts;
-  listen.tls = options.tls;
-  listen.limits = options.limits;
   // Bound first: with port 0 the kernel picks the port, and /targets must
   // name the address clients really reach.
-  HttpListener server(listen);
+  HttpListener server(ServeListener(options).Options());
   Service service(options, log, server.address());
   ServeHandler handler(service, options.verbose);
 

@@ -43,6 +43,9 @@ struct ServeOptions {
   WorkerLimits worker_limits;
 };
 
+// The --listen flags as the listener takes them.
+ListenerFlags ServeListener(const ServeOptions& options);
+
 // Checks the options (a non-loopback --listen needs TLS with a token or
 // client certificates, or --insecure-listen: ValidateListenSecurity);
 // throws Error(kUsage) when they cannot work.
