@@ -1,13 +1,12 @@
 #include "agent/common/go_metrics_text.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <functional>
 #include <set>
 #include <vector>
 
-#include "agent/common/metrics.h"
+#include "agent/common/prometheus_text.h"
 
 namespace goheap2pprof {
 namespace {
@@ -255,38 +254,6 @@ void ReplaceAll(std::string& s, std::string_view from, std::string_view to) {
 
 }  // namespace
 
-std::string PrometheusFloat(double v) {
-  if (v == 0) return "0";
-  if (v == 1) return "1";
-  if (v == -1) return "-1";
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  // The shortest round-trip digits, as "d.ddde±XX" (two exponent digits at
-  // least, as Go writes them).
-  char buf[64];
-  const std::to_chars_result r =
-      std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
-  const std::string sci(buf, r.ptr);
-  const size_t e = sci.find('e');
-  const int exp = std::stoi(sci.substr(e + 1));
-  if (exp < -4 || exp >= 6) return sci;
-  const bool negative = sci[0] == '-';
-  std::string digits;
-  for (char c : sci.substr(0, e)) {
-    if (c >= '0' && c <= '9') digits += c;
-  }
-  std::string out = negative ? "-" : "";
-  if (exp < 0) {
-    out += "0." + std::string(static_cast<size_t>(-exp - 1), '0') + digits;
-  } else if (digits.size() <= static_cast<size_t>(exp) + 1) {
-    out += digits + std::string(static_cast<size_t>(exp) + 1 - digits.size(), '0');
-  } else {
-    out += digits.substr(0, static_cast<size_t>(exp) + 1) + "." +
-           digits.substr(static_cast<size_t>(exp) + 1);
-  }
-  return out;
-}
-
 double GoDurationSeconds(int64_t ns) {
   const int64_t sec = ns / 1000000000;
   const int64_t nsec = ns % 1000000000;
@@ -358,9 +325,8 @@ std::string GoCollectorText(const GoRuntimeStats& stats) {
                    [](const Family& a, const Family& b) { return a.name < b.name; });
   std::string out;
   for (const Family& f : families) {
-    out += "# HELP " + f.name + " " + f.help + "\n# TYPE " + f.name + " ";
-    out += f.type;
-    out += "\n" + f.samples;
+    PrometheusFamily(out, f.name, f.type, f.help);
+    out += f.samples;
   }
   return out;
 }

@@ -23,15 +23,10 @@
 #include <string>
 #include <string_view>
 
+#include "agent/common/prometheus_text.h"
 #include "memstats/go_runtime_stats.h"
 
 namespace goheap2pprof {
-
-// A sample value as Prometheus's Go writer (expfmt) writes it: "0", "1",
-// "+Inf", "-Inf", "NaN", otherwise strconv.FormatFloat(v, 'g', -1, 64):
-// the shortest digits that round-trip, in e-form when the decimal exponent
-// is below -4 or at least 6 ("1.234567e+06", "0.0001", "123456").
-std::string PrometheusFloat(double v);
 
 // time.Duration(ns).Seconds(): whole seconds plus the remainder, the way Go
 // rounds it (not ns / 1e9).

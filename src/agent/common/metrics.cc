@@ -1,44 +1,10 @@
 #include "agent/common/metrics.h"
 
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 
-#include "base/utf8.h"
+#include "agent/common/prometheus_text.h"
 
 namespace goheap2pprof {
-namespace {
-
-// Prometheus floats: shortest round-trip form, as Go's strconv 'g' would.
-std::string Float(double v) {
-  char buf[32];
-  // Whole numbers as integers ("10", not "1e+01").
-  if (v == static_cast<double>(static_cast<int64_t>(v)) && v > -1e15 && v < 1e15) {
-    return std::to_string(static_cast<int64_t>(v));
-  }
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  // Prefer the short form when it round-trips.
-  for (int precision = 1; precision <= 17; ++precision) {
-    char shorter[32];
-    std::snprintf(shorter, sizeof(shorter), "%.*g", precision, v);
-    if (std::strtod(shorter, nullptr) == v) return shorter;
-  }
-  return buf;
-}
-
-void Family(std::string& out, const char* name, const char* type, const char* help) {
-  out += "# HELP ";
-  out += name;
-  out += ' ';
-  out += help;
-  out += "\n# TYPE ";
-  out += name;
-  out += ' ';
-  out += type;
-  out += '\n';
-}
-
-}  // namespace
 
 void ServeMetrics::CaptureDone(const std::string& outcome, double seconds, uint64_t bytes_read) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -90,8 +56,8 @@ void ServeMetrics::RequestServed(int status) {
 std::string ServeMetrics::Render() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::string out;
-  Family(out, "goheap2pprof_captures_total", "counter",
-         "Profile requests answered, by outcome of the capture.");
+  PrometheusFamily(out, "goheap2pprof_captures_total", "counter",
+                   "Profile requests answered, by outcome of the capture.");
   // Every outcome is listed, so a series exists before its first event.
   std::map<std::string, uint64_t> captures = captures_;
   for (const char* o : {"ok", "sampling_off", "not_found", "forbidden", "gone", "busy",
@@ -102,55 +68,59 @@ std::string ServeMetrics::Render() const {
     out += "goheap2pprof_captures_total{outcome=\"" + PrometheusLabelValue(outcome) + "\"} " +
            std::to_string(n) + "\n";
   }
-  Family(out, "goheap2pprof_memory_stats_reads_total", "counter",
-         "Reads of a process's Go memory statistics (/pid/N/metrics), by outcome.");
+  PrometheusFamily(out, "goheap2pprof_memory_stats_reads_total", "counter",
+                   "Reads of a process's Go memory statistics (/pid/N/metrics), by outcome.");
   std::map<std::string, uint64_t> reads = memory_stats_reads_;
   reads.emplace("ok", 0);
   for (const auto& [outcome, n] : reads) {
     out += "goheap2pprof_memory_stats_reads_total{outcome=\"" + PrometheusLabelValue(outcome) +
            "\"} " + std::to_string(n) + "\n";
   }
-  Family(out, "goheap2pprof_capture_duration_seconds", "histogram",
-         "Wall time of captures, from the request to the finished profile.");
+  PrometheusFamily(out, "goheap2pprof_capture_duration_seconds", "histogram",
+                   "Wall time of captures, from the request to the finished profile.");
   for (size_t i = 0; i < kBuckets.size(); ++i) {
-    out += "goheap2pprof_capture_duration_seconds_bucket{le=\"" + Float(kBuckets[i]) + "\"} " +
-           std::to_string(duration_counts_[i]) + "\n";
+    out += "goheap2pprof_capture_duration_seconds_bucket{le=\"" + PrometheusFloat(kBuckets[i]) +
+           "\"} " + std::to_string(duration_counts_[i]) + "\n";
   }
   out += "goheap2pprof_capture_duration_seconds_bucket{le=\"+Inf\"} " +
          std::to_string(duration_count_) + "\n";
-  out += "goheap2pprof_capture_duration_seconds_sum " + Float(duration_sum_) + "\n";
+  out += "goheap2pprof_capture_duration_seconds_sum " + PrometheusFloat(duration_sum_) + "\n";
   out += "goheap2pprof_capture_duration_seconds_count " + std::to_string(duration_count_) + "\n";
-  Family(out, "goheap2pprof_target_bytes_read_total", "counter",
-         "Bytes of target memory read by captures.");
+  PrometheusFamily(out, "goheap2pprof_target_bytes_read_total", "counter",
+                   "Bytes of target memory read by captures.");
   out += "goheap2pprof_target_bytes_read_total " + std::to_string(bytes_read_) + "\n";
-  Family(out, "goheap2pprof_processes_discovered", "gauge",
-         "Go processes found by the last discovery scan.");
+  PrometheusFamily(out, "goheap2pprof_processes_discovered", "gauge",
+                   "Go processes found by the last discovery scan.");
   out += "goheap2pprof_processes_discovered " + std::to_string(processes_) + "\n";
-  Family(out, "goheap2pprof_discovery_scans_total", "counter", "Completed scans of /proc.");
+  PrometheusFamily(out, "goheap2pprof_discovery_scans_total", "counter",
+                   "Completed scans of /proc.");
   out += "goheap2pprof_discovery_scans_total " + std::to_string(scans_) + "\n";
-  Family(out, "goheap2pprof_discovery_scan_errors_total", "counter",
-         "Scans of /proc that failed (e.g. out of file descriptors); the processes found by the "
-         "last good scan are kept.");
+  PrometheusFamily(
+      out, "goheap2pprof_discovery_scan_errors_total", "counter",
+      "Scans of /proc that failed (e.g. out of file descriptors); the processes found by the "
+      "last good scan are kept.");
   out += "goheap2pprof_discovery_scan_errors_total " + std::to_string(scan_errors_) + "\n";
-  Family(out, "goheap2pprof_discovery_last_success_timestamp_seconds", "gauge",
-         "When the last successful scan of /proc ended, in seconds since the epoch (0: none yet).");
+  PrometheusFamily(
+      out, "goheap2pprof_discovery_last_success_timestamp_seconds", "gauge",
+      "When the last successful scan of /proc ended, in seconds since the epoch (0: none yet).");
   out += "goheap2pprof_discovery_last_success_timestamp_seconds " +
-         Float(last_scan_success_seconds_) + "\n";
-  Family(out, "goheap2pprof_executable_analyses_total", "counter",
-         "Analyses of executable files (Go version, build ID, runtime tables), by who needed "
-         "them: discovery (once per executable) or a capture.");
+         PrometheusFloat(last_scan_success_seconds_) + "\n";
+  PrometheusFamily(
+      out, "goheap2pprof_executable_analyses_total", "counter",
+      "Analyses of executable files (Go version, build ID, runtime tables), by who needed "
+      "them: discovery (once per executable) or a capture.");
   out += "goheap2pprof_executable_analyses_total{phase=\"discovery\"} " +
          std::to_string(discovery_analyses_) + "\n";
   out += "goheap2pprof_executable_analyses_total{phase=\"capture\"} " +
          std::to_string(capture_analyses_) + "\n";
-  Family(out, "goheap2pprof_analysis_cache_hits_total", "counter",
-         "Processes or captures served from an executable analysis made earlier.");
+  PrometheusFamily(out, "goheap2pprof_analysis_cache_hits_total", "counter",
+                   "Processes or captures served from an executable analysis made earlier.");
   out += "goheap2pprof_analysis_cache_hits_total{phase=\"discovery\"} " +
          std::to_string(discovery_cache_hits_) + "\n";
   out += "goheap2pprof_analysis_cache_hits_total{phase=\"capture\"} " +
          std::to_string(capture_cache_hits_) + "\n";
-  Family(out, "goheap2pprof_worker_restarts_total", "counter",
-         "Capture workers replaced after a crash or a timeout.");
+  PrometheusFamily(out, "goheap2pprof_worker_restarts_total", "counter",
+                   "Capture workers replaced after a crash or a timeout.");
   std::map<std::string, uint64_t> restarts = worker_restarts_;
   restarts.emplace("crash", 0);
   restarts.emplace("timeout", 0);
@@ -158,25 +128,11 @@ std::string ServeMetrics::Render() const {
     out += "goheap2pprof_worker_restarts_total{reason=\"" + PrometheusLabelValue(reason) + "\"} " +
            std::to_string(n) + "\n";
   }
-  Family(out, "goheap2pprof_http_requests_total", "counter", "HTTP requests by status code.");
+  PrometheusFamily(out, "goheap2pprof_http_requests_total", "counter",
+                   "HTTP requests by status code.");
   for (const auto& [code, n] : requests_) {
     out += "goheap2pprof_http_requests_total{code=\"" + std::to_string(code) + "\"} " +
            std::to_string(n) + "\n";
-  }
-  return out;
-}
-
-std::string PrometheusLabelValue(std::string_view value) {
-  std::string out;
-  for (char c : ValidUtf8(value)) {
-    if (c == '\\' || c == '"') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
   }
   return out;
 }

@@ -1,8 +1,7 @@
 // The server's own health in the Prometheus text exposition format (0.0.4):
 // captures by outcome, a capture duration histogram, target bytes read,
 // processes discovered, executable analyses and cache hits, worker
-// restarts. Debian has no C++ Prometheus client library, and the format is
-// small; the tests check it with Prometheus's own parser (promtool).
+// restarts; written with agent/common/prometheus_text.h.
 //
 //   ServeMetrics m;
 //   m.CaptureDone("ok", 0.012, 4096);
@@ -16,13 +15,9 @@
 #include <string>
 #include <string_view>
 
-namespace goheap2pprof {
+#include "agent/common/prometheus_text.h"
 
-// A label value as the text format writes it between quotes: valid UTF-8
-// (base/utf8.h), with backslash, double quote and newline escaped. Every
-// value goes through it, so a value that ever comes from a target (or a
-// configured name) cannot end the quoted string and forge a series.
-std::string PrometheusLabelValue(std::string_view value);
+namespace goheap2pprof {
 
 class ServeMetrics {
  public:
