@@ -8,7 +8,7 @@
 #    (glibc and libstdc++ included);
 #  - libdw.a needs the compressors elfutils was built with (zlib, zstd, xz, bzip2): in a
 #    dynamic build libdw.so brings them itself;
-#  - the agents' HTTP listener (src/agent/http_listener.cc): Boost.Beast and Asio are
+#  - the agents' HTTP listener (src/agent/common/http_listener.cc): Boost.Beast and Asio are
 #    header-only (nothing of Boost is linked), and its TLS uses the OpenSSL archives found
 #    below (GOHEAP2PPROF_LIBSSL_A, GOHEAP2PPROF_LIBCRYPTO_A; CMakeLists.txt);
 #  - libcurl (push's client): compiled from its Debian source, HTTP and HTTPS only (below);

@@ -111,9 +111,8 @@ std::optional<MemStats> MemStatsForDebugText(CaptureSource& source,
 // ru_maxrss × 1024 as the runtime prints it; from outside, the kernel's
 // peak resident set (VmHWM), a few hundred KiB from ru_maxrss at most.
 std::optional<uint64_t> MaxRss(pid_t pid) {
-  std::optional<std::string> status = ReadProcFileIfPresent(pid, "status");
-  if (!status) return std::nullopt;
-  return ParseProcStatusMemory(*status).vm_hwm;
+  std::optional<ProcStatusMemory> m = ReadProcStatusMemory(pid);
+  return m ? m->vm_hwm : std::nullopt;
 }
 
 }  // namespace

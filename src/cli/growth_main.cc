@@ -1,6 +1,6 @@
 // `goheap2pprof growth`: option parsing, the choice between a live process
 // and profile files, and the outputs; the analysis is pprof/growth_report.h,
-// the live loop agent/growth_live.h, the files app/growth_input.h.
+// the live loop agent/watch/growth_live.h, the files app/growth_input.h.
 #include "cli/growth_main.h"
 
 #include <CLI/CLI.hpp>
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/growth_live.h"
-#include "agent/watch.h"
+#include "agent/watch/growth_live.h"
+#include "agent/watch/watch.h"
 #include "app/growth_input.h"
 #include "base/error.h"
 #include "cli/command.h"

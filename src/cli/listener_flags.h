@@ -1,12 +1,12 @@
 // The command-line options of the agents' HTTP listener
-// (agent/http_listener.h), shared by serve and push's --metrics-listen.
+// (agent/common/http_listener.h), shared by serve and push's --metrics-listen.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 
-#include "agent/http_listener.h"
+#include "agent/common/http_listener.h"
 
 namespace goheap2pprof {
 

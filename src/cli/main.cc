@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/watch.h"
+#include "agent/watch/watch.h"
 #include "app/output_format.h"
 #include "app/run.h"
 #include "base/error.h"

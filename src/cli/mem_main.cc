@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "agent/cgroup.h"
+#include "agent/common/cgroup.h"
 #include "app/core_source.h"
 #include "app/executable_analysis.h"
 #include "app/mem_report.h"
@@ -33,9 +33,7 @@ struct MemOptions {
 // The kernel's figures, read after the runtime's: a process gone by then
 // has none, and the report says so rather than failing.
 void AddProcessFigures(MemReport& r) {
-  if (std::optional<std::string> status = ReadProcFileIfPresent(r.pid, "status")) {
-    r.process = ParseProcStatusMemory(*status);
-  }
+  if (std::optional<ProcStatusMemory> m = ReadProcStatusMemory(r.pid)) r.process = *m;
   CgroupFs fs;
   std::optional<MemoryCgroup> cg = fs.FindMemoryCgroup(r.pid);
   if (!cg) return;

@@ -1,28 +1,16 @@
-// `goheap2pprof push`: option parsing only; the agent is agent/push_agent.h.
+// `goheap2pprof push`: option parsing only; the agent is agent/push/agent.h.
 #include "cli/push_main.h"
 
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <string>
 
-#include "agent/push_agent.h"
-#include "agent/watch_psi.h"
-#include "base/error.h"
+#include "agent/common/duration.h"
+#include "agent/push/agent.h"
 #include "cli/command.h"
 #include "cli/listener_flags.h"
 
 namespace goheap2pprof {
-namespace {
-
-double Seconds(const std::string& option, const std::string& text) {
-  std::optional<std::chrono::microseconds> d = ParseDuration(text);
-  if (!d || d->count() <= 0) {
-    throw Error(ErrorKind::kUsage, option, " ", text, ": expected a duration such as 15s, 500ms");
-  }
-  return static_cast<double>(d->count()) / 1e6;
-}
-
-}  // namespace
 
 int PushMain(int argc, char** argv) {
   CLI::App app{
@@ -120,8 +108,8 @@ int PushMain(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("-v,--verbose", o.verbose, "log one line per push");
   return ParseAndRun(app, argc, argv, "goheap2pprof push", [&] {
-    o.interval_seconds = Seconds("--interval", interval);
-    o.push_timeout_seconds = Seconds("--push-timeout", push_timeout);
+    o.interval_seconds = DurationSecondsOption("--interval", interval);
+    o.push_timeout_seconds = DurationSecondsOption("--push-timeout", push_timeout);
     for (const std::string& l : labels) o.labels.push_back(ParseLabelOption(l));
     return RunPush(o, std::cerr);
   });

@@ -1,14 +1,14 @@
 // `goheap2pprof serve` and the hidden `goheap2pprof __serve-worker` that the
 // server starts for its captures: option parsing only; the server is
-// agent/serve_server.h, the worker agent/serve_worker.h.
+// agent/serve/server.h, the worker agent/worker/worker.h.
 #include "cli/serve_main.h"
 
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <string>
 
-#include "agent/serve_server.h"
-#include "agent/serve_worker.h"
+#include "agent/serve/server.h"
+#include "agent/worker/worker.h"
 #include "base/error.h"
 #include "cli/command.h"
 #include "cli/listener_flags.h"

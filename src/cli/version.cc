@@ -66,7 +66,7 @@ std::string VersionText() {
       << "  capstone " << capstone_major << "." << capstone_minor << "." << CS_VERSION_EXTRA << "\n"
       << "  libseccomp " << seccomp->major << "." << seccomp->minor << "." << seccomp->micro
       << "\n"
-      // The agents' HTTP listener (agent/http_listener.h), header-only.
+      // The agents' HTTP listener (agent/common/http_listener.h), header-only.
       << "  Boost.Beast/Asio " << BOOST_VERSION / 100000 << "." << BOOST_VERSION / 100 % 1000 << "."
       << BOOST_VERSION % 100
       << "\n"

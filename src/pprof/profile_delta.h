@@ -11,7 +11,7 @@
 // (flat arrays, strings as views into the input bytes, label sets interned)
 // rather than into two pb::Profile messages: a 131k-sample heap profile
 // parsed as messages costs hundreds of MiB, the compact form some tens. It
-// runs in a capture worker (serve_worker.h), where that memory is confined
+// runs in a capture worker (agent/worker/worker.h), where that memory is confined
 // and given back after the request.
 //
 //   std::string d = EncodedDeltaProfile(base_bytes, new_bytes);  // serialized

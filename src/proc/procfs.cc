@@ -260,6 +260,12 @@ ProcStatusMemory ParseProcStatusMemory(std::string_view status) {
           .vm_hwm = StatusBytes(status, "VmHWM")};
 }
 
+std::optional<ProcStatusMemory> ReadProcStatusMemory(pid_t pid) {
+  std::optional<std::string> status = ReadProcFileIfPresent(pid, "status");
+  if (!status) return std::nullopt;
+  return ParseProcStatusMemory(*status);
+}
+
 uint64_t BootTimeSeconds() {
   std::ifstream in("/proc/stat");
   std::string key;

@@ -90,6 +90,9 @@ struct ProcStatusMemory {
   std::optional<uint64_t> vm_hwm;     // VmHWM: peak resident set
 };
 ProcStatusMemory ParseProcStatusMemory(std::string_view status);
+// The same for a live pid; nullopt when the process does not exist (any
+// more). Throws as ReadProcFile for anything else.
+std::optional<ProcStatusMemory> ReadProcStatusMemory(pid_t pid);
 
 // Parses a pid argument strictly ("123", no sign, no junk).
 std::optional<pid_t> ParsePid(std::string_view text);

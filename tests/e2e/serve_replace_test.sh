@@ -4,7 +4,7 @@
 # the process exited, 410 when its pid now names another process, and never
 # a profile of the other process. A worker test seam
 # (GOHEAP2PPROF_SERVE_SEAM=pause-before-walk=MS:<pid> or pause-after-walk,
-# serve_worker.cc) holds the capture at a chosen point and announces it in
+# agent/worker/worker.cc) holds the capture at a chosen point and announces it in
 # the server's log; the test then
 #   - kills the target (404);
 #   - makes it exec another executable in place: same pid, same start time

@@ -1,5 +1,5 @@
 // Fuzz target: the agent's decoder of a worker's memory-statistics reply
-// (agent/runtime_stats_wire.h), and the exposition serve writes from what
+// (agent/worker/runtime_stats_wire.h), and the exposition serve writes from what
 // it accepts: whatever a compromised worker sends, the decoder either
 // refuses it with Error or yields a value whose /pid/N/metrics text is
 // line-for-line well formed (no forged line, no family without its HELP).
@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "agent/go_metrics_text.h"
-#include "agent/runtime_stats_wire.h"
+#include "agent/common/go_metrics_text.h"
+#include "agent/worker/runtime_stats_wire.h"
 #include "base/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

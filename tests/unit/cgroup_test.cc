@@ -2,7 +2,7 @@
 // lines (v1, v2, hybrid), nested cgroups with the limit on an ancestor,
 // cgroup namespaces (our own, and a target outside ours reached through
 // /proc/<pid>/root), and the counters watch reads.
-#include "agent/cgroup.h"
+#include "agent/common/cgroup.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -64,6 +64,23 @@ TEST(ParseProcCgroup, V1AndV2Lines) {
   EXPECT_EQ(lines[2].hierarchy_id, 0);
   EXPECT_TRUE(lines[2].controllers.empty());
   EXPECT_EQ(lines[2].path, "/user.slice");
+}
+
+// The path discovery's allow-list and labels use (ProcessCgroupPath): the v2
+// line's, else the first line's, from the same parser as watch's cgroups.
+TEST(ProcessCgroupPath, TheV2LineElseTheFirstLine) {
+  EXPECT_EQ(ProcessCgroupPath("12:memory:/docker/abc\n0::/system.slice/app.service\n"),
+            "/system.slice/app.service");
+  EXPECT_EQ(ProcessCgroupPath("12:memory:/kubepods/pod1/c1\n4:cpu,cpuacct:/kubepods/pod1/c1\n"),
+            "/kubepods/pod1/c1");
+  EXPECT_EQ(ProcessCgroupPath("1:name=systemd:/user.slice\n"), "/user.slice");
+  // A nested cgroup namespace shows the path relative to the reader's.
+  EXPECT_EQ(ProcessCgroupPath("0::/../../kubepods.slice/x.scope\n"),
+            "/../../kubepods.slice/x.scope");
+  // The path may itself hold ':'.
+  EXPECT_EQ(ProcessCgroupPath("0::/a:b\n"), "/a:b");
+  EXPECT_EQ(ProcessCgroupPath(""), "");
+  EXPECT_EQ(ProcessCgroupPath("junk\nx:y\n"), "");
 }
 
 TEST(ParseCgroupMounts, KeepsCgroupMountsAndDecodesEscapes) {

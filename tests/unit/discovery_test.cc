@@ -1,7 +1,7 @@
 // Discovery's allow-list (whole cgroup path elements), the rule that holds a
 // worker's reply to the process a request was for, and scans that fail for
 // want of descriptors (issue 22, defects 9 and 11).
-#include "agent/discovery.h"
+#include "agent/common/discovery.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -12,7 +12,7 @@
 
 #include <algorithm>
 
-#include "agent/serve_worker.h"
+#include "agent/worker/worker.h"
 #include "base/error.h"
 
 namespace goheap2pprof {

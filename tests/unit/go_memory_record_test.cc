@@ -1,6 +1,6 @@
 // watch.jsonl's go_memory object: the classes, the live heap and its goal,
 // and the memory the Go runtime does not manage.
-#include "agent/go_memory_record.h"
+#include "agent/watch/go_memory_record.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

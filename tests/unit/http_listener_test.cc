@@ -1,7 +1,7 @@
-// The agents' HTTP listener (agent/http_listener.h) over real loopback
+// The agents' HTTP listener (agent/common/http_listener.h) over real loopback
 // sockets: the limits it enforces before any handler or token check, the
 // Host check, the bearer scheme, the connection caps and deadlines.
-#include "agent/http_listener.h"
+#include "agent/common/http_listener.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

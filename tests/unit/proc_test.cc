@@ -309,5 +309,18 @@ TEST(ParseProcStatusMemory, ReadsThisProcess) {
   EXPECT_GE(*m.vm_hwm, *m.vm_rss);
 }
 
+// The one read of those lines that serve's worker, watch, growth and mem
+// use: this process's, and none for a process that has ended and been reaped.
+TEST(ReadProcStatusMemory, ReadsALiveProcessAndNothingForAGoneOne) {
+  const std::optional<ProcStatusMemory> self = ReadProcStatusMemory(getpid());
+  ASSERT_TRUE(self && self->vm_rss && self->vm_hwm);
+  EXPECT_GE(*self->vm_hwm, *self->vm_rss);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  EXPECT_FALSE(ReadProcStatusMemory(child));
+}
+
 }  // namespace
 }  // namespace goheap2pprof

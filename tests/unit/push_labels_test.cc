@@ -1,15 +1,14 @@
-// The series labels of `goheap2pprof push` (agent/push_labels.h) and the
-// small pure parts of its delivery (agent/push_sender.h, push_agent.h):
+// The series labels of `goheap2pprof push` (agent/push/labels.h) and the
+// small pure parts of its delivery (agent/push/sender.h, agent/push/agent.h):
 // URLs, backoff, UUIDs.
-#include "agent/push_labels.h"
-
 #include <gtest/gtest.h>
 
 #include <regex>
 #include <set>
 
-#include "agent/push_agent.h"
-#include "agent/push_sender.h"
+#include "agent/push/agent.h"
+#include "agent/push/labels.h"
+#include "agent/push/sender.h"
 #include "base/error.h"
 
 namespace goheap2pprof {

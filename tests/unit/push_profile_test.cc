@@ -1,14 +1,13 @@
-// What `goheap2pprof push` sends to Pyroscope (agent/push_profile.h): alloc
+// What `goheap2pprof push` sends to Pyroscope (agent/push/profile.h): alloc
 // deltas keyed by stack addresses and object size, inuse as it is, zero
 // samples dropped, resets, baselines, trimming to the limits, compaction.
-#include "agent/push_profile.h"
-
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
 #include <vector>
 
+#include "agent/push/profile.h"
 #include "base/error.h"
 
 namespace goheap2pprof {

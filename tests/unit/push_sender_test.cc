@@ -1,10 +1,10 @@
 // Push delivery's pure parts: which answers are retried, what a Retry-After
 // asks for, and how the queue keeps within its bounds.
-#include "agent/push_sender.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "agent/push/sender.h"
 
 namespace goheap2pprof {
 namespace {

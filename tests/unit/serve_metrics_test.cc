@@ -1,8 +1,8 @@
 // /metrics of `goheap2pprof serve`: the exposition text. (The e2e test also
 // feeds it to promtool, Prometheus's own parser.)
-#include "agent/serve_metrics.h"
-
 #include <gtest/gtest.h>
+
+#include "agent/common/metrics.h"
 
 namespace goheap2pprof {
 namespace {

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "agent/discovery.h"
-#include "agent/serve_server.h"
+#include "agent/common/discovery.h"
+#include "agent/serve/server.h"
 #include "base/error.h"
 
 namespace goheap2pprof {

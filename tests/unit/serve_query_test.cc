@@ -1,10 +1,10 @@
 // The request parser of `goheap2pprof serve`: routes, and net/http/pprof's
 // checks and words, with Go's url.ParseQuery and strconv rules.
-#include "agent/serve_query.h"
-
 #include <gtest/gtest.h>
 
 #include <limits>
+
+#include "agent/common/query.h"
 
 namespace goheap2pprof {
 namespace {

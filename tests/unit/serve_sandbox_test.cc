@@ -2,8 +2,6 @@
 // capture needs works (a thread of its own: the gzip thread), what it must
 // never do kills the child with SIGSYS (a new process) or is refused (an
 // open for writing).
-#include "agent/serve_sandbox.h"
-
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -18,6 +16,8 @@
 #include <ostream>
 #include <string>
 #include <thread>
+
+#include "agent/worker/sandbox.h"
 
 namespace goheap2pprof {
 namespace {

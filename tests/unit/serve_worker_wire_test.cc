@@ -1,4 +1,4 @@
-// The wire between serve's server and its capture workers (serve_worker.h):
+// The wire between serve's server and its capture workers (agent/worker/worker.h):
 // requests carry a bounded payload, and the server reads a reply into a
 // buffer that grows with the bytes that arrive, never to the length the
 // worker declares, and refuses a body over its limit.
@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "agent/serve_worker.h"
+#include "agent/worker/worker.h"
 
 namespace goheap2pprof {
 namespace {

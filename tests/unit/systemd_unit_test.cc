@@ -9,8 +9,8 @@
 #include <sstream>
 #include <string>
 
-#include "agent/serve_server.h"
-#include "agent/serve_worker.h"
+#include "agent/serve/server.h"
+#include "agent/worker/worker.h"
 
 namespace goheap2pprof {
 namespace {

@@ -2,7 +2,7 @@
 // that deletes only our own files, watch.jsonl, how a process ended (on real
 // child processes left as zombies), PSI triggers on this kernel, and the
 // strict option parsers.
-#include "agent/watch.h"
+#include "agent/watch/watch.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -21,9 +21,9 @@
 #include <string>
 #include <thread>
 
-#include "agent/watch_files.h"
-#include "agent/watch_process.h"
-#include "agent/watch_psi.h"
+#include "agent/watch/files.h"
+#include "agent/watch/process.h"
+#include "agent/watch/psi.h"
 #include "base/error.h"
 #include "proc/procfs.h"
 

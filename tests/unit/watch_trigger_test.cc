@@ -1,12 +1,12 @@
 // The watch trigger state machine, driven by a fake clock: crossings,
 // hysteresis, cool-down, escalation inside the cool-down, memory events,
 // PSI, periodic captures and coalescing.
-#include "agent/watch_trigger.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
+
+#include "agent/watch/trigger.h"
 
 namespace goheap2pprof {
 namespace {

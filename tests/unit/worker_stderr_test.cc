@@ -1,8 +1,6 @@
-// The relay of a capture worker's stderr (agent/worker_stderr.h): every line
+// The relay of a capture worker's stderr (agent/worker/stderr.h): every line
 // names the worker and its request, long lines are cut, and a request's
 // stderr is bounded, the rest counted in one line.
-#include "agent/worker_stderr.h"
-
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -12,6 +10,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "agent/worker/stderr.h"
 
 namespace goheap2pprof {
 namespace {

@@ -1,0 +1,364 @@
+#include "agent/common/discovery.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "agent/common/cgroup.h"
+#include "app/executable_analysis.h"
+#include "app/process_source.h"
+#include "base/error.h"
+#include "proc/procfs.h"
+
+namespace goheap2pprof {
+namespace {
+
+// Out of descriptors or memory: the failure is ours, not the process's.
+bool IsResourceError(int err) { return err == EMFILE || err == ENFILE || err == ENOMEM; }
+
+[[noreturn]] void ThrowReadError(const std::string& what, int err) {
+  throw Error(ErrorKind::kIo, "cannot read ", what, ": ", std::strerror(err));
+}
+
+// /proc text files are small; bound them anyway (a cgroup path is at most
+// a few KiB, environ at most the kernel's ARG_MAX-sized area). nullopt if
+// the file cannot be opened; throws kIo as ReadProcessOwner.
+std::optional<std::string> ReadSmallFile(const std::string& path, size_t max = 1 << 20) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    if (IsResourceError(errno)) ThrowReadError(path, errno);
+    return std::nullopt;
+  }
+  std::string data;
+  char buf[4096];
+  while (data.size() < max) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n <= 0) break;
+    data.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  if (data.size() > max) data.resize(max);
+  return data;
+}
+
+bool IsHex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
+
+}  // namespace
+
+std::string ExeKey::ToString() const {
+  std::ostringstream out;
+  out << dev << ":" << inode << ":" << size << ":" << mtime_ns;
+  return out.str();
+}
+
+std::string ContainerIdFromCgroup(const std::string& path) {
+  // The last run of exactly 64 hex digits ("docker-<id>.scope",
+  // "cri-containerd-<id>.scope", "/docker/<id>").
+  std::string found;
+  for (size_t i = 0; i < path.size();) {
+    if (!IsHex(path[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < path.size() && IsHex(path[j])) ++j;
+    if (j - i == 64) found = path.substr(i, 64);
+    i = j;
+  }
+  return found;
+}
+
+bool ProcessFilter::AdmitsPid(pid_t pid) const {
+  return std::find(deny_pids.begin(), deny_pids.end(), pid) == deny_pids.end();
+}
+
+bool ProcessFilter::AdmitsUid(uid_t uid) const {
+  return allow_uids.empty() ||
+         std::find(allow_uids.begin(), allow_uids.end(), uid) != allow_uids.end();
+}
+
+bool ProcessFilter::AdmitsCgroup(const std::string& path) const {
+  if (allow_cgroups.empty()) return true;
+  return std::any_of(allow_cgroups.begin(), allow_cgroups.end(), [&](std::string_view allowed) {
+    // "/a/b/" means "/a/b": a subtree, not a string prefix.
+    while (!allowed.empty() && allowed.back() == '/') allowed.remove_suffix(1);
+    std::string_view p(path);
+    return p.starts_with(allowed) && (p.size() == allowed.size() || p[allowed.size()] == '/');
+  });
+}
+
+std::optional<ProcessOwner> ReadProcessOwner(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid);
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) {
+    if (IsResourceError(errno)) ThrowReadError(dir, errno);
+    return std::nullopt;
+  }
+  ProcessOwner owner;
+  owner.uid = st.st_uid;
+  // No cgroup file (a kernel without cgroups): the empty path, which only
+  // an allow-list of "/" admits.
+  if (std::optional<std::string> cg = ReadSmallFile(dir + "/cgroup", 65536)) {
+    owner.cgroup = ProcessCgroupPath(*cg);
+  }
+  return owner;
+}
+
+std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& filter,
+                                             const std::vector<std::string>& want_env,
+                                             bool* forbidden) {
+  if (forbidden) *forbidden = false;
+  if (!filter.AdmitsPid(pid)) return std::nullopt;
+  const std::string dir = "/proc/" + std::to_string(pid);
+  std::optional<ProcessOwner> owner = ReadProcessOwner(pid);
+  if (!owner || !filter.AdmitsUid(owner->uid) || !filter.AdmitsCgroup(owner->cgroup)) {
+    return std::nullopt;
+  }
+  ProcessFacts f;
+  f.pid = pid;
+  f.uid = owner->uid;
+  f.cgroup = std::move(owner->cgroup);
+  std::optional<std::string> stat_text = ReadSmallFile(dir + "/stat", 4096);
+  if (!stat_text) return std::nullopt;
+  try {
+    ProcStat ps = ParseProcStat(*stat_text);
+    if (ps.state == 'Z' || ps.state == 'X' || (ps.flags & 0x00200000) != 0) {
+      return std::nullopt;  // zombie, dead, or a kernel thread (PF_KTHREAD)
+    }
+    f.comm = ps.comm;
+    f.start_time = ps.start_time;
+  } catch (const Error&) {
+    return std::nullopt;  // boundary of one process in the serve agent's scan: skip it
+  }
+  f.container_id = ContainerIdFromCgroup(f.cgroup);
+  char exe[4096];
+  ssize_t n = readlink((dir + "/exe").c_str(), exe, sizeof(exe) - 1);
+  if (n <= 0) {
+    // EACCES/EPERM: ptrace access mode denied; ENOENT: a kernel thread.
+    if (forbidden) *forbidden = errno == EACCES || errno == EPERM;
+    return std::nullopt;
+  }
+  f.exe.assign(exe, static_cast<size_t>(n));
+  struct stat est;
+  if (stat((dir + "/exe").c_str(), &est) != 0) return std::nullopt;
+  f.key = ExeKey{static_cast<uint64_t>(est.st_dev), static_cast<uint64_t>(est.st_ino),
+                 static_cast<uint64_t>(est.st_size),
+                 static_cast<int64_t>(est.st_mtim.tv_sec) * 1000000000 + est.st_mtim.tv_nsec};
+  if (!want_env.empty()) {
+    if (std::optional<std::string> env = ReadSmallFile(dir + "/environ")) {
+      size_t start = 0;
+      while (start < env->size()) {
+        size_t end = env->find('\0', start);
+        if (end == std::string::npos) end = env->size();
+        std::string_view kv(env->data() + start, end - start);
+        size_t eq = kv.find('=');
+        if (eq != std::string_view::npos) {
+          std::string key(kv.substr(0, eq));
+          if (std::find(want_env.begin(), want_env.end(), key) != want_env.end()) {
+            f.environ_wanted.emplace(key, std::string(kv.substr(eq + 1)));
+          }
+        }
+        start = end + 1;
+      }
+    }
+  }
+  return f;
+}
+
+ExeInfo ProbeGoExecutable(pid_t pid, const AnalysisFor& analysis_for) {
+  const ProcessIdentity id = IdentifyLiveProcess(pid);
+  const std::unique_ptr<CaptureSource> source = OpenProcessSource(id, {});
+  const std::shared_ptr<const ExecutableAnalysis> analysis =
+      analysis_for ? analysis_for(*source) : ExecutableAnalysis::Create(source->executable().elf);
+  ExeInfo info;
+  info.go_version = analysis->go_version();
+  info.build_id = analysis->elf().GoBuildId();
+  if (info.build_id.empty()) info.build_id = source->executable().gnu_build_id;
+  info.is_go = !info.go_version.empty();
+  return info;
+}
+
+ExeInfo ExeInfoForFailure(bool process_vanished, std::string message) {
+  ExeInfo info;
+  if (!process_vanished) info.error = std::move(message);
+  return info;
+}
+
+Discovery::Discovery(Options options, Probe probe)
+    : options_(std::move(options)), probe_(std::move(probe)) {}
+
+Discovery::~Discovery() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Discovery::Start() {
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      lock.unlock();
+      Scan();
+      lock.lock();
+      wake_.wait_for(lock, std::chrono::milliseconds(options_.interval_ms),
+                     [this] { return stop_; });
+    }
+  });
+}
+
+namespace {
+
+// The facts of every process in /proc that passes the filter. Throws kIo
+// when /proc cannot be listed or read for want of resources.
+std::vector<ProcessFacts> ListProcesses(const Discovery::Options& options) {
+  std::unique_ptr<DIR, int (*)(DIR*)> d(opendir("/proc"), closedir);
+  if (!d) ThrowReadError("/proc", errno);
+  std::vector<ProcessFacts> found;
+  while (true) {
+    errno = 0;
+    dirent* e = readdir(d.get());
+    if (!e) {
+      if (errno != 0) ThrowReadError("/proc", errno);
+      return found;
+    }
+    std::optional<pid_t> pid = ParsePid(e->d_name);
+    if (!pid || *pid == getpid()) continue;
+    if (std::optional<ProcessFacts> f = ReadProcessFacts(*pid, options.filter, options.want_env)) {
+      found.push_back(std::move(*f));
+    }
+  }
+}
+
+}  // namespace
+
+void Discovery::Scan() {
+  try {
+    ScanOrThrow();
+  } catch (const Error&) {
+    // A long-running agent's scan: a failure to read /proc or to start a
+    // worker for a probe (no descriptors left) keeps the last good list
+    // rather than emptying it.
+    std::lock_guard<std::mutex> lock(mu_);
+    ++scan_errors_;
+  }
+}
+
+void Discovery::ScanOrThrow() {
+  std::vector<ProcessFacts> found = ListProcesses(options_);
+  std::map<pid_t, GoProcess> next;
+  for (ProcessFacts& f : found) {
+    ExeInfo info;
+    bool known;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = exes_.find(f.key);
+      known = it != exes_.end();
+      if (known) {
+        info = it->second;
+        ++cache_hits_;
+        exe_last_used_[f.key] = scan_number_;
+      }
+    }
+    if (!known) {
+      // One probe per executable identity, outside the lock (it waits for
+      // a worker).
+      info = probe_(f.pid);
+      std::lock_guard<std::mutex> lock(mu_);
+      ++analyses_;
+      // A transient answer (busy workers) is not cached: try again later.
+      if (info.is_go || !info.error.empty()) {
+        if (exes_.size() >= options_.max_executables) {
+          auto oldest =
+              std::min_element(exe_last_used_.begin(), exe_last_used_.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
+          exes_.erase(oldest->first);
+          exe_last_used_.erase(oldest);
+        }
+        exes_[f.key] = info;
+        exe_last_used_[f.key] = scan_number_;
+      }
+    }
+    if (!info.is_go) continue;
+    GoProcess p{std::move(f), std::move(info), ""};
+    pid_t pid = p.facts.pid;
+    next.emplace(pid, std::move(p));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ++scan_number_;
+  for (auto& [pid, p] : next) {
+    auto s = sampling_.find({pid, p.facts.start_time});
+    if (s != sampling_.end()) p.sampling = s->second;
+  }
+  // Forget sampling states of processes that are gone.
+  for (auto it = sampling_.begin(); it != sampling_.end();) {
+    auto p = next.find(it->first.first);
+    if (p == next.end() || p->second.facts.start_time != it->first.second) {
+      it = sampling_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  processes_ = std::move(next);
+  last_success_seconds_ =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::vector<GoProcess> Discovery::Processes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<GoProcess> out;
+  out.reserve(processes_.size());
+  for (const auto& [pid, p] : processes_) out.push_back(p);
+  return out;
+}
+
+std::optional<ProcessFacts> Discovery::Visible(pid_t pid, bool* forbidden) const {
+  return ReadProcessFacts(pid, options_.filter, options_.want_env, forbidden);
+}
+
+void Discovery::NoteSampling(pid_t pid, uint64_t start_time, const std::string& state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sampling_[{pid, start_time}] = state;
+  auto it = processes_.find(pid);
+  if (it != processes_.end() && it->second.facts.start_time == start_time) {
+    it->second.sampling = state;
+  }
+}
+
+uint64_t Discovery::scans() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return scan_number_;
+}
+
+uint64_t Discovery::scan_errors() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return scan_errors_;
+}
+
+double Discovery::last_success_seconds() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_success_seconds_;
+}
+
+uint64_t Discovery::analyses() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return analyses_;
+}
+
+uint64_t Discovery::cache_hits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cache_hits_;
+}
+
+}  // namespace goheap2pprof

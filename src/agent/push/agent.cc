@@ -1,0 +1,489 @@
+#include "agent/push/agent.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "agent/common/http_listener.h"
+#include "agent/common/liveness.h"
+#include "agent/common/metrics.h"
+#include "agent/common/service_name.h"
+#include "agent/common/signals.h"
+#include "agent/push/metrics.h"
+#include "agent/push/sender.h"
+#include "agent/worker/pool.h"
+#include "agent/worker/runtime_stats_wire.h"
+#include "base/error.h"
+#include "pprof/output.h"
+#include "proc/procfs.h"
+#include "proto/parca_profilestore.pb.h"
+#include "proto/pyroscope_push.pb.h"
+
+namespace goheap2pprof {
+namespace {
+
+// What the agent remembers of one process between intervals.
+struct ProcessState {
+  explicit ProcessState(bool from_zero) : alloc(from_zero) {}
+  AllocDeltaState alloc;
+  std::optional<uint32_t> pushed_cycle;
+  bool pushed = false;
+  std::string last_error;  // logged once until it changes
+};
+
+class Agent {
+ public:
+  Agent(const PushOptions& options, std::ostream& log)
+      : options_(options),
+        log_(log),
+        pool_(PoolOptions{options.max_concurrent, "/proc/self/exe",
+                          static_cast<int64_t>(options.capture_timeout_seconds * 1000) +
+                              60000,  // the loop waits its turn; no request is refused as busy
+                          static_cast<int64_t>(options.capture_timeout_seconds * 1000),
+                          options.worker_limits}),
+        discovery_(DiscoveryOptions(options), [this](pid_t pid) { return Probe(pid); }),
+        own_start_(ReadProcStat(getpid()).start_time) {
+    auto log_line = [this](const std::string& line) { Log("goheap2pprof push: " + line); };
+    if (!options.pyroscope_url.empty()) {
+      BackendOptions b = Backend(options, "pyroscope", options.pyroscope_url);
+      b.route = "/push.v1.PusherService/Push";
+      b.content_type = "application/proto";
+      b.headers.emplace_back("Connect-Protocol-Version", "1");
+      if (!options.tenant.empty()) b.headers.emplace_back("X-Scope-OrgID", options.tenant);
+      b.token_file = options.pyroscope_token_file;
+      b.basic_auth_file = options.pyroscope_basic_auth_file;
+      pyroscope_ = std::make_unique<BackendSender>(b, push_metrics_, log_line);
+    }
+    if (!options.parca_url.empty()) {
+      BackendOptions b = Backend(options, "parca", ParcaApiBase(options.parca_url));
+      b.route = "/profiles/writeraw";
+      b.content_type = "application/json";
+      b.token_file = options.parca_token_file;
+      b.basic_auth_file = options.parca_basic_auth_file;
+      parca_ = std::make_unique<BackendSender>(b, push_metrics_, log_line);
+    }
+  }
+
+  void Start() { discovery_.Start(); }
+
+  std::string Metrics() {
+    uint64_t processes = discovery_.Processes().size();
+    serve_metrics_.SetDiscovery(processes, discovery_.scans(), discovery_.analyses(),
+                                discovery_.cache_hits());
+    serve_metrics_.SetDiscoveryHealth(discovery_.scan_errors(), discovery_.last_success_seconds());
+    return serve_metrics_.Render() + push_metrics_.Render();
+  }
+
+  void Log(const std::string& line) {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    log_ << line << "\n" << std::flush;
+  }
+
+  // One round: every visible process captured once.
+  void Round() {
+    std::map<std::pair<pid_t, uint64_t>, bool> seen;
+    std::vector<GoProcess> todo;
+    for (GoProcess& p : discovery_.Processes()) {
+      if (!options_.pids.empty() && std::find(options_.pids.begin(), options_.pids.end(),
+                                              p.facts.pid) == options_.pids.end()) {
+        continue;
+      }
+      seen[{p.facts.pid, p.facts.start_time}] = true;
+      todo.push_back(std::move(p));
+    }
+    // As many captures at once as there are workers; each process is
+    // captured by one thread, and its state is only touched by that thread.
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i = next++; i < todo.size() && !stop_; i = next++) {
+        // One process's failure (a worker that cannot be started, a /proc
+        // read that fails) is logged and the round goes on: the agent
+        // serves every other process on the node.
+        try {
+          CaptureAndPush(todo[i]);
+        } catch (const Error& e) {
+          Log("goheap2pprof push: pid " + std::to_string(todo[i].facts.pid) + ": " + e.what());
+        }
+      }
+    };
+    std::vector<std::thread> threads;
+    const size_t wanted = std::min(todo.size(), static_cast<size_t>(options_.max_concurrent));
+    for (size_t t = 1; t < wanted; ++t) threads.emplace_back(work);
+    work();
+    for (std::thread& t : threads) t.join();
+    // Forget processes that are gone (or were replaced under their pid). One
+    // that a scan missed but still runs keeps its state: forgetting it would
+    // make its next push a second copy of allocations already pushed.
+    for (auto it = states_.begin(); it != states_.end();) {
+      it = seen.count(it->first) || StillRunning(it->first) ? std::next(it) : states_.erase(it);
+    }
+  }
+
+  void Stop(double drain_seconds) {
+    stop_ = true;
+    if (pyroscope_) pyroscope_->Stop(drain_seconds);
+    if (parca_) parca_->Stop(drain_seconds);
+  }
+
+ private:
+  // Unknown counts as running: keeping the state can never push an
+  // allocation twice.
+  static bool StillRunning(const std::pair<pid_t, uint64_t>& process) {
+    return ProcessLiveness(process.first, process.second) != Liveness::kGone;
+  }
+
+  static Discovery::Options DiscoveryOptions(const PushOptions& o) {
+    return Discovery::Options::For(o.filter, o.discover_interval_seconds, o.service_name_from);
+  }
+
+  static BackendOptions Backend(const PushOptions& o, const char* name, const std::string& url) {
+    BackendOptions b;
+    b.name = name;
+    b.url = url;
+    b.ca_file = o.ca_file;
+    b.timeout_seconds = o.push_timeout_seconds;
+    b.queue_limit = o.queue_limit;
+    b.queue_bytes_limit = o.queue_bytes_limit;
+    b.retry_after_max_seconds = o.retry_after_max_seconds;
+    b.max_attempts = o.max_attempts;
+    b.backoff_initial_seconds = o.backoff_initial_seconds;
+    b.backoff_max_seconds = o.backoff_max_seconds;
+    return b;
+  }
+
+  ExeInfo Probe(pid_t pid) { return ProbeInWorker(pool_, serve_metrics_, pid); }
+
+  void CaptureAndPush(const GoProcess& p) {
+    const pid_t pid = p.facts.pid;
+    const std::string what = "pid " + std::to_string(pid) + " (" + ServiceNameOfProcess(p) + ")";
+    // Only a profile of the process the scan found and the filter admits,
+    // as the worker found it, is pushed.
+    PoolResult r =
+        RunForProcess(pool_, serve_metrics_, {WorkerOp::kHeap, pid, {}}, p.facts, options_.filter);
+    const std::string outcome = PoolOutcomeName(r);
+    const std::pair<pid_t, uint64_t> key{pid, p.facts.start_time};
+    ProcessState* found = nullptr;
+    {
+      // std::map keeps references valid across inserts; erasing happens only
+      // between rounds.
+      std::lock_guard<std::mutex> lock(states_mu_);
+      auto it = states_.find(key);
+      if (it == states_.end()) {
+        // A process that started after the agent has had all its
+        // allocations while we were watching: its first profile's alloc
+        // values are new.
+        it = states_.emplace(key, ProcessState(p.facts.start_time >= own_start_)).first;
+      }
+      found = &it->second;
+    }
+    ProcessState& state = *found;
+    if (outcome != "ok") {
+      std::string why = r.outcome == PoolOutcome::kReplied ? r.reply.message : r.detail;
+      if (why.empty()) why = outcome;
+      if (why != state.last_error) Log("goheap2pprof push: capture of " + what + ": " + why);
+      state.last_error = why;
+      return;
+    }
+    state.last_error.clear();
+    if (r.reply.start_time != p.facts.start_time) return;  // pid reused since the scan
+    if (state.pushed && r.reply.cycle && state.pushed_cycle == r.reply.cycle) {
+      push_metrics_.Unchanged();
+      return;
+    }
+    pb::Profile cumulative;
+    try {
+      if (!cumulative.ParseFromString(Gunzip(r.reply.body, size_t{1} << 30))) {
+        throw Error(ErrorKind::kMalformed, "unparsable profile from a worker");
+      }
+      // The runtime never sets it for heap profiles; Parca reads a non-zero
+      // one as a delta profile.
+      cumulative.set_duration_nanos(0);
+      if (r.reply.cycle) {
+        cumulative.add_string_table("goheap2pprof: profile cycle " +
+                                    std::to_string(*r.reply.cycle));
+        cumulative.add_comment(cumulative.string_table_size() - 1);
+      }
+      if (pyroscope_) PushPyroscope(p, what, cumulative, state);
+      if (parca_) PushParca(p, what, cumulative);
+    } catch (const Error& e) {
+      Log("goheap2pprof push: " + what + ": " + e.what());
+      return;
+    }
+    state.pushed = true;
+    state.pushed_cycle = r.reply.cycle;
+    ReadMemoryStats(p, what);
+  }
+
+  // With each pushed profile, the process's Go memory statistics: nothing
+  // is attached to the profile (the backends have no place for it); the
+  // reads are counted on /metrics and, with -v, summed up in the log.
+  void ReadMemoryStats(const GoProcess& p, const std::string& what) {
+    PoolResult r = RunForProcess(pool_, serve_metrics_, {WorkerOp::kRuntimeStats, p.facts.pid, {}},
+                                 p.facts, options_.filter);
+    std::optional<GoRuntimeStats> stats;
+    if (PoolOutcomeName(r) == "ok") {
+      try {
+        stats = DecodeRuntimeStats(r.reply.body);
+      } catch (const Error& e) {
+        // One read's boundary: logged, the round goes on. Counted as the
+        // worker answered, as serve counts it.
+        Log("goheap2pprof push: memory statistics of " + what + ": " + e.what());
+      }
+    }
+    if (!stats || !options_.verbose) return;
+    Log("goheap2pprof push: " + what + ": Go runtime total " +
+        std::to_string(stats->Uint("/memory/classes/total:bytes").value_or(0)) +
+        " bytes, heap objects " +
+        std::to_string(stats->Uint("/memory/classes/heap/objects:bytes").value_or(0)) +
+        " bytes, goal " + std::to_string(stats->Uint("/gc/heap/goal:bytes").value_or(0)));
+  }
+
+  std::string ServiceNameOfProcess(const GoProcess& p) const {
+    for (const PushLabel& l : PushSeriesLabels(p, options_.service_name_from, {}, false)) {
+      if (l.first == "service_name") return l.second;
+    }
+    return "";
+  }
+
+  void PushPyroscope(const GoProcess& p, const std::string& what, const pb::Profile& cumulative,
+                     ProcessState& state) {
+    PyroscopeProfile out = MakePyroscopeProfile(cumulative, state.alloc, options_.limits);
+    if (out.trimmed > 0) {
+      push_metrics_.Trimmed(out.trimmed);
+      Log("goheap2pprof push: " + what + ": trimmed " + std::to_string(out.trimmed) + " of " +
+          std::to_string(out.nonzero) + " samples to fit Pyroscope's limits");
+    }
+    if (out.resets > 0) push_metrics_.Resets(out.resets);
+    if (out.baseline) push_metrics_.Baseline();
+    if (out.profile.sample_size() == 0) return;
+    goheap2pprof::pyroscope::push::PushRequest request;
+    auto* series = request.add_series();
+    for (const PushLabel& l : PushSeriesLabels(p, options_.service_name_from, options_.labels,
+                                               /*pyroscope=*/true)) {
+      auto* pair = series->add_labels();
+      pair->set_name(l.first);
+      pair->set_value(l.second);
+    }
+    auto* sample = series->add_samples();
+    sample->set_raw_profile(EncodeProfile(out.profile));
+    sample->set_id(RandomUuid());
+    std::string body;
+    request.SerializeToString(&body);
+    if (options_.verbose) {
+      Log("goheap2pprof push: pyroscope: " + what + ": " +
+          std::to_string(out.profile.sample_size()) + " samples, " +
+          std::to_string(sample->raw_profile().size()) + " bytes gzipped, request " +
+          std::to_string(body.size()) + " bytes");
+    }
+    pyroscope_->Enqueue({std::move(body), what});
+  }
+
+  void PushParca(const GoProcess& p, const std::string& what, const pb::Profile& cumulative) {
+    goheap2pprof::parca::WriteRawRequest request;
+    // Parca's scraper sends normalized_addresses (false by default) for a
+    // raw Go pprof: addresses are the process's own PCs.
+    request.set_normalized(false);
+    auto* series = request.add_series();
+    for (const PushLabel& l :
+         PushSeriesLabels(p, options_.service_name_from, options_.labels, /*pyroscope=*/false)) {
+      auto* label = series->mutable_labels()->add_labels();
+      label->set_name(l.first);
+      label->set_value(l.second);
+    }
+    // The cumulative profile as the runtime serves it (CaptureAndPush made
+    // sure duration_nanos is 0: Parca stores it as a snapshot, not a rate).
+    const pb::Profile& profile = cumulative;
+    series->add_samples()->set_raw_profile(EncodeProfile(profile));
+    std::string body;
+    google::protobuf::util::JsonPrintOptions json;
+    json.always_print_primitive_fields = true;
+    if (!google::protobuf::util::MessageToJsonString(request, &body, json).ok()) {
+      throw Error(ErrorKind::kInternal, "cannot encode a WriteRaw request as JSON");
+    }
+    if (options_.verbose) {
+      Log("goheap2pprof push: parca: " + what + ": " + std::to_string(profile.sample_size()) +
+          " samples, request " + std::to_string(body.size()) + " bytes");
+    }
+    parca_->Enqueue({std::move(body), what});
+  }
+
+  const PushOptions& options_;
+  std::ostream& log_;
+  std::mutex log_mu_;
+  ServeMetrics serve_metrics_;
+  PushMetrics push_metrics_;
+  WorkerPool pool_;
+  Discovery discovery_;
+  uint64_t own_start_;
+  std::unique_ptr<BackendSender> pyroscope_, parca_;
+  std::mutex states_mu_;
+  std::map<std::pair<pid_t, uint64_t>, ProcessState> states_;
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace
+
+std::string ParcaApiBase(const std::string& url) {
+  ParsedUrl parsed = ParsePushUrl(url);
+  return parsed.path.empty() ? parsed.scheme_host_port + "/api" : url;
+}
+
+std::string RandomUuid() {
+  unsigned char b[16];
+  size_t got = 0;
+  while (got < sizeof(b)) {
+    ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error(ErrorKind::kIo, "getrandom failed");
+    got += static_cast<size_t>(n);
+  }
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4
+  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += kHex[b[i] >> 4];
+    out += kHex[b[i] & 15];
+  }
+  return out;
+}
+
+ListenerFlags MetricsListener(const PushOptions& o) {
+  return {"--metrics-listen", o.metrics_listen, o.metrics_token_file, o.insecure_listen,
+          o.allowed_hosts,    o.metrics_tls,    o.metrics_limits};
+}
+
+void ValidatePushOptions(const PushOptions& o) {
+  if (o.pyroscope_url.empty() && o.parca_url.empty()) {
+    throw Error(ErrorKind::kUsage, "push needs --pyroscope URL or --parca URL (or both)");
+  }
+  if (!o.pyroscope_url.empty()) ParsePushUrl(o.pyroscope_url);
+  if (!o.parca_url.empty()) ParsePushUrl(o.parca_url);
+  if (!(o.interval_seconds >= 0.1)) throw Error(ErrorKind::kUsage, "--interval must be >= 100ms");
+  if (!(o.push_timeout_seconds > 0) || !(o.discover_interval_seconds > 0) ||
+      !(o.capture_timeout_seconds > 0)) {
+    throw Error(ErrorKind::kUsage,
+                "--push-timeout, --discover-interval and --capture-timeout must be positive");
+  }
+  if (o.queue_limit < 1) throw Error(ErrorKind::kUsage, "--queue must be at least 1");
+  if (o.queue_bytes_limit < 1) {
+    throw Error(ErrorKind::kUsage, "--max-queue-bytes must be at least 1");
+  }
+  if (!(o.retry_after_max_seconds >= 0)) {
+    throw Error(ErrorKind::kUsage, "--retry-after-max must not be negative");
+  }
+  if (o.max_attempts < 1) throw Error(ErrorKind::kUsage, "--attempts must be at least 1");
+  if (o.max_concurrent < 1 || o.max_concurrent > 64) {
+    throw Error(ErrorKind::kUsage, "--max-concurrent must be 1..64");
+  }
+  CheckExtraLabels(o.labels);
+  ValidateServiceNameFrom(o.service_name_from);
+  if (!o.metrics_listen.empty()) MetricsListener(o).Validate();
+}
+
+namespace {
+
+// The agent's own /metrics; every other path is net/http's 404.
+class MetricsHandler : public HttpHandler {
+ public:
+  explicit MetricsHandler(Agent& agent) : agent_(agent) {}
+  bool Blocks(const HttpRequest&) const override { return false; }
+  HttpReply Handle(const HttpRequest& req) override {
+    std::string_view path = std::string_view(req.target).substr(0, req.target.find('?'));
+    if (path != "/metrics") return Error(404, "404 page not found");
+    HttpReply res;
+    res.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    res.body = agent_.Metrics();
+    return res;
+  }
+
+ private:
+  Agent& agent_;
+};
+
+}  // namespace
+
+int RunPush(const PushOptions& options, std::ostream& log) {
+  ValidatePushOptions(options);
+  HttpClientGlobalInit();  // before the first thread
+  const sigset_t signals = BlockStopSignals();
+
+  std::unique_ptr<HttpListener> metrics_server;
+  std::string metrics_address;
+  if (!options.metrics_listen.empty()) {
+    HttpListenerOptions listen = MetricsListener(options).Options();
+    // /metrics never blocks: one handler thread that stays idle.
+    listen.limits.handler_threads = 1;
+    listen.limits.handler_queue = 0;
+    metrics_server = std::make_unique<HttpListener>(listen);
+    metrics_address = metrics_server->address();
+  }
+  Agent agent(options, log);
+  MetricsHandler metrics_handler(agent);
+  std::thread metrics_thread;
+  if (metrics_server) {
+    metrics_thread = std::thread([&] { metrics_server->Run(metrics_handler); });
+  }
+
+  std::mutex mu;
+  std::condition_variable wake;
+  bool stop = false;
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    agent.Log("goheap2pprof push: signal " + std::to_string(sig) + ", shutting down");
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+    wake.notify_all();
+  });
+
+  agent.Start();
+  agent.Log("goheap2pprof push: pushing every " + std::to_string(options.interval_seconds) + " s" +
+            (options.pyroscope_url.empty() ? "" : " to Pyroscope " + options.pyroscope_url) +
+            (options.parca_url.empty() ? "" : " to Parca " + options.parca_url) +
+            (metrics_address.empty() ? "" : "; metrics on " + metrics_address));
+  const auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(options.interval_seconds));
+  auto next = std::chrono::steady_clock::now() + interval;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      if (wake.wait_until(lock, next, [&] { return stop; })) break;
+    }
+    agent.Round();
+    // A round parses and builds large profiles (a process with 100,000
+    // buckets takes tens of MB) and frees them all; give the memory back
+    // rather than keep the peak for the agent's life.
+    malloc_trim(0);
+    next += interval;
+    // A round longer than the interval skips the ticks it overran.
+    auto now = std::chrono::steady_clock::now();
+    while (next <= now) next += interval;
+  }
+  agent.Stop(options.push_timeout_seconds);
+  signal_thread.join();
+  if (metrics_thread.joinable()) {
+    metrics_server->Stop();
+    metrics_thread.join();
+  }
+  return 0;
+}
+
+}  // namespace goheap2pprof

@@ -1,0 +1,77 @@
+// `goheap2pprof push`: a long-running node agent that captures the heap
+// profile of every discovered Go process each --interval and pushes it to
+// Grafana Pyroscope (Connect unary push.v1.PusherService/Push, binary
+// protobuf) and/or Parca (WriteRaw through its HTTP gateway, JSON). It uses
+// serve's discovery, filters, service names and confined capture workers
+// (agent/common/discovery.h, agent/worker/pool.h); a process is pushed only when its profile
+// cycle advanced since its last push. Pyroscope gets alloc_* as deltas
+// (agent/push/profile.h), Parca the cumulative profile; delivery is per backend
+// (agent/push/sender.h). The agent's own health is on a loopback /metrics.
+//
+//   PushOptions o;  o.pyroscope_url = "http://pyroscope:4040";
+//   return RunPush(o, std::cerr);  // until SIGTERM or SIGINT
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "agent/common/discovery.h"
+#include "agent/common/http_listener.h"
+#include "agent/push/labels.h"
+#include "agent/push/profile.h"
+#include "agent/worker/worker.h"
+
+namespace goheap2pprof {
+
+struct PushOptions {
+  std::string pyroscope_url;
+  std::string parca_url;
+  double interval_seconds = 15;
+  std::vector<PushLabel> labels;  // --label extras
+  std::string tenant;             // X-Scope-OrgID
+  std::string ca_file;
+  std::string pyroscope_token_file, pyroscope_basic_auth_file;
+  std::string parca_token_file, parca_basic_auth_file;
+  double push_timeout_seconds = 10;
+  size_t queue_limit = 64;
+  size_t queue_bytes_limit = 64ull << 20;
+  int max_attempts = 8;
+  double backoff_initial_seconds = 0.5;
+  double backoff_max_seconds = 30;
+  double retry_after_max_seconds = 60;
+  std::string metrics_listen = "127.0.0.1:6062";  // empty: no listener
+  // The metrics listener's clients: serve's rule (ValidateListenSecurity).
+  std::string metrics_token_file;
+  TlsFiles metrics_tls;
+  ListenerLimits metrics_limits;
+  bool insecure_listen = false;
+  std::vector<std::string> allowed_hosts;
+  ProcessFilter filter;
+  std::vector<pid_t> pids;  // empty: every discovered process
+  std::string service_name_from = "exe";
+  double discover_interval_seconds = 10;
+  int max_concurrent = 2;
+  double capture_timeout_seconds = 10;
+  WorkerLimits worker_limits;
+  PushLimits limits;
+  bool verbose = false;
+};
+
+// The --metrics-listen flags as the listener takes them.
+ListenerFlags MetricsListener(const PushOptions& options);
+
+// Throws Error(kUsage) for options that cannot work.
+void ValidatePushOptions(const PushOptions& options);
+
+// The base URL of a Parca server's HTTP API: Parca serves its grpc-gateway
+// under /api, so a URL without a path gets it.
+std::string ParcaApiBase(const std::string& url);
+
+// A random (version 4) UUID, for the ID field of a Pyroscope sample.
+std::string RandomUuid();
+
+// Runs until SIGTERM/SIGINT; returns the exit code.
+int RunPush(const PushOptions& options, std::ostream& log);
+
+}  // namespace goheap2pprof

@@ -1,0 +1,307 @@
+#include "agent/push/profile.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <string_view>
+#include <unordered_map>
+
+#include "base/error.h"
+
+namespace goheap2pprof {
+namespace {
+
+// Renumbers ids and strings while copying; every reference is checked.
+class Compactor {
+ public:
+  explicit Compactor(const pb::Profile& source) : src_(source) {
+    for (int i = 0; i < src_.mapping_size(); ++i) mapping_index_[src_.mapping(i).id()] = i;
+    for (int i = 0; i < src_.location_size(); ++i) location_index_[src_.location(i).id()] = i;
+    for (int i = 0; i < src_.function_size(); ++i) function_index_[src_.function(i).id()] = i;
+    out_.add_string_table("");
+    strings_.emplace("", 0);
+  }
+
+  pb::Profile Run(const std::vector<pb::Sample>& samples,
+                  const std::vector<std::string>& extra_comments = {}) {
+    // Mark what the samples use, then copy in source order so that ids are
+    // 1..N in the order of the source's tables.
+    std::vector<bool> use_location(src_.location_size()), use_function(src_.function_size()),
+        use_mapping(src_.mapping_size());
+    for (const pb::Sample& s : samples) {
+      for (uint64_t id : s.location_id()) use_location[LocationIndex(id)] = true;
+    }
+    for (int i = 0; i < src_.location_size(); ++i) {
+      if (!use_location[i]) continue;
+      const pb::Location& l = src_.location(i);
+      if (l.mapping_id() != 0) use_mapping[MappingIndex(l.mapping_id())] = true;
+      for (const pb::Line& line : l.line()) {
+        if (line.function_id() != 0) use_function[FunctionIndex(line.function_id())] = true;
+      }
+    }
+    for (const pb::ValueType& t : src_.sample_type()) CopyValueType(t, out_.add_sample_type());
+    std::unordered_map<uint64_t, uint64_t> mapping_ids, function_ids, location_ids;
+    for (int i = 0; i < src_.mapping_size(); ++i) {
+      if (!use_mapping[i]) continue;
+      pb::Mapping m = src_.mapping(i);
+      mapping_ids[m.id()] = static_cast<uint64_t>(out_.mapping_size()) + 1;
+      m.set_id(mapping_ids[m.id()]);
+      m.set_filename(Str(m.filename()));
+      m.set_build_id(Str(m.build_id()));
+      *out_.add_mapping() = std::move(m);
+    }
+    for (int i = 0; i < src_.function_size(); ++i) {
+      if (!use_function[i]) continue;
+      pb::Function f = src_.function(i);
+      function_ids[f.id()] = static_cast<uint64_t>(out_.function_size()) + 1;
+      f.set_id(function_ids[f.id()]);
+      f.set_name(Str(f.name()));
+      f.set_system_name(Str(f.system_name()));
+      f.set_filename(Str(f.filename()));
+      *out_.add_function() = std::move(f);
+    }
+    for (int i = 0; i < src_.location_size(); ++i) {
+      if (!use_location[i]) continue;
+      pb::Location l = src_.location(i);
+      location_ids[l.id()] = static_cast<uint64_t>(out_.location_size()) + 1;
+      l.set_id(location_ids[l.id()]);
+      if (l.mapping_id() != 0) l.set_mapping_id(mapping_ids.at(l.mapping_id()));
+      for (pb::Line& line : *l.mutable_line()) {
+        if (line.function_id() != 0) line.set_function_id(function_ids.at(line.function_id()));
+      }
+      *out_.add_location() = std::move(l);
+    }
+    for (const pb::Sample& s : samples) {
+      pb::Sample* o = out_.add_sample();
+      *o = s;
+      for (uint64_t& id : *o->mutable_location_id()) id = location_ids.at(id);
+      for (pb::Label& label : *o->mutable_label()) {
+        label.set_key(Str(label.key()));
+        label.set_str(Str(label.str()));
+        label.set_num_unit(Str(label.num_unit()));
+      }
+    }
+    out_.set_drop_frames(Str(src_.drop_frames()));
+    out_.set_keep_frames(Str(src_.keep_frames()));
+    out_.set_time_nanos(src_.time_nanos());
+    out_.set_duration_nanos(src_.duration_nanos());
+    if (src_.has_period_type()) CopyValueType(src_.period_type(), out_.mutable_period_type());
+    out_.set_period(src_.period());
+    for (int64_t c : src_.comment()) out_.add_comment(Str(c));
+    for (const std::string& c : extra_comments) {
+      auto [it, added] = strings_.emplace(c, out_.string_table_size());
+      if (added) out_.add_string_table(c);
+      out_.add_comment(it->second);
+    }
+    out_.set_default_sample_type(Str(src_.default_sample_type()));
+    out_.set_doc_url(Str(src_.doc_url()));
+    return std::move(out_);
+  }
+
+ private:
+  int64_t Str(int64_t index) {
+    if (index == 0) return 0;
+    if (index < 0 || index >= src_.string_table_size()) {
+      throw Error(ErrorKind::kMalformed, "profile from a worker: string index ", index,
+                  " out of range");
+    }
+    const std::string& s = src_.string_table(static_cast<int>(index));
+    auto [it, added] = strings_.emplace(s, out_.string_table_size());
+    if (added) out_.add_string_table(s);
+    return it->second;
+  }
+  void CopyValueType(const pb::ValueType& t, pb::ValueType* o) {
+    o->set_type(Str(t.type()));
+    o->set_unit(Str(t.unit()));
+  }
+  static int Find(const std::unordered_map<uint64_t, int>& index, uint64_t id, const char* what) {
+    auto it = index.find(id);
+    if (it == index.end()) {
+      throw Error(ErrorKind::kMalformed, "profile from a worker: no ", what, " with id ", id);
+    }
+    return it->second;
+  }
+  int MappingIndex(uint64_t id) const { return Find(mapping_index_, id, "mapping"); }
+  int LocationIndex(uint64_t id) const { return Find(location_index_, id, "location"); }
+  int FunctionIndex(uint64_t id) const { return Find(function_index_, id, "function"); }
+
+  const pb::Profile& src_;
+  pb::Profile out_;
+  std::unordered_map<std::string, int64_t> strings_;
+  std::unordered_map<uint64_t, int> mapping_index_, location_index_, function_index_;
+};
+
+int ValueIndex(const pb::Profile& p, std::string_view type) {
+  for (int i = 0; i < p.sample_type_size(); ++i) {
+    int64_t t = p.sample_type(i).type();
+    if (t >= 0 && t < p.string_table_size() && p.string_table(static_cast<int>(t)) == type) {
+      return i;
+    }
+  }
+  throw Error(ErrorKind::kMalformed, "profile from a worker has no sample type ", type);
+}
+
+}  // namespace
+
+pb::Profile CompactProfile(const pb::Profile& source, const std::vector<pb::Sample>& samples) {
+  return Compactor(source).Run(samples);
+}
+
+// Friend of AllocDeltaState: the one place that reads and advances it.
+struct PyroscopeProfileMaker {
+  static PyroscopeProfile Make(const pb::Profile& in, AllocDeltaState& state,
+                               const PushLimits& limits) {
+    const int alloc_objects = ValueIndex(in, "alloc_objects");
+    const int alloc_space = ValueIndex(in, "alloc_space");
+    const int inuse_objects = ValueIndex(in, "inuse_objects");
+    const int inuse_space = ValueIndex(in, "inuse_space");
+    const int width = in.sample_type_size();
+    std::unordered_map<uint64_t, uint64_t> address;
+    for (const pb::Location& l : in.location()) address[l.id()] = l.address();
+    int64_t bytes_key = -1;
+    for (int i = 0; i < in.string_table_size(); ++i) {
+      if (in.string_table(i) == "bytes") bytes_key = i;
+    }
+
+    // The key of each sample: its location addresses, then its object size.
+    // Samples with the same key (which the runtime never writes) are summed.
+    // Entries refer to the input's samples rather than copy them: a profile
+    // of 100,000 buckets must not be held several times over.
+    struct Entry {
+      std::string key;
+      int sample;                  // the first input sample with this key
+      std::vector<int64_t> value;  // cumulative, then the values to push
+    };
+    std::vector<Entry> entries;
+    std::unordered_map<std::string, size_t> by_key;
+    for (int i = 0; i < in.sample_size(); ++i) {
+      const pb::Sample& s = in.sample(i);
+      if (s.value_size() != width) {
+        throw Error(ErrorKind::kMalformed, "profile from a worker: a sample has ", s.value_size(),
+                    " values for ", width, " sample types");
+      }
+      std::string key;
+      key.reserve(8 * (static_cast<size_t>(s.location_id_size()) + 1));
+      for (uint64_t id : s.location_id()) {
+        auto it = address.find(id);
+        if (it == address.end()) {
+          throw Error(ErrorKind::kMalformed, "profile from a worker: no location with id ", id);
+        }
+        key.append(reinterpret_cast<const char*>(&it->second), sizeof(uint64_t));
+      }
+      int64_t size = 0;
+      for (const pb::Label& l : s.label()) {
+        if (l.key() == bytes_key) size = l.num();
+      }
+      key.append(reinterpret_cast<const char*>(&size), sizeof(size));
+      auto [it, added] = by_key.emplace(key, entries.size());
+      if (added) {
+        entries.push_back(
+            {std::move(key), i, std::vector<int64_t>(s.value().begin(), s.value().end())});
+      } else {
+        std::vector<int64_t>& sum = entries[it->second].value;
+        for (int v = 0; v < width; ++v) sum[v] += s.value(v);
+      }
+    }
+    by_key.clear();
+
+    PyroscopeProfile out;
+    out.samples_in = static_cast<uint64_t>(in.sample_size());
+    out.baseline = !state.primed_;
+    // The entries to push, with their cumulative alloc values.
+    std::vector<size_t> kept;
+    std::vector<AllocDeltaState::AllocValues> kept_now;
+    std::unordered_map<std::string, AllocDeltaState::AllocValues> next;
+    next.reserve(entries.size());
+    for (size_t e = 0; e < entries.size(); ++e) {
+      std::vector<int64_t>& v = entries[e].value;
+      AllocDeltaState::AllocValues now{v[alloc_objects], v[alloc_space]};
+      AllocDeltaState::AllocValues before{};
+      if (!state.primed_) {
+        before = now;
+      } else if (auto it = state.prev_.find(entries[e].key); it != state.prev_.end()) {
+        before = it->second;
+      }
+      if (now.objects < before.objects || now.bytes < before.bytes) {
+        ++out.resets;
+        next[entries[e].key] = now;
+        continue;
+      }
+      v[alloc_objects] = now.objects - before.objects;
+      v[alloc_space] = now.bytes - before.bytes;
+      if (v[alloc_objects] == 0 && v[alloc_space] == 0 && v[inuse_objects] == 0 &&
+          v[inuse_space] == 0) {
+        next[entries[e].key] = now;
+        continue;
+      }
+      // Until the sample is sent, its baseline stays (see trimming below).
+      next[entries[e].key] = before;
+      kept.push_back(e);
+      kept_now.push_back(now);
+    }
+    out.nonzero = kept.size();
+
+    // Trim: the largest samples (alloc_space delta plus inuse_space, then
+    // objects) are kept, in their original order.
+    std::vector<size_t> order(kept.size());
+    std::iota(order.begin(), order.end(), 0);
+    auto weight = [&](size_t i) {
+      const std::vector<int64_t>& v = entries[kept[i]].value;
+      return std::make_pair(v[alloc_space] + v[inuse_space], v[alloc_objects] + v[inuse_objects]);
+    };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return weight(a) > weight(b); });
+    size_t keep = std::min(kept.size(), limits.max_samples);
+    pb::Profile result;
+    for (int attempt = 0;; ++attempt) {
+      std::vector<size_t> chosen(order.begin(), order.begin() + static_cast<ptrdiff_t>(keep));
+      std::sort(chosen.begin(), chosen.end());
+      std::vector<pb::Sample> samples;
+      samples.reserve(chosen.size());
+      for (size_t i : chosen) {
+        const Entry& e = entries[kept[i]];
+        pb::Sample& sample = samples.emplace_back(in.sample(e.sample));
+        for (int v = 0; v < width; ++v) sample.set_value(v, e.value[v]);
+      }
+      std::vector<std::string> comments;
+      if (keep < kept.size()) {
+        comments.push_back(
+            "goheap2pprof: " + std::to_string(kept.size() - keep) + " of " +
+            std::to_string(kept.size()) +
+            " samples were trimmed (the smallest by alloc_space delta plus inuse_space) to fit "
+            "the server's limits of " +
+            std::to_string(limits.max_samples) + " samples and " +
+            std::to_string(limits.max_bytes) + " bytes");
+      }
+      if (out.baseline) {
+        comments.push_back(
+            "goheap2pprof: first profile of a process older than the agent: alloc_* are a "
+            "baseline (zero), not a delta");
+      }
+      result = Compactor(in).Run(samples, comments);
+      size_t size = result.ByteSizeLong();
+      if (size <= limits.max_bytes || keep == 0) {
+        for (size_t i : chosen) next[entries[kept[i]].key] = kept_now[i];
+        break;
+      }
+      // Shrink in proportion to the excess, by at least one sample.
+      size_t smaller =
+          static_cast<size_t>(static_cast<double>(keep) * static_cast<double>(limits.max_bytes) /
+                              static_cast<double>(size) * 0.95);
+      keep = std::min(keep - 1, smaller);
+      if (attempt > 64) keep = 0;
+    }
+    out.trimmed = kept.size() - static_cast<size_t>(result.sample_size());
+    out.profile = std::move(result);
+    state.prev_ = std::move(next);
+    state.primed_ = true;
+    return out;
+  }
+};
+
+PyroscopeProfile MakePyroscopeProfile(const pb::Profile& cumulative, AllocDeltaState& state,
+                                      const PushLimits& limits) {
+  return PyroscopeProfileMaker::Make(cumulative, state, limits);
+}
+
+}  // namespace goheap2pprof

@@ -1,0 +1,568 @@
+#include "agent/serve/server.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "agent/common/discovery.h"
+#include "agent/common/go_metrics_text.h"
+#include "agent/common/http_listener.h"
+#include "agent/common/metrics.h"
+#include "agent/common/query.h"
+#include "agent/common/service_name.h"
+#include "agent/common/signals.h"
+#include "agent/worker/pool.h"
+#include "agent/worker/runtime_stats_wire.h"
+#include "base/error.h"
+#include "base/utf8.h"
+#include "pprof/flame_graph.h"
+#include "pprof/output.h"
+#include "proc/address_space.h"
+#include "proc/procfs.h"
+
+namespace goheap2pprof {
+namespace {
+
+// net/http/pprof's serveError.
+void ServeError(HttpReply& res, int status, const std::string& text) {
+  res.status = status;
+  res.headers.emplace_back("X-Content-Type-Options", "nosniff");
+  res.headers.emplace_back("X-Go-Pprof", "1");
+  res.content_type = "text/plain; charset=utf-8";
+  res.body = text + "\n";
+}
+
+void SetContent(HttpReply& res, std::string body, const char* content_type) {
+  res.body = std::move(body);
+  res.content_type = content_type;
+}
+
+// A counted slot, taken if fewer than max are held; given back on
+// destruction.
+class DeltaSlot {
+ public:
+  DeltaSlot(std::atomic<int>& count, int max) : count_(count) {
+    held_ = count_.fetch_add(1) < max;
+    if (!held_) count_.fetch_sub(1);
+  }
+  ~DeltaSlot() {
+    if (held_) count_.fetch_sub(1);
+  }
+  DeltaSlot(const DeltaSlot&) = delete;
+  DeltaSlot& operator=(const DeltaSlot&) = delete;
+  bool held() const { return held_; }
+
+ private:
+  std::atomic<int>& count_;
+  bool held_ = false;
+};
+
+struct Flight {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  PoolResult result;
+};
+
+class Service {
+ public:
+  Service(const ServeOptions& options, std::ostream& log, std::string listen_address)
+      : options_(options),
+        log_(log),
+        listen_address_(std::move(listen_address)),
+        pool_(PoolOptions{options.max_concurrent, "/proc/self/exe",
+                          static_cast<int64_t>(options.timeout_seconds * 1000),
+                          static_cast<int64_t>(options.capture_timeout_seconds * 1000),
+                          options.worker_limits}),
+        discovery_(DiscoveryOptions(options), [this](pid_t pid) { return ProbeExe(pid); }),
+        boot_time_(BootTimeSeconds()),
+        clock_ticks_(sysconf(_SC_CLK_TCK)) {}
+
+  void Start() { discovery_.Start(); }
+
+  // Whether a request may wait for a capture or a delta window.
+  bool Blocks(const HttpRequest& req) const {
+    ServeRoute route = ParseServeTarget(req.target, QueryLimits());
+    return !route.error &&
+           (route.endpoint == Endpoint::kProfile || route.endpoint == Endpoint::kProcessMetrics ||
+            route.endpoint == Endpoint::kFlamegraph);
+  }
+
+  void Handle(const HttpRequest& req, HttpReply& res) {
+    ServeRoute route = ParseServeTarget(req.target, QueryLimits());
+    if (route.error) {
+      ServeError(res, route.error->status, route.error->text);
+      return;
+    }
+    switch (route.endpoint) {
+      case Endpoint::kIndex:
+        return Index(res);
+      case Endpoint::kTargets:
+        return Targets(res);
+      case Endpoint::kMetrics:
+        discovery_stats_to_metrics();
+        SetContent(res, metrics_.Render(), "text/plain; version=0.0.4; charset=utf-8");
+        return;
+      case Endpoint::kProfile:
+        return Profile(route.profile, res);
+      case Endpoint::kProcessMetrics:
+        return ProcessMetrics(route.profile.pid, res);
+      case Endpoint::kFlamegraph:
+        return Flamegraph(route.flamegraph, res);
+    }
+  }
+
+  ServeMetrics& metrics() { return metrics_; }
+  // One whole line at a time: requests are handled on many threads.
+  void Log(const std::string& line) {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    log_ << line << std::flush;
+  }
+  void Stop() { stopping_ = true; }
+
+ private:
+  ServeQueryLimits QueryLimits() const {
+    ServeQueryLimits limits;
+    limits.max_seconds = options_.max_delta_seconds;
+    return limits;
+  }
+
+  static Discovery::Options DiscoveryOptions(const ServeOptions& o) {
+    return Discovery::Options::For(o.filter, o.discover_interval_seconds, o.service_name_from);
+  }
+
+  ExeInfo ProbeExe(pid_t pid) { return ProbeInWorker(pool_, metrics_, pid); }
+
+  void discovery_stats_to_metrics() {
+    // Processes first: the scan count read after it is never smaller than
+    // the scan that found them.
+    uint64_t processes = discovery_.Processes().size();
+    metrics_.SetDiscovery(processes, discovery_.scans(), discovery_.analyses(),
+                          discovery_.cache_hits());
+    metrics_.SetDiscoveryHealth(discovery_.scan_errors(), discovery_.last_success_seconds());
+  }
+
+  // One capture per (pid, op) at a time: later requests wait for the
+  // running one and share its answer. With may_join false the caller gets
+  // a capture of its own, begun now, which others may join.
+  // `base` is the payload of a delta op, which never joins (may_join false).
+  PoolResult SharedCapture(const ProcessFacts& facts, WorkerOp op, bool may_join,
+                           std::string base) {
+    const pid_t pid = facts.pid;
+    std::shared_ptr<Flight> flight;
+    bool leader = false;
+    const auto key = std::make_pair(pid, static_cast<int>(op));
+    {
+      std::lock_guard<std::mutex> lock(flights_mu_);
+      auto it = flights_.find(key);
+      if (it != flights_.end() && may_join) {
+        flight = it->second;
+      } else {
+        flight = std::make_shared<Flight>();
+        flights_[key] = flight;
+        leader = true;
+      }
+    }
+    if (!leader) {
+      std::unique_lock<std::mutex> lock(flight->mu);
+      flight->cv.wait(lock, [&] { return flight->done; });
+      return flight->result;
+    }
+    double seconds = 0;
+    PoolResult result = RunForProcess(pool_, metrics_, {op, pid, std::move(base)}, facts,
+                                      options_.filter, &seconds);
+    if (options_.verbose) {
+      // What isolation costs: the round trip to the worker minus its own time.
+      std::ostringstream line;
+      line << std::fixed << std::setprecision(2) << "goheap2pprof serve: capture pid " << pid
+           << " op " << static_cast<int>(op) << ": " << seconds * 1000 << " ms, "
+           << static_cast<double>(result.reply.worker_ns) / 1e6 << " ms in the worker, "
+           << result.reply.body.size() << " bytes\n";
+      Log(line.str());
+    }
+    {
+      std::lock_guard<std::mutex> lock(flights_mu_);
+      auto it = flights_.find(key);
+      if (it != flights_.end() && it->second == flight) flights_.erase(it);
+    }
+    {
+      std::lock_guard<std::mutex> lock(flight->mu);
+      flight->result = result;
+      flight->done = true;
+    }
+    flight->cv.notify_all();
+    return result;
+  }
+
+  // A capture of the process the request was for, as discovery found it
+  // (facts), and nothing else: a reply from whatever held the pid later, or
+  // from a process the filter refuses as the worker found it, is turned
+  // into the 410 or 404 it deserves (KeepToRequestedProcess).
+  PoolResult CaptureOf(const ProcessFacts& facts, WorkerOp op, bool may_join = true,
+                       std::string base = {}) {
+    PoolResult r = SharedCapture(facts, op, may_join, std::move(base));
+    // A joiner's process is the leader's (same pid); kept again to its own.
+    if (r.outcome == PoolOutcome::kReplied) KeepToRequestedProcess(facts, options_.filter, r.reply);
+    return r;
+  }
+
+  // Answers a failed capture; false if r is a success.
+  bool ServeFailure(const PoolResult& r, pid_t pid, HttpReply& res) {
+    switch (r.outcome) {
+      case PoolOutcome::kBusy:
+        res.headers.emplace_back(
+            "Retry-After", std::to_string(static_cast<int>(std::ceil(options_.timeout_seconds))));
+        ServeError(res, 503,
+                   "busy: " + std::to_string(options_.max_concurrent) +
+                       " captures are running and none finished within the timeout; retry later");
+        return true;
+      case PoolOutcome::kCrashed:
+        ServeError(res, 500, "capture of process " + std::to_string(pid) + " failed: " + r.detail);
+        return true;
+      case PoolOutcome::kTimedOut:
+        ServeError(res, 504,
+                   "capture of process " + std::to_string(pid) + " did not finish in " +
+                       std::to_string(options_.capture_timeout_seconds) +
+                       " s; its worker was stopped");
+        return true;
+      case PoolOutcome::kReplied:
+        break;
+    }
+    if (r.reply.error_kind == 0) return false;
+    int status = 500;
+    switch (static_cast<ErrorKind>(r.reply.error_kind)) {
+      case ErrorKind::kNoSuchProcess:
+        // Exited: 404, as for a pid that never existed. Replaced under the
+        // same pid (reused, or an exec in place): 410, the process the
+        // request was for is gone for good and the pid means another now.
+        if (r.reply.replaced) {
+          ServeError(res, 410,
+                     "process " + std::to_string(pid) +
+                         " was replaced by another process under the same pid: " + r.reply.message);
+          return true;
+        }
+        status = 404;
+        break;
+      case ErrorKind::kNotGo:
+        status = 404;
+        break;
+      case ErrorKind::kPermission:
+        status = 403;
+        break;
+      case ErrorKind::kSamplingDisabled:
+        status = 409;
+        break;
+      default:
+        break;
+    }
+    ServeError(res, status, r.reply.message);
+    return true;
+  }
+
+  // The process discovery found under pid, or nullopt with res answered
+  // (403, or 404 for an absent or filtered one).
+  std::optional<ProcessFacts> VisibleOrAnswer(pid_t pid, HttpReply& res) {
+    bool forbidden = false;
+    std::optional<ProcessFacts> facts = discovery_.Visible(pid, &forbidden);
+    if (!facts && forbidden) {
+      ServeError(res, 403,
+                 "permission denied: this server may not read process " + std::to_string(pid) +
+                     " (ptrace access to it is not allowed)");
+    } else if (!facts) {
+      // Filtered processes are answered exactly like absent ones.
+      ServeError(res, 404, "no such process: " + std::to_string(pid));
+    }
+    return facts;
+  }
+
+  // The Go runtime's metrics of one process, as its own client_golang
+  // would export them. Read in a worker like a capture, with the same
+  // identity and allow-list checks; the reply is decoded as untrusted.
+  void ProcessMetrics(pid_t pid, HttpReply& res) {
+    std::optional<ProcessFacts> facts = VisibleOrAnswer(pid, res);
+    if (!facts) return;
+    PoolResult r = CaptureOf(*facts, WorkerOp::kRuntimeStats);
+    if (ServeFailure(r, pid, res)) return;
+    try {
+      const GoRuntimeStats stats = DecodeRuntimeStats(r.reply.body);
+      SetContent(res, GoCollectorText(stats), "text/plain; version=0.0.4; charset=utf-8");
+    } catch (const Error& e) {
+      // One request's boundary: a worker's bad reply fails this answer only.
+      ServeError(res, 500, "memory statistics of process " + std::to_string(pid) + ": " + e.what());
+    }
+  }
+
+  // The page is made in the worker from its own capture; it joins no other
+  // capture, whose sample type may differ. The page's policy is sent as a
+  // header too, which also covers what a meta element cannot (framing).
+  void Flamegraph(const FlamegraphRequest& f, HttpReply& res) {
+    std::optional<ProcessFacts> facts = VisibleOrAnswer(f.pid, res);
+    if (!facts) return;
+    PoolResult r = CaptureOf(*facts, WorkerOp::kFlamegraph, /*may_join=*/false, f.sample_index);
+    NoteSampling(f.pid, r);
+    if (ServeFailure(r, f.pid, res)) return;
+    res.headers.emplace_back("X-Content-Type-Options", "nosniff");
+    res.headers.emplace_back("Content-Security-Policy",
+                             FlameGraphContentSecurityPolicy() + "; frame-ancestors 'none'");
+    res.headers.emplace_back("Cache-Control", "no-store");
+    SetContent(res, std::move(r.reply.body), "text/html; charset=utf-8");
+  }
+
+  void Profile(const ProfileRequest& p, HttpReply& res) {
+    std::optional<ProcessFacts> facts = VisibleOrAnswer(p.pid, res);
+    if (!facts) return;
+    const char* name = p.name == ProfileName::kHeap ? "heap" : "allocs";
+    const WorkerOp op = p.name == ProfileName::kHeap ? WorkerOp::kHeap : WorkerOp::kAllocs;
+    if (p.seconds > 0) return Delta(p, op, name, *facts, res);
+    if (p.debug != 0) {
+      PoolResult r = CaptureOf(*facts, WorkerOp::kHeapDebugText);
+      if (ServeFailure(r, p.pid, res)) return;
+      res.headers.emplace_back("X-Content-Type-Options", "nosniff");
+      SetContent(res, std::move(r.reply.body), "text/plain; charset=utf-8");
+      return;
+    }
+    PoolResult r = CaptureOf(*facts, op);
+    NoteSampling(p.pid, r);
+    if (ServeFailure(r, p.pid, res)) return;
+    SetProfileHeaders(res, name);
+    SetContent(res, std::move(r.reply.body), "application/octet-stream");
+  }
+
+  void NoteSampling(pid_t pid, const PoolResult& r) {
+    if (r.outcome != PoolOutcome::kReplied) return;
+    if (r.reply.error_kind == 0) discovery_.NoteSampling(pid, r.reply.start_time, "on");
+    if (r.reply.error_kind == static_cast<int>(ErrorKind::kSamplingDisabled)) {
+      if (std::optional<ProcessFacts> f = discovery_.Visible(pid)) {
+        discovery_.NoteSampling(pid, f->start_time, "off");
+      }
+    }
+  }
+
+  static void SetProfileHeaders(HttpReply& res, const std::string& filename) {
+    res.headers.emplace_back("X-Content-Type-Options", "nosniff");
+    res.headers.emplace_back("Content-Disposition", "attachment; filename=\"" + filename + "\"");
+  }
+
+  // net/http/pprof's serveDeltaProfile. The server keeps only the first
+  // capture's gzipped bytes over the window; the worker that makes the
+  // second capture subtracts them (WorkerOp::kHeapDelta), so that no
+  // profile is ever parsed here.
+  void Delta(const ProfileRequest& p, WorkerOp op, const char* name, const ProcessFacts& facts,
+             HttpReply& res) {
+    // At most max_deltas windows at once: each holds a handler thread for
+    // its whole window.
+    DeltaSlot slot(active_deltas_, options_.max_deltas);
+    if (!slot.held()) {
+      res.headers.emplace_back("Retry-After", std::to_string(p.seconds));
+      ServeError(res, 503,
+                 "busy: " + std::to_string(options_.max_deltas) +
+                     " delta windows (?seconds=N) are open; retry later");
+      return;
+    }
+    // Anchored before the first capture starts: an exec in place between
+    // the two captures keeps pid and start time, and only the address
+    // space tells (proc/address_space.h). Not opened: the capture says why.
+    const std::optional<AddressSpaceAnchor> anchor = AddressSpaceAnchor::TryOpen(p.pid);
+    // The first capture must begin after the anchor: it joins no capture
+    // that is already running.
+    PoolResult r0 = CaptureOf(facts, op, /*may_join=*/false);
+    if (ServeFailure(r0, p.pid, res)) return;
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(p.seconds);
+    while (std::chrono::steady_clock::now() < until) {
+      if (stopping_) {
+        ServeError(res, 503, "the server is shutting down");
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    const WorkerOp delta_op = op == WorkerOp::kHeap ? WorkerOp::kHeapDelta : WorkerOp::kAllocsDelta;
+    PoolResult r1 = CaptureOf(facts, delta_op, /*may_join=*/false, std::move(r0.reply.body));
+    if (ServeFailure(r1, p.pid, res)) return;
+    if (!anchor) {
+      ServeError(res, 500,
+                 "cannot open /proc/" + std::to_string(p.pid) +
+                     "/mem, so a replacement of the process during the delta window could not "
+                     "be ruled out");
+      return;
+    }
+    if (r0.reply.start_time != r1.reply.start_time || !anchor->StillLive()) {
+      ServeError(res, 410,
+                 "process " + std::to_string(p.pid) +
+                     " was replaced by another process during the delta window");
+      return;
+    }
+    SetProfileHeaders(res, std::string(name) + "-delta");
+    SetContent(res, std::move(r1.reply.body), "application/octet-stream");
+  }
+
+  std::string ServiceName(const GoProcess& p) const {
+    return ValidUtf8(ServiceNameOf(p.facts, options_.service_name_from));
+  }
+
+  std::string StartTime(const GoProcess& p) const {
+    if (clock_ticks_ <= 0) return std::to_string(p.facts.start_time);
+    return std::to_string(boot_time_ + p.facts.start_time / static_cast<uint64_t>(clock_ticks_));
+  }
+
+  void Targets(HttpReply& res) {
+    nlohmann::json groups = nlohmann::json::array();
+    for (const GoProcess& p : discovery_.Processes()) {
+      nlohmann::json labels = {
+          {"__param_pid", std::to_string(p.facts.pid)},
+          {"pid", std::to_string(p.facts.pid)},
+          {"service_name", ServiceName(p)},
+          {"exe", p.facts.exe},
+          {"comm", p.facts.comm},
+          {"go_version", p.exe.go_version},
+          {"build_id", p.exe.build_id},
+          {"start_time", StartTime(p)},
+      };
+      if (!p.facts.cgroup.empty()) labels["cgroup"] = p.facts.cgroup;
+      if (!p.facts.container_id.empty()) labels["container_id"] = p.facts.container_id;
+      groups.push_back({{"targets", {listen_address_}}, {"labels", labels}});
+    }
+    // Label values come from the targets (exe, comm, cgroup, ...): bytes that
+    // are not UTF-8 become U+FFFD instead of failing the whole answer.
+    SetContent(res, groups.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+               "application/json");
+  }
+
+  void Index(HttpReply& res) {
+    std::string html =
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>goheap2pprof serve</title>"
+        "</head><body>\n<h1>goheap2pprof serve</h1>\n<p>Go processes this server may read "
+        "(rescanned every " +
+        EscapeHtml(std::to_string(options_.discover_interval_seconds)) +
+        " s). <a href=\"/targets\">/targets</a> (Prometheus HTTP SD), "
+        "<a href=\"/metrics\">/metrics</a>.</p>\n<table border=\"1\" cellpadding=\"4\">\n"
+        "<tr><th>pid</th><th>service</th><th>executable</th><th>Go</th><th>heap sampling</th>"
+        "<th>profiles</th></tr>\n";
+    for (const GoProcess& p : discovery_.Processes()) {
+      std::string pid = std::to_string(p.facts.pid);
+      std::string sampling = p.sampling.empty()    ? "not captured yet"
+                             : p.sampling == "off" ? "off (409)"
+                                                   : "on";
+      html += "<tr><td>" + pid + "</td><td>" + EscapeHtml(ServiceName(p)) + "</td><td>" +
+              EscapeHtml(ValidUtf8(p.facts.exe)) + "</td><td>" +
+              EscapeHtml(ValidUtf8(p.exe.go_version)) + "</td><td>" + sampling +
+              "</td><td><a href=\"/debug/pprof/heap?pid=" + pid +
+              "\">heap</a> <a href=\"/debug/pprof/allocs?pid=" + pid +
+              "\">allocs</a> <a href=\"/debug/pprof/heap?pid=" + pid +
+              "&amp;debug=1\">heap?debug=1</a> <a href=\"/pid/" + pid +
+              "/metrics\">metrics</a> <a href=\"/pid/" + pid +
+              "/flamegraph?sample_index=inuse_space\">flame graph</a></td></tr>\n";
+    }
+    html += "</table>\n</body></html>\n";
+    SetContent(res, std::move(html), "text/html; charset=utf-8");
+  }
+
+  const ServeOptions& options_;
+  std::ostream& log_;
+  std::string listen_address_;
+  ServeMetrics metrics_;
+  WorkerPool pool_;
+  Discovery discovery_;
+  uint64_t boot_time_;
+  long clock_ticks_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> active_deltas_{0};
+  std::mutex flights_mu_;
+  std::mutex log_mu_;
+  std::map<std::pair<pid_t, int>, std::shared_ptr<Flight>> flights_;
+};
+
+// The listener's view of the service: routes, errors in net/http/pprof's
+// form, and one metric and log line per answer.
+class ServeHandler : public HttpHandler {
+ public:
+  ServeHandler(Service& service, bool verbose) : service_(service), verbose_(verbose) {}
+  bool Blocks(const HttpRequest& req) const override { return service_.Blocks(req); }
+  HttpReply Handle(const HttpRequest& req) override {
+    HttpReply res;
+    service_.Handle(req, res);
+    return res;
+  }
+  HttpReply Error(int status, const std::string& text) const override {
+    HttpReply res;
+    ServeError(res, status, text);
+    return res;
+  }
+  void Served(const HttpRequest& req, const HttpReply& res) override {
+    service_.metrics().RequestServed(res.status);
+    if (!verbose_) return;
+    std::ostringstream line;
+    line << "goheap2pprof serve: " << req.peer << " \"" << req.method << " "
+         << req.target.substr(0, 512) << "\" " << res.status << " " << res.body.size() << "\n";
+    service_.Log(line.str());
+  }
+
+ private:
+  Service& service_;
+  bool verbose_;
+};
+
+}  // namespace
+
+ListenerFlags ServeListener(const ServeOptions& o) {
+  return {"--listen", o.listen, o.token_file, o.insecure_listen, o.allowed_hosts, o.tls, o.limits};
+}
+
+void ValidateServeOptions(const ServeOptions& o) {
+  ServeListener(o).Validate();
+  if (o.max_concurrent < 1 || o.max_concurrent > 64) {
+    throw Error(ErrorKind::kUsage, "--max-concurrent must be 1..64");
+  }
+  if (!(o.timeout_seconds > 0) || !(o.discover_interval_seconds > 0) ||
+      !(o.capture_timeout_seconds > 0)) {
+    throw Error(ErrorKind::kUsage, "--timeout and --discover-interval must be positive");
+  }
+  ValidateServiceNameFrom(o.service_name_from);
+  if (o.max_deltas < 1) throw Error(ErrorKind::kUsage, "--max-deltas must be at least 1");
+}
+
+int RunServe(const ServeOptions& options, std::ostream& log) {
+  ValidateServeOptions(options);
+
+  // Signals are taken by one thread with sigwait; blocked before any
+  // thread exists so every thread inherits the mask.
+  const sigset_t signals = BlockStopSignals();
+
+  // Bound first: with port 0 the kernel picks the port, and /targets must
+  // name the address clients really reach.
+  HttpListener server(ServeListener(options).Options());
+  Service service(options, log, server.address());
+  ServeHandler handler(service, options.verbose);
+
+  service.Start();
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    log << "goheap2pprof serve: signal " << sig << ", shutting down\n" << std::flush;
+    service.Stop();
+    server.Stop();
+  });
+  log << "goheap2pprof serve: listening on " << server.address()
+      << (options.tls.enabled() ? " (TLS)" : "") << "\n"
+      << std::flush;
+  server.Run(handler);
+  // Run returns after Stop, or by an exception; wake the signal thread
+  // so it can be joined.
+  pthread_kill(signal_thread.native_handle(), SIGTERM);
+  signal_thread.join();
+  return 0;
+}
+
+}  // namespace goheap2pprof

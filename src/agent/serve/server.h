@@ -1,0 +1,58 @@
+// `goheap2pprof serve`: every Go process on the node as a pprof endpoint.
+// An HTTP server (agent/common/http_listener.h) answering, for each process it may read,
+// what that process's own net/http/pprof would answer for heap and allocs
+// (same headers, status codes and error texts, ?seconds=N deltas, ?debug=1
+// text), plus /targets (Prometheus HTTP service discovery), /metrics, an
+// HTML index and a flame graph page per process (/pid/N/flamegraph). Captures run in confined
+// worker processes (agent/worker/pool.h); discovery scans /proc (agent/common/discovery.h).
+//
+//   ServeOptions o;  o.listen = "127.0.0.1:6061";
+//   return RunServe(o, std::cerr);  // until SIGTERM or SIGINT
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "agent/common/discovery.h"
+#include "agent/common/http_listener.h"
+#include "agent/worker/worker.h"
+
+namespace goheap2pprof {
+
+struct ServeOptions {
+  std::string listen = "127.0.0.1:6061";
+  std::string token_file;  // bearer token required when set
+  // Allow a non-loopback address without authentication over TLS.
+  bool insecure_listen = false;
+  std::vector<std::string> allowed_hosts;  // Host names besides the listen address
+  TlsFiles tls;
+  ListenerLimits limits;
+  int max_deltas = 4;  // ?seconds=N windows open at once; more get 503
+  ProcessFilter filter;
+  int max_concurrent = 2;
+  double timeout_seconds = 10;          // waiting for a worker (503 after)
+  double capture_timeout_seconds = 10;  // a worker's answer (504 after)
+  double discover_interval_seconds = 10;
+  int64_t max_delta_seconds = 300;
+  std::string service_name_from = "exe";  // exe | comm | cgroup | env:VAR
+  bool verbose = false;
+  WorkerLimits worker_limits;
+};
+
+// The --listen flags as the listener takes them.
+ListenerFlags ServeListener(const ServeOptions& options);
+
+// Checks the options (a non-loopback --listen needs TLS with a token or
+// client certificates, or --insecure-listen: ValidateListenSecurity);
+// throws Error(kUsage) when they cannot work.
+void ValidateServeOptions(const ServeOptions& options);
+
+// Runs until SIGTERM/SIGINT; returns the exit code. Throws Error for a
+// configuration that cannot start (kUsage, kIo for the token file, ...).
+int RunServe(const ServeOptions& options, std::ostream& log);
+
+}  // namespace goheap2pprof

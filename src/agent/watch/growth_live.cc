@@ -1,0 +1,186 @@
+#include "agent/watch/growth_live.h"
+
+#include <unistd.h>
+
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <ostream>
+#include <thread>
+
+#include "agent/common/cgroup.h"
+#include "app/capture.h"
+#include "app/runtime_stats.h"
+#include "base/error.h"
+#include "pprof/output.h"
+#include "proc/procfs.h"
+
+namespace goheap2pprof {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// More snapshots than this is a mistake in --every or --for.
+constexpr int64_t kMaxSnapshots = 100000;
+
+std::string ProcessStart(uint64_t start_ticks) {
+  const uint64_t boot = BootTimeSeconds();
+  const long hz = sysconf(_SC_CLK_TCK);
+  if (boot == 0 || hz <= 0 || start_ticks == 0) return "";
+  const auto secs = static_cast<time_t>(boot + start_ticks / static_cast<uint64_t>(hz));
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// VmRSS of /proc/<pid>/status in bytes.
+std::optional<int64_t> ReadRss(pid_t pid) {
+  std::optional<ProcStatusMemory> m = ReadProcStatusMemory(pid);
+  if (!m || !m->vm_rss) return std::nullopt;
+  return static_cast<int64_t>(*m->vm_rss);
+}
+
+// The memory outside the profile at one moment, and the runtime's own count
+// of live heap bytes (as of the same GC cycle as the profile).
+struct Outside {
+  std::optional<int64_t> rss, cgroup, limit, heap_live;
+};
+
+class OutsideReader {
+ public:
+  OutsideReader(pid_t pid, const std::string& fs_root)
+      : pid_(pid), fs_(fs_root), cg_(fs_.FindMemoryCgroup(pid)) {}
+  Outside Read() const {
+    Outside o;
+    o.rss = ReadRss(pid_);
+    if (cg_) {
+      const MemoryReading m = fs_.Read(*cg_);
+      if (m.usage) o.cgroup = static_cast<int64_t>(*m.usage);
+      if (m.limit) o.limit = static_cast<int64_t>(*m.limit);
+    }
+    return o;
+  }
+
+ private:
+  pid_t pid_;
+  CgroupFs fs_;
+  std::optional<MemoryCgroup> cg_;
+};
+
+void SetOutside(const Outside& first, const Outside& last, GrowthInfo& info) {
+  if (first.rss && last.rss) info.rss = GrowthPair{*first.rss, *last.rss};
+  if (first.cgroup && last.cgroup) info.cgroup = GrowthPair{*first.cgroup, *last.cgroup};
+  if (first.heap_live && last.heap_live) {
+    info.heap_live = GrowthPair{*first.heap_live, *last.heap_live};
+  }
+  info.cgroup_limit = last.limit;
+}
+
+// The loop's state: the capture engine's, the kept snapshots, and what they
+// saw outside the profile.
+struct LiveRun {
+  std::unique_ptr<CaptureSource> source;
+  std::shared_ptr<const ExecutableAnalysis> analysis;
+  ProcessCaptureState state;
+  GrowthCollector collector;
+  std::optional<uint32_t> last_cycle;
+  int skipped = 0;
+  std::optional<Outside> first, last;
+};
+
+// /gc/heap/live:bytes from the runtime's memory statistics; nullopt when
+// this Go version's cannot be read (the report then leaves it out).
+std::optional<int64_t> HeapLive(LiveRun& run) {
+  try {
+    const GoRuntimeStats stats = ReadGoRuntimeStats(*run.source, *run.analysis);
+    if (std::optional<uint64_t> live = stats.Uint("/gc/heap/live:bytes")) {
+      return static_cast<int64_t>(*live);
+    }
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kNoSuchProcess) throw;
+  }
+  return std::nullopt;
+}
+
+// One capture; kept unless its cycle is the last kept one's.
+void TakeSnapshot(LiveRun& run, const GrowthLiveOptions& o, const OutsideReader& outside, int index,
+                  std::ostream& log) {
+  CaptureReport report;
+  CaptureResult r = Capture(*run.source, run.analysis, {}, report, run.state);
+  if (run.last_cycle && report.cycle == run.last_cycle) {
+    ++run.skipped;
+    if (o.verbose) log << "goheap2pprof growth: capture " << index << ": same GC cycle, skipped\n";
+    return;
+  }
+  run.last_cycle = report.cycle;
+  const std::string name = "capture " + std::to_string(index);
+  if (!o.keep_dir.empty()) {
+    WriteProfile(o.keep_dir + "/heap-" + std::to_string(run.collector.snapshots() + 1) + ".pb.gz",
+                 r.profile);
+  }
+  run.collector.Add(r.profile.get(), name, report.cycle);
+  Outside now = outside.Read();
+  now.heap_live = HeapLive(run);
+  (run.first ? run.last : run.first) = now;
+  if (o.verbose) {
+    log << "goheap2pprof growth: " << name << " kept (cycle "
+        << (report.cycle ? std::to_string(*report.cycle) : "?") << ")\n";
+  }
+}
+
+}  // namespace
+
+GrowthReport RunLiveGrowth(const GrowthLiveOptions& o, std::ostream& log) {
+  if (o.every.count() <= 0) throw Error(ErrorKind::kUsage, "--every must be positive");
+  const int64_t steps = o.duration.count() / o.every.count();
+  if (steps < 1) throw Error(ErrorKind::kUsage, "--for must be at least one --every");
+  if (steps >= kMaxSnapshots) {
+    throw Error(ErrorKind::kUsage, "--for / --every gives more than ", kMaxSnapshots, " snapshots");
+  }
+  const ProcessIdentity id = IdentifyLiveProcess(o.pid);
+  if (!o.keep_dir.empty()) {
+    // Made if missing, and checked before the window, not at its first snapshot.
+    std::error_code ec;
+    std::filesystem::create_directories(o.keep_dir, ec);
+    if (ec) throw Error(ErrorKind::kIo, o.keep_dir, ": cannot create: ", ec.message());
+    CheckOutputWritable(o.keep_dir + "/heap-1.pb.gz");
+  }
+  LiveRun run;
+  run.source = OpenProcessSource(id, o.executable);
+  run.analysis =
+      ExecutableAnalysis::Create(run.source->executable().elf, o.executable.assume_go_layout);
+  const OutsideReader outside(o.pid, o.fs_root);
+  std::this_thread::sleep_for(o.warm_up);
+  const Clock::time_point start = Clock::now();
+  for (int64_t k = 0; k <= steps; ++k) {
+    std::this_thread::sleep_until(start + k * o.every);
+    try {
+      TakeSnapshot(run, o, outside, static_cast<int>(k + 1), log);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kNoSuchProcess) throw;
+      log << "goheap2pprof growth: the process ended: " << e.what() << "\n";
+      break;
+    }
+  }
+  if (run.collector.snapshots() < 2) {
+    throw Error(ErrorKind::kUsage, "only ", run.collector.snapshots(),
+                " snapshot of a distinct GC cycle in the window (", run.skipped,
+                " captures skipped: no GC cycle had ended since the previous one); a longer "
+                "--for or --every gives the program time to collect");
+  }
+  GrowthInfo info;
+  info.source = "pid " + std::to_string(o.pid);
+  info.pid = o.pid;
+  info.process_start = ProcessStart(id.start_time);
+  info.go_version = run.analysis->go_version();
+  info.build_id = run.source->executable().gnu_build_id;
+  info.skipped_same_cycle = run.skipped;
+  if (run.first && run.last) SetOutside(*run.first, *run.last, info);
+  return AnalyzeGrowth(std::move(run.collector).Finish(), std::move(info));
+}
+
+}  // namespace goheap2pprof

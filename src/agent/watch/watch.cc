@@ -1,0 +1,708 @@
+#include "agent/watch/watch.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <set>
+
+#include "agent/common/cgroup.h"
+#include "agent/common/discovery.h"
+#include "agent/common/duration.h"
+#include "agent/common/metrics.h"
+#include "agent/common/signals.h"
+#include "agent/watch/files.h"
+#include "agent/watch/go_memory_record.h"
+#include "agent/watch/process.h"
+#include "agent/watch/report.h"
+#include "agent/worker/pool.h"
+#include "agent/worker/runtime_stats_wire.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
+#include "base/utf8.h"
+#include "proc/procfs.h"
+
+namespace goheap2pprof {
+namespace {
+
+using json = nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
+using SystemClock = std::chrono::system_clock;
+
+WatchMillis Now() {
+  return std::chrono::duration_cast<WatchMillis>(SteadyClock::now().time_since_epoch());
+}
+
+std::vector<std::string_view> SplitList(std::string_view text) {
+  std::vector<std::string_view> out;
+  while (true) {
+    size_t comma = text.find(',');
+    out.push_back(text.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    text = text.substr(comma + 1);
+  }
+  return out;
+}
+
+std::optional<double> ParseNumber(std::string_view text) {
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty() ||
+      !std::isfinite(value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// VmRSS of a process in bytes; nullopt once it is gone.
+std::optional<uint64_t> ReadRss(pid_t pid) {
+  std::optional<ProcStatusMemory> m = ReadProcStatusMemory(pid);
+  return m ? m->vm_rss : std::nullopt;
+}
+
+// Our own peak resident set (VmHWM), in KiB: the figure that shows capturing
+// stays cheap under memory pressure.
+std::optional<uint64_t> OwnPeakRssKb() {
+  std::optional<ProcStatusMemory> m = ReadProcStatusMemory(::getpid());
+  if (!m || !m->vm_hwm) return std::nullopt;
+  return *m->vm_hwm / 1024;
+}
+
+template <typename T>
+json OrNull(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+// Failures of a capture that say the process can never be captured: watching
+// it further is pointless.
+bool Hopeless(ErrorKind kind) {
+  return kind == ErrorKind::kNotGo || kind == ErrorKind::kUnsupported ||
+         kind == ErrorKind::kSamplingDisabled || kind == ErrorKind::kPermission;
+}
+
+// One watched process.
+struct Target {
+  pid_t pid = 0;
+  uint64_t start_time = 0;
+  std::string comm;
+  std::optional<MemoryCgroup> cgroup;
+  std::unique_ptr<ProcessEndObserver> end;
+  std::unique_ptr<TriggerMachine> machine;
+  UniqueFd psi_fd;
+  std::string psi_file;
+  int events_wd = -1;
+  // The cgroup's oom_kill counter when watching began, and when a sample
+  // last saw it rise. The OOM killer raises it when it picks the victim; the
+  // victim then takes a while to die, so the end is compared with the start
+  // of the watch, not with the last sample.
+  std::optional<uint64_t> oom_kills_at_start;
+  std::optional<uint64_t> oom_kills;
+  std::optional<SystemClock::time_point> oom_kills_rose_at;
+  bool sample_now = false;
+  bool psi_fired = false;
+  int captures = 0;
+  std::string last_file;
+  std::vector<std::string> files;  // every profile written, for --report
+  std::string last_error;
+};
+
+class Watcher {
+ public:
+  Watcher(const WatchOptions& options, std::ostream& log)
+      : options_(options), log_(log), fs_(options.fs_root), rotation_(options.max_files) {}
+
+  int Run();
+
+ private:
+  void Say(const std::string& text) { log_ << "goheap2pprof watch: " << text << std::endl; }
+  json Base(const Target& t) const {
+    return json{{"time", UtcIsoTime(SystemClock::now())}, {"pid", t.pid}, {"program", t.comm}};
+  }
+  // Appends to watch.jsonl. A failure (a full disk) loses the record and is
+  // said once; watching goes on, and the log says when records are kept again.
+  void Record(const json& record);
+  // Starts watching; false (with a record) if the process cannot be watched
+  // and we are discovering (--all); throws for a pid named on the command line.
+  bool Add(pid_t pid, const ProcStat& stat, bool named);
+  void Remove(pid_t pid);
+  // Reads the counters of t, runs its trigger machine and acts on it.
+  void Sample(Target& t);
+  // Captures t's heap now; the record describes the trigger and the result.
+  // Returns the error kind when the capture failed.
+  std::optional<ErrorKind> Capture(Target& t, const std::string& reason, json record);
+  // t's gzipped heap profile from a capture worker. Throws Error: the
+  // worker's, or kInternal when it died or overran --capture-timeout (then
+  // `outcome` says which: worker_crash, worker_timeout).
+  std::string CaptureInWorker(const Target& t, json& record, std::string& outcome);
+  // Where t's memory is (agent/watch/go_memory_record.h), read in the worker; on
+  // failure {"error": why}. Never throws: a trigger line is written anyway.
+  json GoMemory(const Target& t);
+  void Ended(Target& t);
+  // --report: the growth report of t's profiles, beside them.
+  void Report(const Target& t);
+  void Discover();
+  void DrainInotify();
+  std::optional<std::string> PsiFileFor(pid_t pid) const;
+
+  const WatchOptions& options_;
+  std::ostream& log_;
+  CgroupFs fs_;
+  FileRotation rotation_;
+  std::unique_ptr<OutputDir> dir_;
+  std::unique_ptr<WatchLog> jsonl_;
+  // The confined capture worker, one (watch captures one process at a
+  // time), started once the output directory is known to be usable.
+  ServeMetrics worker_metrics_;  // what the worker's runs count; not exported
+  std::unique_ptr<WorkerPool> pool_;
+  std::map<pid_t, std::unique_ptr<Target>> targets_;
+  UniqueFd inotify_;
+  std::map<int, int> wd_refs_;  // inotify watch -> targets using it
+  // --all: serve's discovery, scanned at each poll, with no filter; the
+  // Go-process test reads the executable, so it runs in the worker too.
+  Discovery discovery_{Discovery::Options{},
+                       [this](pid_t pid) { return ProbeInWorker(*pool_, worker_metrics_, pid); }};
+  // Processes --all found but cannot capture: (pid, start time).
+  std::set<std::pair<pid_t, uint64_t>> ignored_;
+};
+
+std::optional<std::string> Watcher::PsiFileFor(pid_t pid) const {
+  if (!options_.psi_system) {
+    if (std::optional<std::string> f = fs_.PressureFile(pid)) return f;
+  }
+  return "/proc/pressure/memory";
+}
+
+bool Watcher::Add(pid_t pid, const ProcStat& stat, bool named) {
+  auto t = std::make_unique<Target>();
+  t->pid = pid;
+  t->start_time = stat.start_time;
+  t->comm = ValidUtf8(stat.comm);
+  t->end = std::make_unique<ProcessEndObserver>(pid, stat.start_time);
+  t->cgroup = fs_.FindMemoryCgroup(pid);
+  const TriggerConfig& tc = options_.triggers;
+
+  json start = Base(*t);
+  start["event"] = "start";
+  std::vector<std::string> notes;
+  if (t->cgroup) {
+    const MemoryCgroup& cg = *t->cgroup;
+    start["cgroup"] = {{"version", CgroupVersionName(cg.version)},
+                       {"path", cg.hierarchy_path},
+                       {"dir", cg.dir},
+                       {"limit_dir", cg.limit_dir ? json(*cg.limit_dir) : json(nullptr)}};
+    MemoryReading r = fs_.Read(cg);
+    start["limit"] = OrNull(r.limit);
+    start["usage"] = OrNull(r.usage);
+    t->oom_kills = t->oom_kills_at_start = r.oom_kills;
+    if (!cg.limit_dir && !tc.above_pct.empty()) {
+      notes.push_back(
+          "its memory cgroup and the ancestors we can see have no finite limit: "
+          "--above cannot fire (use --rss-above)");
+    }
+  } else {
+    start["cgroup"] = nullptr;
+    if (!tc.above_pct.empty()) {
+      notes.push_back("no memory cgroup found for it: --above cannot fire (use --rss-above)");
+    }
+  }
+  if (tc.on_max || tc.on_oom) {
+    std::optional<std::string> events = t->cgroup ? fs_.EventsFile(*t->cgroup) : std::nullopt;
+    if (!events) {
+      notes.push_back("--on-event needs cgroup v2 memory.events; its memory cgroup is " +
+                      std::string(t->cgroup ? "v1" : "not found") +
+                      ": event triggers are off for it");
+    } else {
+      int wd = inotify_add_watch(inotify_.get(), fs_.Path(*events).c_str(), IN_MODIFY);
+      if (wd < 0) {
+        notes.push_back("cannot watch " + *events + " (" + std::strerror(errno) +
+                        "): event triggers are off for it");
+      } else {
+        t->events_wd = wd;
+        ++wd_refs_[wd];
+        start["events_file"] = *events;
+      }
+    }
+  }
+  if (options_.psi) {
+    std::optional<std::string> file = PsiFileFor(pid);
+    Expected<UniqueFd> psi = TryRegisterPsiTrigger(fs_.Path(*file), *options_.psi);
+    if (psi) {
+      t->psi_fd = std::move(psi).value();
+      t->psi_file = *file;
+      start["psi_file"] = *file;
+    } else if (named) {
+      throw psi.error();
+    } else {
+      notes.push_back(std::string("no PSI trigger: ") + psi.error().what());
+    }
+  }
+  for (const std::string& n : notes) Say("pid " + std::to_string(pid) + ": " + n);
+  start["notes"] = notes;
+  Record(start);
+  Say("watching pid " + std::to_string(pid) + " (" + t->comm + ")" +
+      (t->cgroup ? ", memory cgroup " + std::string(CgroupVersionName(t->cgroup->version)) + " " +
+                       t->cgroup->hierarchy_path +
+                       (t->cgroup->limit_dir ? ", limit at " + *t->cgroup->limit_dir
+                                             : std::string(", no finite limit"))
+                 : std::string(", no memory cgroup")));
+
+  t->machine = std::make_unique<TriggerMachine>(options_.triggers, Now());
+  Target& target = *t;
+  targets_[pid] = std::move(t);
+  if (options_.baseline) {
+    json record = Base(target);
+    record["event"] = "trigger";
+    std::optional<ErrorKind> failed = Capture(target, "baseline", record);
+    if (failed && Hopeless(*failed)) {
+      const std::string why = target.last_error;
+      Remove(pid);
+      if (named) throw Error(*failed, "cannot watch process ", pid, ": ", why);
+      ignored_.insert({pid, stat.start_time});
+      return false;
+    }
+  }
+  // Levels already exceeded now are shown by the baseline; fire on the next
+  // crossing only.
+  MemoryReading r = target.cgroup ? fs_.Read(*target.cgroup) : MemoryReading{};
+  TriggerSample first;
+  first.now = Now();
+  first.usage = options_.triggers.working_set ? r.WorkingSet() : r.usage;
+  first.limit = r.limit;
+  first.rss = ReadRss(pid);
+  first.max_events = r.max_events;
+  first.oom_events = r.oom_events;
+  if (options_.baseline) target.machine->Prime(first);
+  return true;
+}
+
+void Watcher::Remove(pid_t pid) {
+  auto it = targets_.find(pid);
+  if (it == targets_.end()) return;
+  int wd = it->second->events_wd;
+  if (wd >= 0 && --wd_refs_[wd] == 0) {
+    inotify_rm_watch(inotify_.get(), wd);
+    wd_refs_.erase(wd);
+  }
+  targets_.erase(it);
+}
+
+void Watcher::Record(const json& record) {
+  const uint64_t lost_before = jsonl_->lost();
+  if (jsonl_->Append(record)) {
+    if (lost_before > 0) {
+      Say("appending to watch.jsonl again; " + std::to_string(lost_before) +
+          " record(s) were lost meanwhile");
+    }
+  } else if (lost_before == 0) {
+    Say("cannot append to " + options_.dir + "/watch.jsonl: " + jsonl_->last_error() +
+        "; records are lost until it can be written again, watching goes on");
+  }
+}
+
+std::string Watcher::CaptureInWorker(const Target& t, json& record, std::string& outcome) {
+  PoolResult r = RunCounted(*pool_, worker_metrics_, {WorkerOp::kHeap, t.pid, {}}, "");
+  outcome = PoolOutcomeName(r);
+  switch (r.outcome) {
+    case PoolOutcome::kBusy:
+      throw Error(ErrorKind::kInternal, "no capture worker became free");
+    case PoolOutcome::kCrashed:
+      throw Error(ErrorKind::kInternal, r.detail);
+    case PoolOutcome::kTimedOut:
+      throw Error(ErrorKind::kInternal, "the capture did not finish within --capture-timeout ",
+                  options_.capture_timeout_seconds, " s; its worker was stopped");
+    case PoolOutcome::kReplied:
+      break;
+  }
+  record["bytes_read"] = r.reply.bytes_read;
+  if (r.reply.error_kind != 0) {
+    // The kind comes from another process: only a known one is believed.
+    const int kind = r.reply.error_kind;
+    const bool known = kind >= static_cast<int>(ErrorKind::kUsage) &&
+                       kind <= static_cast<int>(ErrorKind::kInternal);
+    throw Error(known ? static_cast<ErrorKind>(kind) : ErrorKind::kInternal,
+                ValidUtf8(r.reply.message));
+  }
+  if (r.reply.start_time != t.start_time) {
+    throw Error(ErrorKind::kNoSuchProcess, "process ", t.pid,
+                " was replaced by another process with its pid");
+  }
+  return std::move(r.reply.body);
+}
+
+json Watcher::GoMemory(const Target& t) {
+  PoolResult r = RunCounted(*pool_, worker_metrics_, {WorkerOp::kRuntimeStats, t.pid, {}}, "");
+  if (r.outcome != PoolOutcome::kReplied) {
+    return {{"error", PoolOutcomeName(r) + (r.detail.empty() ? "" : ": " + r.detail)}};
+  }
+  if (r.reply.error_kind != 0) return {{"error", ValidUtf8(r.reply.message)}};
+  if (r.reply.start_time != t.start_time) {
+    return {{"error", "process " + std::to_string(t.pid) + " was replaced under its pid"}};
+  }
+  try {
+    // The worker's bytes are decoded as untrusted (bounded, checked).
+    return GoMemoryRecord(DecodeRuntimeStats(r.reply.body), RssAnonBytes(t.pid));
+  } catch (const Error& e) {
+    // Boundary of one read: the trigger line says why and watching goes on.
+    return {{"error", e.what()}};
+  }
+}
+
+std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, json record) {
+  const std::string name = ProfileFileName(t.comm, t.pid, SystemClock::now(), reason);
+  const std::string path = options_.dir + "/" + name;
+  const SteadyClock::time_point began = SteadyClock::now();
+  record["reason"] = reason;
+  // First, a read of a few milliseconds: the closest to the trigger's own
+  // sample of the cgroup, where the profile says which sites allocated.
+  record["go_memory"] = GoMemory(t);
+  std::optional<ErrorKind> failed;
+  std::string outcome;
+  try {
+    const std::string profile = CaptureInWorker(t, record, outcome);
+    // The bytes come from the worker; the file is ours to write, whole or
+    // not at all (a full disk fails this capture only).
+    dir_->WriteAtomically(name, profile);
+    record["file"] = name;
+    record["bytes"] = profile.size();
+    ++t.captures;
+    t.last_file = name;
+    t.files.push_back(name);
+    std::vector<std::string> deleted;
+    for (const FileRotation::Written& old : rotation_.Add(path)) {
+      if (FileRotation::Delete(old)) deleted.push_back(old.path.substr(options_.dir.size() + 1));
+    }
+    if (!deleted.empty()) record["deleted"] = deleted;
+  } catch (const Error& e) {
+    // Boundary of one capture (a request of the long-running watcher): its
+    // failure is recorded and reported, and watching goes on.
+    failed = e.kind();
+    t.last_error = e.what();
+    record["file"] = nullptr;
+    record["error"] = e.what();
+    record["error_kind"] = ErrorKindName(e.kind());
+    if (outcome == "worker_crash" || outcome == "worker_timeout") record["worker"] = outcome;
+  }
+  const double ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - began).count();
+  record["capture_ms"] = std::round(ms * 10) / 10;
+  record["watch_peak_rss_kib"] = OrNull(OwnPeakRssKb());
+  Record(record);
+  if (failed) {
+    Say("pid " + std::to_string(t.pid) + " " + reason +
+        ": capture failed: " + record["error"].get<std::string>());
+  } else {
+    Say("pid " + std::to_string(t.pid) + " " + reason + ": wrote " + path + " (" +
+        std::to_string(static_cast<int>(ms)) + " ms)");
+  }
+  return failed;
+}
+
+void Watcher::Sample(Target& t) {
+  t.sample_now = false;
+  MemoryReading r = t.cgroup ? fs_.Read(*t.cgroup) : MemoryReading{};
+  if (r.oom_kills) {
+    if (t.oom_kills && *r.oom_kills > *t.oom_kills) t.oom_kills_rose_at = SystemClock::now();
+    t.oom_kills = r.oom_kills;
+  }
+  TriggerSample s;
+  s.now = Now();
+  s.usage = options_.triggers.working_set ? r.WorkingSet() : r.usage;
+  s.limit = r.limit;
+  s.rss = options_.triggers.rss_above.empty() ? std::nullopt : ReadRss(t.pid);
+  s.max_events = r.max_events;
+  s.oom_events = r.oom_events;
+  s.psi_fired = std::exchange(t.psi_fired, false);
+  for (const TriggerDecision& d : t.machine->Evaluate(s)) {
+    json record = Base(t);
+    record["event"] = "trigger";
+    record["reason"] = d.reason;
+    record["usage"] = OrNull(s.usage);
+    record["limit"] = OrNull(s.limit);
+    if (s.usage && s.limit && *s.limit > 0) {
+      record["usage_pct"] =
+          std::round(1000.0 * static_cast<double>(*s.usage) / static_cast<double>(*s.limit)) / 10;
+    }
+    if (options_.triggers.working_set) record["usage_is_working_set"] = true;
+    if (s.rss) record["rss"] = *s.rss;
+    if (d.escalation) record["escalation"] = true;
+    if (!d.capture) {
+      record["file"] = nullptr;
+      record["skipped"] = d.skipped_because;
+      record["go_memory"] = GoMemory(t);
+      Record(record);
+      if (options_.verbose)
+        Say("pid " + std::to_string(t.pid) + " " + d.reason + ": skipped (" + d.skipped_because +
+            ")");
+      continue;
+    }
+    Capture(t, d.reason, record);
+  }
+}
+
+void Watcher::Ended(Target& t) {
+  // First, before the parent reaps it: the zombie's status.
+  ProcessEnd end = t.end->Observe();
+  const SystemClock::time_point ended = SystemClock::now();
+  std::optional<uint64_t> after;
+  if (t.cgroup) after = fs_.Read(*t.cgroup).oom_kills;
+  // The cgroup may be gone already (a container's is removed with it).
+  if (!after) after = t.oom_kills;
+  if (after && t.oom_kills && *after > *t.oom_kills) t.oom_kills_rose_at = ended;
+  EndSummary s = DescribeEnd(end, t.oom_kills_at_start, after);
+  json record = Base(t);
+  record["event"] = "exit";
+  record["how"] = s.how;
+  record["exit_code"] = OrNull(s.exit_code);
+  record["signal"] = OrNull(s.signal);
+  record["oom_kill_rose"] = OrNull(s.oom_kill_rose);
+  record["oom_kills_at_start"] = OrNull(t.oom_kills_at_start);
+  record["oom_kills_at_end"] = OrNull(after);
+  if (t.oom_kills_rose_at) {
+    record["oom_kills_last_rise_seen"] = UtcIsoTime(*t.oom_kills_rose_at);
+    s.text += " (last rise seen " +
+              std::to_string(
+                  std::chrono::duration_cast<WatchMillis>(ended - *t.oom_kills_rose_at).count()) +
+              " ms before its end was reported)";
+  }
+  record["text"] = s.text;
+  record["captures"] = t.captures;
+  record["last_file"] = t.last_file.empty() ? json(nullptr) : json(t.last_file);
+  Record(record);
+  Say("pid " + std::to_string(t.pid) + " (" + t.comm + ") " + s.text);
+  Report(t);
+}
+
+void Watcher::Report(const Target& t) {
+  if (!options_.report) return;
+  json record = Base(t);
+  record["event"] = "growth-report";
+  try {
+    const std::vector<std::string> names = WriteWatchGrowthReport(*dir_, t.files, t.comm, t.pid);
+    record["files"] = names;
+    Say("pid " + std::to_string(t.pid) + ": growth report in " + names.front());
+  } catch (const Error& e) {
+    // Boundary of one report: watching (or ending) goes on.
+    record["files"] = nullptr;
+    record["error"] = e.what();
+    Say("pid " + std::to_string(t.pid) + ": no growth report: " + e.what());
+  }
+  Record(record);
+}
+
+void Watcher::Discover() {
+  discovery_.Scan();
+  for (const GoProcess& found : discovery_.Processes()) {
+    const ProcessFacts& p = found.facts;
+    auto it = targets_.find(p.pid);
+    if (it != targets_.end() && it->second->start_time == p.start_time) continue;
+    if (ignored_.count({p.pid, p.start_time})) continue;
+    try {
+      ProcStat stat = IdentifyProcess(p.pid);
+      if (stat.start_time != p.start_time) continue;
+      Add(p.pid, stat, /*named=*/false);
+    } catch (const Error& e) {
+      // Boundary of one discovered process (watch keeps running): gone
+      // already, or not ours to read; the next scan decides again.
+      if (e.kind() != ErrorKind::kNoSuchProcess) ignored_.insert({p.pid, p.start_time});
+    }
+  }
+}
+
+void Watcher::DrainInotify() {
+  alignas(inotify_event) char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(inotify_.get(), buf, sizeof(buf));
+    if (n <= 0) return;
+    for (ssize_t off = 0; off + static_cast<ssize_t>(sizeof(inotify_event)) <= n;) {
+      const auto* ev = reinterpret_cast<const inotify_event*>(buf + off);
+      for (auto& [pid, t] : targets_) {
+        if (t->events_wd == ev->wd) t->sample_now = true;
+      }
+      off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
+    }
+  }
+}
+
+int Watcher::Run() {
+  // Signals arrive as a readable descriptor, so a SIGTERM during a capture
+  // waits until that capture's file is complete.
+  // A worker that dies while we write its request must not end the watch
+  // (SIGPIPE is ignored there too).
+  const sigset_t signals = BlockStopSignals();
+  UniqueFd sigfd(signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!sigfd.valid()) throw Error(ErrorKind::kInternal, "signalfd: ", std::strerror(errno));
+  inotify_.Reset(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+  if (!inotify_.valid()) throw Error(ErrorKind::kInternal, "inotify_init1: ", std::strerror(errno));
+
+  dir_ = std::make_unique<OutputDir>(options_.dir);
+  jsonl_ = std::make_unique<WatchLog>(*dir_, "watch.jsonl");
+  const auto timeout_ms = static_cast<int64_t>(options_.capture_timeout_seconds * 1000);
+  PoolOptions pool;
+  pool.workers = 1;
+  pool.self_exe = options_.self_exe;
+  pool.queue_timeout_ms = timeout_ms + 60000;  // one capture at a time: never busy
+  pool.capture_timeout_ms = timeout_ms;
+  pool.limits = options_.worker_limits;
+  pool.executable = options_.capture.executable;
+  pool_ = std::make_unique<WorkerPool>(pool);
+
+  // Named pids must all be watchable; check them all before capturing any.
+  std::vector<std::pair<pid_t, ProcStat>> named;
+  for (pid_t pid : options_.pids) named.emplace_back(pid, IdentifyProcess(pid));
+  for (const auto& [pid, stat] : named) Add(pid, stat, /*named=*/true);
+  if (options_.all) Discover();
+
+  WatchMillis next_poll = Now() + options_.poll;
+  std::string end_reason = "all watched processes are gone";
+  while (options_.all || !targets_.empty()) {
+    WatchMillis wake = next_poll;
+    for (const auto& [pid, t] : targets_) {
+      if (std::optional<WatchMillis> e = t->machine->next_every()) wake = std::min(wake, *e);
+    }
+    std::vector<pollfd> fds;
+    fds.push_back({sigfd.get(), POLLIN, 0});
+    fds.push_back({inotify_.get(), POLLIN, 0});
+    std::vector<pid_t> order;
+    for (const auto& [pid, t] : targets_) {
+      fds.push_back({t->end->fd(), POLLIN, 0});
+      order.push_back(pid);
+      if (t->psi_fd.valid()) {
+        fds.push_back({t->psi_fd.get(), POLLPRI, 0});
+        order.push_back(pid);
+      }
+    }
+    const long long timeout = std::max<long long>(0, (wake - Now()).count());
+    int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(timeout, 60000)));
+    if (n < 0 && errno != EINTR) throw Error(ErrorKind::kInternal, "poll: ", std::strerror(errno));
+
+    if (fds[0].revents & POLLIN) {
+      signalfd_siginfo info{};
+      (void)::read(sigfd.get(), &info, sizeof(info));
+      end_reason = info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
+      break;
+    }
+    if (fds[1].revents & POLLIN) DrainInotify();
+    // Ends first: a process that exited is not sampled again.
+    std::vector<pid_t> gone;
+    for (size_t i = 2; i < fds.size(); ++i) {
+      Target& t = *targets_.at(order[i - 2]);
+      if (fds[i].fd == t.end->fd()) {
+        if (fds[i].revents & POLLIN) gone.push_back(t.pid);
+      } else if (fds[i].revents & POLLERR) {
+        Say("pid " + std::to_string(t.pid) + ": the PSI source " + t.psi_file +
+            " went away; PSI trigger off");
+        t.psi_fd.Reset();
+      } else if (fds[i].revents & POLLPRI) {
+        t.psi_fired = t.sample_now = true;
+      }
+    }
+    for (pid_t pid : gone) {
+      Ended(*targets_.at(pid));
+      Remove(pid);
+    }
+    const WatchMillis now = Now();
+    const bool poll_due = now >= next_poll;
+    if (poll_due) {
+      next_poll += options_.poll;
+      if (next_poll <= now) next_poll = now + options_.poll;
+      if (options_.all) Discover();
+    }
+    for (auto& [pid, t] : targets_) {
+      std::optional<WatchMillis> e = t->machine->next_every();
+      if (poll_due || t->sample_now || (e && now >= *e)) {
+        // A process that exited since the poll above is handled next round.
+        if (!t->end->Exited()) Sample(*t);
+      }
+    }
+  }
+  for (const auto& [pid, t] : targets_) Report(*t);
+  json end{
+      {"time", UtcIsoTime(SystemClock::now())}, {"event", "watch-end"}, {"reason", end_reason}};
+  end["watching"] = targets_.size();
+  Record(end);
+  Say("exiting: " + end_reason);
+  return 0;
+}
+
+}  // namespace
+
+std::vector<double> ParsePercentList(std::string_view text) {
+  std::vector<double> out;
+  for (std::string_view item : SplitList(text)) {
+    if (!item.empty() && item.back() == '%') item.remove_suffix(1);
+    std::optional<double> v = ParseNumber(item);
+    if (!v || *v <= 0 || *v > 100) {
+      throw Error(ErrorKind::kUsage, "--above \"", text,
+                  "\": expected percentages in (0, 100], e.g. 70%,90%");
+    }
+    out.push_back(*v);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<uint64_t> ParseSizeList(std::string_view text) {
+  std::vector<uint64_t> out;
+  for (std::string_view item : SplitList(text)) {
+    size_t unit_at = item.find_first_not_of("0123456789.");
+    std::optional<double> v = ParseNumber(item.substr(0, unit_at));
+    std::string_view unit = unit_at == std::string_view::npos ? "" : item.substr(unit_at);
+    double scale = 0;
+    if (unit.empty() || unit == "B") {
+      scale = 1;
+    } else if (unit == "K" || unit == "KB" || unit == "KiB" || unit == "k") {
+      scale = 1024.0;
+    } else if (unit == "M" || unit == "MB" || unit == "MiB") {
+      scale = 1024.0 * 1024;
+    } else if (unit == "G" || unit == "GB" || unit == "GiB") {
+      scale = 1024.0 * 1024 * 1024;
+    } else if (unit == "T" || unit == "TB" || unit == "TiB") {
+      scale = 1024.0 * 1024 * 1024 * 1024;
+    }
+    if (!v || scale == 0 || *v <= 0 || *v * scale >= 9.2e18) {
+      throw Error(ErrorKind::kUsage, "--rss-above \"", text,
+                  "\": expected sizes such as 512M or 1.5G");
+    }
+    out.push_back(static_cast<uint64_t>(*v * scale));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+WatchMillis ParseWatchDuration(std::string_view option, std::string_view text) {
+  return std::chrono::duration_cast<WatchMillis>(
+      DurationOption(option, text, std::chrono::milliseconds(1)));
+}
+
+void ParseEventList(std::string_view text, TriggerConfig& config) {
+  for (std::string_view item : SplitList(text)) {
+    if (item == "max") {
+      config.on_max = true;
+    } else if (item == "oom") {
+      config.on_oom = true;
+    } else {
+      throw Error(ErrorKind::kUsage, "--on-event \"", text, "\": expected max, oom or max,oom");
+    }
+  }
+}
+
+int RunWatch(const WatchOptions& options, std::ostream& log) {
+  if (options.pids.empty() && !options.all) {
+    throw Error(ErrorKind::kUsage, "watch needs pids or --all");
+  }
+  Watcher watcher(options, log);
+  return watcher.Run();
+}
+
+}  // namespace goheap2pprof

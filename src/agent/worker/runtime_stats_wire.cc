@@ -1,0 +1,181 @@
+#include "agent/worker/runtime_stats_wire.h"
+
+#include <bit>
+#include <cstring>
+
+#include "base/bytes.h"
+#include "base/error.h"
+
+namespace goheap2pprof {
+namespace {
+
+constexpr uint32_t kMagic = 0x6732736d;  // "g2sm"
+
+class Writer {
+ public:
+  void U8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
+  void U32(uint32_t v) { Raw(&v, 4); }
+  void U64(uint64_t v) { Raw(&v, 8); }
+  void F64(double v) { U64(std::bit_cast<uint64_t>(v)); }
+  void Str(std::string_view s) {
+    U32(static_cast<uint32_t>(s.size()));
+    out_.append(s);
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  // The wire is little-endian, as both ends are (one build, one machine).
+  void Raw(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  std::string out_;
+};
+
+// A cursor over the reply whose every read is checked (ByteView throws
+// kMalformed past the end).
+class Reader {
+ public:
+  explicit Reader(std::string_view bytes)
+      : view_(Bytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()),
+              "memory-statistics reply") {}
+  uint8_t U8() { return view_.U8(Advance(1)); }
+  // Strict, so that an accepted reply encodes back to the same bytes.
+  bool Bool(std::string_view what) {
+    const uint8_t v = U8();
+    if (v > 1) throw Error(ErrorKind::kMalformed, "memory-statistics reply: ", what, " is ", v);
+    return v == 1;
+  }
+  uint32_t U32() { return view_.U32(Advance(4)); }
+  uint64_t U64() { return view_.U64(Advance(8)); }
+  double F64() { return std::bit_cast<double>(U64()); }
+  std::string Str(size_t max, std::string_view what) {
+    const uint32_t n = U32();
+    if (n > max) {
+      throw Error(ErrorKind::kMalformed, "memory-statistics reply: ", what, " of ", n,
+                  " bytes exceeds ", max);
+    }
+    const uint64_t at = Advance(n);
+    view_.Require(at, n);
+    return std::string(reinterpret_cast<const char*>(view_.data().data()) + at, n);
+  }
+  uint32_t Count(size_t max, std::string_view what) {
+    const uint32_t n = U32();
+    if (n > max) {
+      throw Error(ErrorKind::kMalformed, "memory-statistics reply: ", n, " ", what,
+                  " exceeds the bound of ", max);
+    }
+    return n;
+  }
+  void End() const {
+    if (at_ != view_.size()) {
+      throw Error(ErrorKind::kMalformed, "memory-statistics reply: ", view_.size() - at_,
+                  " bytes after its end");
+    }
+  }
+
+ private:
+  uint64_t Advance(uint64_t n) {
+    const uint64_t at = at_;
+    view_.Require(at, n);
+    at_ += n;
+    return at;
+  }
+  ByteView view_;
+  uint64_t at_ = 0;
+};
+
+// The MemStats fields in one order for both directions.
+template <typename F>
+void EachU64(MemStats& m, F&& f) {
+  for (uint64_t* p :
+       {&m.alloc,         &m.total_alloc,  &m.sys,         &m.lookups,       &m.mallocs,
+        &m.frees,         &m.heap_alloc,   &m.heap_sys,    &m.heap_idle,     &m.heap_inuse,
+        &m.heap_released, &m.heap_objects, &m.stack_inuse, &m.stack_sys,     &m.mspan_inuse,
+        &m.mspan_sys,     &m.mcache_inuse, &m.mcache_sys,  &m.buck_hash_sys, &m.gc_sys,
+        &m.other_sys,     &m.next_gc,      &m.last_gc,     &m.pause_total_ns}) {
+    f(*p);
+  }
+  for (uint64_t& v : m.pause_ns) f(v);
+  for (uint64_t& v : m.pause_end) f(v);
+}
+
+}  // namespace
+
+std::string EncodeRuntimeStats(const GoRuntimeStats& stats) {
+  Writer w;
+  w.U32(kMagic);
+  w.Str(stats.go_version.substr(0, RuntimeStatsWireLimits::kMaxVersionBytes));
+  MemStats mem = stats.mem;
+  EachU64(mem, [&](uint64_t& v) { w.U64(v); });
+  w.U32(mem.num_gc);
+  w.U32(mem.num_forced_gc);
+  w.F64(mem.gc_cpu_fraction);
+  w.U8(mem.enable_gc ? 1 : 0);
+  w.U8(mem.debug_gc ? 1 : 0);
+  for (const MemStats::SizeClass& c : mem.by_size) {
+    w.U32(c.size);
+    w.U64(c.mallocs);
+    w.U64(c.frees);
+  }
+  w.U64(stats.num_goroutine);
+  w.U32(static_cast<uint32_t>(stats.gomaxprocs));
+  w.U64(stats.threads);
+  w.U32(static_cast<uint32_t>(stats.attempts));
+  const size_t metrics = std::min(stats.metrics.size(), RuntimeStatsWireLimits::kMaxMetrics);
+  w.U32(static_cast<uint32_t>(metrics));
+  for (size_t i = 0; i < metrics; ++i) {
+    const GoMetric& m = stats.metrics[i];
+    w.Str(std::string_view(m.name).substr(0, RuntimeStatsWireLimits::kMaxNameBytes));
+    w.U8(m.kind == GoMetric::Kind::kFloat64 ? 1 : 0);
+    w.U64(m.kind == GoMetric::Kind::kFloat64 ? std::bit_cast<uint64_t>(m.f) : m.u);
+  }
+  const size_t notes = std::min(stats.notes.size(), RuntimeStatsWireLimits::kMaxNotes);
+  w.U32(static_cast<uint32_t>(notes));
+  for (size_t i = 0; i < notes; ++i) {
+    w.Str(std::string_view(stats.notes[i]).substr(0, RuntimeStatsWireLimits::kMaxNoteBytes));
+  }
+  return w.Take();
+}
+
+GoRuntimeStats DecodeRuntimeStats(std::string_view bytes) {
+  using L = RuntimeStatsWireLimits;
+  Reader r(bytes);
+  if (r.U32() != kMagic) throw Error(ErrorKind::kMalformed, "memory-statistics reply: bad magic");
+  GoRuntimeStats s;
+  s.go_version = r.Str(L::kMaxVersionBytes, "Go version");
+  EachU64(s.mem, [&](uint64_t& v) { v = r.U64(); });
+  s.mem.num_gc = r.U32();
+  s.mem.num_forced_gc = r.U32();
+  s.mem.gc_cpu_fraction = r.F64();
+  s.mem.enable_gc = r.Bool("EnableGC");
+  s.mem.debug_gc = r.Bool("DebugGC");
+  for (MemStats::SizeClass& c : s.mem.by_size) {
+    c.size = r.U32();
+    c.mallocs = r.U64();
+    c.frees = r.U64();
+  }
+  s.num_goroutine = r.U64();
+  s.gomaxprocs = static_cast<int32_t>(r.U32());
+  s.threads = r.U64();
+  s.attempts = static_cast<int>(r.U32());
+  const uint32_t metrics = r.Count(L::kMaxMetrics, "metrics");
+  s.metrics.reserve(metrics);
+  for (uint32_t i = 0; i < metrics; ++i) {
+    GoMetric m;
+    m.name = r.Str(L::kMaxNameBytes, "metric name");
+    const uint8_t kind = r.U8();
+    if (kind > 1) throw Error(ErrorKind::kMalformed, "memory-statistics reply: metric kind ", kind);
+    m.kind = kind == 1 ? GoMetric::Kind::kFloat64 : GoMetric::Kind::kUint64;
+    const uint64_t bits = r.U64();
+    if (m.kind == GoMetric::Kind::kFloat64) {
+      m.f = std::bit_cast<double>(bits);
+    } else {
+      m.u = bits;
+    }
+    s.metrics.push_back(std::move(m));
+  }
+  const uint32_t notes = r.Count(L::kMaxNotes, "notes");
+  for (uint32_t i = 0; i < notes; ++i) s.notes.push_back(r.Str(L::kMaxNoteBytes, "note"));
+  r.End();
+  return s;
+}
+
+}  // namespace goheap2pprof

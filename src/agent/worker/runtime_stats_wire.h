@@ -1,0 +1,34 @@
+// GoRuntimeStats between a confined worker (agent/worker/worker.h, op
+// kRuntimeStats) and the privileged agent. The worker computed the value
+// from a target's memory, so the agent decodes the bytes as untrusted input:
+// every count and length is bounded, the whole buffer must be consumed, and
+// anything else fails the one request with Error(kMalformed).
+//
+// Private to one build of the binary (the agent execs itself): a magic,
+// then fixed little-endian fields in the order of the struct.
+//
+//   std::string bytes = EncodeRuntimeStats(stats);        // in the worker
+//   GoRuntimeStats back = DecodeRuntimeStats(bytes);       // in the agent
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "memstats/go_runtime_stats.h"
+
+namespace goheap2pprof {
+
+// Bounds of a decoded value (a Go version has about 70 scalar metrics).
+struct RuntimeStatsWireLimits {
+  static constexpr size_t kMaxMetrics = 512;
+  static constexpr size_t kMaxNameBytes = 256;
+  static constexpr size_t kMaxNotes = 64;
+  static constexpr size_t kMaxNoteBytes = 4096;
+  static constexpr size_t kMaxVersionBytes = 64;
+};
+
+std::string EncodeRuntimeStats(const GoRuntimeStats& stats);
+// Throws Error(kMalformed) naming what is wrong.
+GoRuntimeStats DecodeRuntimeStats(std::string_view bytes);
+
+}  // namespace goheap2pprof

@@ -1,0 +1,717 @@
+#include "agent/worker/worker.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "agent/common/discovery.h"
+#include "agent/common/liveness.h"
+#include "agent/common/query.h"
+#include "agent/worker/runtime_stats_wire.h"
+#include "agent/worker/sandbox.h"
+#include "app/capture.h"
+#include "app/capture_state.h"
+#include "app/executable_analysis.h"
+#include "app/output_format.h"
+#include "app/process_source.h"
+#include "app/run.h"
+#include "app/runtime_stats.h"
+#include "base/error.h"
+#include "pprof/heap_debug_text.h"
+#include "pprof/memstats_text.h"
+#include "pprof/output.h"
+#include "pprof/profile_delta.h"
+#include "proc/procfs.h"
+
+namespace goheap2pprof {
+namespace {
+
+constexpr uint32_t kRequestMagic = 0x67327271;  // "g2rq"
+constexpr uint32_t kReplyMagic = 0x67327270;
+
+struct RequestHeader {
+  uint32_t magic;
+  uint32_t op;
+  int32_t pid;
+  uint32_t payload_len;
+};
+struct ReplyHeader {
+  uint32_t magic;
+  int32_t error_kind;
+  uint32_t message_len;
+  uint32_t analyses;
+  uint32_t retiring;
+  uint32_t replaced;
+  uint64_t body_len;
+  uint64_t bytes_read;
+  uint64_t start_time;
+  uint64_t worker_ns;
+  uint64_t cycle_plus_one;  // 0: no cycle
+  // The owner, when owner_known: its cgroup path follows the message.
+  uint32_t owner_known;
+  uint32_t owner_uid;
+  uint32_t owner_cgroup_len;
+  uint32_t reserved;
+};
+
+bool WriteAll(int fd, const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Reads exactly size bytes; deadline_ms < 0 waits forever.
+bool ReadAll(int fd, void* data, size_t size, int64_t deadline_ms, bool* timed_out) {
+  char* p = static_cast<char*>(data);
+  while (size > 0) {
+    if (deadline_ms >= 0) {
+      int64_t left = deadline_ms - MonotonicMillis();
+      if (left <= 0) {
+        *timed_out = true;
+        return false;
+      }
+      pollfd pfd{fd, POLLIN, 0};
+      int r = poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return false;
+      if (r == 0) continue;
+    }
+    ssize_t n = read(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Analyses of executables, kept between requests so that the processes of
+// one binary cost one analysis. Keyed by what identifies the file the
+// target runs: the running file's path and inode as its maps show them (for
+// a qemu-user guest, the guest program), its GNU build ID, and the device,
+// size and modification time of /proc/<pid>/exe. Bounded: the least
+// recently used analysis goes first.
+class AnalysisCache {
+ public:
+  static constexpr size_t kMaxEntries = 8;
+
+  // The analysis for source's executable, and whether it had to be made.
+  std::pair<std::shared_ptr<const ExecutableAnalysis>, bool> Get(const CaptureSource& source) {
+    const TargetExecutable& exe = source.executable();
+    std::string key =
+        exe.running.path + "\n" + std::to_string(exe.running.inode) + "\n" + exe.gnu_build_id;
+    struct stat st {};
+    const std::string proc_exe = "/proc/" + std::to_string(source.identity().pid) + "/exe";
+    if (stat(proc_exe.c_str(), &st) == 0) {
+      key += "\n" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_size) + ":" +
+             std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+    }
+    ++clock_;
+    for (Entry& e : entries_) {
+      if (e.key == key) {
+        e.used = clock_;
+        return {e.analysis, false};
+      }
+    }
+    std::shared_ptr<const ExecutableAnalysis> analysis = ExecutableAnalysis::Create(exe.elf);
+    if (entries_.size() >= kMaxEntries) {
+      auto oldest =
+          std::min_element(entries_.begin(), entries_.end(),
+                           [](const Entry& a, const Entry& b) { return a.used < b.used; });
+      entries_.erase(oldest);
+    }
+    entries_.push_back({key, analysis, clock_});
+    return {analysis, true};
+  }
+
+ private:
+  struct Entry {
+    std::string key;
+    std::shared_ptr<const ExecutableAnalysis> analysis;
+    uint64_t used = 0;
+  };
+  std::vector<Entry> entries_;
+  uint64_t clock_ = 0;
+};
+
+AnalysisCache& Analyses() {
+  static AnalysisCache cache;
+  return cache;
+}
+
+#if GOHEAP2PPROF_TEST_SEAMS
+// Test seams of the server's end-to-end tests, read by workers only:
+// GOHEAP2PPROF_SERVE_SEAM=<what>:<pid> applies to captures (not probes) of
+// that pid only. "crash" aborts, "spin" burns CPU without end (the server's
+// timeout or RLIMIT_CPU ends it), "hog" allocates past RLIMIT_AS, "syscall"
+// makes a system call outside the seccomp filter, "open-write" tries to
+// create /tmp/goheap2pprof-serve-seam-<pid>. "pause-before-walk=MS"
+// and "pause-after-walk=MS" announce on stderr "test seam: pausing MS ms
+// before (after) the walk of pid P" and sleep, once the source is open
+// (identity, address space, maps, executable and its analysis), or after
+// the walk before the final identity check: a test ends or replaces the
+// target meanwhile.
+struct ServeSeam {
+  std::string what;
+  int pause_ms = 0;
+};
+
+std::optional<ServeSeam> ServeSeamFor(pid_t pid) {
+  const char* env = std::getenv("GOHEAP2PPROF_SERVE_SEAM");
+  if (!env) return std::nullopt;
+  std::string_view seam(env);
+  size_t colon = seam.rfind(':');
+  if (colon == std::string_view::npos || seam.substr(colon + 1) != std::to_string(pid)) {
+    return std::nullopt;
+  }
+  seam = seam.substr(0, colon);
+  ServeSeam out;
+  size_t eq = seam.find('=');
+  out.what = std::string(seam.substr(0, eq));
+  if (eq != std::string_view::npos) {
+    std::optional<int64_t> ms = GoParseInt(seam.substr(eq + 1));
+    if (!ms || *ms < 0 || *ms > 600000) {
+      throw Error(ErrorKind::kUsage, "GOHEAP2PPROF_SERVE_SEAM: bad pause in \"", env, "\"");
+    }
+    out.pause_ms = static_cast<int>(*ms);
+  }
+  return out;
+}
+
+void Misbehave(const ServeSeam& seam, pid_t pid) {
+  if (seam.what == "crash") std::abort();
+  if (seam.what == "spin") {
+    volatile uint64_t x = 0;
+    while (true) x = x + 1;
+  }
+  if (seam.what == "hog") {
+    // More than any RLIMIT_AS the tests give: ends in std::bad_alloc.
+    std::vector<char> hog(size_t{64} << 30);
+    hog[0] = 1;
+  }
+  if (seam.what == "open-write") {
+    // What the filter refuses: creating a file. Refused, the capture fails
+    // with the reason; allowed, it goes on and the file is there.
+    const std::string path = "/tmp/goheap2pprof-serve-seam-" + std::to_string(pid);
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      close(fd);
+      return;
+    }
+    throw Error(ErrorKind::kInternal, "test seam: open(", path,
+                ", O_WRONLY|O_CREAT): ", std::strerror(errno));
+  }
+  if (seam.what == "syscall") {
+    // socket(2) is not in the filter: the kernel kills the worker (SIGSYS).
+    (void)syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+  }
+}
+
+void PauseBeforeWalk(const std::optional<ServeSeam>& seam, pid_t pid) {
+  if (!seam || seam->what != "pause-before-walk") return;
+  std::cerr << "goheap2pprof worker: test seam: pausing " << seam->pause_ms
+            << " ms before the walk of pid " << pid << std::endl;
+  std::this_thread::sleep_for(std::chrono::milliseconds(seam->pause_ms));
+}
+
+// source with the CLI's test seams (GOHEAP2PPROF_TEST_SEAM, applied to
+// every pid) and the pause after the walk of GOHEAP2PPROF_SERVE_SEAM.
+std::unique_ptr<CaptureSource> WithServeSeams(std::unique_ptr<CaptureSource> source,
+                                              const std::optional<ServeSeam>& seam) {
+  if (const char* spec = std::getenv("GOHEAP2PPROF_TEST_SEAM")) {
+    static std::ostringstream seam_log;  // the announcements are for the CLI's tests
+    source = WithTestSeams(std::move(source), ParseTestSeams(spec), seam_log);
+  }
+  if (seam && seam->what == "pause-after-walk") {
+    source = WithTestSeams(std::move(source), TestSeams{.pause_after_walk_ms = seam->pause_ms},
+                           std::cerr);
+  }
+  return source;
+}
+#else
+// A release build has no test seam (CMake option GOHEAP2PPROF_TEST_SEAMS).
+struct ServeSeam {};
+std::optional<ServeSeam> ServeSeamFor(pid_t) { return std::nullopt; }
+void Misbehave(const ServeSeam&, pid_t) {}
+void PauseBeforeWalk(const std::optional<ServeSeam>&, pid_t) {}
+std::unique_ptr<CaptureSource> WithServeSeams(std::unique_ptr<CaptureSource> source,
+                                              const std::optional<ServeSeam>&) {
+  return source;
+}
+#endif
+
+// Per-process capture states (app/capture_state.h), kept between requests so
+// that a process scraped again costs its counters and whatever changed.
+// Bounded like the analyses: the least recently captured process goes
+// first. A state checks itself that it is still its process's (start time,
+// executable, headers), so a pid reused by another program starts afresh.
+class CaptureStates {
+ public:
+  static constexpr size_t kMaxEntries = 8;
+  // The states' memory, bounded well below the worker's address-space
+  // limit: a 250k-bucket process's state holds about 100 MiB.
+  static constexpr size_t kMaxBytes = size_t{384} << 20;
+
+  ProcessCaptureState& For(pid_t pid) {
+    ++clock_;
+    // States of processes that are gone are of no use any more.
+    std::erase_if(entries_, [pid](const Entry& e) {
+      struct stat st {};
+      return e.pid != pid && stat(("/proc/" + std::to_string(e.pid)).c_str(), &st) != 0;
+    });
+    size_t bytes = 0;
+    for (const Entry& e : entries_) bytes += e.state->ApproximateBytes();
+    while (bytes > kMaxBytes && !entries_.empty()) {
+      auto oldest =
+          std::min_element(entries_.begin(), entries_.end(),
+                           [](const Entry& a, const Entry& b) { return a.used < b.used; });
+      bytes -= std::min(bytes, oldest->state->ApproximateBytes());
+      entries_.erase(oldest);
+    }
+    for (Entry& e : entries_) {
+      if (e.pid == pid) {
+        e.used = clock_;
+        return *e.state;
+      }
+    }
+    if (entries_.size() >= kMaxEntries) {
+      auto oldest =
+          std::min_element(entries_.begin(), entries_.end(),
+                           [](const Entry& a, const Entry& b) { return a.used < b.used; });
+      entries_.erase(oldest);
+    }
+    entries_.push_back({pid, std::make_unique<ProcessCaptureState>(), clock_});
+    return *entries_.back().state;
+  }
+
+ private:
+  struct Entry {
+    pid_t pid = 0;
+    std::unique_ptr<ProcessCaptureState> state;
+    uint64_t used = 0;
+  };
+  std::vector<Entry> entries_;
+  uint64_t clock_ = 0;
+};
+
+CaptureStates& States() {
+  static CaptureStates states;
+  return states;
+}
+
+// --exe and --force of the watch that started this worker; set once at start.
+ExecutableOptions& Executable() {
+  static ExecutableOptions executable;
+  return executable;
+}
+
+// The live process as a capture source, with the test seams of test builds.
+// Records the target's start time in reply.
+std::unique_ptr<CaptureSource> OpenSource(pid_t pid, const std::optional<ServeSeam>& seam,
+                                          WorkerReply& reply) {
+  const ProcessIdentity id = IdentifyLiveProcess(pid);
+  reply.start_time = id.start_time;
+  return WithServeSeams(OpenProcessSource(id, Executable()), seam);
+}
+
+// Discovery's Go-process test, here so that the analysis it makes is kept
+// for the captures that follow.
+void Probe(pid_t pid, WorkerReply& reply) {
+  const ExeInfo info = ProbeGoExecutable(pid, [&](const CaptureSource& source) {
+    auto [analysis, fresh] = Analyses().Get(source);
+    reply.analyses = fresh ? 1 : 0;
+    return analysis;
+  });
+  reply.body = "go_version=" + info.go_version + "\nbuild_id=" + info.build_id + "\n";
+}
+
+// The capture `profile` minus the base profile the request carries, gzipped.
+// The base went through the server, which got it from a worker: it is
+// decoded as untrusted bytes, and anything wrong with it fails this request.
+std::string DeltaBody(const WorkerRequest& request, FinishedProfile& profile) {
+  if (request.op == WorkerOp::kAllocsDelta) profile.SetDefaultSampleType("alloc_space");
+  const std::string now = profile.Serialize();
+  try {
+    // The base is a capture of the same process moments earlier, and a
+    // process's buckets only accumulate: it is no larger than this one in
+    // practice. The bound keeps a gzip bomb from filling the worker.
+    const std::string base = Gunzip(request.payload, 2 * now.size() + (size_t{16} << 20));
+    return Gzip(EncodedDeltaProfile(base, now));
+  } catch (const Error& e) {
+    throw Error(ErrorKind::kMalformed, "failed to compute delta: ", e.what());
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorKind::kInternal,
+                "failed to compute delta: it exceeded the worker's memory limit");
+  }
+}
+
+// The MemStats of the ?debug=1 block, or nullopt when this target's
+// statistics cannot be read (a layout not proven for its Go version): the
+// records are still worth serving, as they were before the block existed,
+// and the text then ends where the records end.
+std::optional<MemStats> MemStatsForDebugText(CaptureSource& source,
+                                             const ExecutableAnalysis& analysis) {
+  try {
+    return ReadGoRuntimeStats(source, analysis).mem;
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kNoSuchProcess) throw;
+    std::cerr << "goheap2pprof worker: pid " << source.identity().pid
+              << ": no runtime.MemStats block: " << e.what() << "\n";
+    return std::nullopt;
+  }
+}
+
+// MaxRSS as the runtime prints it, ru_maxrss × 1024; from outside, the
+// peak resident set the kernel keeps in /proc/<pid>/status (VmHWM), which
+// differs from ru_maxrss by a few hundred KiB at most (the facts, section 8).
+std::optional<uint64_t> MaxRss(pid_t pid) {
+  std::optional<ProcStatusMemory> m = ReadProcStatusMemory(pid);
+  return m ? m->vm_hwm : std::nullopt;
+}
+
+// What a capture and a memory-statistics read both begin with: the
+// request's seams, the live process opened (setting *identified once it was
+// found alive, so that a later "no such process" can be told apart from
+// "never was"), its owner and its executable's analysis.
+struct OpenedTarget {
+  std::unique_ptr<CaptureSource> source;
+  std::shared_ptr<const ExecutableAnalysis> analysis;
+  ProcessOwner owner;
+};
+
+OpenedTarget OpenForRead(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
+                         WorkerReply& reply, bool* identified, const char* what) {
+  if (seam) Misbehave(*seam, request.pid);
+  OpenedTarget t;
+  t.source = OpenSource(request.pid, seam, reply);
+  *identified = true;
+  // What the allow-list judges, read while the source holds the address
+  // space anchor: the read's final identity check proves it came from the
+  // process the answer is for (a pid reused or an exec in place since then
+  // fails it, 410).
+  std::optional<ProcessOwner> owner = ReadProcessOwner(request.pid);
+  if (!owner) {
+    throw Error(ErrorKind::kNoSuchProcess, "process ", request.pid, " exited during the ", what);
+  }
+  t.owner = std::move(*owner);
+  auto [analysis, fresh] = Analyses().Get(*t.source);
+  t.analysis = std::move(analysis);
+  reply.analyses = fresh ? 1 : 0;
+  PauseBeforeWalk(seam, request.pid);
+  return t;
+}
+
+// The request's profile, in the form its op asks for.
+void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam, WorkerReply& reply,
+             bool* identified) {
+  OpenedTarget t = OpenForRead(request, seam, reply, identified, "capture");
+  CaptureOptions options;
+  std::string text;
+  std::optional<MemStats> mem;
+  if (request.op == WorkerOp::kHeapDebugText) {
+    // writeHeapInternal reads MemStats first, then the records.
+    mem = MemStatsForDebugText(*t.source, *t.analysis);
+    options.on_records = [&](std::span<const MemProfileRecord> records, int64_t rate,
+                             uint64_t load_bias) {
+      text =
+          HeapDebugText(records, rate, t.analysis->traits(), t.analysis->symbolizer(), load_bias);
+    };
+  }
+  CaptureReport report;
+  CaptureResult result = Capture(*t.source, t.analysis, options, report, States().For(request.pid));
+  reply.bytes_read = result.report.bytes_read;
+  reply.cycle = result.report.cycle;
+  if (request.op == WorkerOp::kHeapDebugText) {
+    // The runtime takes MaxRSS last, after the records.
+    if (mem) text += MemStatsBlock(*mem, MaxRss(request.pid));
+    reply.body = std::move(text);
+  } else if (request.op == WorkerOp::kHeapDelta || request.op == WorkerOp::kAllocsDelta) {
+    reply.body = DeltaBody(request, result.profile);
+  } else if (request.op == WorkerOp::kFlamegraph) {
+    reply.body = RenderOutput(result.profile.get(),
+                              {.format = OutputFormat::kFlamegraph,
+                               .sample_index = request.payload,
+                               .sample_type_links = true},
+                              {.pid = request.pid});
+  } else if (request.op == WorkerOp::kAllocs) {
+    // The runtime's writeAlloc differs from writeHeap only here.
+    result.profile.SetDefaultSampleType("alloc_space");
+    reply.body = EncodeProfile(result.profile);
+  } else {
+    reply.body = EncodeProfile(result.profile);
+  }
+  // Only now, the final identity check having passed: a failed capture
+  // carries no owner.
+  reply.owner = std::move(t.owner);
+}
+
+// The memory statistics of request.pid, under the rules of a capture: the
+// same seams, the owner read while the source holds the address-space
+// anchor, and the process proven to be the one the source opened after the
+// read (a pid reused or an exec in place fails it, 410).
+void ReadStats(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
+               WorkerReply& reply, bool* identified) {
+  OpenedTarget t = OpenForRead(request, seam, reply, identified, "read");
+  const GoRuntimeStats stats = ReadGoRuntimeStats(*t.source, *t.analysis);
+  t.source->CheckSameProcess();
+  reply.body = EncodeRuntimeStats(stats);
+  reply.owner = std::move(t.owner);
+}
+
+// After a capture found its process gone: whether a live process has the
+// pid now. Then the process the request was answered for was replaced
+// (its pid reused, or an exec in place), not merely ended.
+// A pid whose stat cannot be read or parsed is answered as gone (404), the
+// safe side of "replaced".
+bool PidIsLive(pid_t pid) { return ProcessLiveness(pid, std::nullopt) == Liveness::kRunning; }
+
+WorkerReply Handle(const WorkerRequest& request) {
+  WorkerReply reply;
+  bool identified = false;
+  try {
+    if (request.op == WorkerOp::kProbe) {
+      Probe(request.pid, reply);
+    } else if (request.op == WorkerOp::kRuntimeStats) {
+      ReadStats(request, ServeSeamFor(request.pid), reply, &identified);
+    } else {
+      Capture(request, ServeSeamFor(request.pid), reply, &identified);
+    }
+    return reply;
+  } catch (const Error& e) {
+    // One request's boundary in the worker: the error is the reply.
+    WorkerReply failed;
+    failed.start_time = reply.start_time;
+    failed.error_kind = static_cast<int32_t>(e.kind());
+    failed.message = e.what();
+    failed.replaced = e.kind() == ErrorKind::kNoSuchProcess && identified && PidIsLive(request.pid);
+    return failed;
+  } catch (const std::bad_alloc&) {
+    WorkerReply failed;
+    failed.error_kind = static_cast<int32_t>(ErrorKind::kInternal);
+    failed.message = "the capture exceeded the worker's memory limit";
+    return failed;
+  }
+}
+
+// Closes descriptors first..last. close_range(2) (Linux 5.9) in one call;
+// on older kernels, every descriptor /proc/self/fd lists in the range, or
+// failing that, every number below the descriptor limit.
+void CloseDescriptors(int64_t first, unsigned last) {
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, static_cast<unsigned>(first), last, 0) == 0) return;
+#endif
+  std::vector<int> open_fds;
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    while (const dirent* entry = readdir(dir)) {
+      const std::optional<int64_t> n = GoParseInt(entry->d_name);
+      if (n && *n >= first && *n <= int64_t{last} && *n != dirfd(dir)) {
+        open_fds.push_back(static_cast<int>(*n));
+      }
+    }
+    closedir(dir);
+  } else {
+    rlimit rl{};
+    const rlim_t end = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY
+                           ? std::min<rlim_t>(rl.rlim_max, rlim_t{1} << 20)
+                           : rlim_t{1} << 20;
+    for (int64_t n = first; n < static_cast<int64_t>(end) && n <= int64_t{last}; ++n) {
+      open_fds.push_back(static_cast<int>(n));
+    }
+  }
+  for (int n : open_fds) close(n);
+}
+
+double CpuSecondsUsed() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+// Reads, handles and answers one request; false when the worker should end
+// (EOF, a broken socket, or retiring).
+bool ServeOneRequest(int fd, const WorkerLimits& limits) {
+  WorkerRequest request;
+  if (!ReadWorkerRequest(fd, request, limits.max_reply_bytes)) return false;
+  const int64_t started = MonotonicNanos();
+  WorkerReply reply = Handle(request);
+  if (reply.body.size() > limits.max_reply_bytes) {
+    // The server would not read it: say why instead.
+    WorkerReply refused;
+    refused.start_time = reply.start_time;
+    refused.error_kind = static_cast<int32_t>(ErrorKind::kInternal);
+    refused.message = "the capture's reply is " + std::to_string(reply.body.size()) +
+                      " bytes, more than the limit of " + std::to_string(limits.max_reply_bytes) +
+                      " (--max-capture-bytes)";
+    reply = std::move(refused);
+  }
+  reply.worker_ns = static_cast<uint64_t>(MonotonicNanos() - started);
+  // RLIMIT_CPU counts the worker's whole life: retire at half of it, so a
+  // capture never starts without its full budget. The pool starts another.
+  reply.retiring = CpuSecondsUsed() > static_cast<double>(limits.cpu_seconds) / 2;
+  return WriteWorkerReply(fd, reply) && !reply.retiring;
+}
+
+}  // namespace
+
+int64_t MonotonicNanos() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+int64_t MonotonicMillis() { return MonotonicNanos() / 1000000; }
+
+void KeepToRequestedProcess(const ProcessFacts& requested, const ProcessFilter& filter,
+                            WorkerReply& reply) {
+  const std::string pid = std::to_string(requested.pid);
+  // start_time 0: the worker found no process to identify; its error says so.
+  const bool replaced = reply.start_time != 0 && reply.start_time != requested.start_time;
+  // A failed capture of the requested process: its error is the answer.
+  if (!replaced && reply.error_kind != 0) return;
+  // The same process, but without an owner or one the filter no longer
+  // admits (its uid or cgroup changed): answered as filtered processes are.
+  if (!replaced && reply.owner && filter.Admits(requested.pid, *reply.owner)) return;
+  WorkerReply refused;
+  refused.error_kind = static_cast<int32_t>(ErrorKind::kNoSuchProcess);
+  refused.start_time = reply.start_time;
+  refused.replaced = replaced;
+  refused.message = replaced ? "pid " + pid + " named another process when the capture began"
+                             : "no such process: " + pid;
+  reply = std::move(refused);
+}
+
+bool WriteWorkerRequest(int fd, const WorkerRequest& request) {
+  if (request.payload.size() > UINT32_MAX) return false;
+  RequestHeader h{kRequestMagic, static_cast<uint32_t>(request.op), request.pid,
+                  static_cast<uint32_t>(request.payload.size())};
+  return WriteAll(fd, &h, sizeof(h)) &&
+         WriteAll(fd, request.payload.data(), request.payload.size());
+}
+
+bool ReadWorkerRequest(int fd, WorkerRequest& request, uint64_t max_payload) {
+  RequestHeader h{};
+  bool timed_out = false;
+  if (!ReadAll(fd, &h, sizeof(h), -1, &timed_out) || h.magic != kRequestMagic) return false;
+  if (h.payload_len > max_payload) return false;
+  request.op = static_cast<WorkerOp>(h.op);
+  request.pid = h.pid;
+  request.payload.resize(h.payload_len);
+  return ReadAll(fd, request.payload.data(), request.payload.size(), -1, &timed_out);
+}
+
+bool WriteWorkerReply(int fd, const WorkerReply& reply) {
+  ReplyHeader h{kReplyMagic,
+                reply.error_kind,
+                static_cast<uint32_t>(reply.message.size()),
+                reply.analyses,
+                reply.retiring ? 1u : 0u,
+                reply.replaced ? 1u : 0u,
+                reply.body.size(),
+                reply.bytes_read,
+                reply.start_time,
+                reply.worker_ns,
+                reply.cycle ? uint64_t{*reply.cycle} + 1 : 0,
+                reply.owner ? 1u : 0u,
+                reply.owner ? static_cast<uint32_t>(reply.owner->uid) : 0u,
+                reply.owner ? static_cast<uint32_t>(reply.owner->cgroup.size()) : 0u,
+                0};
+  const std::string_view cgroup = reply.owner ? std::string_view(reply.owner->cgroup) : "";
+  return WriteAll(fd, &h, sizeof(h)) && WriteAll(fd, reply.message.data(), reply.message.size()) &&
+         WriteAll(fd, cgroup.data(), cgroup.size()) &&
+         WriteAll(fd, reply.body.data(), reply.body.size());
+}
+
+ReplyReadError ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, uint64_t max_body) {
+  bool timed_out = false;
+  auto failed = [&] { return timed_out ? ReplyReadError::kTimedOut : ReplyReadError::kBroken; };
+  ReplyHeader h{};
+  if (!ReadAll(fd, &h, sizeof(h), deadline_ms, &timed_out) || h.magic != kReplyMagic) {
+    return failed();
+  }
+  if (h.message_len > 65536 || h.owner_cgroup_len > 65536) return ReplyReadError::kBroken;
+  if (h.body_len > max_body) return ReplyReadError::kTooLarge;
+  reply.error_kind = h.error_kind;
+  reply.analyses = h.analyses;
+  reply.retiring = h.retiring != 0;
+  reply.replaced = h.replaced != 0;
+  reply.bytes_read = h.bytes_read;
+  reply.start_time = h.start_time;
+  reply.worker_ns = h.worker_ns;
+  reply.cycle.reset();
+  if (h.cycle_plus_one != 0) reply.cycle = static_cast<uint32_t>(h.cycle_plus_one - 1);
+  reply.message.resize(h.message_len);
+  std::string cgroup(h.owner_cgroup_len, '\0');
+  if (!ReadAll(fd, reply.message.data(), reply.message.size(), deadline_ms, &timed_out) ||
+      !ReadAll(fd, cgroup.data(), cgroup.size(), deadline_ms, &timed_out)) {
+    return failed();
+  }
+  reply.owner.reset();
+  if (h.owner_known != 0) reply.owner = ProcessOwner{h.owner_uid, std::move(cgroup)};
+  // The declared length is the worker's word: the buffer grows with the
+  // bytes that actually arrive, 1 MiB at a time (its capacity at most twice
+  // what arrived), so a worker that declares much and sends little costs
+  // little.
+  reply.body.clear();
+  constexpr uint64_t kStep = uint64_t{1} << 20;
+  while (reply.body.size() < h.body_len) {
+    const size_t at = reply.body.size();
+    const size_t n = static_cast<size_t>(std::min(kStep, h.body_len - at));
+    reply.body.resize(at + n);
+    if (!ReadAll(fd, reply.body.data() + at, n, deadline_ms, &timed_out)) return failed();
+  }
+  return ReplyReadError::kNone;
+}
+
+int RunServeWorker(int fd, const WorkerLimits& limits, const ExecutableOptions& executable) {
+  Executable() = executable;
+  // Everything but the request socket and stderr is closed: the server's
+  // listening socket and its clients' sockets must not be reachable from a
+  // worker. The pool already closed them before the exec; this holds for
+  // any other way the worker is started.
+  close(STDIN_FILENO);
+  close(STDOUT_FILENO);
+  if (fd > 3) CloseDescriptors(3, static_cast<unsigned>(fd - 1));
+  CloseDescriptors(int64_t{fd} + 1, ~0U);
+  try {
+    EnterCaptureSandbox({limits.address_space_bytes, limits.cpu_seconds});
+  } catch (const Error& e) {
+    // The worker process's own main.
+    std::cerr << "goheap2pprof worker: " << e.what() << "\n";
+    return 10;
+  }
+  while (ServeOneRequest(fd, limits)) {
+    // What the request allocated and freed goes back to the system rather
+    // than staying in the allocator's free lists: a delta of a big profile
+    // takes hundreds of MiB for a moment, and an idle worker should not
+    // keep them.
+    malloc_trim(0);
+  }
+  return 0;
+}
+
+}  // namespace goheap2pprof

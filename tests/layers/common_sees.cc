@@ -1,0 +1,10 @@
+// Compiled with exactly the include roots of what links goheap2pprof_agent_common
+// (tests/CMakeLists.txt): the lowest part of the agent sees itself and the engine, and no
+// other part. A failure here fails the build.
+#if !__has_include("agent/common/discovery.h") || !__has_include("app/capture.h")
+#error agent/common does not see itself or the engine
+#endif
+#if __has_include("agent/worker/pool.h") || __has_include("agent/serve/server.h") || \
+    __has_include("agent/push/agent.h") || __has_include("agent/watch/watch.h")
+#error agent/common sees a part above it
+#endif

@@ -1,0 +1,13 @@
+// Compiled with exactly the include roots of what links goheap2pprof_agent_watch
+// (tests/CMakeLists.txt): watch sees its own part and the parts below it, and neither
+// serve nor push. A failure here fails the build, so the split of src/agent cannot
+// erode unnoticed.
+#if !__has_include("agent/watch/watch.h")
+#error watch does not see its own part
+#endif
+#if !__has_include("agent/common/discovery.h") || !__has_include("agent/worker/pool.h")
+#error watch does not see agent/common or agent/worker
+#endif
+#if __has_include("agent/serve/server.h") || __has_include("agent/push/agent.h")
+#error watch sees another role: serve, push and watch stand side by side
+#endif

@@ -1,0 +1,61 @@
+// The agent's one duration syntax (agent/common/duration.h): Go's
+// time.ParseDuration form, bounded.
+#include "agent/common/duration.h"
+
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+
+namespace goheap2pprof {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+TEST(Duration, ParsesGoForms) {
+  EXPECT_EQ(ParseDuration("10s"), seconds(10));
+  EXPECT_EQ(ParseDuration("5m"), minutes(5));
+  EXPECT_EQ(ParseDuration("250ms"), milliseconds(250));
+  EXPECT_EQ(ParseDuration("500us"), microseconds(500));
+  EXPECT_EQ(ParseDuration("500\xC2\xB5s"), microseconds(500));
+  EXPECT_EQ(ParseDuration("2h"), hours(2));
+  EXPECT_EQ(ParseDuration("1m30s"), seconds(90));
+  EXPECT_EQ(ParseDuration("1.5h"), minutes(90));
+  EXPECT_EQ(ParseDuration(".5s"), milliseconds(500));
+  EXPECT_EQ(ParseDuration("1.s"), seconds(1));
+  EXPECT_EQ(ParseDuration("1500ns"), microseconds(1));  // truncated to microseconds
+  EXPECT_EQ(ParseDuration("0"), microseconds(0));
+  EXPECT_EQ(ParseDuration("0s"), microseconds(0));
+}
+
+TEST(Duration, RefusesWhatGoRefusesAndWhatIsTooLong) {
+  for (const char* bad : {"", "10", "1.5", "s", ".s", "-1s", "+1s", "1 s", "1S", "1d", "1sec",
+                          "1s ", "1..5s", "1.5.s", "1m30", "0.0"}) {
+    EXPECT_EQ(ParseDuration(bad), std::nullopt) << bad;
+  }
+  EXPECT_EQ(ParseDuration("305h"), hours(305));  // 12.7 days is the bound
+  EXPECT_EQ(ParseDuration("306h"), std::nullopt);
+  EXPECT_EQ(ParseDuration("300h300h"), std::nullopt);
+  EXPECT_EQ(ParseDuration("99999999999999999999999s"), std::nullopt);
+}
+
+TEST(Duration, OptionsNameThemselvesAndTheirMinimum) {
+  EXPECT_EQ(DurationOption("--poll", "2m"), minutes(2));
+  EXPECT_DOUBLE_EQ(DurationSecondsOption("--interval", "1.5s"), 1.5);
+  try {
+    DurationOption("--poll", "10us", milliseconds(1));
+    FAIL() << "10us was accepted below a 1ms minimum";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_STREQ(e.what(),
+                 "--poll \"10us\": expected a duration such as 500ms, 10s or 5m, at least 1ms");
+  }
+  EXPECT_THROW(DurationSecondsOption("--interval", "0s"), Error);  // the default minimum is 1us
+  EXPECT_THROW(DurationSecondsOption("--interval", "15"), Error);
+}
+
+}  // namespace
+}  // namespace goheap2pprof
