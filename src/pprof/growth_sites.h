@@ -20,7 +20,7 @@
 // profile read from a file is decoded (AddSerialized) into views of its
 // bytes, not into a pb::Profile: for a 100k-sample profile that is the
 // difference between a few and a hundred thousand allocations, which made
-// the report over 100 such profiles cost 9 s of CPU (bench/README.md).
+// the report over 100 such profiles cost over 7 s of CPU (bench/README.md).
 #pragma once
 
 #include <cstdint>
