@@ -40,16 +40,6 @@ void AddDirectory(const std::filesystem::path& dir, std::vector<std::string>& fi
   files.insert(files.end(), found.begin(), found.end());
 }
 
-bool IsGrowthProfile(const pb::Profile& p) {
-  for (const pb::ValueType& t : p.sample_type()) {
-    if (t.type() >= 0 && t.type() < p.string_table_size() &&
-        p.string_table(static_cast<int>(t.type())) == "inuse_space_per_hour") {
-      return true;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 std::vector<std::string> GrowthInputFiles(const std::vector<std::string>& args) {
@@ -72,7 +62,7 @@ std::vector<std::string> GrowthInputFiles(const std::vector<std::string>& args) 
   return files;
 }
 
-pb::Profile ReadProfileFile(const std::string& path) {
+std::string ReadProfileBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorKind::kIo, path, ": cannot open");
   std::ostringstream data;
@@ -87,23 +77,19 @@ pb::Profile ReadProfileFile(const std::string& path) {
       throw Error(ErrorKind::kMalformed, path, ": ", e.what());
     }
   }
-  pb::Profile p;
-  if (bytes.size() > kMaxProfileBytes || !p.ParseFromString(bytes)) {
-    throw Error(ErrorKind::kMalformed, path, ": not a pprof profile");
+  if (bytes.size() > kMaxProfileBytes) {
+    throw Error(ErrorKind::kMalformed, path, ": larger than ", kMaxProfileBytes, " bytes");
   }
-  return p;
+  return bytes;
 }
 
 std::vector<std::string> AddProfileFiles(GrowthCollector& collector,
                                          const std::vector<std::string>& args) {
   std::vector<std::string> notes;
   for (const std::string& path : GrowthInputFiles(args)) {
-    const pb::Profile p = ReadProfileFile(path);
-    if (IsGrowthProfile(p)) {
+    if (!collector.AddSerialized(ReadProfileBytes(path), path)) {
       notes.push_back(path + ": a growth profile, left out");
-      continue;
     }
-    collector.Add(p, path);
   }
   return notes;
 }

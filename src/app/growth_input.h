@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "pprof/growth_sites.h"
-#include "proto/profile.pb.h"
 
 namespace goheap2pprof {
 
@@ -21,10 +20,10 @@ namespace goheap2pprof {
 // that does not exist and when there are more than 100000 files.
 std::vector<std::string> GrowthInputFiles(const std::vector<std::string>& args);
 
-// A profile file, gzipped or not. Throws Error(kIo) when it cannot be read,
-// Error(kMalformed) naming it when it is not a profile (or unpacks to more
-// than 1 GiB).
-pb::Profile ReadProfileFile(const std::string& path);
+// A profile file's serialized bytes, unpacked when gzipped. Throws
+// Error(kIo) when it cannot be read, Error(kMalformed) naming it when its
+// gzip is damaged or it is larger than 1 GiB.
+std::string ReadProfileBytes(const std::string& path);
 
 // Adds every file of GrowthInputFiles(args) to the collector, except growth
 // profiles (which have an inuse_space_per_hour sample type: the report's

@@ -110,14 +110,29 @@ std::string BuildId(const GrowthReport& r) {
   return r.info.build_id.empty() ? r.data.snapshots.front().build_id : r.info.build_id;
 }
 
-// The cgroup's hours to its limit at the window's average growth rate;
-// nullopt when it is not growing or there is no limit.
-std::optional<double> HoursToLimit(const GrowthReport& r) {
-  if (!r.info.cgroup || !r.info.cgroup_limit) return std::nullopt;
-  const double hours = WindowSeconds(r.data) / 3600;
-  const double per_hour = static_cast<double>(r.info.cgroup->last - r.info.cgroup->first) / hours;
-  if (per_hour <= 0 || hours <= 0) return std::nullopt;
-  return static_cast<double>(*r.info.cgroup_limit - r.info.cgroup->last) / per_hour;
+// The least-squares slope of the readings in bytes per hour; nullopt with
+// fewer than two distinct times.
+std::optional<double> ReadingSlope(const std::vector<GrowthReading>& r) {
+  if (r.size() < 2) return std::nullopt;
+  double tbar = 0, ybar = 0;
+  for (const GrowthReading& x : r) {
+    tbar += static_cast<double>(x.time_nanos - r.front().time_nanos) / 3.6e12;
+    ybar += static_cast<double>(x.bytes);
+  }
+  tbar /= static_cast<double>(r.size());
+  ybar /= static_cast<double>(r.size());
+  double sxx = 0, sxy = 0;
+  for (const GrowthReading& x : r) {
+    const double t = static_cast<double>(x.time_nanos - r.front().time_nanos) / 3.6e12 - tbar;
+    sxx += t * t;
+    sxy += t * (static_cast<double>(x.bytes) - ybar);
+  }
+  if (sxx <= 0) return std::nullopt;
+  return sxy / sxx;
+}
+
+void TextLabels(const GrowthReport& r, std::ostream& out) {
+  for (const auto& [name, value] : r.info.labels) out << ", " << name << " " << value;
 }
 
 void TextHeader(const GrowthReport& r, std::ostream& out) {
@@ -126,6 +141,7 @@ void TextHeader(const GrowthReport& r, std::ostream& out) {
   if (!i.process_start.empty()) out << ", started " << i.process_start;
   if (!i.go_version.empty()) out << ", " << i.go_version;
   if (!BuildId(r).empty()) out << ", build id " << BuildId(r);
+  TextLabels(r, out);
   const GrowthData& d = r.data;
   out << "\nwindow: " << FormatTime(d.snapshots.front().time_nanos) << " to "
       << FormatTime(d.snapshots.back().time_nanos) << " (" << FormatDuration(WindowSeconds(d))
@@ -160,8 +176,10 @@ void TextTotals(const GrowthReport& r, std::ostream& out) {
   if (r.info.cgroup) {
     other("cgroup", *r.info.cgroup);
     if (r.info.cgroup_limit) out << "; limit " << FormatBytes(double(*r.info.cgroup_limit));
-    if (auto h = HoursToLimit(r))
-      out << ", reached in " << FormatDuration(*h * 3600) << " at this rate";
+    if (auto f = CgroupLimitForecast(r)) {
+      out << ", reached in " << FormatDuration(f->hours * 3600) << " at "
+          << Signed(f->slope_bytes_per_hour) << "/h (at " << FormatTime(f->at_nanos) << ")";
+    }
     out << "\n";
   }
 }
@@ -222,8 +240,15 @@ nlohmann::ordered_json SiteJson(const GrowthReport& r, size_t rank) {
   return j;
 }
 
-nlohmann::ordered_json PairJson(const GrowthPair& p) {
-  return {{"first", p.first}, {"last", p.last}, {"change", p.last - p.first}};
+// The pair, and the share of its growth that the profiled in-use growth
+// explains (null when it did not grow).
+nlohmann::ordered_json PairJson(const GrowthPair& p, const SiteGrowth& profiled) {
+  nlohmann::ordered_json j = {{"first", p.first}, {"last", p.last}, {"change", p.last - p.first}};
+  const double grew = static_cast<double>(p.last - p.first);
+  j["profile_explains"] =
+      grew > 0 ? nlohmann::ordered_json(static_cast<double>(profiled.change_bytes) / grew)
+               : nlohmann::ordered_json(nullptr);
+  return j;
 }
 
 nlohmann::ordered_json TotalsJson(const GrowthReport& r) {
@@ -234,15 +259,18 @@ nlohmann::ordered_json TotalsJson(const GrowthReport& r) {
                          {"change", t.change_bytes},
                          {"change_noise", t.change_noise},
                          {"slope_bytes_per_hour", t.slope_bytes_per_hour}};
-  j["heap_live"] = r.info.heap_live ? PairJson(*r.info.heap_live) : nlohmann::ordered_json(nullptr);
-  j["rss"] = r.info.rss ? PairJson(*r.info.rss) : nlohmann::ordered_json(nullptr);
-  j["cgroup"] = r.info.cgroup ? PairJson(*r.info.cgroup) : nlohmann::ordered_json(nullptr);
+  j["heap_live"] =
+      r.info.heap_live ? PairJson(*r.info.heap_live, t) : nlohmann::ordered_json(nullptr);
+  j["rss"] = r.info.rss ? PairJson(*r.info.rss, t) : nlohmann::ordered_json(nullptr);
+  j["cgroup"] = r.info.cgroup ? PairJson(*r.info.cgroup, t) : nlohmann::ordered_json(nullptr);
   if (r.info.cgroup) {
     j["cgroup"]["limit"] = r.info.cgroup_limit ? nlohmann::ordered_json(*r.info.cgroup_limit)
                                                : nlohmann::ordered_json(nullptr);
-    auto h = HoursToLimit(r);
-    j["cgroup"]["hours_to_limit"] =
-        h ? nlohmann::ordered_json(*h) : nlohmann::ordered_json(nullptr);
+    const std::optional<LimitForecast> f = CgroupLimitForecast(r);
+    j["cgroup"]["hours_to_limit"] = f ? nlohmann::ordered_json(f->hours) : nullptr;
+    j["cgroup"]["limit_at_nanos"] = f ? nlohmann::ordered_json(f->at_nanos) : nullptr;
+    j["cgroup"]["slope_bytes_per_hour"] =
+        f ? nlohmann::ordered_json(f->slope_bytes_per_hour) : nullptr;
   }
   return j;
 }
@@ -260,6 +288,31 @@ std::string FormatBytes(double bytes) {
   char buf[48];
   snprintf(buf, sizeof buf, u == 0 ? "%s%.0f%s" : "%s%.1f%s", bytes < 0 ? "-" : "", v, kUnits[u]);
   return buf;
+}
+
+std::optional<LimitForecast> CgroupLimitForecast(const GrowthReport& r) {
+  const GrowthInfo& i = r.info;
+  if (!i.cgroup_limit) return std::nullopt;
+  LimitForecast f;
+  int64_t from_nanos = 0, usage = 0;
+  if (std::optional<double> slope = ReadingSlope(i.cgroup_usage)) {
+    f.slope_bytes_per_hour = *slope;
+    from_nanos = i.cgroup_usage.back().time_nanos;
+    usage = i.cgroup_usage.back().bytes;
+  } else if (i.cgroup) {
+    const double hours = WindowSeconds(r.data) / 3600;
+    if (hours <= 0) return std::nullopt;
+    f.slope_bytes_per_hour = static_cast<double>(i.cgroup->last - i.cgroup->first) / hours;
+    from_nanos = r.data.snapshots.back().time_nanos;
+    usage = i.cgroup->last;
+  } else {
+    return std::nullopt;
+  }
+  if (f.slope_bytes_per_hour <= 0) return std::nullopt;
+  f.hours = std::max(0.0, static_cast<double>(*i.cgroup_limit - usage) / f.slope_bytes_per_hour);
+  // Bounded: a slope of a few bytes an hour must not overflow the time.
+  f.at_nanos = from_nanos + static_cast<int64_t>(std::min(f.hours, 1e6) * 3.6e12);
+  return f;
 }
 
 GrowthReport AnalyzeGrowth(GrowthData data, GrowthInfo info) {
@@ -310,6 +363,8 @@ std::string GrowthJson(const GrowthReport& r, const GrowthRenderOptions& options
   j["process_start"] = r.info.process_start;
   j["go_version"] = r.info.go_version;
   j["build_id"] = BuildId(r);
+  j["labels"] = nlohmann::ordered_json::object();
+  for (const auto& [name, value] : r.info.labels) j["labels"][name] = value;
   j["window"] = {{"start_nanos", r.data.snapshots.front().time_nanos},
                  {"end_nanos", r.data.snapshots.back().time_nanos},
                  {"seconds", WindowSeconds(r.data)}};

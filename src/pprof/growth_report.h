@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pprof/growth.h"
@@ -26,6 +27,12 @@ namespace goheap2pprof {
 struct GrowthPair {
   int64_t first = 0;
   int64_t last = 0;
+};
+
+// A reading of a quantity outside the profiles at one time.
+struct GrowthReading {
+  int64_t time_nanos = 0;
+  int64_t bytes = 0;
 };
 
 // What the caller knows beyond the profiles: the process and the memory
@@ -42,6 +49,13 @@ struct GrowthInfo {
   std::optional<GrowthPair> rss;
   std::optional<GrowthPair> cgroup;  // the cgroup's memory usage
   std::optional<int64_t> cgroup_limit;
+  // The cgroup's usage at each snapshot, when known: the time to its limit
+  // is taken at their least-squares slope from the last of them (at the
+  // slope of `cgroup` over the window without them).
+  std::vector<GrowthReading> cgroup_usage;
+  // Where the agent knows more about the process (its pod and container,
+  // say), as name and value: printed in the header in this order.
+  std::vector<std::pair<std::string, std::string>> labels;
 };
 
 struct GrowthReport {
@@ -51,6 +65,17 @@ struct GrowthReport {
   std::vector<size_t> ranking;    // indexes into sites, best first
   SiteGrowth total;               // of the sum of all sites (the profiled in-use)
 };
+
+// The cgroup's limit ahead at the present slope: when (time_nanos) and in
+// how many hours from the reading it is taken from.
+struct LimitForecast {
+  double hours = 0;
+  int64_t at_nanos = 0;
+  double slope_bytes_per_hour = 0;
+};
+
+// nullopt without a limit, or when the cgroup is not growing.
+std::optional<LimitForecast> CgroupLimitForecast(const GrowthReport& report);
 
 // Analyzes every site and ranks them.
 GrowthReport AnalyzeGrowth(GrowthData data, GrowthInfo info);

@@ -1,6 +1,7 @@
 #include "pprof/growth_sites.h"
 
 #include <algorithm>
+#include <charconv>
 #include <numeric>
 
 #include "base/error.h"
@@ -45,29 +46,63 @@ std::vector<double> GrowthData::Hours() const {
   return hours;
 }
 
+void AppendLineKey(std::string& key, std::string_view function, std::string_view file,
+                   int64_t line) {
+  key.append(function).push_back('\0');
+  key.append(file).push_back('\0');
+  char digits[24];
+  const auto r = std::to_chars(digits, digits + sizeof digits, line);
+  key.append(digits, r.ptr).push_back('\0');
+}
+
+void SetAddressKey(std::string& key, uint64_t address) { key = "@" + std::to_string(address); }
+
 uint32_t GrowthCollector::InternLocation(const ProfileView& view, const pb::Location& loc) {
-  GrowthLocation g{.address = loc.address(), .lines = {}};
   std::string key;
   for (const pb::Line& line : loc.line()) {
     const pb::Function* fn = view.Function(line.function_id());
-    if (fn == nullptr) continue;
-    g.lines.push_back(
-        {view.Str(fn->name()), view.Str(fn->filename()), line.line(), fn->start_line()});
-    key += g.lines.back().function + '\0' + g.lines.back().file + '\0' +
-           std::to_string(line.line()) + '\0';
+    if (fn != nullptr)
+      AppendLineKey(key, view.Str(fn->name()), view.Str(fn->filename()), line.line());
   }
   // Unsymbolized: only the address names it.
-  if (g.lines.empty()) key = "@" + std::to_string(loc.address());
-  auto [it, inserted] = location_ids_.try_emplace(key, data_.locations.size());
-  if (inserted) data_.locations.push_back(std::move(g));
-  return it->second;
+  if (key.empty()) SetAddressKey(key, loc.address());
+  return InternLocation(key, [&] {
+    GrowthLocation g{.address = loc.address(), .lines = {}};
+    for (const pb::Line& line : loc.line()) {
+      const pb::Function* fn = view.Function(line.function_id());
+      if (fn == nullptr) continue;
+      g.lines.push_back(
+          {view.Str(fn->name()), view.Str(fn->filename()), line.line(), fn->start_line()});
+    }
+    return g;
+  });
 }
 
-uint32_t GrowthCollector::InternSite(const std::vector<uint32_t>& locations) {
-  std::string key(reinterpret_cast<const char*>(locations.data()), locations.size() * 4);
-  auto [it, inserted] = site_ids_.try_emplace(std::move(key), data_.sites.size());
-  if (inserted) data_.sites.push_back({locations, {}});
-  return it->second;
+uint32_t GrowthCollector::InternSite(std::span<const uint32_t> locations) {
+  key_.assign(reinterpret_cast<const char*>(locations.data()), locations.size_bytes());
+  if (auto it = site_ids_.find(std::string_view(key_)); it != site_ids_.end()) return it->second;
+  const auto id = static_cast<uint32_t>(data_.sites.size());
+  data_.sites.push_back({std::vector<uint32_t>(locations.begin(), locations.end()), {}});
+  site_ids_.emplace(key_, id);
+  return id;
+}
+
+void GrowthCollector::AddSample(GrowthSnapshot& s, uint32_t snap, std::span<const uint32_t> stack,
+                                int64_t objects, int64_t bytes) {
+  GrowthSite& site = data_.sites[InternSite(stack)];
+  if (site.points.empty() || site.points.back().snapshot != snap) {
+    site.points.push_back({.snapshot = snap, .bytes_var = 0, .objects = 0, .bytes = 0});
+  }
+  GrowthPoint& p = site.points.back();
+  p.objects = SaturatingAdd(p.objects, objects);
+  p.bytes = SaturatingAdd(p.bytes, bytes);
+  p.bytes_var += static_cast<float>(SampledBytesVariance(objects, bytes, s.rate));
+  s.inuse_objects = SaturatingAdd(s.inuse_objects, objects);
+  s.inuse_bytes = SaturatingAdd(s.inuse_bytes, bytes);
+}
+
+void GrowthCollector::SetMainMapping(GrowthMapping mapping) {
+  if (!data_.main_mapping) data_.main_mapping = std::move(mapping);
 }
 
 void GrowthCollector::Add(const pb::Profile& profile, std::string name,
@@ -79,13 +114,13 @@ void GrowthCollector::Add(const pb::Profile& profile, std::string name,
     throw Error(ErrorKind::kMalformed, name,
                 ": not a heap profile (no inuse_objects and inuse_space sample types)");
   }
-  if (!data_.main_mapping && profile.mapping_size() > 0) {
+  if (profile.mapping_size() > 0) {
     const pb::Mapping& m = profile.mapping(0);
-    data_.main_mapping = GrowthMapping{.start = m.memory_start(),
-                                       .limit = m.memory_limit(),
-                                       .offset = m.file_offset(),
-                                       .filename = view.Str(m.filename()),
-                                       .build_id = view.Str(m.build_id())};
+    SetMainMapping({.start = m.memory_start(),
+                    .limit = m.memory_limit(),
+                    .offset = m.file_offset(),
+                    .filename = view.Str(m.filename()),
+                    .build_id = view.Str(m.build_id())});
   }
   const auto snap = static_cast<uint32_t>(data_.snapshots.size());
   GrowthSnapshot s{.name = std::move(name),
@@ -116,16 +151,7 @@ void GrowthCollector::Add(const pb::Profile& profile, std::string name,
       }
       stack.push_back(it->second);
     }
-    GrowthSite& site = data_.sites[InternSite(stack)];
-    if (site.points.empty() || site.points.back().snapshot != snap) {
-      site.points.push_back({.snapshot = snap, .bytes_var = 0, .objects = 0, .bytes = 0});
-    }
-    GrowthPoint& p = site.points.back();
-    p.objects = SaturatingAdd(p.objects, objects);
-    p.bytes = SaturatingAdd(p.bytes, bytes);
-    p.bytes_var += static_cast<float>(SampledBytesVariance(objects, bytes, s.rate));
-    s.inuse_objects = SaturatingAdd(s.inuse_objects, objects);
-    s.inuse_bytes = SaturatingAdd(s.inuse_bytes, bytes);
+    AddSample(s, snap, stack, objects, bytes);
   }
   data_.snapshots.push_back(std::move(s));
 }

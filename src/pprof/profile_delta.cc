@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "pprof/proto_wire.h"
 
 namespace goheap2pprof {
 namespace {
@@ -21,85 +22,7 @@ constexpr uint32_t kNone = UINT32_MAX;
 
 Error Malformed(std::string_view what) { return Error(ErrorKind::kMalformed, "profile: ", what); }
 
-// A bounds-checked reader of protobuf wire format.
-class Wire {
- public:
-  explicit Wire(std::string_view bytes)
-      : p_(reinterpret_cast<const uint8_t*>(bytes.data())), end_(p_ + bytes.size()) {}
-
-  bool Done() const { return p_ == end_; }
-
-  uint64_t Varint() {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (p_ == end_) throw Malformed("truncated varint");
-      const uint8_t b = *p_++;
-      v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if ((b & 0x80) == 0) return v;
-    }
-    throw Malformed("varint longer than 10 bytes");
-  }
-
-  // The next field's number and wire type.
-  std::pair<uint64_t, int> Tag() {
-    const uint64_t tag = Varint();
-    if ((tag >> 3) == 0) throw Malformed("field number 0");
-    return {tag >> 3, static_cast<int>(tag & 7)};
-  }
-
-  std::string_view Bytes() {
-    const uint64_t n = Varint();
-    if (n > static_cast<uint64_t>(end_ - p_)) throw Malformed("field longer than its message");
-    std::string_view out(reinterpret_cast<const char*>(p_), n);
-    p_ += n;
-    return out;
-  }
-
-  void Skip(int wire_type) {
-    size_t n = 0;
-    switch (wire_type) {
-      case 0:
-        Varint();
-        return;
-      case 2:
-        Bytes();
-        return;
-      case 1:
-        n = 8;
-        break;
-      case 5:
-        n = 4;
-        break;
-      default:
-        throw Malformed("unsupported wire type");
-    }
-    if (n > static_cast<size_t>(end_ - p_)) throw Malformed("truncated fixed-size field");
-    p_ += n;
-  }
-
-  // A scalar field's value; its wire type must be a varint.
-  uint64_t Scalar(int wire_type) {
-    if (wire_type != 0) throw Malformed("a number field is not a varint");
-    return Varint();
-  }
-
-  // A repeated varint field, packed or not: calls add on each element.
-  template <typename F>
-  void Repeated(int wire_type, F add) {
-    if (wire_type == 0) {
-      add(Varint());
-    } else if (wire_type == 2) {
-      Wire packed(Bytes());
-      while (!packed.Done()) add(packed.Varint());
-    } else {
-      throw Malformed("a repeated number field is neither varint nor packed");
-    }
-  }
-
- private:
-  const uint8_t* p_;
-  const uint8_t* end_;
-};
+using Wire = ProtoWire;
 
 struct ValueType {
   std::string_view type, unit;

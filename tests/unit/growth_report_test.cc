@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -119,12 +121,60 @@ TEST(GrowthReportTest, TotalsGiveTheShareExplainedAndTheTimeToTheCgroupLimit) {
   EXPECT_NE(text.find("RSS: 50.0MiB -> 72.0MiB (+22.0MiB); the profile explains 0%"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("limit 1.1GiB, reached in 16m40s at this rate"), std::string::npos) << text;
+  EXPECT_NE(text.find("limit 1.1GiB, reached in 16m40s at +3.5GiB/h (at 1970-01-01T00:18:31Z)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(j["totals"]["cgroup"]["limit_at_nanos"], 1111 * int64_t{1'000'000'000});
+  // The profile's change is 0 of the RSS's 22 MiB.
+  EXPECT_EQ(j["totals"]["rss"]["profile_explains"], 0.0);
   // Not growing: no time to the limit.
   r.info.cgroup = GrowthPair{111 * kMiB, 100 * kMiB};
   EXPECT_TRUE(nlohmann::json::parse(
                   GrowthJson(r, {.top = 1, .fail_above = {}}))["totals"]["cgroup"]["hours_to_limit"]
                   .is_null());
+}
+
+TEST(GrowthReportTest, TheLimitIsForecastAtTheSlopeOfTheCgroupReadings) {
+  GrowthReport r = Report();
+  // Readings at 100..111 s: flat for six seconds, then 2 MiB/s; the window's
+  // first and last pair alone would give the average rate of 1 MiB/s.
+  r.info.cgroup = GrowthPair{100 * kMiB, 112 * kMiB};
+  for (int64_t i = 0; i < 12; ++i) {
+    const int64_t usage = 100 * kMiB + std::max<int64_t>(0, i - 5) * 2 * kMiB;
+    r.info.cgroup_usage.push_back({(100 + i) * int64_t{1'000'000'000}, usage});
+  }
+  r.info.cgroup_limit = 200 * kMiB;
+  const std::optional<LimitForecast> f = CgroupLimitForecast(r);
+  ASSERT_TRUE(f.has_value());
+  // Least squares over all twelve: below 2 MiB/s, above the average.
+  EXPECT_GT(f->slope_bytes_per_hour, 1.0 * kMiB * 3600);
+  EXPECT_LT(f->slope_bytes_per_hour, 2.0 * kMiB * 3600);
+  EXPECT_NEAR(f->hours, 88.0 * kMiB / f->slope_bytes_per_hour, 1e-12);
+  EXPECT_EQ(f->at_nanos, 111'000'000'000 + static_cast<int64_t>(f->hours * 3.6e12));
+  // A limit already passed is reached now.
+  r.info.cgroup_limit = 50 * kMiB;
+  EXPECT_EQ(CgroupLimitForecast(r)->hours, 0.0);
+  r.info.cgroup_limit.reset();
+  EXPECT_FALSE(CgroupLimitForecast(r).has_value());
+}
+
+TEST(GrowthReportTest, TheHeaderShowsTheLabelsAndTheSharesTheProfileExplains) {
+  GrowthReport r = Report();
+  r.info.labels = {{"pod", "shop/cart-7d9f"}, {"container", "cart"}};
+  // The profiled total is flat (leak and shrink cancel): add a growth to it
+  // through heap_live's comparison of 0 B with +4 MiB.
+  r.info.heap_live = GrowthPair{10 * kMiB, 14 * kMiB};
+  const std::string text = GrowthText(r, {.top = 1, .fail_above = std::nullopt});
+  EXPECT_NE(text.find(", pod shop/cart-7d9f, container cart\nwindow: "), std::string::npos) << text;
+  EXPECT_NE(text.find("/gc/heap/live:bytes: 10.0MiB -> 14.0MiB (+4.0MiB); the profile explains "
+                      "0%"),
+            std::string::npos)
+      << text;
+  const nlohmann::json j = nlohmann::json::parse(GrowthJson(r, {.top = 1, .fail_above = {}}));
+  EXPECT_EQ(j["labels"]["pod"], "shop/cart-7d9f");
+  EXPECT_EQ(j["labels"]["container"], "cart");
+  EXPECT_EQ(j["totals"]["heap_live"]["profile_explains"], 0.0);
+  EXPECT_TRUE(j["totals"]["rss"].is_null());
 }
 
 TEST(GrowthReportTest, TextShowsTheClassSlopeAndStack) {

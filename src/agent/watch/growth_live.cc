@@ -25,18 +25,6 @@ using Clock = std::chrono::steady_clock;
 // More snapshots than this is a mistake in --every or --for.
 constexpr int64_t kMaxSnapshots = 100000;
 
-std::string ProcessStart(uint64_t start_ticks) {
-  const uint64_t boot = BootTimeSeconds();
-  const long hz = sysconf(_SC_CLK_TCK);
-  if (boot == 0 || hz <= 0 || start_ticks == 0) return "";
-  const auto secs = static_cast<time_t>(boot + start_ticks / static_cast<uint64_t>(hz));
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 // VmRSS of /proc/<pid>/status in bytes.
 std::optional<int64_t> ReadRss(pid_t pid) {
   std::optional<ProcStatusMemory> m = ReadProcStatusMemory(pid);
@@ -90,6 +78,7 @@ struct LiveRun {
   std::optional<uint32_t> last_cycle;
   int skipped = 0;
   std::optional<Outside> first, last;
+  std::vector<GrowthReading> cgroup_usage;  // at each kept snapshot
 };
 
 // /gc/heap/live:bytes from the runtime's memory statistics; nullopt when
@@ -125,6 +114,11 @@ void TakeSnapshot(LiveRun& run, const GrowthLiveOptions& o, const OutsideReader&
   run.collector.Add(r.profile.get(), name, report.cycle);
   Outside now = outside.Read();
   now.heap_live = HeapLive(run);
+  if (now.cgroup) {
+    const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::system_clock::now().time_since_epoch());
+    run.cgroup_usage.push_back({.time_nanos = nanos.count(), .bytes = *now.cgroup});
+  }
   (run.first ? run.last : run.first) = now;
   if (o.verbose) {
     log << "goheap2pprof growth: " << name << " kept (cycle "
@@ -133,6 +127,18 @@ void TakeSnapshot(LiveRun& run, const GrowthLiveOptions& o, const OutsideReader&
 }
 
 }  // namespace
+
+std::string ProcessStartUtc(uint64_t start_ticks) {
+  const uint64_t boot = BootTimeSeconds();
+  const long hz = sysconf(_SC_CLK_TCK);
+  if (boot == 0 || hz <= 0 || start_ticks == 0) return "";
+  const auto secs = static_cast<time_t>(boot + start_ticks / static_cast<uint64_t>(hz));
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
 
 GrowthReport RunLiveGrowth(const GrowthLiveOptions& o, std::ostream& log) {
   if (o.every.count() <= 0) throw Error(ErrorKind::kUsage, "--every must be positive");
@@ -175,11 +181,12 @@ GrowthReport RunLiveGrowth(const GrowthLiveOptions& o, std::ostream& log) {
   GrowthInfo info;
   info.source = "pid " + std::to_string(o.pid);
   info.pid = o.pid;
-  info.process_start = ProcessStart(id.start_time);
+  info.process_start = ProcessStartUtc(id.start_time);
   info.go_version = run.analysis->go_version();
   info.build_id = run.source->executable().gnu_build_id;
   info.skipped_same_cycle = run.skipped;
   if (run.first && run.last) SetOutside(*run.first, *run.last, info);
+  info.cgroup_usage = std::move(run.cgroup_usage);
   return AnalyzeGrowth(std::move(run.collector).Finish(), std::move(info));
 }
 

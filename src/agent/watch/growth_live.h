@@ -38,4 +38,8 @@ struct GrowthLiveOptions {
 // two, or Error(kNoSuchProcess)). Throws Error as a capture does.
 GrowthReport RunLiveGrowth(const GrowthLiveOptions& options, std::ostream& log);
 
+// The process's start time (ticks since boot, /proc/<pid>/stat's field 22)
+// in UTC, ISO 8601; "" when the boot time is unknown.
+std::string ProcessStartUtc(uint64_t start_ticks);
+
 }  // namespace goheap2pprof

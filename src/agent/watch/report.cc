@@ -8,21 +8,52 @@
 
 namespace goheap2pprof {
 
+namespace {
+
+// The first and last of a quantity read beside the profiles kept.
+template <typename Field>
+std::optional<GrowthPair> Pair(const std::vector<const WatchReading*>& kept, Field field) {
+  const std::optional<int64_t>& first = kept.front()->*field;
+  const std::optional<int64_t>& last = kept.back()->*field;
+  if (!first || !last) return std::nullopt;
+  return GrowthPair{*first, *last};
+}
+
+void SetReadings(const std::vector<const WatchReading*>& kept, GrowthInfo& info) {
+  if (kept.size() < 2) return;
+  info.heap_live = Pair(kept, &WatchReading::heap_live);
+  info.rss = Pair(kept, &WatchReading::rss);
+  info.cgroup = Pair(kept, &WatchReading::cgroup_usage);
+  info.cgroup_limit = kept.back()->cgroup_limit;
+  for (const WatchReading* r : kept) {
+    if (r->cgroup_usage) info.cgroup_usage.push_back({r->time_nanos, *r->cgroup_usage});
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> WriteWatchGrowthReport(const OutputDir& dir,
                                                 const std::vector<std::string>& profiles,
-                                                const std::string& program, pid_t pid) {
+                                                const std::vector<WatchReading>& readings,
+                                                const WatchReportSubject& who) {
   GrowthCollector collector;
-  for (const std::string& name : profiles) {
-    const std::string path = dir.path() + "/" + name;
+  std::vector<const WatchReading*> kept;
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    const std::string path = dir.path() + "/" + profiles[i];
     // --max-files may have deleted the oldest.
     if (!std::filesystem::exists(path)) continue;
-    collector.Add(ReadProfileFile(path), name);
+    collector.AddSerialized(ReadProfileBytes(path), profiles[i]);
+    if (readings.size() == profiles.size()) kept.push_back(&readings[i]);
   }
   GrowthInfo info;
-  info.source = program + " pid " + std::to_string(pid) + " (watch)";
-  info.pid = pid;
+  info.source = who.program + " pid " + std::to_string(who.pid) + " (watch)";
+  info.pid = who.pid;
+  info.process_start = who.process_start;
+  info.go_version = who.go_version;
+  info.labels = who.labels;
+  SetReadings(kept, info);
   const GrowthReport report = AnalyzeGrowth(std::move(collector).Finish(), std::move(info));
-  std::string base = program + "-" + std::to_string(pid) + "-growth";
+  std::string base = who.program + "-" + std::to_string(who.pid) + "-growth";
   for (char& c : base) {
     if (c == '/' || c == '\0') c = '_';
   }

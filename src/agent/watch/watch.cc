@@ -25,6 +25,7 @@
 #include "agent/common/signals.h"
 #include "agent/watch/files.h"
 #include "agent/watch/go_memory_record.h"
+#include "agent/watch/growth_live.h"
 #include "agent/watch/process.h"
 #include "agent/watch/report.h"
 #include "agent/worker/pool.h"
@@ -114,7 +115,9 @@ struct Target {
   bool psi_fired = false;
   int captures = 0;
   std::string last_file;
-  std::vector<std::string> files;  // every profile written, for --report
+  std::vector<std::string> files;      // every profile written, for --report
+  std::vector<WatchReading> readings;  // beside each of files
+  std::string go_version;              // as the last memory statistics said
   std::string last_error;
 };
 
@@ -152,6 +155,9 @@ class Watcher {
   void Ended(Target& t);
   // --report: the growth report of t's profiles, beside them.
   void Report(const Target& t);
+  // What the report compares a profile with: the memory statistics read
+  // just before it (GoMemory's record) and the RSS and cgroup now.
+  WatchReading ReadingBeside(Target& t, const json& go_memory) const;
   void Discover();
   void DrainInotify();
   std::optional<std::string> PsiFileFor(pid_t pid) const;
@@ -379,6 +385,7 @@ std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, 
     ++t.captures;
     t.last_file = name;
     t.files.push_back(name);
+    t.readings.push_back(ReadingBeside(t, record["go_memory"]));
     std::vector<std::string> deleted;
     for (const FileRotation::Written& old : rotation_.Add(path)) {
       if (FileRotation::Delete(old)) deleted.push_back(old.path.substr(options_.dir.size() + 1));
@@ -483,12 +490,37 @@ void Watcher::Ended(Target& t) {
   Report(t);
 }
 
+WatchReading Watcher::ReadingBeside(Target& t, const json& go_memory) const {
+  WatchReading r;
+  r.time_nanos =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(SystemClock::now().time_since_epoch())
+          .count();
+  if (go_memory.is_object()) {
+    const json live = go_memory.value("live_heap", json());
+    if (live.is_number_integer()) r.heap_live = live.get<int64_t>();
+    const json version = go_memory.value("go_version", json());
+    if (version.is_string()) t.go_version = version.get<std::string>();
+  }
+  if (std::optional<uint64_t> rss = ReadRss(t.pid)) r.rss = static_cast<int64_t>(*rss);
+  if (t.cgroup) {
+    const MemoryReading m = fs_.Read(*t.cgroup);
+    if (m.usage) r.cgroup_usage = static_cast<int64_t>(*m.usage);
+    if (m.limit) r.cgroup_limit = static_cast<int64_t>(*m.limit);
+  }
+  return r;
+}
+
 void Watcher::Report(const Target& t) {
   if (!options_.report) return;
   json record = Base(t);
   record["event"] = "growth-report";
   try {
-    const std::vector<std::string> names = WriteWatchGrowthReport(*dir_, t.files, t.comm, t.pid);
+    const WatchReportSubject who{.program = t.comm,
+                                 .pid = t.pid,
+                                 .process_start = ProcessStartUtc(t.start_time),
+                                 .go_version = t.go_version,
+                                 .labels = {}};
+    const std::vector<std::string> names = WriteWatchGrowthReport(*dir_, t.files, t.readings, who);
     record["files"] = names;
     Say("pid " + std::to_string(t.pid) + ": growth report in " + names.front());
   } catch (const Error& e) {
