@@ -87,6 +87,7 @@ class Agent {
     serve_metrics_.SetDiscovery(processes, discovery_.scans(), discovery_.analyses(),
                                 discovery_.cache_hits());
     serve_metrics_.SetDiscoveryHealth(discovery_.scan_errors(), discovery_.last_success_seconds());
+    serve_metrics_.SetIdentityFailures(discovery_.identity_failures());
     return serve_metrics_.Render() + push_metrics_.Render();
   }
 
@@ -149,7 +150,11 @@ class Agent {
   }
 
   static Discovery::Options DiscoveryOptions(const PushOptions& o) {
-    return Discovery::Options::For(o.filter, o.discover_interval_seconds, o.service_name_from);
+    Discovery::Options d =
+        Discovery::Options::For(o.filter, o.discover_interval_seconds, o.service_name_from);
+    d.host_root = o.host_root;
+    d.node_name = o.node_name;
+    return d;
   }
 
   static BackendOptions Backend(const PushOptions& o, const char* name, const std::string& url) {
