@@ -1,0 +1,217 @@
+# A private containerd with its CRI plugin, driven by crictl, for the suites
+# that need a real Kubernetes-style pod (tests/e2e/containerd_test.sh). Not a
+# test: source it after lib.sh and e2e_init/e2e_make_work.
+#
+# No kubelet can run here, but the runtime a kubelet drives can: a pod started
+# through the CRI gets the cgroups, the OCI bundle and its annotations that it
+# would get on a node (docs/containerd-test.md has the quirks).
+#
+#   cd_require                  skip unless root, containerd, runc, ctr; sets crictl
+#   cd_start                    a containerd of our own (root, state, socket)
+#   cd_image <ref> <tar> <dir> <entrypoint...>
+#                               an OCI image archive of one layer (the files of
+#                               dir), imported into the k8s.io namespace
+#   cd_pod <name> <ns> <uid> [host_pid]  sets pod (its id) from crictl runp
+#   cd_container <pod> <name> <image> <ns> <uid> <mounts-json> [security-json] [args-json]
+#                               sets cid; created and started
+#   cd_stop                     pods stopped and removed, containerd ended,
+#                               the pods' cgroups removed (the EXIT trap's)
+#
+# Everything containerd keeps goes under a private root and state directory
+# and socket (cd_state, cd_sock), so a containerd of the machine's own at
+# /run/containerd is never touched; the OCI bundles then live under
+# $cd_state/io.containerd.runtime.v2.task/k8s.io/<id>/ instead of
+# /run/containerd/..., which cd_host_root makes look like a node's.
+
+# The sandbox image of containerd 1.6's default configuration: our own tiny
+# program under the name the runtime pulls, so nothing is ever pulled.
+cd_pause_ref=registry.k8s.io/pause:3.6
+cd_pods=()
+cd_pid=""
+cd_cgroups=()
+
+# cd_require: skips (exit 77) unless this runs as root with containerd, runc
+# and ctr installed (scripts/install-deps.sh --test installs them); sets
+# crictl, installing cri-tools' crictl with `go install` into
+# $bin/e2e/crictl once (the Go module proxy must be reachable then).
+cd_require() {
+  if [[ $(id -u) != 0 ]]; then
+    echo "SKIP: containerd and runc need root"
+    exit 77
+  fi
+  local c
+  for c in containerd runc ctr containerd-shim-runc-v2; do
+    e2e_require_command "$c" "needs $c (apt-get install containerd runc; scripts/install-deps.sh --test)"
+  done
+  crictl=$(command -v crictl || echo "$bin/e2e/crictl/crictl")
+  if [[ ! -x $crictl ]]; then
+    mkdir -p "$bin/e2e/crictl"
+    if ! GOBIN=$bin/e2e/crictl "${go[@]}" install sigs.k8s.io/cri-tools/cmd/crictl@v1.37.0 \
+      >"$work/crictl-install.log" 2>&1; then
+      fail "go install sigs.k8s.io/cri-tools/cmd/crictl@v1.37.0" "$work/crictl-install.log"
+      e2e_finish
+    fi
+  fi
+}
+
+# cd_crictl <args...>: crictl against our socket, bounded.
+cd_crictl() {
+  timeout 60 "$crictl" --runtime-endpoint "unix://$cd_sock" --image-endpoint "unix://$cd_sock" \
+    --timeout 30s "$@"
+}
+
+# cd_ctr <args...>: ctr against our socket.
+cd_ctr() {
+  timeout 60 ctr --address "$cd_sock" "$@"
+}
+
+# cd_start: writes $work/containerd/config.toml and starts containerd on it;
+# waits (bounded) until the CRI answers. Ends the suite on failure.
+cd_start() {
+  local dir=$work/containerd
+  # The socket's path must fit a sockaddr_un (108 bytes): a short one in /run.
+  cd_state=/run/goheap2pprof-e2e-containerd.$$
+  cd_sock=$cd_state/containerd.sock
+  mkdir -p "$dir/root" "$cd_state"
+  # restrict_oom_score_adj: the sandbox asks for oom_score_adj -998, which root
+  # without CAP_SYS_RESOURCE may not set, and every pod fails with "can't get
+  # final child's PID from pipe: EOF" (runc: "failed to update
+  # /proc/self/oom_score_adj: Permission denied").
+  containerd config default |
+    sed -e "s|^root = .*|root = \"$dir/root\"|" \
+      -e "s|^state = .*|state = \"$cd_state\"|" \
+      -e "/^\[grpc\]/,/^\[/ s|^  address = .*|  address = \"$cd_sock\"|" \
+      -e "/^\[ttrpc\]/,/^\[/ s|^  address = .*|  address = \"$cd_sock.ttrpc\"|" \
+      -e 's|restrict_oom_score_adj = false|restrict_oom_score_adj = true|' \
+      -e "s|sandbox_image = .*|sandbox_image = \"$cd_pause_ref\"|" \
+      -e 's|SystemdCgroup = true|SystemdCgroup = false|' >"$dir/config.toml"
+  containerd --config "$dir/config.toml" >"$dir/containerd.out" 2>"$dir/containerd.log" &
+  cd_pid=$!
+  e2e_track_pid "$cd_pid"
+  for _ in $(seq 1 150); do
+    cd_crictl info >/dev/null 2>&1 && return 0
+    kill -0 "$cd_pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  fail "containerd did not answer on $cd_sock within 30 s" "$dir/containerd.log"
+  e2e_finish
+}
+
+# cd_image_archive <ref> <tar> <dir> <entrypoint...>: writes an OCI image
+# archive of one gzip layer holding the files of dir, with that entrypoint.
+# A throwaway: deploy's scripts/oci-image.sh replaces it once it exists.
+cd_image_archive() {
+  local ref=$1 tar=$2 dir=$3 tmp layer diff layer_digest config config_digest manifest manifest_digest
+  shift 3
+  tmp=$(mktemp -d "$work/image.XXXXXX")
+  mkdir -p "$tmp/blobs/sha256"
+  tar -C "$dir" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf "$tmp/layer.tar" .
+  diff=$(sha256sum <"$tmp/layer.tar" | cut -d' ' -f1)
+  gzip -n -c "$tmp/layer.tar" >"$tmp/layer.tar.gz"
+  layer_digest=$(sha256sum <"$tmp/layer.tar.gz" | cut -d' ' -f1)
+  mv "$tmp/layer.tar.gz" "$tmp/blobs/sha256/$layer_digest"
+  config=$(jq -cn --arg diff "sha256:$diff" --args '{architecture: "amd64", os: "linux",
+    config: {Entrypoint: $ARGS.positional}, rootfs: {type: "layers", diff_ids: [$diff]}}' "$@")
+  config_digest=$(printf '%s' "$config" | sha256sum | cut -d' ' -f1)
+  printf '%s' "$config" >"$tmp/blobs/sha256/$config_digest"
+  manifest=$(jq -cn --arg c "sha256:$config_digest" --argjson cs ${#config} \
+    --arg l "sha256:$layer_digest" --argjson ls "$(stat -c %s "$tmp/blobs/sha256/$layer_digest")" \
+    '{schemaVersion: 2, mediaType: "application/vnd.oci.image.manifest.v1+json",
+      config: {mediaType: "application/vnd.oci.image.config.v1+json", digest: $c, size: $cs},
+      layers: [{mediaType: "application/vnd.oci.image.layer.v1.tar+gzip", digest: $l, size: $ls}]}')
+  manifest_digest=$(printf '%s' "$manifest" | sha256sum | cut -d' ' -f1)
+  printf '%s' "$manifest" >"$tmp/blobs/sha256/$manifest_digest"
+  echo '{"imageLayoutVersion":"1.0.0"}' >"$tmp/oci-layout"
+  jq -cn --arg d "sha256:$manifest_digest" --argjson s ${#manifest} --arg ref "$ref" \
+    '{schemaVersion: 2, manifests: [{mediaType: "application/vnd.oci.image.manifest.v1+json",
+      digest: $d, size: $s, annotations: {"io.containerd.image.name": $ref}}]}' >"$tmp/index.json"
+  rm "$tmp/layer.tar"
+  tar -C "$tmp" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf "$tar" \
+    oci-layout index.json blobs
+  rm -rf "$tmp"
+}
+
+# cd_image <ref> <tar> <dir> <entrypoint...>: cd_image_archive, then imported
+# into the CRI's namespace (k8s.io). Ends the suite on failure.
+cd_image() {
+  local ref=$1 tar=$2
+  cd_image_archive "$@"
+  if ! cd_ctr -n k8s.io images import "$tar" >"$tar.import.log" 2>&1; then
+    fail "ctr images import of $ref" "$tar.import.log"
+    e2e_finish
+  fi
+}
+
+# cd_pod <name> <namespace> <uid> [pid-namespace]: runs a pod sandbox with
+# host networking (no CNI here) in a kubepods-style cgroup of the cgroupfs
+# driver; pid-namespace 2 is hostPID (the CRI's NODE), else the pod's own.
+# Sets pod to its id, or to "" after reporting the failure.
+cd_pod() {
+  local name=$1 ns=$2 uid=$3 pidns=${4:-0} json=$work/pod-$1.json
+  jq -n --arg name "$name" --arg ns "$ns" --arg uid "$uid" --argjson pidns "$pidns" \
+    --arg parent "/kubepods/burstable/pod$uid" --arg logs "$work/logs/$name" '{
+    metadata: {name: $name, namespace: $ns, uid: $uid, attempt: 0},
+    log_directory: $logs,
+    linux: {cgroup_parent: $parent,
+            security_context: {namespace_options: {network: 2, pid: $pidns}}}}' >"$json"
+  mkdir -p "$work/logs/$name"
+  cd_cgroups+=("kubepods/burstable/pod$uid")
+  pod=""
+  if ! pod=$(cd_crictl runp "$json" 2>"$work/runp-$name.err"); then
+    pod=""
+    fail "crictl runp $name" "$work/runp-$name.err"
+    return 1
+  fi
+  cd_pods+=("$pod")
+}
+
+# cd_container <pod> <pod-name> <name> <image> <mounts-json> [security-json] [args-json]:
+# creates and starts a container in the pod (host network, like its pod);
+# its log is $work/logs/<pod-name>/<name>.log. Sets cid, or "" after
+# reporting the failure.
+cd_container() {
+  local pod=$1 pod_name=$2 name=$3 image=$4 mounts=$5 security=${6:-'{}'} args=${7:-'[]'}
+  local json=$work/ctr-$name.json
+  jq -n --arg name "$name" --arg image "$image" --argjson mounts "$mounts" \
+    --argjson sec "$security" --argjson args "$args" '{
+    metadata: {name: $name}, image: {image: $image}, args: $args,
+    log_path: ($name + ".log"), mounts: $mounts,
+    linux: {security_context: ({namespace_options: {network: 2}} + $sec)}}' >"$json"
+  cid=""
+  if ! cid=$(cd_crictl create "$pod" "$json" "$work/pod-$pod_name.json" 2>"$work/create-$name.err"); then
+    cid=""
+    fail "crictl create $name" "$work/create-$name.err"
+    return 1
+  fi
+  if ! cd_crictl start "$cid" >/dev/null 2>"$work/start-$name.err"; then
+    fail "crictl start $name" "$work/start-$name.err"
+    cid=""
+    return 1
+  fi
+}
+
+# cd_stop: the EXIT trap's part: every pod stopped and removed (their
+# containers and shims end with them), containerd ended, its state and the
+# pods' cgroups removed.
+cd_stop() {
+  local p c
+  if [[ -n $cd_pid ]]; then
+    for p in "${cd_pods[@]}"; do
+      cd_crictl stopp "$p" >/dev/null 2>&1
+      cd_crictl rmp "$p" >/dev/null 2>&1
+    done
+    cd_pods=()
+    cd_ctr -n k8s.io images rm "$cd_pause_ref" >/dev/null 2>&1
+  fi
+  e2e_stop_pids
+  cd_pid=""
+  for c in "${cd_cgroups[@]}"; do
+    for p in /sys/fs/cgroup/*/"$c"; do
+      [[ -d $p ]] && rmdir "$p" 2>/dev/null
+    done
+  done
+  cd_cgroups=()
+  # The snapshots are overlay mounts of the pods, gone with them; what is left
+  # of ours under /run is the socket and the (then empty) task directories.
+  [[ -n ${cd_state:-} ]] && ! grep -q " $cd_state" /proc/mounts && rm -rf "$cd_state"
+}
