@@ -52,6 +52,8 @@ test_packages=(
   libcapstone-dev:arm64 libseccomp-dev:arm64 libzstd-dev:arm64 liblzma-dev:arm64
   libbz2-dev:arm64 libssl-dev:arm64 libdeflate-dev:arm64
   mmdebstrap zsh file dpkg-dev man-db systemd
+  # The agent's OCI image (tests/e2e/image_test.sh): real readers of the layout.
+  umoci skopeo
   # tests/e2e/containerd_test.sh: real pods through the CRI (crictl comes from the Go
   # module proxy, installed by the suite).
   containerd runc
