@@ -8,9 +8,9 @@
 #
 #   cd_require                  skip unless root, containerd, runc, ctr; sets crictl
 #   cd_start                    a containerd of our own (root, state, socket)
-#   cd_image <ref> <tar> <dir> <entrypoint...>
-#                               an OCI image archive of one layer (the files of
-#                               dir), imported into the k8s.io namespace
+#   cd_image <ref> <tar> <oci-image.sh args...>
+#                               an image of scripts/oci-image.sh, imported into
+#                               the k8s.io namespace
 #   cd_pod <name> <ns> <uid> [host_pid]  sets pod (its id) from crictl runp
 #   cd_container <pod> <name> <image> <ns> <uid> <mounts-json> [security-json] [args-json]
 #                               sets cid; created and started
@@ -29,6 +29,7 @@ cd_pause_ref=registry.k8s.io/pause:3.6
 cd_pods=()
 cd_pid=""
 cd_cgroups=()
+cd_all_cgroups=()
 
 # cd_require: skips (exit 77) unless this runs as root with containerd, runc
 # and ctr installed (scripts/install-deps.sh --test installs them); sets
@@ -56,7 +57,7 @@ cd_require() {
 
 # cd_crictl <args...>: crictl against our socket, bounded.
 cd_crictl() {
-  timeout 60 "$crictl" --runtime-endpoint "unix://$cd_sock" --image-endpoint "unix://$cd_sock" \
+  timeout 60 "$crictl" --config "$work/crictl.yaml" --runtime-endpoint "unix://$cd_sock" --image-endpoint "unix://$cd_sock" \
     --timeout 30s "$@"
 }
 
@@ -73,6 +74,8 @@ cd_start() {
   cd_state=/run/goheap2pprof-e2e-containerd.$$
   cd_sock=$cd_state/containerd.sock
   mkdir -p "$dir/root" "$cd_state"
+  # crictl warns on every call without a configuration file: an empty one.
+  : >"$work/crictl.yaml"
   # restrict_oom_score_adj: the sandbox asks for oom_score_adj -998, which root
   # without CAP_SYS_RESOURCE may not set, and every pod fails with "can't get
   # final child's PID from pipe: EOF" (runc: "failed to update
@@ -84,6 +87,7 @@ cd_start() {
       -e "/^\[ttrpc\]/,/^\[/ s|^  address = .*|  address = \"$cd_sock.ttrpc\"|" \
       -e 's|restrict_oom_score_adj = false|restrict_oom_score_adj = true|' \
       -e "s|sandbox_image = .*|sandbox_image = \"$cd_pause_ref\"|" \
+      -e "s|^            Root = \"\"|            Root = \"$cd_state/runc\"|" \
       -e 's|SystemdCgroup = true|SystemdCgroup = false|' >"$dir/config.toml"
   containerd --config "$dir/config.toml" >"$dir/containerd.out" 2>"$dir/containerd.log" &
   cd_pid=$!
@@ -97,45 +101,17 @@ cd_start() {
   e2e_finish
 }
 
-# cd_image_archive <ref> <tar> <dir> <entrypoint...>: writes an OCI image
-# archive of one gzip layer holding the files of dir, with that entrypoint.
-# A throwaway: deploy's scripts/oci-image.sh replaces it once it exists.
-cd_image_archive() {
-  local ref=$1 tar=$2 dir=$3 tmp layer diff layer_digest config config_digest manifest manifest_digest
-  shift 3
-  tmp=$(mktemp -d "$work/image.XXXXXX")
-  mkdir -p "$tmp/blobs/sha256"
-  tar -C "$dir" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf "$tmp/layer.tar" .
-  diff=$(sha256sum <"$tmp/layer.tar" | cut -d' ' -f1)
-  gzip -n -c "$tmp/layer.tar" >"$tmp/layer.tar.gz"
-  layer_digest=$(sha256sum <"$tmp/layer.tar.gz" | cut -d' ' -f1)
-  mv "$tmp/layer.tar.gz" "$tmp/blobs/sha256/$layer_digest"
-  config=$(jq -cn --arg diff "sha256:$diff" --args '{architecture: "amd64", os: "linux",
-    config: {Entrypoint: $ARGS.positional}, rootfs: {type: "layers", diff_ids: [$diff]}}' "$@")
-  config_digest=$(printf '%s' "$config" | sha256sum | cut -d' ' -f1)
-  printf '%s' "$config" >"$tmp/blobs/sha256/$config_digest"
-  manifest=$(jq -cn --arg c "sha256:$config_digest" --argjson cs ${#config} \
-    --arg l "sha256:$layer_digest" --argjson ls "$(stat -c %s "$tmp/blobs/sha256/$layer_digest")" \
-    '{schemaVersion: 2, mediaType: "application/vnd.oci.image.manifest.v1+json",
-      config: {mediaType: "application/vnd.oci.image.config.v1+json", digest: $c, size: $cs},
-      layers: [{mediaType: "application/vnd.oci.image.layer.v1.tar+gzip", digest: $l, size: $ls}]}')
-  manifest_digest=$(printf '%s' "$manifest" | sha256sum | cut -d' ' -f1)
-  printf '%s' "$manifest" >"$tmp/blobs/sha256/$manifest_digest"
-  echo '{"imageLayoutVersion":"1.0.0"}' >"$tmp/oci-layout"
-  jq -cn --arg d "sha256:$manifest_digest" --argjson s ${#manifest} --arg ref "$ref" \
-    '{schemaVersion: 2, manifests: [{mediaType: "application/vnd.oci.image.manifest.v1+json",
-      digest: $d, size: $s, annotations: {"io.containerd.image.name": $ref}}]}' >"$tmp/index.json"
-  rm "$tmp/layer.tar"
-  tar -C "$tmp" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf "$tar" \
-    oci-layout index.json blobs
-  rm -rf "$tmp"
-}
-
-# cd_image <ref> <tar> <dir> <entrypoint...>: cd_image_archive, then imported
-# into the CRI's namespace (k8s.io). Ends the suite on failure.
+# cd_image <ref> <tar> <oci-image.sh arguments...>: an image built offline by
+# scripts/oci-image.sh (reproducible, one layer), imported into the CRI's
+# namespace (k8s.io). Ends the suite on failure.
 cd_image() {
   local ref=$1 tar=$2
-  cd_image_archive "$@"
+  shift 2
+  if ! bash "$src/scripts/oci-image.sh" --out "$tar.layout" --name "$ref" --tar "$tar" "$@" \
+    >"$tar.build.log" 2>&1; then
+    fail "scripts/oci-image.sh for $ref" "$tar.build.log"
+    e2e_finish
+  fi
   if ! cd_ctr -n k8s.io images import "$tar" >"$tar.import.log" 2>&1; then
     fail "ctr images import of $ref" "$tar.import.log"
     e2e_finish
@@ -156,6 +132,7 @@ cd_pod() {
             security_context: {namespace_options: {network: 2, pid: $pidns}}}}' >"$json"
   mkdir -p "$work/logs/$name"
   cd_cgroups+=("kubepods/burstable/pod$uid")
+  cd_all_cgroups+=("kubepods/burstable/pod$uid")
   pod=""
   if ! pod=$(cd_crictl runp "$json" 2>"$work/runp-$name.err"); then
     pod=""
@@ -190,9 +167,23 @@ cd_container() {
   fi
 }
 
-# cd_stop: the EXIT trap's part: every pod stopped and removed (their
-# containers and shims end with them), containerd ended, its state and the
-# pods' cgroups removed.
+# cd_leftovers: prints what of our containerd outlived cd_stop: processes
+# naming its socket or state (shims), mounts under its state, pod cgroups.
+cd_leftovers() {
+  local f c
+  for f in /proc/[0-9]*/cmdline; do
+    grep -qsF -- "$cd_state/" "$f" && echo "process ${f//[!0-9]/}: $(tr '\0' ' ' <"$f")"
+  done
+  grep -F " $cd_state/" /proc/mounts | awk '{print "mount " $2}'
+  for c in "${cd_all_cgroups[@]}"; do
+    ls -d /sys/fs/cgroup/*/"$c" 2>/dev/null | sed 's/^/cgroup /'
+  done
+}
+
+# cd_stop: every pod stopped and removed (their containers and shims end with
+# them), containerd ended, its state and the pods' cgroups removed. Call it
+# before e2e_finish (which removes $work, containerd's root, on success) and
+# in the EXIT trap; a second call does nothing.
 cd_stop() {
   local p c
   if [[ -n $cd_pid ]]; then
@@ -201,7 +192,6 @@ cd_stop() {
       cd_crictl rmp "$p" >/dev/null 2>&1
     done
     cd_pods=()
-    cd_ctr -n k8s.io images rm "$cd_pause_ref" >/dev/null 2>&1
   fi
   e2e_stop_pids
   cd_pid=""
@@ -214,4 +204,8 @@ cd_stop() {
   # The snapshots are overlay mounts of the pods, gone with them; what is left
   # of ours under /run is the socket and the (then empty) task directories.
   [[ -n ${cd_state:-} ]] && ! grep -q " $cd_state" /proc/mounts && rm -rf "$cd_state"
+  # The shims' sockets go to /run/containerd/s whatever the state directory
+  # (containerd 1.6); the directories are removed when no one else uses them.
+  rmdir /run/containerd/s /run/containerd 2>/dev/null
+  return 0
 }

@@ -37,14 +37,13 @@ cd_require
 ready_timeout=${CONTAINERD_READY_TIMEOUT:-120} # seconds; the oracle at rate 1 does a lot of work
 
 # The two images: the sandbox ("pause") and testdata/oracle, each one static
-# binary at the root of its only layer.
+# binary at the root of its only layer (scripts/oci-image.sh).
 e2e_build_oracle
-mkdir -p "$work/img/pause" "$work/img/oracle"
-e2e_go_build pause "$work/img/pause/pause"
-cp "$binary" "$work/img/oracle/oracle"
+e2e_go_build pause "$work/bin/pause"
 cd_start
-cd_image "$cd_pause_ref" "$work/pause.tar" "$work/img/pause" /pause
-cd_image goheap2pprof.test/oracle:e2e "$work/oracle.tar" "$work/img/oracle" /oracle
+cd_image "$cd_pause_ref" "$work/pause.tar" --file "$work/bin/pause:/pause:0755" --entrypoint /pause
+cd_image goheap2pprof.test/oracle:e2e "$work/oracle.tar" --file "$binary:/oracle:0755" \
+  --entrypoint /oracle
 
 # container_pid <cid>: the pid (in our namespace) of the container's process.
 container_pid() {
@@ -95,4 +94,12 @@ oracle_case() {
 
 oracle_case
 
+# The end: no pod, shim, mount or cgroup of ours outlives the suite.
+cd_stop
+if [[ -n $(cd_leftovers) ]]; then
+  fail "cleanup: left behind after the pods were removed and containerd stopped:"
+  cd_leftovers | sed 's/^/    /'
+else
+  pass "cleanup: every pod, shim, mount and kubepods cgroup of the suite is gone"
+fi
 e2e_finish
