@@ -89,6 +89,16 @@ cd_start() {
       -e "s|sandbox_image = .*|sandbox_image = \"$cd_pause_ref\"|" \
       -e "s|^            Root = \"\"|            Root = \"$cd_state/runc\"|" \
       -e 's|SystemdCgroup = true|SystemdCgroup = false|' >"$dir/config.toml"
+  # A second runtime handler, runc with the systemd cgroup driver (crictl runp
+  # --runtime runc-systemd), as a kubelet with cgroupDriver: systemd uses.
+  cat >>"$dir/config.toml" <<TOML
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc-systemd]
+  runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc-systemd.options]
+    Root = "$cd_state/runc"
+    SystemdCgroup = true
+TOML
   containerd --config "$dir/config.toml" >"$dir/containerd.out" 2>"$dir/containerd.log" &
   cd_pid=$!
   e2e_track_pid "$cd_pid"
@@ -121,11 +131,20 @@ cd_image() {
 # cd_pod <name> <namespace> <uid> [pid-namespace]: runs a pod sandbox with
 # host networking (no CNI here) in a kubepods-style cgroup of the cgroupfs
 # driver; pid-namespace 2 is hostPID (the CRI's NODE), else the pod's own.
-# Sets pod to its id, or to "" after reporting the failure.
+# Sets pod to its id, or to "" after reporting the failure. With
+# cd_systemd=1, the systemd driver's runtime handler and slice instead
+# (kubepods-burstable-pod<uid with _>.slice); the failure is then only
+# stored in $work/runp-<name>.err, for the caller to judge.
+cd_systemd=0
 cd_pod() {
-  local name=$1 ns=$2 uid=$3 pidns=${4:-0} json=$work/pod-$1.json
+  local name=$1 ns=$2 uid=$3 pidns=${4:-0} json=$work/pod-$1.json parent runtime=()
+  parent=/kubepods/burstable/pod$uid
+  if ((cd_systemd)); then
+    parent=kubepods-burstable-pod${uid//-/_}.slice
+    runtime=(--runtime runc-systemd)
+  fi
   jq -n --arg name "$name" --arg ns "$ns" --arg uid "$uid" --argjson pidns "$pidns" \
-    --arg parent "/kubepods/burstable/pod$uid" --arg logs "$work/logs/$name" '{
+    --arg parent "$parent" --arg logs "$work/logs/$name" '{
     metadata: {name: $name, namespace: $ns, uid: $uid, attempt: 0},
     log_directory: $logs,
     linux: {cgroup_parent: $parent,
@@ -134,9 +153,9 @@ cd_pod() {
   cd_cgroups+=("kubepods/burstable/pod$uid")
   cd_all_cgroups+=("kubepods/burstable/pod$uid")
   pod=""
-  if ! pod=$(cd_crictl runp "$json" 2>"$work/runp-$name.err"); then
+  if ! pod=$(cd_crictl runp "${runtime[@]}" "$json" 2>"$work/runp-$name.err"); then
     pod=""
-    fail "crictl runp $name" "$work/runp-$name.err"
+    ((cd_systemd)) || fail "crictl runp $name" "$work/runp-$name.err"
     return 1
   fi
   cd_pods+=("$pod")

@@ -74,7 +74,7 @@ oracle_case() {
     return
   fi
   pid=$(container_pid "$cid")
-  oracle_pid=$pid oracle_cid=$cid oracle_uid=$uid
+  oracle_pid=$pid oracle_cid=$cid oracle_pod=$pod
   if [[ ! $(cat "/proc/$pid/cgroup") =~ /kubepods/burstable/pod$uid/$cid ]]; then
     fail "oracle: /proc/$pid/cgroup is not in the pod's kubepods cgroup:$(tr '\n' ' ' <"/proc/$pid/cgroup")"
   fi
@@ -92,7 +92,204 @@ oracle_case() {
   fi
 }
 
+# serve_help_has <option>: 0 if `goheap2pprof serve --help` lists it.
+serve_help_has() {
+  "$tool" serve --help 2>/dev/null | grep -q -- "$1"
+}
+
+# host_root: what a node's / would show the agent of the runtime's state:
+# $work/hostroot/run/containerd is our containerd's state directory.
+make_host_root() {
+  mkdir -p "$work/hostroot/run"
+  ln -sfn "$cd_state" "$work/hostroot/run/containerd"
+}
+
+# expect_pod_labels <what> <labels-json>: the labels of the oracle's process
+# must name what crictl inspectp/inspect report for its pod and container.
+expect_pod_labels() {
+  local what=$1 labels=$2 want got
+  want=$(jq -c -n --argjson p "$oracle_podinfo" --argjson c "$oracle_ctrinfo" --arg node "$node" '{
+    namespace: $p.status.metadata.namespace, pod: $p.status.metadata.name,
+    pod_uid: $p.status.metadata.uid, container: $c.status.metadata.name,
+    container_id: ("containerd://" + $c.status.id), node: $node,
+    service_name: ($p.status.metadata.namespace + "/" + $c.status.metadata.name)}')
+  got=$(jq -c --argjson w "$want" 'with_entries(select(.key as $k | $w | has($k)))' <<<"$labels")
+  if [[ -n $got && $(jq -S . <<<"$got") == "$(jq -S . <<<"$want")" ]]; then
+    pass "$what: $got"
+  else
+    fail "$what: want $want, got ${got:-nothing}; all labels: $labels"
+  fi
+}
+
+# The pod's labels in serve's /targets: serve runs on the host with
+# --host-root, through which it reads the containers' OCI bundles.
+labels_serve_case() {
+  local addr labels
+  if ! serve_help_has --host-root; then
+    skip "labels in serve's /targets: this goheap2pprof has no serve --host-root (the pod labels of issue 24)"
+    return
+  fi
+  e2e_start "$work/serve.out" "$work/serve.log" "$tool" serve --listen 127.0.0.1:0 \
+    --discover-interval 1 --host-root "$work/hostroot" --node-name "$node"
+  if ! e2e_wait_for_line "$work/serve.log" "listening on" "$target_pid" 30; then
+    fail "labels: serve did not start" "$work/serve.log"
+    return
+  fi
+  addr=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$work/serve.log" | head -n 1)
+  for _ in $(seq 1 50); do
+    labels=$(curl -s "http://$addr/targets" |
+      jq -c --arg pid "$oracle_pid" '.[] | select(.labels.pid == $pid) | .labels')
+    [[ -n $labels ]] && break
+    sleep 0.2
+  done
+  if [[ -z $labels ]]; then
+    fail "labels in serve's /targets: no target with pid $oracle_pid within 10 s" "$work/serve.log"
+  else
+    expect_pod_labels "labels in serve's /targets" "$labels"
+  fi
+  kill "$target_pid"
+}
+
+# The agent image: goheap2pprof as the only program of a scratch image
+# (scripts/oci-image.sh; with the shared libraries of this build beside it
+# unless GOHEAP2PPROF_AGENT_BINARY names a static release binary, such as
+# <build>/package/static-amd64/goheap2pprof.stripped), run as uid 0, entry
+# point /goheap2pprof.
+build_agent_image() {
+  local binary=${GOHEAP2PPROF_AGENT_BINARY:-} files=() lib
+  if [[ -z $binary ]]; then
+    binary=$work/bin/goheap2pprof
+    strip -o "$binary" "$tool"
+    for lib in $(ldd "$tool" | grep -o '/[^ ]*'); do
+      files+=(--file "$(realpath "$lib"):$lib:0755")
+    done
+  fi
+  cd_image goheap2pprof.test/agent:e2e "$work/agent.tar" --file "$binary:/goheap2pprof:0755" \
+    "${files[@]}" --dir /tmp:1777 --entrypoint /goheap2pprof --user 0:0
+}
+
+# The DaemonSet's container securityContext (deploy/kubernetes), as the CRI
+# gets it from a kubelet: uid 0, every capability dropped but the given ones,
+# no_new_privs, a read-only root, the runtime's default seccomp filter, and
+# the node's pid namespace (hostPID) and network.
+agent_security() {
+  jq -cn --args '{run_as_user: {value: 0}, readonly_rootfs: true, no_new_privs: true,
+    privileged: false, seccomp: {profile_type: 0},
+    capabilities: {drop_capabilities: ["ALL"], add_capabilities: $ARGS.positional},
+    namespace_options: {network: 2, pid: 2}}' "$@"
+}
+
+# agent_pod <name> <capabilities...>: the agent image in a hostPID pod with
+# the DaemonSet's read-only mounts under its --host-root (/host), serving on
+# a kernel-chosen loopback port of the node's network; sets agent_addr, or
+# "" after reporting why.
+agent_pod() {
+  local name=$1 mounts args log
+  shift
+  mounts=$(jq -cn --arg state "$cd_state" '[
+    {container_path: "/host/run/containerd", host_path: $state, readonly: true},
+    {container_path: "/host/sys/fs/cgroup", host_path: "/sys/fs/cgroup", readonly: true}]')
+  args=$(jq -cn --arg node "$node" '["serve", "--listen", "127.0.0.1:0", "-v",
+    "--discover-interval", "1", "--host-root", "/host", "--node-name", $node]')
+  serve_help_has --host-root || args=$(jq -c 'map(select(. != "--host-root" and . != "/host"
+    and . != "--node-name" and . != $node))' --arg node "$node" <<<"$args")
+  agent_addr=""
+  cd_pod "$name" e2e-agent "$(cat /proc/sys/kernel/random/uuid)" 2 || return
+  cd_container "$pod" "$name" agent goheap2pprof.test/agent:e2e "$mounts" \
+    "$(agent_security "$@")" "$args" || return
+  log=$work/logs/$name/agent.log
+  if ! wait_log "$name" agent '.*listening on ' 30; then
+    fail "$name: the agent did not start within 30 s" "$log"
+    return
+  fi
+  agent_addr=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$log" | head -n 1)
+}
+
+# The least-privilege set: the agent, confined as the DaemonSet confines it,
+# captures the oracle in the other pod, and the profile means what the
+# oracle's own says; without SYS_PTRACE the same request is refused with 403.
+agent_image_case() {
+  local code
+  build_agent_image
+  agent_pod agent SYS_PTRACE DAC_READ_SEARCH
+  if [[ -n $agent_addr ]]; then
+    code=$(curl -s -o "$work/agent.pb.gz" -w '%{http_code}' --max-time 60 \
+      "http://$agent_addr/debug/pprof/heap?pid=$oracle_pid")
+    if [[ $code != 200 ]]; then
+      fail "agent image (SYS_PTRACE, DAC_READ_SEARCH): heap?pid=$oracle_pid answered $code: $(head -c 300 "$work/agent.pb.gz")"
+    elif "$profdiff" "$work/oracle-out/oracle.pb.gz" "$work/agent.pb.gz" >"$work/agent-profdiff.out" 2>&1; then
+      pass "agent image (uid 0, SYS_PTRACE and DAC_READ_SEARCH only, read-only root, hostPID): its capture of the other pod's Go process means what the process's own profile says"
+    else
+      fail "agent image: its capture differs from the oracle's own profile" "$work/agent-profdiff.out"
+    fi
+    if serve_help_has --host-root; then
+      expect_pod_labels "labels in the agent image's /targets (bundles through /host)" \
+        "$(curl -s --max-time 10 "http://$agent_addr/targets" |
+          jq -c --arg pid "$oracle_pid" '.[] | select(.labels.pid == $pid) | .labels')"
+    fi
+  fi
+  agent_pod agent-noptrace DAC_READ_SEARCH
+  if [[ -n $agent_addr ]]; then
+    code=$(curl -s -o "$work/noptrace.body" -w '%{http_code}' --max-time 60 \
+      "http://$agent_addr/debug/pprof/heap?pid=$oracle_pid")
+    if [[ $code == 403 ]]; then
+      pass "agent image without SYS_PTRACE: 403, $(head -c 200 "$work/noptrace.body" | tr '\n' ' ')"
+    else
+      fail "agent image without SYS_PTRACE: want 403, got $code: $(head -c 300 "$work/noptrace.body")"
+    fi
+  fi
+}
+
+# The systemd cgroup driver: runc asks systemd (over D-Bus) to make each
+# container's scope. Where systemd is not pid 1 a pod must fail to start,
+# and the case is skipped saying so; where it is, the oracle runs in such a
+# pod: its cgroup must be the driver's slices and scope, and goheap2pprof
+# must capture it.
+systemd_driver_case() {
+  local uid pid1 why
+  uid=$(cat /proc/sys/kernel/random/uuid)
+  pid1=$(cat /proc/1/comm)
+  cd_systemd=1
+  cd_pod oracle-systemd e2e-systemd "$uid"
+  cd_systemd=0
+  if [[ -z $pod ]]; then
+    why=$(grep -o 'systemd[^"]*' "$work/runp-oracle-systemd.err" | head -n 1)
+    if [[ -d /run/systemd/system ]]; then
+      fail "systemd driver: crictl runp failed though systemd runs" "$work/runp-oracle-systemd.err"
+    else
+      skip "systemd driver: runc's systemd cgroup driver needs systemd on D-Bus, and pid 1 here is $pid1: crictl runp fails (${why:-$(head -c 200 "$work/runp-oracle-systemd.err")})"
+    fi
+    return
+  fi
+  mkdir -p "$work/systemd-out"
+  cd_container "$pod" oracle-systemd oracle goheap2pprof.test/oracle:e2e \
+    "$(jq -cn --arg h "$work/systemd-out" '[{container_path: "/out", host_path: $h}]')" '{}' \
+    '["-out", "/out/oracle.pb.gz"]' || return
+  if ! wait_log oracle-systemd oracle 'READY ' "$ready_timeout"; then
+    fail "systemd driver: the container did not print READY" "$work/logs/oracle-systemd/oracle.log"
+    return
+  fi
+  pid=$(container_pid "$cid")
+  if ! grep -q "kubepods-burstable-pod${uid//-/_}.slice/cri-containerd-$cid.scope" "/proc/$pid/cgroup"; then
+    fail "systemd driver: /proc/$pid/cgroup is not the driver's scope: $(tr '\n' ' ' <"/proc/$pid/cgroup")"
+  elif "$tool" "$pid" -o "$work/systemd.pb.gz" >"$work/systemd-tool.out" 2>&1 &&
+    "$profdiff" "$work/systemd-out/oracle.pb.gz" "$work/systemd.pb.gz" >"$work/systemd-profdiff.out" 2>&1; then
+    pass "systemd driver: a pod in kubepods-burstable-pod….slice/cri-containerd-<id>.scope, captured as its own profile says"
+  else
+    fail "systemd driver: capture or comparison failed" "$work/systemd-tool.out"
+  fi
+}
+
 oracle_case
+systemd_driver_case
+if [[ -n ${oracle_pid:-} ]]; then
+  node=e2e-node-$$
+  oracle_podinfo=$(cd_crictl inspectp "$oracle_pod")
+  oracle_ctrinfo=$(cd_crictl inspect "$oracle_cid")
+  make_host_root
+  labels_serve_case
+  agent_image_case
+fi
 
 # The end: no pod, shim, mount or cgroup of ours outlives the suite.
 cd_stop
