@@ -119,4 +119,11 @@ if ! GOTOOLCHAIN=go1.27.3 go version >/dev/null 2>&1; then
   echo "install-deps: could not fetch Go 1.27.3 through the module proxy; its tests fail unless GOHEAP2PPROF_ALLOW_MISSING_TOOLCHAINS=1" >&2
 fi
 bash "$(dirname "$0")/unpack-toolchains.sh"
+# helm v3.22 for tests/e2e/deploy_manifests_test.sh (which installs it into the build tree
+# itself when this could not): built from source through the Go module proxy, once per machine
+# (minutes on a cold Go cache), into /usr/local/bin.
+if [[ $(helm version --short 2>/dev/null) != v3.22* ]] &&
+  ! GOBIN=/usr/local/bin GOFLAGS=-mod=mod timeout 1500 go install helm.sh/helm/v3/cmd/helm@v3.22.0 >/dev/null 2>&1; then
+  echo "install-deps: could not build helm v3.22.0 through the Go module proxy; deploy_manifests_test will try again" >&2
+fi
 echo "install-deps: ok (the build and test sets)"

@@ -4,15 +4,18 @@
 // fieldValidation=Strict report it). An object of a kind this program does not register is an
 // error too, so a manifest cannot slip a typo in its kind past it.
 //
-//	k8svalidate FILE...
+//	k8svalidate [-json OUT] FILE...
 //
 // Prints one line per object ("ok apps/v1 DaemonSet ns/name") and one per problem; exits 1
-// if there was any problem, 2 on usage errors.
+// if there was any problem, 2 on usage errors. -json writes each decoded object, as the
+// typed object encodes it, one JSON document a line, for tests to assert on (jq).
 package main
 
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -43,7 +46,7 @@ func newScheme() *runtime.Scheme {
 }
 
 // checkFile decodes each document of path and returns how many problems it found.
-func checkFile(path string, decoder runtime.Decoder) int {
+func checkFile(path string, decoder runtime.Decoder, out io.Writer) int {
 	f, err := os.Open(path)
 	if err != nil {
 		fmt.Println("problem:", err)
@@ -65,7 +68,7 @@ func checkFile(path string, decoder runtime.Decoder) int {
 			continue
 		}
 		objects++
-		if err := checkObject(raw, decoder); err != nil {
+		if err := checkObject(raw, decoder, out); err != nil {
 			fmt.Printf("problem: %s: document %d: %v\n", path, doc, err)
 			problems++
 		}
@@ -77,7 +80,7 @@ func checkFile(path string, decoder runtime.Decoder) int {
 	return problems
 }
 
-func checkObject(raw []byte, decoder runtime.Decoder) error {
+func checkObject(raw []byte, decoder runtime.Decoder, out io.Writer) error {
 	// An unregistered kind fails here ("no kind ... is registered"); an unknown or
 	// duplicated field fails as a strict decoding error.
 	obj, gvk, err := decoder.Decode(raw, nil, nil)
@@ -90,7 +93,25 @@ func checkObject(raw []byte, decoder runtime.Decoder) error {
 	}
 	fmt.Printf("ok %s %s %s/%s\n", gvk.GroupVersion(), gvk.Kind, object.GetNamespace(),
 		object.GetName())
-	return nil
+	if out == nil {
+		return nil
+	}
+	// The typed object drops apiVersion and kind; put them back for the reader.
+	encoded, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(encoded, &fields); err != nil {
+		return err
+	}
+	fields["apiVersion"], fields["kind"] = gvk.GroupVersion().String(), gvk.Kind
+	line, err := json.Marshal(fields)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "%s\n", line)
+	return err
 }
 
 func isEmpty(doc []byte) bool {
@@ -104,15 +125,27 @@ func isEmpty(doc []byte) bool {
 }
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: k8svalidate FILE...")
+	jsonOut := flag.String("json", "", "write the decoded objects to this file, one a line")
+	flag.Parse()
+	if flag.NArg() < 1 {
+		fmt.Fprintln(os.Stderr, "usage: k8svalidate [-json OUT] FILE...")
 		os.Exit(2)
+	}
+	var out io.Writer
+	if *jsonOut != "" {
+		f, err := os.Create(*jsonOut)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		defer f.Close()
+		out = f
 	}
 	codecs := serializer.NewCodecFactory(newScheme(), serializer.EnableStrict)
 	decoder := codecs.UniversalDeserializer()
 	problems := 0
-	for _, path := range os.Args[1:] {
-		problems += checkFile(path, decoder)
+	for _, path := range flag.Args() {
+		problems += checkFile(path, decoder, out)
 	}
 	if problems > 0 {
 		fmt.Printf("%d problems\n", problems)
