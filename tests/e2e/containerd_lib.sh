@@ -12,7 +12,7 @@
 #                               an image of scripts/oci-image.sh, imported into
 #                               the k8s.io namespace
 #   cd_pod <name> <ns> <uid> [host_pid]  sets pod (its id) from crictl runp
-#   cd_container <pod> <name> <image> <ns> <uid> <mounts-json> [security-json] [args-json]
+#   cd_container <pod> <pod-name> <name> <image> <mounts-json> [security-json] [args-json] [envs-json]
 #                               sets cid; created and started
 #   cd_stop                     pods stopped and removed, containerd ended,
 #                               the pods' cgroups removed (the EXIT trap's)
@@ -161,16 +161,16 @@ cd_pod() {
   cd_pods+=("$pod")
 }
 
-# cd_container <pod> <pod-name> <name> <image> <mounts-json> [security-json] [args-json]:
+# cd_container <pod> <pod-name> <name> <image> <mounts-json> [security-json] [args-json] [envs-json]:
 # creates and starts a container in the pod (host network, like its pod);
 # its log is $work/logs/<pod-name>/<name>.log. Sets cid, or "" after
 # reporting the failure.
 cd_container() {
-  local pod=$1 pod_name=$2 name=$3 image=$4 mounts=$5 security=${6:-'{}'} args=${7:-'[]'}
+  local pod=$1 pod_name=$2 name=$3 image=$4 mounts=$5 security=${6:-'{}'} args=${7:-'[]'} envs=${8:-'[]'}
   local json=$work/ctr-$name.json
   jq -n --arg name "$name" --arg image "$image" --argjson mounts "$mounts" \
-    --argjson sec "$security" --argjson args "$args" '{
-    metadata: {name: $name}, image: {image: $image}, args: $args,
+    --argjson sec "$security" --argjson args "$args" --argjson envs "$envs" '{
+    metadata: {name: $name}, image: {image: $image}, args: $args, envs: $envs,
     log_path: ($name + ".log"), mounts: $mounts,
     linux: {security_context: ({namespace_options: {network: 2}} + $sec)}}' >"$json"
   cid=""

@@ -92,11 +92,6 @@ oracle_case() {
   fi
 }
 
-# serve_help_has <option>: 0 if `goheap2pprof serve --help` lists it.
-serve_help_has() {
-  "$tool" serve --help 2>/dev/null | grep -q -- "$1"
-}
-
 # host_root: what a node's / would show the agent of the runtime's state:
 # $work/hostroot/run/containerd is our containerd's state directory.
 make_host_root() {
@@ -125,7 +120,7 @@ expect_pod_labels() {
 # --host-root, through which it reads the containers' OCI bundles.
 labels_serve_case() {
   local addr labels
-  if ! serve_help_has --host-root; then
+  if ! help_has serve --host-root; then
     skip "labels in serve's /targets: this goheap2pprof has no serve --host-root (the pod labels of issue 24)"
     return
   fi
@@ -147,7 +142,79 @@ labels_serve_case() {
   else
     expect_pod_labels "labels in serve's /targets" "$labels"
   fi
-  kill "$target_pid"
+  e2e_stop_pids_but "$cd_pid"
+}
+
+# help_has <command> <option>: 0 if `goheap2pprof <command> --help` lists it.
+help_has() {
+  "$tool" "$1" --help 2>/dev/null | grep -q -- " $2 "
+}
+
+# The pod's labels on what push sends: one push of the oracle to the test
+# receiver (tests/pushreceiver, Pyroscope's Push API).
+labels_push_case() {
+  local line
+  if ! help_has push --host-root; then
+    skip "labels of push: this goheap2pprof has no push --host-root (the pod labels of issue 24)"
+    return
+  fi
+  source "$(dirname "$0")/push_lib.sh"
+  e2e_go_build tests/pushreceiver "$work/bin/pushreceiver"
+  receiver=$work/bin/pushreceiver
+  push_start_receiver
+  e2e_start "$work/push.out" "$work/push.log" "$tool" push --pid "$oracle_pid" \
+    --pyroscope "http://$raddr" --interval 1s --metrics-listen 127.0.0.1:0 \
+    --host-root "$work/hostroot" --node-name "$node"
+  local push_pid=$target_pid
+  for _ in $(seq 1 150); do
+    line=$(grep -s "\"pid\":\"$oracle_pid\"" "$work/rec/pyroscope.jsonl" | head -n 1)
+    [[ -n $line ]] && break
+    kill -0 "$push_pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  if [[ -z $line ]]; then
+    fail "labels of push: no push of pid $oracle_pid reached the receiver within 30 s" "$work/push.log"
+  else
+    expect_pod_labels "labels of push (Pyroscope series)" "$(jq -c .labels <<<"$line")"
+  fi
+  e2e_stop_pids_but "$cd_pid"
+}
+
+# The pod's labels in watch.jsonl: a trigger that fires at once (the
+# oracle's resident set is above 1 MiB).
+labels_watch_case() {
+  local line
+  if ! help_has watch --host-root; then
+    skip "labels in watch.jsonl: this goheap2pprof has no watch --host-root (the pod labels of issue 24)"
+    return
+  fi
+  e2e_start "$work/watch.out" "$work/watch.log" "$tool" watch "$oracle_pid" -o "$work/watch" \
+    --rss-above 1M --no-baseline --host-root "$work/hostroot" --node-name "$node"
+  local watch_pid=$target_pid
+  for _ in $(seq 1 150); do
+    line=$(jq -c --arg pid "$oracle_pid" 'select((.pid | tostring) == $pid and .file != null)' \
+      "$work/watch/watch.jsonl" 2>/dev/null | head -n 1)
+    [[ -n $line ]] && break
+    kill -0 "$watch_pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  if [[ -z $line ]]; then
+    fail "labels in watch.jsonl: no trigger of pid $oracle_pid within 30 s" "$work/watch.log"
+  else
+    expect_pod_labels "labels in watch.jsonl" "$(jq -c '.labels // .' <<<"$line")"
+  fi
+  e2e_stop_pids_but "$cd_pid"
+}
+
+# e2e_stop_pids_but <pid>: ends what the suite started but containerd.
+e2e_stop_pids_but() {
+  local keep=$1 p rest=()
+  for p in "${pids[@]}"; do
+    if [[ $p == "$keep" ]]; then rest+=("$p"); continue; fi
+    e2e_same_process "$p" && kill "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+  done
+  pids=("${rest[@]}")
 }
 
 # The agent image: goheap2pprof as the only program of a scratch image
@@ -168,35 +235,57 @@ build_agent_image() {
     "${files[@]}" --dir /tmp:1777 --entrypoint /goheap2pprof --user 0:0
 }
 
-# The DaemonSet's container securityContext (deploy/kubernetes), as the CRI
-# gets it from a kubelet: uid 0, every capability dropped but the given ones,
-# no_new_privs, a read-only root, the runtime's default seccomp filter, and
-# the node's pid namespace (hostPID) and network.
-agent_security() {
-  jq -cn --args '{run_as_user: {value: 0}, readonly_rootfs: true, no_new_privs: true,
-    privileged: false, seccomp: {profile_type: 0},
-    capabilities: {drop_capabilities: ["ALL"], add_capabilities: $ARGS.positional},
-    namespace_options: {network: 2, pid: 2}}' "$@"
+# The DaemonSet's agent container as a kubelet asks the CRI for it
+# (deploy/kubernetes/daemonset.yaml through tests/e2e/cri_from_daemonset.jq):
+# uid 0, every capability dropped but SYS_PTRACE and DAC_READ_SEARCH,
+# no_new_privs, a read-only root, the runtime's default seccomp filter, the
+# node's pid namespace (hostPID), read-only host mounts under /host, args.
+daemonset_cri() {
+  python3 -c 'import json, sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d: print(json.dumps(d))' "$src/deploy/kubernetes/daemonset.yaml" |
+    jq -c -s -f "$src/tests/e2e/cri_from_daemonset.jq"
 }
 
-# agent_pod <name> <capabilities...>: the agent image in a hostPID pod with
-# the DaemonSet's read-only mounts under its --host-root (/host), serving on
-# a kernel-chosen loopback port of the node's network; sets agent_addr, or
-# "" after reporting why.
+# agent_pod <name> [capability-to-remove]: the agent image in a pod as the
+# DaemonSet runs it, with these differences, each because this machine is
+# not a node: the node's network (no CNI; the manifest's pod network), so
+# it listens on a kernel-chosen loopback port; our containerd's state
+# directory mounted where the node's /run/containerd would be; mount
+# propagation private where the host's mount is (HostToContainer needs a
+# shared or slave source, which a kubelet's node has and this machine's /
+# is not); `serve` for `agent` while this build has no agent command (with
+# the options serve lacks left out). Sets agent_addr, or "" after
+# reporting why.
 agent_pod() {
-  local name=$1 mounts args log
-  shift
-  mounts=$(jq -cn --arg state "$cd_state" '[
-    {container_path: "/host/run/containerd", host_path: $state, readonly: true},
-    {container_path: "/host/sys/fs/cgroup", host_path: "/sys/fs/cgroup", readonly: true}]')
-  args=$(jq -cn --arg node "$node" '["serve", "--listen", "127.0.0.1:0", "-v",
-    "--discover-interval", "1", "--host-root", "/host", "--node-name", $node]')
-  serve_help_has --host-root || args=$(jq -c 'map(select(. != "--host-root" and . != "/host"
-    and . != "--node-name" and . != $node))' --arg node "$node" <<<"$args")
+  local name=$1 drop=${2:-} cri sec mounts args cmd log
+  cri=$(daemonset_cri) || { fail "$name: the DaemonSet's CRI view"; agent_addr=""; return; }
+  sec=$(jq -c --arg drop "$drop" '.security_context | .namespace_options.network = 2
+    | .capabilities.add_capabilities -= [$drop]' <<<"$cri")
+  mounts=$(jq -c --arg state "$cd_state" --arg crio "$work/crio" '[.mounts[]
+    | .host_path |= ({"/run/containerd": $state, "/run/crio": $crio}[.] // .)]' <<<"$cri")
+  mkdir -p "$work/crio"
+  local fixed="[]" m path
+  for m in $(jq -c '.[]' <<<"$mounts"); do
+    path=$(jq -r .host_path <<<"$m")
+    if [[ $(jq -r .propagation <<<"$m") != 0 && $(findmnt -no PROPAGATION -T "$path") == private ]]; then
+      m=$(jq -c '.propagation = 0' <<<"$m")
+    fi
+    fixed=$(jq -c --argjson m "$m" '. + [$m]' <<<"$fixed")
+  done
+  cmd=serve
+  # (A bare `goheap2pprof agent --help` without the command is the capture's help.)
+  "$tool" agent --help 2>&1 | grep -q '^Usage: goheap2pprof agent' && cmd=agent
+  args=$(jq -c --arg cmd "$cmd" '.args | .[0] = $cmd
+    | map(if startswith("--listen=") then "--listen=127.0.0.1:0" else . end) + ["-v", "--discover-interval=1"]' <<<"$cri")
+  if [[ $cmd == serve ]]; then
+    args=$(jq -c --arg help "$("$tool" serve --help 2>&1)" \
+      'map(select((startswith("--") | not) or ($help | contains(" " + (split("=")[0]) + " "))))' <<<"$args")
+  fi
   agent_addr=""
   cd_pod "$name" e2e-agent "$(cat /proc/sys/kernel/random/uuid)" 2 || return
-  cd_container "$pod" "$name" agent goheap2pprof.test/agent:e2e "$mounts" \
-    "$(agent_security "$@")" "$args" || return
+  cd_container "$pod" "$name" agent goheap2pprof.test/agent:e2e "$fixed" "$sec" "$args" \
+    "$(jq -cn --arg node "$node" '[{key: "NODE_NAME", value: $node}]')" || return
   log=$work/logs/$name/agent.log
   if ! wait_log "$name" agent '.*listening on ' 30; then
     fail "$name: the agent did not start within 30 s" "$log"
@@ -211,7 +300,7 @@ agent_pod() {
 agent_image_case() {
   local code
   build_agent_image
-  agent_pod agent SYS_PTRACE DAC_READ_SEARCH
+  agent_pod agent
   if [[ -n $agent_addr ]]; then
     code=$(curl -s -o "$work/agent.pb.gz" -w '%{http_code}' --max-time 60 \
       "http://$agent_addr/debug/pprof/heap?pid=$oracle_pid")
@@ -222,13 +311,13 @@ agent_image_case() {
     else
       fail "agent image: its capture differs from the oracle's own profile" "$work/agent-profdiff.out"
     fi
-    if serve_help_has --host-root; then
+    if help_has serve --host-root; then
       expect_pod_labels "labels in the agent image's /targets (bundles through /host)" \
         "$(curl -s --max-time 10 "http://$agent_addr/targets" |
           jq -c --arg pid "$oracle_pid" '.[] | select(.labels.pid == $pid) | .labels')"
     fi
   fi
-  agent_pod agent-noptrace DAC_READ_SEARCH
+  agent_pod agent-noptrace SYS_PTRACE
   if [[ -n $agent_addr ]]; then
     code=$(curl -s -o "$work/noptrace.body" -w '%{http_code}' --max-time 60 \
       "http://$agent_addr/debug/pprof/heap?pid=$oracle_pid")
@@ -288,6 +377,8 @@ if [[ -n ${oracle_pid:-} ]]; then
   oracle_ctrinfo=$(cd_crictl inspect "$oracle_cid")
   make_host_root
   labels_serve_case
+  labels_push_case
+  labels_watch_case
   agent_image_case
 fi
 
