@@ -44,6 +44,8 @@ test_packages=(
   prometheus gdb openssl
   # The flame graph's tests render it in headless Chromium.
   chromium
+  # tests/e2e/identity_test.sh runs a Go target in a podman container (libpod-<id>.scope).
+  podman conmon
   # Packaging (scripts/package.sh, tests/e2e/packaging_test.sh): the static build's
   # compressors under libdw.a, the arm64 cross toolchain and arm64 libraries, a Debian 12
   # root for the .deb test, and what the test runs.
