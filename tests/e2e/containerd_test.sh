@@ -280,7 +280,8 @@ agent_pod() {
     | map(if startswith("--listen=") then "--listen=127.0.0.1:0" else . end) + ["-v", "--discover-interval=1"]' <<<"$cri")
   if [[ $cmd == serve ]]; then
     args=$(jq -c --arg help "$("$tool" serve --help 2>&1)" \
-      'map(select((startswith("--") | not) or ($help | contains(" " + (split("=")[0]) + " "))))' <<<"$args")
+      'map(select((startswith("--") | not) or
+        (split("=")[0] as $opt | $help | contains(" " + $opt + " "))))' <<<"$args")
   fi
   agent_addr=""
   cd_pod "$name" e2e-agent "$(cat /proc/sys/kernel/random/uuid)" 2 || return
