@@ -66,10 +66,46 @@ cd_ctr() {
   timeout 60 ctr --address "$cd_sock" "$@"
 }
 
+# cd_sweep: what a killed earlier run of a suite left (CTest's timeout kills
+# without a trap): for each /run/goheap2pprof-e2e-containerd.<pid> whose
+# shell is gone, its shims' containers and shims are killed, its mounts
+# undone, the containers' cgroups (from their bundles) and the directory
+# removed. Only that run's own processes, named by its socket, are touched.
+cd_sweep() {
+  local dir owner f pid child cgpath cgpaths c
+  for dir in /run/goheap2pprof-e2e-containerd.*; do
+    [[ -d $dir ]] || continue
+    owner=${dir##*.}
+    [[ -r /proc/$owner/cmdline ]] && grep -qsF containerd_test "/proc/$owner/cmdline" && continue
+    echo "sweeping what a killed run left in $dir"
+    for f in /proc/[0-9]*/cmdline; do
+      grep -qsF -- "$dir/" "$f" || continue
+      pid=${f//[!0-9]/}
+      for child in $(cat "/proc/$pid/task/"*/children 2>/dev/null); do kill -9 "$child" 2>/dev/null; done
+      kill -9 "$pid" 2>/dev/null
+    done
+    sleep 0.5
+    grep -F " $dir/" /proc/mounts | awk '{print $2}' | sort -r | while read -r f; do
+      umount -l "$f" 2>/dev/null
+    done
+    # The containers' cgroups first, then their pods'.
+    cgpaths=$(cat "$dir"/io.containerd.runtime.v2.task/*/*/config.json 2>/dev/null |
+      jq -r '.linux.cgroupsPath // empty' | grep '^/kubepods/')
+    for cgpath in $cgpaths $(for c in $cgpaths; do dirname "$c"; done | sort -u); do
+      for c in /sys/fs/cgroup/*"$cgpath"; do
+        [[ -d $c ]] && rmdir "$c" 2>/dev/null
+      done
+    done
+    rm -rf "$dir"
+  done
+  return 0
+}
+
 # cd_start: writes $work/containerd/config.toml and starts containerd on it;
 # waits (bounded) until the CRI answers. Ends the suite on failure.
 cd_start() {
   local dir=$work/containerd
+  cd_sweep
   # The socket's path must fit a sockaddr_un (108 bytes): a short one in /run.
   cd_state=/run/goheap2pprof-e2e-containerd.$$
   cd_sock=$cd_state/containerd.sock
