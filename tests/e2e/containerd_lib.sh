@@ -72,19 +72,35 @@ cd_ctr() {
 # undone, the containers' cgroups (from their bundles) and the directory
 # removed. Only that run's own processes, named by its socket, are touched.
 cd_sweep() {
-  local dir owner f pid child cgpath cgpaths c
+  local dir owner f pid child cgpath cgpaths c alive
   for dir in /run/goheap2pprof-e2e-containerd.*; do
     [[ -d $dir ]] || continue
     owner=${dir##*.}
     [[ -r /proc/$owner/cmdline ]] && grep -qsF containerd_test "/proc/$owner/cmdline" && continue
     echo "sweeping what a killed run left in $dir"
+    local killed=()
     for f in /proc/[0-9]*/cmdline; do
       grep -qsF -- "$dir/" "$f" || continue
       pid=${f//[!0-9]/}
-      for child in $(cat "/proc/$pid/task/"*/children 2>/dev/null); do kill -9 "$child" 2>/dev/null; done
-      kill -9 "$pid" 2>/dev/null
+      # A shim's socket is in /run/containerd/s whatever the state directory:
+      # found through its listening socket's inode in /proc/net/unix.
+      for f in $(ls -l "/proc/$pid/fd" 2>/dev/null | sed -n 's/.*socket:\[\([0-9]*\)\]$/\1/p'); do
+        awk -v i="$f" '$7 == i && $8 ~ /^\/run\/containerd\/s\// {print $8}' /proc/net/unix
+      done | sort -u | xargs -r rm -f
+      for child in $(cat "/proc/$pid/task/"*/children 2>/dev/null); do
+        kill -9 "$child" 2>/dev/null && killed+=("$child")
+      done
+      kill -9 "$pid" 2>/dev/null && killed+=("$pid")
     done
-    sleep 0.5
+    # Their cgroups can be removed once they have exited.
+    for _ in $(seq 1 50); do
+      alive=0
+      for pid in "${killed[@]}"; do
+        [[ $(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || echo Z) != Z ]] && alive=1
+      done
+      ((alive)) || break
+      sleep 0.1
+    done
     grep -F " $dir/" /proc/mounts | awk '{print $2}' | sort -r | while read -r f; do
       umount -l "$f" 2>/dev/null
     done
@@ -135,7 +151,8 @@ cd_start() {
     Root = "$cd_state/runc"
     SystemdCgroup = true
 TOML
-  containerd --config "$dir/config.toml" >"$dir/containerd.out" 2>"$dir/containerd.log" &
+  # --address: names our socket on the command line, for cd_sweep.
+  containerd --config "$dir/config.toml" --address "$cd_sock" >"$dir/containerd.out" 2>"$dir/containerd.log" &
   cd_pid=$!
   e2e_track_pid "$cd_pid"
   for _ in $(seq 1 150); do
