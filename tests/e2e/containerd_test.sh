@@ -16,9 +16,24 @@
 #               systemd as pid 1 lacks; the suite checks that a pod then truly
 #               fails and prints a SKIP saying why (it runs the case where
 #               systemd runs).
+#   labels      serve's /targets, a push to tests/pushreceiver and a watch
+#               trigger's watch.jsonl carry the namespace, pod, pod_uid,
+#               container, container_id (containerd://), node and
+#               service_name (<namespace>/<container>) of what crictl
+#               inspectp/inspect report; they read the bundles through
+#               --host-root (skipped while this goheap2pprof has no
+#               --host-root).
+#   agent image the agent in a scratch image, in a pod confined as
+#               deploy/kubernetes/daemonset.yaml says (its CRI view from
+#               tests/e2e/cri_from_daemonset.jq), captures the oracle of the
+#               other pod as its own profile says, with its labels; without
+#               SYS_PTRACE the capture is refused with 403.
+#   cleanup     no pod, shim, mount or kubepods cgroup outlives the suite
+#               (and cd_sweep removes what a killed run left).
 #
-# Needs root, containerd, runc and ctr (scripts/install-deps.sh --test);
-# crictl is installed with `go install` into the build tree once. The suite
+# Needs root, containerd, runc and ctr (scripts/install-deps.sh --test, which
+# also puts crictl v1.37.0 in /usr/local/bin; without a crictl on PATH the
+# suite installs it with `go install` into the build tree once). The suite
 # holds the CTest resource lock "containerd" (tests/CMakeLists.txt): the
 # kubepods cgroups are the machine's.
 # Exit status: 0 all cases passed, 1 some failed, 77 nothing could run.
