@@ -203,11 +203,12 @@ labels_watch_case() {
     skip "labels in watch.jsonl: this goheap2pprof has no watch --host-root (the pod labels of issue 24)"
     return
   fi
+  mkdir -p "$work/watch"
   e2e_start "$work/watch.out" "$work/watch.log" "$tool" watch "$oracle_pid" -o "$work/watch" \
     --rss-above 1M --no-baseline --host-root "$work/hostroot" --node-name "$node"
   local watch_pid=$target_pid
   for _ in $(seq 1 150); do
-    line=$(jq -c --arg pid "$oracle_pid" 'select((.pid | tostring) == $pid and .file != null)' \
+    line=$(jq -c --arg pid "$oracle_pid" 'select(.event == "trigger" and (.pid | tostring) == $pid and .file != null)' \
       "$work/watch/watch.jsonl" 2>/dev/null | head -n 1)
     [[ -n $line ]] && break
     kill -0 "$watch_pid" 2>/dev/null || break
@@ -216,7 +217,14 @@ labels_watch_case() {
   if [[ -z $line ]]; then
     fail "labels in watch.jsonl: no trigger of pid $oracle_pid within 30 s" "$work/watch.log"
   else
-    expect_pod_labels "labels in watch.jsonl" "$(jq -c '.labels // .' <<<"$line")"
+    local labels
+    labels=$(jq -c '.labels // empty' <<<"$line")
+    if [[ -n $labels ]]; then
+      expect_pod_labels "labels in watch.jsonl (the trigger's record)" "$labels"
+    else
+      expect_pod_labels "labels in watch.jsonl (the start record; the trigger's has none)" \
+        "$(jq -c 'select(.event == "start") | .labels' "$work/watch/watch.jsonl" | head -n 1)"
+    fi
   fi
   e2e_stop_pids_but "$cd_pid"
 }
