@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "app/executable_analysis.h"
@@ -112,7 +113,11 @@ bool ProcessFilter::AdmitsCgroup(const std::string& path) const {
   });
 }
 
-std::optional<ProcessOwner> ReadProcessOwner(pid_t pid) {
+namespace {
+
+// ReadProcessOwner, and what the whole cgroup file says into *where (if
+// given), from one read of it.
+std::optional<ProcessOwner> ReadOwner(pid_t pid, CgroupIdentity* where) {
   const std::string dir = "/proc/" + std::to_string(pid);
   struct stat st;
   if (stat(dir.c_str(), &st) != 0) {
@@ -125,9 +130,14 @@ std::optional<ProcessOwner> ReadProcessOwner(pid_t pid) {
   // an allow-list of "/" admits.
   if (std::optional<std::string> cg = ReadSmallFile(dir + "/cgroup", 65536)) {
     owner.cgroup = CgroupPath(*cg);
+    if (where) *where = ParseCgroupIdentity(*cg);
   }
   return owner;
 }
+
+}  // namespace
+
+std::optional<ProcessOwner> ReadProcessOwner(pid_t pid) { return ReadOwner(pid, nullptr); }
 
 std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& filter,
                                              const std::vector<std::string>& want_env,
@@ -135,7 +145,8 @@ std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& fil
   if (forbidden) *forbidden = false;
   if (!filter.AdmitsPid(pid)) return std::nullopt;
   const std::string dir = "/proc/" + std::to_string(pid);
-  std::optional<ProcessOwner> owner = ReadProcessOwner(pid);
+  CgroupIdentity where;
+  std::optional<ProcessOwner> owner = ReadOwner(pid, &where);
   if (!owner || !filter.AdmitsUid(owner->uid) || !filter.AdmitsCgroup(owner->cgroup)) {
     return std::nullopt;
   }
@@ -156,6 +167,8 @@ std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& fil
     return std::nullopt;  // boundary of one process in the serve agent's scan: skip it
   }
   f.container_id = ContainerIdFromCgroup(f.cgroup);
+  f.identity.runtime = where.runtime;
+  f.identity.cgroup = std::move(where);
   char exe[4096];
   ssize_t n = readlink((dir + "/exe").c_str(), exe, sizeof(exe) - 1);
   if (n <= 0) {
@@ -210,7 +223,9 @@ ExeInfo ExeInfoForFailure(bool process_vanished, std::string message) {
 }
 
 Discovery::Discovery(Options options, Probe probe)
-    : options_(std::move(options)), probe_(std::move(probe)) {}
+    : options_(std::move(options)),
+      probe_(std::move(probe)),
+      identities_(options_.host_root, NodeName(options_.node_name)) {}
 
 Discovery::~Discovery() {
   {
@@ -313,10 +328,14 @@ void Discovery::ScanOrThrow() {
   }
   std::lock_guard<std::mutex> lock(mu_);
   ++scan_number_;
+  std::set<std::pair<pid_t, uint64_t>> live;
   for (auto& [pid, p] : next) {
     auto s = sampling_.find({pid, p.facts.start_time});
     if (s != sampling_.end()) p.sampling = s->second;
+    p.facts.identity = identities_.Get(pid, p.facts.start_time, p.facts.identity.cgroup);
+    live.emplace(pid, p.facts.start_time);
   }
+  identities_.Retain(live);
   // Forget sampling states of processes that are gone.
   for (auto it = sampling_.begin(); it != sampling_.end();) {
     auto p = next.find(it->first.first);
@@ -370,6 +389,11 @@ double Discovery::last_success_seconds() const {
 uint64_t Discovery::analyses() const {
   std::lock_guard<std::mutex> lock(mu_);
   return analyses_;
+}
+
+std::map<std::string, uint64_t> Discovery::identity_failures() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return identities_.failures();
 }
 
 uint64_t Discovery::cache_hits() const {

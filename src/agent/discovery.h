@@ -26,6 +26,9 @@
 #include <thread>
 #include <vector>
 
+#include "agent/cgroup_path.h"
+#include "agent/pod_identity.h"
+
 namespace goheap2pprof {
 
 // What the allow-list judges a process by, besides its pid: read from
@@ -81,6 +84,9 @@ struct ProcessFacts {
   uid_t uid = 0;
   std::string cgroup;        // as ProcessOwner's
   std::string container_id;  // a 64-hex-digit id in the cgroup path, if any
+  // Its cgroup's identity; a discovery scan adds the names from the
+  // runtime's bundle and the node (pod_identity.h).
+  PodIdentity identity;
   std::map<std::string, std::string> environ_wanted;  // for --service-name-from env:VAR
   ExeKey key;
 };
@@ -135,6 +141,10 @@ class Discovery {
     std::vector<std::string> want_env;
     int64_t interval_ms = 10000;
     size_t max_executables = 4096;  // bound of the executable cache
+    // Where the node's runtime state is (--host-root) and its name
+    // (--node-name), for the processes' Kubernetes identity.
+    std::string host_root = "/";
+    std::string node_name;
 
     // What serve and push both configure: the filter, the scan interval, and
     // the environment variable that --service-name-from env:VAR reads.
@@ -173,6 +183,8 @@ class Discovery {
   double last_success_seconds() const;
   uint64_t analyses() const;    // probes made
   uint64_t cache_hits() const;  // processes answered from the cache
+  // Processes whose pod names could not be read, by reason (pod_identity.h).
+  std::map<std::string, uint64_t> identity_failures() const;
 
  private:
   void ScanOrThrow();
@@ -191,6 +203,7 @@ class Discovery {
   std::map<pid_t, GoProcess> processes_;
   std::map<std::pair<pid_t, uint64_t>, std::string> sampling_;
   uint64_t analyses_ = 0, cache_hits_ = 0;
+  PodIdentityCache identities_;
 };
 
 }  // namespace goheap2pprof

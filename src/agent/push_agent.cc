@@ -27,6 +27,7 @@
 #include "agent/serve_metrics.h"
 #include "agent/serve_pool.h"
 #include "agent/serve_server.h"
+#include "agent/service_name.h"
 #include "base/error.h"
 #include "pprof/output.h"
 #include "proc/procfs.h"
@@ -85,6 +86,7 @@ class Agent {
     serve_metrics_.SetDiscovery(processes, discovery_.scans(), discovery_.analyses(),
                                 discovery_.cache_hits());
     serve_metrics_.SetDiscoveryHealth(discovery_.scan_errors(), discovery_.last_success_seconds());
+    serve_metrics_.SetIdentityFailures(discovery_.identity_failures());
     return serve_metrics_.Render() + push_metrics_.Render();
   }
 
@@ -150,7 +152,11 @@ class Agent {
   }
 
   static Discovery::Options DiscoveryOptions(const PushOptions& o) {
-    return Discovery::Options::For(o.filter, o.discover_interval_seconds, o.service_name_from);
+    Discovery::Options d =
+        Discovery::Options::For(o.filter, o.discover_interval_seconds, o.service_name_from);
+    d.host_root = o.host_root;
+    d.node_name = o.node_name;
+    return d;
   }
 
   static BackendOptions Backend(const PushOptions& o, const char* name, const std::string& url) {
@@ -403,10 +409,7 @@ void ValidatePushOptions(const PushOptions& o) {
     throw Error(ErrorKind::kUsage, "--max-concurrent must be 1..64");
   }
   CheckExtraLabels(o.labels);
-  const std::string& s = o.service_name_from;
-  if (s != "exe" && s != "comm" && s != "cgroup" && !(s.rfind("env:", 0) == 0 && s.size() > 4)) {
-    throw Error(ErrorKind::kUsage, "--service-name-from must be exe, comm, cgroup or env:VAR");
-  }
+  CheckServiceNameFrom(o.service_name_from);
   if (!o.metrics_listen.empty()) {
     ValidateListenSecurity("--metrics-listen", o.metrics_listen, !o.metrics_token_file.empty(),
                            o.metrics_tls, o.insecure_listen);

@@ -49,7 +49,10 @@ struct PushOptions {
   std::vector<std::string> allowed_hosts;
   ProcessFilter filter;
   std::vector<pid_t> pids;  // empty: every discovered process
-  std::string service_name_from = "exe";
+  std::string service_name_from = "auto";
+  // As ServeOptions': the Kubernetes identity's sources.
+  std::string host_root = "/";
+  std::string node_name;
   double discover_interval_seconds = 10;
   int max_concurrent = 2;
   double capture_timeout_seconds = 10;

@@ -73,6 +73,11 @@ std::vector<PushLabel> PushSeriesLabels(const GoProcess& process,
   if (!process.exe.go_version.empty())
     labels.emplace_back("go_version", ValidUtf8(process.exe.go_version));
   if (pyroscope) labels.emplace_back("__delta__", "false");
+  for (auto& [name, value] : IdentityLabels(process.facts.identity)) {
+    const bool given = std::any_of(extras.begin(), extras.end(),
+                                   [&](const PushLabel& e) { return e.first == name; });
+    if (!given) labels.emplace_back(name, ValidUtf8(value));
+  }
   // An empty service name (an empty comm) would be replaced by the server.
   if (labels[1].second.empty()) labels[1].second = "unknown_service";
   labels.insert(labels.end(), extras.begin(), extras.end());

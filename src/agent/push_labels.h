@@ -2,7 +2,8 @@
 // the checks on --label k=v extras. Both backends get __name__=memory (the
 // name Pyroscope derives for Go heap profiles and the one Parca's scraper
 // uses for them), service_name as serve's /targets names the process, pid
-// and go_version; Pyroscope also gets __delta__=false, because the agent
+// and go_version, and the process's Kubernetes identity (pod_identity.h;
+// an extra --label of the same name wins); Pyroscope also gets __delta__=false, because the agent
 // sends alloc_* already as deltas (a v1 server would otherwise compute its
 // own delta and drop the first profile). Label names follow Prometheus's
 // rules, which both servers check; Pyroscope accepts at most 30 per series.
@@ -23,8 +24,10 @@ using PushLabel = std::pair<std::string, std::string>;
 
 // Pyroscope's validation.max-label-names-per-series default.
 constexpr size_t kMaxLabelsPerSeries = 30;
-// How many labels the agent sets itself on a Pyroscope series.
-constexpr size_t kAgentLabels = 5;
+// How many labels the agent sets itself on a Pyroscope series, at most: 5,
+// and the Kubernetes identity's 6 (namespace, pod, pod_uid, container,
+// container_id, node).
+constexpr size_t kAgentLabels = 11;
 
 // [a-zA-Z_][a-zA-Z0-9_]*
 bool IsValidLabelName(std::string_view name);

@@ -66,6 +66,11 @@ void ServeMetrics::SetDiscoveryHealth(uint64_t scan_errors, double last_success_
   last_scan_success_seconds_ = last_success_seconds;
 }
 
+void ServeMetrics::SetIdentityFailures(std::map<std::string, uint64_t> failures) {
+  std::lock_guard<std::mutex> lock(mu_);
+  identity_failures_ = std::move(failures);
+}
+
 void ServeMetrics::CaptureAnalyses(uint64_t analyses) {
   std::lock_guard<std::mutex> lock(mu_);
   capture_analyses_ += analyses;
@@ -136,6 +141,15 @@ std::string ServeMetrics::Render() const {
          "When the last successful scan of /proc ended, in seconds since the epoch (0: none yet).");
   out += "goheap2pprof_discovery_last_success_timestamp_seconds " +
          Float(last_scan_success_seconds_) + "\n";
+  Family(out, "goheap2pprof_pod_identity_failures_total", "counter",
+         "Go processes of a pod or a containerd/cri-o container whose names (namespace, pod, "
+         "container) could not be read from the runtime's bundle, by reason: no_bundle, "
+         "unreadable, malformed. They keep their other labels.");
+  for (const char* reason : {"malformed", "no_bundle", "unreadable"}) {
+    auto it = identity_failures_.find(reason);
+    out += std::string("goheap2pprof_pod_identity_failures_total{reason=\"") + reason + "\"} " +
+           std::to_string(it == identity_failures_.end() ? 0 : it->second) + "\n";
+  }
   Family(out, "goheap2pprof_executable_analyses_total", "counter",
          "Analyses of executable files (Go version, build ID, runtime tables), by who needed "
          "them: discovery (once per executable) or a capture.");

@@ -38,6 +38,9 @@ class ServeMetrics {
   // Scans of /proc that failed (their last good list was kept), and when
   // the last one succeeded (seconds since the epoch; 0: none yet).
   void SetDiscoveryHealth(uint64_t scan_errors, double last_success_seconds);
+  // Go processes whose pod names could not be read, by reason
+  // (Discovery::identity_failures).
+  void SetIdentityFailures(std::map<std::string, uint64_t> failures);
   // A capture that needed `analyses` executable analyses (0: a cache hit).
   void CaptureAnalyses(uint64_t analyses);
   void WorkerRestarted(const std::string& reason);
@@ -59,6 +62,7 @@ class ServeMetrics {
   uint64_t scans_ = 0;
   uint64_t scan_errors_ = 0;
   double last_scan_success_seconds_ = 0;
+  std::map<std::string, uint64_t> identity_failures_;
   uint64_t discovery_analyses_ = 0, discovery_cache_hits_ = 0;
   uint64_t capture_analyses_ = 0, capture_cache_hits_ = 0;
   std::map<std::string, uint64_t> worker_restarts_;

@@ -140,7 +140,11 @@ class Service {
   }
 
   static Discovery::Options DiscoveryOptions(const ServeOptions& o) {
-    return Discovery::Options::For(o.filter, o.discover_interval_seconds, o.service_name_from);
+    Discovery::Options d =
+        Discovery::Options::For(o.filter, o.discover_interval_seconds, o.service_name_from);
+    d.host_root = o.host_root;
+    d.node_name = o.node_name;
+    return d;
   }
 
   ExeInfo ProbeExe(pid_t pid) { return ProbeInWorker(pool_, metrics_, pid); }
@@ -152,6 +156,7 @@ class Service {
     metrics_.SetDiscovery(processes, discovery_.scans(), discovery_.analyses(),
                           discovery_.cache_hits());
     metrics_.SetDiscoveryHealth(discovery_.scan_errors(), discovery_.last_success_seconds());
+    metrics_.SetIdentityFailures(discovery_.identity_failures());
   }
 
   // One capture per (pid, op) at a time: later requests wait for the
@@ -437,13 +442,26 @@ class Service {
           {"start_time", StartTime(p)},
       };
       if (!p.facts.cgroup.empty()) labels["cgroup"] = p.facts.cgroup;
+      // The Kubernetes identity; a container id the identity parser did not
+      // recognize is still given as the cgroup shows it.
       if (!p.facts.container_id.empty()) labels["container_id"] = p.facts.container_id;
+      for (const auto& [name, value] : IdentityLabels(p.facts.identity)) labels[name] = value;
       groups.push_back({{"targets", {listen_address_}}, {"labels", labels}});
     }
     // Label values come from the targets (exe, comm, cgroup, ...): bytes that
     // are not UTF-8 become U+FFFD instead of failing the whole answer.
     SetContent(res, groups.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                "application/json");
+  }
+
+  // "namespace/pod container (container_id)", or as much of it as is known.
+  static std::string PodCell(const PodIdentity& id) {
+    std::string cell;
+    if (!id.names.pod.empty()) cell = id.names.pod_namespace + "/" + id.names.pod;
+    if (!id.names.container.empty()) cell += (cell.empty() ? "" : " ") + id.names.container;
+    const std::string cid = id.PrefixedContainerId();
+    if (!cid.empty()) cell += (cell.empty() ? "" : " ") + ("(" + cid + ")");
+    return cell;
   }
 
   void Index(HttpReply& res) {
@@ -454,14 +472,15 @@ class Service {
         EscapeHtml(std::to_string(options_.discover_interval_seconds)) +
         " s). <a href=\"/targets\">/targets</a> (Prometheus HTTP SD), "
         "<a href=\"/metrics\">/metrics</a>.</p>\n<table border=\"1\" cellpadding=\"4\">\n"
-        "<tr><th>pid</th><th>service</th><th>executable</th><th>Go</th><th>heap sampling</th>"
-        "<th>profiles</th></tr>\n";
+        "<tr><th>pid</th><th>service</th><th>pod</th><th>executable</th><th>Go</th>"
+        "<th>heap sampling</th><th>profiles</th></tr>\n";
     for (const GoProcess& p : discovery_.Processes()) {
       std::string pid = std::to_string(p.facts.pid);
       std::string sampling = p.sampling.empty()    ? "not captured yet"
                              : p.sampling == "off" ? "off (409)"
                                                    : "on";
       html += "<tr><td>" + pid + "</td><td>" + EscapeHtml(ServiceName(p)) + "</td><td>" +
+              EscapeHtml(ValidUtf8(PodCell(p.facts.identity))) + "</td><td>" +
               EscapeHtml(ValidUtf8(p.facts.exe)) + "</td><td>" +
               EscapeHtml(ValidUtf8(p.exe.go_version)) + "</td><td>" + sampling +
               "</td><td><a href=\"/debug/pprof/heap?pid=" + pid +
@@ -531,10 +550,7 @@ void ValidateServeOptions(const ServeOptions& o) {
       !(o.capture_timeout_seconds > 0)) {
     throw Error(ErrorKind::kUsage, "--timeout and --discover-interval must be positive");
   }
-  const std::string& s = o.service_name_from;
-  if (s != "exe" && s != "comm" && s != "cgroup" && !(s.rfind("env:", 0) == 0 && s.size() > 4)) {
-    throw Error(ErrorKind::kUsage, "--service-name-from must be exe, comm, cgroup or env:VAR");
-  }
+  CheckServiceNameFrom(o.service_name_from);
   if (o.max_deltas < 1) throw Error(ErrorKind::kUsage, "--max-deltas must be at least 1");
   ValidateListenerLimits(o.limits);
 }

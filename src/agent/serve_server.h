@@ -38,7 +38,11 @@ struct ServeOptions {
   double capture_timeout_seconds = 10;  // a worker's answer (504 after)
   double discover_interval_seconds = 10;
   int64_t max_delta_seconds = 300;
-  std::string service_name_from = "exe";  // exe | comm | cgroup | env:VAR
+  std::string service_name_from = "auto";  // auto | exe | comm | cgroup | env:VAR
+  // The node's filesystem (for the runtimes' bundles) and name: the
+  // processes' Kubernetes identity (pod_identity.h).
+  std::string host_root = "/";
+  std::string node_name;  // else $NODE_NAME
   bool verbose = false;
   WorkerLimits worker_limits;
 };

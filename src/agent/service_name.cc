@@ -2,6 +2,9 @@
 
 #include <string_view>
 
+#include "agent/pod_identity.h"
+#include "base/error.h"
+
 namespace goheap2pprof {
 
 std::string PathBaseName(std::string path) {
@@ -14,7 +17,19 @@ std::string PathBaseName(std::string path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+void CheckServiceNameFrom(const std::string& s) {
+  if (s != "auto" && s != "exe" && s != "comm" && s != "cgroup" &&
+      !(s.rfind("env:", 0) == 0 && s.size() > 4)) {
+    throw Error(ErrorKind::kUsage,
+                "--service-name-from must be auto, exe, comm, cgroup or env:VAR");
+  }
+}
+
 std::string ServiceNameOf(const ProcessFacts& facts, const std::string& from) {
+  if (from == "auto") {
+    std::string name = DefaultServiceName(facts.identity);
+    if (!name.empty()) return name;
+  }
   if (from == "comm") return facts.comm;
   if (from == "cgroup") {
     std::string cg = facts.cgroup;

@@ -21,9 +21,11 @@
 #include "agent/cgroup.h"
 #include "agent/discovery.h"
 #include "agent/go_memory_record.h"
+#include "agent/pod_identity.h"
 #include "agent/runtime_stats_wire.h"
 #include "agent/serve_metrics.h"
 #include "agent/serve_pool.h"
+#include "agent/service_name.h"
 #include "agent/watch_files.h"
 #include "agent/watch_process.h"
 #include "agent/watch_report.h"
@@ -108,6 +110,10 @@ struct Target {
   pid_t pid = 0;
   uint64_t start_time = 0;
   std::string comm;
+  // Its Kubernetes identity and service_name, on every record of it
+  // (IdentityLabels), and why the pod names could not be read.
+  json labels = json::object();
+  std::string identity_failure;
   std::optional<MemoryCgroup> cgroup;
   std::unique_ptr<ProcessEndObserver> end;
   std::unique_ptr<TriggerMachine> machine;
@@ -132,15 +138,23 @@ struct Target {
 class Watcher {
  public:
   Watcher(const WatchOptions& options, std::ostream& log)
-      : options_(options), log_(log), fs_(options.fs_root), rotation_(options.max_files) {}
+      : options_(options),
+        log_(log),
+        fs_(options.fs_root),
+        rotation_(options.max_files),
+        identities_(options.host_root, NodeName(options.node_name)) {}
 
   int Run();
 
  private:
   void Say(const std::string& text) { log_ << "goheap2pprof watch: " << text << std::endl; }
   json Base(const Target& t) const {
-    return json{{"time", UtcIsoTime(SystemClock::now())}, {"pid", t.pid}, {"program", t.comm}};
+    json j{{"time", UtcIsoTime(SystemClock::now())}, {"pid", t.pid}, {"program", t.comm}};
+    if (!t.labels.empty()) j["labels"] = t.labels;
+    return j;
   }
+  // t's identity labels, read once when watching begins.
+  void ReadIdentity(Target& t) const;
   // Appends to watch.jsonl. A failure (a full disk) loses the record and is
   // said once; watching goes on, and the log says when records are kept again.
   void Record(const json& record);
@@ -186,7 +200,23 @@ class Watcher {
                        [this](pid_t pid) { return ProbeInWorker(*pool_, worker_metrics_, pid); }};
   // Processes --all found but cannot capture: (pid, start time).
   std::set<std::pair<pid_t, uint64_t>> ignored_;
+  PodIdentityReader identities_;
 };
+
+void Watcher::ReadIdentity(Target& t) const {
+  const std::string proc = "/proc/" + std::to_string(t.pid);
+  const std::optional<std::string> cgroup = fs_.ReadSmallFile(fs_.Path(proc + "/cgroup"));
+  const PodIdentity id = identities_.Read(ParseCgroupIdentity(cgroup.value_or("")));
+  for (const auto& [name, value] : IdentityLabels(id)) t.labels[name] = ValidUtf8(value);
+  std::string service = DefaultServiceName(id);
+  if (service.empty()) {
+    char exe[4096];
+    const ssize_t n = readlink(fs_.Path(proc + "/exe").c_str(), exe, sizeof(exe) - 1);
+    service = n > 0 ? PathBaseName(std::string(exe, static_cast<size_t>(n))) : t.comm;
+  }
+  t.labels["service_name"] = ValidUtf8(service);
+  t.identity_failure = id.failure;
+}
 
 std::optional<std::string> Watcher::PsiFileFor(pid_t pid) const {
   if (!options_.psi_system) {
@@ -202,10 +232,12 @@ bool Watcher::Add(pid_t pid, const ProcStat& stat, bool named) {
   t->comm = ValidUtf8(stat.comm);
   t->end = std::make_unique<ProcessEndObserver>(pid, stat.start_time);
   t->cgroup = fs_.FindMemoryCgroup(pid);
+  ReadIdentity(*t);
   const TriggerConfig& tc = options_.triggers;
 
   json start = Base(*t);
   start["event"] = "start";
+  if (!t->identity_failure.empty()) start["identity_failure"] = t->identity_failure;
   std::vector<std::string> notes;
   if (t->cgroup) {
     const MemoryCgroup& cg = *t->cgroup;

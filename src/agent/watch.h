@@ -53,6 +53,9 @@ struct WatchOptions {
   std::string self_exe = "/proc/self/exe";  // what the workers run
   // Prefix of the cgroup and PSI paths (tests); "" is the real filesystem.
   std::string fs_root;
+  // The Kubernetes identity's sources (pod_identity.h): --host-root, --node-name.
+  std::string host_root = "/";
+  std::string node_name;
 };
 
 // Runs until every watched process is gone (never with --all) or SIGINT /

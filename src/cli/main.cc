@@ -13,6 +13,7 @@
 #include "base/huge_page_malloc.h"
 #include "cli/command.h"
 #include "cli/growth_main.h"
+#include "cli/identity_flags.h"
 #include "cli/mem_main.h"
 #include "cli/push_main.h"
 #include "cli/serve_main.h"
@@ -124,6 +125,7 @@ CLI::App* AddWatchCommand(CLI::App& app, WatchArgs& args, WatchOptions& w) {
                 "when a process (or the watch) ends, write the growth report of its profiles "
                 "beside them: <program>-<pid>-growth.txt, .json and .pb.gz (docs/growth.md)");
   cmd->add_flag("-v,--verbose", w.verbose, "report skipped triggers");
+  AddIdentityOptions(*cmd, w.host_root, w.node_name);
   return cmd;
 }
 

@@ -9,6 +9,7 @@
 #include "agent/watch_psi.h"
 #include "base/error.h"
 #include "cli/command.h"
+#include "cli/identity_flags.h"
 #include "cli/listener_flags.h"
 
 namespace goheap2pprof {
@@ -91,9 +92,12 @@ int PushMain(int argc, char** argv) {
       "push only processes in this cgroup or below it (whole path elements; repeatable)");
   app.add_option("--deny-pid", o.filter.deny_pids, "never push this pid (repeatable)");
   app.add_option("--service-name-from", o.service_name_from,
-                 "service_name label: exe (base name), comm, cgroup (last path element) or "
-                 "env:VAR (the process's environment variable), as serve's /targets")
+                 "service_name label, as serve's /targets: auto (the pyroscope.io/service_name "
+                 "annotation, else namespace/container, else the systemd unit, else exe), exe "
+                 "(base name), comm, cgroup (last path element) or env:VAR (the process's "
+                 "environment variable)")
       ->capture_default_str();
+  AddIdentityOptions(app, o.host_root, o.node_name);
   app.add_option("--discover-interval", o.discover_interval_seconds,
                  "seconds between scans of /proc for Go processes")
       ->capture_default_str();

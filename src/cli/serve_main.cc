@@ -11,6 +11,7 @@
 #include "agent/serve_worker.h"
 #include "base/error.h"
 #include "cli/command.h"
+#include "cli/identity_flags.h"
 #include "cli/listener_flags.h"
 
 namespace goheap2pprof {
@@ -55,9 +56,12 @@ int ServeMain(int argc, char** argv) {
   app.add_option("--max-delta-seconds", o.max_delta_seconds, "largest ?seconds=N accepted")
       ->capture_default_str();
   app.add_option("--service-name-from", o.service_name_from,
-                 "service_name label of /targets: exe (base name), comm, cgroup (last path "
-                 "element) or env:VAR (the process's environment variable)")
+                 "service_name label of /targets: auto (the pyroscope.io/service_name "
+                 "annotation, else namespace/container, else the systemd unit, else exe), exe "
+                 "(base name), comm, cgroup (last path element) or env:VAR (the process's "
+                 "environment variable)")
       ->capture_default_str();
+  AddIdentityOptions(app, o.host_root, o.node_name);
   app.add_option("--worker-memory", o.worker_limits.address_space_bytes,
                  "address-space limit of a capture worker, bytes")
       ->capture_default_str();

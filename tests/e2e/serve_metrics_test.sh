@@ -219,7 +219,8 @@ m = own["metrics"]
 def series_key(s):
     labels = {k: v for k, v in s["metric"].items()
               if k not in ("job", "instance", "pid", "service_name", "exe", "comm", "go_version",
-                           "build_id", "start_time", "cgroup", "container_id", "__name__")}
+                           "build_id", "start_time", "cgroup", "container_id", "__name__",
+                           "namespace", "pod", "pod_uid", "container", "node")}
     return s["metric"]["__name__"] + "".join(f'{{{k}="{v}"}}' for k, v in sorted(labels.items()))
 
 got = {series_key(s): float(s["value"][1]) for s in result if s["metric"].get("pid") == pid}

@@ -5,11 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 #include <set>
 
 #include "agent/push_agent.h"
 #include "agent/push_sender.h"
+#include "agent/service_name.h"
 #include "base/error.h"
 
 namespace goheap2pprof {
@@ -34,6 +36,56 @@ TEST(PushLabels, PyroscopeSeries) {
                                             {"go_version", "go1.26.8"},
                                             {"pid", "4321"},
                                             {"service_name", "api-server"}}));
+}
+
+// A containerd pod's container, its names read from the bundle.
+GoProcess PodProcess() {
+  GoProcess p = Process();
+  PodIdentity& id = p.facts.identity;
+  id.cgroup.container_id = std::string(64, 'a');
+  id.cgroup.pod_uid = "6d3a2a3c-1b5e-4e6f-9a0b-2c3d4e5f6a7b";
+  id.runtime = ContainerRuntime::kContainerd;
+  id.names.pod_namespace = "shop";
+  id.names.pod = "web-0";
+  id.names.container = "api";
+  id.node = "node-a";
+  return p;
+}
+
+TEST(PushLabels, ThePodsIdentityAndItsServiceName) {
+  std::vector<PushLabel> labels = PushSeriesLabels(PodProcess(), "auto", {}, false);
+  EXPECT_EQ(labels,
+            (std::vector<PushLabel>{{"__name__", "memory"},
+                                    {"container", "api"},
+                                    {"container_id", "containerd://" + std::string(64, 'a')},
+                                    {"go_version", "go1.26.8"},
+                                    {"namespace", "shop"},
+                                    {"node", "node-a"},
+                                    {"pid", "4321"},
+                                    {"pod", "web-0"},
+                                    {"pod_uid", "6d3a2a3c-1b5e-4e6f-9a0b-2c3d4e5f6a7b"},
+                                    {"service_name", "shop/api"}}));
+  // Every label the agent may set, and the most extras, still fit Pyroscope's limit.
+  EXPECT_LE(PushSeriesLabels(PodProcess(), "auto", {}, true).size(), kAgentLabels);
+}
+
+TEST(PushLabels, AnExtraLabelOfTheSameNameWins) {
+  std::vector<PushLabel> labels = PushSeriesLabels(PodProcess(), "exe", {{"node", "mine"}}, false);
+  EXPECT_EQ(std::count(labels.begin(), labels.end(), PushLabel{"node", "mine"}), 1);
+  EXPECT_EQ(std::count_if(labels.begin(), labels.end(),
+                          [](const PushLabel& l) { return l.first == "node"; }),
+            1);
+  EXPECT_EQ(std::count(labels.begin(), labels.end(), PushLabel{"service_name", "api-server"}), 1);
+}
+
+TEST(PushLabels, AutoServiceNameOfASystemdServiceAndOfAPlainProcess) {
+  GoProcess p = Process();
+  p.facts.identity = PodIdentityReader("/nonexistent")
+                         .Read(ParseCgroupIdentity("0::/system.slice/pay\\x2dments.service\n"));
+  EXPECT_EQ(ServiceNameOf(p.facts, "auto"), "pay-ments");
+  EXPECT_EQ(ServiceNameOf(Process().facts, "auto"), "api-server");
+  EXPECT_NO_THROW(CheckServiceNameFrom("auto"));
+  EXPECT_THROW(CheckServiceNameFrom("pod"), Error);
 }
 
 TEST(PushLabels, ParcaSeriesHasNoDeltaLabel) {
