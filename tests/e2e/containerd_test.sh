@@ -336,9 +336,15 @@ agent_image_case() {
       fail "agent image: its capture differs from the oracle's own profile" "$work/agent-profdiff.out"
     fi
     if help_has serve --host-root; then
-      expect_pod_labels "labels in the agent image's /targets (bundles through /host)" \
-        "$(curl -s --max-time 10 "http://$agent_addr/targets" |
-          jq -c --arg pid "$oracle_pid" '.[] | select(.labels.pid == $pid) | .labels')"
+      # The first scan of /proc may not have ended yet (its interval is 1 s).
+      local labels=""
+      for _ in $(seq 1 50); do
+        labels=$(curl -s --max-time 10 "http://$agent_addr/targets" |
+          jq -c --arg pid "$oracle_pid" '.[] | select(.labels.pid == $pid) | .labels')
+        [[ -n $labels ]] && break
+        sleep 0.2
+      done
+      expect_pod_labels "labels in the agent image's /targets (bundles through /host)" "$labels"
     fi
   fi
   agent_pod agent-noptrace SYS_PTRACE
