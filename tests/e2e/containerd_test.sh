@@ -107,7 +107,7 @@ oracle_case() {
   fi
 }
 
-# host_root: what a node's / would show the agent of the runtime's state:
+# make_host_root: what a node's / would show the agent of the runtime's state:
 # $work/hostroot/run/containerd is our containerd's state directory.
 make_host_root() {
   mkdir -p "$work/hostroot/run"
