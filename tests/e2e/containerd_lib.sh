@@ -122,6 +122,10 @@ cd_sweep() {
 cd_start() {
   local dir=$work/containerd
   cd_sweep
+  # runc makes the kubepods parents of our pods; cd_stop removes them only if
+  # they were not there before (a node's kubelet would own them).
+  cd_made_kubepods=1
+  compgen -G "/sys/fs/cgroup/*/kubepods" >/dev/null && cd_made_kubepods=0
   # The socket's path must fit a sockaddr_un (108 bytes): a short one in /run.
   cd_state=/run/goheap2pprof-e2e-containerd.$$
   cd_sock=$cd_state/containerd.sock
@@ -273,6 +277,11 @@ cd_stop() {
     done
   done
   cd_cgroups=()
+  if ((${cd_made_kubepods:-0})); then
+    for p in /sys/fs/cgroup/*/kubepods/burstable /sys/fs/cgroup/*/kubepods; do
+      [[ -d $p ]] && rmdir "$p" 2>/dev/null
+    done
+  fi
   # The snapshots are overlay mounts of the pods, gone with them; what is left
   # of ours under /run is the socket and the (then empty) task directories.
   [[ -n ${cd_state:-} ]] && ! grep -q " $cd_state" /proc/mounts && rm -rf "$cd_state"
