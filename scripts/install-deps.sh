@@ -56,6 +56,9 @@ test_packages=(
   mmdebstrap zsh file dpkg-dev man-db systemd
   # The agent's OCI image (tests/e2e/image_test.sh): real readers of the layout.
   umoci skopeo
+  # tests/e2e/containerd_test.sh: real pods through the CRI (crictl comes from the Go
+  # module proxy, below), and the DaemonSet's YAML read into its CRI view.
+  containerd runc python3-yaml
 )
 
 packages=("${build_packages[@]}")
@@ -124,5 +127,11 @@ bash "$(dirname "$0")/unpack-toolchains.sh"
 if [[ $(helm version --short 2>/dev/null) != v3.22* ]] &&
   ! GOBIN=/usr/local/bin GOFLAGS=-mod=mod timeout 1500 go install helm.sh/helm/v3/cmd/helm@v3.22.0 >/dev/null 2>&1; then
   echo "install-deps: could not build helm v3.22.0 through the Go module proxy; deploy_manifests_test will try again" >&2
+fi
+# crictl v1.37.0 for tests/e2e/containerd_test.sh (which installs it into the build tree
+# itself when this could not): cri-tools through the Go module proxy, once per machine.
+if ! go version -m "$(command -v crictl)" 2>/dev/null | grep -q "mod.*sigs.k8s.io/cri-tools.*v1.37.0" &&
+  ! GOBIN=/usr/local/bin timeout 1500 go install sigs.k8s.io/cri-tools/cmd/crictl@v1.37.0 >/dev/null 2>&1; then
+  echo "install-deps: could not build crictl v1.37.0 through the Go module proxy; containerd_test will try again" >&2
 fi
 echo "install-deps: ok (the build and test sets)"

@@ -1,0 +1,3 @@
+module goheap2pprof.test/pause
+
+go 1.18
