@@ -547,11 +547,16 @@ void Watcher::Report(const Target& t) {
   json record = Base(t);
   record["event"] = "growth-report";
   try {
+    // The pod, container and service_name, as on every watch.jsonl record.
+    std::vector<std::pair<std::string, std::string>> labels;
+    for (const auto& [name, value] : t.labels.items()) {
+      labels.emplace_back(name, value.get<std::string>());
+    }
     const WatchReportSubject who{.program = t.comm,
                                  .pid = t.pid,
                                  .process_start = ProcessStartUtc(t.start_time),
                                  .go_version = t.go_version,
-                                 .labels = {}};
+                                 .labels = std::move(labels)};
     const std::vector<std::string> names = WriteWatchGrowthReport(*dir_, t.files, t.readings, who);
     record["files"] = names;
     Say("pid " + std::to_string(t.pid) + ": growth report in " + names.front());
