@@ -172,13 +172,16 @@ std::string WorkerPool::Reap(Worker& w, bool kill_first) {
   return "the capture worker exited with status " + std::to_string(WEXITSTATUS(status));
 }
 
-PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affinity) {
+PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affinity,
+                           const PoolCall& call) {
   PoolResult result;
   Worker* w = nullptr;
   {
     std::unique_lock<std::mutex> lock(mu_);
+    ++stats_.requests[call.caller];
     auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.queue_timeout_ms);
+        std::chrono::steady_clock::now() +
+        std::chrono::milliseconds(call.queue_timeout_ms.value_or(options_.queue_timeout_ms));
     while (true) {
       Worker* any = nullptr;
       for (Worker& c : workers_) {
@@ -319,7 +322,8 @@ std::string PoolOutcomeName(const PoolResult& r) {
 }
 
 ExeInfo ProbeInWorker(WorkerPool& pool, ServeMetrics& metrics, pid_t pid) {
-  PoolResult r = pool.Run({WorkerOp::kProbe, pid, {}}, "");
+  PoolResult r = pool.Run({WorkerOp::kProbe, pid, {}}, "",
+                          {.caller = "discovery", .queue_timeout_ms = std::nullopt});
   ExeInfo info;
   if (r.outcome != PoolOutcome::kReplied) {
     // A worker that could not start (no descriptors left) is no verdict on

@@ -16,8 +16,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +64,17 @@ struct PoolStats {
   uint64_t workers_started = 0;
   uint64_t workers_crashed = 0;
   uint64_t workers_killed = 0;  // overran the capture timeout
+  // Requests by the caller that made them (PoolCall::caller): in the agent,
+  // serve, push, watch and discovery share one pool, and this says so.
+  std::map<std::string, uint64_t> requests;
+};
+
+// Who asks, and how long it may wait for a free worker: serve's requests
+// give up after --timeout (503), while push's rounds and watch's triggers
+// wait their turn. Unset: the pool's queue_timeout_ms.
+struct PoolCall {
+  std::string caller;
+  std::optional<int64_t> queue_timeout_ms;
 };
 
 class WorkerPool {
@@ -72,7 +86,8 @@ class WorkerPool {
 
   // Thread-safe. `affinity` names the executable (any stable string; empty
   // for none).
-  PoolResult Run(const WorkerRequest& request, const std::string& affinity);
+  PoolResult Run(const WorkerRequest& request, const std::string& affinity,
+                 const PoolCall& call = {});
 
   PoolStats stats() const;
   // Pids of the live workers, for tests and the index page.
@@ -107,6 +122,17 @@ class WorkerPool {
   std::condition_variable idle_;
   std::vector<Worker> workers_;
   PoolStats stats_;
+};
+
+// What the roles of one `goheap2pprof agent` share (agent/node_agent.h):
+// one worker pool, one discovery, one set of capture metrics. A role given
+// none makes its own (serve, push and watch as commands of their own).
+struct SharedParts {
+  WorkerPool* pool = nullptr;
+  Discovery* discovery = nullptr;
+  ServeMetrics* metrics = nullptr;
+  // The other metric families of the one /metrics (push's, the pool's).
+  std::function<std::string()> more_metrics;
 };
 
 // The outcome of one pooled capture as /metrics names it ("ok", "busy",

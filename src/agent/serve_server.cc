@@ -82,15 +82,26 @@ class Service {
       : options_(options),
         log_(log),
         listen_address_(std::move(listen_address)),
-        pool_(PoolOptions{options.max_concurrent, "/proc/self/exe",
-                          static_cast<int64_t>(options.timeout_seconds * 1000),
-                          static_cast<int64_t>(options.capture_timeout_seconds * 1000),
-                          options.worker_limits}),
-        discovery_(DiscoveryOptions(options), [this](pid_t pid) { return ProbeExe(pid); }),
+        own_pool_(options.shared ? nullptr
+                                 : std::make_unique<WorkerPool>(PoolOptions{
+                                       options.max_concurrent, "/proc/self/exe",
+                                       static_cast<int64_t>(options.timeout_seconds * 1000),
+                                       static_cast<int64_t>(options.capture_timeout_seconds * 1000),
+                                       options.worker_limits})),
+        metrics_(options.shared ? *options.shared->metrics : own_metrics_),
+        pool_(options.shared ? *options.shared->pool : *own_pool_),
+        own_discovery_(options.shared ? nullptr
+                                      : std::make_unique<Discovery>(
+                                            DiscoveryOptions(options),
+                                            [this](pid_t pid) { return ProbeExe(pid); })),
+        discovery_(options.shared ? *options.shared->discovery : *own_discovery_),
         boot_time_(BootTimeSeconds()),
         clock_ticks_(sysconf(_SC_CLK_TCK)) {}
 
-  void Start() { discovery_.Start(); }
+  // The agent starts its shared discovery itself.
+  void Start() {
+    if (own_discovery_) own_discovery_->Start();
+  }
 
   // Whether a request may wait for a capture or a delta window.
   bool Blocks(const HttpRequest& req) const {
@@ -113,7 +124,11 @@ class Service {
         return Targets(res);
       case Endpoint::kMetrics:
         discovery_stats_to_metrics();
-        SetContent(res, metrics_.Render(), "text/plain; version=0.0.4; charset=utf-8");
+        SetContent(res,
+                   metrics_.Render() + (options_.shared && options_.shared->more_metrics
+                                            ? options_.shared->more_metrics()
+                                            : ""),
+                   "text/plain; version=0.0.4; charset=utf-8");
         return;
       case Endpoint::kProfile:
         return Profile(route.profile, res);
@@ -180,7 +195,10 @@ class Service {
       return flight->result;
     }
     auto started = std::chrono::steady_clock::now();
-    PoolResult result = pool_.Run({op, pid, std::move(base)}, affinity);
+    PoolResult result =
+        pool_.Run({op, pid, std::move(base)}, affinity,
+                  {.caller = "serve",
+                   .queue_timeout_ms = static_cast<int64_t>(options_.timeout_seconds * 1000)});
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (options_.verbose) {
@@ -478,9 +496,13 @@ class Service {
   const ServeOptions& options_;
   std::ostream& log_;
   std::string listen_address_;
-  ServeMetrics metrics_;
-  WorkerPool pool_;
-  Discovery discovery_;
+  // Serve's own parts, or none when the agent shares its own (options_.shared).
+  ServeMetrics own_metrics_;
+  std::unique_ptr<WorkerPool> own_pool_;
+  ServeMetrics& metrics_;
+  WorkerPool& pool_;
+  std::unique_ptr<Discovery> own_discovery_;
+  Discovery& discovery_;
   uint64_t boot_time_;
   long clock_ticks_;
   std::atomic<bool> stopping_{false};
@@ -539,6 +561,44 @@ void ValidateServeOptions(const ServeOptions& o) {
   ValidateListenerLimits(o.limits);
 }
 
+struct ServeRole::Impl {
+  Impl(const ServeOptions& options, std::ostream& log)
+      : server(ListenerOptions(options)),
+        service(options, log, server.address()),
+        handler(service, options.verbose) {}
+
+  static HttpListenerOptions ListenerOptions(const ServeOptions& options) {
+    HttpListenerOptions listen;
+    listen.listen = options.listen;
+    if (!options.token_file.empty()) listen.token = ReadTokenFile(options.token_file);
+    listen.allowed_hosts = options.allowed_hosts;
+    listen.tls = options.tls;
+    listen.limits = options.limits;
+    return listen;
+  }
+
+  // Bound first: with port 0 the kernel picks the port, and /targets must
+  // name the address clients really reach.
+  HttpListener server;
+  Service service;
+  ServeHandler handler;
+};
+
+ServeRole::ServeRole(const ServeOptions& options, std::ostream& log)
+    : impl_(std::make_unique<Impl>(options, log)) {}
+ServeRole::~ServeRole() = default;
+std::string ServeRole::address() const { return impl_->server.address(); }
+
+void ServeRole::Run() {
+  impl_->service.Start();
+  impl_->server.Run(impl_->handler);
+}
+
+void ServeRole::Stop() {
+  impl_->service.Stop();
+  impl_->server.Stop();
+}
+
 int RunServe(const ServeOptions& options, std::ostream& log) {
   ValidateServeOptions(options);
 
@@ -551,30 +611,17 @@ int RunServe(const ServeOptions& options, std::ostream& log) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a client or worker that went away is an error return
 
-  HttpListenerOptions listen;
-  listen.listen = options.listen;
-  if (!options.token_file.empty()) listen.token = ReadTokenFile(options.token_file);
-  listen.allowed_hosts = options.allowed_hosts;
-  listen.tls = options.tls;
-  listen.limits = options.limits;
-  // Bound first: with port 0 the kernel picks the port, and /targets must
-  // name the address clients really reach.
-  HttpListener server(listen);
-  Service service(options, log, server.address());
-  ServeHandler handler(service, options.verbose);
-
-  service.Start();
+  ServeRole role(options, log);
   std::thread signal_thread([&] {
     int sig = 0;
     sigwait(&signals, &sig);
     log << "goheap2pprof serve: signal " << sig << ", shutting down\n" << std::flush;
-    service.Stop();
-    server.Stop();
+    role.Stop();
   });
-  log << "goheap2pprof serve: listening on " << server.address()
+  log << "goheap2pprof serve: listening on " << role.address()
       << (options.tls.enabled() ? " (TLS)" : "") << "\n"
       << std::flush;
-  server.Run(handler);
+  role.Run();
   // Run returns after Stop, or by an exception; wake the signal thread
   // so it can be joined.
   pthread_kill(signal_thread.native_handle(), SIGTERM);

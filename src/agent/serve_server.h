@@ -14,11 +14,13 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "agent/discovery.h"
 #include "agent/http_listener.h"
+#include "agent/serve_pool.h"
 #include "agent/serve_worker.h"
 
 namespace goheap2pprof {
@@ -41,6 +43,10 @@ struct ServeOptions {
   std::string service_name_from = "exe";  // exe | comm | cgroup | env:VAR
   bool verbose = false;
   WorkerLimits worker_limits;
+  // In `goheap2pprof agent`: the pool, discovery and metrics of the agent,
+  // used instead of serve's own (then --max-concurrent, the worker limits
+  // and the discovery options here are the agent's, unused).
+  const SharedParts* shared = nullptr;
 };
 
 // Checks the options (a non-loopback --listen needs TLS with a token or
@@ -51,5 +57,21 @@ void ValidateServeOptions(const ServeOptions& options);
 // Runs until SIGTERM/SIGINT; returns the exit code. Throws Error for a
 // configuration that cannot start (kUsage, kIo for the token file, ...).
 int RunServe(const ServeOptions& options, std::ostream& log);
+
+// serve as one role of the agent: the listener is bound at construction
+// (address() is the real one, for port 0); Run answers requests until Stop.
+// The caller handles signals.
+class ServeRole {
+ public:
+  ServeRole(const ServeOptions& options, std::ostream& log);
+  ~ServeRole();
+  std::string address() const;
+  void Run();
+  void Stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace goheap2pprof

@@ -18,12 +18,14 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "agent/serve_pool.h"
 #include "agent/serve_worker.h"
 #include "agent/watch_psi.h"
 #include "agent/watch_trigger.h"
@@ -53,6 +55,16 @@ struct WatchOptions {
   std::string self_exe = "/proc/self/exe";  // what the workers run
   // Prefix of the cgroup and PSI paths (tests); "" is the real filesystem.
   std::string fs_root;
+  // In `goheap2pprof agent`: its pool, discovery (for all) and capture
+  // metrics instead of watch's own; dir may then be empty (no files, no
+  // watch.jsonl); the watch ends when stop_fd (an eventfd) becomes
+  // readable rather than on SIGINT/SIGTERM; and each profile a trigger
+  // (not the baseline) captured is given to on_profile as well.
+  const SharedParts* shared = nullptr;
+  int stop_fd = -1;
+  std::function<void(pid_t pid, uint64_t start_time, const std::string& trigger,
+                     const std::string& profile_gz)>
+      on_profile;
 };
 
 // Runs until every watched process is gone (never with --all) or SIGINT /
