@@ -4,9 +4,9 @@
 # runs goheap2pprof (e.g. (qemu-aarch64-static ./goheap2pprof)).
 
 # The subcommands a goheap2pprof may have; one is documented when its
-# `--help` answers with its own usage line (serve and push are dispatched
-# before the main parser, so the main --help does not list them).
-help_candidate_commands=(serve watch push mem growth)
+# `--help` answers with its own usage line (every one is a subcommand of the
+# one CLI11 app, and the main --help lists them too).
+help_candidate_commands=(serve watch push agent mem growth)
 
 # help_commands: the subcommands this binary has, one a line.
 help_commands() {

@@ -1,6 +1,10 @@
 #include "cli/command.h"
 
 #include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "agent/common/duration.h"
 
 namespace goheap2pprof {
 
@@ -35,22 +39,28 @@ std::string DefaultHint(ErrorKind kind, std::string_view command) {
   return "";
 }
 
+// "10s", "5m", "250ms" (agent/common/duration.h), or a bare number of
+// seconds, which serve's and push's options took before they took units.
+std::optional<double> ParseSeconds(const std::string& text) {
+  size_t used = 0;
+  try {
+    const double seconds = std::stod(text, &used);
+    if (used == text.size()) return seconds;
+  } catch (const std::exception&) {
+    // Not a number: perhaps a duration with a unit.
+  }
+  std::optional<std::chrono::microseconds> d = ParseDuration(text);
+  if (!d) return std::nullopt;
+  return static_cast<double>(d->count()) / 1e6;
+}
+
 }  // namespace
 
 std::string HintFor(const Error& e, std::string_view command) {
   return e.hint().empty() ? DefaultHint(e.kind(), command) : e.hint();
 }
 
-int ParseAndRun(CLI::App& app, int argc, char** argv, const std::string& command,
-                const std::function<int()>& run) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << command << ": " << e.what() << "\nhint: run " << command << " --help\n";
-    return static_cast<int>(ErrorKind::kUsage);
-  }
+int RunCommand(const std::string& command, const std::function<int()>& run) {
   try {
     return run();
   } catch (const Error& e) {
@@ -61,6 +71,37 @@ int ParseAndRun(CLI::App& app, int argc, char** argv, const std::string& command
               << "\nhint: please report this bug\n";
     return 1;
   }
+}
+
+CLI::Option* AddSecondsOption(CLI::App& app, const std::string& name, double& seconds,
+                              const std::string& description) {
+  // A transform runs before CLI11 converts the text to the double, so the
+  // option keeps its type and default while accepting the duration syntax.
+  CLI::Validator duration(
+      [](std::string& text) -> std::string {
+        if (std::optional<double> s = ParseSeconds(text)) {
+          std::ostringstream out;
+          out.precision(17);
+          out << *s;
+          text = out.str();
+          return "";
+        }
+        return "expected a duration such as 10s, 5m, 250ms or a number of seconds, not \"" + text +
+               "\"";
+      },
+      "DURATION");
+  return app.add_option(name, seconds, description)
+      ->transform(duration)
+      ->type_name("DURATION")
+      ->capture_default_str();
+}
+
+int ReportParseError(const CLI::App& root, const CLI::ParseError& e) {
+  // The message names the command whose options were being read.
+  std::string command = root.get_name();
+  for (const CLI::App* sub : root.get_subcommands()) command += " " + sub->get_name();
+  std::cerr << command << ": " << e.what() << "\nhint: run " << command << " --help\n";
+  return static_cast<int>(ErrorKind::kUsage);
 }
 
 }  // namespace goheap2pprof

@@ -1,11 +1,12 @@
-// What every goheap2pprof command does around its own work: parse its
-// arguments (a usage error points at its --help), run, and turn an Error into
-// "<command>: error: ..." with a hint (the error's own, else one for its
-// kind) and the kind's exit code. main() and the serve and push commands
-// share it, so a failure reads and exits the same way from each.
+// What every goheap2pprof command does around its own work: each is a
+// subcommand of the one CLI11 app (cli/main.cc), which parses the whole
+// command line once; the command that was named then runs, and an Error it
+// throws becomes "<command>: error: ..." with a hint (the error's own, else
+// one for its kind) and the kind's exit code, the same from every command.
 //
-//   return ParseAndRun(app, argc, argv, "goheap2pprof push", [&] { return RunPush(o, std::cerr);
-//   });
+//   Command serve = AddServeCommand(app);     // options bound to its own state
+//   app.parse(argc, argv);
+//   if (serve.app->parsed()) return RunCommand("goheap2pprof serve", serve.run);
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -17,13 +18,27 @@
 
 namespace goheap2pprof {
 
+// A subcommand: its CLI11 app (owned by the root app) and its work, which
+// owns the state the options are bound to.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
 // The error's hint, or the one for its kind (usage: "run <command> --help").
 std::string HintFor(const Error& e, std::string_view command);
 
-// Parses argv into app, then returns run()'s exit code; a parse error,
-// an Error or another exception from run() is printed to standard error and
-// answered with its exit code (kUsage, the Error's kind, 1).
-int ParseAndRun(CLI::App& app, int argc, char** argv, const std::string& command,
-                const std::function<int()>& run);
+// Returns run()'s exit code; an Error or another exception from run() is
+// printed to standard error and answered with its exit code (the Error's
+// kind, 1).
+int RunCommand(const std::string& command, const std::function<int()>& run);
+
+// A seconds option that takes one duration syntax everywhere: "10s", "5m",
+// "250ms", "1h" or a bare number of seconds (what the options took before).
+CLI::Option* AddSecondsOption(CLI::App& app, const std::string& name, double& seconds,
+                              const std::string& description);
+
+// A parse error of the command line, as every command prints it.
+int ReportParseError(const CLI::App& root, const CLI::ParseError& e);
 
 }  // namespace goheap2pprof

@@ -95,17 +95,18 @@ int Run(GrowthArgs& a) {
 
 }  // namespace
 
-int GrowthMain(int argc, char** argv) {
-  CLI::App app{
+Command AddGrowthCommand(CLI::App& root) {
+  CLI::App& app = *root.add_subcommand(
+      "growth",
       "goheap2pprof growth: which allocation sites grow, ranked by the growth they can stand "
       "behind, over N heap snapshots of one Go program: taken live from a process, or read "
       "from profile files (goheap2pprof's, watch's, serve's, or the runtime's own "
       "/debug/pprof/heap), ordered by their time_nanos.\n"
       "  goheap2pprof growth 1234 --every 30s --for 10m -o growth.pb.gz\n"
-      "  goheap2pprof growth profiles/ --format json --fail-above 10MiB/h",
-      "goheap2pprof growth"};
+      "  goheap2pprof growth profiles/ --format json --fail-above 10MiB/h");
   app.footer(kFooter);
-  GrowthArgs a;
+  auto shared = std::make_shared<GrowthArgs>();
+  GrowthArgs& a = *shared;
   app.add_option("inputs", a.inputs,
                  "a process id, or heap profile files and directories (a directory's *.pb.gz, "
                  "*.pb, *.pprof, *.prof and heap* files)")
@@ -131,7 +132,7 @@ int GrowthMain(int argc, char** argv) {
   app.add_option("--exe", a.live.executable.path, "live: as for a single capture");
   app.add_flag("--force", a.live.executable.force, "live: as for a single capture");
   app.add_flag("-v,--verbose", a.live.verbose, "live: report each snapshot kept or skipped");
-  return ParseAndRun(app, argc, argv, "goheap2pprof growth", [&] { return Run(a); });
+  return {&app, [shared] { return Run(*shared); }};
 }
 
 }  // namespace goheap2pprof

@@ -3,14 +3,17 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
-#include "agent/watch/watch.h"
 #include "app/output_format.h"
 #include "app/run.h"
 #include "base/error.h"
 #include "base/huge_page_malloc.h"
+#include "cli/agent_main.h"
 #include "cli/command.h"
 #include "cli/growth_main.h"
 #include "cli/identity_flags.h"
@@ -18,6 +21,7 @@
 #include "cli/push_main.h"
 #include "cli/serve_main.h"
 #include "cli/version.h"
+#include "cli/watch_main.h"
 #include "pprof/output.h"
 #include "proc/procfs.h"
 #include "runtime/bucket_layout.h"
@@ -60,98 +64,49 @@ void WriteFailureJson(const RunOptions& options, const CaptureReport& report, co
   }
 }
 
-// The `watch` subcommand's options, as text until parsed by the agent's
-// strict parsers (which name the option in their errors).
-struct WatchArgs {
-  std::vector<std::string> pids;
-  std::string above, rss_above, on_event, psi, every, poll = "1s", cooldown = "30s";
-  std::string psi_scope = "cgroup";
-  bool no_baseline = false;
+// The root's list of subcommands: one line each (a command's own --help
+// has its whole description).
+class RootFormatter : public CLI::Formatter {
+ public:
+  std::string make_subcommand(const CLI::App* sub) const override {
+    static const std::map<std::string, std::string> kSummaries = {
+        {"serve", "every Go process on this machine as a pprof endpoint (HTTP)"},
+        {"push", "push every Go process's heap profile to Pyroscope and/or Parca"},
+        {"watch", "capture heap profiles when memory runs short, before the OOM killer"},
+        {"agent", "serve, push and watch at once: one discovery, one worker pool, one /metrics"},
+        {"mem", "where a Go process's memory is, by the runtime's own classes"},
+        {"growth", "which allocation sites grow, over N heap snapshots"},
+    };
+    auto it = kSummaries.find(sub->get_name());
+    std::ostringstream out;
+    CLI::detail::format_help(out, sub->get_name(),
+                             it != kSummaries.end() ? it->second : sub->get_description(),
+                             column_width_);
+    return out.str();
+  }
 };
 
-CLI::App* AddWatchCommand(CLI::App& app, WatchArgs& args, WatchOptions& w) {
-  CLI::App* cmd = app.add_subcommand(
-      "watch",
-      "capture heap profiles of Go processes when their memory runs short, before the OOM "
-      "killer strikes; files go to DIR with one line per trigger in DIR/watch.jsonl");
-  cmd->footer(
-      "Exit codes: 0 when every watched process is gone (e.g. OOM-killed; how each ended is in "
-      "watch.jsonl) or on SIGINT/SIGTERM; otherwise those of goheap2pprof --help.");
-  cmd->add_option("pids", args.pids, "process ids of the Go programs to watch");
-  cmd->add_flag("--all", w.all, "watch every Go process we may read, found again every --poll");
-  cmd->add_option("-o,--output", w.dir, "directory for the profiles and watch.jsonl")->required();
-  cmd->add_option("--above", args.above,
-                  "PCT[,PCT...] of the memory limit of the process's cgroup (nearest ancestor with "
-                  "a finite limit); each fires once per upward crossing (default 90% when no "
-                  "other trigger is given)");
-  cmd->add_option("--hysteresis", w.triggers.hysteresis_pct,
-                  "points (or percent of an --rss-above size) to fall below a level before it "
-                  "fires again")
-      ->check(CLI::Range(0.0, 50.0))
-      ->capture_default_str();
-  cmd->add_flag("--working-set", w.triggers.working_set,
-                "compare usage minus inactive file pages, as the kubelet does");
-  cmd->add_option("--rss-above", args.rss_above, "SIZE[,SIZE...] of the process's resident set");
-  cmd->add_option("--on-event", args.on_event,
-                  "max,oom: the cgroup's memory.events counters (v2; the kernel wakes us)");
-  cmd->add_option("--psi", args.psi,
-                  "some|full:STALL/WINDOW, e.g. some:150ms/1s: a PSI trigger on the cgroup's "
-                  "memory.pressure, or /proc/pressure/memory");
-  cmd->add_option("--psi-scope", args.psi_scope,
-                  "cgroup (system when the cgroup has none) or system")
-      ->check(CLI::IsMember({"cgroup", "system"}))
-      ->capture_default_str();
-  cmd->add_option("--every", args.every, "also capture periodically, e.g. 5m");
-  cmd->add_option("--poll", args.poll, "how often usage and RSS are sampled")
-      ->capture_default_str();
-  cmd->add_option("--cooldown", args.cooldown,
-                  "minimum time between triggered captures; one higher level or memory event "
-                  "may fire inside it")
-      ->capture_default_str();
-  cmd->add_option("--max-files", w.max_files,
-                  "keep the newest N profiles this watch wrote (it deletes no other file)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_flag("--no-baseline", args.no_baseline,
-                "skip the snapshot at start (kept for go tool pprof -base)");
-  cmd->add_option("--exe", w.capture.executable.path, "as for a single capture");
-  cmd->add_flag("--force", w.capture.executable.force, "as for a single capture");
-  cmd->add_option("--capture-timeout", w.capture_timeout_seconds,
-                  "seconds a capture may take; its confined worker is then stopped and the "
-                  "capture recorded as failed")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_flag("--report", w.report,
-                "when a process (or the watch) ends, write the growth report of its profiles "
-                "beside them: <program>-<pid>-growth.txt, .json and .pb.gz (docs/growth.md)");
-  cmd->add_flag("-v,--verbose", w.verbose, "report skipped triggers");
-  AddIdentityOptions(*cmd, w.host_root, w.node_name);
-  return cmd;
-}
-
-void FinishWatchOptions(const WatchArgs& args, WatchOptions& w) {
-  for (const std::string& text : args.pids) {
-    std::optional<pid_t> pid = ParsePid(text);
-    if (!pid) throw Error(ErrorKind::kUsage, "\"", text, "\" is not a process id");
-    w.pids.push_back(*pid);
-  }
-  if (w.all && !w.pids.empty()) throw Error(ErrorKind::kUsage, "give pids or --all, not both");
-  TriggerConfig& t = w.triggers;
-  if (!args.above.empty()) t.above_pct = ParsePercentList(args.above);
-  if (!args.rss_above.empty()) t.rss_above = ParseSizeList(args.rss_above);
-  if (!args.on_event.empty()) ParseEventList(args.on_event, t);
-  if (!args.psi.empty()) {
-    w.psi = ParsePsiSpec(args.psi);
-    t.psi = true;
-  }
-  w.psi_system = args.psi_scope == "system";
-  if (!args.every.empty()) t.every = ParseWatchDuration("--every", args.every);
-  w.poll = ParseWatchDuration("--poll", args.poll);
-  t.cooldown = ParseWatchDuration("--cooldown", args.cooldown);
-  if (args.above.empty() && t.rss_above.empty() && !t.on_max && !t.on_oom && !t.psi && !t.every) {
-    t.above_pct = {90};
-  }
-  w.baseline = !args.no_baseline;
+// `goheap2pprof help [command]`: the --help of the root or of one command.
+Command AddHelpCommand(CLI::App& root) {
+  CLI::App* cmd = root.add_subcommand("help", "show the --help of goheap2pprof or of a command");
+  auto name = std::make_shared<std::string>();
+  cmd->add_option("command", *name, "the command");
+  return {cmd, [&root, name] {
+            if (name->empty()) {
+              std::cout << root.help("", CLI::AppFormatMode::Normal);
+              return 0;
+            }
+            CLI::App* sub = nullptr;
+            try {
+              sub = root.get_subcommand(*name);
+            } catch (const CLI::OptionNotFound&) {
+            }
+            if (sub == nullptr || sub->get_group().empty()) {
+              throw Error(ErrorKind::kUsage, "no command \"", *name, "\"");
+            }
+            std::cout << sub->help(root.get_name());
+            return 0;
+          }};
 }
 
 int Main(int argc, char** argv) {
@@ -226,9 +181,15 @@ int Main(int argc, char** argv) {
   app.set_version_flag("--version", &VersionText,
                        "print the version, the git commit and the versions of the libraries "
                        "linked in");
-  WatchArgs watch_args;
-  WatchOptions watch;
-  CLI::App* watch_cmd = AddWatchCommand(app, watch_args, watch);
+  app.formatter(std::make_shared<RootFormatter>());
+  // One command per command line: after `help`, "serve" is its argument,
+  // not a second command to run.
+  app.require_subcommand(0, 1);
+  // Every command, in the order --help lists them (the worker is hidden).
+  const std::vector<Command> commands = {AddServeCommand(app), AddPushCommand(app),
+                                         AddWatchCommand(app), AddAgentCommand(app),
+                                         AddMemCommand(app),   AddGrowthCommand(app),
+                                         AddHelpCommand(app),  AddServeWorkerCommand(app)};
 
   try {
     app.parse(argc, argv);
@@ -237,10 +198,12 @@ int Main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "goheap2pprof: " << e.what() << "\nhint: run goheap2pprof --help\n";
-    return static_cast<int>(ErrorKind::kUsage);
+    return ReportParseError(app, e);
   }
-  if (!watch_cmd->parsed() && pid_text.empty() && options.core.empty()) {
+  for (const Command& c : commands) {
+    if (c.app->parsed()) return RunCommand("goheap2pprof " + c.app->get_name(), c.run);
+  }
+  if (pid_text.empty() && options.core.empty()) {
     std::cerr << "goheap2pprof: pid is required\nhint: run goheap2pprof --help\n";
     return static_cast<int>(ErrorKind::kUsage);
   }
@@ -260,15 +223,6 @@ int Main(int argc, char** argv) {
   }
   CaptureReport report;
   try {
-    if (watch_cmd->parsed()) {
-      FinishWatchOptions(watch_args, watch);
-#if GOHEAP2PPROF_TEST_SEAMS
-      // Tests point the cgroup and PSI files at a fake tree (cgroup v2 where
-      // the machine has v1); see tests/e2e/watch_test.sh.
-      if (const char* root = std::getenv("GOHEAP2PPROF_TEST_CGROUP_ROOT")) watch.fs_root = root;
-#endif
-      return RunWatch(watch, std::cerr);
-    }
     if (top->count() > 0 && out.format != OutputFormat::kJson &&
         out.format != OutputFormat::kText) {
       throw Error(ErrorKind::kUsage, "--top applies to --format json and text");
@@ -320,21 +274,5 @@ int Main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   goheap2pprof::ReexecWithHugePageMalloc(argv);
-  // Subcommands; anything else is the one-shot capture, unchanged.
-  if (argc > 1 && std::string(argv[1]) == "serve") {
-    return goheap2pprof::ServeMain(argc - 1, argv + 1);
-  }
-  if (argc > 1 && std::string(argv[1]) == "push") {
-    return goheap2pprof::PushMain(argc - 1, argv + 1);
-  }
-  if (argc > 1 && std::string(argv[1]) == "mem") {
-    return goheap2pprof::MemMain(argc - 1, argv + 1);
-  }
-  if (argc > 1 && std::string(argv[1]) == "growth") {
-    return goheap2pprof::GrowthMain(argc - 1, argv + 1);
-  }
-  if (argc > 1 && std::string(argv[1]) == "__serve-worker") {
-    return goheap2pprof::ServeWorkerMain(argc - 1, argv + 1);
-  }
   return goheap2pprof::Main(argc, argv);
 }

@@ -73,18 +73,19 @@ int RunMem(const MemOptions& o) {
 
 }  // namespace
 
-int MemMain(int argc, char** argv) {
-  CLI::App app{
+Command AddMemCommand(CLI::App& root) {
+  CLI::App& app = *root.add_subcommand(
+      "mem",
       "goheap2pprof mem: where a Go process's memory is, from outside it: the runtime's "
       "/memory/classes/ tree (as runtime/metrics reports it) with sizes and shares, the live "
       "heap against the GC goal and GOMEMLIMIT, the process's RSS, its cgroup's usage and "
       "limit, and the resident memory the Go runtime does not manage (cgo, syscall.Mmap).\n"
       "  goheap2pprof mem 1234\n"
       "  goheap2pprof mem --format json 1234 | jq '.metrics'\n"
-      "  goheap2pprof mem --core core.1234 [--exe ./server]",
-      "goheap2pprof mem"};
+      "  goheap2pprof mem --core core.1234 [--exe ./server]");
   app.footer("Exit codes: those of goheap2pprof --help.");
-  MemOptions o;
+  auto shared = std::make_shared<MemOptions>();
+  MemOptions& o = *shared;
   CLI::Option* pid = app.add_option("pid", o.pid_text, "process id of the Go program");
   app.add_option("--core", o.core,
                  "read a dead process's statistics from its core file instead of a pid (no "
@@ -100,15 +101,16 @@ int MemMain(int argc, char** argv) {
       ->capture_default_str();
   CLI::Option* exe = app.add_option("--exe", o.executable.path, "as for a single capture");
   app.add_flag("--force", o.executable.force, "as for a single capture");
-  return ParseAndRun(app, argc, argv, "goheap2pprof mem", [&] {
-    if (o.pid_text.empty() && o.core.empty()) {
-      throw Error(ErrorKind::kUsage, "a pid or --core is required");
-    }
-    if (o.executable.force && exe->count() == 0 && o.core.empty()) {
-      throw Error(ErrorKind::kUsage, "--force requires --exe or --core");
-    }
-    return RunMem(o);
-  });
+  return {&app, [shared, exe] {
+            const MemOptions& mem = *shared;
+            if (mem.pid_text.empty() && mem.core.empty()) {
+              throw Error(ErrorKind::kUsage, "a pid or --core is required");
+            }
+            if (mem.executable.force && exe->count() == 0 && mem.core.empty()) {
+              throw Error(ErrorKind::kUsage, "--force requires --exe or --core");
+            }
+            return RunMem(mem);
+          }};
 }
 
 }  // namespace goheap2pprof

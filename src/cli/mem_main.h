@@ -1,9 +1,12 @@
-// Entry point of `goheap2pprof mem`, called by main with argv starting at
-// the subcommand's name.
+// `goheap2pprof mem`, as a subcommand of the one app (cli/main.cc).
 #pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "cli/command.h"
 
 namespace goheap2pprof {
 
-int MemMain(int argc, char** argv);
+Command AddMemCommand(CLI::App& root);
 
 }  // namespace goheap2pprof

@@ -1,10 +1,19 @@
-// Entry points of the `serve` and `__serve-worker` subcommands, called by
-// main with argv starting at the subcommand's name.
+// `goheap2pprof serve` and the hidden `goheap2pprof __serve-worker`, as
+// subcommands of the one app (cli/main.cc).
 #pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "agent/serve/server.h"
+#include "cli/command.h"
 
 namespace goheap2pprof {
 
-int ServeMain(int argc, char** argv);
-int ServeWorkerMain(int argc, char** argv);
+Command AddServeCommand(CLI::App& root);
+Command AddServeWorkerCommand(CLI::App& root);
+
+// serve's listener and request options (--listen, --token-file, TLS, the
+// connection limits, --timeout, the delta limits), for serve and agent.
+void AddServeListenOptions(CLI::App& cmd, ServeOptions& o);
 
 }  // namespace goheap2pprof

@@ -5,6 +5,6 @@
 #error agent/worker does not see itself or agent/common
 #endif
 #if __has_include("agent/serve/server.h") || __has_include("agent/push/agent.h") || \
-    __has_include("agent/watch/watch.h")
+                                                           __has_include("agent/watch/watch.h")
 #error agent/worker sees a role above it
 #endif

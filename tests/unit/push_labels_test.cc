@@ -7,10 +7,10 @@
 #include <regex>
 #include <set>
 
+#include "agent/common/service_name.h"
 #include "agent/push/agent.h"
 #include "agent/push/labels.h"
 #include "agent/push/sender.h"
-#include "agent/common/service_name.h"
 #include "base/error.h"
 
 namespace goheap2pprof {

@@ -110,18 +110,20 @@ std::string ServeMetrics::Render() const {
       "When the last successful scan of /proc ended, in seconds since the epoch (0: none yet).");
   out += "goheap2pprof_discovery_last_success_timestamp_seconds " +
          PrometheusFloat(last_scan_success_seconds_) + "\n";
-  PrometheusFamily(out, "goheap2pprof_pod_identity_failures_total", "counter",
-         "Go processes of a pod or a containerd/cri-o container whose names (namespace, pod, "
-         "container) could not be read from the runtime's bundle, by reason: no_bundle, "
-         "unreadable, malformed. They keep their other labels.");
+  PrometheusFamily(
+      out, "goheap2pprof_pod_identity_failures_total", "counter",
+      "Go processes of a pod or a containerd/cri-o container whose names (namespace, pod, "
+      "container) could not be read from the runtime's bundle, by reason: no_bundle, "
+      "unreadable, malformed. They keep their other labels.");
   for (const char* reason : {"malformed", "no_bundle", "unreadable"}) {
     auto it = identity_failures_.find(reason);
     out += std::string("goheap2pprof_pod_identity_failures_total{reason=\"") + reason + "\"} " +
            std::to_string(it == identity_failures_.end() ? 0 : it->second) + "\n";
   }
-  PrometheusFamily(out, "goheap2pprof_executable_analyses_total", "counter",
-         "Analyses of executable files (Go version, build ID, runtime tables), by who needed "
-         "them: discovery (once per executable) or a capture.");
+  PrometheusFamily(
+      out, "goheap2pprof_executable_analyses_total", "counter",
+      "Analyses of executable files (Go version, build ID, runtime tables), by who needed "
+      "them: discovery (once per executable) or a capture.");
   out += "goheap2pprof_executable_analyses_total{phase=\"discovery\"} " +
          std::to_string(discovery_analyses_) + "\n";
   out += "goheap2pprof_executable_analyses_total{phase=\"capture\"} " +

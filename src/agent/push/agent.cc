@@ -52,12 +52,19 @@ class Agent {
   Agent(const PushOptions& options, std::ostream& log)
       : options_(options),
         log_(log),
-        pool_(PoolOptions{options.max_concurrent, "/proc/self/exe",
-                          static_cast<int64_t>(options.capture_timeout_seconds * 1000) +
-                              60000,  // the loop waits its turn; no request is refused as busy
-                          static_cast<int64_t>(options.capture_timeout_seconds * 1000),
-                          options.worker_limits}),
-        discovery_(DiscoveryOptions(options), [this](pid_t pid) { return Probe(pid); }),
+        own_pool_(options.shared
+                      ? nullptr
+                      : std::make_unique<WorkerPool>(PoolOptions{
+                            options.max_concurrent, "/proc/self/exe", QueueTimeoutMs(options),
+                            static_cast<int64_t>(options.capture_timeout_seconds * 1000),
+                            options.worker_limits})),
+        serve_metrics_(options.shared ? *options.shared->metrics : own_serve_metrics_),
+        pool_(options.shared ? *options.shared->pool : *own_pool_),
+        own_discovery_(options.shared
+                           ? nullptr
+                           : std::make_unique<Discovery>(DiscoveryOptions(options),
+                                                         [this](pid_t pid) { return Probe(pid); })),
+        discovery_(options.shared ? *options.shared->discovery : *own_discovery_),
         own_start_(ReadProcStat(getpid()).start_time) {
     auto log_line = [this](const std::string& line) { Log("goheap2pprof push: " + line); };
     if (!options.pyroscope_url.empty()) {
@@ -80,7 +87,13 @@ class Agent {
     }
   }
 
-  void Start() { discovery_.Start(); }
+  // The agent starts its shared discovery itself.
+  void Start() {
+    if (own_discovery_) own_discovery_->Start();
+  }
+
+  // push's own families, for the agent's one /metrics.
+  std::string PushMetricsText() const { return push_metrics_.Render(); }
 
   std::string Metrics() {
     uint64_t processes = discovery_.Processes().size();
@@ -136,6 +149,30 @@ class Agent {
     }
   }
 
+  // A profile a watch trigger captured (gzipped, from a worker), pushed at
+  // once to every backend as a series of its own: the process's labels plus
+  // trigger=<the trigger's name>, as parca-agent labels its OOM profiles.
+  // Its alloc_* values are the process's totals (a series with one profile
+  // has no previous one to subtract).
+  void PushTriggered(const GoProcess& p, const std::string& profile_gz,
+                     const std::string& trigger) {
+    const std::string what = "pid " + std::to_string(p.facts.pid) + " (" + ServiceNameOfProcess(p) +
+                             ") trigger " + trigger;
+    pb::Profile cumulative;
+    if (!cumulative.ParseFromString(Gunzip(profile_gz, size_t{1} << 30))) {
+      throw Error(ErrorKind::kMalformed, "unparsable profile from a worker");
+    }
+    cumulative.set_duration_nanos(0);
+    std::vector<PushLabel> extras;
+    for (const PushLabel& l : options_.labels) {
+      if (l.first != "trigger") extras.push_back(l);
+    }
+    extras.emplace_back("trigger", trigger);
+    AllocDeltaState from_zero(true);
+    if (pyroscope_) PushPyroscope(p, what, cumulative, from_zero, extras);
+    if (parca_) PushParca(p, what, cumulative, extras);
+  }
+
   void Stop(double drain_seconds) {
     stop_ = true;
     if (pyroscope_) pyroscope_->Stop(drain_seconds);
@@ -148,6 +185,12 @@ class Agent {
   static bool StillRunning(const std::pair<pid_t, uint64_t>& process) {
     return ProcessLiveness(process.first, process.second) != Liveness::kGone;
   }
+
+  // The loop waits its turn for a worker; no capture is refused as busy.
+  static int64_t QueueTimeoutMs(const PushOptions& o) {
+    return static_cast<int64_t>(o.capture_timeout_seconds * 1000) + 60000;
+  }
+  PoolCall Call() const { return {.caller = "push", .queue_timeout_ms = QueueTimeoutMs(options_)}; }
 
   static Discovery::Options DiscoveryOptions(const PushOptions& o) {
     Discovery::Options d =
@@ -179,8 +222,8 @@ class Agent {
     const std::string what = "pid " + std::to_string(pid) + " (" + ServiceNameOfProcess(p) + ")";
     // Only a profile of the process the scan found and the filter admits,
     // as the worker found it, is pushed.
-    PoolResult r =
-        RunForProcess(pool_, serve_metrics_, {WorkerOp::kHeap, pid, {}}, p.facts, options_.filter);
+    PoolResult r = RunForProcess(pool_, serve_metrics_, {WorkerOp::kHeap, pid, {}}, p.facts,
+                                 options_.filter, Call());
     const std::string outcome = PoolOutcomeName(r);
     const std::pair<pid_t, uint64_t> key{pid, p.facts.start_time};
     ProcessState* found = nullptr;
@@ -224,8 +267,8 @@ class Agent {
                                     std::to_string(*r.reply.cycle));
         cumulative.add_comment(cumulative.string_table_size() - 1);
       }
-      if (pyroscope_) PushPyroscope(p, what, cumulative, state);
-      if (parca_) PushParca(p, what, cumulative);
+      if (pyroscope_) PushPyroscope(p, what, cumulative, state.alloc, options_.labels);
+      if (parca_) PushParca(p, what, cumulative, options_.labels);
     } catch (const Error& e) {
       Log("goheap2pprof push: " + what + ": " + e.what());
       return;
@@ -240,7 +283,7 @@ class Agent {
   // reads are counted on /metrics and, with -v, summed up in the log.
   void ReadMemoryStats(const GoProcess& p, const std::string& what) {
     PoolResult r = RunForProcess(pool_, serve_metrics_, {WorkerOp::kRuntimeStats, p.facts.pid, {}},
-                                 p.facts, options_.filter);
+                                 p.facts, options_.filter, Call());
     std::optional<GoRuntimeStats> stats;
     if (PoolOutcomeName(r) == "ok") {
       try {
@@ -267,8 +310,8 @@ class Agent {
   }
 
   void PushPyroscope(const GoProcess& p, const std::string& what, const pb::Profile& cumulative,
-                     ProcessState& state) {
-    PyroscopeProfile out = MakePyroscopeProfile(cumulative, state.alloc, options_.limits);
+                     AllocDeltaState& alloc, const std::vector<PushLabel>& extras) {
+    PyroscopeProfile out = MakePyroscopeProfile(cumulative, alloc, options_.limits);
     if (out.trimmed > 0) {
       push_metrics_.Trimmed(out.trimmed);
       Log("goheap2pprof push: " + what + ": trimmed " + std::to_string(out.trimmed) + " of " +
@@ -279,8 +322,8 @@ class Agent {
     if (out.profile.sample_size() == 0) return;
     goheap2pprof::pyroscope::push::PushRequest request;
     auto* series = request.add_series();
-    for (const PushLabel& l : PushSeriesLabels(p, options_.service_name_from, options_.labels,
-                                               /*pyroscope=*/true)) {
+    for (const PushLabel& l :
+         PushSeriesLabels(p, options_.service_name_from, extras, /*pyroscope=*/true)) {
       auto* pair = series->add_labels();
       pair->set_name(l.first);
       pair->set_value(l.second);
@@ -299,14 +342,15 @@ class Agent {
     pyroscope_->Enqueue({std::move(body), what});
   }
 
-  void PushParca(const GoProcess& p, const std::string& what, const pb::Profile& cumulative) {
+  void PushParca(const GoProcess& p, const std::string& what, const pb::Profile& cumulative,
+                 const std::vector<PushLabel>& extras) {
     goheap2pprof::parca::WriteRawRequest request;
     // Parca's scraper sends normalized_addresses (false by default) for a
     // raw Go pprof: addresses are the process's own PCs.
     request.set_normalized(false);
     auto* series = request.add_series();
     for (const PushLabel& l :
-         PushSeriesLabels(p, options_.service_name_from, options_.labels, /*pyroscope=*/false)) {
+         PushSeriesLabels(p, options_.service_name_from, extras, /*pyroscope=*/false)) {
       auto* label = series->mutable_labels()->add_labels();
       label->set_name(l.first);
       label->set_value(l.second);
@@ -331,10 +375,14 @@ class Agent {
   const PushOptions& options_;
   std::ostream& log_;
   std::mutex log_mu_;
-  ServeMetrics serve_metrics_;
+  // push's own parts, or none when the agent shares its own (options_.shared).
+  ServeMetrics own_serve_metrics_;
   PushMetrics push_metrics_;
-  WorkerPool pool_;
-  Discovery discovery_;
+  std::unique_ptr<WorkerPool> own_pool_;
+  ServeMetrics& serve_metrics_;
+  WorkerPool& pool_;
+  std::unique_ptr<Discovery> own_discovery_;
+  Discovery& discovery_;
   uint64_t own_start_;
   std::unique_ptr<BackendSender> pyroscope_, parca_;
   std::mutex states_mu_;
@@ -408,22 +456,74 @@ namespace {
 // The agent's own /metrics; every other path is net/http's 404.
 class MetricsHandler : public HttpHandler {
  public:
-  explicit MetricsHandler(Agent& agent) : agent_(agent) {}
+  explicit MetricsHandler(PushRole& role) : role_(role) {}
   bool Blocks(const HttpRequest&) const override { return false; }
   HttpReply Handle(const HttpRequest& req) override {
     std::string_view path = std::string_view(req.target).substr(0, req.target.find('?'));
     if (path != "/metrics") return Error(404, "404 page not found");
     HttpReply res;
     res.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    res.body = agent_.Metrics();
+    res.body = role_.Metrics();
     return res;
   }
 
  private:
-  Agent& agent_;
+  PushRole& role_;
 };
 
 }  // namespace
+
+struct PushRole::Impl {
+  Impl(const PushOptions& o, std::ostream& log) : options(o), agent(o, log) {}
+  const PushOptions& options;
+  Agent agent;
+  std::mutex mu;
+  std::condition_variable wake;
+  bool stop = false;
+};
+
+PushRole::PushRole(const PushOptions& options, std::ostream& log)
+    : impl_(std::make_unique<Impl>(options, log)) {}
+PushRole::~PushRole() = default;
+
+void PushRole::Run() {
+  Agent& agent = impl_->agent;
+  agent.Start();
+  const auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(impl_->options.interval_seconds));
+  auto next = std::chrono::steady_clock::now() + interval;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(impl_->mu);
+      if (impl_->wake.wait_until(lock, next, [&] { return impl_->stop; })) break;
+    }
+    agent.Round();
+    // A round parses and builds large profiles (a process with 100,000
+    // buckets takes tens of MB) and frees them all; give the memory back
+    // rather than keep the peak for the agent's life.
+    malloc_trim(0);
+    next += interval;
+    // A round longer than the interval skips the ticks it overran.
+    auto now = std::chrono::steady_clock::now();
+    while (next <= now) next += interval;
+  }
+  agent.Stop(impl_->options.push_timeout_seconds);
+}
+
+void PushRole::Stop() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->stop = true;
+  impl_->wake.notify_all();
+}
+
+std::string PushRole::Metrics() { return impl_->agent.Metrics(); }
+std::string PushRole::PushMetricsText() const { return impl_->agent.PushMetricsText(); }
+void PushRole::Log(const std::string& line) { impl_->agent.Log(line); }
+
+void PushRole::PushTriggered(const GoProcess& p, const std::string& profile_gz,
+                             const std::string& trigger) {
+  impl_->agent.PushTriggered(p, profile_gz, trigger);
+}
 
 int RunPush(const PushOptions& options, std::ostream& log) {
   ValidatePushOptions(options);
@@ -440,49 +540,24 @@ int RunPush(const PushOptions& options, std::ostream& log) {
     metrics_server = std::make_unique<HttpListener>(listen);
     metrics_address = metrics_server->address();
   }
-  Agent agent(options, log);
-  MetricsHandler metrics_handler(agent);
+  PushRole role(options, log);
+  MetricsHandler metrics_handler(role);
   std::thread metrics_thread;
   if (metrics_server) {
     metrics_thread = std::thread([&] { metrics_server->Run(metrics_handler); });
   }
-
-  std::mutex mu;
-  std::condition_variable wake;
-  bool stop = false;
   std::thread signal_thread([&] {
     int sig = 0;
     sigwait(&signals, &sig);
-    agent.Log("goheap2pprof push: signal " + std::to_string(sig) + ", shutting down");
-    std::lock_guard<std::mutex> lock(mu);
-    stop = true;
-    wake.notify_all();
+    role.Log("goheap2pprof push: signal " + std::to_string(sig) + ", shutting down");
+    role.Stop();
   });
 
-  agent.Start();
-  agent.Log("goheap2pprof push: pushing every " + std::to_string(options.interval_seconds) + " s" +
-            (options.pyroscope_url.empty() ? "" : " to Pyroscope " + options.pyroscope_url) +
-            (options.parca_url.empty() ? "" : " to Parca " + options.parca_url) +
-            (metrics_address.empty() ? "" : "; metrics on " + metrics_address));
-  const auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(options.interval_seconds));
-  auto next = std::chrono::steady_clock::now() + interval;
-  while (true) {
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      if (wake.wait_until(lock, next, [&] { return stop; })) break;
-    }
-    agent.Round();
-    // A round parses and builds large profiles (a process with 100,000
-    // buckets takes tens of MB) and frees them all; give the memory back
-    // rather than keep the peak for the agent's life.
-    malloc_trim(0);
-    next += interval;
-    // A round longer than the interval skips the ticks it overran.
-    auto now = std::chrono::steady_clock::now();
-    while (next <= now) next += interval;
-  }
-  agent.Stop(options.push_timeout_seconds);
+  role.Log("goheap2pprof push: pushing every " + std::to_string(options.interval_seconds) + " s" +
+           (options.pyroscope_url.empty() ? "" : " to Pyroscope " + options.pyroscope_url) +
+           (options.parca_url.empty() ? "" : " to Parca " + options.parca_url) +
+           (metrics_address.empty() ? "" : "; metrics on " + metrics_address));
+  role.Run();
   signal_thread.join();
   if (metrics_thread.joinable()) {
     metrics_server->Stop();

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "agent/common/http_listener.h"
 #include "agent/push/labels.h"
 #include "agent/push/profile.h"
+#include "agent/worker/pool.h"
 #include "agent/worker/worker.h"
 
 namespace goheap2pprof {
@@ -59,6 +61,10 @@ struct PushOptions {
   WorkerLimits worker_limits;
   PushLimits limits;
   bool verbose = false;
+  // In `goheap2pprof agent`: the pool, discovery and metrics of the agent,
+  // used instead of push's own (then --max-concurrent, the worker limits
+  // and the discovery options here are the agent's, unused).
+  const SharedParts* shared = nullptr;
 };
 
 // The --metrics-listen flags as the listener takes them.
@@ -76,5 +82,28 @@ std::string RandomUuid();
 
 // Runs until SIGTERM/SIGINT; returns the exit code.
 int RunPush(const PushOptions& options, std::ostream& log);
+
+// push as one role of the agent: Run pushes every process each --interval
+// until Stop (then drains the queues for up to --push-timeout). The caller
+// handles signals and serves the metrics.
+class PushRole {
+ public:
+  PushRole(const PushOptions& options, std::ostream& log);
+  ~PushRole();
+  void Run();
+  void Stop();
+  // The capture metrics and push's own (push's /metrics).
+  std::string Metrics();
+  // push's own families only (the agent renders the shared ones once).
+  std::string PushMetricsText() const;
+  void Log(const std::string& line);
+  // A profile a watch trigger captured, pushed at once with the process's
+  // labels plus trigger=<trigger>. Throws Error for an unparsable profile.
+  void PushTriggered(const GoProcess& p, const std::string& profile_gz, const std::string& trigger);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace goheap2pprof

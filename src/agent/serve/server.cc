@@ -83,15 +83,26 @@ class Service {
       : options_(options),
         log_(log),
         listen_address_(std::move(listen_address)),
-        pool_(PoolOptions{options.max_concurrent, "/proc/self/exe",
-                          static_cast<int64_t>(options.timeout_seconds * 1000),
-                          static_cast<int64_t>(options.capture_timeout_seconds * 1000),
-                          options.worker_limits}),
-        discovery_(DiscoveryOptions(options), [this](pid_t pid) { return ProbeExe(pid); }),
+        own_pool_(options.shared ? nullptr
+                                 : std::make_unique<WorkerPool>(PoolOptions{
+                                       options.max_concurrent, "/proc/self/exe",
+                                       static_cast<int64_t>(options.timeout_seconds * 1000),
+                                       static_cast<int64_t>(options.capture_timeout_seconds * 1000),
+                                       options.worker_limits})),
+        metrics_(options.shared ? *options.shared->metrics : own_metrics_),
+        pool_(options.shared ? *options.shared->pool : *own_pool_),
+        own_discovery_(options.shared ? nullptr
+                                      : std::make_unique<Discovery>(
+                                            DiscoveryOptions(options),
+                                            [this](pid_t pid) { return ProbeExe(pid); })),
+        discovery_(options.shared ? *options.shared->discovery : *own_discovery_),
         boot_time_(BootTimeSeconds()),
         clock_ticks_(sysconf(_SC_CLK_TCK)) {}
 
-  void Start() { discovery_.Start(); }
+  // The agent starts its shared discovery itself.
+  void Start() {
+    if (own_discovery_) own_discovery_->Start();
+  }
 
   // Whether a request may wait for a capture or a delta window.
   bool Blocks(const HttpRequest& req) const {
@@ -114,7 +125,11 @@ class Service {
         return Targets(res);
       case Endpoint::kMetrics:
         discovery_stats_to_metrics();
-        SetContent(res, metrics_.Render(), "text/plain; version=0.0.4; charset=utf-8");
+        SetContent(res,
+                   metrics_.Render() + (options_.shared && options_.shared->more_metrics
+                                            ? options_.shared->more_metrics()
+                                            : ""),
+                   "text/plain; version=0.0.4; charset=utf-8");
         return;
       case Endpoint::kProfile:
         return Profile(route.profile, res);
@@ -187,8 +202,11 @@ class Service {
       return flight->result;
     }
     double seconds = 0;
-    PoolResult result = RunForProcess(pool_, metrics_, {op, pid, std::move(base)}, facts,
-                                      options_.filter, &seconds);
+    PoolResult result =
+        RunForProcess(pool_, metrics_, {op, pid, std::move(base)}, facts, options_.filter,
+                      {.caller = "serve",
+                       .queue_timeout_ms = static_cast<int64_t>(options_.timeout_seconds * 1000)},
+                      &seconds);
     if (options_.verbose) {
       // What isolation costs: the round trip to the worker minus its own time.
       std::ostringstream line;
@@ -491,9 +509,13 @@ class Service {
   const ServeOptions& options_;
   std::ostream& log_;
   std::string listen_address_;
-  ServeMetrics metrics_;
-  WorkerPool pool_;
-  Discovery discovery_;
+  // Serve's own parts, or none when the agent shares its own (options_.shared).
+  ServeMetrics own_metrics_;
+  std::unique_ptr<WorkerPool> own_pool_;
+  ServeMetrics& metrics_;
+  WorkerPool& pool_;
+  std::unique_ptr<Discovery> own_discovery_;
+  Discovery& discovery_;
   uint64_t boot_time_;
   long clock_ticks_;
   std::atomic<bool> stopping_{false};
@@ -552,6 +574,34 @@ void ValidateServeOptions(const ServeOptions& o) {
   if (o.max_deltas < 1) throw Error(ErrorKind::kUsage, "--max-deltas must be at least 1");
 }
 
+struct ServeRole::Impl {
+  Impl(const ServeOptions& options, std::ostream& log)
+      : server(ServeListener(options).Options()),
+        service(options, log, server.address()),
+        handler(service, options.verbose) {}
+
+  // Bound first: with port 0 the kernel picks the port, and /targets must
+  // name the address clients really reach.
+  HttpListener server;
+  Service service;
+  ServeHandler handler;
+};
+
+ServeRole::ServeRole(const ServeOptions& options, std::ostream& log)
+    : impl_(std::make_unique<Impl>(options, log)) {}
+ServeRole::~ServeRole() = default;
+std::string ServeRole::address() const { return impl_->server.address(); }
+
+void ServeRole::Run() {
+  impl_->service.Start();
+  impl_->server.Run(impl_->handler);
+}
+
+void ServeRole::Stop() {
+  impl_->service.Stop();
+  impl_->server.Stop();
+}
+
 int RunServe(const ServeOptions& options, std::ostream& log) {
   ValidateServeOptions(options);
 
@@ -559,24 +609,17 @@ int RunServe(const ServeOptions& options, std::ostream& log) {
   // thread exists so every thread inherits the mask.
   const sigset_t signals = BlockStopSignals();
 
-  // Bound first: with port 0 the kernel picks the port, and /targets must
-  // name the address clients really reach.
-  HttpListener server(ServeListener(options).Options());
-  Service service(options, log, server.address());
-  ServeHandler handler(service, options.verbose);
-
-  service.Start();
+  ServeRole role(options, log);
   std::thread signal_thread([&] {
     int sig = 0;
     sigwait(&signals, &sig);
     log << "goheap2pprof serve: signal " << sig << ", shutting down\n" << std::flush;
-    service.Stop();
-    server.Stop();
+    role.Stop();
   });
-  log << "goheap2pprof serve: listening on " << server.address()
+  log << "goheap2pprof serve: listening on " << role.address()
       << (options.tls.enabled() ? " (TLS)" : "") << "\n"
       << std::flush;
-  server.Run(handler);
+  role.Run();
   // Run returns after Stop, or by an exception; wake the signal thread
   // so it can be joined.
   pthread_kill(signal_thread.native_handle(), SIGTERM);

@@ -14,11 +14,13 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "agent/common/discovery.h"
 #include "agent/common/http_listener.h"
+#include "agent/worker/pool.h"
 #include "agent/worker/worker.h"
 
 namespace goheap2pprof {
@@ -45,6 +47,10 @@ struct ServeOptions {
   std::string node_name;  // else $NODE_NAME
   bool verbose = false;
   WorkerLimits worker_limits;
+  // In `goheap2pprof agent`: the pool, discovery and metrics of the agent,
+  // used instead of serve's own (then --max-concurrent, the worker limits
+  // and the discovery options here are the agent's, unused).
+  const SharedParts* shared = nullptr;
 };
 
 // The --listen flags as the listener takes them.
@@ -58,5 +64,21 @@ void ValidateServeOptions(const ServeOptions& options);
 // Runs until SIGTERM/SIGINT; returns the exit code. Throws Error for a
 // configuration that cannot start (kUsage, kIo for the token file, ...).
 int RunServe(const ServeOptions& options, std::ostream& log);
+
+// serve as one role of the agent: the listener is bound at construction
+// (address() is the real one, for port 0); Run answers requests until Stop.
+// The caller handles signals.
+class ServeRole {
+ public:
+  ServeRole(const ServeOptions& options, std::ostream& log);
+  ~ServeRole();
+  std::string address() const;
+  void Run();
+  void Stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace goheap2pprof

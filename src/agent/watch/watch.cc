@@ -159,6 +159,9 @@ class Watcher {
   // Captures t's heap now; the record describes the trigger and the result.
   // Returns the error kind when the capture failed.
   std::optional<ErrorKind> Capture(Target& t, const std::string& reason, json record);
+  // Writes a captured profile to the output directory as `name`, rotating
+  // the oldest out; the record says so. Throws Error (kIo).
+  void WriteProfile(Target& t, const std::string& name, const std::string& profile, json& record);
   // t's gzipped heap profile from a capture worker. Throws Error: the
   // worker's, or kInternal when it died or overran --capture-timeout (then
   // `outcome` says which: worker_crash, worker_timeout).
@@ -174,6 +177,13 @@ class Watcher {
   WatchReading ReadingBeside(Target& t, const json& go_memory) const;
   void Discover();
   void DrainInotify();
+  // One capture at a time, each waiting its turn (a shared pool may be busy
+  // with serve's and push's captures).
+  PoolCall Call() const {
+    return {
+        .caller = "watch",
+        .queue_timeout_ms = static_cast<int64_t>(options_.capture_timeout_seconds * 1000) + 60000};
+  }
   std::optional<std::string> PsiFileFor(pid_t pid) const;
 
   const WatchOptions& options_;
@@ -184,15 +194,23 @@ class Watcher {
   std::unique_ptr<WatchLog> jsonl_;
   // The confined capture worker, one (watch captures one process at a
   // time), started once the output directory is known to be usable.
-  ServeMetrics worker_metrics_;  // what the worker's runs count; not exported
-  std::unique_ptr<WorkerPool> pool_;
+  ServeMetrics own_metrics_;  // ProbeInWorker counts there; not exported
+  ServeMetrics& metrics_ = options_.shared ? *options_.shared->metrics : own_metrics_;
+  std::unique_ptr<WorkerPool> own_pool_;
+  WorkerPool* pool_ = options_.shared ? options_.shared->pool : nullptr;
   std::map<pid_t, std::unique_ptr<Target>> targets_;
   UniqueFd inotify_;
   std::map<int, int> wd_refs_;  // inotify watch -> targets using it
   // --all: serve's discovery, scanned at each poll, with no filter; the
   // Go-process test reads the executable, so it runs in the worker too.
-  Discovery discovery_{Discovery::Options{},
-                       [this](pid_t pid) { return ProbeInWorker(*pool_, worker_metrics_, pid); }};
+  // In the agent, its one discovery (scanned on its own clock, with the
+  // agent's allow-lists) instead.
+  std::unique_ptr<Discovery> own_discovery_ =
+      options_.shared ? nullptr
+                      : std::make_unique<Discovery>(Discovery::Options{}, [this](pid_t pid) {
+                          return ProbeInWorker(*pool_, metrics_, pid);
+                        });
+  Discovery& discovery_ = options_.shared ? *options_.shared->discovery : *own_discovery_;
   // Processes --all found but cannot capture: (pid, start time).
   std::set<std::pair<pid_t, uint64_t>> ignored_;
   PodIdentityReader identities_;
@@ -337,6 +355,7 @@ void Watcher::Remove(pid_t pid) {
 }
 
 void Watcher::Record(const json& record) {
+  if (!jsonl_) return;  // the agent without an output directory
   const uint64_t lost_before = jsonl_->lost();
   if (jsonl_->Append(record)) {
     if (lost_before > 0) {
@@ -350,7 +369,8 @@ void Watcher::Record(const json& record) {
 }
 
 std::string Watcher::CaptureInWorker(const Target& t, json& record, std::string& outcome) {
-  PoolResult r = RunCounted(*pool_, worker_metrics_, {WorkerOp::kHeap, t.pid, {}}, "");
+  PoolResult r = RunCounted(*pool_, metrics_, {WorkerOp::kHeap, t.pid, {}}, "", Call());
+  // Counted on metrics_: in the agent, its one /metrics (every role's).
   outcome = PoolOutcomeName(r);
   switch (r.outcome) {
     case PoolOutcome::kBusy:
@@ -380,7 +400,7 @@ std::string Watcher::CaptureInWorker(const Target& t, json& record, std::string&
 }
 
 json Watcher::GoMemory(const Target& t) {
-  PoolResult r = RunCounted(*pool_, worker_metrics_, {WorkerOp::kRuntimeStats, t.pid, {}}, "");
+  PoolResult r = RunCounted(*pool_, metrics_, {WorkerOp::kRuntimeStats, t.pid, {}}, "", Call());
   if (r.outcome != PoolOutcome::kReplied) {
     return {{"error", PoolOutcomeName(r) + (r.detail.empty() ? "" : ": " + r.detail)}};
   }
@@ -397,6 +417,22 @@ json Watcher::GoMemory(const Target& t) {
   }
 }
 
+void Watcher::WriteProfile(Target& t, const std::string& name, const std::string& profile,
+                           json& record) {
+  // The bytes come from the worker; the file is ours to write, whole or
+  // not at all (a full disk fails this capture only).
+  dir_->WriteAtomically(name, profile);
+  record["file"] = name;
+  t.last_file = name;
+  t.files.push_back(name);
+  t.readings.push_back(ReadingBeside(t, record["go_memory"]));
+  std::vector<std::string> deleted;
+  for (const FileRotation::Written& old : rotation_.Add(options_.dir + "/" + name)) {
+    if (FileRotation::Delete(old)) deleted.push_back(old.path.substr(options_.dir.size() + 1));
+  }
+  if (!deleted.empty()) record["deleted"] = deleted;
+}
+
 std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, json record) {
   const std::string name = ProfileFileName(t.comm, t.pid, SystemClock::now(), reason);
   const std::string path = options_.dir + "/" + name;
@@ -409,20 +445,22 @@ std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, 
   std::string outcome;
   try {
     const std::string profile = CaptureInWorker(t, record, outcome);
-    // The bytes come from the worker; the file is ours to write, whole or
-    // not at all (a full disk fails this capture only).
-    dir_->WriteAtomically(name, profile);
-    record["file"] = name;
+    if (options_.on_profile && reason != "baseline") {
+      // The agent pushes it at once; a push that cannot even be queued
+      // costs the push, not the file.
+      try {
+        options_.on_profile(t.pid, t.start_time, reason, profile);
+      } catch (const Error& e) {
+        record["push_error"] = e.what();
+      }
+    }
+    if (dir_) {
+      WriteProfile(t, name, profile, record);
+    } else {
+      record["file"] = nullptr;  // the agent without an output directory
+    }
     record["bytes"] = profile.size();
     ++t.captures;
-    t.last_file = name;
-    t.files.push_back(name);
-    t.readings.push_back(ReadingBeside(t, record["go_memory"]));
-    std::vector<std::string> deleted;
-    for (const FileRotation::Written& old : rotation_.Add(path)) {
-      if (FileRotation::Delete(old)) deleted.push_back(old.path.substr(options_.dir.size() + 1));
-    }
-    if (!deleted.empty()) record["deleted"] = deleted;
   } catch (const Error& e) {
     // Boundary of one capture (a request of the long-running watcher): its
     // failure is recorded and reported, and watching goes on.
@@ -441,7 +479,8 @@ std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, 
     Say("pid " + std::to_string(t.pid) + " " + reason +
         ": capture failed: " + record["error"].get<std::string>());
   } else {
-    Say("pid " + std::to_string(t.pid) + " " + reason + ": wrote " + path + " (" +
+    Say("pid " + std::to_string(t.pid) + " " + reason + ": " +
+        (dir_ ? "wrote " + path : std::string("captured")) + " (" +
         std::to_string(static_cast<int>(ms)) + " ms)");
   }
   return failed;
@@ -543,7 +582,7 @@ WatchReading Watcher::ReadingBeside(Target& t, const json& go_memory) const {
 }
 
 void Watcher::Report(const Target& t) {
-  if (!options_.report) return;
+  if (!options_.report || !dir_) return;
   json record = Base(t);
   record["event"] = "growth-report";
   try {
@@ -570,7 +609,7 @@ void Watcher::Report(const Target& t) {
 }
 
 void Watcher::Discover() {
-  discovery_.Scan();
+  if (own_discovery_) own_discovery_->Scan();
   for (const GoProcess& found : discovery_.Processes()) {
     const ProcessFacts& p = found.facts;
     auto it = targets_.find(p.pid);
@@ -605,26 +644,37 @@ void Watcher::DrainInotify() {
 
 int Watcher::Run() {
   // Signals arrive as a readable descriptor, so a SIGTERM during a capture
-  // waits until that capture's file is complete.
+  // waits until that capture's file is complete. In the agent, its stop
+  // descriptor does the same (the agent takes the signals).
+  UniqueFd sigfd;
+  int stop_fd = options_.stop_fd;
   // A worker that dies while we write its request must not end the watch
-  // (SIGPIPE is ignored there too).
-  const sigset_t signals = BlockStopSignals();
-  UniqueFd sigfd(signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK));
-  if (!sigfd.valid()) throw Error(ErrorKind::kInternal, "signalfd: ", std::strerror(errno));
+  // (BlockStopSignals ignores SIGPIPE; the agent does the same).
+  if (stop_fd < 0) {
+    const sigset_t signals = BlockStopSignals();
+    sigfd.Reset(signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!sigfd.valid()) throw Error(ErrorKind::kInternal, "signalfd: ", std::strerror(errno));
+    stop_fd = sigfd.get();
+  }
   inotify_.Reset(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
   if (!inotify_.valid()) throw Error(ErrorKind::kInternal, "inotify_init1: ", std::strerror(errno));
 
-  dir_ = std::make_unique<OutputDir>(options_.dir);
-  jsonl_ = std::make_unique<WatchLog>(*dir_, "watch.jsonl");
-  const auto timeout_ms = static_cast<int64_t>(options_.capture_timeout_seconds * 1000);
-  PoolOptions pool;
-  pool.workers = 1;
-  pool.self_exe = options_.self_exe;
-  pool.queue_timeout_ms = timeout_ms + 60000;  // one capture at a time: never busy
-  pool.capture_timeout_ms = timeout_ms;
-  pool.limits = options_.worker_limits;
-  pool.executable = options_.capture.executable;
-  pool_ = std::make_unique<WorkerPool>(pool);
+  if (!options_.dir.empty()) {
+    dir_ = std::make_unique<OutputDir>(options_.dir);
+    jsonl_ = std::make_unique<WatchLog>(*dir_, "watch.jsonl");
+  }
+  if (!pool_) {
+    const auto timeout_ms = static_cast<int64_t>(options_.capture_timeout_seconds * 1000);
+    PoolOptions pool;
+    pool.workers = 1;
+    pool.self_exe = options_.self_exe;
+    pool.queue_timeout_ms = timeout_ms + 60000;  // one capture at a time: never busy
+    pool.capture_timeout_ms = timeout_ms;
+    pool.limits = options_.worker_limits;
+    pool.executable = options_.capture.executable;
+    own_pool_ = std::make_unique<WorkerPool>(pool);
+    pool_ = own_pool_.get();
+  }
 
   // Named pids must all be watchable; check them all before capturing any.
   std::vector<std::pair<pid_t, ProcStat>> named;
@@ -640,7 +690,7 @@ int Watcher::Run() {
       if (std::optional<WatchMillis> e = t->machine->next_every()) wake = std::min(wake, *e);
     }
     std::vector<pollfd> fds;
-    fds.push_back({sigfd.get(), POLLIN, 0});
+    fds.push_back({stop_fd, POLLIN, 0});
     fds.push_back({inotify_.get(), POLLIN, 0});
     std::vector<pid_t> order;
     for (const auto& [pid, t] : targets_) {
@@ -656,6 +706,10 @@ int Watcher::Run() {
     if (n < 0 && errno != EINTR) throw Error(ErrorKind::kInternal, "poll: ", std::strerror(errno));
 
     if (fds[0].revents & POLLIN) {
+      if (!sigfd.valid()) {
+        end_reason = "the agent stopped";
+        break;
+      }
       signalfd_siginfo info{};
       (void)::read(sigfd.get(), &info, sizeof(info));
       end_reason = info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
@@ -769,6 +823,9 @@ void ParseEventList(std::string_view text, TriggerConfig& config) {
 int RunWatch(const WatchOptions& options, std::ostream& log) {
   if (options.pids.empty() && !options.all) {
     throw Error(ErrorKind::kUsage, "watch needs pids or --all");
+  }
+  if (options.dir.empty() && !options.shared) {
+    throw Error(ErrorKind::kUsage, "watch needs an output directory (-o)");
   }
   Watcher watcher(options, log);
   return watcher.Run();

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -26,6 +27,7 @@
 
 #include "agent/watch/psi.h"
 #include "agent/watch/trigger.h"
+#include "agent/worker/pool.h"
 #include "agent/worker/worker.h"
 #include "app/run.h"
 
@@ -56,6 +58,16 @@ struct WatchOptions {
   // The Kubernetes identity's sources (pod_identity.h): --host-root, --node-name.
   std::string host_root = "/";
   std::string node_name;
+  // In `goheap2pprof agent`: its pool, discovery (for all) and capture
+  // metrics instead of watch's own; dir may then be empty (no files, no
+  // watch.jsonl); the watch ends when stop_fd (an eventfd) becomes
+  // readable rather than on SIGINT/SIGTERM; and each profile a trigger
+  // (not the baseline) captured is given to on_profile as well.
+  const SharedParts* shared = nullptr;
+  int stop_fd = -1;
+  std::function<void(pid_t pid, uint64_t start_time, const std::string& trigger,
+                     const std::string& profile_gz)>
+      on_profile;
 };
 
 // Runs until every watched process is gone (never with --all) or SIGINT /

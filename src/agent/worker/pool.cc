@@ -172,13 +172,16 @@ std::string WorkerPool::Reap(Worker& w, bool kill_first) {
   return "the capture worker exited with status " + std::to_string(WEXITSTATUS(status));
 }
 
-PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affinity) {
+PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affinity,
+                           const PoolCall& call) {
   PoolResult result;
   Worker* w = nullptr;
   {
     std::unique_lock<std::mutex> lock(mu_);
+    ++stats_.requests[call.caller];
     auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.queue_timeout_ms);
+        std::chrono::steady_clock::now() +
+        std::chrono::milliseconds(call.queue_timeout_ms.value_or(options_.queue_timeout_ms));
     while (true) {
       Worker* any = nullptr;
       for (Worker& c : workers_) {
@@ -321,9 +324,9 @@ std::string PoolOutcomeName(const PoolResult& r) {
 namespace {
 
 PoolResult TimedRun(WorkerPool& pool, const WorkerRequest& request, const std::string& affinity,
-                    double& seconds) {
+                    const PoolCall& call, double& seconds) {
   const auto started = std::chrono::steady_clock::now();
-  PoolResult r = pool.Run(request, affinity);
+  PoolResult r = pool.Run(request, affinity, call);
   seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return r;
 }
@@ -346,18 +349,19 @@ void CountPoolResult(ServeMetrics& metrics, WorkerOp op, const PoolResult& r, do
 }
 
 PoolResult RunCounted(WorkerPool& pool, ServeMetrics& metrics, const WorkerRequest& request,
-                      const std::string& affinity, double* seconds) {
+                      const std::string& affinity, const PoolCall& call, double* seconds) {
   double took = 0;
-  PoolResult r = TimedRun(pool, request, affinity, took);
+  PoolResult r = TimedRun(pool, request, affinity, call, took);
   CountPoolResult(metrics, request.op, r, took);
   if (seconds) *seconds = took;
   return r;
 }
 
 PoolResult RunForProcess(WorkerPool& pool, ServeMetrics& metrics, const WorkerRequest& request,
-                         const ProcessFacts& facts, const ProcessFilter& filter, double* seconds) {
+                         const ProcessFacts& facts, const ProcessFilter& filter,
+                         const PoolCall& call, double* seconds) {
   double took = 0;
-  PoolResult r = TimedRun(pool, request, facts.key.ToString(), took);
+  PoolResult r = TimedRun(pool, request, facts.key.ToString(), call, took);
   if (r.outcome == PoolOutcome::kReplied) KeepToRequestedProcess(facts, filter, r.reply);
   CountPoolResult(metrics, request.op, r, took);
   if (seconds) *seconds = took;
@@ -365,7 +369,8 @@ PoolResult RunForProcess(WorkerPool& pool, ServeMetrics& metrics, const WorkerRe
 }
 
 ExeInfo ProbeInWorker(WorkerPool& pool, ServeMetrics& metrics, pid_t pid) {
-  PoolResult r = RunCounted(pool, metrics, {WorkerOp::kProbe, pid, {}}, "");
+  PoolResult r = RunCounted(pool, metrics, {WorkerOp::kProbe, pid, {}}, "",
+                            {.caller = "discovery", .queue_timeout_ms = std::nullopt});
   ExeInfo info;
   if (r.outcome != PoolOutcome::kReplied) {
     // A worker that could not start (no descriptors left) is no verdict on

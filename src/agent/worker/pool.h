@@ -16,8 +16,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +64,17 @@ struct PoolStats {
   uint64_t workers_started = 0;
   uint64_t workers_crashed = 0;
   uint64_t workers_killed = 0;  // overran the capture timeout
+  // Requests by the caller that made them (PoolCall::caller): in the agent,
+  // serve, push, watch and discovery share one pool, and this says so.
+  std::map<std::string, uint64_t> requests;
+};
+
+// Who asks, and how long it may wait for a free worker: serve's requests
+// give up after --timeout (503), while push's rounds and watch's triggers
+// wait their turn. Unset: the pool's queue_timeout_ms.
+struct PoolCall {
+  std::string caller;
+  std::optional<int64_t> queue_timeout_ms;
 };
 
 class WorkerPool {
@@ -72,7 +86,8 @@ class WorkerPool {
 
   // Thread-safe. `affinity` names the executable (any stable string; empty
   // for none).
-  PoolResult Run(const WorkerRequest& request, const std::string& affinity);
+  PoolResult Run(const WorkerRequest& request, const std::string& affinity,
+                 const PoolCall& call = {});
 
   PoolStats stats() const;
   // Pids of the live workers, for tests and the index page.
@@ -109,6 +124,17 @@ class WorkerPool {
   PoolStats stats_;
 };
 
+// What the roles of one `goheap2pprof agent` share (agent/node_agent.h):
+// one worker pool, one discovery, one set of capture metrics. A role given
+// none makes its own (serve, push and watch as commands of their own).
+struct SharedParts {
+  WorkerPool* pool = nullptr;
+  Discovery* discovery = nullptr;
+  ServeMetrics* metrics = nullptr;
+  // The other metric families of the one /metrics (push's, the pool's).
+  std::function<std::string()> more_metrics;
+};
+
 // The outcome of one pooled capture as /metrics names it ("ok", "busy",
 // "worker_crash", "not_found", ...), the same for serve and push.
 std::string PoolOutcomeName(const PoolResult& r);
@@ -122,7 +148,8 @@ void CountPoolResult(ServeMetrics& metrics, WorkerOp op, const PoolResult& r, do
 // pool.Run, then CountPoolResult. `seconds`, when given, gets the round trip
 // (waiting for a worker included).
 PoolResult RunCounted(WorkerPool& pool, ServeMetrics& metrics, const WorkerRequest& request,
-                      const std::string& affinity, double* seconds = nullptr);
+                      const std::string& affinity, const PoolCall& call = {},
+                      double* seconds = nullptr);
 
 // RunCounted for the process discovery found (request.pid is facts.pid):
 // routed by its executable, and the reply kept to that process
@@ -130,7 +157,7 @@ PoolResult RunCounted(WorkerPool& pool, ServeMetrics& metrics, const WorkerReque
 // another process counts as what it becomes.
 PoolResult RunForProcess(WorkerPool& pool, ServeMetrics& metrics, const WorkerRequest& request,
                          const ProcessFacts& facts, const ProcessFilter& filter,
-                         double* seconds = nullptr);
+                         const PoolCall& call = {}, double* seconds = nullptr);
 
 // Discovery's probe of one process, run in a worker (the executable is
 // untrusted): Go version and build ID, or why not. A worker that crashed or

@@ -1,0 +1,204 @@
+#include "cli/agent_flags.h"
+
+#include "agent/push/labels.h"
+#include "agent/watch/psi.h"
+#include "base/error.h"
+#include "cli/command.h"
+#include "cli/identity_flags.h"
+
+namespace goheap2pprof {
+
+void AddListenerOptions(CLI::App& app, std::vector<std::string>& allowed_hosts, TlsFiles& tls,
+                        ListenerLimits& limits, const std::string& what, bool with_pool) {
+  app.add_option("--allowed-host", allowed_hosts,
+                 "on a loopback listener" + what +
+                     ", a Host header (name or name:port) accepted besides the listen address, "
+                     "localhost and IP literals; others get 421 (DNS rebinding) (repeatable)");
+  app.add_option("--tls-cert-file", tls.cert_file,
+                 "serve HTTPS" + what + " with this PEM certificate chain");
+  app.add_option("--tls-key-file", tls.key_file, "the PEM private key of --tls-cert-file");
+  app.add_option("--tls-client-ca-file", tls.client_ca_file,
+                 "require client certificates signed by these PEM CAs (mutual TLS)");
+  app.add_option("--max-connections", limits.max_connections,
+                 "open connections" + what + "; more are answered 503 and closed")
+      ->capture_default_str();
+  app.add_option("--max-connections-per-address", limits.max_connections_per_address,
+                 "open connections" + what + " from one client address")
+      ->capture_default_str();
+  AddSecondsOption(app, "--header-timeout", limits.header_timeout_seconds,
+                   "time from a connection (or a request's first byte) to its whole request "
+                   "head, TLS handshake included");
+  AddSecondsOption(app, "--idle-timeout", limits.idle_timeout_seconds,
+                   "time a keep-alive connection may wait for its next request");
+  AddSecondsOption(app, "--write-timeout", limits.write_timeout_seconds, "time to write one reply");
+  if (!with_pool) return;
+  app.add_option("--handler-threads", limits.handler_threads,
+                 "requests that wait for a capture, served at once")
+      ->capture_default_str();
+  app.add_option("--handler-queue", limits.handler_queue,
+                 "requests waiting for a handler thread; more get 503 with Retry-After")
+      ->capture_default_str();
+}
+
+void AddDiscoveryOptions(CLI::App& app, ProcessFilter& filter, std::string& service_name_from,
+                         double& discover_interval_seconds, const std::string& verb,
+                         std::string& host_root, std::string& node_name) {
+  app.add_option("--allow-uid", filter.allow_uids,
+                 verb + " only processes of these user ids (repeatable)");
+  app.add_option("--allow-cgroup", filter.allow_cgroups,
+                 verb +
+                     " only processes in this cgroup or below it (whole path elements; "
+                     "repeatable)");
+  app.add_option("--deny-pid", filter.deny_pids, "never " + verb + " this pid (repeatable)");
+  app.add_option("--service-name-from", service_name_from,
+                 "service_name label of /targets and pushes: auto (the pyroscope.io/service_name "
+                 "annotation, else namespace/container, else the systemd unit, else exe), exe "
+                 "(base name), comm, cgroup (last path element) or env:VAR (the process's "
+                 "environment variable)")
+      ->capture_default_str();
+  AddIdentityOptions(app, host_root, node_name);
+  AddSecondsOption(app, "--discover-interval", discover_interval_seconds,
+                   "time between scans of /proc for Go processes");
+}
+
+void AddWorkerOptions(CLI::App& app, const WorkerFlags& flags) {
+  if (flags.max_concurrent) {
+    app.add_option("--max-concurrent", *flags.max_concurrent,
+                   "captures running at once (one confined worker process each)")
+        ->capture_default_str();
+  }
+  AddSecondsOption(
+      app, "--capture-timeout", *flags.capture_timeout_seconds,
+      "time a capture may take; its confined worker is then stopped and " + flags.on_timeout);
+  WorkerLimits& limits = *flags.limits;
+  app.add_option("--worker-memory", limits.address_space_bytes,
+                 "address-space limit of a capture worker, bytes")
+      ->capture_default_str();
+  app.add_option("--worker-cpu", limits.cpu_seconds,
+                 "CPU-time limit of a capture worker over its life, seconds (it is replaced "
+                 "after using half)")
+      ->capture_default_str();
+  app.add_option(
+         "--max-capture-bytes", limits.max_reply_bytes,
+         "largest gzipped profile a capture may produce (larger ones " + flags.on_too_large + ")")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{64} << 10, uint64_t{1} << 31));
+}
+
+void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::string>& labels) {
+  app.add_option(
+      "--pyroscope", o.pyroscope_url,
+      "Pyroscope (or Alloy pyroscope.receive_http) base URL, e.g. http://pyroscope:4040");
+  app.add_option("--parca", o.parca_url,
+                 "Parca base URL, e.g. http://parca:7070 (its HTTP API under /api is used; give "
+                 "a path to use another prefix)");
+  AddSecondsOption(app, "--interval", o.interval_seconds, "time between captures of each process");
+  app.add_option("--label", labels, "extra series label NAME=VALUE (repeatable)");
+  app.add_option("--tenant", o.tenant, "X-Scope-OrgID header for a multi-tenant Pyroscope");
+  app.add_option("--ca-file", o.ca_file,
+                 "PEM file of CA certificates for https URLs (default: the system store)");
+  app.add_option("--pyroscope-token-file", o.pyroscope_token_file,
+                 "send Authorization: Bearer <first line of FILE> to Pyroscope");
+  app.add_option("--pyroscope-basic-auth-file", o.pyroscope_basic_auth_file,
+                 "send HTTP basic auth to Pyroscope, user:password on the first line of FILE");
+  app.add_option("--parca-token-file", o.parca_token_file,
+                 "send Authorization: Bearer <first line of FILE> to Parca");
+  app.add_option("--parca-basic-auth-file", o.parca_basic_auth_file,
+                 "send HTTP basic auth to Parca, user:password on the first line of FILE");
+  AddSecondsOption(app, "--push-timeout", o.push_timeout_seconds, "time limit of one push attempt");
+  app.add_option("--queue", o.queue_limit,
+                 "profiles waiting per backend; when full the oldest is dropped")
+      ->capture_default_str();
+  app.add_option("--max-queue-bytes", o.queue_bytes_limit,
+                 "request bytes waiting per backend; over it the oldest profiles are dropped")
+      ->capture_default_str();
+  app.add_option("--attempts", o.max_attempts,
+                 "attempts per profile on 5xx, 408 and 429 answers and connection errors (other "
+                 "4xx: one)")
+      ->capture_default_str();
+  AddSecondsOption(app, "--backoff-max", o.backoff_max_seconds, "longest wait between attempts");
+  AddSecondsOption(app, "--retry-after-max", o.retry_after_max_seconds,
+                   "longest Retry-After of a 429, 408 or 5xx answer obeyed");
+  app.add_option("--max-samples", o.limits.max_samples,
+                 "trim Pyroscope profiles to this many samples (the server's default limit)")
+      ->capture_default_str();
+  app.add_option("--max-profile-bytes", o.limits.max_bytes,
+                 "trim Pyroscope profiles to this uncompressed size (the server's default limit)")
+      ->capture_default_str();
+}
+
+void FinishPushOptions(const std::vector<std::string>& labels, PushOptions& o) {
+  for (const std::string& l : labels) o.labels.push_back(ParseLabelOption(l));
+}
+
+void AddWatchTriggerOptions(CLI::App& app, WatchArgs& args, WatchOptions& w) {
+  app.add_option("--above", args.above,
+                 "PCT[,PCT...] of the memory limit of the process's cgroup (nearest ancestor with "
+                 "a finite limit); each fires once per upward crossing (default 90% when no "
+                 "other trigger is given)");
+  app.add_option("--hysteresis", w.triggers.hysteresis_pct,
+                 "points (or percent of an --rss-above size) to fall below a level before it "
+                 "fires again")
+      ->check(CLI::Range(0.0, 50.0))
+      ->capture_default_str();
+  app.add_flag("--working-set", w.triggers.working_set,
+               "compare usage minus inactive file pages, as the kubelet does");
+  app.add_option("--rss-above", args.rss_above, "SIZE[,SIZE...] of the process's resident set");
+  app.add_option("--on-event", args.on_event,
+                 "max,oom: the cgroup's memory.events counters (v2; the kernel wakes us)");
+  app.add_option("--psi", args.psi,
+                 "some|full:STALL/WINDOW, e.g. some:150ms/1s: a PSI trigger on the cgroup's "
+                 "memory.pressure, or /proc/pressure/memory");
+  app.add_option("--psi-scope", args.psi_scope,
+                 "cgroup (system when the cgroup has none) or system")
+      ->check(CLI::IsMember({"cgroup", "system"}))
+      ->capture_default_str();
+  AddSecondsOption(app, "--every", args.every_seconds,
+                   "also capture periodically, e.g. 5m (0: never)");
+  AddSecondsOption(app, "--poll", args.poll_seconds, "how often usage and RSS are sampled");
+  AddSecondsOption(app, "--cooldown", args.cooldown_seconds,
+                   "minimum time between triggered captures; one higher level or memory event "
+                   "may fire inside it");
+  app.add_option("--max-files", w.max_files,
+                 "keep the newest N profiles this watch wrote (it deletes no other file)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_flag("--no-baseline", args.no_baseline,
+               "skip the snapshot at start (kept for go tool pprof -base)");
+  app.add_flag("--report", w.report,
+               "when a process (or the watch) ends, write the growth report of its profiles "
+               "beside them: <program>-<pid>-growth.txt, .json and .pb.gz (docs/growth.md)");
+}
+
+namespace {
+
+// A watch time: at least a millisecond (the trigger clock's unit).
+WatchMillis Millis(const std::string& option, double seconds) {
+  if (!(seconds >= 0.001) || seconds > 1e9) {
+    throw Error(ErrorKind::kUsage, option, " must be at least 1ms");
+  }
+  return WatchMillis(static_cast<int64_t>(seconds * 1000 + 0.5));
+}
+
+}  // namespace
+
+void FinishWatchTriggers(const WatchArgs& args, WatchOptions& w) {
+  TriggerConfig& t = w.triggers;
+  if (!args.above.empty()) t.above_pct = ParsePercentList(args.above);
+  if (!args.rss_above.empty()) t.rss_above = ParseSizeList(args.rss_above);
+  if (!args.on_event.empty()) ParseEventList(args.on_event, t);
+  if (!args.psi.empty()) {
+    w.psi = ParsePsiSpec(args.psi);
+    t.psi = true;
+  }
+  w.psi_system = args.psi_scope == "system";
+  if (args.every_seconds != 0) t.every = Millis("--every", args.every_seconds);
+  w.poll = Millis("--poll", args.poll_seconds);
+  t.cooldown = Millis("--cooldown", args.cooldown_seconds);
+  if (args.above.empty() && t.rss_above.empty() && !t.on_max && !t.on_oom && !t.psi && !t.every) {
+    t.above_pct = {90};
+  }
+  w.baseline = !args.no_baseline;
+}
+
+}  // namespace goheap2pprof

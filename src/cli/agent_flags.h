@@ -1,0 +1,68 @@
+// The option groups the node agent's commands share, each defined once:
+// serve, push, watch and agent add the groups of their roles, so one option
+// means and reads the same in every command (parca-agent keeps one flags
+// struct of embedded groups the same way).
+//
+//   AddDiscoveryOptions(*cmd, o.filter, o.service_name_from, o.discover_interval_seconds, "serve",
+//                       o.host_root, o.node_name);
+//   AddWorkerOptions(*cmd, {.max_concurrent = &o.max_concurrent, ...});
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "agent/common/discovery.h"
+#include "agent/common/http_listener.h"
+#include "agent/push/agent.h"
+#include "agent/watch/watch.h"
+#include "agent/worker/worker.h"
+
+namespace goheap2pprof {
+
+// Adds --allowed-host, the --tls-* files and the connection limits; what
+// names the listener in the help ("" for serve's --listen). with_pool adds
+// --handler-threads and --handler-queue (only serve has blocking handlers).
+void AddListenerOptions(CLI::App& app, std::vector<std::string>& allowed_hosts, TlsFiles& tls,
+                        ListenerLimits& limits, const std::string& what, bool with_pool);
+
+// Which processes are found and how they are named: --allow-uid,
+// --allow-cgroup, --deny-pid, --service-name-from, --discover-interval.
+// verb says what the command does with them ("serve", "push").
+void AddDiscoveryOptions(CLI::App& app, ProcessFilter& filter, std::string& service_name_from,
+                         double& discover_interval_seconds, const std::string& verb,
+                         std::string& host_root, std::string& node_name);
+
+// The confined capture workers. max_concurrent may be null (watch runs one).
+struct WorkerFlags {
+  int* max_concurrent = nullptr;
+  double* capture_timeout_seconds = nullptr;
+  WorkerLimits* limits = nullptr;
+  std::string on_timeout;    // what a capture over --capture-timeout costs
+  std::string on_too_large;  // what a profile over --max-capture-bytes costs
+};
+void AddWorkerOptions(CLI::App& app, const WorkerFlags& flags);
+
+// Where push sends and how: --pyroscope, --parca, --interval, --label, the
+// credentials, the queue and retry limits, the profile size limits. The
+// --label texts are parsed by FinishPushOptions.
+void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::string>& labels);
+void FinishPushOptions(const std::vector<std::string>& labels, PushOptions& o);
+
+// The watch triggers' options as text until parsed by the agent's strict
+// parsers (which name the option in their errors).
+struct WatchArgs {
+  std::string above, rss_above, on_event, psi;
+  double every_seconds = 0, poll_seconds = 1, cooldown_seconds = 30;
+  std::string psi_scope = "cgroup";
+  bool no_baseline = false;
+};
+
+// When a capture fires and what is kept: --above, --hysteresis,
+// --working-set, --rss-above, --on-event, --psi, --psi-scope, --every,
+// --poll, --cooldown, --max-files, --no-baseline, --report.
+void AddWatchTriggerOptions(CLI::App& app, WatchArgs& args, WatchOptions& w);
+// Parses the texts into w; with no trigger given, --above 90.
+void FinishWatchTriggers(const WatchArgs& args, WatchOptions& w);
+
+}  // namespace goheap2pprof

@@ -1,0 +1,3 @@
+module damagedtarget
+
+go 1.21
