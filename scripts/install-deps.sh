@@ -130,7 +130,7 @@ if [[ $(helm version --short 2>/dev/null) != v3.22* ]] &&
 fi
 # crictl v1.37.0 for tests/e2e/containerd_test.sh (which installs it into the build tree
 # itself when this could not): cri-tools through the Go module proxy, once per machine.
-if ! go version -m "$(command -v crictl)" 2>/dev/null | grep -q "mod.*sigs.k8s.io/cri-tools.*v1.37.0" &&
+if ! go version -m "$(command -v crictl)" 2>/dev/null | grep "mod.*sigs.k8s.io/cri-tools.*v1.37.0" >/dev/null &&
   ! GOBIN=/usr/local/bin timeout 1500 go install sigs.k8s.io/cri-tools/cmd/crictl@v1.37.0 >/dev/null 2>&1; then
   echo "install-deps: could not build crictl v1.37.0 through the Go module proxy; containerd_test will try again" >&2
 fi

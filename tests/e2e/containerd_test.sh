@@ -162,7 +162,7 @@ labels_serve_case() {
 
 # help_has <command> <option>: 0 if `goheap2pprof <command> --help` lists it.
 help_has() {
-  "$tool" "$1" --help 2>/dev/null | grep -q -- " $2 "
+  "$tool" "$1" --help 2>/dev/null | grep -- " $2 " >/dev/null
 }
 
 # The pod's labels on what push sends: one push of the oracle to the test
@@ -298,7 +298,7 @@ agent_pod() {
   done
   cmd=serve
   # (A bare `goheap2pprof agent --help` without the command is the capture's help.)
-  "$tool" agent --help 2>&1 | grep -q '^Usage: goheap2pprof agent' && cmd=agent
+  "$tool" agent --help 2>&1 | grep "^Usage: goheap2pprof agent" >/dev/null && cmd=agent
   args=$(jq -c --arg cmd "$cmd" '.args | .[0] = $cmd
     | map(if startswith("--listen=") then "--listen=127.0.0.1:0" else . end) + ["-v", "--discover-interval=1"]' <<<"$cri")
   if [[ $cmd == serve ]]; then
