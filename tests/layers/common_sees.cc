@@ -4,9 +4,12 @@
 #if !__has_include("agent/common/discovery.h") || !__has_include("app/capture.h")
 #error agent/common does not see itself or the engine
 #endif
-#if __has_include("agent/worker/pool.h") ||                            \
-                  __has_include("agent/serve/server.h") ||             \
-                                __has_include("agent/push/agent.h") || \
-                                              __has_include("agent/watch/watch.h")
+#if __has_include("agent/worker/pool.h") || __has_include("agent/serve/server.h")
 #error agent/common sees a part above it
+#endif
+#if __has_include("agent/push/agent.h") || __has_include("agent/watch/watch.h")
+#error agent/common sees a part above it
+#endif
+#if __has_include("agent/node/agent.h")
+#error common sees the agent that joins the roles, a part above it
 #endif

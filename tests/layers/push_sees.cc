@@ -11,3 +11,6 @@
 #if __has_include("agent/serve/server.h") || __has_include("agent/watch/watch.h")
 #error push sees another role: serve, push and watch stand side by side
 #endif
+#if __has_include("agent/node/agent.h")
+#error push sees the agent that joins the roles, a part above it
+#endif

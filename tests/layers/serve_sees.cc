@@ -11,3 +11,6 @@
 #if __has_include("agent/push/agent.h") || __has_include("agent/watch/watch.h")
 #error serve sees another role: serve, push and watch stand side by side
 #endif
+#if __has_include("agent/node/agent.h")
+#error serve sees the agent that joins the roles, a part above it
+#endif

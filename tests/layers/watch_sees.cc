@@ -11,3 +11,6 @@
 #if __has_include("agent/serve/server.h") || __has_include("agent/push/agent.h")
 #error watch sees another role: serve, push and watch stand side by side
 #endif
+#if __has_include("agent/node/agent.h")
+#error watch sees the agent that joins the roles, a part above it
+#endif
