@@ -89,7 +89,7 @@ CLI::Option* AddSecondsOption(CLI::App& app, const std::string& name, double& se
         return "expected a duration such as 10s, 5m, 250ms or a number of seconds, not \"" + text +
                "\"";
       },
-      "DURATION");
+      "");  // no description: the type name alone says DURATION in --help
   return app.add_option(name, seconds, description)
       ->transform(duration)
       ->type_name("DURATION")

@@ -184,6 +184,11 @@ int RunAgent(const AgentOptions& options, std::ostream& log) {
     const uint64_t one = 1;
     (void)!::write(stop.get(), &one, sizeof(one));
   });
+  if (serve) {
+    // The line serve prints, which scripts and probes wait for.
+    log << "goheap2pprof agent: listening on " << serve->address()
+        << (o.serve.tls.enabled() ? " (TLS)" : "") << "\n";
+  }
   log << "goheap2pprof agent: roles:" << (serve ? " serve on " + serve->address() : "")
       << (push ? " push" : "") << (o.watch_on ? " watch" : "") << "; " << o.max_concurrent
       << " capture workers\n"

@@ -172,6 +172,18 @@ std::string WorkerPool::Reap(Worker& w, bool kill_first) {
   return "the capture worker exited with status " + std::to_string(WEXITSTATUS(status));
 }
 
+PoolResult WorkerPool::StartFailed(Worker& w, const Error& e) {
+  // One request's boundary: a worker that cannot start fails this request,
+  // not the server; its slot is free for the next.
+  w.busy = false;
+  idle_.notify_one();
+  PoolResult result;
+  result.outcome = PoolOutcome::kCrashed;
+  result.detail = e.what();
+  result.not_started = true;
+  return result;
+}
+
 PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affinity,
                            const PoolCall& call) {
   PoolResult result;
@@ -204,14 +216,7 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
       try {
         Start(*w);
       } catch (const Error& e) {
-        // One request's boundary: a worker that cannot start fails this
-        // request, not the server.
-        w->busy = false;
-        idle_.notify_one();
-        result.outcome = PoolOutcome::kCrashed;
-        result.detail = e.what();
-        result.not_started = true;
-        return result;
+        return StartFailed(*w, e);
       }
     }
   }
@@ -227,13 +232,7 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
     try {
       Start(*w);
     } catch (const Error& e) {
-      // One request's boundary, as above.
-      w->busy = false;
-      idle_.notify_one();
-      result.outcome = PoolOutcome::kCrashed;
-      result.detail = e.what();
-      result.not_started = true;
-      return result;
+      return StartFailed(*w, e);
     }
   }
   w->stderr_relay->BeginRequest(RequestLabel(request), w->stderr_fd);

@@ -30,6 +30,7 @@
 #include "agent/worker/stderr.h"
 #include "agent/worker/worker.h"
 #include "app/process_source.h"
+#include "base/error.h"
 
 namespace goheap2pprof {
 
@@ -114,6 +115,8 @@ class WorkerPool {
   std::string Reap(Worker& w, bool kill_first);
   // After w's process ended: closes its socket, ends its stderr relay.
   void Forget(Worker& w);
+  // Frees w's slot (mu_ held) and says why this request failed.
+  PoolResult StartFailed(Worker& w, const Error& e);
   // Kills and reaps the workers.
   void Shutdown();
 
