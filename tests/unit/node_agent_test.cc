@@ -53,6 +53,27 @@ TEST(NodeAgent, ReportNeedsADirectory) {
   EXPECT_EQ(KindOf(o), ErrorKind::kUsage);
 }
 
+// A triggered push's series has trigger= besides the process's labels and
+// the extras: the extras push alone may have leave no room for it.
+TEST(NodeAgent, TriggeredPushesKeepRoomForTheTriggerLabel) {
+  AgentOptions o;
+  o.push_on = o.watch_on = true;
+  o.push.pyroscope_url = "http://127.0.0.1:1";
+  o.watch.dir = "/tmp";
+  for (size_t i = 0; i + kAgentLabels < kMaxLabelsPerSeries; ++i) {
+    o.push.labels.emplace_back("extra" + std::to_string(i), "v");
+  }
+  EXPECT_NO_THROW(ValidatePushOptions(o.push));  // push alone: exactly the limit
+  std::ostringstream log;
+  try {
+    RunAgent(o, log);
+    ADD_FAILURE() << "RunAgent started";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_NE(std::string(e.what()).find("trigger="), std::string::npos) << e.what();
+  }
+}
+
 TEST(NodeAgent, PoolMetricsNameEveryRoleAndTheSlots) {
   PoolStats stats;
   stats.workers_started = 3;

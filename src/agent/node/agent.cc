@@ -18,6 +18,7 @@
 #include "agent/common/metrics.h"
 #include "agent/common/prometheus_text.h"
 #include "agent/common/signals.h"
+#include "agent/push/labels.h"
 #include "agent/push/sender.h"
 #include "agent/watch/files.h"
 #include "base/error.h"
@@ -74,6 +75,12 @@ void Validate(const AgentOptions& o) {
   if (!o.serve_on) s.listen = "127.0.0.1:0";
   ValidateServeOptions(s);
   if (o.push_on) ValidatePushOptions(o.push);
+  if (o.push_on && o.watch_on && o.push.labels.size() + kAgentLabels + 1 > kMaxLabelsPerSeries) {
+    // A triggered profile's series carries one label more: trigger=.
+    throw Error(ErrorKind::kUsage, "too many --label options: ", o.push.labels.size(), " plus the ",
+                kAgentLabels, " the agent sets and trigger= is over Pyroscope's limit of ",
+                kMaxLabelsPerSeries, " labels per series");
+  }
   if (o.watch_on && o.watch.dir.empty() && !o.push_on) {
     throw Error(ErrorKind::kUsage,
                 "a watch trigger needs somewhere to put its profiles: -o DIR or a push backend");
