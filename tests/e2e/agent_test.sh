@@ -60,16 +60,6 @@ as_nobody() {
   printf -v "${name}_pid" %s "$target_pid"
 }
 
-# wait_until <seconds> <command...>: true once the command succeeds.
-wait_until() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    ((SECONDS >= deadline)) && return 1
-    sleep 0.2
-  done
-}
-
 # The damaged target first, so every role meets it before the grower triggers.
 as_nobody damaged "$work/bin/damagedtarget"
 dir=$work/out
@@ -96,7 +86,7 @@ damaged_baseline() {
     'select(.pid == $p and .reason == "baseline" and .error_kind != null)' \
     "$dir/watch.jsonl" >/dev/null 2>&1
 }
-if wait_until 30 damaged_baseline; then
+if e2e_wait_until 30 damaged_baseline; then
   pass "watch: the damaged target's capture failed and was recorded: $(jq -r --argjson p "$damaged_pid" 'select(.pid == $p and .reason == "baseline") | .error_kind + ": " + .error' "$dir/watch.jsonl" | head -c 200)"
 else
   fail "watch: no failed capture of the damaged target" "$work/agent.log"
@@ -108,7 +98,7 @@ else
   echo "status $code" >>"$work/damaged.txt"
   fail "serve: the damaged target's scrape" "$work/damaged.txt"
 fi
-if wait_until 20 grep -q "capture of pid $damaged_pid .*" "$work/agent.log"; then
+if e2e_wait_until 20 grep -q "capture of pid $damaged_pid .*" "$work/agent.log"; then
   pass "push: the damaged target's capture failed and was logged: $(grep -m1 "capture of pid $damaged_pid" "$work/agent.log" | head -c 200)"
 else
   fail "push: no failed capture of the damaged target logged" "$work/agent.log"
@@ -120,7 +110,7 @@ trigger_file() {
   jq -r --argjson p "$grower_pid" 'select(.pid == $p and .reason == "rss-above-100MiB" and .file != null) | .file' \
     "$dir/watch.jsonl" 2>/dev/null | tail -n 1
 }
-if wait_until 60 eval '[[ -n $(trigger_file) ]]'; then
+if e2e_wait_until 60 eval '[[ -n $(trigger_file) ]]'; then
   file=$(trigger_file)
   if [[ -s $dir/$file ]]; then
     pass "watch: the trigger wrote $file"
@@ -134,7 +124,7 @@ trigger_push() {
   jq -r --arg p "$grower_pid" 'select(.labels.pid == $p and .labels.trigger == "rss-above-100MiB") | .file' \
     "$work/rec/pyroscope.jsonl" 2>/dev/null | tail -n 1
 }
-if wait_until 20 eval '[[ -n $(trigger_push) ]]'; then
+if e2e_wait_until 20 eval '[[ -n $(trigger_push) ]]'; then
   pushed=$(trigger_push)
   labels=$(jq -c --arg p "$grower_pid" 'select(.labels.pid == $p and .labels.trigger != null) | .labels' "$work/rec/pyroscope.jsonl" | tail -n 1)
   pass "push: the triggered profile was pushed with trigger=: $labels"
@@ -152,7 +142,7 @@ periodic() {
   jq -e --arg p "$grower_pid" 'select(.labels.pid == $p and .labels.trigger == null)' \
     "$work/rec/pyroscope.jsonl" >/dev/null 2>&1
 }
-if wait_until 20 periodic; then
+if e2e_wait_until 20 periodic; then
   pass "push: the grower's periodic series is pushed too, without trigger="
 else
   fail "push: no periodic push of the grower" "$work/agent.log"

@@ -346,6 +346,17 @@ e2e_check_same_process() {
   return 1
 }
 
+# e2e_wait_until <seconds> <command...>: true once the command succeeds
+# (tried every 0.2 s), false when the time is up.
+e2e_wait_until() {
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    ((SECONDS >= deadline)) && return 1
+    sleep 0.2
+  done
+}
+
 # e2e_wait_for_line <file> <regex> <pid> <timeout-seconds>: waits until a
 # line of the file matches; returns 1, silently, if the process <pid> ends or
 # the timeout passes first.

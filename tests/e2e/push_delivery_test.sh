@@ -66,15 +66,6 @@ if ! e2e_wait_for_line "$work/t.out" "^READY" "$target_pid" 20; then
 fi
 read -r _ tpid _ < <(grep "^READY" "$work/t.out")
 
-# wait_until <seconds> <command...>: true once the command succeeds.
-wait_until() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    ((SECONDS >= deadline)) && return 1
-    sleep 0.2
-  done
-}
 count() { "$receiver" count -dir "$1" -pid "$tpid" -backend "$2"; }
 more_than() { (($(count "$1" "$2") > $3)); }
 
@@ -111,7 +102,7 @@ retry_order() {
 echo "== 429 with Retry-After in seconds (Pyroscope)"
 arm "backend=pyroscope&code=429&count=2&retry-after=2"
 agent a429 --pyroscope "http://$raddr" --attempts 5 -v
-if wait_until 30 more_than "$work/rec" pyroscope 0; then
+if e2e_wait_until 30 more_than "$work/rec" pyroscope 0; then
   ok=$(grep "\"pid\":\"$tpid\"" "$work/rec/pyroscope.jsonl" | head -n 1)
   n429=$(jq -s '[.[] | select(.backend == "pyroscope" and .code == 429)] | length' "$work/rec/replies.jsonl")
   first=$(jq -s '[.[] | select(.backend == "pyroscope")][0].at_ms' "$work/rec/replies.jsonl")
@@ -129,7 +120,7 @@ grep -m1 "Retry-After" "$work/a429.log" | sed 's/^/    /'
 echo "== 408 with Retry-After as an HTTP-date (Parca)"
 arm "backend=parca&code=408&count=1&retry-after=2&form=date"
 agent a408 --parca "http://$raddr" --attempts 5 -v
-if wait_until 30 more_than "$work/rec" parca 0; then
+if e2e_wait_until 30 more_than "$work/rec" parca 0; then
   ok=$(grep "\"pid\":\"$tpid\"" "$work/rec/parca.jsonl" | head -n 1)
   if [[ $(retry_order parca "$ok") == true ]]; then
     pass "408 with Retry-After: $(jq -rs '[.[] | select(.backend == "parca")][-1].retry_after' "$work/rec/replies.jsonl"): the profile arrived, not before that time"
@@ -145,7 +136,7 @@ echo "== a Retry-After beyond --retry-after-max"
 n0=$(count "$work/rec" pyroscope)
 arm "backend=pyroscope&code=503&count=1&retry-after=3600"
 agent acap --pyroscope "http://$raddr" --attempts 5 --retry-after-max 1 -v
-if wait_until 20 more_than "$work/rec" pyroscope "$n0"; then
+if e2e_wait_until 20 more_than "$work/rec" pyroscope "$n0"; then
   pass "503 with Retry-After: 3600 and --retry-after-max 1: the profile arrived within 20 s"
 else
   fail "--retry-after-max: the profile did not arrive within 20 s" "$work/acap.log"
@@ -167,7 +158,7 @@ metric() { curl -s "http://$maddr/metrics" | awk -v m="$1" '$1 == m {print $2}';
 for i in 1 2 3 4; do
   n=$(grep -c "^PHASE2" "$work/t.out")
   kill -USR1 "$tpid"
-  wait_until 20 eval '(($(grep -c "^PHASE2" "$work/t.out") > n))'
+  e2e_wait_until 20 eval '(($(grep -c "^PHASE2" "$work/t.out") > n))'
   sleep 1.5
 done
 dropped=$(metric 'goheap2pprof_push_profiles_total{backend="pyroscope",outcome="dropped"}')
@@ -187,7 +178,7 @@ echo "== proxies from the environment"
 n0=$(count "$work/rec" pyroscope)
 agent_env=("HTTP_PROXY=http://$proxy_addr")
 agent aproxy --pyroscope "http://$raddr" -v
-if wait_until 20 more_than "$work/rec" pyroscope "$n0" &&
+if e2e_wait_until 20 more_than "$work/rec" pyroscope "$n0" &&
   grep -q "^POST http://$raddr/push.v1.PusherService/Push" "$work/proxy.log"; then
   pass "HTTP_PROXY: the http push went through the proxy ($(grep -m1 '^POST' "$work/proxy.log"))"
 else
@@ -198,7 +189,7 @@ stop_agent
 
 agent_env=("HTTPS_PROXY=http://$proxy_addr")
 agent atunnel --pyroscope "https://$tls_addr" --ca-file "$work/rec-tls/ca.pem" -v
-if wait_until 20 more_than "$work/rec-tls" pyroscope 0 && grep -q "^CONNECT $tls_addr" "$work/proxy.log"; then
+if e2e_wait_until 20 more_than "$work/rec-tls" pyroscope 0 && grep -q "^CONNECT $tls_addr" "$work/proxy.log"; then
   pass "HTTPS_PROXY: the https push was tunnelled (CONNECT $tls_addr) and accepted"
 else
   fail "HTTPS_PROXY: no tunnel through the proxy" "$work/proxy.log"
@@ -210,7 +201,7 @@ lines=$(wc -l <"$work/proxy.log")
 n0=$(count "$work/rec" pyroscope)
 agent_env=("HTTP_PROXY=http://$proxy_addr" "HTTPS_PROXY=http://$proxy_addr" "NO_PROXY=127.0.0.2")
 agent abypass --pyroscope "http://$raddr" -v
-if wait_until 20 more_than "$work/rec" pyroscope "$n0" && (($(wc -l <"$work/proxy.log") == lines)); then
+if e2e_wait_until 20 more_than "$work/rec" pyroscope "$n0" && (($(wc -l <"$work/proxy.log") == lines)); then
   pass "NO_PROXY=127.0.0.2: the push went straight to the receiver, not through the proxy"
 else
   fail "NO_PROXY: the proxy saw the push, or it never arrived" "$work/proxy.log"

@@ -60,15 +60,6 @@ metric() {
 
 count() { "$receiver" count -dir "$work/rec" -pid "$1" -backend "${2:-pyroscope}"; }
 
-# wait_until <seconds> <command...>: true once the command succeeds.
-wait_until() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    ((SECONDS >= deadline)) && return 1
-    sleep 0.2
-  done
-}
 more_than() { (($(count "$1" "${3:-pyroscope}") > $2)); }
 metric_at_least() { (($(metric "$1" || echo 0) >= $2)); }
 
@@ -90,7 +81,7 @@ phase() {
   local f=$work/$1.out n
   n=$(grep -c "^PHASE2" "$f")
   kill -USR1 "$tpid"
-  wait_until 20 eval '(($(grep -c "^PHASE2" "$f") > n))'
+  e2e_wait_until 20 eval '(($(grep -c "^PHASE2" "$f") > n))'
 }
 
 own() { curl -s -o "$work/$1.pb.gz" "http://127.0.0.1:$tport/debug/pprof/heap"; }
@@ -111,7 +102,7 @@ echo "== meaning"
 start_agent agent1
 start_target t1
 t1pid=$tpid
-if wait_until 20 more_than "$tpid" 0; then
+if e2e_wait_until 20 more_than "$tpid" 0; then
   pass "the target's first profile was pushed"
 else
   fail "nothing pushed for pid $tpid in 20 s" "$work/agent1.log"
@@ -119,7 +110,7 @@ fi
 # The target's collector is off now: wait until the agent has seen the cycle
 # stand still at least twice.
 u0=$(metric goheap2pprof_push_unchanged_total)
-wait_until 20 metric_at_least goheap2pprof_push_unchanged_total $((u0 + 2))
+e2e_wait_until 20 metric_at_least goheap2pprof_push_unchanged_total $((u0 + 2))
 own own1
 checks "state 1: inuse of the last push equals the target's own; alloc deltas sum to its own" \
   -last-inuse "$work/own1.pb.gz" -sum-alloc "$work/own1.pb.gz"
@@ -136,7 +127,7 @@ else
 fi
 
 phase t1
-if wait_until 20 more_than "$tpid" "$n2"; then
+if e2e_wait_until 20 more_than "$tpid" "$n2"; then
   own own2
   checks "state 2: inuse of the new push equals the target's own; alloc deltas sum to its own" \
     -last-inuse "$work/own2.pb.gz" -sum-alloc "$work/own2.pb.gz"
@@ -192,13 +183,13 @@ r0=$(metric 'goheap2pprof_push_retries_total{backend="pyroscope"}')
 n0=$(count "$tpid")
 ctl pyroscope 500
 phase t1
-if wait_until 20 metric_at_least 'goheap2pprof_push_retries_total{backend="pyroscope"}' $((r0 + 3)); then
+if e2e_wait_until 20 metric_at_least 'goheap2pprof_push_retries_total{backend="pyroscope"}' $((r0 + 3)); then
   pass "500: the agent retries ($(($(metric 'goheap2pprof_push_retries_total{backend="pyroscope"}') - r0)) retries so far)"
 else
   fail "500: no retries" "$work/agent1.log"
 fi
 ctl pyroscope ok
-if wait_until 20 more_than "$tpid" "$n0"; then
+if e2e_wait_until 20 more_than "$tpid" "$n0"; then
   own own3
   checks "500 then recovery: every profile arrived exactly once (alloc deltas sum to the target's own, no ID twice)" \
     -last-inuse "$work/own3.pb.gz" -sum-alloc "$work/own3.pb.gz"
@@ -210,7 +201,7 @@ x0=$(metric 'goheap2pprof_push_profiles_total{backend="pyroscope",outcome="rejec
 n0=$(count "$tpid")
 ctl pyroscope 400
 phase t1
-if wait_until 20 metric_at_least 'goheap2pprof_push_profiles_total{backend="pyroscope",outcome="rejected"}' $((x0 + 1)); then
+if e2e_wait_until 20 metric_at_least 'goheap2pprof_push_profiles_total{backend="pyroscope",outcome="rejected"}' $((x0 + 1)); then
   sleep 2
   r1=$(metric 'goheap2pprof_push_retries_total{backend="pyroscope"}')
   sleep 2
@@ -231,7 +222,7 @@ ctl pyroscope hang
 d0=$(metric 'goheap2pprof_push_profiles_total{backend="pyroscope",outcome="dropped"}')
 start_target t2
 t2pid=$tpid
-if wait_until 20 more_than "$t2pid" 0 parca; then
+if e2e_wait_until 20 more_than "$t2pid" 0 parca; then
   pass "hang: while Pyroscope hangs, a new process is still captured and pushed to Parca"
 else
   fail "hang: pid $t2pid not pushed to Parca while Pyroscope hangs" "$work/agent1.log"
@@ -261,14 +252,14 @@ wait "$agent_pid" 2>/dev/null
 before=$(count "$tpid")
 own own_restart
 start_agent agent2
-if wait_until 20 more_than "$tpid" "$before"; then
+if e2e_wait_until 20 more_than "$tpid" "$before"; then
   checks "restart: the first push of the new agent carries no alloc delta" -first-no-alloc $((before + 1))
 else
   fail "restart: nothing pushed by the new agent" "$work/agent2.log"
 fi
 after=$(count "$tpid")
 phase t1
-if wait_until 20 more_than "$tpid" "$after"; then
+if e2e_wait_until 20 more_than "$tpid" "$after"; then
   own own5
   checks "restart: the next push has deltas again, none pushed twice" \
     -last-inuse "$work/own5.pb.gz" -sum-alloc "$work/own5.pb.gz" -at-most
@@ -305,17 +296,17 @@ e2e_start "$work/agent4.out" "$work/agent4.log" "$tool" push --pyroscope "https:
   --metrics-listen "" --pid "$tpid" --attempts 1
 tls_more() { (($("$receiver" count -dir "$work/rec-tls" -pid "$tpid") > 0)); }
 basic_more() { (($("$receiver" count -dir "$work/rec-basic" -pid "$tpid" -backend parca) > 0)); }
-if wait_until 20 tls_more && grep -q '"auth":"Bearer test-token-0123456789"' "$work/rec-tls/pyroscope.jsonl"; then
+if e2e_wait_until 20 tls_more && grep -q '"auth":"Bearer test-token-0123456789"' "$work/rec-tls/pyroscope.jsonl"; then
   pass "https with --ca-file and a bearer token from a file: Pyroscope push accepted"
 else
   fail "https with --ca-file and a bearer token: nothing accepted" "$work/agent3.log"
 fi
-if wait_until 20 basic_more; then
+if e2e_wait_until 20 basic_more; then
   pass "basic auth from a file: Parca push accepted"
 else
   fail "basic auth: nothing accepted" "$work/agent3.log"
 fi
-if wait_until 20 grep -q "gave up after 1 attempts.*SSL" "$work/agent4.log"; then
+if e2e_wait_until 20 grep -q "gave up after 1 attempts.*SSL" "$work/agent4.log"; then
   pass "https without --ca-file: the self-signed certificate is refused (system CA store)"
   grep -m1 "gave up" "$work/agent4.log" | sed 's/^/    /'
 else
