@@ -39,17 +39,10 @@ std::string DefaultHint(ErrorKind kind, std::string_view command) {
   return "";
 }
 
-// "10s", "5m", "250ms" (agent/common/duration.h), or a bare number of
-// seconds, which serve's and push's options took before they took units.
+// "10s", "5m", "250ms" or a bare number of seconds: the one syntax of
+// agent/common/duration.h.
 std::optional<double> ParseSeconds(const std::string& text) {
-  size_t used = 0;
-  try {
-    const double seconds = std::stod(text, &used);
-    if (used == text.size()) return seconds;
-  } catch (const std::exception&) {
-    // Not a number: perhaps a duration with a unit.
-  }
-  std::optional<std::chrono::microseconds> d = ParseDuration(text);
+  std::optional<std::chrono::microseconds> d = DurationOrSeconds(text);
   if (!d) return std::nullopt;
   return static_cast<double>(d->count()) / 1e6;
 }

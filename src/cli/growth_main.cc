@@ -4,12 +4,14 @@
 #include "cli/growth_main.h"
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "agent/common/duration.h"
 #include "agent/watch/growth_live.h"
 #include "agent/watch/watch.h"
 #include "app/growth_input.h"
@@ -51,12 +53,18 @@ std::optional<pid_t> LivePid(const std::vector<std::string>& inputs) {
   return ParsePid(inputs[0]);
 }
 
+// A duration option of live growth: the one syntax, at least 1 ms.
+std::chrono::milliseconds Millis(std::string_view option, std::string_view text) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+      DurationOption(option, text, std::chrono::milliseconds(1)));
+}
+
 GrowthReport Collect(GrowthArgs& a) {
   if (std::optional<pid_t> pid = LivePid(a.inputs)) {
     a.live.pid = *pid;
-    a.live.every = ParseWatchDuration("--every", a.every);
-    a.live.duration = ParseWatchDuration("--for", a.duration);
-    if (!a.warm_up.empty()) a.live.warm_up = ParseWatchDuration("--warm-up", a.warm_up);
+    a.live.every = Millis("--every", a.every);
+    a.live.duration = Millis("--for", a.duration);
+    if (!a.warm_up.empty()) a.live.warm_up = Millis("--warm-up", a.warm_up);
     a.live.keep_dir = a.keep_dir;
 #if GOHEAP2PPROF_TEST_SEAMS
     if (const char* root = std::getenv("GOHEAP2PPROF_TEST_CGROUP_ROOT")) a.live.fs_root = root;

@@ -44,17 +44,30 @@ TEST(Duration, RefusesWhatGoRefusesAndWhatIsTooLong) {
 
 TEST(Duration, OptionsNameThemselvesAndTheirMinimum) {
   EXPECT_EQ(DurationOption("--poll", "2m"), minutes(2));
-  EXPECT_DOUBLE_EQ(DurationSecondsOption("--interval", "1.5s"), 1.5);
+  EXPECT_EQ(DurationOption("--interval", "1.5s"), milliseconds(1500));
   try {
     DurationOption("--poll", "10us", milliseconds(1));
     FAIL() << "10us was accepted below a 1ms minimum";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);
     EXPECT_STREQ(e.what(),
-                 "--poll \"10us\": expected a duration such as 500ms, 10s or 5m, at least 1ms");
+                 "--poll \"10us\": expected a duration such as 500ms, 10s or 5m (or seconds), at "
+                 "least 1ms");
   }
-  EXPECT_THROW(DurationSecondsOption("--interval", "0s"), Error);  // the default minimum is 1us
-  EXPECT_THROW(DurationSecondsOption("--interval", "15"), Error);
+  EXPECT_THROW(DurationOption("--interval", "0s"), Error);  // the default minimum is 1us
+}
+
+// A bare number is seconds, as the options took before they took units; a
+// number with a unit Go does not know, a sign or junk is not.
+TEST(Duration, BareNumbersAreSeconds) {
+  EXPECT_EQ(DurationOrSeconds("15"), seconds(15));
+  EXPECT_EQ(DurationOrSeconds("0.25"), milliseconds(250));
+  EXPECT_EQ(DurationOption("--poll", "2"), seconds(2));
+  EXPECT_EQ(DurationOrSeconds("-1"), std::nullopt);
+  EXPECT_EQ(DurationOrSeconds("15x"), std::nullopt);
+  EXPECT_EQ(DurationOrSeconds("1e3"), std::nullopt);
+  EXPECT_EQ(DurationOrSeconds(""), std::nullopt);
+  EXPECT_EQ(DurationOrSeconds("9999999999"), std::nullopt);  // over kMaxDuration
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "agent/common/duration.h"
 
+#include <charconv>
 #include <cstdint>
 #include <string>
 
@@ -79,20 +80,27 @@ std::optional<std::chrono::microseconds> ParseDuration(std::string_view text) {
   return std::chrono::microseconds(static_cast<int64_t>(total / 1000));
 }
 
+std::optional<std::chrono::microseconds> DurationOrSeconds(std::string_view text) {
+  if (std::optional<std::chrono::microseconds> d = ParseDuration(text)) return d;
+  double seconds = 0;
+  const auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), seconds, std::chars_format::fixed);
+  if (ec != std::errc() || end != text.data() + text.size() || !(seconds >= 0) ||
+      seconds * 1e6 > static_cast<double>(kMaxDuration.count())) {
+    return std::nullopt;
+  }
+  return std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6));
+}
+
 std::chrono::microseconds DurationOption(std::string_view option, std::string_view text,
                                          std::chrono::microseconds min) {
-  std::optional<std::chrono::microseconds> d = ParseDuration(text);
+  std::optional<std::chrono::microseconds> d = DurationOrSeconds(text);
   if (!d || *d < min) {
     throw Error(ErrorKind::kUsage, option, " \"", text,
-                "\": expected a duration such as 500ms, 10s or 5m",
+                "\": expected a duration such as 500ms, 10s or 5m (or seconds)",
                 min > std::chrono::microseconds(1) ? ", at least " + ShortDuration(min) : "");
   }
   return *d;
-}
-
-double DurationSecondsOption(std::string_view option, std::string_view text,
-                             std::chrono::microseconds min) {
-  return static_cast<double>(DurationOption(option, text, min).count()) / 1e6;
 }
 
 }  // namespace goheap2pprof

@@ -1,9 +1,11 @@
 // The one way the agent's options write a duration: Go's time.ParseDuration
 // form ("10s", "5m", "250ms", "1.5h", "1m30s"), since the people who set
-// them write Go. serve, push and watch all parse through here.
+// them write Go, or a bare number of seconds ("15", "0.5"), which the
+// options took before they took units. Every command's options and watch's
+// triggers parse through here (the CLI through DurationOrSeconds).
 //
 //   std::optional<std::chrono::microseconds> d = ParseDuration("1m30s");  // 90 s
-//   double s = DurationSecondsOption("--interval", "15s");                // 15.0
+//   std::chrono::microseconds p = DurationOption("--poll", "15");          // 15 s
 #pragma once
 
 #include <chrono>
@@ -21,13 +23,14 @@ inline constexpr std::chrono::microseconds kMaxDuration{int64_t{1} << 40};
 // microseconds. nullopt on anything else or above kMaxDuration.
 std::optional<std::chrono::microseconds> ParseDuration(std::string_view text);
 
-// An option's value: ParseDuration, at least `min`. Throws Error(kUsage)
-// naming the option and an example otherwise.
+// ParseDuration, or else a bare non-negative decimal number of seconds
+// (within kMaxDuration).
+std::optional<std::chrono::microseconds> DurationOrSeconds(std::string_view text);
+
+// An option's value: DurationOrSeconds, at least `min`. Throws
+// Error(kUsage) naming the option and an example otherwise.
 std::chrono::microseconds DurationOption(
     std::string_view option, std::string_view text,
     std::chrono::microseconds min = std::chrono::microseconds(1));
-// The same in seconds, for options kept as double seconds.
-double DurationSecondsOption(std::string_view option, std::string_view text,
-                             std::chrono::microseconds min = std::chrono::microseconds(1));
 
 }  // namespace goheap2pprof

@@ -20,7 +20,6 @@
 
 #include "agent/common/cgroup.h"
 #include "agent/common/discovery.h"
-#include "agent/common/duration.h"
 #include "agent/common/metrics.h"
 #include "agent/common/pod_identity.h"
 #include "agent/common/service_name.h"
@@ -801,11 +800,6 @@ std::vector<uint64_t> ParseSizeList(std::string_view text) {
   }
   std::sort(out.begin(), out.end());
   return out;
-}
-
-WatchMillis ParseWatchDuration(std::string_view option, std::string_view text) {
-  return std::chrono::duration_cast<WatchMillis>(
-      DurationOption(option, text, std::chrono::milliseconds(1)));
 }
 
 void ParseEventList(std::string_view text, TriggerConfig& config) {

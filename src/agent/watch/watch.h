@@ -81,8 +81,6 @@ std::vector<double> ParsePercentList(std::string_view text);
 //   "512M,1.5G" -> bytes (K/M/G/T are powers of 1024; KiB, MiB... and KB,
 //   MB... are accepted as the same)
 std::vector<uint64_t> ParseSizeList(std::string_view text);
-//   "1s", "250ms", "2m": agent/common/duration.h, at least 1ms
-WatchMillis ParseWatchDuration(std::string_view option, std::string_view text);
 //   "max,oom"
 void ParseEventList(std::string_view text, TriggerConfig& config);
 
