@@ -4,7 +4,6 @@
 #include "agent/watch/psi.h"
 #include "base/error.h"
 #include "cli/command.h"
-#include "cli/identity_flags.h"
 
 namespace goheap2pprof {
 
@@ -38,6 +37,15 @@ void AddListenerOptions(CLI::App& app, std::vector<std::string>& allowed_hosts, 
   app.add_option("--handler-queue", limits.handler_queue,
                  "requests waiting for a handler thread; more get 503 with Retry-After")
       ->capture_default_str();
+}
+
+void AddIdentityOptions(CLI::App& app, std::string& host_root, std::string& node_name) {
+  app.add_option("--host-root", host_root,
+                 "the node's root filesystem, where the container runtimes' state "
+                 "(/run/containerd, /run/containers) is read for pod names")
+      ->capture_default_str();
+  app.add_option("--node-name", node_name,
+                 "the node label of every process (default: $NODE_NAME, if set)");
 }
 
 void AddDiscoveryOptions(CLI::App& app, ProcessFilter& filter, std::string& service_name_from,

@@ -27,11 +27,19 @@ void AddListenerOptions(CLI::App& app, std::vector<std::string>& allowed_hosts, 
                         ListenerLimits& limits, const std::string& what, bool with_pool);
 
 // Which processes are found and how they are named: --allow-uid,
-// --allow-cgroup, --deny-pid, --service-name-from, --discover-interval.
+// --allow-cgroup, --deny-pid, --service-name-from, --discover-interval, and the
+// Kubernetes identity's --host-root and --node-name.
 // verb says what the command does with them ("serve", "push").
 void AddDiscoveryOptions(CLI::App& app, ProcessFilter& filter, std::string& service_name_from,
                          double& discover_interval_seconds, const std::string& verb,
                          std::string& host_root, std::string& node_name);
+
+// --host-root: where the node's filesystem is mounted when the agent runs in
+// a container (the runtimes' bundles are read below it); --node-name: the
+// node label (else $NODE_NAME, which a DaemonSet sets from the downward API).
+// Part of AddDiscoveryOptions; watch, which has no discovery options, adds
+// them alone.
+void AddIdentityOptions(CLI::App& app, std::string& host_root, std::string& node_name);
 
 // The confined capture workers. max_concurrent may be null (watch runs one).
 struct WorkerFlags {

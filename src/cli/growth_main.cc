@@ -5,7 +5,6 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -66,9 +65,6 @@ GrowthReport Collect(GrowthArgs& a) {
     a.live.duration = Millis("--for", a.duration);
     if (!a.warm_up.empty()) a.live.warm_up = Millis("--warm-up", a.warm_up);
     a.live.keep_dir = a.keep_dir;
-#if GOHEAP2PPROF_TEST_SEAMS
-    if (const char* root = std::getenv("GOHEAP2PPROF_TEST_CGROUP_ROOT")) a.live.fs_root = root;
-#endif
     return RunLiveGrowth(a.live, std::cerr);
   }
   if (!a.keep_dir.empty()) throw Error(ErrorKind::kUsage, "--keep applies to a live process");

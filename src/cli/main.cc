@@ -16,7 +16,6 @@
 #include "cli/agent_main.h"
 #include "cli/command.h"
 #include "cli/growth_main.h"
-#include "cli/identity_flags.h"
 #include "cli/mem_main.h"
 #include "cli/push_main.h"
 #include "cli/serve_main.h"

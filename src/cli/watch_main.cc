@@ -10,7 +10,6 @@
 #include "agent/watch/watch.h"
 #include "base/error.h"
 #include "cli/agent_flags.h"
-#include "cli/identity_flags.h"
 #include "proc/procfs.h"
 
 namespace goheap2pprof {
