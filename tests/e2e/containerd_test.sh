@@ -21,8 +21,7 @@
 #               container, container_id (containerd://), node and
 #               service_name (<namespace>/<container>) of what crictl
 #               inspectp/inspect report; they read the bundles through
-#               --host-root (skipped while this goheap2pprof has no
-#               --host-root).
+#               --host-root.
 #   agent image the agent in a scratch image, in a pod confined as
 #               deploy/kubernetes/daemonset.yaml says (its CRI view from
 #               tests/e2e/cri_from_daemonset.jq), captures the oracle of the
@@ -135,10 +134,6 @@ expect_pod_labels() {
 # --host-root, through which it reads the containers' OCI bundles.
 labels_serve_case() {
   local addr labels
-  if ! help_has serve --host-root; then
-    skip "labels in serve's /targets: this goheap2pprof has no serve --host-root (the pod labels of issue 24)"
-    return
-  fi
   e2e_start "$work/serve.out" "$work/serve.log" "$tool" serve --listen 127.0.0.1:0 \
     --discover-interval 1 --host-root "$work/hostroot" --node-name "$node"
   if ! e2e_wait_for_line "$work/serve.log" "listening on" "$target_pid" 30; then
@@ -160,19 +155,10 @@ labels_serve_case() {
   e2e_stop_pids_but "$cd_pid"
 }
 
-# help_has <command> <option>: 0 if `goheap2pprof <command> --help` lists it.
-help_has() {
-  "$tool" "$1" --help 2>/dev/null | grep -- " $2 " >/dev/null
-}
-
 # The pod's labels on what push sends: one push of the oracle to the test
 # receiver (tests/pushreceiver, Pyroscope's Push API).
 labels_push_case() {
   local line
-  if ! help_has push --host-root; then
-    skip "labels of push: this goheap2pprof has no push --host-root (the pod labels of issue 24)"
-    return
-  fi
   source "$(dirname "$0")/push_lib.sh"
   e2e_go_build tests/pushreceiver "$work/bin/pushreceiver"
   receiver=$work/bin/pushreceiver
@@ -199,10 +185,6 @@ labels_push_case() {
 # oracle's resident set is above 1 MiB).
 labels_watch_case() {
   local line
-  if ! help_has watch --host-root; then
-    skip "labels in watch.jsonl: this goheap2pprof has no watch --host-root (the pod labels of issue 24)"
-    return
-  fi
   mkdir -p "$work/watch"
   e2e_start "$work/watch.out" "$work/watch.log" "$tool" watch "$oracle_pid" -o "$work/watch" \
     --rss-above 1M --no-baseline --host-root "$work/hostroot" --node-name "$node"
@@ -296,16 +278,8 @@ agent_pod() {
     fi
     fixed=$(jq -c --argjson m "$m" '. + [$m]' <<<"$fixed")
   done
-  cmd=serve
-  # (A bare `goheap2pprof agent --help` without the command is the capture's help.)
-  "$tool" agent --help 2>&1 | grep "^Usage: goheap2pprof agent" >/dev/null && cmd=agent
-  args=$(jq -c --arg cmd "$cmd" '.args | .[0] = $cmd
+  args=$(jq -c '.args | .[0] = "agent"
     | map(if startswith("--listen=") then "--listen=127.0.0.1:0" else . end) + ["-v", "--discover-interval=1"]' <<<"$cri")
-  if [[ $cmd == serve ]]; then
-    args=$(jq -c --arg help "$("$tool" serve --help 2>&1)" \
-      'map(select((startswith("--") | not) or
-        (split("=")[0] as $opt | $help | contains(" " + $opt + " "))))' <<<"$args")
-  fi
   agent_addr=""
   cd_pod "$name" e2e-agent "$(cat /proc/sys/kernel/random/uuid)" 2 || return
   cd_container "$pod" "$name" agent goheap2pprof.test/agent:e2e "$fixed" "$sec" "$args" \
@@ -335,17 +309,15 @@ agent_image_case() {
     else
       fail "agent image: its capture differs from the oracle's own profile" "$work/agent-profdiff.out"
     fi
-    if help_has serve --host-root; then
-      # The first scan of /proc may not have ended yet (its interval is 1 s).
-      local labels=""
-      for _ in $(seq 1 50); do
-        labels=$(curl -s --max-time 10 "http://$agent_addr/targets" |
-          jq -c --arg pid "$oracle_pid" '.[] | select(.labels.pid == $pid) | .labels')
-        [[ -n $labels ]] && break
-        sleep 0.2
-      done
-      expect_pod_labels "labels in the agent image's /targets (bundles through /host)" "$labels"
-    fi
+    # The first scan of /proc may not have ended yet (its interval is 1 s).
+    local labels=""
+    for _ in $(seq 1 50); do
+      labels=$(curl -s --max-time 10 "http://$agent_addr/targets" |
+        jq -c --arg pid "$oracle_pid" '.[] | select(.labels.pid == $pid) | .labels')
+      [[ -n $labels ]] && break
+      sleep 0.2
+    done
+    expect_pod_labels "labels in the agent image's /targets (bundles through /host)" "$labels"
   fi
   agent_pod agent-noptrace SYS_PTRACE
   if [[ -n $agent_addr ]]; then

@@ -215,11 +215,8 @@ fi
 
 # ---- the agent knows every option the manifests give it
 # (A build without it answers with the capture's help, whose usage line is not agent's.)
-have_agent=0
-if "$tool" agent --help >"$work/agent-help.txt" 2>&1 && grep -q '^Usage:.*goheap2pprof agent' "$work/agent-help.txt"; then
-  have_agent=1
-fi
-if ((have_agent)); then
+if "$tool" agent --help >"$work/agent-help.txt" 2>&1 &&
+  grep '^Usage:.*goheap2pprof agent' "$work/agent-help.txt" >/dev/null; then
   missing=()
   for f in "$work"/{default,secure,push,options}.json; do
     [[ -f $f ]] || continue
@@ -233,19 +230,13 @@ if ((have_agent)); then
     fail "options the manifests give that goheap2pprof agent does not list: $(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')"
   fi
 else
-  skip "this goheap2pprof has no agent command yet (\`agent --help\` shows no agent usage line): the options the manifests give it are not checked"
+  fail "goheap2pprof agent --help shows no agent usage line" "$work/agent-help.txt"
 fi
 
 # ---- the probes: the listener, started with the default manifest's arguments, answers the
 # probes' GET /metrics with 200. --listen on loopback port 0 (there is no pod IP here) and
-# --host-root=/ (this machine's own files). Without the agent command, serve runs with the
-# arguments it knows.
+# --host-root=/ (this machine's own files).
 if [[ -f $work/default.json ]]; then
-  cmd=agent
-  if ((!have_agent)); then
-    cmd=serve
-    "$tool" serve --help >"$work/serve-help.txt" 2>&1
-  fi
   run_args=()
   while read -r a; do
     name=${a%%=*}
@@ -253,12 +244,9 @@ if [[ -f $work/default.json ]]; then
       --listen) a=--listen=127.0.0.1:0 ;;
       --host-root) a=--host-root=/ ;;
     esac
-    if [[ $cmd == serve ]] && ! grep -q -- "$name\b" "$work/serve-help.txt"; then
-      continue
-    fi
     run_args+=("$a")
   done < <(jq -r 'select(.kind == "DaemonSet") | .spec.template.spec.containers[0].args[1:][]' "$work/default.json")
-  "$tool" "$cmd" "${run_args[@]}" >"$work/listener.log" 2>&1 &
+  "$tool" agent "${run_args[@]}" >"$work/listener.log" 2>&1 &
   listener_pid=$!
   trap 'kill "$listener_pid" 2>/dev/null' EXIT
   addr=""
@@ -269,9 +257,9 @@ if [[ -f $work/default.json ]]; then
   done
   code=$( [[ -n $addr ]] && curl -s -o "$work/metrics.txt" -w '%{http_code}' --max-time 10 "http://$addr/metrics")
   if [[ $code == 200 ]] && grep -q '^# TYPE ' "$work/metrics.txt"; then
-    pass "goheap2pprof $cmd ${run_args[*]}: GET /metrics (the probes' request) answers 200"
+    pass "goheap2pprof agent ${run_args[*]}: GET /metrics (the probes' request) answers 200"
   else
-    fail "goheap2pprof $cmd ${run_args[*]}: GET /metrics answered '${code:-}' (address '${addr}')" "$work/listener.log"
+    fail "goheap2pprof agent ${run_args[*]}: GET /metrics answered '${code:-}' (address '${addr}')" "$work/listener.log"
   fi
   kill "$listener_pid" 2>/dev/null
   wait "$listener_pid" 2>/dev/null
