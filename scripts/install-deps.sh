@@ -134,4 +134,17 @@ if ! go version -m "$(command -v crictl)" 2>/dev/null | grep "mod.*sigs.k8s.io/c
   ! GOBIN=/usr/local/bin timeout 1500 go install sigs.k8s.io/cri-tools/cmd/crictl@v1.37.0 >/dev/null 2>&1; then
   echo "install-deps: could not build crictl v1.37.0 through the Go module proxy; containerd_test will try again" >&2
 fi
+# Parca v0.28.0 for tests/e2e/serve_parca_test.sh and push_parca_test.sh: in no package
+# registry, and `go install` is refused by the module proxy (its version-list
+# request answers 403), so it is built from a scratch module that requires it; once per machine
+# (some 10 minutes on 2 cores), into /usr/local/bin.
+if ! go version -m "$(command -v parca)" 2>/dev/null | grep "mod.*github.com/parca-dev/parca.*v0.28.0" >/dev/null; then
+  echo "install-deps: building Parca v0.28.0 through the Go module proxy (once per machine)"
+  parca_src=$(mktemp -d)
+  if ! (cd "$parca_src" && go mod init parcatest && GOFLAGS=-mod=mod go get github.com/parca-dev/parca/cmd/parca@v0.28.0 &&
+    timeout 1500 go build -o /usr/local/bin/parca github.com/parca-dev/parca/cmd/parca) >"$parca_src.log" 2>&1; then
+    echo "install-deps: could not build Parca v0.28.0 ($parca_src.log); the two Parca suites will skip and say so" >&2
+  fi
+  rm -rf "$parca_src"
+fi
 echo "install-deps: ok (the build and test sets)"

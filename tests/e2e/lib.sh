@@ -97,9 +97,11 @@ e2e_require_command() {
 # tests/e2e/serve_parca_test.sh's header says), or skips saying so, and
 # checks what they use beside it.
 e2e_require_parca() {
+  # GOHEAP2PPROF_PARCA, else <build>/parca/parca, else the one install-deps.sh --test builds.
   parca=${GOHEAP2PPROF_PARCA:-$bin/parca/parca}
+  [[ -z ${GOHEAP2PPROF_PARCA:-} && ! -x $parca ]] && parca=$(command -v parca || echo "$parca")
   if [[ ! -x $parca ]]; then
-    echo "SKIP: no Parca server at $parca (build it as tests/e2e/serve_parca_test.sh says, or set GOHEAP2PPROF_PARCA)"
+    echo "SKIP: no Parca server at $parca or on PATH (scripts/install-deps.sh --test builds it; or set GOHEAP2PPROF_PARCA)"
     exit 77
   fi
   e2e_require_go

@@ -7,9 +7,9 @@
 # phases) the stored alloc_space and inuse_space totals equal the target's
 # own /debug/pprof/heap.
 #
-# Parca is not in any package registry; build it once per machine as
-# tests/e2e/serve_parca_test.sh says, and point GOHEAP2PPROF_PARCA at it, or
-# leave it at <build>/parca/parca; without it the test is skipped.
+# Parca is not in any package registry: scripts/install-deps.sh --test builds it
+# once per machine (or see tests/e2e/serve_parca_test.sh); without it, or
+# GOHEAP2PPROF_PARCA, the test is skipped and says so.
 #
 #   bash tests/e2e/push_parca_test.sh <goheap2pprof> <profdiff>
 set -u

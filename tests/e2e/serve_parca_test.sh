@@ -5,9 +5,10 @@
 # (memory only), and the stored profile is queried back through Parca's
 # HTTP API with serve's labels.
 #
-# Parca is not in any package registry; build it once per machine (about
-# 10 minutes on 2 cores; go install is refused by the module proxy) and point
-# GOHEAP2PPROF_PARCA at it, or leave it at <build>/parca/parca:
+# Parca is not in any package registry: scripts/install-deps.sh --test builds it
+# into /usr/local/bin once per machine (about 10 minutes on 2 cores; go install
+# is refused by the module proxy). By hand, then point GOHEAP2PPROF_PARCA at it
+# or leave it at <build>/parca/parca:
 #   mkdir p && cd p && go mod init parcatest &&
 #   go get github.com/parca-dev/parca/cmd/parca@v0.28.0 &&
 #   go build -o parca github.com/parca-dev/parca/cmd/parca
