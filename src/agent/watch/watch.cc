@@ -160,7 +160,8 @@ class Watcher {
   std::optional<ErrorKind> Capture(Target& t, const std::string& reason, json record);
   // Writes a captured profile to the output directory as `name`, rotating
   // the oldest out; the record says so. Throws Error (kIo).
-  void WriteProfile(Target& t, const std::string& name, const std::string& profile, json& record);
+  void WriteProfile(Target& t, const std::string& name, const std::string& profile,
+                    const WatchReading& reading, json& record);
   // t's gzipped heap profile from a capture worker. Throws Error: the
   // worker's, or kInternal when it died or overran --capture-timeout (then
   // `outcome` says which: worker_crash, worker_timeout).
@@ -417,14 +418,14 @@ json Watcher::GoMemory(const Target& t) {
 }
 
 void Watcher::WriteProfile(Target& t, const std::string& name, const std::string& profile,
-                           json& record) {
+                           const WatchReading& reading, json& record) {
   // The bytes come from the worker; the file is ours to write, whole or
   // not at all (a full disk fails this capture only).
   dir_->WriteAtomically(name, profile);
   record["file"] = name;
   t.last_file = name;
   t.files.push_back(name);
-  t.readings.push_back(ReadingBeside(t, record["go_memory"]));
+  t.readings.push_back(reading);
   std::vector<std::string> deleted;
   for (const FileRotation::Written& old : rotation_.Add(options_.dir + "/" + name)) {
     if (FileRotation::Delete(old)) deleted.push_back(old.path.substr(options_.dir.size() + 1));
@@ -440,6 +441,10 @@ std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, 
   // First, a read of a few milliseconds: the closest to the trigger's own
   // sample of the cgroup, where the profile says which sites allocated.
   record["go_memory"] = GoMemory(t);
+  // RSS and the cgroup beside it, before the capture too: read after it,
+  // they could be of a process the kernel had killed meanwhile (its memory
+  // half freed), while the profile is of it alive. A failed capture drops them.
+  const WatchReading reading = ReadingBeside(t, record["go_memory"]);
   std::optional<ErrorKind> failed;
   std::string outcome;
   try {
@@ -454,7 +459,7 @@ std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, 
       }
     }
     if (dir_) {
-      WriteProfile(t, name, profile, record);
+      WriteProfile(t, name, profile, reading, record);
     } else {
       record["file"] = nullptr;  // the agent without an output directory
     }
