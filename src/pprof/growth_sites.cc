@@ -79,11 +79,13 @@ uint32_t GrowthCollector::InternLocation(const ProfileView& view, const pb::Loca
 }
 
 uint32_t GrowthCollector::InternSite(std::span<const uint32_t> locations) {
-  key_.assign(reinterpret_cast<const char*>(locations.data()), locations.size_bytes());
-  if (auto it = site_ids_.find(std::string_view(key_)); it != site_ids_.end()) return it->second;
-  const auto id = static_cast<uint32_t>(data_.sites.size());
-  data_.sites.push_back({std::vector<uint32_t>(locations.begin(), locations.end()), {}});
-  site_ids_.emplace(key_, id);
+  const auto next = static_cast<uint32_t>(data_.sites.size());
+  const uint32_t id = site_ids_.FindOrInsert(locations, next, [this](uint32_t site) {
+    return std::span<const uint32_t>(data_.sites[site].locations);
+  });
+  if (id == next) {
+    data_.sites.push_back({std::vector<uint32_t>(locations.begin(), locations.end()), {}});
+  }
   return id;
 }
 

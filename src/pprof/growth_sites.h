@@ -34,6 +34,7 @@
 
 #include "pprof/growth.h"
 #include "pprof/profile_view.h"
+#include "pprof/site_table.h"
 #include "proto/profile.pb.h"
 
 namespace goheap2pprof {
@@ -127,8 +128,8 @@ class GrowthCollector {
   GrowthData Finish() &&;
 
  private:
-  // Lookups by a string_view into a reused buffer, so that matching a
-  // location or a site already known allocates nothing.
+  // Location lookups by a string_view into a reused buffer, so that
+  // matching a location already known allocates nothing.
   struct KeyHash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
@@ -153,8 +154,7 @@ class GrowthCollector {
 
   GrowthData data_;
   KeyIndex location_ids_;
-  KeyIndex site_ids_;
-  std::string key_;  // the buffer of InternSite
+  SiteTable site_ids_;
 };
 
 // A location's key in GrowthCollector: its lines' function, file and line,
