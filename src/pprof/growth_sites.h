@@ -33,8 +33,8 @@
 #include <vector>
 
 #include "pprof/growth.h"
+#include "pprof/hash_index.h"
 #include "pprof/profile_view.h"
-#include "pprof/site_table.h"
 #include "proto/profile.pb.h"
 
 namespace goheap2pprof {
@@ -147,14 +147,14 @@ class GrowthCollector {
     return id;
   }
   uint32_t InternSite(std::span<const uint32_t> locations);
-  // Adds a sample of the snapshot being added (the last one).
-  void AddSample(GrowthSnapshot& snapshot, uint32_t index, std::span<const uint32_t> stack,
-                 int64_t objects, int64_t bytes);
+  // Adds a sample of `site` to the snapshot being added (the last one).
+  void AddSample(GrowthSnapshot& snapshot, uint32_t index, uint32_t site, int64_t objects,
+                 int64_t bytes);
   void SetMainMapping(GrowthMapping mapping);
 
   GrowthData data_;
   KeyIndex location_ids_;
-  SiteTable site_ids_;
+  HashIndex site_ids_;  // by the stack's bytes
 };
 
 // A location's key in GrowthCollector: its lines' function, file and line,
