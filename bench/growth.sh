@@ -6,6 +6,8 @@
 #
 #   bash bench/growth.sh                  # N = 25 50 100, 100000 buckets
 #   COUNTS="10 100" BUCKETS=20000 bash bench/growth.sh
+#   DATA=/tmp/growth-data bash bench/growth.sh   # keeps the captures there
+#                                                # and reuses them next time
 #
 # The snapshots are N real captures (goheap2pprof <pid>) of the idle target,
 # so they hold the same samples at different times: the report's work
@@ -31,6 +33,9 @@ build=${BUILD_DIR:-$src/build}
 tool=$build/goheap2pprof
 read -r -a go_cmd <<<"${GO:-env GOTOOLCHAIN=local go}"
 work=$(mktemp -d /tmp/growth-bench.XXXXXX)
+# The captures: kept in $DATA when set, so that runs before and after a
+# change read the very same files.
+data=${DATA:-$work/all}
 target_pid=""
 cleanup() {
   [[ -n $target_pid ]] && kill "$target_pid" 2>/dev/null
@@ -41,30 +46,35 @@ trap cleanup EXIT
 [[ -x $tool ]] || { echo "build the tool first: cmake --build $build" >&2; exit 2; }
 command -v jq >/dev/null || { echo "needs jq" >&2; exit 2; }
 [[ -x /usr/bin/time ]] || { echo "needs GNU time (/usr/bin/time)" >&2; exit 2; }
-(cd "$src/testdata/benchtarget" && CGO_ENABLED=0 "${go_cmd[@]}" build -o "$work/benchtarget" .) ||
-  exit 1
-"$work/benchtarget" -buckets "$buckets" >"$work/target.out" 2>&1 &
-target_pid=$!
-for _ in $(seq 1 600); do
-  grep -q '^READY ' "$work/target.out" && break
-  sleep 0.1
-done
-grep -q '^READY ' "$work/target.out" || { echo "benchtarget did not start" >&2; exit 1; }
-
 max=0
 for n in $counts; do ((n > max)) && max=$n; done
-mkdir -p "$work/all"
-for i in $(seq 1 "$max"); do
-  "$tool" "$target_pid" -o "$work/all/heap-$(printf %04d "$i").pb.gz" || exit 1
-done
-samples=$("$tool" "$target_pid" --format json --top 1 | jq .samples)
+# The samples per profile, from one capture's JSON summary (written with
+# the captures, so that a reused data set needs no target).
+if [[ ! -s $data/samples || ! -e $data/heap-$(printf %04d "$max").pb.gz ]]; then
+  (cd "$src/testdata/benchtarget" && CGO_ENABLED=0 "${go_cmd[@]}" build -o "$work/benchtarget" .) ||
+    exit 1
+  "$work/benchtarget" -buckets "$buckets" >"$work/target.out" 2>&1 &
+  target_pid=$!
+  for _ in $(seq 1 600); do
+    grep -q '^READY ' "$work/target.out" && break
+    sleep 0.1
+  done
+  grep -q '^READY ' "$work/target.out" || { echo "benchtarget did not start" >&2; exit 1; }
+  mkdir -p "$data"
+  rm -f "$data"/heap-*.pb.gz "$data/samples"
+  for i in $(seq 1 "$max"); do
+    "$tool" "$target_pid" -o "$data/heap-$(printf %04d "$i").pb.gz" || exit 1
+  done
+  "$tool" "$target_pid" --format json --top 1 | jq .samples >"$data/samples" || exit 1
+fi
+samples=$(cat "$data/samples")
 
 printf '%6s %9s %7s %10s %8s %8s %7s %13s\n' N samples sites "files MiB" "wall s" "user s" \
   "sys s" "peak RSS MiB"
 for n in $counts; do
   rm -rf "$work/dir" && mkdir "$work/dir"
   for i in $(seq 1 "$n"); do
-    ln -s "$work/all/heap-$(printf %04d "$i").pb.gz" "$work/dir/"
+    ln -s "$data/heap-$(printf %04d "$i").pb.gz" "$work/dir/"
   done
   files_mib=$(du -L -s -k "$work/dir" | awk '{printf "%.1f", $1 / 1024}')
   /usr/bin/time -f '%e %U %S %M' -o "$work/time" "$tool" growth "$work/dir" --top 1 \

@@ -16,6 +16,7 @@
 
 #include "base/error.h"
 #include "pprof/growth_sites.h"
+#include "pprof/hash_index.h"
 #include "pprof/proto_wire.h"
 
 namespace goheap2pprof {
@@ -294,23 +295,63 @@ class Decoder {
   std::string key_;
 };
 
+// A packed varint field's values, appended to `out`.
+void AppendPacked(std::string_view packed, std::vector<uint64_t>& out) {
+  ProtoWire w(packed);
+  while (!w.Done()) out.push_back(w.Varint());
+}
+
+// One sample's location ids: the bytes of its one packed location_id field
+// while that is all it has (as the runtime and goheap2pprof write it), so
+// that a stack seen before in the profile is found by its bytes without
+// decoding them; decoded, in `ids`, for any other encoding.
+struct SampleIds {
+  std::string_view packed;
+  bool decoded = false;
+};
+
 // One sample's location ids and values, into reused vectors.
-void DecodeSample(std::string_view m, std::vector<uint64_t>& ids, std::vector<int64_t>& values) {
+SampleIds DecodeSample(std::string_view m, std::vector<uint64_t>& ids,
+                       std::vector<int64_t>& values) {
   ids.clear();
   values.clear();
+  SampleIds s;
+  bool seen = false;
   ProtoWire w(m);
   while (!w.Done()) {
     const auto [n, type] = w.Tag();
     const bool number = type == kVarint || type == kLengthDelimited;
     if (n == 1 && number) {
-      w.Repeated(type, [&](uint64_t v) { ids.push_back(v); });
+      if (!seen && type == kLengthDelimited) {
+        s.packed = w.Bytes();
+      } else {
+        // A second location_id field, or an unpacked one: decode them all.
+        if (!s.decoded) AppendPacked(s.packed, ids);
+        s.decoded = true;
+        w.Repeated(type, [&](uint64_t v) { ids.push_back(v); });
+      }
+      seen = true;
     } else if (n == 2 && number) {
       w.Repeated(type, [&](uint64_t v) { values.push_back(static_cast<int64_t>(v)); });
     } else {
       w.Skip(type);
     }
   }
+  return s;
 }
+
+// The sites of the stacks of the profile being added, by their packed
+// bytes: a site has a sample per object size, so most samples of a profile
+// repeat a stack, and finding it by its bytes skips decoding its ids,
+// mapping them to the collector's locations and looking the site up (three
+// quarters of the report's CPU time went to those, perf over 100 profiles
+// of 100k samples). Equal bytes are equal ids; the bytes of a
+// non-canonical varint are only a miss, resolved by the ids.
+struct StackMemo {
+  HashIndex index;
+  std::vector<std::string_view> keys;
+  std::vector<uint32_t> sites;
+};
 
 }  // namespace
 
@@ -346,14 +387,9 @@ bool GrowthCollector::AddSerialized(std::string_view bytes, std::string name,
     std::vector<uint64_t> ids;
     std::vector<int64_t> values;
     std::vector<uint32_t> stack;
-    for (std::string_view sample : f.samples) {
-      DecodeSample(sample, ids, values);
-      if (values.size() <= static_cast<size_t>(std::max(objects_at, bytes_at))) {
-        throw Error(ErrorKind::kMalformed, "a sample has ", values.size(), " values for ",
-                    f.sample_types.size(), " sample types");
-      }
-      const int64_t objects = values[objects_at], inuse = values[bytes_at];
-      if (objects == 0 && inuse == 0) continue;
+    StackMemo memo;
+    // The site of the sample's ids (in `ids`).
+    const auto site_of_ids = [&] {
       stack.clear();
       for (uint64_t id : ids) {
         const uint32_t ours = d.Location(id, intern);
@@ -362,7 +398,35 @@ bool GrowthCollector::AddSerialized(std::string_view bytes, std::string name,
         }
         stack.push_back(ours);
       }
-      AddSample(s, snap, stack, objects, inuse);
+      return InternSite(stack);
+    };
+    for (std::string_view sample : f.samples) {
+      const SampleIds raw = DecodeSample(sample, ids, values);
+      if (values.size() <= static_cast<size_t>(std::max(objects_at, bytes_at))) {
+        throw Error(ErrorKind::kMalformed, "a sample has ", values.size(), " values for ",
+                    f.sample_types.size(), " sample types");
+      }
+      const int64_t objects = values[objects_at], inuse = values[bytes_at];
+      if (objects == 0 && inuse == 0) {
+        // Skipped, but its ids must still be well-formed, as in Add's parse.
+        if (!raw.decoded) AppendPacked(raw.packed, ids);
+        continue;
+      }
+      uint32_t site = 0;
+      if (raw.decoded) {
+        site = site_of_ids();
+      } else {
+        const auto next = static_cast<uint32_t>(memo.keys.size());
+        const uint32_t at = memo.index.FindOrInsert(
+            raw.packed, next, [&](uint32_t entry) { return memo.keys[entry]; });
+        if (at == next) {
+          memo.keys.push_back(raw.packed);
+          AppendPacked(raw.packed, ids);
+          memo.sites.push_back(site_of_ids());
+        }
+        site = memo.sites[at];
+      }
+      AddSample(s, snap, site, objects, inuse);
     }
     data_.snapshots.push_back(std::move(s));
     return true;

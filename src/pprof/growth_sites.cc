@@ -78,18 +78,28 @@ uint32_t GrowthCollector::InternLocation(const ProfileView& view, const pb::Loca
   });
 }
 
+namespace {
+
+std::string_view AsBytes(std::span<const uint32_t> stack) {
+  return {reinterpret_cast<const char*>(stack.data()), stack.size_bytes()};
+}
+
+}  // namespace
+
 uint32_t GrowthCollector::InternSite(std::span<const uint32_t> locations) {
-  key_.assign(reinterpret_cast<const char*>(locations.data()), locations.size_bytes());
-  if (auto it = site_ids_.find(std::string_view(key_)); it != site_ids_.end()) return it->second;
-  const auto id = static_cast<uint32_t>(data_.sites.size());
-  data_.sites.push_back({std::vector<uint32_t>(locations.begin(), locations.end()), {}});
-  site_ids_.emplace(key_, id);
+  const auto next = static_cast<uint32_t>(data_.sites.size());
+  const uint32_t id = site_ids_.FindOrInsert(AsBytes(locations), next, [this](uint32_t site) {
+    return AsBytes(data_.sites[site].locations);
+  });
+  if (id == next) {
+    data_.sites.push_back({std::vector<uint32_t>(locations.begin(), locations.end()), {}});
+  }
   return id;
 }
 
-void GrowthCollector::AddSample(GrowthSnapshot& s, uint32_t snap, std::span<const uint32_t> stack,
-                                int64_t objects, int64_t bytes) {
-  GrowthSite& site = data_.sites[InternSite(stack)];
+void GrowthCollector::AddSample(GrowthSnapshot& s, uint32_t snap, uint32_t site_id, int64_t objects,
+                                int64_t bytes) {
+  GrowthSite& site = data_.sites[site_id];
   if (site.points.empty() || site.points.back().snapshot != snap) {
     site.points.push_back({.snapshot = snap, .bytes_var = 0, .objects = 0, .bytes = 0});
   }
@@ -151,7 +161,7 @@ void GrowthCollector::Add(const pb::Profile& profile, std::string name,
       }
       stack.push_back(it->second);
     }
-    AddSample(s, snap, stack, objects, bytes);
+    AddSample(s, snap, InternSite(stack), objects, bytes);
   }
   data_.snapshots.push_back(std::move(s));
 }

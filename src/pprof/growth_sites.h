@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "pprof/growth.h"
+#include "pprof/hash_index.h"
 #include "pprof/profile_view.h"
 #include "proto/profile.pb.h"
 
@@ -127,8 +128,8 @@ class GrowthCollector {
   GrowthData Finish() &&;
 
  private:
-  // Lookups by a string_view into a reused buffer, so that matching a
-  // location or a site already known allocates nothing.
+  // Location lookups by a string_view into a reused buffer, so that
+  // matching a location already known allocates nothing.
   struct KeyHash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
@@ -146,15 +147,14 @@ class GrowthCollector {
     return id;
   }
   uint32_t InternSite(std::span<const uint32_t> locations);
-  // Adds a sample of the snapshot being added (the last one).
-  void AddSample(GrowthSnapshot& snapshot, uint32_t index, std::span<const uint32_t> stack,
-                 int64_t objects, int64_t bytes);
+  // Adds a sample of `site` to the snapshot being added (the last one).
+  void AddSample(GrowthSnapshot& snapshot, uint32_t index, uint32_t site, int64_t objects,
+                 int64_t bytes);
   void SetMainMapping(GrowthMapping mapping);
 
   GrowthData data_;
   KeyIndex location_ids_;
-  KeyIndex site_ids_;
-  std::string key_;  // the buffer of InternSite
+  HashIndex site_ids_;  // by the stack's bytes
 };
 
 // A location's key in GrowthCollector: its lines' function, file and line,

@@ -175,6 +175,92 @@ TEST(GrowthDecodeTest, RealProfilesDecodeAsTheirMessages) {
   ExpectSameAsMessages(profiles);
 }
 
+// Protobuf wire format by hand, for the encodings libprotobuf never writes.
+void Varint(std::string& out, uint64_t v) {
+  do {
+    out.push_back(static_cast<char>((v & 0x7f) | (v > 0x7f ? 0x80 : 0)));
+    v >>= 7;
+  } while (v != 0);
+}
+
+std::string Field(uint64_t number, const std::string& bytes) {
+  std::string out;
+  Varint(out, number << 3 | 2);
+  Varint(out, bytes.size());
+  return out + bytes;
+}
+
+std::string Packed(const std::vector<uint64_t>& values) {
+  std::string out;
+  for (uint64_t v : values) Varint(out, v);
+  return out;
+}
+
+std::string Unpacked(uint64_t number, const std::vector<uint64_t>& values) {
+  std::string out;
+  for (uint64_t v : values) {
+    Varint(out, number << 3);
+    Varint(out, v);
+  }
+  return out;
+}
+
+// Unusual(...) with samples appended (top-level field 2) whose location ids
+// are encoded in every way protobuf reads: unpacked, in two packed fields,
+// packed then unpacked, with a non-canonical varint (id 2 as 0x82 0x00),
+// and the stacks they repeat in the usual packed form, so that the
+// decoder's memo of packed stacks meets each of them. Unusual's ids:
+// locations 5000000000 (inline), 2 (main), 77 (raw), 78 (line of a missing
+// function).
+std::string WithOddSamples(int64_t time_nanos, int64_t k) {
+  std::string bytes = Unusual(time_nanos, k).SerializeAsString();
+  const std::string values = Field(2, Packed({0, 0, uint64_t(k), uint64_t(64 * k)}));
+  const std::string odd[] = {
+      Unpacked(1, {5'000'000'000, 2}) + values,
+      Field(1, Packed({77})) + values + Field(1, Packed({2})),
+      Field(1, Packed({78})) + Unpacked(1, {2}) + values,
+      Field(1, std::string("\x82\x00", 2)) + values,
+      Field(1, Packed({2})) + values,
+      values + Field(1, Packed({78, 2})),
+  };
+  for (const std::string& sample : odd) bytes += Field(2, sample);
+  return bytes;
+}
+
+TEST(GrowthDecodeTest, EveryEncodingOfLocationIdsDecodesAsItsMessage) {
+  GrowthCollector by_message, by_bytes;
+  for (int64_t k = 1; k <= 3; ++k) {
+    const std::string bytes = WithOddSamples(k * 1'000'000'000, k);
+    pb::Profile p;
+    ASSERT_TRUE(p.ParseFromString(bytes));
+    by_message.Add(p, "p");
+    EXPECT_TRUE(by_bytes.AddSerialized(bytes, "p"));
+  }
+  const GrowthData a = std::move(by_message).Finish();
+  const GrowthData b = std::move(by_bytes).Finish();
+  EXPECT_EQ(a.sites, b.sites);
+  EXPECT_TRUE(a == b);
+  // The stacks: Unusual's three ({inline, main} and {raw, main} met again
+  // unpacked and split), {gone, main} new (met again packed after the
+  // values), and {main} new (the non-canonical 2, then the canonical one).
+  ASSERT_EQ(b.sites.size(), 5u);
+  EXPECT_EQ(b.sites[3].locations, (std::vector<uint32_t>{3, 1}));
+  EXPECT_EQ(b.sites[4].locations, std::vector<uint32_t>{1});
+  EXPECT_EQ(b.Series(b.sites[4]).bytes, (std::vector<int64_t>{128, 256, 384}));
+  EXPECT_EQ(b.Series(b.sites[0]).bytes,
+            (std::vector<int64_t>{14336 + 64, 24576 + 128, 34816 + 192}));
+}
+
+TEST(GrowthDecodeTest, ASkippedSampleWithBrokenIdsIsRefusedAsByItsMessage) {
+  std::string bytes = Unusual(1, 1).SerializeAsString();
+  // A zero sample whose packed ids end inside a varint.
+  bytes += Field(2, Field(1, std::string("\x82", 1)) + Field(2, Packed({0, 0, 0, 0})));
+  pb::Profile p;
+  EXPECT_FALSE(p.ParseFromString(bytes));
+  GrowthCollector c;
+  EXPECT_THROW(c.AddSerialized(bytes, "p"), Error);
+}
+
 TEST(GrowthDecodeTest, AGrowthProfileIsLeftOutAndAddsNothing) {
   pb::Profile p = Unusual(1, 1);
   p.add_string_table("inuse_space_per_hour");

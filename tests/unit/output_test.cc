@@ -200,6 +200,42 @@ TEST(Gzip, GunzipReadsConcatenatedMembers) {
   EXPECT_EQ(Gunzip(Gzip("first ") + Gzip("second")), "first second");
 }
 
+// A gzip stream's last four bytes, its ISIZE, set to `isize`.
+std::string WithIsize(std::string gz, uint32_t isize) {
+  for (int i = 0; i < 4; ++i) gz[gz.size() - 4 + i] = static_cast<char>(isize >> (8 * i));
+  return gz;
+}
+
+ErrorKind GunzipErrorKind(std::string_view gz, size_t max_size = size_t{1} << 31) {
+  try {
+    Gunzip(gz, max_size);
+  } catch (const Error& e) {
+    return e.kind();
+  }
+  return ErrorKind::kInternal;
+}
+
+// Gunzip takes one whole member by libdeflate, sized by the untrusted ISIZE
+// trailer, and leaves everything else to zlib: a wrong ISIZE, a limit, a
+// corrupt CRC or trailing bytes end as they ended with zlib alone.
+TEST(Gzip, GunzipTrustsNoTrailer) {
+  const std::string data(300000, 'x');  // about 1000 to 1
+  const std::string gz = Gzip(data);
+  ASSERT_EQ(Gunzip(gz), data);
+  const auto size = static_cast<uint32_t>(data.size());
+  for (uint32_t lie : {size - 1, size + 1, 0u, size * 2, UINT32_MAX}) {
+    EXPECT_EQ(GunzipErrorKind(WithIsize(gz, lie)), ErrorKind::kMalformed) << lie;
+  }
+  EXPECT_EQ(GunzipErrorKind(gz, data.size() - 1), ErrorKind::kMalformed);
+  EXPECT_EQ(Gunzip(gz, data.size()), data);
+  std::string bad_crc = gz;
+  bad_crc[bad_crc.size() - 8] ^= 1;
+  EXPECT_EQ(GunzipErrorKind(bad_crc), ErrorKind::kMalformed);
+  EXPECT_EQ(GunzipErrorKind(gz + "junk"), ErrorKind::kMalformed);
+  EXPECT_EQ(Gunzip(Gzip("")), "");
+  EXPECT_EQ(Gunzip(gz + Gzip("y")), data + "y");
+}
+
 TEST_F(OutputTest, AProfileOfManyChunksIsWrittenWhole) {
   pb::Profile p;
   p.add_string_table("");
