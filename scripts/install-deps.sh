@@ -4,6 +4,8 @@
 #
 #   bash scripts/install-deps.sh          # the build set: build goheap2pprof and run
 #                                         # scripts/demo.sh (compilers, libraries, Go)
+#   bash scripts/install-deps.sh --quick  # the build set and what `scripts/test.sh --quick`
+#                                         # runs: GoogleTest, clang-format, ccache
 #   bash scripts/install-deps.sh --test   # the build set and the test set: everything
 #                                         # scripts/test.sh runs (clang, the arm64 cross
 #                                         # toolchain and libraries, qemu, mmdebstrap,
@@ -14,10 +16,12 @@
 set -euo pipefail
 
 want_test=0
+want_quick=0
 case ${1:-} in
   "") ;;
   --test) want_test=1 ;;
-  *) echo "usage: $0 [--test]" >&2; exit 2 ;;
+  --quick) want_quick=1 ;;
+  *) echo "usage: $0 [--quick | --test]" >&2; exit 2 ;;
 esac
 
 # What `cmake` configures and `cmake --build --target goheap2pprof` compiles (help2man:
@@ -61,8 +65,13 @@ test_packages=(
   containerd runc python3-yaml
 )
 
+# The quick path (format check, unit tests, the oracle on the machine's Go) needs only these
+# beyond the build set: not the minutes of the test set's downloads and Go builds.
+quick_packages=(libgtest-dev googletest clang-format ccache)
+
 packages=("${build_packages[@]}")
 ((want_test)) && packages+=("${test_packages[@]}")
+((want_quick)) && packages+=("${quick_packages[@]}")
 # The demo builds a Go service and reads the profile with `go tool pprof`: the machine's go,
 # or Debian's (1.19, enough for testdata/demo; the tests need the toolchains of
 # tests/go_toolchains.txt besides).
@@ -109,6 +118,10 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+if ((want_quick)); then
+  echo "install-deps: ok (the build set and the quick path's)"
+  exit 0
+fi
 if ((!want_test)); then
   echo "install-deps: ok (the build set; --test adds what the tests need)"
   exit 0

@@ -34,8 +34,13 @@ step() {
   echo "test.sh: [$((SECONDS - start)) s] $1"
 }
 
-step "dependencies (scripts/install-deps.sh --test)"
-bash scripts/install-deps.sh --test
+if ((quick)); then
+  step "dependencies (scripts/install-deps.sh --quick)"
+  bash scripts/install-deps.sh --quick
+else
+  step "dependencies (scripts/install-deps.sh --test)"
+  bash scripts/install-deps.sh --test
+fi
 step "format check"
 bash scripts/check-format.sh
 build=${BUILD_DIR:-build}
