@@ -168,13 +168,41 @@ std::vector<std::string> ProfileComments(const ExecutableAnalysis& analysis,
   return comments;
 }
 
+// Pass 5's records: runtime.MemProfile's (or the published counters) of the
+// snapshot's buckets, made one at a time as the build takes them. A vector
+// of them all, 40 bytes a bucket of fresh memory, is made only for the
+// callers that want them at once.
+class Records {
+ public:
+  Records(const HeapSnapshot& snap, CounterSource counters)
+      : snap_(snap),
+        published_only_(counters == CounterSource::kPublished),
+        nothing_published_(!published_only_ && NothingPublished(snap.buckets, snap.cycle)) {}
+  size_t size() const { return snap_.buckets.size(); }
+  MemProfileRecord operator[](size_t i) const {
+    const Bucket& b = snap_.buckets[i];
+    return published_only_ ? PublishedRecord(b)
+                           : EmulatedRecord(b, snap_.cycle, nothing_published_);
+  }
+  std::vector<MemProfileRecord> All() const {
+    std::vector<MemProfileRecord> all;
+    all.reserve(size());
+    for (size_t i = 0; i < size(); ++i) all.push_back((*this)[i]);
+    return all;
+  }
+
+ private:
+  const HeapSnapshot& snap_;
+  bool published_only_;
+  bool nothing_published_;
+};
+
 // Pass 6: the profile runtime/pprof's writeHeapProto would write in the
 // target, symbolized with the analysis's (link-time) symbolizer; or, for a
 // repeated capture whose buckets are those of the state's template, the
 // template filled with the new counters.
 FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalysis& analysis,
-                             uint64_t bias, const HeapSnapshot& snap,
-                             const std::vector<MemProfileRecord>& records,
+                             uint64_t bias, const HeapSnapshot& snap, const Records& records,
                              const CaptureOptions& options, CaptureReport& report,
                              ProcessCaptureState* state) {
   const int64_t now_ns =
@@ -186,7 +214,7 @@ FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalys
   if (state != nullptr && report.repeated && snap.new_buckets == 0 && state->profile_tables &&
       state->profile_tables->samples() == records.size()) {
     report.notes.push_back("no bucket added since the last capture: its locations reused");
-    return FillProfile(state->profile_tables, records, analysis.traits(), snap.rate, now_ns,
+    return FillProfile(state->profile_tables, records.All(), analysis.traits(), snap.rate, now_ns,
                        comments);
   }
   Symbolizer& symbolizer = analysis.symbolizer();
@@ -194,7 +222,7 @@ FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalys
                              now_ns, bias);
   if (options.sample_stream != nullptr) builder.StreamSamplesTo(options.sample_stream);
   builder.Reserve(records.size());
-  for (const MemProfileRecord& r : records) builder.AddRecord(r);
+  for (size_t i = 0; i < records.size(); ++i) builder.AddRecord(records[i]);
   for (const std::string& text : comments) builder.AddComment(text);
   report.notes.push_back(Text(symbolizer.distinct_pcs(), " distinct PCs symbolized, ",
                               symbolizer.failed_lookups(), " failed (since ", analysis.elf().name(),
@@ -273,10 +301,8 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
   CheckSamplingState(source, analysis, bias, snap, report);
 
   // 5. Emulate runtime.MemProfile (or keep only the published counters).
-  const std::vector<MemProfileRecord> records = options.counters == CounterSource::kPublished
-                                                    ? PublishedCounts(snap.buckets)
-                                                    : EmulateMemProfile(snap.buckets, snap.cycle);
-  if (options.on_records) options.on_records(records, snap.rate, bias);
+  const Records records(snap, options.counters);
+  if (options.on_records) options.on_records(records.All(), snap.rate, bias);
 
   // 6. Symbolize and build the profile as runtime/pprof does.
   FinishedProfile profile =

@@ -281,37 +281,50 @@ MemProfileRecord ToRecord(const Bucket& b, const MemRecordCycle& c) {
   r.bucket = &b;
   return r;
 }
+
+// What mProf_FlushLocked(cycle % 3) leaves in the bucket's active cycle.
+MemRecordCycle Flushed(const Bucket& b, uint32_t cycle) {
+  MemRecordCycle c = b.active;
+  c.Add(b.future[cycle % 3]);
+  return c;
+}
 }  // namespace
 
-std::vector<MemProfileRecord> EmulateMemProfile(std::span<const Bucket> buckets, uint32_t cycle) {
-  const uint32_t index = cycle % 3;
-  std::vector<MemRecordCycle> eff(buckets.size());
-  bool clear = true;
-  for (size_t i = 0; i < buckets.size(); ++i) {
-    eff[i] = buckets[i].active;
-    eff[i].Add(buckets[i].future[index]);  // mProf_FlushLocked(index)
-    if (eff[i].allocs != 0 || eff[i].frees != 0) clear = false;
+bool NothingPublished(std::span<const Bucket> buckets, uint32_t cycle) {
+  for (const Bucket& b : buckets) {
+    const MemRecordCycle c = Flushed(b, cycle);
+    if (c.allocs != 0 || c.frees != 0) return false;
   }
-  if (clear) {
-    // Nothing published yet: the runtime folds in all three future cycles
-    // (future[index] is already zero after the flush above, so adding it
-    // again from the raw bucket would double count).
-    for (size_t i = 0; i < buckets.size(); ++i) {
-      for (uint32_t c = 0; c < 3; ++c) {
-        if (c != index) eff[i].Add(buckets[i].future[c]);
-      }
+  return true;
+}
+
+MemProfileRecord EmulatedRecord(const Bucket& b, uint32_t cycle, bool nothing_published) {
+  MemRecordCycle c = Flushed(b, cycle);
+  if (nothing_published) {
+    // The runtime folds in all three future cycles (future[cycle % 3] is
+    // already in c after the flush, so adding it again from the raw bucket
+    // would double count).
+    for (uint32_t k = 0; k < 3; ++k) {
+      if (k != cycle % 3) c.Add(b.future[k]);
     }
   }
+  return ToRecord(b, c);
+}
+
+MemProfileRecord PublishedRecord(const Bucket& b) { return ToRecord(b, b.active); }
+
+std::vector<MemProfileRecord> EmulateMemProfile(std::span<const Bucket> buckets, uint32_t cycle) {
+  const bool nothing_published = NothingPublished(buckets, cycle);
   std::vector<MemProfileRecord> out;
   out.reserve(buckets.size());
-  for (size_t i = 0; i < buckets.size(); ++i) out.push_back(ToRecord(buckets[i], eff[i]));
+  for (const Bucket& b : buckets) out.push_back(EmulatedRecord(b, cycle, nothing_published));
   return out;
 }
 
 std::vector<MemProfileRecord> PublishedCounts(std::span<const Bucket> buckets) {
   std::vector<MemProfileRecord> out;
   out.reserve(buckets.size());
-  for (const Bucket& b : buckets) out.push_back(ToRecord(b, b.active));
+  for (const Bucket& b : buckets) out.push_back(PublishedRecord(b));
   return out;
 }
 

@@ -145,6 +145,15 @@ std::vector<MemProfileRecord> EmulateMemProfile(std::span<const Bucket> buckets,
 // reports them.
 std::vector<MemProfileRecord> PublishedCounts(std::span<const Bucket> buckets);
 
+// The same one bucket at a time, for callers that do not keep every record
+// (fresh memory is what a capture pays for most). NothingPublished: whether
+// runtime.MemProfile folds in all three future cycles (no bucket has
+// published counts after the flush of cycle % 3); EmulatedRecord: the
+// bucket's record in EmulateMemProfile(buckets, cycle), given that answer.
+bool NothingPublished(std::span<const Bucket> buckets, uint32_t cycle);
+MemProfileRecord EmulatedRecord(const Bucket& b, uint32_t cycle, bool nothing_published);
+MemProfileRecord PublishedRecord(const Bucket& b);
+
 struct ScaledPair {
   int64_t count = 0;
   int64_t bytes = 0;
