@@ -4,10 +4,12 @@
 #include <iomanip>
 #include <sstream>
 
+#include "base/bytes.h"
 #include "base/error.h"
 #include "elf/load_bias.h"
 #include "heap/buckets.h"
 #include "heap/snapshot.h"
+#include "runtime/memstats_layout.h"
 #include "runtime/runtime_traits.h"
 
 namespace goheap2pprof {
@@ -74,15 +76,34 @@ HeapAddresses LocateVariables(const ExecutableAnalysis& analysis, uint64_t bias,
   return addrs;
 }
 
+// An upper bound on the process's heap buckets (HeapBucketBound), so that
+// the walk reserves their vector once. The value only sizes a reservation:
+// a wrong one (a layout we do not know, a torn read) costs a reallocation
+// or unused address space, never a wrong profile. 0 without runtime.memstats
+// in the symbol table.
+uint64_t BucketCountBound(CaptureSource& source, const ExecutableAnalysis& analysis,
+                          uint64_t bias) {
+  // Reserved pages are not touched unless used, but they count against an
+  // agent worker's address-space limit: 2^20 buckets are 176 MiB.
+  constexpr uint64_t kMaxReserved = uint64_t{1} << 20;
+  const std::optional<ElfSymbol> sym = analysis.elf().FindSymbol("runtime.memstats");
+  const MemstatsLayout layout = MemstatsLayoutTable(analysis.traits(), analysis.elf().machine());
+  if (!sym || layout.ms_buckhash_sys == kNoField) return 0;
+  uint8_t bytes[8];
+  if (!source.memory().TryRead(sym->value + bias + layout.ms_buckhash_sys, bytes)) return 0;
+  return HeapBucketBound(LoadU64(bytes), analysis.traits().record_layout, kMaxReserved);
+}
+
 // Pass 3: the rate and the bucket list, the walk repeated if a GC published a
 // new profile cycle meanwhile; with a state of the same process, only what
 // changed since its last capture.
 void WalkHeap(CaptureSource& source, const HeapAddresses& addrs, const RuntimeTraits& traits,
-              CaptureReport& report, HeapSnapshot& snap, bool refresh) {
+              uint64_t bucket_bound, CaptureReport& report, HeapSnapshot& snap, bool refresh) {
   // Buckets live in the runtime's persistentalloc chunks: reading whole
   // blocks of the readable mappings makes the walk cost one system call per
   // block instead of a few per bucket.
   SnapshotLimits limits;
+  limits.reserve_buckets = bucket_bound;
   for (const MapsEntry& e : source.mappings()) {
     if (e.readable()) limits.cache_ranges.push_back({e.start, e.end});
   }
@@ -286,7 +307,11 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
   // 3. Walk the bucket list (and the rate and cycle) consistently.
   HeapSnapshot local;
   HeapSnapshot& snap = state != nullptr ? state->snapshot : local;
-  WalkHeap(source, addrs, analysis.traits(), report, snap, refresh);
+  // Only a one-shot capture reserves by the bound: a state keeps its
+  // buckets, and an agent's memory budget counts their capacity.
+  const uint64_t bound = state == nullptr ? BucketCountBound(source, analysis, bias) : 0;
+  if (bound != 0) report.notes.push_back(Text("room reserved for ", bound, " heap buckets"));
+  WalkHeap(source, addrs, analysis.traits(), bound, report, snap, refresh);
   if (state != nullptr) {
     if (report.repeated) {
       state->CountReuse();

@@ -35,6 +35,7 @@ void Walk(MemoryReader& mem, uint64_t head, const WalkLimits& limits, StackStore
   const uint64_t cycle_size = MemRecordCycleSize(limits.record_layout);
   uint64_t addr = head;
   uint64_t total_words = 0;
+  result.buckets.reserve(std::min(limits.reserve_buckets, limits.max_buckets));
   while (addr != 0 && addr != limits.stop_at) {
     if (result.buckets.size() >= limits.max_buckets) {
       throw Error(ErrorKind::kMalformed, "heap bucket list has more than ", limits.max_buckets,
@@ -125,6 +126,12 @@ void Walk(MemoryReader& mem, uint64_t head, const WalkLimits& limits, StackStore
 }
 
 }  // namespace
+
+uint64_t HeapBucketBound(uint64_t buckhash_sys, MemRecordLayout layout, uint64_t max) {
+  constexpr uint64_t kHashTableBytes = 179999 * 8;  // runtime.buckhash: buckHashSize pointers
+  const uint64_t bytes = buckhash_sys > kHashTableBytes ? buckhash_sys - kHashTableBytes : 0;
+  return std::min(max, bytes / (kBucketHeaderSize + MemRecordSize(layout)));
+}
 
 WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits,
                        StackStore& stacks) {
