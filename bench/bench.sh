@@ -19,6 +19,9 @@
 #                 2 ms (bench/startup.sh); 0 measures the dynamic build
 #   BUILD_DIR     where the tool is built (default <repo>/build-bench-static, or
 #                 <repo>/build-bench with STATIC=0; Release)
+#   TOOL          a goheap2pprof binary to measure instead of building one (for
+#                 before/after runs: a copy of each build, so a rebuild during
+#                 the run does not change what is measured)
 #   GO            the Go command for the targets (default "env GOTOOLCHAIN=local go", i.e. Go 1.26.8)
 #   GOS           several toolchains at once, e.g. "local go1.27.3 /usr/lib/go-1.19/bin/go":
 #                 "local" is $GO, goX.Y.Z is GOTOOLCHAIN=goX.Y.Z go, a path is that go
@@ -76,12 +79,17 @@ if [[ ! -x /usr/bin/time ]]; then
 fi
 
 # --- build -------------------------------------------------------------------
-echo "building goheap2pprof (Release, static=$static_flag) in $build" >&2
-cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DGOHEAP2PPROF_STATIC="$static_flag" >/dev/null ||
-  die "cmake configure failed"
-cmake --build "$build" -j"$(nproc)" --target goheap2pprof >/dev/null || die "build failed"
-tool=$build/goheap2pprof
+if [[ -n ${TOOL:-} ]]; then
+  [[ -x $TOOL ]] || die "TOOL=$TOOL is not an executable"
+  tool=$TOOL
+else
+  echo "building goheap2pprof (Release, static=$static_flag) in $build" >&2
+  cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DGOHEAP2PPROF_STATIC="$static_flag" >/dev/null ||
+    die "cmake configure failed"
+  cmake --build "$build" -j"$(nproc)" --target goheap2pprof >/dev/null || die "build failed"
+  tool=$build/goheap2pprof
+fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/goheap2pprof-bench.XXXXXX")
 target_pid=""
 serve_pid=""

@@ -4,10 +4,12 @@
 #include <iomanip>
 #include <sstream>
 
+#include "base/bytes.h"
 #include "base/error.h"
 #include "elf/load_bias.h"
 #include "heap/buckets.h"
 #include "heap/snapshot.h"
+#include "runtime/memstats_layout.h"
 #include "runtime/runtime_traits.h"
 
 namespace goheap2pprof {
@@ -74,15 +76,34 @@ HeapAddresses LocateVariables(const ExecutableAnalysis& analysis, uint64_t bias,
   return addrs;
 }
 
+// An upper bound on the process's heap buckets (HeapBucketBound), so that
+// the walk reserves their vector once. The value only sizes a reservation:
+// a wrong one (a layout we do not know, a torn read) costs a reallocation
+// or unused address space, never a wrong profile. 0 without runtime.memstats
+// in the symbol table.
+uint64_t BucketCountBound(CaptureSource& source, const ExecutableAnalysis& analysis,
+                          uint64_t bias) {
+  // Reserved pages are not touched unless used, but they count against an
+  // agent worker's address-space limit: 2^20 buckets are 176 MiB.
+  constexpr uint64_t kMaxReserved = uint64_t{1} << 20;
+  const std::optional<ElfSymbol> sym = analysis.elf().FindSymbol("runtime.memstats");
+  const MemstatsLayout layout = MemstatsLayoutTable(analysis.traits(), analysis.elf().machine());
+  if (!sym || layout.ms_buckhash_sys == kNoField) return 0;
+  uint8_t bytes[8];
+  if (!source.memory().TryRead(sym->value + bias + layout.ms_buckhash_sys, bytes)) return 0;
+  return HeapBucketBound(LoadU64(bytes), analysis.traits().record_layout, kMaxReserved);
+}
+
 // Pass 3: the rate and the bucket list, the walk repeated if a GC published a
 // new profile cycle meanwhile; with a state of the same process, only what
 // changed since its last capture.
 void WalkHeap(CaptureSource& source, const HeapAddresses& addrs, const RuntimeTraits& traits,
-              CaptureReport& report, HeapSnapshot& snap, bool refresh) {
+              uint64_t bucket_bound, CaptureReport& report, HeapSnapshot& snap, bool refresh) {
   // Buckets live in the runtime's persistentalloc chunks: reading whole
   // blocks of the readable mappings makes the walk cost one system call per
   // block instead of a few per bucket.
   SnapshotLimits limits;
+  limits.reserve_buckets = bucket_bound;
   for (const MapsEntry& e : source.mappings()) {
     if (e.readable()) limits.cache_ranges.push_back({e.start, e.end});
   }
@@ -168,13 +189,41 @@ std::vector<std::string> ProfileComments(const ExecutableAnalysis& analysis,
   return comments;
 }
 
+// Pass 5's records: runtime.MemProfile's (or the published counters) of the
+// snapshot's buckets, made one at a time as the build takes them. A vector
+// of them all, 40 bytes a bucket of fresh memory, is made only for the
+// callers that want them at once.
+class Records {
+ public:
+  Records(const HeapSnapshot& snap, CounterSource counters)
+      : snap_(snap),
+        published_only_(counters == CounterSource::kPublished),
+        nothing_published_(!published_only_ && NothingPublished(snap.buckets, snap.cycle)) {}
+  size_t size() const { return snap_.buckets.size(); }
+  MemProfileRecord operator[](size_t i) const {
+    const Bucket& b = snap_.buckets[i];
+    return published_only_ ? PublishedRecord(b)
+                           : EmulatedRecord(b, snap_.cycle, nothing_published_);
+  }
+  std::vector<MemProfileRecord> All() const {
+    std::vector<MemProfileRecord> all;
+    all.reserve(size());
+    for (size_t i = 0; i < size(); ++i) all.push_back((*this)[i]);
+    return all;
+  }
+
+ private:
+  const HeapSnapshot& snap_;
+  bool published_only_;
+  bool nothing_published_;
+};
+
 // Pass 6: the profile runtime/pprof's writeHeapProto would write in the
 // target, symbolized with the analysis's (link-time) symbolizer; or, for a
 // repeated capture whose buckets are those of the state's template, the
 // template filled with the new counters.
 FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalysis& analysis,
-                             uint64_t bias, const HeapSnapshot& snap,
-                             const std::vector<MemProfileRecord>& records,
+                             uint64_t bias, const HeapSnapshot& snap, const Records& records,
                              const CaptureOptions& options, CaptureReport& report,
                              ProcessCaptureState* state) {
   const int64_t now_ns =
@@ -186,7 +235,7 @@ FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalys
   if (state != nullptr && report.repeated && snap.new_buckets == 0 && state->profile_tables &&
       state->profile_tables->samples() == records.size()) {
     report.notes.push_back("no bucket added since the last capture: its locations reused");
-    return FillProfile(state->profile_tables, records, analysis.traits(), snap.rate, now_ns,
+    return FillProfile(state->profile_tables, records.All(), analysis.traits(), snap.rate, now_ns,
                        comments);
   }
   Symbolizer& symbolizer = analysis.symbolizer();
@@ -194,7 +243,7 @@ FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalys
                              now_ns, bias);
   if (options.sample_stream != nullptr) builder.StreamSamplesTo(options.sample_stream);
   builder.Reserve(records.size());
-  for (const MemProfileRecord& r : records) builder.AddRecord(r);
+  for (size_t i = 0; i < records.size(); ++i) builder.AddRecord(records[i]);
   for (const std::string& text : comments) builder.AddComment(text);
   report.notes.push_back(Text(symbolizer.distinct_pcs(), " distinct PCs symbolized, ",
                               symbolizer.failed_lookups(), " failed (since ", analysis.elf().name(),
@@ -258,7 +307,11 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
   // 3. Walk the bucket list (and the rate and cycle) consistently.
   HeapSnapshot local;
   HeapSnapshot& snap = state != nullptr ? state->snapshot : local;
-  WalkHeap(source, addrs, analysis.traits(), report, snap, refresh);
+  // Only a one-shot capture reserves by the bound: a state keeps its
+  // buckets, and an agent's memory budget counts their capacity.
+  const uint64_t bound = state == nullptr ? BucketCountBound(source, analysis, bias) : 0;
+  if (bound != 0) report.notes.push_back(Text("room reserved for ", bound, " heap buckets"));
+  WalkHeap(source, addrs, analysis.traits(), bound, report, snap, refresh);
   if (state != nullptr) {
     if (report.repeated) {
       state->CountReuse();
@@ -273,10 +326,8 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
   CheckSamplingState(source, analysis, bias, snap, report);
 
   // 5. Emulate runtime.MemProfile (or keep only the published counters).
-  const std::vector<MemProfileRecord> records = options.counters == CounterSource::kPublished
-                                                    ? PublishedCounts(snap.buckets)
-                                                    : EmulateMemProfile(snap.buckets, snap.cycle);
-  if (options.on_records) options.on_records(records, snap.rate, bias);
+  const Records records(snap, options.counters);
+  if (options.on_records) options.on_records(records.All(), snap.rate, bias);
 
   // 6. Symbolize and build the profile as runtime/pprof does.
   FinishedProfile profile =

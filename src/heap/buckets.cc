@@ -35,6 +35,7 @@ void Walk(MemoryReader& mem, uint64_t head, const WalkLimits& limits, StackStore
   const uint64_t cycle_size = MemRecordCycleSize(limits.record_layout);
   uint64_t addr = head;
   uint64_t total_words = 0;
+  result.buckets.reserve(std::min(limits.reserve_buckets, limits.max_buckets));
   while (addr != 0 && addr != limits.stop_at) {
     if (result.buckets.size() >= limits.max_buckets) {
       throw Error(ErrorKind::kMalformed, "heap bucket list has more than ", limits.max_buckets,
@@ -125,6 +126,12 @@ void Walk(MemoryReader& mem, uint64_t head, const WalkLimits& limits, StackStore
 }
 
 }  // namespace
+
+uint64_t HeapBucketBound(uint64_t buckhash_sys, MemRecordLayout layout, uint64_t max) {
+  constexpr uint64_t kHashTableBytes = 179999 * 8;  // runtime.buckhash: buckHashSize pointers
+  const uint64_t bytes = buckhash_sys > kHashTableBytes ? buckhash_sys - kHashTableBytes : 0;
+  return std::min(max, bytes / (kBucketHeaderSize + MemRecordSize(layout)));
+}
 
 WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits,
                        StackStore& stacks) {
@@ -281,37 +288,50 @@ MemProfileRecord ToRecord(const Bucket& b, const MemRecordCycle& c) {
   r.bucket = &b;
   return r;
 }
+
+// What mProf_FlushLocked(cycle % 3) leaves in the bucket's active cycle.
+MemRecordCycle Flushed(const Bucket& b, uint32_t cycle) {
+  MemRecordCycle c = b.active;
+  c.Add(b.future[cycle % 3]);
+  return c;
+}
 }  // namespace
 
-std::vector<MemProfileRecord> EmulateMemProfile(std::span<const Bucket> buckets, uint32_t cycle) {
-  const uint32_t index = cycle % 3;
-  std::vector<MemRecordCycle> eff(buckets.size());
-  bool clear = true;
-  for (size_t i = 0; i < buckets.size(); ++i) {
-    eff[i] = buckets[i].active;
-    eff[i].Add(buckets[i].future[index]);  // mProf_FlushLocked(index)
-    if (eff[i].allocs != 0 || eff[i].frees != 0) clear = false;
+bool NothingPublished(std::span<const Bucket> buckets, uint32_t cycle) {
+  for (const Bucket& b : buckets) {
+    const MemRecordCycle c = Flushed(b, cycle);
+    if (c.allocs != 0 || c.frees != 0) return false;
   }
-  if (clear) {
-    // Nothing published yet: the runtime folds in all three future cycles
-    // (future[index] is already zero after the flush above, so adding it
-    // again from the raw bucket would double count).
-    for (size_t i = 0; i < buckets.size(); ++i) {
-      for (uint32_t c = 0; c < 3; ++c) {
-        if (c != index) eff[i].Add(buckets[i].future[c]);
-      }
+  return true;
+}
+
+MemProfileRecord EmulatedRecord(const Bucket& b, uint32_t cycle, bool nothing_published) {
+  MemRecordCycle c = Flushed(b, cycle);
+  if (nothing_published) {
+    // The runtime folds in all three future cycles (future[cycle % 3] is
+    // already in c after the flush, so adding it again from the raw bucket
+    // would double count).
+    for (uint32_t k = 0; k < 3; ++k) {
+      if (k != cycle % 3) c.Add(b.future[k]);
     }
   }
+  return ToRecord(b, c);
+}
+
+MemProfileRecord PublishedRecord(const Bucket& b) { return ToRecord(b, b.active); }
+
+std::vector<MemProfileRecord> EmulateMemProfile(std::span<const Bucket> buckets, uint32_t cycle) {
+  const bool nothing_published = NothingPublished(buckets, cycle);
   std::vector<MemProfileRecord> out;
   out.reserve(buckets.size());
-  for (size_t i = 0; i < buckets.size(); ++i) out.push_back(ToRecord(buckets[i], eff[i]));
+  for (const Bucket& b : buckets) out.push_back(EmulatedRecord(b, cycle, nothing_published));
   return out;
 }
 
 std::vector<MemProfileRecord> PublishedCounts(std::span<const Bucket> buckets) {
   std::vector<MemProfileRecord> out;
   out.reserve(buckets.size());
-  for (const Bucket& b : buckets) out.push_back(ToRecord(b, b.active));
+  for (const Bucket& b : buckets) out.push_back(PublishedRecord(b));
   return out;
 }
 

@@ -56,6 +56,11 @@ struct WalkLimits {
   // Stop before this bucket (the head seen by an earlier walk): new buckets
   // are only ever prepended, so that walk already has the rest.
   uint64_t stop_at = 0;
+  // Room for this many buckets is reserved before the walk (capped at
+  // max_buckets): an upper bound on their number saves growing the vector
+  // by doubling, which touches about twice the fresh memory of the buckets
+  // and copies them along. Pages reserved and never used are never touched.
+  uint64_t reserve_buckets = 0;
 };
 
 struct WalkResult {
@@ -67,6 +72,13 @@ struct WalkResult {
   // list's end).
   bool reached_stop = false;
 };
+
+// An upper bound on the number of heap buckets of a process whose runtime
+// counts buckhash_sys bytes of profiling-bucket memory (MemStats.BuckHashSys):
+// every heap bucket takes at least its header and memRecord there, and the
+// rest is the fixed hash table and the block and mutex profiles' buckets.
+// Capped at max (a reservation is all it sizes; the value is the target's).
+uint64_t HeapBucketBound(uint64_t buckhash_sys, MemRecordLayout layout, uint64_t max);
 
 // Follows allnext from head. With MemRecordLayout::kCountsOnly the byte
 // counters are filled in as objects x size, which is what the runtime reports. Throws
@@ -144,6 +156,15 @@ std::vector<MemProfileRecord> EmulateMemProfile(std::span<const Bucket> buckets,
 // The runtime's published counters only (active), as the seed collector
 // reports them.
 std::vector<MemProfileRecord> PublishedCounts(std::span<const Bucket> buckets);
+
+// The same one bucket at a time, for callers that do not keep every record
+// (fresh memory is what a capture pays for most). NothingPublished: whether
+// runtime.MemProfile folds in all three future cycles (no bucket has
+// published counts after the flush of cycle % 3); EmulatedRecord: the
+// bucket's record in EmulateMemProfile(buckets, cycle), given that answer.
+bool NothingPublished(std::span<const Bucket> buckets, uint32_t cycle);
+MemProfileRecord EmulatedRecord(const Bucket& b, uint32_t cycle, bool nothing_published);
+MemProfileRecord PublishedRecord(const Bucket& b);
 
 struct ScaledPair {
   int64_t count = 0;

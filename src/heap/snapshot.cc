@@ -92,7 +92,8 @@ HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
                               const RuntimeTraits& traits, const SnapshotLimits& limits) {
   HeapSnapshot snap;
   snap.rate = static_cast<int64_t>(mem.ReadU64(addrs.mem_profile_rate, "runtime.MemProfileRate"));
-  const WalkLimits walk_limits = LimitsFor(traits, limits);
+  WalkLimits walk_limits = LimitsFor(traits, limits);
+  walk_limits.reserve_buckets = limits.reserve_buckets;
   // The first walk reads everything, in large blocks.
   ++snap.walks;
   uint32_t before = mem.ReadU32(addrs.cycle, traits.variables.cycle_symbol);

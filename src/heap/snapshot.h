@@ -56,6 +56,9 @@ struct SnapshotLimits {
   // buckets of a few interleaved persistentalloc chunks are walked in
   // reverse allocation order, so a few blocks keep about one read per block.
   size_t cache_blocks = 16;
+  // WalkLimits::reserve_buckets of ReadHeapSnapshot's walk (the caller's
+  // upper bound on the bucket count, 0 if it has none).
+  uint64_t reserve_buckets = 0;
 };
 
 HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,

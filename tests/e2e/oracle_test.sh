@@ -77,6 +77,18 @@ run_case() {
     failed=$((failed + 1))
     return
   fi
+  # A one-shot capture reserves room for its buckets by an upper bound read
+  # from MemStats.BuckHashSys (runtime.memstats, so only with a .symtab):
+  # the bound must hold, or the memstats layout table is wrong for this Go.
+  local bound walked
+  bound=$(sed -n 's/.*room reserved for \([0-9]*\) heap buckets.*/\1/p' "$dir/tool.out")
+  walked=$(sed -n 's/.*MemProfileRate [0-9-]*, cycle [0-9]*, \([0-9]*\) buckets.*/\1/p' "$dir/tool.out")
+  if [[ -z $bound && $strip == 0 && ${#runner[@]} -eq 0 ]] || [[ -z $walked ]] ||
+    [[ -n $bound && $bound -lt $walked ]]; then
+    report "FAIL $label (bucket bound '${bound}' is not at least the ${walked:-?} buckets walked)"
+    failed=$((failed + 1))
+    return
+  fi
   "$profdiff" "$dir/oracle.pb.gz" "$dir/ours.pb.gz" >"$dir/profdiff.out" 2>&1
   rc=$?
   if [[ $rc -eq 0 && ${#runner[@]} -gt 0 ]] && grep -q 'other mappings differ' "$dir/profdiff.out"; then

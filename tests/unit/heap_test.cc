@@ -125,6 +125,38 @@ Bucket MakeBucket(MemRecordCycle active, std::array<MemRecordCycle, 3> future) {
   return b;
 }
 
+TEST(WalkBuckets, ReservesRoomForTheBoundGivenCappedAtMaxBuckets) {
+  BucketArena arena(0x10000);
+  uint64_t b1 = arena.Add(16, {0x401000}, {1, 0, 16, 0});
+  uint64_t b2 = arena.Add(32, {0x403000}, {2, 1, 64, 32});
+  arena.SetAllnext(b2, b1);
+  TestMemory mem;
+  arena.MapInto(mem);
+  WalkResult w = WalkBuckets(mem, b2, {.max_stack_words = 32, .reserve_buckets = 1000});
+  ASSERT_EQ(w.buckets.size(), 2u);
+  EXPECT_GE(w.buckets.capacity(), 1000u);
+  EXPECT_EQ(w.buckets[0].addr, b2);
+  EXPECT_EQ(w.buckets[1].addr, b1);
+  // A hostile bound reserves no more than max_buckets (no bad_alloc).
+  WalkResult capped = WalkBuckets(
+      mem, b2, {.max_stack_words = 32, .max_buckets = 64, .reserve_buckets = uint64_t{1} << 60});
+  EXPECT_EQ(capped.buckets.size(), 2u);
+  EXPECT_LT(capped.buckets.capacity(), 128u);
+}
+
+TEST(HeapBucketBound, BucketMemoryOverTheSmallestBucketCapped) {
+  constexpr uint64_t kTable = 179999 * 8;
+  // 48-byte header + 4 cycles of 4 counters; Go 1.27's counts-only record
+  // is half as long.
+  EXPECT_EQ(HeapBucketBound(kTable + 176 * 10, MemRecordLayout::kCountsAndBytes, 1000), 10u);
+  EXPECT_EQ(HeapBucketBound(kTable + 176 * 10 + 175, MemRecordLayout::kCountsAndBytes, 1000), 10u);
+  EXPECT_EQ(HeapBucketBound(kTable + 112 * 10, MemRecordLayout::kCountsOnly, 1000), 10u);
+  EXPECT_EQ(HeapBucketBound(kTable + 176 * 10, MemRecordLayout::kCountsAndBytes, 7), 7u);
+  EXPECT_EQ(HeapBucketBound(kTable - 1, MemRecordLayout::kCountsAndBytes, 1000), 0u);
+  EXPECT_EQ(HeapBucketBound(0, MemRecordLayout::kCountsAndBytes, 1000), 0u);
+  EXPECT_EQ(HeapBucketBound(UINT64_MAX, MemRecordLayout::kCountsAndBytes, 1000), 1000u);
+}
+
 TEST(EmulateMemProfile, AddsOnlyTheCycleBeingFlushed) {
   // cycle 7: index 7 % 3 = 1 is flushed into active; 2 and 0 are not yet published.
   std::vector<Bucket> bs = {
