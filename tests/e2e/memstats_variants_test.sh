@@ -178,6 +178,14 @@ for version in $(toolchain_versions); do
   done
 done
 
+# retry_note: what earlier attempts of a core case saw. The view and the core
+# are taken a moment apart, and the runtime's background work can run in
+# between (seen: the scavenger releasing 72 KiB; a 32 KiB stack freed); a
+# case is tried up to 3 times, and a reading of ours that is wrong fails all 3.
+retry_note() {
+  [[ -n $differed ]] && echo "; passed on attempt $attempt, earlier${differed#;}"
+}
+
 # --- 3. gcore of the quiescent target -----------------------------------------
 # -quiet-view: the target takes its view, writes it without allocating and
 # blocks; the gcore taken then must give exactly that view.
@@ -190,36 +198,49 @@ for entry in "go1.26.8 exe dwarf" "go1.19.8 pie-stripped table"; do
     continue
   fi
   program "$version" "memstats-amd64-$build" || continue
-  dir=$work/gcore-$version-$build
+  differed=""
+  for attempt in 1 2 3; do
+  dir=$work/gcore-$version-$build-$attempt
   target_args=(-quiet-view)
   if ! start_target "$dir" -- "$binary" GOGC=100; then
     fail "$label ($start_why)" "$dir/target.err"
+    attempt=3
   elif ! echo go >&"$fd" ||
     ! e2e_wait_for_line "$dir/target.out" '^VIEW' "$target_pid" "$ready_timeout"; then
     fail "$label (target did not print VIEW)" "$dir/target.err"
+    attempt=3
   elif ! gcore -o "$dir/core" "$target_pid" >"$dir/gcore.log" 2>&1 ||
     [[ ! -f $dir/core.$target_pid ]]; then
     if grep -qiE 'ptrace|not permitted' "$dir/gcore.log"; then
       skip "$label (gdb may not attach here: $(grep -iE 'ptrace|not permitted' "$dir/gcore.log" | head -n 1))"
+      attempt=3
     else
       fail "$label (gcore failed)" "$dir/gcore.log"
+      attempt=3
     fi
   elif ! python3 "$src/tests/e2e/memstats_crashview.py" "$dir/theirs.json" "$dir/view.json" \
     >"$dir/convert.out" 2>&1; then
     fail "$label (the target's view is incomplete)" "$dir/convert.out"
+    attempt=3
   elif ! "$dump" --exe "$binary" --core "$dir/core.$target_pid" >"$dir/ours.json" \
     2>"$dir/dump.err"; then
     fail "$label (memstats_dump --core failed)" "$dir/dump.err"
+    attempt=3
   elif python3 "$src/tests/e2e/memstats_compare.py" "$dir/ours.json" "$dir/view.json" \
     "$(minor_of "$version")" "$layout" >"$dir/compare.out" 2>&1; then
-    pass "$label ($(tail -n 1 "$dir/compare.out"))"
+    pass "$label ($(tail -n 1 "$dir/compare.out")$(retry_note))"
+    attempt=3
+  elif ((attempt < 3)); then
+    differed+="; attempt $attempt: $(grep -c ': ours ' "$dir/compare.out") values differed"
   else
-    fail "$label" "$dir/compare.out"
+    fail "$label (3 attempts$differed)" "$dir/compare.out"
   fi
   target_args=()
   # gdb writes the whole address space (about 1.3 GB with gdb 13).
   rm -f "$dir"/core.*
   stop_target
+  ((attempt == 3)) && break
+  done
 done
 
 # --- 4. kernel core of the quiescent target -----------------------------------
@@ -233,7 +254,9 @@ for entry in "go1.19.8 exe dwarf" "go1.27.3 pie-stripped table"; do
     continue
   fi
   program "$version" "memstats-amd64-$build" || continue
-  dir=$work/kcore-$version-$build
+  differed=""
+  for attempt in 1 2 3; do
+  dir=$work/kcore-$version-$build-$attempt
   mkdir -p "$dir"
   # The target runs in dir so that its core lands there; -crash-view makes
   # it take its view, write it without allocating and abort itself.
@@ -243,7 +266,7 @@ for entry in "go1.19.8 exe dwarf" "go1.27.3 pie-stripped table"; do
     target_args=()
     fail "$label ($start_why)" "$dir/target.err"
     stop_target
-    continue
+    break
   fi
   target_args=()
   echo go >&"$fd"
@@ -254,17 +277,25 @@ for entry in "go1.19.8 exe dwarf" "go1.27.3 pie-stripped table"; do
   core=$(ls -t "$dir/$core_prefix"* 2>/dev/null | head -n 1)
   if [[ $rc -ne 134 || -z $core ]]; then
     fail "$label (exit $rc, core '${core:-none}'; want 134 (SIGABRT) and a core)" "$dir/target.err"
+    attempt=3
   elif ! python3 "$src/tests/e2e/memstats_crashview.py" "$dir/theirs.json" "$dir/view.json" \
     >"$dir/convert.out" 2>&1; then
     fail "$label (the target's view is incomplete)" "$dir/convert.out"
+    attempt=3
   elif ! "$dump" --exe "$binary" --core "$core" >"$dir/ours.json" 2>"$dir/core.err"; then
     fail "$label (memstats_dump --core failed)" "$dir/core.err"
+    attempt=3
   elif python3 "$src/tests/e2e/memstats_compare.py" "$dir/ours.json" "$dir/view.json" \
     "$(minor_of "$version")" "$layout" >"$dir/compare.out" 2>&1; then
-    pass "$label ($(tail -n 1 "$dir/compare.out"))"
+    pass "$label ($(tail -n 1 "$dir/compare.out")$(retry_note))"
+    attempt=3
+  elif ((attempt < 3)); then
+    differed+="; attempt $attempt: $(grep -c ': ours ' "$dir/compare.out") values differed"
   else
-    fail "$label" "$dir/compare.out"
+    fail "$label (3 attempts$differed)" "$dir/compare.out"
   fi
   rm -f "$core"
+  ((attempt == 3)) && break
+  done
 done
 e2e_finish
