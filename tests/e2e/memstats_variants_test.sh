@@ -186,6 +186,21 @@ retry_note() {
   [[ -n $differed ]] && echo "; passed on attempt $attempt, earlier${differed#;}"
 }
 
+# judge_core_attempt: compares $dir/ours.json with the target's view; a pass
+# or the last attempt ends the case (attempt=3), a difference before that
+# is noted in $differed and the case is tried again.
+judge_core_attempt() {
+  if python3 "$src/tests/e2e/memstats_compare.py" "$dir/ours.json" "$dir/view.json" \
+    "$(minor_of "$version")" "$layout" >"$dir/compare.out" 2>&1; then
+    pass "$label ($(tail -n 1 "$dir/compare.out")$(retry_note))"
+    attempt=3
+  elif ((attempt < 3)); then
+    differed+="; attempt $attempt: $(grep -c ': ours ' "$dir/compare.out") values differed"
+  else
+    fail "$label (3 attempts$differed)" "$dir/compare.out"
+  fi
+}
+
 # --- 3. gcore of the quiescent target -----------------------------------------
 # -quiet-view: the target takes its view, writes it without allocating and
 # blocks; the gcore taken then must give exactly that view.
@@ -226,14 +241,8 @@ for entry in "go1.26.8 exe dwarf" "go1.19.8 pie-stripped table"; do
     2>"$dir/dump.err"; then
     fail "$label (memstats_dump --core failed)" "$dir/dump.err"
     attempt=3
-  elif python3 "$src/tests/e2e/memstats_compare.py" "$dir/ours.json" "$dir/view.json" \
-    "$(minor_of "$version")" "$layout" >"$dir/compare.out" 2>&1; then
-    pass "$label ($(tail -n 1 "$dir/compare.out")$(retry_note))"
-    attempt=3
-  elif ((attempt < 3)); then
-    differed+="; attempt $attempt: $(grep -c ': ours ' "$dir/compare.out") values differed"
   else
-    fail "$label (3 attempts$differed)" "$dir/compare.out"
+    judge_core_attempt
   fi
   target_args=()
   # gdb writes the whole address space (about 1.3 GB with gdb 13).
@@ -285,14 +294,8 @@ for entry in "go1.19.8 exe dwarf" "go1.27.3 pie-stripped table"; do
   elif ! "$dump" --exe "$binary" --core "$core" >"$dir/ours.json" 2>"$dir/core.err"; then
     fail "$label (memstats_dump --core failed)" "$dir/core.err"
     attempt=3
-  elif python3 "$src/tests/e2e/memstats_compare.py" "$dir/ours.json" "$dir/view.json" \
-    "$(minor_of "$version")" "$layout" >"$dir/compare.out" 2>&1; then
-    pass "$label ($(tail -n 1 "$dir/compare.out")$(retry_note))"
-    attempt=3
-  elif ((attempt < 3)); then
-    differed+="; attempt $attempt: $(grep -c ': ours ' "$dir/compare.out") values differed"
   else
-    fail "$label (3 attempts$differed)" "$dir/compare.out"
+    judge_core_attempt
   fi
   rm -f "$core"
   ((attempt == 3)) && break
