@@ -34,13 +34,6 @@ class PassTimer {
   Clock::time_point last_ = Clock::now();
 };
 
-template <typename... Parts>
-std::string Text(const Parts&... parts) {
-  std::ostringstream out;
-  (out << ... << parts);
-  return out.str();
-}
-
 // Pass 1: what is captured, and what the analysis found in its executable.
 void Identify(const CaptureSource& source, const ExecutableAnalysis& analysis,
               CaptureReport& report) {
@@ -48,7 +41,7 @@ void Identify(const CaptureSource& source, const ExecutableAnalysis& analysis,
   report.go_version = analysis.go_version();
   report.notes.insert(report.notes.end(), exe.notes.begin(), exe.notes.end());
   report.warnings.insert(report.warnings.end(), exe.warnings.begin(), exe.warnings.end());
-  report.notes.push_back(Text("target ", analysis.elf().name(), ", comm ", source.identity().comm));
+  report.notes.push_back(Concat("target ", analysis.elf().name(), ", comm ", source.identity().comm));
   report.notes.insert(report.notes.end(), analysis.notes().begin(), analysis.notes().end());
   report.warnings.insert(report.warnings.end(), analysis.warnings().begin(),
                          analysis.warnings().end());
@@ -62,14 +55,14 @@ HeapAddresses LocateVariables(const ExecutableAnalysis& analysis, uint64_t bias,
   const HeapAddresses addrs{vars.mbuckets.addr + bias, vars.mem_profile_rate.addr + bias,
                             vars.cycle.addr + bias};
   report.notes.push_back(
-      Text("build mode ", BuildModeName(analysis.elf()), ", load bias ", Hex(bias)));
-  report.notes.push_back(Text("runtime.mbuckets at ", Hex(addrs.mbuckets), " (",
+      Concat("build mode ", BuildModeName(analysis.elf()), ", load bias ", Hex(bias)));
+  report.notes.push_back(Concat("runtime.mbuckets at ", Hex(addrs.mbuckets), " (",
                               vars.mbuckets.source, "), runtime.MemProfileRate at ",
                               Hex(addrs.mem_profile_rate), " (", vars.mem_profile_rate.source,
                               "), ", analysis.traits().variables.cycle_symbol, " at ",
                               Hex(addrs.cycle), " (", vars.cycle.source, ")"));
   if (vars.disable_memory_profiling) {
-    report.notes.push_back(Text("runtime.disableMemoryProfiling at ",
+    report.notes.push_back(Concat("runtime.disableMemoryProfiling at ",
                                 Hex(vars.disable_memory_profiling->addr + bias), " (",
                                 vars.disable_memory_profiling->source, ")"));
   }
@@ -128,10 +121,10 @@ void WalkHeap(CaptureSource& source, const HeapAddresses& addrs, const RuntimeTr
   report.consistent = snap.consistent;
   if (!snap.consistent) {
     report.warnings.push_back(
-        Text("the profile cycle changed during each of ", snap.walks,
+        Concat("the profile cycle changed during each of ", snap.walks,
              " walks (the target collects garbage constantly); counters may mix two cycles"));
   }
-  report.notes.push_back(Text("MemProfileRate ", snap.rate, ", cycle ", snap.cycle, ", ",
+  report.notes.push_back(Concat("MemProfileRate ", snap.rate, ", cycle ", snap.cycle, ", ",
                               snap.buckets.size(), " buckets, ", snap.walks,
                               snap.walks == 1 ? " walk" : " walks"));
 }
@@ -165,7 +158,7 @@ void CheckSamplingState(CaptureSource& source, const ExecutableAnalysis& analysi
             "the program");
   }
   if (snap.buckets.empty()) {
-    report.warnings.push_back(Text("no heap allocation has been sampled yet in process ", pid,
+    report.warnings.push_back(Concat("no heap allocation has been sampled yet in process ", pid,
                                    "; writing an empty profile, as the runtime would serve"));
   } else if (snap.rate == 0) {
     report.warnings.push_back(
@@ -179,7 +172,7 @@ std::vector<std::string> ProfileComments(const ExecutableAnalysis& analysis,
                                          const HeapSnapshot& snap, const CaptureOptions& options) {
   std::vector<std::string> comments;
   if (snap.walks > 1) {
-    comments.push_back(Text("goheap2pprof: walked the bucket list ", snap.walks,
+    comments.push_back(Concat("goheap2pprof: walked the bucket list ", snap.walks,
                             " times because a GC published a profile cycle during the walk"));
   }
   if (options.counters == CounterSource::kPublished) comments.push_back(PublishedCountersComment());
@@ -245,7 +238,7 @@ FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalys
   builder.Reserve(records.size());
   for (size_t i = 0; i < records.size(); ++i) builder.AddRecord(records[i]);
   for (const std::string& text : comments) builder.AddComment(text);
-  report.notes.push_back(Text(symbolizer.distinct_pcs(), " distinct PCs symbolized, ",
+  report.notes.push_back(Concat(symbolizer.distinct_pcs(), " distinct PCs symbolized, ",
                               symbolizer.failed_lookups(), " failed (since ", analysis.elf().name(),
                               " was analysed)"));
   FinishedProfile profile = std::move(builder).TakeProfile();
@@ -310,7 +303,7 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
   // Only a one-shot capture reserves by the bound: a state keeps its
   // buckets, and an agent's memory budget counts their capacity.
   const uint64_t bound = state == nullptr ? BucketCountBound(source, analysis, bias) : 0;
-  if (bound != 0) report.notes.push_back(Text("room reserved for ", bound, " heap buckets"));
+  if (bound != 0) report.notes.push_back(Concat("room reserved for ", bound, " heap buckets"));
   WalkHeap(source, addrs, analysis.traits(), bound, report, snap, refresh);
   if (state != nullptr) {
     if (report.repeated) {

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <map>
-#include <sstream>
 #include <utility>
 
 #include "base/error.h"
@@ -21,13 +20,6 @@ constexpr std::string_view kDeleted = " (deleted)";
 std::string WithoutDeleted(std::string path) {
   if (path.ends_with(kDeleted)) path.resize(path.size() - kDeleted.size());
   return path;
-}
-
-template <typename... Parts>
-std::string Text(const Parts&... parts) {
-  std::ostringstream out;
-  (out << ... << parts);
-  return out.str();
 }
 
 std::vector<ElfSegment> LoadsOf(const ElfFile& elf) {
@@ -59,7 +51,7 @@ std::optional<std::string> MappingsMismatch(const ElfFile& elf, const std::vecto
       }
     }
     if (!placed) {
-      return Text("the core maps it at ", Hex(e.start), " from file offset ", Hex(e.offset),
+      return Concat("the core maps it at ", Hex(e.start), " from file offset ", Hex(e.offset),
                   ", where none of its PT_LOAD segments would be at load bias ", Hex(bias));
     }
   }
@@ -104,10 +96,10 @@ std::vector<MapsEntry> CoreMaps(const CoreFile& core) {
 std::optional<std::string> DumpedHeaderMismatch(const DumpedElfHeader& dumped,
                                                 const ElfFile& file) {
   if (dumped.type != file.type())
-    return Text("ELF type ", file.type(), " vs ", dumped.type, " in the core");
+    return Concat("ELF type ", file.type(), " vs ", dumped.type, " in the core");
   if (dumped.machine != file.machine()) return std::string("another machine");
   if (dumped.entry != file.entry()) {
-    return Text("entry point ", Hex(file.entry()), " vs ", Hex(dumped.entry), " in the core");
+    return Concat("entry point ", Hex(file.entry()), " vs ", Hex(dumped.entry), " in the core");
   }
   // Parse the file's first bytes exactly as the dumped page was parsed, so
   // a build ID outside the dumped part is absent on both sides.
@@ -115,11 +107,11 @@ std::optional<std::string> DumpedHeaderMismatch(const DumpedElfHeader& dumped,
       ParseDumpedElfHeader(*file.FileRange(0, std::min<uint64_t>(file.file_size(), 4096)));
   if (!mine) return std::string("not an ELF file");
   if (dumped.go_build_id != mine->go_build_id) {
-    return Text("Go build ID ", mine->go_build_id.empty() ? "(none)" : mine->go_build_id, " vs ",
+    return Concat("Go build ID ", mine->go_build_id.empty() ? "(none)" : mine->go_build_id, " vs ",
                 dumped.go_build_id.empty() ? "(none)" : dumped.go_build_id, " in the core");
   }
   if (dumped.gnu_build_id != mine->gnu_build_id) {
-    return Text("GNU build ID ", mine->gnu_build_id.empty() ? "(none)" : mine->gnu_build_id, " vs ",
+    return Concat("GNU build ID ", mine->gnu_build_id.empty() ? "(none)" : mine->gnu_build_id, " vs ",
                 dumped.gnu_build_id.empty() ? "(none)" : dumped.gnu_build_id, " in the core");
   }
   if (dumped.phdrs_complete) {
@@ -172,9 +164,9 @@ CoreExecutable ChooseCoreExecutable(const CoreFile& core, std::vector<MapsEntry>
           .WithHint("pass --exe FILE with a copy of the program the process ran");
     }
     out.notes.push_back(
-        Text("executable ", path, " (NT_FILE mapping at AT_ENTRY ", Hex(*entry), ")"));
+        Concat("executable ", path, " (NT_FILE mapping at AT_ENTRY ", Hex(*entry), ")"));
   } else {
-    out.notes.push_back(Text("executable ", path, " (--exe)"));
+    out.notes.push_back(Concat("executable ", path, " (--exe)"));
   }
   out.elf = std::make_shared<const ElfFile>(ElfFile::Open(path));
   const ElfFile& elf = *out.elf;
@@ -186,7 +178,7 @@ CoreExecutable ChooseCoreExecutable(const CoreFile& core, std::vector<MapsEntry>
   if (elf.machine() != core.machine()) mismatches.push_back("it is for another machine");
   out.bias = *entry - elf.entry();
   if (elf.type() == ET_EXEC && out.bias != 0) {
-    mismatches.push_back(Text("it is a fixed-address executable with entry ", Hex(elf.entry()),
+    mismatches.push_back(Concat("it is a fixed-address executable with entry ", Hex(elf.entry()),
                               " but the process entered at ", Hex(*entry)));
   }
   // AT_PAGESZ is the kernel's page size (4 KiB, or up to 64 KiB on arm64).
@@ -209,7 +201,7 @@ CoreExecutable ChooseCoreExecutable(const CoreFile& core, std::vector<MapsEntry>
         break;
       }
     }
-    out.notes.push_back(Text("no NT_FILE note: the mappings of ", path,
+    out.notes.push_back(Concat("no NT_FILE note: the mappings of ", path,
                              " are those where its PT_LOAD segments land at the load bias"));
   }
   // The header page is the first page of the file's first mapping (offset 0).
@@ -223,13 +215,13 @@ CoreExecutable ChooseCoreExecutable(const CoreFile& core, std::vector<MapsEntry>
   if (first) dumped = core.DumpedHeaderAt(*first);
   if (dumped) {
     if (auto why = DumpedHeaderMismatch(*dumped, elf)) mismatches.push_back(*why);
-    out.notes.push_back(Text("the core's ELF header page at ", Hex(*first), " gives Go build ID ",
+    out.notes.push_back(Concat("the core's ELF header page at ", Hex(*first), " gives Go build ID ",
                              dumped->go_build_id.empty() ? "(none)" : dumped->go_build_id,
                              ", GNU build ID ",
                              dumped->gnu_build_id.empty() ? "(none)" : dumped->gnu_build_id));
     out.gnu_build_id = dumped->gnu_build_id;
   } else {
-    out.warnings.push_back(Text(core.name(), " holds no ELF header page of the executable, so ",
+    out.warnings.push_back(Concat(core.name(), " holds no ELF header page of the executable, so ",
                                 path, " is checked by its mappings only, not by build ID"));
   }
   if (out.gnu_build_id.empty()) out.gnu_build_id = elf.GnuBuildId();
@@ -246,7 +238,7 @@ CoreExecutable ChooseCoreExecutable(const CoreFile& core, std::vector<MapsEntry>
               "pass --exe with the exact build the process ran (a stripped copy of it is "
               "fine), or --force to use this one anyway");
     }
-    out.warnings.push_back(Text(path, " does not match ", core.name(), " (", why,
+    out.warnings.push_back(Concat(path, " does not match ", core.name(), " (", why,
                                 "); using it anyway because of --force"));
   }
 
@@ -257,14 +249,14 @@ CoreExecutable ChooseCoreExecutable(const CoreFile& core, std::vector<MapsEntry>
       throw Error(ErrorKind::kMalformed, "load bias of ", path, ": AT_ENTRY - e_entry gives ",
                   Hex(out.bias), " but libdwfl places the module at bias ", Hex(*mod->bias));
     }
-    out.notes.push_back(Text("libdwfl: module ", mod->name, " [", Hex(mod->start), ", ",
+    out.notes.push_back(Concat("libdwfl: module ", mod->name, " [", Hex(mod->start), ", ",
                              Hex(mod->end), ")",
                              mod->bias ? ", load bias " + Hex(*mod->bias) : ", its file not opened",
                              mod->build_id.empty() ? "" : ", build ID " + mod->build_id));
   } else {
-    out.notes.push_back(Text("libdwfl reports no module at the entry point ", Hex(*entry)));
+    out.notes.push_back(Concat("libdwfl reports no module at the entry point ", Hex(*entry)));
   }
-  out.notes.push_back(Text("load bias ", Hex(out.bias), " (AT_ENTRY ", Hex(*entry), " - e_entry ",
+  out.notes.push_back(Concat("load bias ", Hex(out.bias), " (AT_ENTRY ", Hex(*entry), " - e_entry ",
                            Hex(elf.entry()), ")"));
   return out;
 }
@@ -304,24 +296,24 @@ std::vector<ProfileMapping> CoreProfileMappings(const CoreFile& core,
 
 std::vector<std::string> DescribeCore(const CoreFile& core) {
   std::vector<std::string> lines;
-  lines.push_back(Text("core ", core.name(), " written by ", CoreProducerName(core.producer()),
+  lines.push_back(Concat("core ", core.name(), " written by ", CoreProducerName(core.producer()),
                        core.has_file_note()
-                           ? Text(" (NT_FILE page size ", core.file_note_page_size(), ")")
+                           ? Concat(" (NT_FILE page size ", core.file_note_page_size(), ")")
                            : std::string(" (no NT_FILE note)"),
                        ", ", core.segments().size(), " segments"));
   if (const auto& p = core.process()) {
-    lines.push_back(Text("process ", p->pid, " (", p->comm, "), uid ", p->uid, ", ", core.threads(),
+    lines.push_back(Concat("process ", p->pid, " (", p->comm, "), uid ", p->uid, ", ", core.threads(),
                          " threads, command line: ", p->psargs));
   } else {
     lines.push_back(
-        Text("no NT_PRPSINFO note: pid and command unknown; ", core.threads(), " threads"));
+        Concat("no NT_PRPSINFO note: pid and command unknown; ", core.threads(), " threads"));
   }
   if (core.producer() == CoreProducer::kGdb) {
     // gcore stops a live process to dump it: its signal is that stop.
     lines.push_back("the process was alive: gcore stopped it to write the core");
   } else if (const auto& s = core.signal(); s && s->signo != 0) {
-    lines.push_back(Text("signal ", SignalName(s->signo), " (", s->signo,
-                         s->from_siginfo ? Text(", si_code ", s->code) : std::string(), ")"));
+    lines.push_back(Concat("signal ", SignalName(s->signo), " (", s->signo,
+                         s->from_siginfo ? Concat(", si_code ", s->code) : std::string(), ")"));
   } else {
     lines.push_back("no signal: the process was alive when the core was written (gcore)");
   }

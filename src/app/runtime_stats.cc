@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <set>
-#include <sstream>
 
 #include "base/error.h"
 #include "elf/load_bias.h"
@@ -11,13 +10,6 @@
 namespace goheap2pprof {
 
 namespace {
-
-template <typename... Parts>
-std::string Text(const Parts&... parts) {
-  std::ostringstream out;
-  (out << ... << parts);
-  return out.str();
-}
 
 MemstatsAddresses Addresses(const MemstatsVariables& v, uint64_t bias) {
   MemstatsAddresses at;
@@ -85,15 +77,15 @@ GoRuntimeStats ReadGoRuntimeStats(CaptureSource& source, const ExecutableAnalysi
   out.notes = ms.layout.notes;
   if (!raw.torn.empty()) {
     out.warnings.push_back(
-        Text("the core was written while the runtime was updating its heap "
+        Concat("the core was written while the runtime was updating its heap "
              "statistics (",
              raw.torn, "): the figures may miss that one update"));
   }
-  out.notes.push_back(Text("runtime.memstats at ", Hex(at.memstats), " (",
+  out.notes.push_back(Concat("runtime.memstats at ", Hex(at.memstats), " (",
                            ms.variables.memstats.source, "), gcController at ",
                            Hex(at.gc_controller), ", mheap_ at ", Hex(at.mheap), ", load bias ",
                            Hex(bias)));
-  out.notes.push_back(Text(
+  out.notes.push_back(Concat(
       "memory statistics read in ", raw.attempts, " attempt(s), ", after.syscalls - before.syscalls,
       " read calls, ", after.bytes_read - before.bytes_read, " bytes, ", mem.pages(), " pages, ",
       raw.flush.cached_spans, " cached spans, ",

@@ -28,6 +28,15 @@ enum class ErrorKind : int {
 
 std::string_view ErrorKindName(ErrorKind kind);
 
+// The parts written one after another, as `out << a << b` would: the text of
+// an error, or of a message built the same way.
+template <typename... Parts>
+std::string Concat(const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  return out.str();
+}
+
 class Error : public std::runtime_error {
  public:
   template <typename... Parts>
@@ -44,13 +53,6 @@ class Error : public std::runtime_error {
   }
 
  private:
-  template <typename... Parts>
-  static std::string Concat(const Parts&... parts) {
-    std::ostringstream out;
-    (out << ... << parts);
-    return out.str();
-  }
-
   ErrorKind kind_;
   std::string hint_;
 };

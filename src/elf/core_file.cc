@@ -16,6 +16,7 @@
 
 #include "base/error.h"
 #include "base/unique_fd.h"
+#include "elf/libelf_calls.h"
 
 namespace goheap2pprof {
 
@@ -35,14 +36,6 @@ constexpr uint64_t kMaxPathLen = 8192;  // PATH_MAX is 4096
 constexpr uint64_t kHeaderPage = 4096;
 // ELF_NOTE_GOBUILDID_TAG: cmd/link's note type for the Go build ID (owner "Go").
 constexpr uint32_t kGoBuildIdTag = 4;
-
-std::string ElfErrorText() { return elf_errmsg(-1) ? elf_errmsg(-1) : "unknown libelf error"; }
-
-void InitLibelf() {
-  static const bool ok = elf_version(EV_CURRENT) != EV_NONE;
-  if (!ok)
-    throw Error(ErrorKind::kInternal, "libelf is older than the ELF version it was built for");
-}
 
 std::string ToHex(Bytes bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";

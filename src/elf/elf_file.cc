@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "base/unique_fd.h"
+#include "elf/libelf_calls.h"
 
 namespace goheap2pprof {
 
@@ -27,17 +28,6 @@ struct ElfFile::SymbolTables {
 };
 
 namespace {
-
-std::string ElfErrorText() { return elf_errmsg(-1) ? elf_errmsg(-1) : "unknown libelf error"; }
-
-// elf_version must be called once per process before any other libelf call.
-void InitLibelf() {
-  static const bool ok = elf_version(EV_CURRENT) != EV_NONE;
-  if (!ok) {
-    throw Error(ErrorKind::kInternal,
-                "libelf is older than the ELF version it was built for: ", ElfErrorText());
-  }
-}
 
 std::string MachineName(uint16_t machine) {
   switch (machine) {

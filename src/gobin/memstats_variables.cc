@@ -15,7 +15,7 @@ namespace {
 // is 0 there), in the file until the first GC adjusts it.
 constexpr uint32_t kFixedStack = 2048;
 
-RuntimeVariable FromSymbol(const GoBinary& bin, std::string_view name) {
+RuntimeVariable MemstatsSymbol(const GoBinary& bin, std::string_view name) {
   std::optional<uint64_t> addr = bin.SymbolAddress(name);
   if (!addr) {
     throw Error(ErrorKind::kUnsupported, bin.elf().name(), " has no symbol ", name,
@@ -247,18 +247,18 @@ MemstatsVariables LocateMemstatsVariables(const GoBinary& bin,
                                           const MemstatsVariableLayout& layout) {
   if (!bin.elf().HasSymtab()) return RecoverMemstatsVariables(bin, layout);
   MemstatsVariables v;
-  v.memstats = FromSymbol(bin, "runtime.memstats");
-  v.gc_controller = FromSymbol(bin, "runtime.gcController");
-  v.mheap = FromSymbol(bin, "runtime.mheap_");
-  v.allp = FromSymbol(bin, "runtime.allp");
-  v.allglen = FromSymbol(bin, "runtime.allglen");
-  v.allm = FromSymbol(bin, "runtime.allm");
-  v.sched = FromSymbol(bin, "runtime.sched");
-  v.gomaxprocs = FromSymbol(bin, "runtime.gomaxprocs");
-  v.emptymspan = FromSymbol(bin, "runtime.emptymspan");
+  v.memstats = MemstatsSymbol(bin, "runtime.memstats");
+  v.gc_controller = MemstatsSymbol(bin, "runtime.gcController");
+  v.mheap = MemstatsSymbol(bin, "runtime.mheap_");
+  v.allp = MemstatsSymbol(bin, "runtime.allp");
+  v.allglen = MemstatsSymbol(bin, "runtime.allglen");
+  v.allm = MemstatsSymbol(bin, "runtime.allm");
+  v.sched = MemstatsSymbol(bin, "runtime.sched");
+  v.gomaxprocs = MemstatsSymbol(bin, "runtime.gomaxprocs");
+  v.emptymspan = MemstatsSymbol(bin, "runtime.emptymspan");
   if (layout.has_limiter_and_stack_size) {
-    v.starting_stack_size = FromSymbol(bin, "runtime.startingStackSize");
-    v.gc_cpu_limiter = FromSymbol(bin, "runtime.gcCPULimiter");
+    v.starting_stack_size = MemstatsSymbol(bin, "runtime.startingStackSize");
+    v.gc_cpu_limiter = MemstatsSymbol(bin, "runtime.gcCPULimiter");
   }
   return v;
 }

@@ -15,7 +15,7 @@ namespace {
 // Value of `var MemProfileRate int = 512 * 1024` in the file (Go 1.20+).
 constexpr uint64_t kDefaultMemProfileRate = 512 * 1024;
 
-RuntimeVariable FromSymbol(const GoBinary& bin, std::string_view name) {
+RuntimeVariable ProfilerSymbol(const GoBinary& bin, std::string_view name) {
   std::optional<uint64_t> addr = bin.SymbolAddress(name);
   if (!addr) {
     throw Error(ErrorKind::kUnsupported, bin.elf().name(), " has no symbol ", name,
@@ -117,9 +117,9 @@ RuntimeVariables RecoverFromCode(const GoBinary& bin, const RuntimeVariableLayou
 RuntimeVariables LocateRuntimeVariables(const GoBinary& bin, const RuntimeVariableLayout& layout) {
   if (!bin.elf().HasSymtab()) return RecoverFromCode(bin, layout);
   RuntimeVariables v;
-  v.mbuckets = FromSymbol(bin, "runtime.mbuckets");
-  v.mem_profile_rate = FromSymbol(bin, "runtime.MemProfileRate");
-  v.cycle = FromSymbol(bin, layout.cycle_symbol);
+  v.mbuckets = ProfilerSymbol(bin, "runtime.mbuckets");
+  v.mem_profile_rate = ProfilerSymbol(bin, "runtime.MemProfileRate");
+  v.cycle = ProfilerSymbol(bin, layout.cycle_symbol);
   if (std::optional<uint64_t> a = bin.SymbolAddress("runtime.disableMemoryProfiling")) {
     v.disable_memory_profiling = RuntimeVariable{*a, "symbol table"};
   }

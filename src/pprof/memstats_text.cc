@@ -9,7 +9,7 @@
 namespace goheap2pprof {
 namespace {
 
-void Line(std::string& out, std::string_view name, uint64_t v) {
+void AppendLine(std::string& out, std::string_view name, uint64_t v) {
   out += "# ";
   out += name;
   out += " = ";
@@ -75,33 +75,33 @@ std::string GoFormatFloat(double x) {
 
 std::string MemStatsBlock(const MemStats& m, std::optional<uint64_t> max_rss) {
   std::string out = "\n# runtime.MemStats\n";
-  Line(out, "Alloc", m.alloc);
-  Line(out, "TotalAlloc", m.total_alloc);
-  Line(out, "Sys", m.sys);
-  Line(out, "Lookups", m.lookups);
-  Line(out, "Mallocs", m.mallocs);
-  Line(out, "Frees", m.frees);
-  Line(out, "HeapAlloc", m.heap_alloc);
-  Line(out, "HeapSys", m.heap_sys);
-  Line(out, "HeapIdle", m.heap_idle);
-  Line(out, "HeapInuse", m.heap_inuse);
-  Line(out, "HeapReleased", m.heap_released);
-  Line(out, "HeapObjects", m.heap_objects);
+  AppendLine(out, "Alloc", m.alloc);
+  AppendLine(out, "TotalAlloc", m.total_alloc);
+  AppendLine(out, "Sys", m.sys);
+  AppendLine(out, "Lookups", m.lookups);
+  AppendLine(out, "Mallocs", m.mallocs);
+  AppendLine(out, "Frees", m.frees);
+  AppendLine(out, "HeapAlloc", m.heap_alloc);
+  AppendLine(out, "HeapSys", m.heap_sys);
+  AppendLine(out, "HeapIdle", m.heap_idle);
+  AppendLine(out, "HeapInuse", m.heap_inuse);
+  AppendLine(out, "HeapReleased", m.heap_released);
+  AppendLine(out, "HeapObjects", m.heap_objects);
   Pair(out, "Stack", m.stack_inuse, m.stack_sys);
   Pair(out, "MSpan", m.mspan_inuse, m.mspan_sys);
   Pair(out, "MCache", m.mcache_inuse, m.mcache_sys);
-  Line(out, "BuckHashSys", m.buck_hash_sys);
-  Line(out, "GCSys", m.gc_sys);
-  Line(out, "OtherSys", m.other_sys);
-  Line(out, "NextGC", m.next_gc);
-  Line(out, "LastGC", m.last_gc);
+  AppendLine(out, "BuckHashSys", m.buck_hash_sys);
+  AppendLine(out, "GCSys", m.gc_sys);
+  AppendLine(out, "OtherSys", m.other_sys);
+  AppendLine(out, "NextGC", m.next_gc);
+  AppendLine(out, "LastGC", m.last_gc);
   Ring(out, "PauseNs", m.pause_ns);
   Ring(out, "PauseEnd", m.pause_end);
-  Line(out, "NumGC", m.num_gc);
-  Line(out, "NumForcedGC", m.num_forced_gc);
+  AppendLine(out, "NumGC", m.num_gc);
+  AppendLine(out, "NumForcedGC", m.num_forced_gc);
   out += "# GCCPUFraction = " + GoFormatFloat(m.gc_cpu_fraction) + "\n";
   out += std::string("# DebugGC = ") + (m.debug_gc ? "true" : "false") + "\n";
-  if (max_rss) Line(out, "MaxRSS", *max_rss);
+  if (max_rss) AppendLine(out, "MaxRSS", *max_rss);
   return out;
 }
 

@@ -26,7 +26,7 @@ using Clock = std::chrono::steady_clock;
 constexpr int64_t kMaxSnapshots = 100000;
 
 // VmRSS of /proc/<pid>/status in bytes.
-std::optional<int64_t> ReadRss(pid_t pid) {
+std::optional<int64_t> VmRssBytes(pid_t pid) {
   std::optional<ProcStatusMemory> m = ReadProcStatusMemory(pid);
   if (!m || !m->vm_rss) return std::nullopt;
   return static_cast<int64_t>(*m->vm_rss);
@@ -44,7 +44,7 @@ class OutsideReader {
       : pid_(pid), fs_(fs_root), cg_(fs_.FindMemoryCgroup(pid)) {}
   Outside Read() const {
     Outside o;
-    o.rss = ReadRss(pid_);
+    o.rss = VmRssBytes(pid_);
     if (cg_) {
       const MemoryReading m = fs_.Read(*cg_);
       if (m.usage) o.cgroup = static_cast<int64_t>(*m.usage);
