@@ -41,7 +41,8 @@ void Identify(const CaptureSource& source, const ExecutableAnalysis& analysis,
   report.go_version = analysis.go_version();
   report.notes.insert(report.notes.end(), exe.notes.begin(), exe.notes.end());
   report.warnings.insert(report.warnings.end(), exe.warnings.begin(), exe.warnings.end());
-  report.notes.push_back(Concat("target ", analysis.elf().name(), ", comm ", source.identity().comm));
+  report.notes.push_back(
+      Concat("target ", analysis.elf().name(), ", comm ", source.identity().comm));
   report.notes.insert(report.notes.end(), analysis.notes().begin(), analysis.notes().end());
   report.warnings.insert(report.warnings.end(), analysis.warnings().begin(),
                          analysis.warnings().end());
@@ -57,14 +58,14 @@ HeapAddresses LocateVariables(const ExecutableAnalysis& analysis, uint64_t bias,
   report.notes.push_back(
       Concat("build mode ", BuildModeName(analysis.elf()), ", load bias ", Hex(bias)));
   report.notes.push_back(Concat("runtime.mbuckets at ", Hex(addrs.mbuckets), " (",
-                              vars.mbuckets.source, "), runtime.MemProfileRate at ",
-                              Hex(addrs.mem_profile_rate), " (", vars.mem_profile_rate.source,
-                              "), ", analysis.traits().variables.cycle_symbol, " at ",
-                              Hex(addrs.cycle), " (", vars.cycle.source, ")"));
+                                vars.mbuckets.source, "), runtime.MemProfileRate at ",
+                                Hex(addrs.mem_profile_rate), " (", vars.mem_profile_rate.source,
+                                "), ", analysis.traits().variables.cycle_symbol, " at ",
+                                Hex(addrs.cycle), " (", vars.cycle.source, ")"));
   if (vars.disable_memory_profiling) {
     report.notes.push_back(Concat("runtime.disableMemoryProfiling at ",
-                                Hex(vars.disable_memory_profiling->addr + bias), " (",
-                                vars.disable_memory_profiling->source, ")"));
+                                  Hex(vars.disable_memory_profiling->addr + bias), " (",
+                                  vars.disable_memory_profiling->source, ")"));
   }
   return addrs;
 }
@@ -122,11 +123,11 @@ void WalkHeap(CaptureSource& source, const HeapAddresses& addrs, const RuntimeTr
   if (!snap.consistent) {
     report.warnings.push_back(
         Concat("the profile cycle changed during each of ", snap.walks,
-             " walks (the target collects garbage constantly); counters may mix two cycles"));
+               " walks (the target collects garbage constantly); counters may mix two cycles"));
   }
   report.notes.push_back(Concat("MemProfileRate ", snap.rate, ", cycle ", snap.cycle, ", ",
-                              snap.buckets.size(), " buckets, ", snap.walks,
-                              snap.walks == 1 ? " walk" : " walks"));
+                                snap.buckets.size(), " buckets, ", snap.walks,
+                                snap.walks == 1 ? " walk" : " walks"));
 }
 
 // Pass 4: is heap sampling on at all? The linker compiles it out of programs
@@ -159,7 +160,7 @@ void CheckSamplingState(CaptureSource& source, const ExecutableAnalysis& analysi
   }
   if (snap.buckets.empty()) {
     report.warnings.push_back(Concat("no heap allocation has been sampled yet in process ", pid,
-                                   "; writing an empty profile, as the runtime would serve"));
+                                     "; writing an empty profile, as the runtime would serve"));
   } else if (snap.rate == 0) {
     report.warnings.push_back(
         "heap sampling is off now (runtime.MemProfileRate = 0); the profile holds only "
@@ -173,7 +174,7 @@ std::vector<std::string> ProfileComments(const ExecutableAnalysis& analysis,
   std::vector<std::string> comments;
   if (snap.walks > 1) {
     comments.push_back(Concat("goheap2pprof: walked the bucket list ", snap.walks,
-                            " times because a GC published a profile cycle during the walk"));
+                              " times because a GC published a profile cycle during the walk"));
   }
   if (options.counters == CounterSource::kPublished) comments.push_back(PublishedCountersComment());
   for (const std::string& text : analysis.layout_warnings()) {
@@ -239,8 +240,8 @@ FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalys
   for (size_t i = 0; i < records.size(); ++i) builder.AddRecord(records[i]);
   for (const std::string& text : comments) builder.AddComment(text);
   report.notes.push_back(Concat(symbolizer.distinct_pcs(), " distinct PCs symbolized, ",
-                              symbolizer.failed_lookups(), " failed (since ", analysis.elf().name(),
-                              " was analysed)"));
+                                symbolizer.failed_lookups(), " failed (since ",
+                                analysis.elf().name(), " was analysed)"));
   FinishedProfile profile = std::move(builder).TakeProfile();
   if (state != nullptr) state->profile_tables = profile.tables();
   return profile;

@@ -52,7 +52,7 @@ std::optional<std::string> MappingsMismatch(const ElfFile& elf, const std::vecto
     }
     if (!placed) {
       return Concat("the core maps it at ", Hex(e.start), " from file offset ", Hex(e.offset),
-                  ", where none of its PT_LOAD segments would be at load bias ", Hex(bias));
+                    ", where none of its PT_LOAD segments would be at load bias ", Hex(bias));
     }
   }
   return std::nullopt;
@@ -108,11 +108,12 @@ std::optional<std::string> DumpedHeaderMismatch(const DumpedElfHeader& dumped,
   if (!mine) return std::string("not an ELF file");
   if (dumped.go_build_id != mine->go_build_id) {
     return Concat("Go build ID ", mine->go_build_id.empty() ? "(none)" : mine->go_build_id, " vs ",
-                dumped.go_build_id.empty() ? "(none)" : dumped.go_build_id, " in the core");
+                  dumped.go_build_id.empty() ? "(none)" : dumped.go_build_id, " in the core");
   }
   if (dumped.gnu_build_id != mine->gnu_build_id) {
-    return Concat("GNU build ID ", mine->gnu_build_id.empty() ? "(none)" : mine->gnu_build_id, " vs ",
-                dumped.gnu_build_id.empty() ? "(none)" : dumped.gnu_build_id, " in the core");
+    return Concat("GNU build ID ", mine->gnu_build_id.empty() ? "(none)" : mine->gnu_build_id,
+                  " vs ", dumped.gnu_build_id.empty() ? "(none)" : dumped.gnu_build_id,
+                  " in the core");
   }
   if (dumped.phdrs_complete) {
     const std::vector<ElfSegment> loads = LoadsOf(file);
@@ -179,7 +180,7 @@ CoreExecutable ChooseCoreExecutable(const CoreFile& core, std::vector<MapsEntry>
   out.bias = *entry - elf.entry();
   if (elf.type() == ET_EXEC && out.bias != 0) {
     mismatches.push_back(Concat("it is a fixed-address executable with entry ", Hex(elf.entry()),
-                              " but the process entered at ", Hex(*entry)));
+                                " but the process entered at ", Hex(*entry)));
   }
   // AT_PAGESZ is the kernel's page size (4 KiB, or up to 64 KiB on arm64).
   uint64_t page_size = core.auxv(AT_PAGESZ).value_or(4096);
@@ -202,7 +203,7 @@ CoreExecutable ChooseCoreExecutable(const CoreFile& core, std::vector<MapsEntry>
       }
     }
     out.notes.push_back(Concat("no NT_FILE note: the mappings of ", path,
-                             " are those where its PT_LOAD segments land at the load bias"));
+                               " are those where its PT_LOAD segments land at the load bias"));
   }
   // The header page is the first page of the file's first mapping (offset 0).
   std::optional<uint64_t> first;
@@ -216,13 +217,13 @@ CoreExecutable ChooseCoreExecutable(const CoreFile& core, std::vector<MapsEntry>
   if (dumped) {
     if (auto why = DumpedHeaderMismatch(*dumped, elf)) mismatches.push_back(*why);
     out.notes.push_back(Concat("the core's ELF header page at ", Hex(*first), " gives Go build ID ",
-                             dumped->go_build_id.empty() ? "(none)" : dumped->go_build_id,
-                             ", GNU build ID ",
-                             dumped->gnu_build_id.empty() ? "(none)" : dumped->gnu_build_id));
+                               dumped->go_build_id.empty() ? "(none)" : dumped->go_build_id,
+                               ", GNU build ID ",
+                               dumped->gnu_build_id.empty() ? "(none)" : dumped->gnu_build_id));
     out.gnu_build_id = dumped->gnu_build_id;
   } else {
     out.warnings.push_back(Concat(core.name(), " holds no ELF header page of the executable, so ",
-                                path, " is checked by its mappings only, not by build ID"));
+                                  path, " is checked by its mappings only, not by build ID"));
   }
   if (out.gnu_build_id.empty()) out.gnu_build_id = elf.GnuBuildId();
   if (auto why = MappingsMismatch(elf, maps, out.inode, out.bias, page_size)) {
@@ -239,7 +240,7 @@ CoreExecutable ChooseCoreExecutable(const CoreFile& core, std::vector<MapsEntry>
               "fine), or --force to use this one anyway");
     }
     out.warnings.push_back(Concat(path, " does not match ", core.name(), " (", why,
-                                "); using it anyway because of --force"));
+                                  "); using it anyway because of --force"));
   }
 
   // 3. Cross-check the load bias with libdwfl, which places the module from
@@ -249,15 +250,15 @@ CoreExecutable ChooseCoreExecutable(const CoreFile& core, std::vector<MapsEntry>
       throw Error(ErrorKind::kMalformed, "load bias of ", path, ": AT_ENTRY - e_entry gives ",
                   Hex(out.bias), " but libdwfl places the module at bias ", Hex(*mod->bias));
     }
-    out.notes.push_back(Concat("libdwfl: module ", mod->name, " [", Hex(mod->start), ", ",
-                             Hex(mod->end), ")",
-                             mod->bias ? ", load bias " + Hex(*mod->bias) : ", its file not opened",
-                             mod->build_id.empty() ? "" : ", build ID " + mod->build_id));
+    out.notes.push_back(
+        Concat("libdwfl: module ", mod->name, " [", Hex(mod->start), ", ", Hex(mod->end), ")",
+               mod->bias ? ", load bias " + Hex(*mod->bias) : ", its file not opened",
+               mod->build_id.empty() ? "" : ", build ID " + mod->build_id));
   } else {
     out.notes.push_back(Concat("libdwfl reports no module at the entry point ", Hex(*entry)));
   }
   out.notes.push_back(Concat("load bias ", Hex(out.bias), " (AT_ENTRY ", Hex(*entry), " - e_entry ",
-                           Hex(elf.entry()), ")"));
+                             Hex(elf.entry()), ")"));
   return out;
 }
 
@@ -297,13 +298,13 @@ std::vector<ProfileMapping> CoreProfileMappings(const CoreFile& core,
 std::vector<std::string> DescribeCore(const CoreFile& core) {
   std::vector<std::string> lines;
   lines.push_back(Concat("core ", core.name(), " written by ", CoreProducerName(core.producer()),
-                       core.has_file_note()
-                           ? Concat(" (NT_FILE page size ", core.file_note_page_size(), ")")
-                           : std::string(" (no NT_FILE note)"),
-                       ", ", core.segments().size(), " segments"));
+                         core.has_file_note()
+                             ? Concat(" (NT_FILE page size ", core.file_note_page_size(), ")")
+                             : std::string(" (no NT_FILE note)"),
+                         ", ", core.segments().size(), " segments"));
   if (const auto& p = core.process()) {
-    lines.push_back(Concat("process ", p->pid, " (", p->comm, "), uid ", p->uid, ", ", core.threads(),
-                         " threads, command line: ", p->psargs));
+    lines.push_back(Concat("process ", p->pid, " (", p->comm, "), uid ", p->uid, ", ",
+                           core.threads(), " threads, command line: ", p->psargs));
   } else {
     lines.push_back(
         Concat("no NT_PRPSINFO note: pid and command unknown; ", core.threads(), " threads"));
@@ -313,7 +314,7 @@ std::vector<std::string> DescribeCore(const CoreFile& core) {
     lines.push_back("the process was alive: gcore stopped it to write the core");
   } else if (const auto& s = core.signal(); s && s->signo != 0) {
     lines.push_back(Concat("signal ", SignalName(s->signo), " (", s->signo,
-                         s->from_siginfo ? Concat(", si_code ", s->code) : std::string(), ")"));
+                           s->from_siginfo ? Concat(", si_code ", s->code) : std::string(), ")"));
   } else {
     lines.push_back("no signal: the process was alive when the core was written (gcore)");
   }

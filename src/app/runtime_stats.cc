@@ -78,13 +78,13 @@ GoRuntimeStats ReadGoRuntimeStats(CaptureSource& source, const ExecutableAnalysi
   if (!raw.torn.empty()) {
     out.warnings.push_back(
         Concat("the core was written while the runtime was updating its heap "
-             "statistics (",
-             raw.torn, "): the figures may miss that one update"));
+               "statistics (",
+               raw.torn, "): the figures may miss that one update"));
   }
   out.notes.push_back(Concat("runtime.memstats at ", Hex(at.memstats), " (",
-                           ms.variables.memstats.source, "), gcController at ",
-                           Hex(at.gc_controller), ", mheap_ at ", Hex(at.mheap), ", load bias ",
-                           Hex(bias)));
+                             ms.variables.memstats.source, "), gcController at ",
+                             Hex(at.gc_controller), ", mheap_ at ", Hex(at.mheap), ", load bias ",
+                             Hex(bias)));
   out.notes.push_back(Concat(
       "memory statistics read in ", raw.attempts, " attempt(s), ", after.syscalls - before.syscalls,
       " read calls, ", after.bytes_read - before.bytes_read, " bytes, ", mem.pages(), " pages, ",
