@@ -84,7 +84,7 @@ HeapAddresses LocateVariables(const ExecutableAnalysis& analysis, uint64_t bias,
 uint64_t BucketCountBound(CaptureSource& source, const ExecutableAnalysis& analysis,
                           uint64_t bias) {
   // Reserved pages are not touched unless used, but they count against an
-  // agent worker's address-space limit: 2^20 buckets are 176 MiB.
+  // agent worker's address-space limit: 2^20 buckets are 88 MiB.
   constexpr uint64_t kMaxReserved = uint64_t{1} << 20;
   const std::optional<ElfSymbol> sym = analysis.elf().FindSymbol("runtime.memstats");
   const MemstatsLayout layout = MemstatsLayoutTable(analysis.traits(), analysis.elf().machine());
