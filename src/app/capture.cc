@@ -241,7 +241,9 @@ FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalys
   Symbolizer& symbolizer = analysis.symbolizer();
   HeapProfileBuilder builder(symbolizer, analysis.traits(), source.ProfileMappings(), snap.rate,
                              now_ns, bias);
-  if (options.sample_stream != nullptr) builder.StreamSamplesTo(options.sample_stream);
+  if (options.sample_stream != nullptr) {
+    builder.StreamSamplesTo(options.sample_stream, options.keep_streamed_samples);
+  }
   builder.Reserve(records.size());
   for (size_t i = 0; i < records.size(); ++i) builder.AddRecord(records[i]);
   for (const std::string& text : comments) builder.AddComment(text);
