@@ -78,7 +78,7 @@ HeapAddresses LocateVariables(const ExecutableAnalysis& analysis, uint64_t bias,
 uint64_t BucketCountBound(CaptureSource& source, const ExecutableAnalysis& analysis,
                           uint64_t bias) {
   // Reserved pages are not touched unless used, but they count against an
-  // agent worker's address-space limit: 2^20 buckets are 176 MiB.
+  // agent worker's address-space limit: 2^20 buckets are 88 MiB.
   constexpr uint64_t kMaxReserved = uint64_t{1} << 20;
   const std::optional<ElfSymbol> sym = analysis.elf().FindSymbol("runtime.memstats");
   const MemstatsLayout layout = MemstatsLayoutTable(analysis.traits(), analysis.elf().machine());
@@ -235,7 +235,9 @@ FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalys
   Symbolizer& symbolizer = analysis.symbolizer();
   HeapProfileBuilder builder(symbolizer, analysis.traits(), source.ProfileMappings(), snap.rate,
                              now_ns, bias);
-  if (options.sample_stream != nullptr) builder.StreamSamplesTo(options.sample_stream);
+  if (options.sample_stream != nullptr) {
+    builder.StreamSamplesTo(options.sample_stream, options.keep_streamed_samples);
+  }
   builder.Reserve(records.size());
   for (size_t i = 0; i < records.size(); ++i) builder.AddRecord(records[i]);
   for (const std::string& text : comments) builder.AddComment(text);

@@ -233,6 +233,7 @@ std::string RunCapture(const RunOptions& options, std::ostream& log, CaptureRepo
     // a failed capture discards the temporary file.
     WriteGzippedProfile(path, [&](google::protobuf::io::ZeroCopyOutputStream* out) {
       capture_options.sample_stream = out;
+      capture_options.keep_streamed_samples = false;  // only the remainder is written below
       result.emplace(Capture(*source, *analysis, capture_options, report));
       write_start = Clock::now();
       return result->profile.SerializeRemainderTo(out);

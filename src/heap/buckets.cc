@@ -19,6 +19,19 @@ MemRecordCycle LoadCycle(const uint8_t* p, MemRecordLayout layout, uint64_t size
   return {LoadU64(p), LoadU64(p + 8), LoadU64(p + 16), LoadU64(p + 24)};
 }
 
+// A bucket's counters from its memRecord at rec.
+void LoadRecord(const uint8_t* rec, MemRecordLayout layout, Bucket& b, StackStore& store) {
+  const uint64_t cycle_size = MemRecordCycleSize(layout);
+  b.active = LoadCycle(rec, layout, b.size);
+  MemRecordCycle future[3];
+  for (uint64_t i = 0; i < 3; ++i)
+    future[i] = LoadCycle(rec + cycle_size * (i + 1), layout, b.size);
+  SetFutures(b, future, store);
+}
+
+// What one bucket costs us (fresh memory, 250k buckets a large target).
+static_assert(sizeof(Bucket) <= 88);
+
 // Most buckets hold short stacks; reading this much after the header in the
 // same call usually fetches the whole bucket at once.
 constexpr uint64_t kSpeculativeStackWords = 32;
@@ -32,7 +45,6 @@ void Walk(MemoryReader& mem, uint64_t head, const WalkLimits& limits, StackStore
   uint64_t tortoise = 0, power = 1, steps = 0;
   std::vector<uint8_t> buf;
   const uint64_t record_size = MemRecordSize(limits.record_layout);
-  const uint64_t cycle_size = MemRecordCycleSize(limits.record_layout);
   uint64_t addr = head;
   uint64_t total_words = 0;
   result.buckets.reserve(std::min(limits.reserve_buckets, limits.max_buckets));
@@ -114,11 +126,7 @@ void Walk(MemoryReader& mem, uint64_t head, const WalkLimits& limits, StackStore
     // Buckets of one allocation site differ only in size: their stacks
     // are stored once.
     b.stack = stacks.Intern(data + kBucketHeaderSize, nstk);
-    const uint8_t* rec = data + kBucketHeaderSize + 8 * nstk;
-    b.active = LoadCycle(rec, limits.record_layout, size);
-    for (int i = 0; i < 3; ++i) {
-      b.future[i] = LoadCycle(rec + cycle_size * (i + 1), limits.record_layout, size);
-    }
+    LoadRecord(data + kBucketHeaderSize + 8 * nstk, limits.record_layout, b, stacks);
     result.buckets.push_back(b);
     addr = allnext;
   }
@@ -146,9 +154,27 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
   return result;
 }
 
-void RereadRecords(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout) {
+void SetFutures(Bucket& b, const MemRecordCycle (&future)[3], StackStore& store) {
+  if (b.future_words == nullptr) {
+    bool zero = true;
+    for (const MemRecordCycle& c : future) {
+      zero = zero && c.allocs == 0 && c.frees == 0 && c.alloc_bytes == 0 && c.free_bytes == 0;
+    }
+    if (zero) return;
+    b.future_words = store.Allocate(12);
+  }
+  for (int i = 0; i < 3; ++i) {
+    uint64_t* w = b.future_words + 4 * i;
+    w[0] = future[i].allocs;
+    w[1] = future[i].frees;
+    w[2] = future[i].alloc_bytes;
+    w[3] = future[i].free_bytes;
+  }
+}
+
+void RereadRecords(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout,
+                   StackStore& store) {
   const uint64_t record_size = MemRecordSize(layout);
-  const uint64_t cycle_size = MemRecordCycleSize(layout);
   std::vector<uint8_t> bytes(buckets.size() * record_size);
   std::vector<ReadRequest> requests(buckets.size());
   for (size_t i = 0; i < buckets.size(); ++i) {
@@ -161,10 +187,7 @@ void RereadRecords(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout
       throw Error(ErrorKind::kMalformed, "bucket at ", Hex(buckets[i].addr),
                   ": its record is no longer mapped");
     }
-    const uint8_t* rec = bytes.data() + i * record_size;
-    Bucket& b = buckets[i];
-    b.active = LoadCycle(rec, layout, b.size);
-    for (int c = 0; c < 3; ++c) b.future[c] = LoadCycle(rec + cycle_size * (c + 1), layout, b.size);
+    LoadRecord(bytes.data() + i * record_size, layout, buckets[i], store);
   }
 }
 
@@ -246,11 +269,10 @@ bool ReadPlanned(MemoryReader& mem, const RevalidationPlan& plan, std::vector<ui
 }  // namespace
 
 bool RevalidateBuckets(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout,
-                       std::vector<uint8_t>& scratch, RevalidationPlan& plan) {
+                       std::vector<uint8_t>& scratch, RevalidationPlan& plan, StackStore& store) {
   if (buckets.empty()) return true;
   constexpr uint64_t kGap = 4096;
   const uint64_t record_size = MemRecordSize(layout);
-  const uint64_t cycle_size = MemRecordCycleSize(layout);
   if (!plan.Fits(buckets)) plan = PlanRevalidation(buckets, record_size, kGap);
   std::vector<ReadRequest> requests;
   if (!ReadPlanned(mem, plan, scratch, requests)) {
@@ -271,9 +293,7 @@ bool RevalidateBuckets(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLa
          std::memcmp(h + kBucketHeaderSize, b.stack.data(), 8 * b.stack.size()) != 0)) {
       return false;
     }
-    const uint8_t* rec = scratch.data() + plan.record_at[i];
-    b.active = LoadCycle(rec, layout, b.size);
-    for (int c = 0; c < 3; ++c) b.future[c] = LoadCycle(rec + cycle_size * (c + 1), layout, b.size);
+    LoadRecord(scratch.data() + plan.record_at[i], layout, b, store);
   }
   return true;
 }
@@ -292,7 +312,7 @@ MemProfileRecord ToRecord(const Bucket& b, const MemRecordCycle& c) {
 // What mProf_FlushLocked(cycle % 3) leaves in the bucket's active cycle.
 MemRecordCycle Flushed(const Bucket& b, uint32_t cycle) {
   MemRecordCycle c = b.active;
-  c.Add(b.future[cycle % 3]);
+  if (b.future_words != nullptr) c.Add(b.Future(cycle % 3));
   return c;
 }
 }  // namespace
@@ -307,12 +327,12 @@ bool NothingPublished(std::span<const Bucket> buckets, uint32_t cycle) {
 
 MemProfileRecord EmulatedRecord(const Bucket& b, uint32_t cycle, bool nothing_published) {
   MemRecordCycle c = Flushed(b, cycle);
-  if (nothing_published) {
+  if (nothing_published && b.future_words != nullptr) {
     // The runtime folds in all three future cycles (future[cycle % 3] is
     // already in c after the flush, so adding it again from the raw bucket
     // would double count).
     for (uint32_t k = 0; k < 3; ++k) {
-      if (k != cycle % 3) c.Add(b.future[k]);
+      if (k != cycle % 3) c.Add(b.Future(k));
     }
   }
   return ToRecord(b, c);

@@ -43,8 +43,23 @@ struct Bucket {
   uint64_t size = 0;                // allocation size, part of the bucket key
   std::span<const uint64_t> stack;  // return PCs, leaf first (in the walk's StackStore)
   MemRecordCycle active;            // published
-  MemRecordCycle future[3];         // per-cycle, not yet published
+  // The three per-cycle records not yet published (runtime.memRecord.future),
+  // as 12 words in the walk's StackStore, or nullptr while all are zero. A
+  // quiet process's buckets have nothing unpublished after a GC, and fresh
+  // memory is what a cold capture pays for most: inline, the futures were
+  // 96 of the 176 bytes a bucket took. Written in place by later reads of the
+  // counters (SetFutures), so copies of a bucket share them.
+  uint64_t* future_words = nullptr;
+  MemRecordCycle Future(uint32_t i) const {
+    if (future_words == nullptr) return {};
+    const uint64_t* w = future_words + 4 * i;
+    return {w[0], w[1], w[2], w[3]};
+  }
 };
+
+// Sets b's futures; storage for them is taken from store the first time one
+// is not zero (and reused after).
+void SetFutures(Bucket& b, const MemRecordCycle (&future)[3], StackStore& store);
 
 struct WalkLimits {
   uint64_t max_stack_words = 32;
@@ -93,8 +108,10 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
 
 // Reads every bucket's memRecord again, in batched vectored reads. Headers
 // and stacks never change once a bucket exists; only the counters move, so
-// this is all a retry after a concurrent GC publication needs.
-void RereadRecords(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout);
+// this is all a retry after a concurrent GC publication needs. store is the
+// one the buckets were walked into (it takes futures that became non-zero).
+void RereadRecords(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout,
+                   StackStore& store);
 
 // Where RevalidateBuckets finds each bucket's header and record in the
 // target and in its read buffer. Made from the buckets' addresses (a sort),
@@ -130,7 +147,7 @@ struct RevalidationPlan {
 // unspecified, if any bucket is unmapped or differs. scratch and plan are
 // reused between calls.
 bool RevalidateBuckets(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout,
-                       std::vector<uint8_t>& scratch, RevalidationPlan& plan);
+                       std::vector<uint8_t>& scratch, RevalidationPlan& plan, StackStore& store);
 
 // One runtime.MemProfileRecord (memProfileInternal with inuseZero = true).
 struct MemProfileRecord {

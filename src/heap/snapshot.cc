@@ -24,7 +24,8 @@ bool FlushInProgress(uint32_t cycle_word, const RuntimeTraits& traits,
   if (traits.cycle_encoding != CycleEncoding::kMProfCycle || (cycle_word & 1) == 0) return false;
   const uint32_t index = DecodeCycle(cycle_word, traits.cycle_encoding) % 3;
   for (const Bucket& b : buckets) {
-    const MemRecordCycle& f = b.future[index];
+    if (b.future_words == nullptr) continue;
+    const MemRecordCycle f = b.Future(index);
     if (f.allocs != 0 || f.frees != 0) return true;
   }
   return false;
@@ -81,7 +82,7 @@ void Settle(MemoryReader& mem, const HeapAddresses& addrs, const RuntimeTraits& 
       throw Error(ErrorKind::kMalformed, "heap bucket list from ", Hex(new_head),
                   " does not lead to the earlier head ", Hex(snap.head));
     }
-    RereadRecords(mem, snap.buckets, traits.record_layout);
+    RereadRecords(mem, snap.buckets, traits.record_layout, snap.stacks);
   }
   snap.cycle = DecodeCycle(before, traits.cycle_encoding);
 }
@@ -124,11 +125,13 @@ bool RefreshHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs, const Ru
   // The remembered buckets are trusted only if each still has the header it
   // had; their counters come with the same read.
   std::span<Bucket> old(snap.buckets.data() + (snap.buckets.size() - known), known);
-  if (!RevalidateBuckets(mem, old, traits.record_layout, snap.scratch, snap.plan)) return false;
+  if (!RevalidateBuckets(mem, old, traits.record_layout, snap.scratch, snap.plan, snap.stacks)) {
+    return false;
+  }
   if (snap.new_buckets > 0) {
     // The new ones were read by the walk, but before the old ones' counters.
     RereadRecords(mem, std::span<Bucket>(snap.buckets.data(), snap.new_buckets),
-                  traits.record_layout);
+                  traits.record_layout, snap.stacks);
   }
   Settle(mem, addrs, traits, limits, before, snap);
   return true;

@@ -53,7 +53,7 @@ size_t StackStore::ApproximateBytes() const {
   return 8 * chunk_total_ + table_.capacity() * sizeof(Entry);
 }
 
-uint64_t* StackStore::Store(const uint8_t* p, size_t n) {
+uint64_t* StackStore::Allocate(size_t n) {
   if (chunks_.empty() || n > chunk_words_ - chunk_used_) {
     const size_t next =
         chunks_.empty() ? kFirstChunkWords : std::min(kMaxChunkWords, 2 * chunk_words_);
@@ -65,8 +65,13 @@ uint64_t* StackStore::Store(const uint8_t* p, size_t n) {
     chunk_total_ += size;
   }
   uint64_t* at = chunks_.back().get() + chunk_used_;
-  std::memcpy(at, p, 8 * n);
   chunk_used_ += n;
+  return at;
+}
+
+uint64_t* StackStore::Store(const uint8_t* p, size_t n) {
+  uint64_t* at = Allocate(n);
+  std::memcpy(at, p, 8 * n);
   words_ += n;
   ++stacks_;
   return at;

@@ -37,6 +37,10 @@ class StackStore {
   // stack is stored without being shared.
   std::span<const uint64_t> Intern(const uint8_t* p, size_t n);
 
+  // n words of storage of the caller's, not interned, uninitialized, in
+  // place while the store lives (a bucket's unpublished counters).
+  uint64_t* Allocate(size_t n);
+
   size_t stacks() const { return stacks_; }  // copies stored
   size_t words() const { return words_; }    // words in them
   size_t ApproximateBytes() const;

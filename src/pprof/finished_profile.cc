@@ -76,15 +76,18 @@ uint32_t ProfileTables::AddRun(std::span<const uint64_t> ids) {
 FinishedProfile::FinishedProfile(std::shared_ptr<const ProfileTables> tables,
                                  std::vector<SampleValues> samples, int64_t period,
                                  int64_t time_nanos, std::vector<std::string> extra_strings,
-                                 std::vector<int64_t> comments, int64_t bytes_key)
+                                 std::vector<int64_t> comments, int64_t bytes_key,
+                                 SampleStorage storage)
     : tables_(std::move(tables)),
       samples_(std::move(samples)),
       period_(period),
       time_nanos_(time_nanos),
       extra_strings_(std::move(extra_strings)),
       comments_(std::move(comments)),
-      bytes_key_(bytes_key) {
-  if (samples_.size() != tables_->samples()) {
+      bytes_key_(bytes_key),
+      samples_streamed_(storage == SampleStorage::kStreamedAndDropped),
+      samples_dropped_(storage == SampleStorage::kStreamedAndDropped) {
+  if (samples_.size() != (samples_dropped_ ? 0 : tables_->samples())) {
     throw Error(ErrorKind::kInternal, "profile tables for ", tables_->samples(), " samples given ",
                 samples_.size(), " samples' values");
   }
@@ -145,6 +148,9 @@ bool FinishedProfile::SerializeRemainderTo(google::protobuf::io::ZeroCopyOutputS
 }
 
 bool FinishedProfile::Write(google::protobuf::io::ZeroCopyOutputStream* out, bool samples) const {
+  if (samples && samples_dropped_) {
+    throw Error(ErrorKind::kInternal, "the profile's samples were streamed and not kept");
+  }
   google::protobuf::io::CodedOutputStream cos(out);
   cos.WriteRaw(tables_->encoded.data(), static_cast<int>(tables_->encoded.size()));
   for (const std::string& s : extra_strings_) {

@@ -83,17 +83,29 @@ struct SampleValues;
 void WriteSample(google::protobuf::io::CodedOutputStream& out, const ProfileTables& tables,
                  uint32_t run, const SampleValues& values, int64_t bytes_key);
 
+// Whether a finished profile holds its samples' values.
+enum class SampleStorage {
+  kKept,
+  // Streamed as they were built (HeapProfileBuilder::StreamSamplesTo) and
+  // not kept: a one-shot capture writes them once, and keeping them would
+  // cost 48 bytes of fresh memory a sample. Only the remainder can be
+  // written (SerializeRemainderTo).
+  kStreamedAndDropped,
+};
+
 class FinishedProfile {
  public:
   // extra_strings continue tables' string table (indexes tables->strings
-  // on); comments and bytes_key index the whole table.
+  // on); comments and bytes_key index the whole table. samples is empty
+  // with SampleStorage::kStreamedAndDropped.
   FinishedProfile(std::shared_ptr<const ProfileTables> tables, std::vector<SampleValues> samples,
                   int64_t period, int64_t time_nanos, std::vector<std::string> extra_strings,
-                  std::vector<int64_t> comments, int64_t bytes_key);
+                  std::vector<int64_t> comments, int64_t bytes_key,
+                  SampleStorage storage = SampleStorage::kKept);
   FinishedProfile(FinishedProfile&&) = default;
   FinishedProfile& operator=(FinishedProfile&&) = default;
 
-  size_t sample_size() const { return samples_.size(); }
+  size_t sample_size() const { return tables_->samples(); }
   // The builder wrote the samples to a stream as it made them
   // (HeapProfileBuilder::StreamSamplesTo).
   void MarkSamplesStreamed() { samples_streamed_ = true; }
@@ -103,7 +115,8 @@ class FinishedProfile {
   // the heap profile with alloc_space as the default).
   void SetDefaultSampleType(std::string_view type);
 
-  // The profile.proto bytes (not gzipped); false if out failed.
+  // The profile.proto bytes (not gzipped); false if out failed. Throws
+  // Error(kInternal) if the samples were dropped.
   [[nodiscard]] bool SerializeTo(google::protobuf::io::ZeroCopyOutputStream* out) const;
   // What is left to write after the builder streamed the samples (all of it
   // if it did not): SerializeTo less the samples already written.
@@ -122,6 +135,7 @@ class FinishedProfile {
   int64_t bytes_key_ = -1;
   int64_t default_sample_type_ = 0;
   bool samples_streamed_ = false;
+  bool samples_dropped_ = false;
   bool Write(google::protobuf::io::ZeroCopyOutputStream* out, bool samples) const;
   mutable std::unique_ptr<google::protobuf::Arena> view_arena_;
   mutable const pb::Profile* view_ = nullptr;

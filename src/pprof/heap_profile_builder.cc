@@ -282,14 +282,16 @@ void HeapProfileBuilder::ComputeLocsForStack(std::span<const uint64_t> full,
   }
 }
 
-void HeapProfileBuilder::StreamSamplesTo(google::protobuf::io::ZeroCopyOutputStream* out) {
-  if (!samples_.empty())
+void HeapProfileBuilder::StreamSamplesTo(google::protobuf::io::ZeroCopyOutputStream* out,
+                                         bool keep) {
+  if (!tables_->sample_runs.empty())
     throw Error(ErrorKind::kInternal, "samples streamed after some were added");
   stream_ = std::make_unique<google::protobuf::io::CodedOutputStream>(out);
+  keep_samples_ = keep;
 }
 
 void HeapProfileBuilder::Reserve(size_t records) {
-  samples_.reserve(records);
+  if (keep_samples_) samples_.reserve(records);
   tables_->sample_runs.reserve(records);
 }
 
@@ -310,11 +312,12 @@ void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
     if (fixed && stored != 0) by_storage_.Insert(stored, {stack.size(), run});
   }
   tables_->sample_runs.push_back(run);
-  samples_.push_back(HeapSampleValues(r, traits_, rate_));
+  const SampleValues values = HeapSampleValues(r, traits_, rate_);
   // "bytes" enters the string table when the first label needs it, as in
   // runtime/pprof.
-  if (bytes_key_ < 0 && samples_.back().has_label) bytes_key_ = Str("bytes");
-  if (stream_) WriteSample(*stream_, *tables_, run, samples_.back(), bytes_key_);
+  if (bytes_key_ < 0 && values.has_label) bytes_key_ = Str("bytes");
+  if (stream_) WriteSample(*stream_, *tables_, run, values, bytes_key_);
+  if (keep_samples_) samples_.push_back(values);
 }
 
 void HeapProfileBuilder::Complete() {
@@ -346,7 +349,8 @@ void HeapProfileBuilder::Complete() {
     stream_.reset();
   }
   finished_.emplace(std::move(tables_), std::move(samples_), rate_, time_nanos_,
-                    std::vector<std::string>{}, std::move(comments_), bytes_key_);
+                    std::vector<std::string>{}, std::move(comments_), bytes_key_,
+                    keep_samples_ ? SampleStorage::kKept : SampleStorage::kStreamedAndDropped);
   if (streamed) finished_->MarkSamplesStreamed();
 }
 

@@ -70,8 +70,9 @@ class HeapProfileBuilder {
   // Writes each sample to out as it is added, so that the compression of
   // the samples runs while the rest are built; the finished profile then
   // holds the rest (FinishedProfile::SerializeRemainderTo). out must outlive
-  // the builder's Finish/TakeProfile.
-  void StreamSamplesTo(google::protobuf::io::ZeroCopyOutputStream* out);
+  // the builder's Finish/TakeProfile. keep: whether the finished profile
+  // also keeps the samples' values (SampleStorage).
+  void StreamSamplesTo(google::protobuf::io::ZeroCopyOutputStream* out, bool keep = true);
   // Room for this many records (fresh memory is what a capture pays for
   // most: growing by doubling would touch twice as much).
   void Reserve(size_t records);
@@ -132,6 +133,7 @@ class HeapProfileBuilder {
   pb::Profile* profile_;
   std::shared_ptr<ProfileTables> tables_;
   std::vector<SampleValues> samples_;
+  bool keep_samples_ = true;
   std::vector<int64_t> comments_;
   std::optional<FinishedProfile> finished_;
   std::unique_ptr<google::protobuf::io::CodedOutputStream> stream_;

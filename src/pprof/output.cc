@@ -225,7 +225,10 @@ class ParallelGzipStream : public google::protobuf::io::ZeroCopyOutputStream {
     d.in = item.chunk.used;
     d.last = item.last;
     if (d.in == 0 && !d.last) return d;  // nothing to add to the stream
-    d.crc = crc32(0L, item.chunk.bytes.data(), static_cast<uInt>(d.in));
+    // libdeflate's CRC-32 (carry-less multiply where the CPU has it) is the
+    // same checksum as zlib's at a fraction of its time: crc32_z was 1.4-1.7%
+    // of a cold capture's CPU (perf record, 250k buckets).
+    d.crc = libdeflate_crc32(0, item.chunk.bytes.data(), d.in);
     // deflateBound does not count the sync flush's empty stored block.
     out.resize(deflateBound(z, d.in) + 16);
     z->next_in = item.chunk.bytes.data();

@@ -118,10 +118,52 @@ TEST(WalkBuckets, BucketAtEndOfMappingIsReadExactly) {
   EXPECT_EQ(w.buckets[0].active.allocs, 3u);
 }
 
+// Where MakeBucket's futures live (as long as the test program).
+StackStore& FutureStore() {
+  static StackStore store;
+  return store;
+}
+
+// Unpublished counters take storage only once one is not zero; a later
+// read that sees them move writes them in place, zeros included.
+TEST(WalkBuckets, FuturesAreStoredOnlyWhenNotZero) {
+  BucketArena arena(0x10000);
+  const uint64_t quiet = arena.Add(16, {0x401000}, {1, 0, 16, 0});
+  const uint64_t busy = arena.Add(32, {0x402000}, {2, 1, 64, 32}, {{{}, {}, {3, 1, 96, 32}}});
+  arena.SetAllnext(busy, quiet);
+  TestMemory mem;
+  arena.MapInto(mem);
+  StackStore store;
+  WalkResult w = WalkBuckets(mem, busy, {.max_stack_words = 32}, store);
+  ASSERT_EQ(w.buckets.size(), 2u);
+  EXPECT_EQ(w.buckets[1].future_words, nullptr);
+  ASSERT_NE(w.buckets[0].future_words, nullptr);
+  EXPECT_EQ(w.buckets[0].Future(2).alloc_bytes, 96u);
+  EXPECT_EQ(w.buckets[0].Future(2).frees, 1u);
+  EXPECT_EQ(w.buckets[0].Future(0).allocs, 0u);
+
+  // The quiet bucket allocates in cycle 1; the busy one's cycle 2 is flushed.
+  const uint64_t quiet_future1 = quiet + 48 + 8 + 32 + 32;
+  const uint64_t busy_future2 = busy + 48 + 8 + 32 + 64;
+  mem.PutU64(quiet_future1, 7);
+  mem.PutU64(quiet_future1 + 16, 7 * 16);
+  for (uint64_t i = 0; i < 4; ++i) mem.PutU64(busy_future2 + 8 * i, 0);
+  const uint64_t* busy_words = w.buckets[0].future_words;
+  RereadRecords(mem, w.buckets, MemRecordLayout::kCountsAndBytes, store);
+  ASSERT_NE(w.buckets[1].future_words, nullptr);
+  EXPECT_EQ(w.buckets[1].Future(1).allocs, 7u);
+  EXPECT_EQ(w.buckets[1].Future(1).alloc_bytes, 112u);
+  EXPECT_EQ(w.buckets[0].future_words, busy_words);
+  EXPECT_EQ(w.buckets[0].Future(2).alloc_bytes, 0u);
+  EXPECT_EQ(w.buckets[0].Future(2).frees, 0u);
+  EXPECT_EQ(w.buckets[0].active.allocs, 2u);
+}
+
 Bucket MakeBucket(MemRecordCycle active, std::array<MemRecordCycle, 3> future) {
   Bucket b;
   b.active = active;
-  for (int i = 0; i < 3; ++i) b.future[i] = future[i];
+  const MemRecordCycle f[3] = {future[0], future[1], future[2]};
+  SetFutures(b, f, FutureStore());
   return b;
 }
 
@@ -346,7 +388,7 @@ TEST(ReadHeapSnapshot, Go127CountsOnlyRecordDerivesBytesFromSize) {
   EXPECT_EQ(w.buckets[0].active.allocs, 5u);
   EXPECT_EQ(w.buckets[0].active.alloc_bytes, 240u);
   EXPECT_EQ(w.buckets[0].active.free_bytes, 96u);
-  EXPECT_EQ(w.buckets[0].future[0].alloc_bytes, 48u);
+  EXPECT_EQ(w.buckets[0].Future(0).alloc_bytes, 48u);
 }
 
 }  // namespace

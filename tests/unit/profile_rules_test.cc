@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "gobin/pclntab.h"
 #include "hand_go_elf.h"
 #include "hand_pclntab.h"
@@ -297,6 +298,43 @@ TEST(StreamedSamples, TheStreamAndTheRemainderAreTheWholeProfile) {
   ASSERT_TRUE(r.ParseFromString(remainder));
   EXPECT_EQ(r.sample_size(), 0);
   EXPECT_EQ(rest.get().sample_size(), 4);  // the message view has them all
+}
+
+// A one-shot capture streams its samples and does not keep them: the stream
+// and the remainder are still the whole profile, and nothing can write the
+// samples a second time.
+TEST(StreamedSamples, DroppedSamplesLeaveTheSameProfileAndCannotBeWrittenAgain) {
+  auto add_all = [](Rules& r) {
+    r.Add({Pc(kMain, 0x10), Pc(kAlloc, 0x48)}, 1, 64);
+    r.AddSharing(0, 3, 0);
+    r.Add({Pc(kRuntimeMain, 0x10)}, 4, 4096);
+  };
+  Rules whole({1, 27, 0}), streamed({1, 27, 0});
+  std::string bytes;
+  google::protobuf::io::StringOutputStream out(&bytes);
+  streamed.builder().StreamSamplesTo(&out, /*keep=*/false);
+  add_all(whole);
+  add_all(streamed);
+  const std::string want = std::move(whole.builder()).TakeProfile().Serialize();
+  const FinishedProfile rest = std::move(streamed.builder()).TakeProfile();
+  EXPECT_EQ(rest.sample_size(), 3u);
+  ASSERT_TRUE(rest.SerializeRemainderTo(&out));
+  pb::Profile got_p, want_p;
+  ASSERT_TRUE(got_p.ParseFromString(bytes));
+  ASSERT_TRUE(want_p.ParseFromString(want));
+  EXPECT_EQ(got_p.sample_size(), 3);
+  std::string diff;
+  google::protobuf::util::MessageDifferencer d;
+  d.ReportDifferencesToString(&diff);
+  EXPECT_TRUE(d.Compare(want_p, got_p)) << diff;
+  std::string again;
+  google::protobuf::io::StringOutputStream again_out(&again);
+  try {
+    (void)rest.SerializeTo(&again_out);
+    ADD_FAILURE() << "the dropped samples were written";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInternal);
+  }
 }
 
 // --- Function identity and names.
