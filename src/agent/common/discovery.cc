@@ -136,11 +136,11 @@ std::optional<ExeKey> ReadExeKey(int dir_fd, const std::string& path) {
                 static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
 }
 
-}  // namespace
-
-std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& filter,
-                                             const std::vector<std::string>& want_env,
-                                             bool* forbidden) {
+// ReadProcessFacts, with the executable's key taken from key_read if a
+// scan has just read it (a stat less per Go process and scan), else read.
+std::optional<ProcessFacts> ReadFacts(pid_t pid, const ProcessFilter& filter,
+                                      const std::vector<std::string>& want_env, bool* forbidden,
+                                      const std::optional<ExeKey>& key_read) {
   if (forbidden) *forbidden = false;
   if (!filter.AdmitsPid(pid)) return std::nullopt;
   const std::string dir = "/proc/" + std::to_string(pid);
@@ -176,7 +176,7 @@ std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& fil
     return std::nullopt;
   }
   f.exe.assign(exe, static_cast<size_t>(n));
-  std::optional<ExeKey> exe_key = ReadExeKey(AT_FDCWD, dir + "/exe");
+  std::optional<ExeKey> exe_key = key_read ? key_read : ReadExeKey(AT_FDCWD, dir + "/exe");
   if (!exe_key) return std::nullopt;
   f.key = *exe_key;
   if (!want_env.empty()) {
@@ -198,6 +198,14 @@ std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& fil
     }
   }
   return f;
+}
+
+}  // namespace
+
+std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& filter,
+                                             const std::vector<std::string>& want_env,
+                                             bool* forbidden) {
+  return ReadFacts(pid, filter, want_env, forbidden, std::nullopt);
 }
 
 ExeInfo ProbeGoExecutable(pid_t pid, const AnalysisFor& analysis_for) {
@@ -252,10 +260,10 @@ namespace {
 // processes whose executable known_not_go recognizes by its key alone: one
 // stat each instead of the ten system calls of their facts, for the most
 // of a node's processes (issue 27: a scan of 1,000 processes, 200 of them
-// Go). The key is read again with the facts, so a process that execs a
-// new executable between the two is judged by the new one at the latest
-// by the next scan. Throws kIo when /proc cannot be listed or read for
-// want of resources.
+// Go). That key is the facts' key: a process that execs between its stat
+// and its facts is judged by its old executable in this scan and by the
+// new one from the next. Throws kIo when /proc cannot be listed or read
+// for want of resources.
 std::vector<ProcessFacts> ListProcesses(const Discovery::Options& options,
                                         const std::function<bool(const ExeKey&)>& known_not_go) {
   std::unique_ptr<DIR, int (*)(DIR*)> d(opendir("/proc"), closedir);
@@ -273,7 +281,8 @@ std::vector<ProcessFacts> ListProcesses(const Discovery::Options& options,
     // Relative to /proc's descriptor: the lookup starts at the pid.
     std::optional<ExeKey> key = ReadExeKey(dirfd(d.get()), std::string(e->d_name) + "/exe");
     if (key && known_not_go(*key)) continue;
-    if (std::optional<ProcessFacts> f = ReadProcessFacts(*pid, options.filter, options.want_env)) {
+    if (std::optional<ProcessFacts> f =
+            ReadFacts(*pid, options.filter, options.want_env, nullptr, key)) {
       found.push_back(std::move(*f));
     }
   }
