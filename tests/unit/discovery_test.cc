@@ -11,6 +11,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <map>
+#include <string>
 
 #include "agent/worker/worker.h"
 #include "base/error.h"
@@ -246,6 +249,77 @@ TEST(Discovery, VisibleSaysWhenDescriptorsAreOut) {
   NoFreeDescriptors exhausted;
   ASSERT_TRUE(exhausted.ok());
   EXPECT_THROW(d.Visible(getppid()), Error);
+}
+
+// The readlink of /proc/<pid>/exe, or "" if it cannot be read.
+std::string ExeOf(pid_t pid) {
+  char buf[4096];
+  ssize_t n = readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+TEST(Discovery, AProcessThatExecsAGoProgramIsFoundUnderItsOldPid) {
+  // A scan passes over a process whose executable it knows is not Go
+  // without reading its other facts (issue 27: 800 of a node's 1,000
+  // processes). exec keeps the pid and start time but changes the
+  // executable: the next scan must find the process, and probe the new
+  // executable once.
+  char dir_template[] = "/tmp/goheap2pprof-discovery.XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const std::string go_exe = dir + "/gosleep";  // an executable of its own (inode)
+  std::filesystem::copy_file("/bin/sleep", go_exe);
+  int go_on[2];
+  ASSERT_EQ(pipe(go_on), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    char c;
+    close(go_on[1]);
+    if (read(go_on[0], &c, 1) == 1) execl(go_exe.c_str(), "gosleep", "60", nullptr);
+    _exit(1);
+  }
+  close(go_on[0]);
+  std::map<std::string, int> probed;  // executable path -> probes
+  Discovery d(Discovery::Options{}, [&](pid_t pid) {
+    ExeInfo info;
+    const std::string exe = ExeOf(pid);
+    if (exe.empty()) return info;  // gone: transient, not cached
+    ++probed[exe];
+    info.is_go = exe == go_exe;
+    if (info.is_go)
+      info.go_version = "go1.26.8";
+    else
+      info.error = "not a Go program";
+    return info;
+  });
+  auto find_child = [&]() -> std::optional<GoProcess> {
+    for (const GoProcess& p : d.Processes()) {
+      if (p.facts.pid == child) return p;
+    }
+    return std::nullopt;
+  };
+  const std::string own_exe = ExeOf(getpid());
+  d.Scan();
+  d.Scan();  // the fast path: its executable is known now
+  EXPECT_FALSE(find_child());
+  EXPECT_EQ(probed[own_exe], 1);
+  ASSERT_EQ(write(go_on[1], "x", 1), 1);
+  for (int i = 0; i < 500 && ExeOf(child) != go_exe; ++i) usleep(10000);
+  ASSERT_EQ(ExeOf(child), go_exe);
+  d.Scan();
+  std::optional<GoProcess> found = find_child();
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->facts.exe, go_exe);
+  EXPECT_EQ(found->exe.go_version, "go1.26.8");
+  d.Scan();
+  EXPECT_TRUE(find_child());
+  EXPECT_EQ(probed[go_exe], 1);
+  EXPECT_EQ(probed[own_exe], 1);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  close(go_on[1]);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -123,9 +123,24 @@ std::optional<ProcessOwner> ReadOwner(pid_t pid, CgroupIdentity* where) {
 
 std::optional<ProcessOwner> ReadProcessOwner(pid_t pid) { return ReadOwner(pid, nullptr); }
 
-std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& filter,
-                                             const std::vector<std::string>& want_env,
-                                             bool* forbidden) {
+namespace {
+
+// The key of the executable that path ("<pid>/exe" under dir_fd, or a
+// whole path with AT_FDCWD) links to; nullopt if it cannot be stat'ed
+// (gone, a kernel thread, not ours to read).
+std::optional<ExeKey> ReadExeKey(int dir_fd, const std::string& path) {
+  struct stat st;
+  if (fstatat(dir_fd, path.c_str(), &st, 0) != 0) return std::nullopt;
+  return ExeKey{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+                static_cast<uint64_t>(st.st_size),
+                static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+// ReadProcessFacts, with the executable's key taken from key_read if a
+// scan has just read it (a stat less per Go process and scan), else read.
+std::optional<ProcessFacts> ReadFacts(pid_t pid, const ProcessFilter& filter,
+                                      const std::vector<std::string>& want_env, bool* forbidden,
+                                      const std::optional<ExeKey>& key_read) {
   if (forbidden) *forbidden = false;
   if (!filter.AdmitsPid(pid)) return std::nullopt;
   const std::string dir = "/proc/" + std::to_string(pid);
@@ -161,11 +176,9 @@ std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& fil
     return std::nullopt;
   }
   f.exe.assign(exe, static_cast<size_t>(n));
-  struct stat est;
-  if (stat((dir + "/exe").c_str(), &est) != 0) return std::nullopt;
-  f.key = ExeKey{static_cast<uint64_t>(est.st_dev), static_cast<uint64_t>(est.st_ino),
-                 static_cast<uint64_t>(est.st_size),
-                 static_cast<int64_t>(est.st_mtim.tv_sec) * 1000000000 + est.st_mtim.tv_nsec};
+  std::optional<ExeKey> exe_key = key_read ? key_read : ReadExeKey(AT_FDCWD, dir + "/exe");
+  if (!exe_key) return std::nullopt;
+  f.key = *exe_key;
   if (!want_env.empty()) {
     if (std::optional<std::string> env = ReadSmallFile(dir + "/environ")) {
       size_t start = 0;
@@ -185,6 +198,14 @@ std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& fil
     }
   }
   return f;
+}
+
+}  // namespace
+
+std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& filter,
+                                             const std::vector<std::string>& want_env,
+                                             bool* forbidden) {
+  return ReadFacts(pid, filter, want_env, forbidden, std::nullopt);
 }
 
 ExeInfo ProbeGoExecutable(pid_t pid, const AnalysisFor& analysis_for) {
@@ -235,9 +256,16 @@ void Discovery::Start() {
 
 namespace {
 
-// The facts of every process in /proc that passes the filter. Throws kIo
-// when /proc cannot be listed or read for want of resources.
-std::vector<ProcessFacts> ListProcesses(const Discovery::Options& options) {
+// The facts of every process in /proc that passes the filter, but for the
+// processes whose executable known_not_go recognizes by its key alone: one
+// stat each instead of the ten system calls of their facts, for the most
+// of a node's processes (issue 27: a scan of 1,000 processes, 200 of them
+// Go). That key is the facts' key: a process that execs between its stat
+// and its facts is judged by its old executable in this scan and by the
+// new one from the next. Throws kIo when /proc cannot be listed or read
+// for want of resources.
+std::vector<ProcessFacts> ListProcesses(const Discovery::Options& options,
+                                        const std::function<bool(const ExeKey&)>& known_not_go) {
   std::unique_ptr<DIR, int (*)(DIR*)> d(opendir("/proc"), closedir);
   if (!d) ThrowReadError("/proc", errno);
   std::vector<ProcessFacts> found;
@@ -250,7 +278,11 @@ std::vector<ProcessFacts> ListProcesses(const Discovery::Options& options) {
     }
     std::optional<pid_t> pid = ParsePid(e->d_name);
     if (!pid || *pid == getpid()) continue;
-    if (std::optional<ProcessFacts> f = ReadProcessFacts(*pid, options.filter, options.want_env)) {
+    // Relative to /proc's descriptor: the lookup starts at the pid.
+    std::optional<ExeKey> key = ReadExeKey(dirfd(d.get()), std::string(e->d_name) + "/exe");
+    if (key && known_not_go(*key)) continue;
+    if (std::optional<ProcessFacts> f =
+            ReadFacts(*pid, options.filter, options.want_env, nullptr, key)) {
       found.push_back(std::move(*f));
     }
   }
@@ -271,7 +303,14 @@ void Discovery::Scan() {
 }
 
 void Discovery::ScanOrThrow() {
-  std::vector<ProcessFacts> found = ListProcesses(options_);
+  std::vector<ProcessFacts> found = ListProcesses(options_, [this](const ExeKey& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = exes_.find(key);
+    if (it == exes_.end() || it->second.is_go) return false;
+    ++cache_hits_;
+    exe_last_used_[key] = scan_number_;
+    return true;
+  });
   std::map<pid_t, GoProcess> next;
   for (ProcessFacts& f : found) {
     ExeInfo info;

@@ -1,0 +1,3 @@
+module goheap2pprof.test/restnode
+
+go 1.18
