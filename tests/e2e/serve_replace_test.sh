@@ -179,15 +179,27 @@ done
 
 echo "== ?seconds=N deltas"
 start_serve delta
+# ok_captures: serve's count of captures that succeeded (a delta's first capture counts
+# when it ends).
+ok_captures() {
+  curl -s "http://$addr/metrics" | awk '/^goheap2pprof_captures_total\{outcome="ok"\}/ {print $2}'
+}
+# first_capture_done: true once the count has passed delta_request's $before.
+first_capture_done() { (($(ok_captures) > before)); }
 # delta_request <what> <pid> <want> <text> <action...>: a 3 s delta; the
-# action runs 1 s into the window.
+# action runs once the window's first capture is done (serve's metrics say so),
+# not after a fixed sleep: on a loaded machine (ctest -j) the first capture can
+# take longer than a second, and an action before it is not in the window.
 delta_request() {
-  local what=$1 pid=$2 want=$3 text=$4 got
+  local what=$1 pid=$2 want=$3 text=$4 got before
   shift 4
+  before=$(ok_captures)
   curl -s -o "$work/delta.body" -w '%{http_code}' "http://$addr/debug/pprof/heap?pid=$pid&seconds=3" \
     >"$work/delta.status" &
   local c=$!
-  sleep 1
+  if ! e2e_wait_until 30 first_capture_done; then
+    fail "$what: the window's first capture did not end within 30 s"
+  fi
   "$@"
   wait "$c"
   got=$(cat "$work/delta.status")
