@@ -312,7 +312,7 @@ MemProfileRecord ToRecord(const Bucket& b, const MemRecordCycle& c) {
 // What mProf_FlushLocked(cycle % 3) leaves in the bucket's active cycle.
 MemRecordCycle Flushed(const Bucket& b, uint32_t cycle) {
   MemRecordCycle c = b.active;
-  if (b.future_words != nullptr) c.Add(b.Future(cycle % 3));
+  c.Add(b.Future(cycle % 3));
   return c;
 }
 }  // namespace
@@ -327,7 +327,7 @@ bool NothingPublished(std::span<const Bucket> buckets, uint32_t cycle) {
 
 MemProfileRecord EmulatedRecord(const Bucket& b, uint32_t cycle, bool nothing_published) {
   MemRecordCycle c = Flushed(b, cycle);
-  if (nothing_published && b.future_words != nullptr) {
+  if (nothing_published) {
     // The runtime folds in all three future cycles (future[cycle % 3] is
     // already in c after the flush, so adding it again from the raw bucket
     // would double count).

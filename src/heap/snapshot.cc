@@ -24,7 +24,6 @@ bool FlushInProgress(uint32_t cycle_word, const RuntimeTraits& traits,
   if (traits.cycle_encoding != CycleEncoding::kMProfCycle || (cycle_word & 1) == 0) return false;
   const uint32_t index = DecodeCycle(cycle_word, traits.cycle_encoding) % 3;
   for (const Bucket& b : buckets) {
-    if (b.future_words == nullptr) continue;
     const MemRecordCycle f = b.Future(index);
     if (f.allocs != 0 || f.frees != 0) return true;
   }

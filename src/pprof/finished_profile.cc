@@ -85,9 +85,8 @@ FinishedProfile::FinishedProfile(std::shared_ptr<const ProfileTables> tables,
       extra_strings_(std::move(extra_strings)),
       comments_(std::move(comments)),
       bytes_key_(bytes_key),
-      samples_streamed_(storage == SampleStorage::kStreamedAndDropped),
-      samples_dropped_(storage == SampleStorage::kStreamedAndDropped) {
-  if (samples_.size() != (samples_dropped_ ? 0 : tables_->samples())) {
+      samples_streamed_(storage == SampleStorage::kStreamedAndDropped) {
+  if (samples_.size() != (samples_streamed_ ? 0 : tables_->samples())) {
     throw Error(ErrorKind::kInternal, "profile tables for ", tables_->samples(), " samples given ",
                 samples_.size(), " samples' values");
   }
@@ -148,7 +147,7 @@ bool FinishedProfile::SerializeRemainderTo(google::protobuf::io::ZeroCopyOutputS
 }
 
 bool FinishedProfile::Write(google::protobuf::io::ZeroCopyOutputStream* out, bool samples) const {
-  if (samples && samples_dropped_) {
+  if (samples && samples_.size() != tables_->samples()) {
     throw Error(ErrorKind::kInternal, "the profile's samples were streamed and not kept");
   }
   google::protobuf::io::CodedOutputStream cos(out);

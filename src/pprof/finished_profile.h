@@ -135,7 +135,6 @@ class FinishedProfile {
   int64_t bytes_key_ = -1;
   int64_t default_sample_type_ = 0;
   bool samples_streamed_ = false;
-  bool samples_dropped_ = false;
   bool Write(google::protobuf::io::ZeroCopyOutputStream* out, bool samples) const;
   mutable std::unique_ptr<google::protobuf::Arena> view_arena_;
   mutable const pb::Profile* view_ = nullptr;
