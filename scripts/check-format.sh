@@ -20,28 +20,39 @@ else
   mapfile -t files < <(find src tests tools -name '*.cc' -o -name '*.h' | sort)
 fi
 
-differ=0
-checked=0
+checked=()
 for f in "${files[@]}"; do
   case "$f" in
     *.pb.cc | *.pb.h) continue ;;
   esac
   [[ -f $f ]] || continue # deleted in the work tree but not yet in the index
-  checked=$((checked + 1))
-  if ! formatted=$("$clang_format" --style=file "$f"); then
-    echo "check-format: $clang_format failed on $f" >&2
-    exit 2
-  fi
-  if [[ $formatted != "$(cat "$f")" ]]; then
-    lines=$(diff <(printf '%s\n' "$formatted") "$f" | grep -c '^[<>]' || true)
-    echo "check-format: $f differs from .clang-format ($lines lines)"
-    differ=$((differ + 1))
-  fi
+  checked+=("$f")
 done
 
-if ((differ)); then
-  echo "check-format: $differ of $checked files need formatting ($("$clang_format" --version));" \
+# clang-format over batches of files, one batch per CPU at a time (a process per file took 16 s
+# of the quick path; this takes 3). --dry-run --Werror reports each place that differs as
+# "<file>:<line>:<col>: error: code should be clang-formatted" and exits 1, so xargs exits 123;
+# any other status, or 123 without such a report, is clang-format itself failing.
+report=$(mktemp)
+trap 'rm -f "$report"' EXIT
+status=0
+printf '%s\0' "${checked[@]}" |
+  xargs -0 -P"$(nproc)" -n 40 "$clang_format" --style=file --dry-run --Werror >/dev/null 2>"$report" ||
+  status=$?
+mapfile -t places < <(grep -o '^[^:]*:[0-9]*:[0-9]*: error: code should be clang-formatted' "$report" |
+  cut -d: -f1,2 | sort -u)
+if ((${#places[@]} && (status == 0 || status == 123))); then
+  printf '%s\n' "${places[@]}" | cut -d: -f1 | uniq -c | while read -r lines f; do
+    echo "check-format: $f differs from .clang-format ($lines lines)"
+  done
+  differ=$(printf '%s\n' "${places[@]}" | cut -d: -f1 | sort -u | wc -l)
+  echo "check-format: $differ of ${#checked[@]} files need formatting ($("$clang_format" --version));" \
     "run: $clang_format -i <file>..." >&2
   exit 1
 fi
-echo "check-format: $checked files formatted as .clang-format says"
+if ((status)); then
+  echo "check-format: $clang_format failed (xargs status $status):" >&2
+  head -5 "$report" >&2
+  exit 2
+fi
+echo "check-format: ${#checked[@]} files formatted as .clang-format says"
