@@ -21,22 +21,23 @@ using testing_core::HeaderPage;
 using testing_core::Load;
 using testing_core::SyntheticCore;
 
-constexpr uint64_t kText = 0x400000;
+constexpr uint64_t kCoreText = 0x400000;
 constexpr uint64_t kRodata = 0x402000;
 constexpr uint64_t kData = 0x403000;
-constexpr uint64_t kHeap = 0xc000000000;
-const std::vector<uint8_t> kGnuId = {0xde, 0xad, 0xbe, 0xef, 0x01, 0x02, 0x03, 0x04};
+constexpr uint64_t kCoreHeap = 0xc000000000;
+const std::vector<uint8_t> kCoreGnuId = {0xde, 0xad, 0xbe, 0xef, 0x01, 0x02, 0x03, 0x04};
 const std::string kGoId = "goid-a/goid-b/goid-c/goid-d";
 
 std::vector<Elf64_Phdr> ExeLoads() {
-  return {Load(0, kText, 0x2000, 0x2000, PF_R | PF_X), Load(0x2000, kRodata, 0x1000, 0x1000, PF_R),
+  return {Load(0, kCoreText, 0x2000, 0x2000, PF_R | PF_X),
+          Load(0x2000, kRodata, 0x1000, 0x1000, PF_R),
           Load(0x3000, kData, 0x1000, 0x1800, PF_R | PF_W)};
 }
 
 // The executable the cores below were "dumped" from: its first page is the
 // header page, then text, rodata and data filled with recognisable bytes.
 std::vector<uint8_t> ExeBytes() {
-  std::vector<uint8_t> b = HeaderPage(ET_EXEC, kText + 0x1000, ExeLoads(), kGoId, kGnuId);
+  std::vector<uint8_t> b = HeaderPage(ET_EXEC, kCoreText + 0x1000, ExeLoads(), kGoId, kCoreGnuId);
   b.resize(0x4000);
   for (size_t i = 0x1000; i < 0x2000; ++i) b[i] = 0xcc;                     // text
   for (size_t i = 0x2000; i < 0x3000; ++i) b[i] = static_cast<uint8_t>(i);  // rodata
@@ -50,26 +51,27 @@ std::vector<uint8_t> ExeBytes() {
 SyntheticCore KernelCore() {
   SyntheticCore c;
   std::vector<uint8_t> exe = ExeBytes();
-  c.AddSegment(kText, 0x2000, PF_R | PF_X, std::vector<uint8_t>(exe.begin(), exe.begin() + 0x1000));
+  c.AddSegment(kCoreText, 0x2000, PF_R | PF_X,
+               std::vector<uint8_t>(exe.begin(), exe.begin() + 0x1000));
   c.AddSegment(kRodata, 0x1000, PF_R);
   std::vector<uint8_t> data(0x2000, 0x22);  // the process wrote its data
   c.AddSegment(kData, 0x2000, PF_R | PF_W, data);
   std::vector<uint8_t> heap(0x1000);
   for (size_t i = 0; i < heap.size(); ++i) heap[i] = static_cast<uint8_t>(i * 7);
-  c.AddSegment(kHeap, 0x1000, PF_R | PF_W, heap);
-  c.AddSegment(kHeap + 0x1000, 0x100000, 0);  // PROT_NONE reservation
+  c.AddSegment(kCoreHeap, 0x1000, PF_R | PF_W, heap);
+  c.AddSegment(kCoreHeap + 0x1000, 0x100000, 0);  // PROT_NONE reservation
   c.AddPrstatus(SIGABRT);
   c.AddPrpsinfo(4242, 1, 1000, "myservice", "/srv/myservice -flag value");
   c.AddSiginfo(SIGABRT, -6);
-  c.AddAuxv({{AT_PHDR, kText + 64}, {AT_PAGESZ, 4096}, {AT_ENTRY, kText + 0x1000}});
-  c.AddFileNote(4096, {{kText, kText + 0x2000, 0, "/srv/myservice"},
+  c.AddAuxv({{AT_PHDR, kCoreText + 64}, {AT_PAGESZ, 4096}, {AT_ENTRY, kCoreText + 0x1000}});
+  c.AddFileNote(4096, {{kCoreText, kCoreText + 0x2000, 0, "/srv/myservice"},
                        {kRodata, kRodata + 0x1000, 2, "/srv/myservice"},
                        {kData, kData + 0x1000, 3, "/srv/myservice"}});
   c.AddPrstatus(0);
   return c;
 }
 
-ErrorKind KindOf(const std::vector<uint8_t>& bytes, std::string* message = nullptr) {
+ErrorKind CoreKindOf(const std::vector<uint8_t>& bytes, std::string* message = nullptr) {
   try {
     CoreFile::FromBytes(bytes, "test-core");
   } catch (const Error& e) {
@@ -84,7 +86,7 @@ TEST(CoreFileTest, KernelCoreNotes) {
   EXPECT_EQ(core.producer(), CoreProducer::kKernel);
   EXPECT_EQ(core.machine(), EM_X86_64);
   ASSERT_EQ(core.segments().size(), 5u);
-  EXPECT_EQ(core.segments()[0].vaddr, kText);
+  EXPECT_EQ(core.segments()[0].vaddr, kCoreText);
   EXPECT_EQ(core.segments()[0].filesz, 0x1000u);
   EXPECT_EQ(core.segments()[1].filesz, 0u);
   EXPECT_EQ(core.threads(), 2u);
@@ -99,32 +101,32 @@ TEST(CoreFileTest, KernelCoreNotes) {
   EXPECT_EQ(core.signal()->code, -6);
   EXPECT_TRUE(core.signal()->from_siginfo);
   EXPECT_EQ(SignalName(core.signal()->signo), "SIGABRT");
-  EXPECT_EQ(core.auxv_entry(), kText + 0x1000);
-  EXPECT_EQ(core.auxv_phdr(), kText + 64);
+  EXPECT_EQ(core.auxv_entry(), kCoreText + 0x1000);
+  EXPECT_EQ(core.auxv_phdr(), kCoreText + 64);
   EXPECT_FALSE(core.auxv(AT_BASE));
   ASSERT_TRUE(core.has_file_note());
   EXPECT_EQ(core.file_note_page_size(), 4096u);
   ASSERT_EQ(core.file_mappings().size(), 3u);
   // The kernel writes offsets in pages: 3 pages = 0x3000 bytes.
   EXPECT_EQ(core.file_mappings()[2].file_offset, 0x3000u);
-  EXPECT_EQ(core.FileMappingAt(kText + 0x1000)->path, "/srv/myservice");
-  EXPECT_EQ(core.FileMappingAt(kHeap), nullptr);
-  EXPECT_EQ(core.FirstMappingOf("/srv/myservice")->start, kText);
+  EXPECT_EQ(core.FileMappingAt(kCoreText + 0x1000)->path, "/srv/myservice");
+  EXPECT_EQ(core.FileMappingAt(kCoreHeap), nullptr);
+  EXPECT_EQ(core.FirstMappingOf("/srv/myservice")->start, kCoreText);
   EXPECT_EQ(core.FirstMappingOf("/other"), nullptr);
 }
 
 TEST(CoreFileTest, GdbCoreHasByteOffsetsAndIsNamed) {
   SyntheticCore c;
-  c.AddSegment(kText, 0x2000, PF_R | PF_X, std::vector<uint8_t>(0x2000, 1));
+  c.AddSegment(kCoreText, 0x2000, PF_R | PF_X, std::vector<uint8_t>(0x2000, 1));
   c.AddSegment(kData, 0x1000, PF_R | PF_W, std::vector<uint8_t>(0x1000, 2));
   c.AddPrstatus(SIGSTOP);
   c.AddPrpsinfo(77, 1, 0, "app", "app");
   c.AddSiginfo(SIGSTOP, 0);
   c.AddSiginfo(SIGSEGV, 1);  // gdb writes one per thread: the first is kept
-  c.AddAuxv({{AT_ENTRY, kText + 0x10}});
+  c.AddAuxv({{AT_ENTRY, kCoreText + 0x10}});
   // gdb: page size 1, offsets in bytes.
-  c.AddFileNote(
-      1, {{kText, kText + 0x2000, 0, "/bin/app"}, {kData, kData + 0x1000, 0x3000, "/bin/app"}});
+  c.AddFileNote(1, {{kCoreText, kCoreText + 0x2000, 0, "/bin/app"},
+                    {kData, kData + 0x1000, 0x3000, "/bin/app"}});
   c.AddGdbNote();
   CoreFile core = CoreFile::FromBytes(c.Build(), "core.77");
   EXPECT_EQ(core.producer(), CoreProducer::kGdb);
@@ -136,14 +138,14 @@ TEST(CoreFileTest, GdbCoreHasByteOffsetsAndIsNamed) {
 
 TEST(CoreFileTest, PageSizeOneAloneMeansGdb) {
   SyntheticCore c;
-  c.AddSegment(kText, 0x1000, PF_R | PF_X, std::vector<uint8_t>(0x1000, 1));
-  c.AddFileNote(1, {{kText, kText + 0x1000, 0, "/bin/app"}});
+  c.AddSegment(kCoreText, 0x1000, PF_R | PF_X, std::vector<uint8_t>(0x1000, 1));
+  c.AddFileNote(1, {{kCoreText, kCoreText + 0x1000, 0, "/bin/app"}});
   EXPECT_EQ(CoreFile::FromBytes(c.Build(), "c").producer(), CoreProducer::kGdb);
 }
 
 TEST(CoreFileTest, NoFileNoteAndSignalFromPrstatus) {
   SyntheticCore c;
-  c.AddSegment(kHeap, 0x1000, PF_R | PF_W, std::vector<uint8_t>(0x1000, 1));
+  c.AddSegment(kCoreHeap, 0x1000, PF_R | PF_W, std::vector<uint8_t>(0x1000, 1));
   c.AddPrstatus(SIGSEGV);
   CoreFile core = CoreFile::FromBytes(c.Build(), "c");
   EXPECT_FALSE(core.has_file_note());
@@ -160,51 +162,52 @@ TEST(CoreFileTest, TruncatedCoreIsNamed) {
   std::vector<uint8_t> bytes = KernelCore().Build();
   bytes.resize(bytes.size() - 100);  // the heap segment (dumped last) is cut short
   std::string message;
-  EXPECT_EQ(KindOf(bytes, &message), ErrorKind::kMalformed);
+  EXPECT_EQ(CoreKindOf(bytes, &message), ErrorKind::kMalformed);
   EXPECT_NE(message.find("is truncated"), std::string::npos) << message;
-  EXPECT_NE(message.find(Hex(kHeap)), std::string::npos) << message;
+  EXPECT_NE(message.find(Hex(kCoreHeap)), std::string::npos) << message;
   // Cut inside the notes: named as the notes.
   SyntheticCore c = KernelCore();
   bytes = c.Build();
   bytes.resize(sizeof(Elf64_Ehdr) + 6 * sizeof(Elf64_Phdr) + 40);
-  EXPECT_EQ(KindOf(bytes, &message), ErrorKind::kMalformed);
+  EXPECT_EQ(CoreKindOf(bytes, &message), ErrorKind::kMalformed);
   EXPECT_NE(message.find("its notes"), std::string::npos) << message;
 }
 
 TEST(CoreFileTest, NotACore) {
   std::string message;
-  EXPECT_EQ(KindOf({}, &message), ErrorKind::kUsage);
+  EXPECT_EQ(CoreKindOf({}, &message), ErrorKind::kUsage);
   EXPECT_NE(message.find("empty"), std::string::npos) << message;
   std::string text = "hello, this is not a core file at all\n";
-  EXPECT_EQ(KindOf(std::vector<uint8_t>(text.begin(), text.end()), &message), ErrorKind::kUsage);
+  EXPECT_EQ(CoreKindOf(std::vector<uint8_t>(text.begin(), text.end()), &message),
+            ErrorKind::kUsage);
   EXPECT_NE(message.find("not a core file"), std::string::npos) << message;
   SyntheticCore exe = KernelCore();
   exe.type = ET_EXEC;
-  EXPECT_EQ(KindOf(exe.Build(), &message), ErrorKind::kUsage);
+  EXPECT_EQ(CoreKindOf(exe.Build(), &message), ErrorKind::kUsage);
   EXPECT_NE(message.find("an executable"), std::string::npos) << message;
   SyntheticCore other = KernelCore();
   other.machine = EM_PPC64;
-  EXPECT_EQ(KindOf(other.Build()), ErrorKind::kUnsupported);
+  EXPECT_EQ(CoreKindOf(other.Build()), ErrorKind::kUnsupported);
   std::vector<uint8_t> elf32 = KernelCore().Build();
   elf32[EI_CLASS] = ELFCLASS32;
-  EXPECT_EQ(KindOf(elf32), ErrorKind::kUnsupported);
+  EXPECT_EQ(CoreKindOf(elf32), ErrorKind::kUnsupported);
 }
 
 TEST(CoreFileTest, MalformedNotesAndSegments) {
   std::string message;
   {
     SyntheticCore c;
-    c.AddSegment(kHeap, 0x1000, PF_R | PF_W, std::vector<uint8_t>(16, 0));
+    c.AddSegment(kCoreHeap, 0x1000, PF_R | PF_W, std::vector<uint8_t>(16, 0));
     std::vector<uint8_t> d(16, 0);
     testing_core::PutAt(d, 0, uint64_t{1} << 40);  // count far beyond the note
     testing_core::PutAt(d, 8, uint64_t{4096});
     c.AddNote("CORE", NT_FILE, d);
-    EXPECT_EQ(KindOf(c.Build(), &message), ErrorKind::kMalformed);
+    EXPECT_EQ(CoreKindOf(c.Build(), &message), ErrorKind::kMalformed);
     EXPECT_NE(message.find("NT_FILE"), std::string::npos) << message;
   }
   {
     SyntheticCore c;
-    c.AddSegment(kHeap, 0x1000, PF_R | PF_W);
+    c.AddSegment(kCoreHeap, 0x1000, PF_R | PF_W);
     std::vector<uint8_t> d;
     testing_core::Append(d, uint64_t{2});
     testing_core::Append(d, uint64_t{4096});
@@ -212,32 +215,32 @@ TEST(CoreFileTest, MalformedNotesAndSegments) {
     d.push_back('/');
     d.push_back(0);  // one name for two entries
     c.AddNote("CORE", NT_FILE, d);
-    EXPECT_EQ(KindOf(c.Build(), &message), ErrorKind::kMalformed);
+    EXPECT_EQ(CoreKindOf(c.Build(), &message), ErrorKind::kMalformed);
   }
   {
     SyntheticCore c;
-    c.AddSegment(kHeap, 0x1000, PF_R | PF_W);
-    c.AddFileNote(3, {{kHeap, kHeap + 0x1000, 0, "/x"}});  // page size not a power of two
-    EXPECT_EQ(KindOf(c.Build()), ErrorKind::kMalformed);
+    c.AddSegment(kCoreHeap, 0x1000, PF_R | PF_W);
+    c.AddFileNote(3, {{kCoreHeap, kCoreHeap + 0x1000, 0, "/x"}});  // page size not a power of two
+    EXPECT_EQ(CoreKindOf(c.Build()), ErrorKind::kMalformed);
   }
   {
     SyntheticCore c;
-    c.AddSegment(kHeap, 0x2000, PF_R | PF_W);
-    c.AddSegment(kHeap + 0x1000, 0x1000, PF_R | PF_W);
+    c.AddSegment(kCoreHeap, 0x2000, PF_R | PF_W);
+    c.AddSegment(kCoreHeap + 0x1000, 0x1000, PF_R | PF_W);
     c.AddPrstatus(0);
-    EXPECT_EQ(KindOf(c.Build(), &message), ErrorKind::kMalformed);
+    EXPECT_EQ(CoreKindOf(c.Build(), &message), ErrorKind::kMalformed);
     EXPECT_NE(message.find("overlap"), std::string::npos) << message;
   }
   {
     SyntheticCore c;
     c.AddSegment(~uint64_t{0} - 0x10, 0x1000, PF_R);
     c.AddPrstatus(0);
-    EXPECT_EQ(KindOf(c.Build()), ErrorKind::kMalformed);
+    EXPECT_EQ(CoreKindOf(c.Build()), ErrorKind::kMalformed);
   }
   {
     // A note whose size runs past the notes is ignored, not read past.
     SyntheticCore d;
-    d.AddSegment(kHeap, 0x1000, PF_R | PF_W);
+    d.AddSegment(kCoreHeap, 0x1000, PF_R | PF_W);
     d.AddNote("CORE", NT_AUXV, std::vector<uint8_t>(64, 0xff));
     std::vector<uint8_t> b = d.Build();
     // Rewrite the note's descsz to a huge value.
@@ -250,10 +253,10 @@ TEST(CoreFileTest, MalformedNotesAndSegments) {
 
 TEST(CoreFileTest, DumpedHeaderPage) {
   CoreFile core = CoreFile::FromBytes(KernelCore().Build(), "core");
-  std::optional<DumpedElfHeader> h = core.DumpedHeaderAt(kText);
+  std::optional<DumpedElfHeader> h = core.DumpedHeaderAt(kCoreText);
   ASSERT_TRUE(h);
   EXPECT_EQ(h->type, ET_EXEC);
-  EXPECT_EQ(h->entry, kText + 0x1000);
+  EXPECT_EQ(h->entry, kCoreText + 0x1000);
   EXPECT_TRUE(h->phdrs_complete);
   ASSERT_EQ(h->loads.size(), 3u);
   EXPECT_EQ(h->loads[2].vaddr, kData);
@@ -263,12 +266,12 @@ TEST(CoreFileTest, DumpedHeaderPage) {
   EXPECT_EQ(h->gnu_build_id, "deadbeef01020304");
   // Not dumped, or not ELF.
   EXPECT_FALSE(core.DumpedHeaderAt(kRodata));
-  EXPECT_FALSE(core.DumpedHeaderAt(kHeap));
+  EXPECT_FALSE(core.DumpedHeaderAt(kCoreHeap));
   EXPECT_FALSE(core.DumpedHeaderAt(0x1000));
 }
 
 TEST(CoreFileTest, PartlyDumpedHeaderPage) {
-  std::vector<uint8_t> page = HeaderPage(ET_DYN, 0x1000, ExeLoads(), kGoId, kGnuId);
+  std::vector<uint8_t> page = HeaderPage(ET_DYN, 0x1000, ExeLoads(), kGoId, kCoreGnuId);
   // Only the ELF header and two program headers: IDs and the rest unknown.
   std::optional<DumpedElfHeader> h =
       ParseDumpedElfHeader(Bytes(page.data(), sizeof(Elf64_Ehdr) + 2 * sizeof(Elf64_Phdr)));
@@ -296,23 +299,23 @@ TEST(CoreMemoryReaderTest, ReadsDumpedMemoryAndViewsIt) {
   CoreFile core = CoreFile::FromBytes(KernelCore().Build(), "core");
   CoreMemoryReader mem(core, nullptr, "", 0);
   std::vector<uint8_t> buf(16);
-  ASSERT_TRUE(mem.TryRead(kHeap + 0x10, buf));
+  ASSERT_TRUE(mem.TryRead(kCoreHeap + 0x10, buf));
   for (size_t i = 0; i < buf.size(); ++i) EXPECT_EQ(buf[i], static_cast<uint8_t>((0x10 + i) * 7));
-  const uint8_t* view = mem.View(kHeap + 0x10, 16);
+  const uint8_t* view = mem.View(kCoreHeap + 0x10, 16);
   ASSERT_NE(view, nullptr);
   EXPECT_EQ(std::vector<uint8_t>(view, view + 16), buf);
   EXPECT_EQ(mem.ReadU64(kData, "data"), 0x2222222222222222u);
   // The reservation is mapped but not dumped and writable: unreadable.
-  EXPECT_FALSE(mem.TryRead(kHeap + 0x2000, buf));
-  EXPECT_EQ(mem.View(kHeap + 0x2000, 16), nullptr);
+  EXPECT_FALSE(mem.TryRead(kCoreHeap + 0x2000, buf));
+  EXPECT_EQ(mem.View(kCoreHeap + 0x2000, 16), nullptr);
   // A read that runs from the arena into the reservation fails as a whole.
-  EXPECT_FALSE(mem.TryRead(kHeap + 0xff8, buf));
+  EXPECT_FALSE(mem.TryRead(kCoreHeap + 0xff8, buf));
   // Outside every segment.
   EXPECT_FALSE(mem.TryRead(0x1000, buf));
   EXPECT_FALSE(mem.TryRead(~uint64_t{0} - 4, buf));
   // Without the executable, undumped text and rodata are unreadable.
   EXPECT_FALSE(mem.TryRead(kRodata, buf));
-  EXPECT_FALSE(mem.TryRead(kText + 0x1000, buf));
+  EXPECT_FALSE(mem.TryRead(kCoreText + 0x1000, buf));
   EXPECT_EQ(mem.stats().bytes_read, 24u);
 }
 
@@ -322,11 +325,11 @@ TEST(CoreMemoryReaderTest, UndumpedReadOnlyMemoryComesFromTheExecutable) {
   CoreMemoryReader mem(core, &exe, "/srv/myservice", 0);
   std::vector<uint8_t> buf(8);
   // Text beyond the dumped header page: from the file at NT_FILE's offset.
-  ASSERT_TRUE(mem.TryRead(kText + 0x1000, buf));
+  ASSERT_TRUE(mem.TryRead(kCoreText + 0x1000, buf));
   EXPECT_EQ(buf, std::vector<uint8_t>(8, 0xcc));
   // A read across the dumped header page and the undumped text.
   std::vector<uint8_t> across(16);
-  ASSERT_TRUE(mem.TryRead(kText + 0xff8, across));
+  ASSERT_TRUE(mem.TryRead(kCoreText + 0xff8, across));
   EXPECT_EQ(across[15], 0xcc);
   ASSERT_TRUE(mem.TryRead(kRodata + 0x10, buf));
   EXPECT_EQ(buf[0], 0x10);
@@ -335,7 +338,7 @@ TEST(CoreMemoryReaderTest, UndumpedReadOnlyMemoryComesFromTheExecutable) {
   // Writable memory always comes from the core, never the file's initial
   // values (0x11), and undumped writable memory is unreadable.
   EXPECT_EQ(mem.ReadU64(kData, "data"), 0x2222222222222222u);
-  EXPECT_FALSE(mem.TryRead(kHeap + 0x2000, buf));
+  EXPECT_FALSE(mem.TryRead(kCoreHeap + 0x2000, buf));
   // The same file under another name in NT_FILE: not the executable.
   CoreMemoryReader other(core, &exe, "/srv/other", 0);
   EXPECT_FALSE(other.TryRead(kRodata, buf));

@@ -24,11 +24,11 @@ using testing_core::HeaderPage;
 using testing_core::Load;
 using testing_core::SyntheticCore;
 
-constexpr uint64_t kBias = 0x555555554000;  // a PIE's load address
-constexpr uint64_t kEntry = 0x1100;         // link-time entry point
+constexpr uint64_t kTargetBias = 0x555555554000;  // a PIE's load address
+constexpr uint64_t kEntry = 0x1100;               // link-time entry point
 constexpr uint64_t kVdso = 0x7ffff7fc1000;
-constexpr uint64_t kHeap = 0xc000000000;
-const std::vector<uint8_t> kGnuId = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+constexpr uint64_t kTargetHeap = 0xc000000000;
+const std::vector<uint8_t> kTargetGnuId = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
 
 std::vector<Elf64_Phdr> PieLoads() {
   return {Load(0, 0, 0x2000, 0x2000, PF_R | PF_X),
@@ -49,7 +49,7 @@ class CoreTargetTest : public ::testing::Test {
            ("goheap2pprof-core-target-" + std::to_string(getpid()));
     std::filesystem::create_directories(dir_);
     exe_path_ = (dir_ / "server").string();
-    Write(exe_path_, PieBytes(kGnuId));
+    Write(exe_path_, PieBytes(kTargetGnuId));
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
@@ -59,24 +59,24 @@ class CoreTargetTest : public ::testing::Test {
               static_cast<std::streamsize>(bytes.size()));
   }
 
-  // A kernel core of the PIE at kBias. `data_at` moves the data mapping, to
+  // A kernel core of the PIE at kTargetBias. `data_at` moves the data mapping, to
   // make it disagree with the bias AT_ENTRY gives.
-  SyntheticCore Core(bool with_file_note = true, uint64_t data_at = kBias + 0x3000) const {
-    std::vector<uint8_t> header = PieBytes(kGnuId);
+  SyntheticCore Core(bool with_file_note = true, uint64_t data_at = kTargetBias + 0x3000) const {
+    std::vector<uint8_t> header = PieBytes(kTargetGnuId);
     header.resize(0x1000);
     SyntheticCore c;
-    c.AddSegment(kBias, 0x2000, PF_R | PF_X, header);
+    c.AddSegment(kTargetBias, 0x2000, PF_R | PF_X, header);
     c.AddSegment(data_at, 0x1000, PF_R | PF_W, std::vector<uint8_t>(0x1000, 0x44));
-    c.AddSegment(kHeap, 0x1000, PF_R | PF_W, std::vector<uint8_t>(0x1000, 0x55));
+    c.AddSegment(kTargetHeap, 0x1000, PF_R | PF_W, std::vector<uint8_t>(0x1000, 0x55));
     c.AddSegment(kVdso, 0x2000, PF_R | PF_X, std::vector<uint8_t>(0x2000, 0));
     c.AddSegment(0xffffffffff600000, 0x1000, PF_X);
     c.AddPrstatus(SIGABRT);
     c.AddPrpsinfo(321, 1, 0, "server", "./server -port 80");
     c.AddSiginfo(SIGABRT, -6);
-    c.AddAuxv({{AT_SYSINFO_EHDR, kVdso}, {AT_PAGESZ, 4096}, {AT_ENTRY, kBias + kEntry}});
+    c.AddAuxv({{AT_SYSINFO_EHDR, kVdso}, {AT_PAGESZ, 4096}, {AT_ENTRY, kTargetBias + kEntry}});
     if (with_file_note) {
-      c.AddFileNote(
-          4096, {{kBias, kBias + 0x2000, 0, exe_path_}, {data_at, data_at + 0x1000, 2, exe_path_}});
+      c.AddFileNote(4096, {{kTargetBias, kTargetBias + 0x2000, 0, exe_path_},
+                           {data_at, data_at + 0x1000, 2, exe_path_}});
     }
     return c;
   }
@@ -85,7 +85,7 @@ class CoreTargetTest : public ::testing::Test {
   std::string exe_path_;
 };
 
-ErrorKind KindOf(const std::function<void()>& fn, std::string* message) {
+ErrorKind TargetKindOf(const std::function<void()>& fn, std::string* message) {
   try {
     fn();
   } catch (const Error& e) {
@@ -103,11 +103,11 @@ TEST_F(CoreTargetTest, MapsFromSegmentsAndNtFile) {
   const MapsEntry& heap = maps[0];
   const MapsEntry& text = maps[1];
   const MapsEntry& data = maps[2];
-  EXPECT_EQ(heap.start, kHeap);
+  EXPECT_EQ(heap.start, kTargetHeap);
   EXPECT_EQ(heap.path, "");
   EXPECT_EQ(heap.inode, 0u);
-  EXPECT_EQ(text.start, kBias);
-  EXPECT_EQ(text.end, kBias + 0x2000);
+  EXPECT_EQ(text.start, kTargetBias);
+  EXPECT_EQ(text.end, kTargetBias + 0x2000);
   EXPECT_EQ(text.perms, "r-xp");
   EXPECT_EQ(text.path, exe_path_);
   EXPECT_EQ(data.perms, "rw-p");
@@ -124,7 +124,7 @@ TEST_F(CoreTargetTest, ChoosesTheFileTheCoreNamesAndProvesIt) {
   std::vector<MapsEntry> maps = CoreMaps(core);
   CoreExecutable exe = ChooseCoreExecutable(core, maps, {});
   EXPECT_EQ(exe.mapped_path, exe_path_);
-  EXPECT_EQ(exe.bias, kBias);
+  EXPECT_EQ(exe.bias, kTargetBias);
   EXPECT_EQ(exe.gnu_build_id, "0102030405060708090a");
   EXPECT_TRUE(exe.warnings.empty());
   ASSERT_TRUE(exe.elf);
@@ -141,13 +141,13 @@ TEST_F(CoreTargetTest, ChoosesTheFileTheCoreNamesAndProvesIt) {
 
 TEST_F(CoreTargetTest, RefusesAnotherBuildUnlessForced) {
   const std::string other = (dir_ / "other").string();
-  std::vector<uint8_t> other_id = kGnuId;
+  std::vector<uint8_t> other_id = kTargetGnuId;
   other_id[9] ^= 0xff;
   Write(other, PieBytes(other_id));
   CoreFile core = CoreFile::FromBytes(Core().Build(), "core");
   std::vector<MapsEntry> maps = CoreMaps(core);
   std::string message;
-  EXPECT_EQ(KindOf(
+  EXPECT_EQ(TargetKindOf(
                 [&] {
                   ChooseCoreExecutable(core, maps, {other, false});
                 },
@@ -159,8 +159,8 @@ TEST_F(CoreTargetTest, RefusesAnotherBuildUnlessForced) {
   ASSERT_EQ(forced.warnings.size(), 1u);
   EXPECT_NE(forced.warnings[0].find("--force"), std::string::npos);
   // Another Go build ID is refused the same way.
-  Write(other, PieBytes(kGnuId, "another/go/id"));
-  EXPECT_EQ(KindOf(
+  Write(other, PieBytes(kTargetGnuId, "another/go/id"));
+  EXPECT_EQ(TargetKindOf(
                 [&] {
                   ChooseCoreExecutable(core, maps, {other, false});
                 },
@@ -168,16 +168,17 @@ TEST_F(CoreTargetTest, RefusesAnotherBuildUnlessForced) {
             ErrorKind::kUsage);
   EXPECT_NE(message.find("Go build ID"), std::string::npos) << message;
   // A copy of the right file under another name is accepted.
-  Write(other, PieBytes(kGnuId));
-  EXPECT_EQ(ChooseCoreExecutable(core, maps, {other, false}).bias, kBias);
+  Write(other, PieBytes(kTargetGnuId));
+  EXPECT_EQ(ChooseCoreExecutable(core, maps, {other, false}).bias, kTargetBias);
 }
 
 TEST_F(CoreTargetTest, RefusesMappingsThatDisagreeWithTheEntryPoint) {
   // The data is mapped 16 MiB off from where AT_ENTRY puts the file.
-  CoreFile core = CoreFile::FromBytes(Core(true, kBias + 0x1003000).Build(), "core");
+  CoreFile core = CoreFile::FromBytes(Core(true, kTargetBias + 0x1003000).Build(), "core");
   std::vector<MapsEntry> maps = CoreMaps(core);
   std::string message;
-  EXPECT_EQ(KindOf([&] { ChooseCoreExecutable(core, maps, {}); }, &message), ErrorKind::kUsage);
+  EXPECT_EQ(TargetKindOf([&] { ChooseCoreExecutable(core, maps, {}); }, &message),
+            ErrorKind::kUsage);
   EXPECT_NE(message.find("none of its PT_LOAD segments"), std::string::npos) << message;
 }
 
@@ -185,10 +186,11 @@ TEST_F(CoreTargetTest, WithoutNtFileOnlyExeWorks) {
   CoreFile core = CoreFile::FromBytes(Core(false).Build(), "core");
   std::vector<MapsEntry> maps = CoreMaps(core);
   std::string message;
-  EXPECT_EQ(KindOf([&] { ChooseCoreExecutable(core, maps, {}); }, &message), ErrorKind::kUsage);
+  EXPECT_EQ(TargetKindOf([&] { ChooseCoreExecutable(core, maps, {}); }, &message),
+            ErrorKind::kUsage);
   EXPECT_NE(message.find("has no NT_FILE note"), std::string::npos) << message;
   CoreExecutable exe = ChooseCoreExecutable(core, maps, {exe_path_, false});
-  EXPECT_EQ(exe.bias, kBias);
+  EXPECT_EQ(exe.bias, kTargetBias);
   // The mappings where its PT_LOADs land are named after the --exe file.
   EXPECT_EQ(exe.mapped_path, exe_path_);
   EXPECT_EQ(maps[1].path, exe_path_);
@@ -202,7 +204,7 @@ TEST_F(CoreTargetTest, WithoutNtFileOnlyExeWorks) {
   // Undumped read-only memory then comes from the file by the bias.
   CoreMemoryReader mem(core, exe.elf.get(), exe.mapped_path, exe.bias);
   std::vector<uint8_t> buf(4);
-  ASSERT_TRUE(mem.TryRead(kBias + 0x1800, buf));
+  ASSERT_TRUE(mem.TryRead(kTargetBias + 0x1800, buf));
   EXPECT_EQ(buf[0], 0x90);
 }
 
@@ -211,21 +213,22 @@ TEST_F(CoreTargetTest, MissingFileAndMissingEntry) {
   std::filesystem::remove(exe_path_);
   std::vector<MapsEntry> maps = CoreMaps(core);
   std::string message;
-  EXPECT_EQ(KindOf([&] { ChooseCoreExecutable(core, maps, {}); }, &message), ErrorKind::kUsage);
+  EXPECT_EQ(TargetKindOf([&] { ChooseCoreExecutable(core, maps, {}); }, &message),
+            ErrorKind::kUsage);
   EXPECT_NE(message.find("does not exist here"), std::string::npos) << message;
   SyntheticCore c;
-  c.AddSegment(kHeap, 0x1000, PF_R | PF_W);
+  c.AddSegment(kTargetHeap, 0x1000, PF_R | PF_W);
   c.AddFileNote(4096, {});
   CoreFile no_auxv = CoreFile::FromBytes(c.Build(), "core");
   std::vector<MapsEntry> no_auxv_maps = CoreMaps(no_auxv);
-  EXPECT_EQ(KindOf([&] { ChooseCoreExecutable(no_auxv, no_auxv_maps, {}); }, &message),
+  EXPECT_EQ(TargetKindOf([&] { ChooseCoreExecutable(no_auxv, no_auxv_maps, {}); }, &message),
             ErrorKind::kMalformed);
   EXPECT_NE(message.find("AT_ENTRY"), std::string::npos) << message;
 }
 
 TEST_F(CoreTargetTest, DumpedHeaderMismatchReasons) {
-  ElfFile file = ElfFile::FromBytes(PieBytes(kGnuId), "server");
-  std::optional<DumpedElfHeader> same = ParseDumpedElfHeader(PieBytes(kGnuId));
+  ElfFile file = ElfFile::FromBytes(PieBytes(kTargetGnuId), "server");
+  std::optional<DumpedElfHeader> same = ParseDumpedElfHeader(PieBytes(kTargetGnuId));
   ASSERT_TRUE(same);
   EXPECT_FALSE(DumpedHeaderMismatch(*same, file));
   DumpedElfHeader moved = *same;

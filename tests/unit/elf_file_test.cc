@@ -122,7 +122,7 @@ std::vector<uint8_t> BuildElf(uint16_t machine = EM_X86_64) {
   return b;
 }
 
-ErrorKind KindOf(std::vector<uint8_t> bytes, std::string* message = nullptr) {
+ErrorKind ElfKindOf(std::vector<uint8_t> bytes, std::string* message = nullptr) {
   try {
     ElfFile::FromBytes(std::move(bytes), "test.elf");
   } catch (const Error& e) {
@@ -177,26 +177,26 @@ TEST(ElfFileTest, HandBuiltImage) {
 
 TEST(ElfFileTest, RejectsNonElfAndUnsupported) {
   std::string msg;
-  EXPECT_EQ(KindOf({'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd', '!', '!', '!', '!', '!',
-                    '!', '!'},
-                   &msg),
+  EXPECT_EQ(ElfKindOf({'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd', '!', '!', '!', '!',
+                       '!', '!', '!'},
+                      &msg),
             ErrorKind::kNotGo);
   EXPECT_NE(msg.find("not an ELF"), std::string::npos) << msg;
-  EXPECT_EQ(KindOf({}), ErrorKind::kNotGo);
+  EXPECT_EQ(ElfKindOf({}), ErrorKind::kNotGo);
 
   std::vector<uint8_t> b = BuildElf();
   b[EI_CLASS] = ELFCLASS32;
-  EXPECT_EQ(KindOf(b, &msg), ErrorKind::kUnsupported);
+  EXPECT_EQ(ElfKindOf(b, &msg), ErrorKind::kUnsupported);
   EXPECT_NE(msg.find("32-bit ELF"), std::string::npos) << msg;
 
   b = BuildElf();
   b[EI_DATA] = ELFDATA2MSB;
-  EXPECT_EQ(KindOf(b, &msg), ErrorKind::kUnsupported);
+  EXPECT_EQ(ElfKindOf(b, &msg), ErrorKind::kUnsupported);
   EXPECT_NE(msg.find("big-endian"), std::string::npos) << msg;
 
-  EXPECT_EQ(KindOf(BuildElf(EM_386), &msg), ErrorKind::kUnsupported);
+  EXPECT_EQ(ElfKindOf(BuildElf(EM_386), &msg), ErrorKind::kUnsupported);
   EXPECT_NE(msg.find("i386"), std::string::npos) << msg;
-  EXPECT_EQ(KindOf(BuildElf(EM_AARCH64)), ErrorKind::kInternal);  // accepted
+  EXPECT_EQ(ElfKindOf(BuildElf(EM_AARCH64)), ErrorKind::kInternal);  // accepted
 }
 
 TEST(ElfFileTest, TruncatedImagesThrowOrLoad) {

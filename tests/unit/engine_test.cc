@@ -31,8 +31,8 @@ using testing_pclntab::BuildGo120Table;
 using testing_pclntab::HandFunc;
 using testing_pclntab::HandTable;
 
-constexpr uint64_t kBias = 0x555555554000;
-constexpr uint64_t kHeap = 0xc000000000;
+constexpr uint64_t kEngineBias = 0x555555554000;
+constexpr uint64_t kEngineHeap = 0xc000000000;
 constexpr int64_t kRate = 512 * 1024;
 constexpr uint64_t kExeInode = 77;
 const char kExePath[] = "/srv/app";
@@ -45,9 +45,9 @@ std::vector<HandFunc> Functions() {
 
 // One runtime.bucket (Go 1.18-1.26 layout: header, stack, memRecord of four
 // memRecordCycles) as bytes.
-std::vector<uint8_t> BucketBytes(uint64_t size, const std::vector<uint64_t>& stack,
-                                 const MemRecordCycle& active,
-                                 const std::array<MemRecordCycle, 3>& future) {
+std::vector<uint8_t> EngineBucketBytes(uint64_t size, const std::vector<uint64_t>& stack,
+                                       const MemRecordCycle& active,
+                                       const std::array<MemRecordCycle, 3>& future) {
   std::vector<uint64_t> words = {0, 0, kMemProfileBucketType, 0x1234, size, stack.size()};
   words.insert(words.end(), stack.begin(), stack.end());
   for (const MemRecordCycle* c : {&active, &future[0], &future[1], &future[2]}) {
@@ -88,16 +88,16 @@ class EngineTest : public ::testing::Test {
     std::vector<uint8_t> heap;
     std::vector<uint64_t> addrs;
     for (const TestBucket& b : buckets) {
-      addrs.push_back(kHeap + heap.size());
+      addrs.push_back(kEngineHeap + heap.size());
       std::vector<uint64_t> pcs;
       for (size_t i = 0; i + 1 < b.stack.size(); i += 2) {
         pcs.push_back(Pc(bias, static_cast<int>(b.stack[i]), b.stack[i + 1]));
       }
-      std::vector<uint8_t> bytes = BucketBytes(b.size, pcs, b.active, b.future);
+      std::vector<uint8_t> bytes = EngineBucketBytes(b.size, pcs, b.active, b.future);
       heap.insert(heap.end(), bytes.begin(), bytes.end());
     }
     for (size_t i = 0; i + 1 < addrs.size(); ++i) {  // allnext
-      std::memcpy(&heap[addrs[i] - kHeap + 8], &addrs[i + 1], 8);
+      std::memcpy(&heap[addrs[i] - kEngineHeap + 8], &addrs[i + 1], 8);
     }
     heap.resize(std::max<size_t>(heap.size(), 0x1000));
     std::vector<uint8_t> image = elf_.image;
@@ -109,10 +109,10 @@ class EngineTest : public ::testing::Test {
     image[elf_.disable_memory_profiling] = disable;
     const uint64_t image_size = image.size();
     mem->Map(bias, std::move(image));
-    mem->Map(kHeap, heap);
+    mem->Map(kEngineHeap, heap);
     std::vector<MapsEntry> maps = {
         {bias, bias + image_size, "r-xp", 0, "08:01", running_.inode, running_.path},
-        {kHeap, kHeap + heap.size(), "rw-p", 0, "00:00", 0, ""},
+        {kEngineHeap, kEngineHeap + heap.size(), "rw-p", 0, "00:00", 0, ""},
     };
     TargetExecutable exe{file_, running_, "0badc0de", "", {}, {}};
     return std::make_unique<MemorySource>(std::move(mem), std::move(maps), std::move(exe),
@@ -161,13 +161,13 @@ TEST_F(EngineTest, CapturesAProfileFromTestMemory) {
   EXPECT_EQ(analysis->go_version(), "go1.26.2");
   // Newest first in the runtime's list: bucket 0 is the head.
   std::unique_ptr<MemorySource> src =
-      Source(kBias, {{.size = 64,
-                      // mallocgc <- helper inlined in alloc (and the virtual PC the
-                      // runtime records for alloc's frame: parent PC + 1) <- main
-                      .stack = {0, 0x20, 1, 0x48, 1, 0x31, 2, 0x10},
-                      .active = {10, 4, 640, 256},
-                      .future = {{{}, {2, 0, 128, 0}, {}}}},
-                     {.size = 1024, .stack = {2, 0x10}, .active = {1, 1, 1024, 1024}}});
+      Source(kEngineBias, {{.size = 64,
+                            // mallocgc <- helper inlined in alloc (and the virtual PC the
+                            // runtime records for alloc's frame: parent PC + 1) <- main
+                            .stack = {0, 0x20, 1, 0x48, 1, 0x31, 2, 0x10},
+                            .active = {10, 4, 640, 256},
+                            .future = {{{}, {2, 0, 128, 0}, {}}}},
+                           {.size = 1024, .stack = {2, 0x10}, .active = {1, 1, 1024, 1024}}});
   CaptureResult r = Capture(*src, *analysis, {.time_nanos = 12345});
   const pb::Profile& p = r.profile.get();
 
@@ -199,7 +199,7 @@ TEST_F(EngineTest, CapturesAProfileFromTestMemory) {
   ASSERT_EQ(s0.location_id_size(), 2);
   EXPECT_EQ(LineFunctions(p, s0.location_id(0)),
             std::vector<std::string>({"main.helper:21", "main.alloc:11"}));
-  EXPECT_EQ(FindLocation(p, s0.location_id(0))->address(), Pc(kBias, 1, 0x48) - 1);
+  EXPECT_EQ(FindLocation(p, s0.location_id(0))->address(), Pc(kEngineBias, 1, 0x48) - 1);
   EXPECT_EQ(LineFunctions(p, s0.location_id(1)), std::vector<std::string>({"main.main:31"}));
   // The second bucket's only PC is the first one's caller: the same location.
   const pb::Sample& s1 = p.sample(1);
@@ -211,7 +211,7 @@ TEST_F(EngineTest, CapturesAProfileFromTestMemory) {
   // The executable's mapping, with the running file's build ID, has
   // functions because every lookup worked.
   ASSERT_EQ(p.mapping_size(), 1);
-  EXPECT_EQ(p.mapping(0).memory_start(), kBias);
+  EXPECT_EQ(p.mapping(0).memory_start(), kEngineBias);
   EXPECT_EQ(p.string_table(p.mapping(0).filename()), kExePath);
   EXPECT_EQ(p.string_table(p.mapping(0).build_id()), "0badc0de");
   EXPECT_TRUE(p.mapping(0).has_functions());
@@ -220,7 +220,7 @@ TEST_F(EngineTest, CapturesAProfileFromTestMemory) {
   // -v notes say where the variables are at this bias.
   bool noted_bias = false;
   for (const std::string& note : r.report.notes) {
-    noted_bias |= note.find("load bias " + Hex(kBias)) != std::string::npos;
+    noted_bias |= note.find("load bias " + Hex(kEngineBias)) != std::string::npos;
   }
   EXPECT_TRUE(noted_bias);
 }
@@ -229,7 +229,7 @@ TEST_F(EngineTest, OneAnalysisServesProcessesAtOtherBiases) {
   const auto analysis = ExecutableAnalysis::Create(file_);
   const std::vector<TestBucket> buckets = {
       {.size = 32, .stack = {1, 0x48, 1, 0x31, 2, 0x10}, .active = {3, 1, 96, 32}}};
-  CaptureResult first = Capture(*Source(kBias, buckets), *analysis, {.time_nanos = 1});
+  CaptureResult first = Capture(*Source(kEngineBias, buckets), *analysis, {.time_nanos = 1});
   const uint64_t symbolized = analysis->symbolizer().distinct_pcs();
   constexpr uint64_t kOtherBias = 0x7f0000000000;
   CaptureResult second = Capture(*Source(kOtherBias, buckets), *analysis, {.time_nanos = 1});
@@ -240,7 +240,7 @@ TEST_F(EngineTest, OneAnalysisServesProcessesAtOtherBiases) {
   const pb::Profile& b = second.profile.get();
   ASSERT_EQ(a.location_size(), b.location_size());
   for (int i = 0; i < a.location_size(); ++i) {
-    EXPECT_EQ(b.location(i).address() - a.location(i).address(), kOtherBias - kBias);
+    EXPECT_EQ(b.location(i).address() - a.location(i).address(), kOtherBias - kEngineBias);
     EXPECT_EQ(LineFunctions(a, a.location(i).id()), LineFunctions(b, b.location(i).id()));
   }
   EXPECT_EQ(b.mapping(0).memory_start(), kOtherBias);
@@ -257,7 +257,8 @@ TEST_F(EngineTest, CapturesOnSeveralThreadsShareOneAnalysis) {
       {.size = 1024, .stack = {2, 0x90}, .active = {1, 1, 1024, 1024}}};
   constexpr int kThreads = 4;
   std::vector<std::unique_ptr<MemorySource>> sources;
-  for (int i = 0; i < kThreads; ++i) sources.push_back(Source(kBias + 0x1000000 * i, buckets));
+  for (int i = 0; i < kThreads; ++i)
+    sources.push_back(Source(kEngineBias + 0x1000000 * i, buckets));
   std::vector<std::string> stacks(kThreads);
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; ++i) {
@@ -285,10 +286,10 @@ TEST_F(EngineTest, CapturesOnSeveralThreadsShareOneAnalysis) {
 
 TEST_F(EngineTest, PublishedCountersLeaveTheUnpublishedCycleOut) {
   const auto analysis = ExecutableAnalysis::Create(file_);
-  CaptureResult r = Capture(*Source(kBias, {{.size = 64,
-                                             .stack = {2, 0x10},
-                                             .active = {10, 4, 640, 256},
-                                             .future = {{{}, {2, 0, 128, 0}, {}}}}}),
+  CaptureResult r = Capture(*Source(kEngineBias, {{.size = 64,
+                                                   .stack = {2, 0x10},
+                                                   .active = {10, 4, 640, 256},
+                                                   .future = {{{}, {2, 0, 128, 0}, {}}}}}),
                             *analysis, {.counters = CounterSource::kPublished});
   const pb::Profile& p = r.profile.get();
   EXPECT_EQ(p.sample(0).value(0), Scaled(10, 640).first);
@@ -298,7 +299,7 @@ TEST_F(EngineTest, PublishedCountersLeaveTheUnpublishedCycleOut) {
 
 TEST_F(EngineTest, RateZeroWithNoBucketsIsSamplingDisabled) {
   const auto analysis = ExecutableAnalysis::Create(file_);
-  std::unique_ptr<MemorySource> src = Source(kBias, {}, /*rate=*/0);
+  std::unique_ptr<MemorySource> src = Source(kEngineBias, {}, /*rate=*/0);
   CaptureReport report;
   try {
     Capture(*src, *analysis, {}, report);
@@ -314,9 +315,9 @@ TEST_F(EngineTest, RateZeroWithNoBucketsIsSamplingDisabled) {
 
 TEST_F(EngineTest, CompiledOutProfilingIsSamplingDisabled) {
   const auto analysis = ExecutableAnalysis::Create(file_);
-  std::unique_ptr<MemorySource> src =
-      Source(kBias, {{.size = 16, .stack = {2, 0x10}, .active = {1, 0, 16, 0}}}, kRate, 4 << 1,
-             /*disable=*/1);
+  std::unique_ptr<MemorySource> src = Source(
+      kEngineBias, {{.size = 16, .stack = {2, 0x10}, .active = {1, 0, 16, 0}}}, kRate, 4 << 1,
+      /*disable=*/1);
   try {
     Capture(*src, *analysis, {});
     FAIL() << "captured a target whose profiling is compiled out";
@@ -328,7 +329,7 @@ TEST_F(EngineTest, CompiledOutProfilingIsSamplingDisabled) {
 
 TEST_F(EngineTest, NothingSampledYetIsAnEmptyProfileWithAWarning) {
   const auto analysis = ExecutableAnalysis::Create(file_);
-  CaptureResult r = Capture(*Source(kBias, {}), *analysis, {});
+  CaptureResult r = Capture(*Source(kEngineBias, {}), *analysis, {});
   EXPECT_EQ(r.profile.get().sample_size(), 0);
   ASSERT_EQ(r.report.warnings.size(), 1u);
   EXPECT_NE(r.report.warnings[0].find("no heap allocation has been sampled yet"),
@@ -354,7 +355,7 @@ class GoneSource : public CaptureSource {
 
 TEST_F(EngineTest, ATargetGoneByTheEndFailsTheCapture) {
   const auto analysis = ExecutableAnalysis::Create(file_);
-  GoneSource src(Source(kBias, {{.size = 16, .stack = {2, 0x10}, .active = {1, 0, 16, 0}}}));
+  GoneSource src(Source(kEngineBias, {{.size = 16, .stack = {2, 0x10}, .active = {1, 0, 16, 0}}}));
   CaptureReport report;
   try {
     Capture(src, *analysis, {}, report);
@@ -442,7 +443,7 @@ std::vector<std::string> SampleTexts(const pb::Profile& p) {
 
 class RepeatedCaptureTest : public EngineTest {
  protected:
-  static constexpr uint64_t kBias = 0x10000;
+  static constexpr uint64_t kEngineBias = 0x10000;
   std::vector<TestBucket> Buckets(uint64_t allocs) const {
     return {{64, {1, 0x10, 0, 0x20}, {allocs, 1, 64 * allocs, 64}},
             {128, {2, 0x10, 0, 0x20}, {3, 1, 384, 128}}};
@@ -450,10 +451,10 @@ class RepeatedCaptureTest : public EngineTest {
   // A capture through state, and what a fresh capture of the same memory says.
   std::pair<CaptureResult, std::vector<std::string>> CaptureBoth(
       const std::vector<TestBucket>& buckets, ProcessCaptureState& state) {
-    std::unique_ptr<MemorySource> src = Source(kBias, buckets);
+    std::unique_ptr<MemorySource> src = Source(kEngineBias, buckets);
     CaptureReport report;
     CaptureResult r = Capture(*src, analysis_, {}, report, state);
-    std::unique_ptr<MemorySource> again = Source(kBias, buckets);
+    std::unique_ptr<MemorySource> again = Source(kEngineBias, buckets);
     CaptureResult fresh = Capture(*again, *analysis_, {});
     return {std::move(r), SampleTexts(fresh.profile.get())};
   }
@@ -519,7 +520,7 @@ TEST_F(RepeatedCaptureTest, BucketsThatAreNoLongerTheRememberedOnesStartAfresh) 
 TEST_F(RepeatedCaptureTest, AFailedCaptureLeavesNoStateToTrust) {
   ProcessCaptureState state;
   CaptureBoth(Buckets(5), state);
-  std::unique_ptr<MemorySource> off = Source(kBias, {}, /*rate=*/0);
+  std::unique_ptr<MemorySource> off = Source(kEngineBias, {}, /*rate=*/0);
   CaptureReport report;
   EXPECT_THROW(Capture(*off, analysis_, {}, report, state), Error);
   auto [r, fresh] = CaptureBoth(Buckets(6), state);

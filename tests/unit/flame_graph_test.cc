@@ -97,7 +97,7 @@ std::vector<std::string> Lines(const FlameGraph& g) {
 
 // main.main -> {a (300 at a.go:10), b (100), b again via another line (50)};
 // runtime.main on top of main.main.
-Maker SmallProfile() {
+Maker SmallFlameProfile() {
   Maker m;
   const uint64_t rt = m.Loc({{"runtime.main", 250}});
   const uint64_t main_a = m.Loc({{"main.main", 20}});
@@ -112,7 +112,7 @@ Maker SmallProfile() {
 }
 
 TEST(FlameGraphTest, LayoutPlacesChildrenLeftToRightWidestFirst) {
-  const FlameGraph g = BuildFlameGraph(SmallProfile().profile(), {});
+  const FlameGraph g = BuildFlameGraph(SmallFlameProfile().profile(), {});
   EXPECT_EQ(g.total, 450);
   EXPECT_EQ(g.unit, "bytes");
   EXPECT_EQ(Lines(g),
@@ -125,15 +125,16 @@ TEST(FlameGraphTest, LayoutPlacesChildrenLeftToRightWidestFirst) {
 }
 
 TEST(FlameGraphTest, SampleIndexChoosesTheValue) {
-  const FlameGraph g = BuildFlameGraph(SmallProfile().profile(), {.sample_index = "alloc_space"});
+  const FlameGraph g =
+      BuildFlameGraph(SmallFlameProfile().profile(), {.sample_index = "alloc_space"});
   EXPECT_EQ(g.total, 900);
   EXPECT_EQ(g.frames[3].value, 600);
   EXPECT_EQ(g.frames[4].x, 600);
   const FlameGraph objects =
-      BuildFlameGraph(SmallProfile().profile(), {.sample_index = "inuse_objects"});
+      BuildFlameGraph(SmallFlameProfile().profile(), {.sample_index = "inuse_objects"});
   EXPECT_EQ(objects.total, 3);
   EXPECT_EQ(objects.unit, "count");
-  EXPECT_THROW(BuildFlameGraph(SmallProfile().profile(), {.sample_index = "cpu"}), Error);
+  EXPECT_THROW(BuildFlameGraph(SmallFlameProfile().profile(), {.sample_index = "cpu"}), Error);
 }
 
 TEST(FlameGraphTest, ChildrenNeverExceedTheirParentAndStartAtItsEdge) {
@@ -236,17 +237,17 @@ TEST(FlameGraphTest, DeepStacksAreCut) {
 }
 
 TEST(FlameGraphTest, SamePageForTheSameProfile) {
-  Maker a = SmallProfile();
+  Maker a = SmallFlameProfile();
   const std::string page = FlameGraphHtml(a.profile(), {});
-  EXPECT_EQ(page, FlameGraphHtml(SmallProfile().profile(), {}));
+  EXPECT_EQ(page, FlameGraphHtml(SmallFlameProfile().profile(), {}));
   // Samples in another order give the same page too.
-  Maker b = SmallProfile();
+  Maker b = SmallFlameProfile();
   std::swap(*b.profile().mutable_sample(0), *b.profile().mutable_sample(2));
   EXPECT_EQ(page, FlameGraphHtml(b.profile(), {}));
 }
 
 TEST(FlameGraphTest, PageCarriesTheGraphAsJson) {
-  const std::string page = FlameGraphHtml(SmallProfile().profile(), {.title = "demo"});
+  const std::string page = FlameGraphHtml(SmallFlameProfile().profile(), {.title = "demo"});
   const std::string open = "<script type=\"application/json\" id=\"flame-data\">";
   const size_t begin = page.find(open);
   ASSERT_NE(begin, std::string::npos);
@@ -331,7 +332,7 @@ TEST(FlameGraphTest, EscapingPerContext) {
 }
 
 TEST(FlameGraphTest, PolicyNamesTheScriptByItsHash) {
-  const std::string page = FlameGraphHtml(SmallProfile().profile(), {});
+  const std::string page = FlameGraphHtml(SmallFlameProfile().profile(), {});
   const std::string policy = FlameGraphContentSecurityPolicy();
   EXPECT_EQ(policy.rfind("default-src 'none'; script-src 'sha256-", 0), 0u) << policy;
   const size_t begin = page.rfind("<script>") + 8;

@@ -490,9 +490,9 @@ TEST(RenderOutput, EachFormatComesFromTheSameProfile) {
 // ---- published-only vs runtime-exact counters, on test memory
 
 // Writes one heap bucket (header, stack, memRecord) into test memory.
-std::vector<uint8_t> BucketBytes(uint64_t allnext, uint64_t size, std::vector<uint64_t> stack,
-                                 const MemRecordCycle& active,
-                                 const std::array<MemRecordCycle, 3>& future) {
+std::vector<uint8_t> FormatsBucketBytes(uint64_t allnext, uint64_t size,
+                                        std::vector<uint64_t> stack, const MemRecordCycle& active,
+                                        const std::array<MemRecordCycle, 3>& future) {
   std::vector<uint64_t> words = {0, allnext, kMemProfileBucketType, 0x1234, size, stack.size()};
   words.insert(words.end(), stack.begin(), stack.end());
   for (const MemRecordCycle* c : {&active, &future[0], &future[1], &future[2]}) {
@@ -516,8 +516,8 @@ TEST(PublishedCounters, DifferFromExactByTheUnflushedCycleOnly) {
                                                  MemRecordCycle{9, 4, 9 * 4096, 4 * 4096}};
   TestMemory mem;
   const uint64_t b1 = 0x10000, b2 = 0x20000;
-  mem.Map(b1, BucketBytes(b2, 64, {0x401000, 0x402000}, active1, future1));
-  mem.Map(b2, BucketBytes(0, 4096, {0x403000}, active2, future2));
+  mem.Map(b1, FormatsBucketBytes(b2, 64, {0x401000, 0x402000}, active1, future1));
+  mem.Map(b2, FormatsBucketBytes(0, 4096, {0x403000}, active2, future2));
   const WalkResult w = WalkBuckets(mem, b1, {.max_stack_words = 32});
   ASSERT_EQ(w.buckets.size(), 2u);
 
@@ -550,8 +550,9 @@ TEST(PublishedCounters, EqualRightAfterAFlushAndEmptyBeforeAnyGc) {
   TestMemory mem;
   // Right after the runtime flushed cycle C into active, future[C % 3] is 0.
   const MemRecordCycle active{10, 4, 640, 256};
-  mem.Map(0x10000, BucketBytes(0, 64, {0x401000}, active,
-                               {MemRecordCycle{}, MemRecordCycle{2, 0, 128, 0}, MemRecordCycle{}}));
+  mem.Map(0x10000,
+          FormatsBucketBytes(0, 64, {0x401000}, active,
+                             {MemRecordCycle{}, MemRecordCycle{2, 0, 128, 0}, MemRecordCycle{}}));
   WalkResult w = WalkBuckets(mem, 0x10000, {});
   EXPECT_EQ(EmulateMemProfile(w.buckets, 3)[0].InUseObjects(),
             PublishedCounts(w.buckets)[0].InUseObjects());
@@ -562,9 +563,9 @@ TEST(PublishedCounters, EqualRightAfterAFlushAndEmptyBeforeAnyGc) {
   // frees sit in future[C + 2]. Published-only shows nothing; the runtime
   // folds in all three future cycles.
   TestMemory fresh;
-  fresh.Map(0x10000,
-            BucketBytes(0, 64, {0x401000}, MemRecordCycle{},
-                        {MemRecordCycle{}, MemRecordCycle{}, MemRecordCycle{4, 1, 256, 64}}));
+  fresh.Map(0x10000, FormatsBucketBytes(
+                         0, 64, {0x401000}, MemRecordCycle{},
+                         {MemRecordCycle{}, MemRecordCycle{}, MemRecordCycle{4, 1, 256, 64}}));
   w = WalkBuckets(fresh, 0x10000, {});
   EXPECT_EQ(PublishedCounts(w.buckets)[0].InUseObjects(), 0);
   EXPECT_EQ(PublishedCounts(w.buckets)[0].alloc_objects, 0);

@@ -270,7 +270,7 @@ TEST(GrowthDecodeTest, AGrowthProfileIsLeftOutAndAddsNothing) {
   EXPECT_EQ(c.snapshots(), 0u);
 }
 
-ErrorKind KindOf(GrowthCollector& c, const std::string& bytes, std::string* message) {
+ErrorKind DecodeKindOf(GrowthCollector& c, const std::string& bytes, std::string* message) {
   try {
     c.AddSerialized(bytes, "bad.pb.gz");
   } catch (const Error& e) {
@@ -287,22 +287,22 @@ TEST(GrowthDecodeTest, RefusesWhatIsNotAHeapProfileNamingTheFile) {
   cpu.add_string_table("");
   cpu.add_string_table("samples");
   cpu.add_sample_type()->set_type(1);
-  EXPECT_EQ(KindOf(c, cpu.SerializeAsString(), &message), ErrorKind::kMalformed);
+  EXPECT_EQ(DecodeKindOf(c, cpu.SerializeAsString(), &message), ErrorKind::kMalformed);
   EXPECT_NE(message.find("bad.pb.gz: not a heap profile"), std::string::npos) << message;
 
   pb::Profile missing = Unusual(1, 1);
   missing.mutable_sample(0)->set_location_id(0, 31337);
-  EXPECT_EQ(KindOf(c, missing.SerializeAsString(), &message), ErrorKind::kMalformed);
+  EXPECT_EQ(DecodeKindOf(c, missing.SerializeAsString(), &message), ErrorKind::kMalformed);
   EXPECT_NE(message.find("missing location 31337"), std::string::npos) << message;
 
   pb::Profile bad_string = Unusual(1, 1);
   bad_string.mutable_function(0)->set_name(100000);
-  EXPECT_EQ(KindOf(c, bad_string.SerializeAsString(), &message), ErrorKind::kMalformed);
+  EXPECT_EQ(DecodeKindOf(c, bad_string.SerializeAsString(), &message), ErrorKind::kMalformed);
   EXPECT_NE(message.find("string index 100000"), std::string::npos) << message;
 
   pb::Profile few_values = Unusual(1, 1);
   few_values.mutable_sample(1)->mutable_value()->Truncate(2);
-  EXPECT_EQ(KindOf(c, few_values.SerializeAsString(), &message), ErrorKind::kMalformed);
+  EXPECT_EQ(DecodeKindOf(c, few_values.SerializeAsString(), &message), ErrorKind::kMalformed);
   EXPECT_NE(message.find("2 values for 4 sample types"), std::string::npos) << message;
 }
 

@@ -20,7 +20,8 @@ constexpr int64_t kMiB = 1 << 20;
 
 // A rate-1 heap profile at `second` with one sample per (function, bytes)
 // pair, 1 KiB objects, each function its own one-frame stack.
-pb::Profile Snapshot(int64_t second, const std::vector<std::pair<std::string, int64_t>>& sites) {
+pb::Profile GrowthSnapshot(int64_t second,
+                           const std::vector<std::pair<std::string, int64_t>>& sites) {
   pb::Profile p;
   p.add_string_table("");
   for (const char* t : {"alloc_objects", "alloc_space", "inuse_objects", "inuse_space"}) {
@@ -58,9 +59,9 @@ pb::Profile Snapshot(int64_t second, const std::vector<std::pair<std::string, in
 GrowthReport Report() {
   GrowthCollector c;
   for (int64_t i = 0; i < 12; ++i) {
-    c.Add(Snapshot(100 + i, {{"main.cache", 8 * kMiB},
-                             {"main.leak", (i + 1) * kMiB},
-                             {"main.shrink", (12 - i) * kMiB}}),
+    c.Add(GrowthSnapshot(100 + i, {{"main.cache", 8 * kMiB},
+                                   {"main.leak", (i + 1) * kMiB},
+                                   {"main.shrink", (12 - i) * kMiB}}),
           "s" + std::to_string(i));
   }
   GrowthInfo info;

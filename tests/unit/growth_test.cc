@@ -15,7 +15,7 @@
 namespace goheap2pprof {
 namespace {
 
-constexpr int64_t kMiB = 1 << 20;
+constexpr int64_t kGrowthMiB = 1 << 20;
 constexpr int64_t kDefaultRate = 512 * 1024;
 
 // Snapshots one second apart, in hours.
@@ -43,15 +43,15 @@ SiteGrowth Analyze(const std::vector<int64_t>& bytes, int64_t size = 1024, int64
 
 TEST(GrowthTest, LeakAtRateOneIsSteadyGrowthWithItsExactSlope) {
   std::vector<int64_t> bytes;
-  for (int64_t i = 0; i < 12; ++i) bytes.push_back(4 * kMiB + i * 2 * kMiB);
+  for (int64_t i = 0; i < 12; ++i) bytes.push_back(4 * kGrowthMiB + i * 2 * kGrowthMiB);
   const SiteGrowth g = Analyze(bytes);
   EXPECT_EQ(g.growth_class, GrowthClass::kSteadyGrowth);
-  EXPECT_NEAR(g.slope_bytes_per_hour, 2.0 * kMiB * 3600, 1e-3);
+  EXPECT_NEAR(g.slope_bytes_per_hour, 2.0 * kGrowthMiB * 3600, 1e-3);
   EXPECT_NEAR(g.slope_objects_per_hour, 2048.0 * 3600, 1e-6);
   EXPECT_NEAR(g.r2, 1.0, 1e-12);
   EXPECT_EQ(g.steps, 11);
   EXPECT_EQ(g.steps_rose, 11);
-  EXPECT_EQ(g.change_bytes, 22 * kMiB);
+  EXPECT_EQ(g.change_bytes, 22 * kGrowthMiB);
   EXPECT_EQ(g.change_objects, 22 * 1024);
   EXPECT_DOUBLE_EQ(g.mean_object_size, 1024);
   EXPECT_EQ(g.change_noise, 0);  // nothing is sampled at rate 1
@@ -61,7 +61,7 @@ TEST(GrowthTest, LeakAtRateOneIsSteadyGrowthWithItsExactSlope) {
 
 TEST(GrowthTest, ASiteThatStartsFromNothingAndGrowsIsGrowthAndNew) {
   std::vector<int64_t> bytes;
-  for (int64_t i = 0; i < 12; ++i) bytes.push_back(i * kMiB);
+  for (int64_t i = 0; i < 12; ++i) bytes.push_back(i * kGrowthMiB);
   const SiteGrowth g = Analyze(bytes);
   EXPECT_EQ(g.growth_class, GrowthClass::kSteadyGrowth);
   EXPECT_TRUE(g.new_site);
@@ -69,8 +69,9 @@ TEST(GrowthTest, ASiteThatStartsFromNothingAndGrowsIsGrowthAndNew) {
 
 TEST(GrowthTest, ACacheThatFillsThenStaysFullIsBounded) {
   // Fills in the first quarter: a two-point diff of the window says +7 MiB.
-  std::vector<int64_t> bytes = {kMiB,     2 * kMiB, 5 * kMiB, 8 * kMiB, 8 * kMiB, 8 * kMiB,
-                                8 * kMiB, 8 * kMiB, 8 * kMiB, 8 * kMiB, 8 * kMiB, 8 * kMiB};
+  std::vector<int64_t> bytes = {kGrowthMiB,     2 * kGrowthMiB, 5 * kGrowthMiB, 8 * kGrowthMiB,
+                                8 * kGrowthMiB, 8 * kGrowthMiB, 8 * kGrowthMiB, 8 * kGrowthMiB,
+                                8 * kGrowthMiB, 8 * kGrowthMiB, 8 * kGrowthMiB, 8 * kGrowthMiB};
   const SiteGrowth g = Analyze(bytes);
   EXPECT_EQ(g.growth_class, GrowthClass::kBounded);
   EXPECT_GT(g.slope_bytes_per_hour, 0);
@@ -82,13 +83,13 @@ TEST(GrowthTest, ACacheThatFillsThenStaysFullIsBounded) {
 
 TEST(GrowthTest, ACacheFullFromTheStartWithEvictionsIsBounded) {
   std::vector<int64_t> bytes;
-  for (int i = 0; i < 12; ++i) bytes.push_back(8 * kMiB + (i % 3) * 64 * 1024);
+  for (int i = 0; i < 12; ++i) bytes.push_back(8 * kGrowthMiB + (i % 3) * 64 * 1024);
   EXPECT_EQ(Analyze(bytes).growth_class, GrowthClass::kBounded);
 }
 
 TEST(GrowthTest, GrowThenDropRepeatedIsSawtooth) {
   std::vector<int64_t> bytes;
-  for (int i = 0; i < 12; ++i) bytes.push_back((i % 4) * 3 * kMiB);
+  for (int i = 0; i < 12; ++i) bytes.push_back((i % 4) * 3 * kGrowthMiB);
   const SiteGrowth g = Analyze(bytes);
   EXPECT_EQ(g.growth_class, GrowthClass::kSawtooth);  // though zero at first
   EXPECT_TRUE(g.new_site);
@@ -98,7 +99,7 @@ TEST(GrowthTest, GrowThenDropRepeatedIsSawtooth) {
 TEST(GrowthTest, ASawtoothWhosePeaksRiseIsStillNotSteadyGrowth) {
   // Ends high (a two-point diff says +9 MiB) but drops twice to near zero.
   std::vector<int64_t> bytes;
-  for (int i = 0; i < 12; ++i) bytes.push_back((i % 4) * 3 * kMiB + i * 64 * 1024);
+  for (int i = 0; i < 12; ++i) bytes.push_back((i % 4) * 3 * kGrowthMiB + i * 64 * 1024);
   EXPECT_EQ(Analyze(bytes).growth_class, GrowthClass::kSawtooth);
 }
 
@@ -106,7 +107,7 @@ TEST(GrowthTest, ASampledSawtoothWhoseSingleRisesAreNoiseIsStillSawtooth) {
   // 16 KiB objects at the default rate: each rise of 1.5 MiB is within the
   // noise, three of them are not, and the drop to zero is.
   std::vector<int64_t> bytes;
-  for (int i = 0; i < 12; ++i) bytes.push_back(((i + 1) % 4) * 3 * kMiB / 2);
+  for (int i = 0; i < 12; ++i) bytes.push_back(((i + 1) % 4) * 3 * kGrowthMiB / 2);
   const SiteGrowth g = Analyze(bytes, 16384, kDefaultRate);
   EXPECT_EQ(g.significant_rises, 0);
   EXPECT_EQ(g.growth_class, GrowthClass::kSawtooth);
@@ -114,15 +115,25 @@ TEST(GrowthTest, ASampledSawtoothWhoseSingleRisesAreNoiseIsStillSawtooth) {
 
 TEST(GrowthTest, SteadyDeclineIsShrinking) {
   std::vector<int64_t> bytes;
-  for (int64_t i = 0; i < 12; ++i) bytes.push_back((12 - i) * kMiB);
+  for (int64_t i = 0; i < 12; ++i) bytes.push_back((12 - i) * kGrowthMiB);
   const SiteGrowth g = Analyze(bytes);
   EXPECT_EQ(g.growth_class, GrowthClass::kShrinking);
   EXPECT_LT(g.slope_bytes_per_hour, 0);
 }
 
 TEST(GrowthTest, ASiteThatAppearsOnceLateIsNew) {
-  const std::vector<int64_t> bytes = {0,        0,        0,        0,        0,        0,
-                                      5 * kMiB, 5 * kMiB, 5 * kMiB, 5 * kMiB, 5 * kMiB, 5 * kMiB};
+  const std::vector<int64_t> bytes = {0,
+                                      0,
+                                      0,
+                                      0,
+                                      0,
+                                      0,
+                                      5 * kGrowthMiB,
+                                      5 * kGrowthMiB,
+                                      5 * kGrowthMiB,
+                                      5 * kGrowthMiB,
+                                      5 * kGrowthMiB,
+                                      5 * kGrowthMiB};
   const SiteGrowth g = Analyze(bytes);
   EXPECT_EQ(g.growth_class, GrowthClass::kNew);
   EXPECT_TRUE(g.new_site);
@@ -131,7 +142,7 @@ TEST(GrowthTest, ASiteThatAppearsOnceLateIsNew) {
   EXPECT_GE(g.r2, 0.7);
   // Present from the start, the same step is BOUNDED.
   std::vector<int64_t> from_one = bytes;
-  for (int64_t& b : from_one) b += kMiB;
+  for (int64_t& b : from_one) b += kGrowthMiB;
   EXPECT_EQ(Analyze(from_one).growth_class, GrowthClass::kBounded);
 }
 
@@ -140,7 +151,7 @@ TEST(GrowthTest, ChurnJitterAtRateOneIsNotGrowth) {
   // drifting up by chance.
   const std::vector<int> permille = {0, 12, -8, 20, 5, 28, 15, 33, 22, 30, 41, 38};
   std::vector<int64_t> bytes;
-  for (int p : permille) bytes.push_back(10 * kMiB + 10 * kMiB * p / 1000);
+  for (int p : permille) bytes.push_back(10 * kGrowthMiB + 10 * kGrowthMiB * p / 1000);
   const SiteGrowth g = Analyze(bytes);
   EXPECT_GT(g.slope_lower, 0);                       // a fit alone would call it growth...
   EXPECT_EQ(g.growth_class, GrowthClass::kBounded);  // ...but under 5% is not a trend
@@ -166,7 +177,7 @@ TEST(GrowthTest, NoiseIsNotGrowthAtTheDefaultRate) {
 TEST(GrowthTest, SampledLeakAtTheDefaultRateIsGrowthWithinItsNoiseBar) {
   // 2 MiB/s of 1 KiB objects, sampled: the bar covers the true slope.
   std::vector<int64_t> bytes;
-  for (int64_t i = 0; i < 12; ++i) bytes.push_back(8 * kMiB + i * 2 * kMiB);
+  for (int64_t i = 0; i < 12; ++i) bytes.push_back(8 * kGrowthMiB + i * 2 * kGrowthMiB);
   const SiteGrowth g = Analyze(bytes, 1024, kDefaultRate);
   EXPECT_EQ(g.growth_class, GrowthClass::kSteadyGrowth);
   EXPECT_GT(g.slope_sigma, 0);

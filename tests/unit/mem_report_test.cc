@@ -11,14 +11,14 @@
 namespace goheap2pprof {
 namespace {
 
-constexpr uint64_t kMiB = uint64_t{1} << 20;
+constexpr uint64_t kReportMiB = uint64_t{1} << 20;
 
 GoMetric U(std::string name, uint64_t v) {
   return {.name = std::move(name), .kind = GoMetric::Kind::kUint64, .u = v, .f = 0};
 }
 
 // A Go 1.26 process: 64 MiB mapped by the runtime.
-MemReport Sample() {
+MemReport SampleReport() {
   MemReport r;
   r.pid = 4242;
   r.comm = "server";
@@ -27,38 +27,40 @@ MemReport Sample() {
   s.metrics = {
       U("/gc/gogc:percent", 100),
       U("/gc/gomemlimit:bytes", uint64_t{INT64_MAX}),
-      U("/gc/heap/goal:bytes", 40 * kMiB),
-      U("/gc/heap/live:bytes", 20 * kMiB),
-      U("/memory/classes/heap/free:bytes", 6 * kMiB),
-      U("/memory/classes/heap/objects:bytes", 30 * kMiB),
-      U("/memory/classes/heap/released:bytes", 8 * kMiB),
-      U("/memory/classes/heap/stacks:bytes", 2 * kMiB),
-      U("/memory/classes/heap/unused:bytes", 4 * kMiB),
+      U("/gc/heap/goal:bytes", 40 * kReportMiB),
+      U("/gc/heap/live:bytes", 20 * kReportMiB),
+      U("/memory/classes/heap/free:bytes", 6 * kReportMiB),
+      U("/memory/classes/heap/objects:bytes", 30 * kReportMiB),
+      U("/memory/classes/heap/released:bytes", 8 * kReportMiB),
+      U("/memory/classes/heap/stacks:bytes", 2 * kReportMiB),
+      U("/memory/classes/heap/unused:bytes", 4 * kReportMiB),
       U("/memory/classes/metadata/mcache/free:bytes", 1000),
       U("/memory/classes/metadata/mcache/inuse:bytes", 24),
       U("/memory/classes/metadata/mspan/free:bytes", 100000),
       U("/memory/classes/metadata/mspan/inuse:bytes", 400000),
-      U("/memory/classes/metadata/other:bytes", 10 * kMiB - 501024),
+      U("/memory/classes/metadata/other:bytes", 10 * kReportMiB - 501024),
       U("/memory/classes/os-stacks:bytes", 0),
-      U("/memory/classes/other:bytes", 2 * kMiB),
-      U("/memory/classes/profiling/buckets:bytes", 2 * kMiB),
-      U("/memory/classes/total:bytes", 64 * kMiB),
+      U("/memory/classes/other:bytes", 2 * kReportMiB),
+      U("/memory/classes/profiling/buckets:bytes", 2 * kReportMiB),
+      U("/memory/classes/total:bytes", 64 * kReportMiB),
   };
-  s.mem.sys = 64 * kMiB;
-  s.mem.heap_released = 8 * kMiB;
-  s.mem.heap_alloc = 30 * kMiB;
-  s.mem.next_gc = 40 * kMiB;
+  s.mem.sys = 64 * kReportMiB;
+  s.mem.heap_released = 8 * kReportMiB;
+  s.mem.heap_alloc = 30 * kReportMiB;
+  s.mem.next_gc = 40 * kReportMiB;
   s.mem.num_gc = 7;
   s.mem.num_forced_gc = 2;
   s.num_goroutine = 5;
   s.gomaxprocs = 2;
-  r.process = ProcStatusMemory{.vm_rss = 170 * kMiB,
-                               .rss_anon = 160 * kMiB,
-                               .rss_file = 9 * kMiB,
-                               .rss_shmem = 1 * kMiB,
-                               .vm_hwm = 171 * kMiB};
-  r.cgroup = CgroupFigures{
-      .version = "v2", .dir = "/sys/fs/cgroup/app", .usage = 340 * kMiB, .limit = 512 * kMiB};
+  r.process = ProcStatusMemory{.vm_rss = 170 * kReportMiB,
+                               .rss_anon = 160 * kReportMiB,
+                               .rss_file = 9 * kReportMiB,
+                               .rss_shmem = 1 * kReportMiB,
+                               .vm_hwm = 171 * kReportMiB};
+  r.cgroup = CgroupFigures{.version = "v2",
+                           .dir = "/sys/fs/cgroup/app",
+                           .usage = 340 * kReportMiB,
+                           .limit = 512 * kReportMiB};
   return r;
 }
 
@@ -71,16 +73,16 @@ TEST(HumanSize, RoundsUpLikeDuH) {
   EXPECT_EQ(HumanSize(10 * 1024 - 1), "10K");
   EXPECT_EQ(HumanSize(10 * 1024 + 1), "11K");
   EXPECT_EQ(HumanSize(1024 * 1024 - 1), "1.0M");
-  EXPECT_EQ(HumanSize(100 * kMiB), "100M");
+  EXPECT_EQ(HumanSize(100 * kReportMiB), "100M");
   EXPECT_EQ(HumanSize(uint64_t{3} << 30), "3.0G");
   EXPECT_EQ(HumanSize(UINT64_MAX), "16E");
 }
 
 TEST(NotManagedByGo, IsRssAnonMinusMappedAndNotReleasedClampedAtZero) {
-  MemReport r = Sample();
+  MemReport r = SampleReport();
   // 160 MiB anon - (64 - 8) MiB.
-  EXPECT_EQ(NotManagedByGo(r), 104 * kMiB);
-  r.process->rss_anon = 50 * kMiB;  // less than the runtime maps: none outside it
+  EXPECT_EQ(NotManagedByGo(r), 104 * kReportMiB);
+  r.process->rss_anon = 50 * kReportMiB;  // less than the runtime maps: none outside it
   EXPECT_EQ(NotManagedByGo(r), 0u);
   r.process->rss_anon.reset();
   EXPECT_FALSE(NotManagedByGo(r));
@@ -89,7 +91,7 @@ TEST(NotManagedByGo, IsRssAnonMinusMappedAndNotReleasedClampedAtZero) {
 }
 
 TEST(RenderMemText, PrintsTheClassTreeLargestFirstWithFolderSums) {
-  const std::string text = RenderMemText(Sample());
+  const std::string text = RenderMemText(SampleReport());
   EXPECT_NE(text.find("pid 4242 (server), go1.26.8\n"), std::string::npos) << text;
   EXPECT_NE(text.find("    64M        67108864  100.0%  total\n"), std::string::npos) << text;
   // heap = 6 + 30 + 8 + 2 + 4 MiB, then its leaves by size.
@@ -120,7 +122,7 @@ TEST(RenderMemText, PrintsTheClassTreeLargestFirstWithFolderSums) {
 }
 
 TEST(RenderMemText, PrintsHeapProcessNotGoAndCgroupLines) {
-  const std::string text = RenderMemText(Sample());
+  const std::string text = RenderMemText(SampleReport());
   EXPECT_NE(
       text.find("  live        20M (20971520) marked live by the last GC, 50.0% of the goal\n"),
       std::string::npos)
@@ -143,12 +145,12 @@ TEST(RenderMemText, PrintsHeapProcessNotGoAndCgroupLines) {
 }
 
 TEST(RenderMemText, OlderGoAndLimitsAndCores) {
-  MemReport r = Sample();
+  MemReport r = SampleReport();
   // Go 1.20: no /gc/heap/live, no /gc/gogc; a memory limit set; GOGC=off.
   r.stats.go_version = "go1.20.14";
   std::erase_if(r.stats.metrics, [](const GoMetric& m) { return m.name == "/gc/heap/live:bytes"; });
   for (GoMetric& m : r.stats.metrics) {
-    if (m.name == "/gc/gomemlimit:bytes") m.u = 128 * kMiB;
+    if (m.name == "/gc/gomemlimit:bytes") m.u = 128 * kReportMiB;
     if (m.name == "/gc/gogc:percent") m.u = UINT64_MAX;
   }
   std::string text = RenderMemText(r);
@@ -176,7 +178,7 @@ TEST(RenderMemText, OlderGoAndLimitsAndCores) {
 }
 
 TEST(RenderMemJson, CarriesMetricsMemStatsAndProcessFigures) {
-  MemReport r = Sample();
+  MemReport r = SampleReport();
   r.stats.metrics.push_back(
       {.name = "/gc/cpu/fraction:float", .kind = GoMetric::Kind::kFloat64, .u = 0, .f = 0.25});
   r.stats.mem.pause_ns[3] = 777;
@@ -185,20 +187,20 @@ TEST(RenderMemJson, CarriesMetricsMemStatsAndProcessFigures) {
   EXPECT_EQ(j["pid"], 4242);
   EXPECT_EQ(j["go_version"], "go1.26.8");
   EXPECT_EQ(j["core"], nullptr);
-  EXPECT_EQ(j["metrics"]["/memory/classes/total:bytes"], 64 * kMiB);
+  EXPECT_EQ(j["metrics"]["/memory/classes/total:bytes"], 64 * kReportMiB);
   EXPECT_EQ(j["metrics"]["/gc/gomemlimit:bytes"], uint64_t{INT64_MAX});
   EXPECT_EQ(j["metrics"]["/gc/cpu/fraction:float"], 0.25);
   EXPECT_EQ(j["metrics"].size(), r.stats.metrics.size());
-  EXPECT_EQ(j["memstats"]["Sys"], 64 * kMiB);
+  EXPECT_EQ(j["memstats"]["Sys"], 64 * kReportMiB);
   EXPECT_EQ(j["memstats"]["NumGC"], 7);
   EXPECT_EQ(j["memstats"]["PauseNs"].size(), 256u);
   EXPECT_EQ(j["memstats"]["PauseNs"][3], 777);
   EXPECT_EQ(j["memstats"]["BySize"].size(), 61u);
   EXPECT_EQ(j["memstats"]["BySize"][1]["Mallocs"], 10);
   EXPECT_EQ(j["memstats"]["EnableGC"], true);
-  EXPECT_EQ(j["process"]["rss_anon_bytes"], 160 * kMiB);
-  EXPECT_EQ(j["not_managed_by_go_bytes"], 104 * kMiB);
-  EXPECT_EQ(j["cgroup"]["limit_bytes"], 512 * kMiB);
+  EXPECT_EQ(j["process"]["rss_anon_bytes"], 160 * kReportMiB);
+  EXPECT_EQ(j["not_managed_by_go_bytes"], 104 * kReportMiB);
+  EXPECT_EQ(j["cgroup"]["limit_bytes"], 512 * kReportMiB);
   EXPECT_EQ(j["num_goroutine"], 5);
   EXPECT_EQ(j["gomaxprocs"], 2);
   r.process.reset();

@@ -49,7 +49,7 @@ TEST(GoFormatFloat, MatchesGoPercentV) {
   for (const auto& [x, want] : cases) EXPECT_EQ(GoFormatFloat(x), want) << want;
 }
 
-MemStats Sample() {
+MemStats SampleStats() {
   MemStats m;
   m.alloc = m.heap_alloc = 1000;
   m.total_alloc = 2000;
@@ -101,11 +101,11 @@ TEST(MemStatsBlock, LaysOutEveryLineAsWriteHeapInternal) {
       "\n# PauseEnd = " + RingText(1764620000000000000, 1764620000123456789) +
       "\n# NumGC = 2\n# NumForcedGC = 1\n# GCCPUFraction = 5.3e-05\n# DebugGC = false\n"
       "# MaxRSS = 12582912\n";
-  EXPECT_EQ(MemStatsBlock(Sample(), 12582912), want);
+  EXPECT_EQ(MemStatsBlock(SampleStats(), 12582912), want);
 }
 
 TEST(MemStatsBlock, UnknownMaxRssLeavesTheLineOut) {
-  const std::string text = MemStatsBlock(Sample(), std::nullopt);
+  const std::string text = MemStatsBlock(SampleStats(), std::nullopt);
   EXPECT_EQ(text.find("MaxRSS"), std::string::npos);
   EXPECT_TRUE(text.ends_with("# DebugGC = false\n"));
 }

@@ -12,7 +12,7 @@
 namespace goheap2pprof {
 namespace {
 
-ErrorKind KindOf(const AgentOptions& o) {
+ErrorKind AgentKindOf(const AgentOptions& o) {
   std::ostringstream log;
   try {
     RunAgent(o, log);
@@ -25,13 +25,13 @@ ErrorKind KindOf(const AgentOptions& o) {
 
 TEST(NodeAgent, NeedsARole) {
   AgentOptions o;
-  EXPECT_EQ(KindOf(o), ErrorKind::kUsage);
+  EXPECT_EQ(AgentKindOf(o), ErrorKind::kUsage);
 }
 
 TEST(NodeAgent, ATriggerNeedsADirectoryOrABackend) {
   AgentOptions o;
   o.watch_on = true;  // e.g. --rss-above without -o and without a backend
-  EXPECT_EQ(KindOf(o), ErrorKind::kUsage);
+  EXPECT_EQ(AgentKindOf(o), ErrorKind::kUsage);
 }
 
 TEST(NodeAgent, SharedValuesAreChecked) {
@@ -39,10 +39,10 @@ TEST(NodeAgent, SharedValuesAreChecked) {
   o.watch_on = true;
   o.watch.dir = "/";
   o.max_concurrent = 0;  // the one pool's slots: serve's rule, 1..64
-  EXPECT_EQ(KindOf(o), ErrorKind::kUsage);
+  EXPECT_EQ(AgentKindOf(o), ErrorKind::kUsage);
   o.max_concurrent = 2;
   o.service_name_from = "bogus";
-  EXPECT_EQ(KindOf(o), ErrorKind::kUsage);
+  EXPECT_EQ(AgentKindOf(o), ErrorKind::kUsage);
 }
 
 TEST(NodeAgent, ReportNeedsADirectory) {
@@ -50,7 +50,7 @@ TEST(NodeAgent, ReportNeedsADirectory) {
   o.watch_on = o.push_on = true;
   o.push.pyroscope_url = "http://127.0.0.1:1";
   o.watch.report = true;
-  EXPECT_EQ(KindOf(o), ErrorKind::kUsage);
+  EXPECT_EQ(AgentKindOf(o), ErrorKind::kUsage);
 }
 
 // A triggered push's series has trigger= besides the process's labels and

@@ -18,8 +18,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kId = "2e8d15dd8e7cc5ab2a6c1a9b8f5b0c39bb9b0b6c9e1fc4d2d0e2a5d1a3c8b7f4";
-const std::string kUid = "6d3a2a3c-1b5e-4e6f-9a0b-2c3d4e5f6a7b";
+const std::string kPodContainerId =
+    "2e8d15dd8e7cc5ab2a6c1a9b8f5b0c39bb9b0b6c9e1fc4d2d0e2a5d1a3c8b7f4";
+const std::string kPodUid = "6d3a2a3c-1b5e-4e6f-9a0b-2c3d4e5f6a7b";
 
 std::string ContainerdConfig(const std::string& extra = "") {
   return R"({"ociVersion":"1.0.2","process":{"args":["/zoo"]},"annotations":{)"
@@ -27,7 +28,7 @@ std::string ContainerdConfig(const std::string& extra = "") {
          R"("io.kubernetes.cri.sandbox-name":"web-0",)"
          R"("io.kubernetes.cri.sandbox-namespace":"shop",)"
          R"("io.kubernetes.cri.sandbox-uid":")" +
-         kUid + R"(",)" + extra +
+         kPodUid + R"(",)" + extra +
          R"("io.kubernetes.cri.container-name":"api",)"
          R"("io.kubernetes.cri.image-name":"example.com/api:1"}})";
 }
@@ -54,15 +55,16 @@ class HostRoot : public ::testing::Test {
     std::ofstream(p) << text;
   }
   std::string ContainerdBundle(const std::string& ns) {
-    return "run/containerd/io.containerd.runtime.v2.task/" + ns + "/" + kId + "/config.json";
+    return "run/containerd/io.containerd.runtime.v2.task/" + ns + "/" + kPodContainerId +
+           "/config.json";
   }
   std::string CrioBundle() {
-    return "run/containers/storage/overlay-containers/" + kId + "/userdata/config.json";
+    return "run/containers/storage/overlay-containers/" + kPodContainerId + "/userdata/config.json";
   }
-  CgroupIdentity Cgroup(ContainerRuntime r, const std::string& uid = kUid) {
+  CgroupIdentity Cgroup(ContainerRuntime r, const std::string& uid = kPodUid) {
     CgroupIdentity c;
     c.runtime = r;
-    c.container_id = kId;
+    c.container_id = kPodContainerId;
     c.pod_uid = uid;
     c.qos = uid.empty() ? "" : "burstable";
     return c;
@@ -75,7 +77,7 @@ TEST(BundleAnnotations, ContainerdKeys) {
   BundleAnnotations b = ParseBundleAnnotations(ContainerdConfig());
   EXPECT_EQ(b.pod_namespace, "shop");
   EXPECT_EQ(b.pod, "web-0");
-  EXPECT_EQ(b.pod_uid, kUid);
+  EXPECT_EQ(b.pod_uid, kPodUid);
   EXPECT_EQ(b.container, "api");
   EXPECT_EQ(b.image, "example.com/api:1");
   EXPECT_EQ(b.container_type, "container");
@@ -115,13 +117,13 @@ TEST_F(HostRoot, ContainerdBundleInK8sNamespace) {
       PodIdentityReader(root_.string() + "/", "node-a").Read(Cgroup(ContainerRuntime::kUnknown));
   EXPECT_EQ(id.failure, "");
   EXPECT_EQ(id.runtime, ContainerRuntime::kContainerd);
-  EXPECT_EQ(id.PrefixedContainerId(), "containerd://" + kId);
+  EXPECT_EQ(id.PrefixedContainerId(), "containerd://" + kPodContainerId);
   using L = std::vector<std::pair<std::string, std::string>>;
   EXPECT_EQ(IdentityLabels(id), (L{{"namespace", "shop"},
                                    {"pod", "web-0"},
-                                   {"pod_uid", kUid},
+                                   {"pod_uid", kPodUid},
                                    {"container", "api"},
-                                   {"container_id", "containerd://" + kId},
+                                   {"container_id", "containerd://" + kPodContainerId},
                                    {"node", "node-a"}}));
   EXPECT_EQ(DefaultServiceName(id), "shop/api");
 }
@@ -139,7 +141,7 @@ TEST_F(HostRoot, CrioBundle) {
   PodIdentity id = PodIdentityReader(root_.string()).Read(Cgroup(ContainerRuntime::kUnknown));
   EXPECT_EQ(id.failure, "");
   EXPECT_EQ(id.runtime, ContainerRuntime::kCrio);
-  EXPECT_EQ(id.PrefixedContainerId(), "cri-o://" + kId);
+  EXPECT_EQ(id.PrefixedContainerId(), "cri-o://" + kPodContainerId);
   EXPECT_EQ(DefaultServiceName(id), "data/pg");
 }
 
@@ -155,7 +157,7 @@ TEST_F(HostRoot, MissingBundleCostsTheNamesOnly) {
   EXPECT_EQ(id.failure, "no_bundle");
   using L = std::vector<std::pair<std::string, std::string>>;
   // The cgroup still gives the uid and the (unprefixed) id.
-  EXPECT_EQ(IdentityLabels(id), (L{{"pod_uid", kUid}, {"container_id", kId}}));
+  EXPECT_EQ(IdentityLabels(id), (L{{"pod_uid", kPodUid}, {"container_id", kPodContainerId}}));
   EXPECT_EQ(DefaultServiceName(id), "");
 }
 
@@ -163,7 +165,7 @@ TEST_F(HostRoot, MalformedBundle) {
   Write(ContainerdBundle("k8s.io"), "{\"annotations\": {");
   PodIdentity id = PodIdentityReader(root_.string()).Read(Cgroup(ContainerRuntime::kContainerd));
   EXPECT_EQ(id.failure, "malformed");
-  EXPECT_EQ(id.PrefixedContainerId(), "containerd://" + kId);
+  EXPECT_EQ(id.PrefixedContainerId(), "containerd://" + kPodContainerId);
 }
 
 TEST_F(HostRoot, AFifoIsNotReadNorWaitedFor) {
@@ -184,7 +186,7 @@ TEST_F(HostRoot, DockerAndPodmanNeedNoBundle) {
   for (ContainerRuntime r : {ContainerRuntime::kDocker, ContainerRuntime::kPodman}) {
     PodIdentity id = PodIdentityReader(root_.string()).Read(Cgroup(r, ""));
     EXPECT_EQ(id.failure, "");
-    EXPECT_EQ(id.PrefixedContainerId(), std::string(ContainerIdPrefix(r)) + kId);
+    EXPECT_EQ(id.PrefixedContainerId(), std::string(ContainerIdPrefix(r)) + kPodContainerId);
   }
 }
 

@@ -16,9 +16,9 @@ namespace {
 // A heap profile with functions f0..f2 at locations 1..3 (addresses 0x1000,
 // 0x2000, 0x3000) in one mapping; location/function ids are given in the
 // order the caller lists them, to check that merging does not depend on ids.
-class ProfileMaker {
+class DeltaProfileMaker {
  public:
-  explicit ProfileMaker(std::vector<int> order = {0, 1, 2}) {
+  explicit DeltaProfileMaker(std::vector<int> order = {0, 1, 2}) {
     Str("");
     for (const char* t : {"alloc_objects", "alloc_space", "inuse_objects", "inuse_space"}) {
       auto* vt = p_.add_sample_type();
@@ -46,7 +46,7 @@ class ProfileMaker {
       ln->set_line(i + 1);
     }
   }
-  ProfileMaker& Sample(std::vector<int> stack, std::vector<int64_t> values, int64_t bytes) {
+  DeltaProfileMaker& Sample(std::vector<int> stack, std::vector<int64_t> values, int64_t bytes) {
     auto* s = p_.add_sample();
     for (int i : stack) s->add_location_id(static_cast<uint64_t>(i) + 100);
     for (int64_t v : values) s->add_value(v);
@@ -94,13 +94,13 @@ std::map<std::string, std::vector<int64_t>> Samples(const pb::Profile& p) {
 }
 
 TEST(DeltaProfile, SubtractsAllFourValuesAndDropsZeroSamples) {
-  pb::Profile p0 = ProfileMaker()
+  pb::Profile p0 = DeltaProfileMaker()
                        .Sample({0, 1}, {10, 640, 5, 320}, 64)
                        .Sample({2}, {1, 4096, 1, 4096}, 4096)
                        .Sample({1}, {3, 30, 3, 30}, 10)
                        .Build(100);
   // Ids in another order: merging goes by content, not ids.
-  pb::Profile p1 = ProfileMaker({2, 0, 1})
+  pb::Profile p1 = DeltaProfileMaker({2, 0, 1})
                        .Sample({0, 1}, {12, 768, 4, 256}, 64)
                        .Sample({1}, {3, 30, 3, 30}, 10)        // unchanged: dropped
                        .Sample({0, 1}, {1, 128, 1, 128}, 128)  // same stack, other bytes label
@@ -124,7 +124,7 @@ TEST(DeltaProfile, SubtractsAllFourValuesAndDropsZeroSamples) {
 }
 
 TEST(DeltaProfile, IdenticalProfilesGiveAnEmptyDeltaWithoutLocations) {
-  pb::Profile p = ProfileMaker().Sample({0}, {1, 2, 3, 4}, 2).Build(5);
+  pb::Profile p = DeltaProfileMaker().Sample({0}, {1, 2, 3, 4}, 2).Build(5);
   pb::Profile d = DeltaProfile(p, p);
   EXPECT_EQ(d.sample_size(), 0);
   // The re-merge that drops zero samples drops what only they used.
@@ -134,7 +134,7 @@ TEST(DeltaProfile, IdenticalProfilesGiveAnEmptyDeltaWithoutLocations) {
 }
 
 TEST(DeltaProfile, KeepsDefaultSampleTypeOfTheFirst) {
-  pb::Profile p0 = ProfileMaker().Sample({0}, {1, 2, 3, 4}, 2).Build(5);
+  pb::Profile p0 = DeltaProfileMaker().Sample({0}, {1, 2, 3, 4}, 2).Build(5);
   p0.add_string_table("alloc_space");
   p0.set_default_sample_type(p0.string_table_size() - 1);
   pb::Profile p1 = p0;
@@ -154,7 +154,7 @@ TEST(DeltaProfile, NegationRoundsThroughFloat64AsGo) {
 }
 
 TEST(DeltaProfile, RejectsMalformedInput) {
-  pb::Profile good = ProfileMaker().Sample({0}, {1, 2, 3, 4}, 2).Build(5);
+  pb::Profile good = DeltaProfileMaker().Sample({0}, {1, 2, 3, 4}, 2).Build(5);
   pb::Profile bad = good;
   bad.mutable_sample(0)->set_location_id(0, 999);
   EXPECT_THROW(DeltaProfile(good, bad), Error);
@@ -172,8 +172,10 @@ TEST(DeltaProfile, RejectsMalformedInput) {
 // The worker's entry point: serialized profiles in and out, with the times
 // net/http/pprof's serveDeltaProfile sets.
 TEST(EncodedDeltaProfile, SetsServeDeltaProfileTimes) {
-  const std::string p0 = ProfileMaker().Sample({0}, {1, 2, 3, 4}, 2).Build(100).SerializeAsString();
-  const std::string p1 = ProfileMaker().Sample({0}, {2, 4, 3, 4}, 2).Build(250).SerializeAsString();
+  const std::string p0 =
+      DeltaProfileMaker().Sample({0}, {1, 2, 3, 4}, 2).Build(100).SerializeAsString();
+  const std::string p1 =
+      DeltaProfileMaker().Sample({0}, {2, 4, 3, 4}, 2).Build(250).SerializeAsString();
   pb::Profile d;
   ASSERT_TRUE(d.ParseFromString(EncodedDeltaProfile(p0, p1)));
   EXPECT_EQ(d.time_nanos(), 250);
@@ -184,8 +186,8 @@ TEST(EncodedDeltaProfile, SetsServeDeltaProfileTimes) {
 // A capture writes its tables first and its strings last (finished_profile.h);
 // two serialized messages concatenated are one message with both fields.
 TEST(EncodedDeltaProfile, ReadsFieldsInAnyOrder) {
-  const pb::Profile p0 = ProfileMaker().Sample({0, 1}, {1, 2, 3, 4}, 2).Build(1);
-  const pb::Profile p1 = ProfileMaker({2, 1, 0}).Sample({0, 1}, {5, 6, 7, 8}, 2).Build(2);
+  const pb::Profile p0 = DeltaProfileMaker().Sample({0, 1}, {1, 2, 3, 4}, 2).Build(1);
+  const pb::Profile p1 = DeltaProfileMaker({2, 1, 0}).Sample({0, 1}, {5, 6, 7, 8}, 2).Build(2);
   pb::Profile strings_only, rest = p1;
   *strings_only.mutable_string_table() = p1.string_table();
   rest.clear_string_table();
@@ -196,7 +198,7 @@ TEST(EncodedDeltaProfile, ReadsFieldsInAnyOrder) {
 
 // internal/profile keys samples by their label sets, not the labels' order.
 TEST(EncodedDeltaProfile, LabelsInAnotherOrderAreTheSameSample) {
-  pb::Profile p0 = ProfileMaker().Sample({0}, {1, 2, 3, 4}, 2).Build(1);
+  pb::Profile p0 = DeltaProfileMaker().Sample({0}, {1, 2, 3, 4}, 2).Build(1);
   pb::Profile p1 = p0;
   for (pb::Profile* p : {&p0, &p1}) {
     p->add_string_table("k");
@@ -219,7 +221,8 @@ TEST(EncodedDeltaProfile, LabelsInAnotherOrderAreTheSameSample) {
 // The base comes back through the server: bytes that are not a profile are
 // an error, never a crash or an unbounded allocation.
 TEST(EncodedDeltaProfile, RejectsBytesThatAreNotAProfile) {
-  const std::string good = ProfileMaker().Sample({0}, {1, 2, 3, 4}, 2).Build(5).SerializeAsString();
+  const std::string good =
+      DeltaProfileMaker().Sample({0}, {1, 2, 3, 4}, 2).Build(5).SerializeAsString();
   EXPECT_THROW(EncodedDeltaProfile(good.substr(0, good.size() - 3), good), Error);
   EXPECT_THROW(EncodedDeltaProfile(std::string("\x12\xff\xff\xff\xff\x0f", 6), good), Error);
   EXPECT_THROW(EncodedDeltaProfile(std::string(11, '\xff'), good), Error);

@@ -30,7 +30,7 @@ using testing_pclntab::BuildGo120Table;
 using testing_pclntab::HandFunc;
 using testing_pclntab::HandTable;
 
-constexpr uint64_t kText = 0x400000;
+constexpr uint64_t kRulesText = 0x400000;
 
 // Function indexes in Table(); each function is 0x100 bytes long.
 enum Fn : uint64_t {
@@ -73,18 +73,18 @@ std::vector<HandFunc> Table() {
 }
 
 // A return PC at offset `off` of function `fn`.
-uint64_t Pc(Fn fn, uint64_t off) { return kText + 0x100 * fn + off; }
+uint64_t Pc(Fn fn, uint64_t off) { return kRulesText + 0x100 * fn + off; }
 
 // Builds profiles for one Go version from records of given stacks.
 class Rules {
  public:
   explicit Rules(GoVersion version, int64_t rate = 512 * 1024)
       : table_(BuildGo120Table(Table())),
-        pclntab_(table_.table, kText, table_.gofunc),
+        pclntab_(table_.table, kRulesText, table_.gofunc),
         traits_(TraitsForVersion(version)),
         symbolizer_(pclntab_, traits_),
-        builder_(symbolizer_, traits_, {{kText, kText + 0x1000, 0, "/app", "b1d", false}}, rate,
-                 1) {}
+        builder_(symbolizer_, traits_, {{kRulesText, kRulesText + 0x1000, 0, "/app", "b1d", false}},
+                 rate, 1) {}
 
   // Adds a record: alloc/free objects and bytes over a bucket of `size`.
   void Add(std::vector<uint64_t> stack, int64_t alloc_n, int64_t alloc_b, int64_t free_n = 0,
@@ -449,11 +449,11 @@ TEST(BytesLabel, From127ItIsTheObjectSizeOnEverySample) {
 TEST(Mappings, AFailedLookupClearsHasFunctions) {
   Rules r({1, 26, 0});
   // A PC in no function: allFrames makes up PC - 1 and marks the lookup failed.
-  r.Add({kText + 0x900, Pc(kMain, 0x10)}, 1, 64);
+  r.Add({kRulesText + 0x900, Pc(kMain, 0x10)}, 1, 64);
   const pb::Profile& p = r.Finish();
   ASSERT_EQ(p.mapping_size(), 1);
   EXPECT_FALSE(p.mapping(0).has_functions());
-  EXPECT_EQ(p.location(0).address(), kText + 0x900 - 1);
+  EXPECT_EQ(p.location(0).address(), kRulesText + 0x900 - 1);
   EXPECT_EQ(p.location(0).line_size(), 1);
 }
 
@@ -468,13 +468,13 @@ TEST(Mappings, AllLookupsWorkingSetsHasFunctions) {
 
 TEST(LoadBias, AddressesAreRuntimeAndLookupsLinkTime) {
   const HandTable table = BuildGo120Table(Table());
-  const Pclntab pclntab(table.table, kText, table.gofunc);
+  const Pclntab pclntab(table.table, kRulesText, table.gofunc);
   const RuntimeTraits traits = TraitsForVersion({1, 26, 0});
   Symbolizer symbolizer(pclntab, traits);
   constexpr uint64_t kBias = 0x7f0000000000;
   HeapProfileBuilder b(symbolizer, traits,
-                       {{kText + kBias, kText + kBias + 0x1000, 0, "/app", "", false}}, 512 * 1024,
-                       1, kBias);
+                       {{kRulesText + kBias, kRulesText + kBias + 0x1000, 0, "/app", "", false}},
+                       512 * 1024, 1, kBias);
   const std::vector<uint64_t> stack = {Pc(kAlloc, 0x48) + kBias, Pc(kAlloc, 0x31) + kBias};
   Bucket bucket;
   bucket.stack = stack;

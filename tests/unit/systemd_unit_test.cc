@@ -15,9 +15,9 @@
 namespace goheap2pprof {
 namespace {
 
-constexpr uint64_t kMiB = uint64_t{1} << 20;
+constexpr uint64_t kUnitMiB = uint64_t{1} << 20;
 // What the unit allows the server itself besides its workers.
-constexpr uint64_t kServerMemory = 512 * kMiB;
+constexpr uint64_t kServerMemory = 512 * kUnitMiB;
 constexpr int kThreadsPerWorker = 2;  // a capture and its gzip thread
 constexpr int kServerThreads = 124;
 
@@ -60,10 +60,10 @@ TEST(SystemdUnit, MemoryMaxHoldsEveryWorkerAtItsLimitAndTheServer) {
   std::map<std::string, std::string> unit = UnitSettings();
   ASSERT_TRUE(unit.count("MemoryMax"));
   EXPECT_EQ(Bytes(unit["MemoryMax"]), want)
-      << "MemoryMax=" << unit["MemoryMax"] << ": want " << want / kMiB << "M ("
+      << "MemoryMax=" << unit["MemoryMax"] << ": want " << want / kUnitMiB << "M ("
       << defaults.max_concurrent << " workers x "
-      << defaults.worker_limits.address_space_bytes / kMiB << " MiB + " << kServerMemory / kMiB
-      << " MiB)";
+      << defaults.worker_limits.address_space_bytes / kUnitMiB << " MiB + "
+      << kServerMemory / kUnitMiB << " MiB)";
 }
 
 TEST(SystemdUnit, TasksMaxFollowsTheWorkers) {

@@ -157,7 +157,7 @@ TEST(WatchLog, ALostRecordLeavesNoTornLineAndIsCounted) {
   EXPECT_FALSE(std::getline(in, l4));
 }
 
-ErrorKind KindOf(const std::function<void()>& f) {
+ErrorKind WatchKindOf(const std::function<void()>& f) {
   try {
     f();
   } catch (const Error& e) {
@@ -169,7 +169,7 @@ ErrorKind KindOf(const std::function<void()>& f) {
 TEST(OutputDir, RefusesADirectoryOthersCanWriteWithoutTheStickyBit) {
   TempDir dir;
   ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);
-  EXPECT_EQ(KindOf([&] { OutputDir d(dir.path()); }), ErrorKind::kUsage);
+  EXPECT_EQ(WatchKindOf([&] { OutputDir d(dir.path()); }), ErrorKind::kUsage);
   ASSERT_EQ(::chmod(dir.path().c_str(), 01777), 0);  // as /tmp: others cannot replace our files
   EXPECT_NO_THROW(OutputDir d(dir.path()));
   ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
@@ -180,7 +180,7 @@ TEST(OutputDir, RefusesADirectoryOfAnotherUser) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to give the directory to another user";
   TempDir dir;
   ASSERT_EQ(::chown(dir.path().c_str(), 12345, 12345), 0);
-  EXPECT_EQ(KindOf([&] { OutputDir d(dir.path()); }), ErrorKind::kUsage);
+  EXPECT_EQ(WatchKindOf([&] { OutputDir d(dir.path()); }), ErrorKind::kUsage);
 }
 
 TEST(OutputDir, WritesThroughNoPlantedLink) {
@@ -209,9 +209,9 @@ TEST(OutputDir, AppendsToNoLinkFifoOrForeignFile) {
   ASSERT_EQ(::mkfifo((dir.path() + "/fifo.jsonl").c_str(), 0600), 0);
   ASSERT_EQ(::link(victim.c_str(), (dir.path() + "/hard.jsonl").c_str()), 0);
   OutputDir out(dir.path());
-  EXPECT_EQ(KindOf([&] { out.OpenForAppend("link.jsonl"); }), ErrorKind::kIo);
-  EXPECT_EQ(KindOf([&] { out.OpenForAppend("fifo.jsonl"); }), ErrorKind::kIo);
-  EXPECT_EQ(KindOf([&] { out.OpenForAppend("hard.jsonl"); }), ErrorKind::kIo);
+  EXPECT_EQ(WatchKindOf([&] { out.OpenForAppend("link.jsonl"); }), ErrorKind::kIo);
+  EXPECT_EQ(WatchKindOf([&] { out.OpenForAppend("fifo.jsonl"); }), ErrorKind::kIo);
+  EXPECT_EQ(WatchKindOf([&] { out.OpenForAppend("hard.jsonl"); }), ErrorKind::kIo);
   EXPECT_TRUE(out.OpenForAppend("new.jsonl").valid());
 }
 
@@ -230,7 +230,7 @@ TEST(ParseZombieStat, ReadsStateStartTimeAndExitCode) {
 
 // Forks a child that runs `body` and returns its pid, unreaped.
 template <typename F>
-pid_t Child(F body) {
+pid_t WatchChild(F body) {
   pid_t pid = fork();
   if (pid == 0) {
     body();
@@ -248,7 +248,7 @@ bool WaitEnded(const ProcessEndObserver& obs) {
 }
 
 TEST(ProcessEndObserver, ExitCodeOfAZombie) {
-  pid_t pid = Child([] {
+  pid_t pid = WatchChild([] {
     std::this_thread::sleep_for(milliseconds(100));
     _exit(3);
   });
@@ -268,7 +268,7 @@ TEST(ProcessEndObserver, ExitCodeOfAZombie) {
 }
 
 TEST(ProcessEndObserver, SignalOfAZombie) {
-  pid_t pid = Child([] { pause(); });
+  pid_t pid = WatchChild([] { pause(); });
   ProcessEndObserver obs(pid, ReadProcStat(pid).start_time);
   kill(pid, SIGKILL);
   ASSERT_TRUE(WaitEnded(obs));
@@ -292,7 +292,7 @@ TEST(ProcessEndObserver, SignalOfAZombie) {
 }
 
 TEST(ProcessEndObserver, ReapedBeforeWeLookedIsUnknown) {
-  pid_t pid = Child([] { _exit(0); });
+  pid_t pid = WatchChild([] { _exit(0); });
   ProcessEndObserver obs(pid, ReadProcStat(pid).start_time);
   ASSERT_TRUE(WaitEnded(obs));
   waitpid(pid, nullptr, 0);  // the parent wins the race
@@ -308,7 +308,7 @@ TEST(ProcessEndObserver, ReapedBeforeWeLookedIsUnknown) {
 }
 
 TEST(ProcessEndObserver, RefusesAPidThatIsGone) {
-  pid_t pid = Child([] { _exit(0); });
+  pid_t pid = WatchChild([] { _exit(0); });
   uint64_t start = ReadProcStat(pid).start_time;
   waitpid(pid, nullptr, 0);
   EXPECT_THROW(ProcessEndObserver(pid, start), Error);
