@@ -51,11 +51,17 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 # The test builds have the test seams the end-to-end suites need (never a
 # release build: scripts/package.sh leaves them out).
-step "configure and build ($build)"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON \
-  -DGOHEAP2PPROF_WERROR="$werror" -DGOHEAP2PPROF_TEST_SEAMS=ON "${launcher[@]}" >/dev/null
 
 if ((quick)); then
+  # Its own build directory, unoptimised, without debug information and as a unity build
+  # (several sources per compiler run), as scripts/demo.sh builds: about a third of the
+  # RelWithDebInfo build's compiler time (docs/contributing.md). The full path below builds
+  # as the release does, and runs everything on that build.
+  build=${BUILD_DIR:-build-quick}
+  step "configure and build ($build: Debug -O0 -g0, unity)"
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g0" \
+    -DCMAKE_UNITY_BUILD=ON -DBUILD_TESTING=ON -DGOHEAP2PPROF_WERROR="$werror" \
+    -DGOHEAP2PPROF_TEST_SEAMS=ON "${launcher[@]}" >/dev/null
   cmake --build "$build" -j"$(nproc)" --target goheap2pprof unit_tests profdiff
   step "unit tests"
   # The whole binary at once: the same tests as ctest -L unit, without a process per test.
@@ -67,6 +73,9 @@ if ((quick)); then
   exit 0
 fi
 
+step "configure and build ($build)"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON \
+  -DGOHEAP2PPROF_WERROR="$werror" -DGOHEAP2PPROF_TEST_SEAMS=ON "${launcher[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 step "every test, $jobs at a time"
 ctest --test-dir "$build" --output-on-failure -j"$jobs" "$@"
