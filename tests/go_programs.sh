@@ -14,7 +14,8 @@
 #                           with GOHEAP2PPROF_ALLOW_MISSING_TOOLCHAINS=1
 #   <version> fail <why>    missing or failing to build: the suites FAIL
 # GOHEAP2PPROF_GO_VERSIONS="go1.26.8 ..." limits the build to those toolchains (the others
-# get "skip not selected"): scripts/test.sh --quick.
+# get "skip not selected"), and GOHEAP2PPROF_GO_PROGRAMS="oracle-amd64-exe ..." to those
+# programs: scripts/test.sh --quick.
 # A program is rebuilt only when its toolchain, flags or sources change (the
 # key beside it). Exit status: 0 when every toolchain is ok or allowed to be
 # skipped, 1 otherwise (the suites then report each failed toolchain too).
@@ -35,6 +36,11 @@ build_one() {
   local version=$1 program=$2 arch=$3 mode=$4 cgo=$5 variant=$6 name key flags=()
   name=$(basename "$program")-$arch-$mode$([[ $cgo == 1 ]] && echo -cgo)
   [[ $variant != plain ]] && name+=-$variant
+  # GOHEAP2PPROF_GO_PROGRAMS="<name> ..." builds those programs only (scripts/test.sh --quick:
+  # the three the oracle suite runs); the suites that need the others then fail, not skip.
+  if [[ -n ${GOHEAP2PPROF_GO_PROGRAMS:-} && " $GOHEAP2PPROF_GO_PROGRAMS " != *" $name "* ]]; then
+    return 0
+  fi
   # The twin's -ldflags has the length of the stripped one's: build info
   # records the flags, and another length would move every data section.
   case $variant in
