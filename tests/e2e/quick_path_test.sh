@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# `bash scripts/test.sh --quick`, the contributor's check before a commit, as docs/contributing.md
+# describes it: the format check, its own build (Debug -O0 -g0, a unity build), the unit tests
+# and the oracle suite on go1.26.8. Checked: it exits 0; it ran each of those steps, in order,
+# and said how long each took; every unit test passed (none skipped: the DWARF tests need the
+# one file the build keeps -g for); the oracle suite passed inside it. A unit test file that
+# defines a file-local name another test file also defines breaks the unity build, and this
+# suite with it.
+#
+#   bash tests/e2e/quick_path_test.sh <path-to-goheap2pprof> <path-to-profdiff>
+#
+# The tool given is not used: the quick path builds its own.
+set -u
+source "$(dirname "$0")/lib.sh"
+
+e2e_init "$@"
+e2e_require_go
+e2e_make_work quick_path
+
+log=$work/quick.log
+# BUILD_DIR: the quick path's build goes to this run's work directory, not the checkout's.
+if BUILD_DIR=$work/build-quick bash "$src/scripts/test.sh" --quick >"$log" 2>&1; then
+  pass "scripts/test.sh --quick exits 0"
+else
+  fail "scripts/test.sh --quick failed (exit $?)" "$log"
+  e2e_finish
+fi
+
+# Its steps, in this order, each with the time since the start: "test.sh: [N s] <step>".
+want=("dependencies" "format check" "configure and build" "unit tests" "oracle suite on go1.26.8"
+  "quick path passed")
+mapfile -t steps < <(sed -n 's/^test\.sh: \[[0-9]* s\] //p' "$log")
+ok=1
+if ((${#steps[@]} != ${#want[@]})); then
+  ok=0
+else
+  for i in "${!want[@]}"; do
+    [[ ${steps[i]} == "${want[i]}"* ]] || ok=0
+  done
+fi
+if ((ok)); then
+  pass "its steps, in order: $(grep -E '^test\.sh: \[' "$log" | tr '\n' ' ')"
+else
+  fail "its steps were [${steps[*]}], not [${want[*]}]" "$log"
+fi
+if grep -q 'Debug -O0 -g0, unity' "$log"; then
+  pass "it builds unoptimised, as a unity build, in its own build directory"
+else
+  fail "no 'configure and build (...: Debug -O0 -g0, unity)' step" "$log"
+fi
+summary=$(grep -E '^\[==========\] [0-9]+ tests from' "$log" | tail -n 1)
+passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\.$/\1/p' "$log" | tail -n 1)
+total=$(sed -n 's/^\[==========\] \([0-9]*\) tests from.*/\1/p' "$log" | tail -n 1)
+if [[ -n $passed && $passed == "$total" ]] && ((total > 400)) && ! grep -q '^\[  SKIPPED \]' "$log"; then
+  pass "every unit test passed, none skipped: $summary"
+else
+  fail "unit tests: $passed passed of ${total:-?}, or some skipped" "$log"
+fi
+if grep -Eq '100% tests passed, 0 tests failed out of [0-9]+' "$log" && grep -q 'e2e\.oracle_test .*Passed' "$log"; then
+  pass "the oracle suite passed inside it"
+else
+  fail "the oracle suite did not pass inside it" "$log"
+fi
+e2e_finish
