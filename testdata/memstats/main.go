@@ -132,6 +132,10 @@ func main() {
 	if *stress {
 		startStress()
 	}
+	// The runtime may start an M while we block (sysmon handing off the P,
+	// a background worker waking): the outside read then sees a count
+	// between this one and the view's. ThreadCreateProfile(nil) only counts.
+	threadsAtReady, _ := runtime.ThreadCreateProfile(nil)
 	os.Stdout.WriteString("READY " + strconv.Itoa(os.Getpid()) + "\n")
 	if *stress {
 		select {} // the writers never block: no deadlock to detect
@@ -155,9 +159,10 @@ func main() {
 	threads, _ := runtime.ThreadCreateProfile(nil)
 
 	view := map[string]interface{}{
-		"num_goroutine": goroutines,
-		"threads":       threads,
-		"memstats":      ms,
+		"num_goroutine":    goroutines,
+		"threads":          threads,
+		"threads_at_ready": threadsAtReady,
+		"memstats":         ms,
 	}
 	ints := map[string]uint64{}
 	floats := map[string]float64{}
