@@ -8,6 +8,30 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
 
+work=$(mktemp -d)
+go_build_pid=""
+demo_pid=""
+# Whatever was started is stopped and waited for, so that no demo process outlives the script.
+# (A Go build still running after a failure is waited for: it ends in seconds.)
+cleanup() {
+  [[ -z $go_build_pid ]] || wait "$go_build_pid" 2>/dev/null || true
+  if [[ -n $demo_pid ]]; then
+    kill "$demo_pid" 2>/dev/null || true
+    wait "$demo_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The demo service compiles while the packages download (a cold Go build cache: about 20 s of
+# CPU), when the machine has its Go already; otherwise install-deps installs Debian's first.
+build_service() {
+  (cd testdata/demo && go build -o "$work/demo-service" .) >"$work/go-build.log" 2>&1
+}
+if command -v go >/dev/null; then
+  build_service &
+  go_build_pid=$!
+fi
 bash scripts/install-deps.sh
 build=${BUILD_DIR:-build-demo}
 # ccache when the machine has it (a contributor's): a second demo then builds in seconds.
@@ -22,12 +46,21 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG
   -DCMAKE_UNITY_BUILD=ON -DBUILD_TESTING=OFF "${launcher[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target goheap2pprof
 
-work=$(mktemp -d)
-(cd testdata/demo && go build -o "$work/demo-service" .)
+if [[ -n $go_build_pid ]]; then
+  status=0
+  wait "$go_build_pid" || status=$?
+  go_build_pid=""
+else
+  status=0
+  build_service || status=$?
+fi
+if ((status)); then
+  cat "$work/go-build.log" >&2
+  echo "demo: building the demo service (testdata/demo) failed" >&2
+  exit 1
+fi
 "$work/demo-service" > "$work/stdout" &
 demo_pid=$!
-# Stopped and waited for, so that no demo process outlives the script.
-trap 'kill $demo_pid 2>/dev/null; wait $demo_pid 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 100); do
   grep -q READY "$work/stdout" 2>/dev/null && break
   sleep 0.1
