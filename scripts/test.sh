@@ -8,7 +8,8 @@
 #                                   # end-to-end suite), then the unit tests, Go tier and corpus
 #                                   # replays once more under AddressSanitizer +
 #                                   # UndefinedBehaviorSanitizer
-#   bash scripts/test.sh --quick    # before a commit: the format check, the build, the unit
+#   bash scripts/test.sh --quick    # before a commit: the format check, a build of its own
+#                                   # (build-quick/: Debug -O0 -g0, a unity build), the unit
 #                                   # tests and the oracle suite on one Go version (go1.26.8)
 #
 # Extra arguments go to the first ctest run of the full path (e.g. -L e2e, -R serve,
