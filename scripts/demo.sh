@@ -46,12 +46,11 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG
   -DCMAKE_UNITY_BUILD=ON -DBUILD_TESTING=OFF "${launcher[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target goheap2pprof
 
+status=0
 if [[ -n $go_build_pid ]]; then
-  status=0
   wait "$go_build_pid" || status=$?
   go_build_pid=""
 else
-  status=0
   build_service || status=$?
 fi
 if ((status)); then

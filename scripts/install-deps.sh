@@ -113,8 +113,8 @@ done
 apt_install() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
-# The package lists a machine already has are tried first: refreshing them costs a fresh
-# machine about 20 s, a fifth of the demo's time. Lists too old for the mirror fail the
+# The package lists a machine already has are tried first: refreshing them cost a fresh
+# machine most of 25 s of the demo's 165 (docs/contributing.md). Lists too old for the mirror fail the
 # download (before anything is unpacked); then they are refreshed and the install runs again.
 have_lists=0
 compgen -G '/var/lib/apt/lists/*_Packages*' >/dev/null && have_lists=1

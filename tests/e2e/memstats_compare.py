@@ -119,10 +119,9 @@ def main():
     if ours["num_goroutine"] != theirs["num_goroutine"]:
         diffs.append("num_goroutine: ours %s, the target's %s" % (ours["num_goroutine"],
                                                                  theirs["num_goroutine"]))
-    # The threads: the runtime may start an M between the target's READY and its view (sysmon
-    # handing off the P while the target blocks in read(2), seen at -j2 on 2 cores: ours 4, the
-    # view's 5). The count never falls, so ours lies between the two counts the target took;
-    # it is the exact one when they agree, as they do on a quiet machine.
+    # The threads: the runtime may start an M between the target's READY and its view (seen
+    # once at -j2 on 2 cores, Go 1.23.4: ours 4, the view's 5). The count never falls, so ours
+    # lies between the two counts the target took, and must equal them when they agree.
     low = theirs.get("threads_at_ready", theirs["threads"])
     if not low <= ours["threads"] <= theirs["threads"]:
         diffs.append("threads: ours %s, the target's %s at READY and %s at its view" %
