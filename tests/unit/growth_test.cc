@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -184,6 +186,79 @@ TEST(GrowthTest, SampledLeakAtTheDefaultRateIsGrowthWithinItsNoiseBar) {
   EXPECT_GT(g.change_noise, 0);
   EXPECT_GT(g.slope_lower, 0);
   EXPECT_LT(g.slope_lower, g.slope_bytes_per_hour);
+}
+
+// What the runtime records of a leak of `per_step` objects of 4 KiB a step,
+// 12 steps 0.5 s apart, at the default rate: each object with probability
+// p = 1 - exp(-size/rate), each recorded one scaled by 1/p, as the profile
+// does. Seeded, so the test sees the same draws every run.
+class SampledLeak {
+ public:
+  explicit SampledLeak(uint64_t seed) : rng_(seed) {}
+
+  SiteGrowth Next(int per_step) {
+    const double p = -std::expm1(-kSize / static_cast<double>(kDefaultRate));
+    std::vector<double> hours;
+    SiteSeries s;
+    int64_t recorded = 0;
+    for (int step = 1; step <= 12; ++step) {
+      for (int i = 0; i < per_step; ++i) recorded += Uniform() < p ? 1 : 0;
+      hours.push_back(step * 0.5 / 3600.0);
+      const auto objects = std::llround(static_cast<double>(recorded) / p);
+      const auto bytes = std::llround(static_cast<double>(recorded) * kSize / p);
+      s.objects.push_back(objects);
+      s.bytes.push_back(bytes);
+      s.bytes_var.push_back(SampledBytesVariance(objects, bytes, kDefaultRate));
+    }
+    return AnalyzeSeries(hours, s);
+  }
+
+  static double TrueSlope(int per_step) { return per_step * kSize * 7200.0; }
+
+ private:
+  static constexpr double kSize = 4096;
+  double Uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+  std::mt19937_64 rng_;
+};
+
+TEST(GrowthTest, TheNoiseBarOfASampledLeakIsNoNarrowerThanItsSigmasSay) {
+  // 2,000 leaks of 1 MiB a step (about two recorded objects a step). With a
+  // normal error, 4.55% of true slopes fall outside 2 sigmas, 2.28% below
+  // the lower bound, and 31.7% outside one sigma: the bar may be wider than
+  // that (both ends' variance overstates a leak's) but not narrower, and not
+  // so wide that one sigma covers nearly everything.
+  SampledLeak leak(26);
+  const int runs = 2000, per_step = 256;
+  const double truth = SampledLeak::TrueSlope(per_step);
+  int outside1 = 0, outside2 = 0, lower_above = 0, steady = 0;
+  for (int i = 0; i < runs; ++i) {
+    const SiteGrowth g = leak.Next(per_step);
+    const double error = std::fabs(g.slope_bytes_per_hour - truth);
+    outside1 += error > g.slope_sigma ? 1 : 0;
+    outside2 += error > 2 * g.slope_sigma ? 1 : 0;
+    lower_above += g.slope_lower > truth ? 1 : 0;
+    steady += g.growth_class == GrowthClass::kSteadyGrowth ? 1 : 0;
+  }
+  EXPECT_LE(outside2, runs * 455 / 10000);
+  EXPECT_LE(lower_above, runs * 228 / 10000);
+  EXPECT_GE(outside1, runs * 15 / 100);
+  // So few records a step still make the leak growth in most runs.
+  EXPECT_GE(steady, runs * 95 / 100);
+}
+
+TEST(GrowthTest, ASampledLeakOfFourMiBAStepIsAlwaysSteadyGrowth) {
+  // What tests/e2e/growth_test.sh runs at the default rate: its class must
+  // not depend on luck, and its slope is checked within 4 sigmas (a normal
+  // error leaves 0.006% outside).
+  SampledLeak leak(27);
+  int outside4 = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const SiteGrowth g = leak.Next(1024);
+    ASSERT_EQ(g.growth_class, GrowthClass::kSteadyGrowth) << "run " << i;
+    const double error = std::fabs(g.slope_bytes_per_hour - SampledLeak::TrueSlope(1024));
+    outside4 += error > 4 * g.slope_sigma ? 1 : 0;
+  }
+  EXPECT_LE(outside4, 1);
 }
 
 TEST(GrowthTest, SampledBytesVarianceFollowsTheBinomialOfTheRecordedObjects) {
