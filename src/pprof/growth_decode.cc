@@ -23,7 +23,7 @@ namespace goheap2pprof {
 
 namespace {
 
-constexpr uint32_t kNone = UINT32_MAX;
+constexpr uint32_t kNoIndex = UINT32_MAX;
 // Wire types. A field of a known number but another wire type is an
 // unknown field to protobuf, skipped, and so it is here.
 constexpr int kVarint = 0;
@@ -112,9 +112,9 @@ uint64_t MessageId(std::string_view m) {
 // Ids to indexes: a table when the ids are about as dense as the runtime
 // and goheap2pprof write them (1..N), a hash map otherwise. The last of
 // duplicate ids wins, as in ProfileView.
-class IdIndex {
+class DenseIdIndex {
  public:
-  explicit IdIndex(const std::vector<std::string_view>& messages) {
+  explicit DenseIdIndex(const std::vector<std::string_view>& messages) {
     std::vector<uint64_t> ids;
     ids.reserve(messages.size());
     uint64_t max = 0;
@@ -123,7 +123,7 @@ class IdIndex {
       max = std::max(max, ids.back());
     }
     dense_ = max <= 4 * static_cast<uint64_t>(ids.size()) + 1024;
-    if (dense_) table_.assign(max + 1, kNone);
+    if (dense_) table_.assign(max + 1, kNoIndex);
     for (size_t i = 0; i < ids.size(); ++i) {
       const auto index = static_cast<uint32_t>(i);
       if (dense_) {
@@ -133,11 +133,11 @@ class IdIndex {
       }
     }
   }
-  // kNone when absent.
+  // kNoIndex when absent.
   uint32_t Find(uint64_t id) const {
-    if (dense_) return id < table_.size() ? table_[id] : kNone;
+    if (dense_) return id < table_.size() ? table_[id] : kNoIndex;
     const auto it = map_.find(id);
-    return it == map_.end() ? kNone : it->second;
+    return it == map_.end() ? kNoIndex : it->second;
   }
 
  private:
@@ -175,11 +175,11 @@ struct LineFields {
 
 // The profile being added: its fields, indexes and the locations already
 // matched to the collector's.
-class Decoder {
+class GrowthDecoder {
  public:
-  explicit Decoder(std::string_view bytes)
+  explicit GrowthDecoder(std::string_view bytes)
       : f_(Split(bytes)), locations_(f_.locations), functions_(f_.functions) {
-    ours_.assign(f_.locations.size(), kNone);
+    ours_.assign(f_.locations.size(), kNoIndex);
   }
 
   const Fields& fields() const { return f_; }
@@ -222,13 +222,13 @@ class Decoder {
     return g;
   }
 
-  // The location `id` as `intern` (GrowthCollector's) names it; kNone when
+  // The location `id` as `intern` (GrowthCollector's) names it; kNoIndex when
   // the profile has no such location.
   template <typename Intern>
   uint32_t Location(uint64_t id, Intern intern) {
     const uint32_t at = locations_.Find(id);
-    if (at == kNone) return kNone;
-    if (ours_[at] == kNone) ours_[at] = DecodeLocation(f_.locations[at], intern);
+    if (at == kNoIndex) return kNoIndex;
+    if (ours_[at] == kNoIndex) ours_[at] = DecodeLocation(f_.locations[at], intern);
     return ours_[at];
   }
 
@@ -250,7 +250,7 @@ class Decoder {
     }
     // A line whose function is missing is left out, as Add leaves it out.
     std::erase_if(lines_,
-                  [&](const LineFields& l) { return functions_.Find(l.function_id) == kNone; });
+                  [&](const LineFields& l) { return functions_.Find(l.function_id) == kNoIndex; });
     key_.clear();
     for (const LineFields& l : lines_) {
       const FunctionFields fn = FunctionOf(l);
@@ -289,8 +289,8 @@ class Decoder {
   }
 
   Fields f_;
-  IdIndex locations_, functions_;
-  std::vector<uint32_t> ours_;  // per location of the profile: the collector's, or kNone
+  DenseIdIndex locations_, functions_;
+  std::vector<uint32_t> ours_;  // per location of the profile: the collector's, or kNoIndex
   std::vector<LineFields> lines_;
   std::string key_;
 };
@@ -358,7 +358,7 @@ struct StackMemo {
 bool GrowthCollector::AddSerialized(std::string_view bytes, std::string name,
                                     std::optional<uint32_t> cycle) {
   try {
-    Decoder d(bytes);
+    GrowthDecoder d(bytes);
     if (d.FindType("inuse_space_per_hour") >= 0) return false;
     const int objects_at = d.FindType("inuse_objects");
     const int bytes_at = d.FindType("inuse_space");
@@ -393,7 +393,7 @@ bool GrowthCollector::AddSerialized(std::string_view bytes, std::string name,
       stack.clear();
       for (uint64_t id : ids) {
         const uint32_t ours = d.Location(id, intern);
-        if (ours == kNone) {
+        if (ours == kNoIndex) {
           throw Error(ErrorKind::kMalformed, "a sample refers to missing location ", id);
         }
         stack.push_back(ours);

@@ -19,7 +19,7 @@ namespace {
 // Callers shown under a site in the text report.
 constexpr size_t kTextFrames = 6;
 
-std::string FormatTime(int64_t nanos) {
+std::string FormatUtcTime(int64_t nanos) {
   const time_t secs = static_cast<time_t>(nanos / 1'000'000'000);
   std::tm tm{};
   gmtime_r(&secs, &tm);
@@ -143,8 +143,8 @@ void TextHeader(const GrowthReport& r, std::ostream& out) {
   if (!BuildId(r).empty()) out << ", build id " << BuildId(r);
   TextLabels(r, out);
   const GrowthData& d = r.data;
-  out << "\nwindow: " << FormatTime(d.snapshots.front().time_nanos) << " to "
-      << FormatTime(d.snapshots.back().time_nanos) << " (" << FormatDuration(WindowSeconds(d))
+  out << "\nwindow: " << FormatUtcTime(d.snapshots.front().time_nanos) << " to "
+      << FormatUtcTime(d.snapshots.back().time_nanos) << " (" << FormatDuration(WindowSeconds(d))
       << "), " << d.snapshots.size() << " snapshots";
   if (auto c = Cycles(d)) out << ", GC cycles " << c->first << " to " << c->second;
   if (i.skipped_same_cycle > 0) {
@@ -178,7 +178,7 @@ void TextTotals(const GrowthReport& r, std::ostream& out) {
     if (r.info.cgroup_limit) out << "; limit " << FormatBytes(double(*r.info.cgroup_limit));
     if (auto f = CgroupLimitForecast(r)) {
       out << ", reached in " << FormatDuration(f->hours * 3600) << " at "
-          << Signed(f->slope_bytes_per_hour) << "/h (at " << FormatTime(f->at_nanos) << ")";
+          << Signed(f->slope_bytes_per_hour) << "/h (at " << FormatUtcTime(f->at_nanos) << ")";
     }
     out << "\n";
   }

@@ -257,7 +257,7 @@ std::string BaseName(std::string path) {
 }
 
 // Go's time.Format("2006-01-02 15:04:05 MST") in the local time zone.
-std::string FormatTime(int64_t nanos) {
+std::string FormatGoLocalTime(int64_t nanos) {
   std::time_t secs = static_cast<std::time_t>(nanos / 1'000'000'000);
   if (nanos < 0 && nanos % 1'000'000'000 != 0) --secs;
   std::tm tm{};
@@ -380,7 +380,7 @@ TopTable ComputeTop(const pb::Profile& profile, const TextTopOptions& options) {
   }
   table.labels.push_back("Type: " + options.sample_index);
   if (profile.time_nanos() != 0) {
-    table.labels.push_back("Time: " + FormatTime(profile.time_nanos()));
+    table.labels.push_back("Time: " + FormatGoLocalTime(profile.time_nanos()));
   }
   int64_t shown = 0;
   for (const TopRow& r : table.rows) shown = SaturatingAdd(shown, r.flat);
