@@ -243,10 +243,10 @@ TEST(TriggerMachine, NoLimitMeansNoAboveTrigger) {
   EXPECT_TRUE(d.decisions().empty());
 }
 
-TEST(FormatBytes, PowersOf1024) {
-  EXPECT_EQ(FormatBytes(512), "512B");
-  EXPECT_EQ(FormatBytes(100ull << 20), "100MiB");
-  EXPECT_EQ(FormatBytes(3ull << 29), "1.5GiB");
+TEST(FormatSizeLikeAFlag, PowersOf1024) {
+  EXPECT_EQ(FormatSizeLikeAFlag(512), "512B");
+  EXPECT_EQ(FormatSizeLikeAFlag(100ull << 20), "100MiB");
+  EXPECT_EQ(FormatSizeLikeAFlag(3ull << 29), "1.5GiB");
   EXPECT_EQ(FormatPercent(92.5), "92.5");
   EXPECT_EQ(FormatPercent(70), "70");
 }

@@ -6,7 +6,7 @@
 
 namespace goheap2pprof {
 
-std::string FormatBytes(uint64_t bytes) {
+std::string FormatSizeLikeAFlag(uint64_t bytes) {
   static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int unit = 0;
   double value = static_cast<double>(bytes);
@@ -149,7 +149,7 @@ std::vector<TriggerDecision> TriggerMachine::Evaluate(const TriggerSample& s) {
     }
     if (top) {
       fired.push_back({Kind::kRss, static_cast<double>(config_.rss_above[*top]),
-                       "rss-above-" + FormatBytes(config_.rss_above[*top])});
+                       "rss-above-" + FormatSizeLikeAFlag(config_.rss_above[*top])});
     }
   }
   if (s.psi_fired && config_.psi) fired.push_back({Kind::kPsi, 0, "psi"});

@@ -107,8 +107,9 @@ class TriggerMachine {
   bool cooldown_escalated_ = false;
 };
 
-// "512MiB", "1.5GiB": for reasons and messages.
-std::string FormatBytes(uint64_t bytes);
+// "512MiB", "1.5GiB" (no ".0" on a whole number, as a size flag is written): for trigger
+// reasons and messages.
+std::string FormatSizeLikeAFlag(uint64_t bytes);
 // "90", "92.5": a percent level without trailing zeros.
 std::string FormatPercent(double pct);
 
