@@ -2,8 +2,9 @@
 # `bash scripts/test.sh --quick`, the contributor's check before a commit, as docs/contributing.md
 # describes it: the format check, its own build (Debug -O0 -g0, a unity build), the unit tests
 # and the oracle suite on go1.26.8. Checked: it exits 0; it ran each of those steps, in order,
-# and said how long each took; every unit test passed (none skipped: the DWARF tests need the
-# one file the build keeps -g for); the oracle suite passed inside it. A unit test file that
+# and said how long each took; every unit test the binary lists ran in one of its two shards and
+# passed (none skipped: the DWARF tests need the one file the build keeps -g for); the oracle
+# suite passed inside it. A unit test file that
 # defines a file-local name another test file also defines breaks the unity build, and this
 # suite with it.
 #
@@ -48,13 +49,17 @@ if grep -q 'Debug -O0 -g0, unity' "$log"; then
 else
   fail "no 'configure and build (...: Debug -O0 -g0, unity)' step" "$log"
 fi
-summary=$(grep -E '^\[==========\] [0-9]+ tests from' "$log" | tail -n 1)
-passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\.$/\1/p' "$log" | tail -n 1)
-total=$(sed -n 's/^\[==========\] \([0-9]*\) tests from.*/\1/p' "$log" | tail -n 1)
-if [[ -n $passed && $passed == "$total" ]] && ((total > 400)) && ! grep -q '^\[  SKIPPED \]' "$log"; then
-  pass "every unit test passed, none skipped: $summary"
+# The unit tests run as two gtest shards; together they must have run every test the
+# binary lists, and passed them all.
+shards=$(grep -c '^unit tests, shard [12] of 2:$' "$log")
+passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\.$/\1/p' "$log" | awk '{s += $1; n++} END {if (n) print s}')
+ran=$(sed -n 's/^\[==========\] \([0-9]*\) tests from.*/\1/p' "$log" | awk '{s += $1; n++} END {if (n) print s}')
+listed=$("$work/build-quick/tests/unit_tests" --gtest_list_tests | grep -c '^  ')
+if ((shards == 2)) && [[ -n $passed && $passed == "$ran" && $ran == "$listed" ]] && ((ran > 400)) &&
+  ! grep -q '^\[  SKIPPED \]' "$log"; then
+  pass "every unit test passed in the two shards, none skipped: $ran of the $listed listed"
 else
-  fail "unit tests: $passed passed of ${total:-?}, or some skipped" "$log"
+  fail "unit tests: $shards shards, ${passed:-?} passed of ${ran:-?} run, $listed listed, or some skipped" "$log"
 fi
 if grep -Eq '100% tests passed, 0 tests failed out of [0-9]+' "$log" && grep -q 'e2e\.oracle_test .*Passed' "$log"; then
   pass "the oracle suite passed inside it"
