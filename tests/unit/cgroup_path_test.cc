@@ -18,14 +18,14 @@ const std::string kUid32 = "6d3a2a3c1b5e4e6f9a0b2c3d4e5f6a7b";
 
 using R = ContainerRuntime;
 
-struct Case {
+struct CgroupPathCase {
   std::string name;
   std::string text;  // a whole /proc/<pid>/cgroup
   R runtime;
   std::string container_id, pod_uid, qos, unit;
 };
 
-std::vector<Case> Cases() {
+std::vector<CgroupPathCase> Cases() {
   const std::string sys_burstable =
       "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + kUidUnderscores +
       ".slice/";
@@ -124,7 +124,7 @@ std::vector<Case> Cases() {
 }
 
 TEST(CgroupPath, EveryShape) {
-  for (const Case& c : Cases()) {
+  for (const CgroupPathCase& c : Cases()) {
     SCOPED_TRACE(c.name);
     CgroupIdentity id = ParseCgroupIdentity(c.text);
     EXPECT_EQ(ContainerRuntimeName(id.runtime), ContainerRuntimeName(c.runtime));

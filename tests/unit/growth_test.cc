@@ -198,19 +198,19 @@ class SampledLeak {
 
   SiteGrowth Next(int per_step) {
     const double p = -std::expm1(-kSize / static_cast<double>(kDefaultRate));
-    std::vector<double> hours;
+    std::vector<double> at_hours;
     SiteSeries s;
     int64_t recorded = 0;
     for (int step = 1; step <= 12; ++step) {
       for (int i = 0; i < per_step; ++i) recorded += Uniform() < p ? 1 : 0;
-      hours.push_back(step * 0.5 / 3600.0);
+      at_hours.push_back(step * 0.5 / 3600.0);
       const auto objects = std::llround(static_cast<double>(recorded) / p);
       const auto bytes = std::llround(static_cast<double>(recorded) * kSize / p);
       s.objects.push_back(objects);
       s.bytes.push_back(bytes);
       s.bytes_var.push_back(SampledBytesVariance(objects, bytes, kDefaultRate));
     }
-    return AnalyzeSeries(hours, s);
+    return AnalyzeSeries(at_hours, s);
   }
 
   static double TrueSlope(int per_step) { return per_step * kSize * 7200.0; }
@@ -357,8 +357,8 @@ TEST(GrowthCollectorTest, MatchesSitesAcrossProfilesAndOrdersByTime) {
   EXPECT_EQ(d.snapshots[2].name, "c");
   EXPECT_EQ(d.snapshots[0].inuse_bytes, 1050);
   ASSERT_EQ(d.sites.size(), 2u);
-  const std::vector<double> hours = d.Hours();
-  EXPECT_NEAR(hours[2], 2.0 / 3600, 1e-12);
+  const std::vector<double> at_hours = d.Hours();
+  EXPECT_NEAR(at_hours[2], 2.0 / 3600, 1e-12);
   for (const GrowthSite& site : d.sites) {
     const SiteSeries s = d.Series(site);
     const std::string leaf = d.locations[site.locations[0]].lines[0].function;

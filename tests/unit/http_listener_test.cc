@@ -221,9 +221,10 @@ TEST(HttpListener, HeadDeadlineClosesSlowClients) {
   char buf[64];
   while (recv(fd, buf, sizeof(buf), 0) > 0) {
   }
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double elapsed_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   close(fd);
-  EXPECT_LT(seconds, 4.0);  // closed at the 1 s deadline, not kept while bytes trickle
+  EXPECT_LT(elapsed_s, 4.0);  // closed at the 1 s deadline, not kept while bytes trickle
 }
 
 TEST(HttpListener, IdleKeepAliveConnectionsTimeOut) {
@@ -237,14 +238,15 @@ TEST(HttpListener, IdleKeepAliveConnectionsTimeOut) {
   std::string got;
   char buf[4096];
   for (ssize_t n; (n = recv(fd, buf, sizeof(buf), 0)) > 0;) got.append(buf, static_cast<size_t>(n));
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double elapsed_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   close(fd);
   EXPECT_NE(got.find("Connection: keep-alive"), std::string::npos) << got;
   EXPECT_NE(got.find("target=/a"), std::string::npos) << got;
   // Kept open after the answer, then closed at the idle deadline (the
   // test's own receive timeout is 5 s).
-  EXPECT_GT(seconds, 0.5);
-  EXPECT_LT(seconds, 4.0);
+  EXPECT_GT(elapsed_s, 0.5);
+  EXPECT_LT(elapsed_s, 4.0);
 }
 
 TEST(HttpListener, BlockingHandlersDoNotHoldTheIoThread) {
