@@ -75,7 +75,16 @@ class ProcessMemoryReader : public MemoryReader {
 
  private:
   bool ReadViaProcMem(uint64_t addr, std::span<uint8_t> dst);
-  [[noreturn]] void ThrowFor(int err, uint64_t addr, size_t len);
+  // Reads requests with process_vm_readv (batches of up to IOV_MAX ranges),
+  // counting into stats. Returns the index of the first request it could not
+  // try because process_vm_readv is unavailable (the caller reads from there
+  // through /proc/<pid>/mem), or requests.size(). Safe to call from two
+  // threads on disjoint requests.
+  size_t ReadVectored(std::span<ReadRequest> requests, ReadStats& stats) const;
+  // ReadVectored of requests[0, split) here and of the rest on a second
+  // thread; returns where a fallback must start, as ReadVectored does.
+  size_t ReadHalves(std::span<ReadRequest> requests, size_t split);
+  [[noreturn]] void ThrowFor(int err, uint64_t addr, size_t len) const;
 
   pid_t pid_;
   UniqueFd mem_fd_;            // /proc/<pid>/mem, opened on first fallback

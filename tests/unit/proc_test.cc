@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <span>
+#include <vector>
 
 #include "base/error.h"
 #include "proc/memory_reader.h"
@@ -114,6 +116,41 @@ TEST(ProcessMemoryReader, ReadsOwnMemoryAndBatches) {
   for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(reqs[i].ok, i != 150) << i;
   EXPECT_EQ(std::memcmp(tail.data(), text, sizeof(text)), 0);
   EXPECT_EQ(mem.stats().bytes_read, 8u + 300u * 8u + 299u * 8u + sizeof(text));
+}
+
+// A batch of 8 MiB is read by two threads (ProcessMemoryReader's
+// kParallelReadBytes is 4 MiB): every range lands where it was asked to, an
+// unmapped range in either half fails alone, and the statistics count both
+// threads' calls and bytes.
+TEST(ProcessMemoryReader, ALargeBatchReadOnTwoThreadsIsTheSameRead) {
+  constexpr size_t kRanges = 2048, kRange = 4096;
+  std::vector<uint64_t> source(kRanges * kRange / 8);
+  for (size_t i = 0; i < source.size(); ++i) source[i] = i * 0x9e3779b97f4a7c15ull;
+  std::vector<uint8_t> dst(kRanges * kRange);
+  std::vector<ReadRequest> reqs;
+  for (size_t i = 0; i < kRanges; ++i) {
+    // In reverse order, so that a range written to the wrong place shows.
+    const size_t from = kRanges - 1 - i;
+    reqs.push_back({reinterpret_cast<uint64_t>(source.data()) + from * kRange,
+                    std::span<uint8_t>(dst.data() + i * kRange, kRange)});
+  }
+  std::vector<uint8_t> bad1(kRange), bad2(kRange);
+  reqs[100] = {8, bad1};             // page 0 is never mapped: in the first half
+  reqs[kRanges - 100] = {16, bad2};  // and in the second
+  ProcessMemoryReader mem(getpid());
+  mem.ReadMany(reqs);
+  for (size_t i = 0; i < kRanges; ++i) {
+    ASSERT_EQ(reqs[i].ok, i != 100 && i != kRanges - 100) << i;
+    if (!reqs[i].ok) continue;
+    const size_t from = kRanges - 1 - i;
+    ASSERT_EQ(std::memcmp(dst.data() + i * kRange, source.data() + from * kRange / 8, kRange), 0)
+        << i;
+  }
+  EXPECT_EQ(mem.stats().bytes_read, (kRanges - 2) * kRange);
+  // Two calls a half (1,024 ranges each), and for each unmapped range one
+  // that stops at it, one alone to classify it, and one for the rest of its
+  // call: 2 + 2 x 2.
+  EXPECT_EQ(mem.stats().syscalls, 6u);
 }
 
 TEST(ProcessMemoryReader, UnmappedAddressIsNotFatal) {
