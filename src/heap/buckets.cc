@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "base/bytes.h"
 #include "base/error.h"
@@ -240,6 +239,7 @@ RevalidationPlan PlanRevalidation(std::span<const Bucket> buckets, uint64_t reco
   }
   plan.ranges.push_back(range);
   plan.size += range.len;
+  plan.planned_ranges = plan.ranges.size();
   // A stack between its header and record in one range was read along.
   plan.stack_read.resize(buckets.size());
   for (size_t i = 0; i < buckets.size(); ++i) {
@@ -248,6 +248,56 @@ RevalidationPlan PlanRevalidation(std::span<const Bucket> buckets, uint64_t reco
         words == 0 || plan.record_at[i] - plan.header_at[i] == kBucketHeaderSize + 8 * words;
   }
   return plan;
+}
+
+// Whether the stack read along at p begins and ends as the stored one. The
+// header's fields (the list link, hash, size and depth) already say that the
+// bucket is the one first read: a published bucket's stack never changes, and
+// the runtime never frees a bucket. The two words catch another object at the
+// same address; comparing every word cost an eighth of a repeated capture
+// (250k buckets).
+bool SameStackEnds(const uint8_t* p, std::span<const uint64_t> stack) {
+  if (stack.empty()) return true;
+  return LoadU64(p) == stack.front() && LoadU64(p + 8 * (stack.size() - 1)) == stack.back();
+}
+
+// Extends plan to the `added` buckets before the planned ones: their ranges
+// go after the plan's in the buffer. Planning a list sorts every header and
+// record by address (a tenth of a repeated capture of 250k buckets), and a
+// list gains a few buckets between most captures (the target's own
+// allocations), so only the new ones are planned.
+void ExtendPlan(RevalidationPlan& plan, std::span<const Bucket> added, uint64_t record_size) {
+  const RevalidationPlan front = PlanRevalidation(added, record_size, plan.gap);
+  for (RevalidationPlan::Range r : front.ranges) {
+    r.at += plan.size;
+    plan.ranges.push_back(r);
+  }
+  auto prepend = [&](std::vector<uint64_t>& offsets, const std::vector<uint64_t>& added_offsets) {
+    std::vector<uint64_t> joined;
+    joined.reserve(added_offsets.size() + offsets.size());
+    for (uint64_t at : added_offsets) joined.push_back(at + plan.size);
+    joined.insert(joined.end(), offsets.begin(), offsets.end());
+    offsets = std::move(joined);
+  };
+  prepend(plan.header_at, front.header_at);
+  prepend(plan.record_at, front.record_at);
+  plan.stack_read.insert(plan.stack_read.begin(), front.stack_read.begin(), front.stack_read.end());
+  plan.size += front.size;
+  plan.buckets += added.size();
+  plan.first = added.front().addr;
+}
+
+// The plan for buckets: plan itself, extended, or made anew. A plan extended
+// many times reads in many small ranges; at twice the ranges of a whole plan
+// (plus 64) it is made anew.
+void UpdatePlan(RevalidationPlan& plan, std::span<const Bucket> buckets, uint64_t record_size,
+                uint64_t gap) {
+  if (plan.Fits(buckets)) return;
+  if (plan.FitsTail(buckets) && plan.ranges.size() < 2 * plan.planned_ranges + 64) {
+    ExtendPlan(plan, buckets.first(buckets.size() - plan.buckets), record_size);
+    return;
+  }
+  plan = PlanRevalidation(buckets, record_size, gap);
 }
 
 // Reads the plan's ranges into scratch; false if any failed.
@@ -273,7 +323,7 @@ bool RevalidateBuckets(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLa
   if (buckets.empty()) return true;
   constexpr uint64_t kGap = 4096;
   const uint64_t record_size = MemRecordSize(layout);
-  if (!plan.Fits(buckets)) plan = PlanRevalidation(buckets, record_size, kGap);
+  UpdatePlan(plan, buckets, record_size, plan.buckets > 0 ? plan.gap : kGap);
   std::vector<ReadRequest> requests;
   if (!ReadPlanned(mem, plan, scratch, requests)) {
     // A gap read along may be unmapped: read only the buckets' own bytes
@@ -289,8 +339,7 @@ bool RevalidateBuckets(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLa
         LoadU64(h + kBucketTypOffset) != kMemProfileBucketType ||
         LoadU64(h + kBucketHashOffset) != b.hash || LoadU64(h + kBucketSizeOffset) != b.size ||
         LoadU64(h + kBucketNstkOffset) != b.stack.size() ||
-        (plan.stack_read[i] && !b.stack.empty() &&
-         std::memcmp(h + kBucketHeaderSize, b.stack.data(), 8 * b.stack.size()) != 0)) {
+        (plan.stack_read[i] && !SameStackEnds(h + kBucketHeaderSize, b.stack))) {
       return false;
     }
     LoadRecord(scratch.data() + plan.record_at[i], layout, b, store);

@@ -133,8 +133,15 @@ struct RevalidationPlan {
   std::vector<uint64_t> record_at;  // per bucket: its memRecord's offset in the buffer
   std::vector<bool> stack_read;     // per bucket: its stack is read too (it lies in between)
   uint64_t size = 0;                // the buffer's bytes
+  size_t planned_ranges = 0;        // ranges when last planned whole (not extended)
   bool Fits(std::span<const Bucket> b) const {
     return !b.empty() && b.size() == buckets && b.front().addr == first && b.back().addr == last;
+  }
+  // Whether b is the planned list with buckets added at its front (the
+  // runtime adds them only there): the plan extends to them.
+  bool FitsTail(std::span<const Bucket> b) const {
+    return buckets > 0 && b.size() > buckets && b[b.size() - buckets].addr == first &&
+           b.back().addr == last;
   }
 };
 

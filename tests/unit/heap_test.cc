@@ -1,6 +1,7 @@
 // Bucket walk and runtime.MemProfile emulation on test memory.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -709,6 +710,67 @@ TEST(RefreshHeapSnapshot, ANewBucketOfAKnownStackSharesIt) {
   EXPECT_EQ(s.buckets[0].stack.data(), s.buckets[2].stack.data());
   EXPECT_EQ(s.stacks.stacks(), 2u);
   EXPECT_EQ(s.buckets[0].active.allocs, 1u);
+}
+
+// Buckets added between captures extend the plan of the reads: the old
+// ranges are kept, the new buckets' are added, and every bucket's counters
+// are read from where the extended plan put them.
+TEST(RefreshHeapSnapshot, BucketsAddedExtendThePlanOfTheReads) {
+  GrowingImage img;
+  HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, Go126());
+  BucketArena more(0x20000);
+  const uint64_t b0 = more.Add(256, {0x404000, 0x405000}, {1, 0, 256, 0});
+  more.SetAllnext(b0, img.b1);
+  more.MapInto(img.mem);
+  img.SetVars(b0, 6 << 1);
+  ASSERT_TRUE(RefreshHeapSnapshot(img.mem, img.addrs, Go126(), {}, s));  // plans b1, b2
+  ASSERT_EQ(s.plan.buckets, 2u);
+  const size_t planned = s.plan.ranges.size();
+  img.SetAllocs(b0, 2, 7);
+  img.SetAllocs(img.b2, 2, 9);
+  ASSERT_TRUE(RefreshHeapSnapshot(img.mem, img.addrs, Go126(), {}, s));  // b0 too
+  EXPECT_EQ(s.plan.buckets, 3u);
+  EXPECT_EQ(s.plan.planned_ranges, planned);
+  EXPECT_EQ(s.plan.ranges.size(), planned + 1);  // b0 lies apart from the others
+  EXPECT_EQ(s.plan.first, b0);
+  EXPECT_EQ(s.buckets[0].active.allocs, 7u);
+  EXPECT_EQ(s.buckets[1].active.allocs, 2u);
+  EXPECT_EQ(s.buckets[2].active.allocs, 9u);
+  // The added bucket is checked as the others are.
+  img.mem.PutU64(b0 + kBucketHeaderSize + 8, 0x409000);
+  EXPECT_FALSE(RefreshHeapSnapshot(img.mem, img.addrs, Go126(), {}, s));
+}
+
+// A plan extended bucket by bucket is made anew once its ranges reach twice
+// a whole plan's (plus 64): 100 adjacent buckets added one capture at a time
+// are a range each until the plan is made anew and takes them in one, with
+// every counter right.
+TEST(RefreshHeapSnapshot, APlanExtendedManyTimesIsMadeAnew) {
+  GrowingImage img;
+  HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, Go126());
+  BucketArena more(0x20000);
+  std::vector<uint64_t> added;
+  for (uint64_t i = 0; i < 100; ++i) {
+    added.push_back(more.Add(64, {0x410000 + i}, {i + 1, 0, 64 * (i + 1), 0}));
+    more.SetAllnext(added[i], i == 0 ? img.b1 : added[i - 1]);
+  }
+  more.MapInto(img.mem);
+  size_t most_ranges = 0;
+  bool made_anew = false;
+  for (uint64_t i = 0; i < 100; ++i) {
+    img.SetVars(added[i], 6 << 1);
+    ASSERT_TRUE(RefreshHeapSnapshot(img.mem, img.addrs, Go126(), {}, s)) << i;
+    ASSERT_LE(s.plan.ranges.size(), 2 * s.plan.planned_ranges + 64) << i;
+    made_anew |= s.plan.ranges.size() < most_ranges;
+    most_ranges = std::max(most_ranges, s.plan.ranges.size());
+  }
+  EXPECT_TRUE(made_anew);
+  EXPECT_GE(most_ranges, 60u);
+  ASSERT_TRUE(RefreshHeapSnapshot(img.mem, img.addrs, Go126(), {}, s));
+  ASSERT_EQ(s.buckets.size(), 102u);
+  for (uint64_t i = 0; i < 100; ++i) EXPECT_EQ(s.buckets[99 - i].active.allocs, i + 1) << i;
+  EXPECT_EQ(s.buckets[100].active.allocs, 2u);
+  EXPECT_EQ(s.buckets[101].active.allocs, 4u);
 }
 
 TEST(RefreshHeapSnapshot, AnotherListUnderTheSameAddressesIsRefused) {
