@@ -68,9 +68,18 @@ own_write_note() {
 same_block() {
   local what=$1 own=$2 attempt rc retries=""
   shift 2
+  : >"$work/cmp.txt"  # what this block found, and nothing of the block before
   for attempt in 1 2 3 4 5; do
-    curl -sf -o "$work/own1.txt" "$own" && "$@" >"$work/ours.txt" 2>"$work/ours.err" &&
-      curl -sf -o "$work/own2.txt" "$own" || continue
+    # A request that fails is retried, and why it failed is kept for the report.
+    if ! curl -sS --fail-with-body -o "$work/own1.txt" "$own" 2>"$work/own.err" ||
+      ! "$@" >"$work/ours.txt" 2>"$work/ours.err" ||
+      ! curl -sS --fail-with-body -o "$work/own2.txt" "$own" 2>"$work/own.err"; then
+      retries+="; attempt $attempt failed: $(cat "$work/own.err" "$work/ours.err" 2>/dev/null |
+        tr '\n' ' ')$(head -c 200 "$work/ours.txt" 2>/dev/null)"
+      rm -f "$work/own.err" "$work/ours.err"
+      sleep 1
+      continue
+    fi
     python3 "$compare" "$work/own1.txt" "$work/ours.txt" "$work/own2.txt" 2 >"$work/cmp.txt" 2>&1
     rc=$?
     if ((rc == 2)); then
@@ -85,8 +94,8 @@ same_block() {
     ((rc == 0)) && diff "$work/own2.rec" <(records "$work/ours.txt") >"$work/cmp.txt"
     break
   done
-  echo "retried: $retries" >>"$work/cmp.txt"
-  cat "$work/ours.err" >>"$work/cmp.txt"
+  echo "retried: ${retries#; }" >>"$work/cmp.txt"
+  cat "$work/ours.err" >>"$work/cmp.txt" 2>/dev/null
   fail "$what" "$work/cmp.txt"
 }
 
@@ -117,9 +126,9 @@ for v in go1.18.10 go1.20.14 go1.22.10 go1.23.4 go1.26.8 go1.27.3; do
   for i in 1 2 3; do curl -s -o /dev/null "$own/heap?debug=1"; done
   curl -s -o /dev/null "$ours/heap?debug=1&pid=$tpid"
   same_block "$v serve heap?debug=1: the MemStats block as the target's own" \
-    "$own/heap?debug=1" curl -sf "$ours/heap?debug=1&pid=$tpid"
+    "$own/heap?debug=1" curl -sS --fail-with-body "$ours/heap?debug=1&pid=$tpid"
   same_block "$v serve allocs?debug=1: the same block" \
-    "$own/allocs?debug=1" curl -sf "$ours/allocs?debug=1&pid=$tpid"
+    "$own/allocs?debug=1" curl -sS --fail-with-body "$ours/allocs?debug=1&pid=$tpid"
   same_block "$v one-shot --format debug1: the same text" \
     "$own/heap?debug=1" "$tool" --format debug1 "$tpid"
   kill "$tpid"
