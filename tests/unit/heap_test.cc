@@ -773,6 +773,40 @@ TEST(RefreshHeapSnapshot, APlanExtendedManyTimesIsMadeAnew) {
   EXPECT_EQ(s.buckets[101].active.allocs, 4u);
 }
 
+// A list of 40,000 buckets is checked and loaded on two threads: counters
+// and futures change in both halves (futures that need storage of their own
+// too), and a header changed in the second half refuses the list.
+TEST(RefreshHeapSnapshot, ALargeListIsCheckedOnTwoThreadsAsOnOne) {
+  constexpr uint64_t kVars = 0x5000, kBuckets = 40000, kCycle = 32;
+  TestMemory mem;
+  HeapAddresses addrs{kVars, kVars + 8, kVars + 16};
+  BucketArena arena(0x100000);
+  std::vector<uint64_t> b(kBuckets);  // in list order: b[0] is the head
+  for (uint64_t i = 0; i < kBuckets; ++i) {
+    b[kBuckets - 1 - i] =
+        arena.Add(64, {0x400000 + i % 100, 0x500000}, {i + 1, 0, 64 * (i + 1), 0});
+    if (i > 0) arena.SetAllnext(b[kBuckets - 1 - i], b[kBuckets - i]);
+  }
+  arena.MapInto(mem);
+  MapVars(mem, kVars, b[0], 6 << 1);
+  HeapSnapshot s = ReadHeapSnapshot(mem, addrs, Go126());
+  ASSERT_TRUE(RefreshHeapSnapshot(mem, addrs, Go126(), {}, s));
+  auto record = [&](size_t i) { return b[i] + kBucketHeaderSize + 16; };
+  for (size_t i : {5ul, 39000ul}) mem.PutU64(record(i), 1000 + i);             // active allocs
+  for (size_t i : {10ul, 30000ul}) mem.PutU64(record(i) + 2 * kCycle, 7 + i);  // future[1] allocs
+  ASSERT_TRUE(RefreshHeapSnapshot(mem, addrs, Go126(), {}, s));
+  ASSERT_EQ(s.buckets.size(), kBuckets);
+  for (size_t i : {5ul, 39000ul}) EXPECT_EQ(s.buckets[i].active.allocs, 1000 + i) << i;
+  for (size_t i : {10ul, 30000ul}) {
+    EXPECT_EQ(s.buckets[i].Future(1).allocs, 7 + i) << i;
+    EXPECT_EQ(s.buckets[i].active.allocs, kBuckets - i) << i;
+  }
+  EXPECT_EQ(s.buckets[20000].active.allocs, kBuckets - 20000);
+  EXPECT_EQ(s.buckets[20000].Future(1).allocs, 0u);
+  mem.PutU64(b[35000] + kBucketHashOffset, 0x4321);
+  EXPECT_FALSE(RefreshHeapSnapshot(mem, addrs, Go126(), {}, s));
+}
+
 TEST(RefreshHeapSnapshot, AnotherListUnderTheSameAddressesIsRefused) {
   GrowingImage img;
   HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, Go126());
