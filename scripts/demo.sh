@@ -2,8 +2,10 @@
 # The README's demo: builds goheap2pprof and a small Go service that serves no
 # pprof endpoint, captures the service's heap from outside, and shows it with
 # go tool pprof -top. It installs the build set only (scripts/install-deps.sh without
-# --test) and builds the tool alone, without the tests (BUILD_TESTING=OFF: no GoogleTest to
-# find); docs/contributing.md states how long it takes on a fresh machine.
+# --test) and builds the capture alone: no tests (BUILD_TESTING=OFF: no GoogleTest to find)
+# and no agent (GOHEAP2PPROF_AGENT=OFF: serve, push, watch, agent, mem and growth are left
+# out, about half the compiler time); docs/contributing.md states how long it takes on a
+# fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -43,7 +45,7 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 # (docs/contributing.md), and the demo's capture is as quick. The tool for real use is
 # built as the README's Install says.
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g0" \
-  -DCMAKE_UNITY_BUILD=ON -DBUILD_TESTING=OFF "${launcher[@]}" >/dev/null
+  -DCMAKE_UNITY_BUILD=ON -DBUILD_TESTING=OFF -DGOHEAP2PPROF_AGENT=OFF "${launcher[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target goheap2pprof
 
 status=0
@@ -72,4 +74,7 @@ echo
 echo "demo: go tool pprof -top $work/heap.pb.gz"
 go tool pprof -top -nodecount=15 "$work/heap.pb.gz"
 echo
+echo "demo: $build/goheap2pprof has the capture alone (any pid, --core, every --format); the"
+echo "demo: agent's commands (serve, push, watch, agent, mem, growth) come with the whole tool:"
+echo "demo: see Install in README.md"
 echo "demo: done in $((SECONDS - start)) s"

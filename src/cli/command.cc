@@ -4,7 +4,9 @@
 #include <optional>
 #include <sstream>
 
+#if !GOHEAP2PPROF_CAPTURE_ONLY
 #include "agent/common/duration.h"
+#endif
 
 namespace goheap2pprof {
 
@@ -39,6 +41,7 @@ std::string DefaultHint(ErrorKind kind, std::string_view command) {
   return "";
 }
 
+#if !GOHEAP2PPROF_CAPTURE_ONLY
 // "10s", "5m", "250ms" or a bare number of seconds: the one syntax of
 // agent/common/duration.h.
 std::optional<double> ParseSeconds(const std::string& text) {
@@ -46,6 +49,7 @@ std::optional<double> ParseSeconds(const std::string& text) {
   if (!d) return std::nullopt;
   return static_cast<double>(d->count()) / 1e6;
 }
+#endif
 
 }  // namespace
 
@@ -66,6 +70,7 @@ int RunCommand(const std::string& command, const std::function<int()>& run) {
   }
 }
 
+#if !GOHEAP2PPROF_CAPTURE_ONLY
 CLI::Option* AddSecondsOption(CLI::App& app, const std::string& name, double& seconds,
                               const std::string& description) {
   // A transform runs before CLI11 converts the text to the double, so the
@@ -88,6 +93,7 @@ CLI::Option* AddSecondsOption(CLI::App& app, const std::string& name, double& se
       ->type_name("DURATION")
       ->capture_default_str();
 }
+#endif
 
 int ReportParseError(const CLI::App& root, const CLI::ParseError& e) {
   // The message names the command whose options were being read.

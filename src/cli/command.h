@@ -33,10 +33,12 @@ std::string HintFor(const Error& e, std::string_view command);
 // kind, 1).
 int RunCommand(const std::string& command, const std::function<int()>& run);
 
+#if !GOHEAP2PPROF_CAPTURE_ONLY
 // A seconds option that takes one duration syntax everywhere: "10s", "5m",
 // "250ms", "1h" or a bare number of seconds (what the options took before).
 CLI::Option* AddSecondsOption(CLI::App& app, const std::string& name, double& seconds,
                               const std::string& description);
+#endif
 
 // A parse error of the command line, as every command prints it.
 int ReportParseError(const CLI::App& root, const CLI::ParseError& e);

@@ -13,14 +13,16 @@
 #include "app/run.h"
 #include "base/error.h"
 #include "base/huge_page_malloc.h"
-#include "cli/agent_main.h"
 #include "cli/command.h"
+#include "cli/version.h"
+#if !GOHEAP2PPROF_CAPTURE_ONLY
+#include "cli/agent_main.h"
 #include "cli/growth_main.h"
 #include "cli/mem_main.h"
 #include "cli/push_main.h"
 #include "cli/serve_main.h"
-#include "cli/version.h"
 #include "cli/watch_main.h"
+#endif
 #include "pprof/output.h"
 #include "proc/procfs.h"
 #include "runtime/bucket_layout.h"
@@ -185,10 +187,15 @@ int Main(int argc, char** argv) {
   // not a second command to run.
   app.require_subcommand(0, 1);
   // Every command, in the order --help lists them (the worker is hidden).
+#if GOHEAP2PPROF_CAPTURE_ONLY
+  // A build of the capture alone (GOHEAP2PPROF_AGENT=OFF: scripts/demo.sh).
+  const std::vector<Command> commands = {AddHelpCommand(app)};
+#else
   const std::vector<Command> commands = {AddServeCommand(app), AddPushCommand(app),
                                          AddWatchCommand(app), AddAgentCommand(app),
                                          AddMemCommand(app),   AddGrowthCommand(app),
                                          AddHelpCommand(app),  AddServeWorkerCommand(app)};
+#endif
 
   try {
     app.parse(argc, argv);
@@ -236,6 +243,15 @@ int Main(int argc, char** argv) {
     if (force_option->count() > 0 && exe_option->count() == 0 && core_option->count() == 0) {
       throw Error(ErrorKind::kUsage, "--force requires --exe or --core");
     }
+#if GOHEAP2PPROF_CAPTURE_ONLY
+    for (const char* command : {"serve", "push", "watch", "agent", "mem", "growth"}) {
+      if (pid_text == command) {
+        throw Error(ErrorKind::kUsage, "this goheap2pprof has the capture alone, no \"", command,
+                    "\" command (built with GOHEAP2PPROF_AGENT=OFF, as scripts/demo.sh builds it)")
+            .WithHint("build the whole tool as the README's Install says");
+      }
+    }
+#endif
     if (core_option->count() == 0) {
       std::optional<pid_t> pid = ParsePid(pid_text);
       if (!pid) throw Error(ErrorKind::kUsage, "\"", pid_text, "\" is not a process id");

@@ -2,13 +2,15 @@
 #include "cli/version.h"
 
 #include <capstone/capstone.h>
+#if !GOHEAP2PPROF_CAPTURE_ONLY
 #include <curl/curl.h>
+#include <seccomp.h>
+#endif
 #include <elfutils/libdwfl.h>
 #include <gnu/libc-version.h>
 #include <google/protobuf/stubs/common.h>
 #include <libdeflate.h>
 #include <openssl/opensslv.h>
-#include <seccomp.h>
 #include <zlib.h>
 
 #include <boost/version.hpp>
@@ -56,15 +58,19 @@ std::string VersionText() {
   // shared library was upgraded under us); header macros for the rest.
   int capstone_major = 0, capstone_minor = 0;
   cs_version(&capstone_major, &capstone_minor);
-  const scmp_version* seccomp = seccomp_version();
-  const curl_version_info_data* curl = curl_version_info(CURLVERSION_NOW);
   out << "libraries:\n"
       << "  protobuf " << google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION) << "\n"
       << "  zlib " << zlibVersion() << "\n"
       << "  elfutils (libelf, libdw) " << dwfl_version(nullptr) << "\n"
       << "  libdeflate " << LIBDEFLATE_VERSION_STRING << "\n"
-      << "  capstone " << capstone_major << "." << capstone_minor << "." << CS_VERSION_EXTRA << "\n"
-      << "  libseccomp " << seccomp->major << "." << seccomp->minor << "." << seccomp->micro
+      << "  capstone " << capstone_major << "." << capstone_minor << "." << CS_VERSION_EXTRA
+      << "\n";
+#if GOHEAP2PPROF_CAPTURE_ONLY
+  out << "  (the capture alone: built without the agent's commands and libraries)\n";
+#else
+  const scmp_version* seccomp = seccomp_version();
+  const curl_version_info_data* curl = curl_version_info(CURLVERSION_NOW);
+  out << "  libseccomp " << seccomp->major << "." << seccomp->minor << "." << seccomp->micro
       << "\n"
       // The agents' HTTP listener (agent/common/http_listener.h), header-only.
       << "  Boost.Beast/Asio " << BOOST_VERSION / 100000 << "." << BOOST_VERSION / 100 % 1000 << "."
@@ -75,8 +81,9 @@ std::string VersionText() {
       << "\n"
       // push's HTTP client and the TLS library under it, as linked.
       << "  libcurl " << curl->version << " ("
-      << (curl->ssl_version != nullptr ? curl->ssl_version : "no TLS library") << ")\n"
-      << "  CLI11 " << CLI11_VERSION << "\n"
+      << (curl->ssl_version != nullptr ? curl->ssl_version : "no TLS library") << ")\n";
+#endif
+  out << "  CLI11 " << CLI11_VERSION << "\n"
       << "  nlohmann-json " << NLOHMANN_JSON_VERSION_MAJOR << "." << NLOHMANN_JSON_VERSION_MINOR
       << "." << NLOHMANN_JSON_VERSION_PATCH << "\n";
 #ifdef GOHEAP2PPROF_STATIC
