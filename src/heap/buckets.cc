@@ -20,6 +20,24 @@ MemRecordCycle LoadCycle(const uint8_t* p, MemRecordLayout layout, uint64_t size
   return {LoadU64(p), LoadU64(p + 8), LoadU64(p + 16), LoadU64(p + 24)};
 }
 
+bool AllZero(const MemRecordCycle (&future)[3]) {
+  for (const MemRecordCycle& c : future) {
+    if (c.allocs != 0 || c.frees != 0 || c.alloc_bytes != 0 || c.free_bytes != 0) return false;
+  }
+  return true;
+}
+
+// Into the bucket's storage for its futures (which it has).
+void StoreFutures(Bucket& b, const MemRecordCycle (&future)[3]) {
+  for (int i = 0; i < 3; ++i) {
+    uint64_t* w = b.future_words + 4 * i;
+    w[0] = future[i].allocs;
+    w[1] = future[i].frees;
+    w[2] = future[i].alloc_bytes;
+    w[3] = future[i].free_bytes;
+  }
+}
+
 // A bucket's counters from its memRecord at rec.
 void LoadRecord(const uint8_t* rec, MemRecordLayout layout, Bucket& b, StackStore& store) {
   const uint64_t cycle_size = MemRecordCycleSize(layout);
@@ -36,22 +54,11 @@ void LoadRecord(const uint8_t* rec, MemRecordLayout layout, Bucket& b, StackStor
 bool LoadRecordInPlace(const uint8_t* rec, MemRecordLayout layout, Bucket& b) {
   const uint64_t cycle_size = MemRecordCycleSize(layout);
   MemRecordCycle future[3];
-  bool zero = true;
-  for (uint64_t i = 0; i < 3; ++i) {
+  for (uint64_t i = 0; i < 3; ++i)
     future[i] = LoadCycle(rec + cycle_size * (i + 1), layout, b.size);
-    zero = zero && future[i].allocs == 0 && future[i].frees == 0 && future[i].alloc_bytes == 0 &&
-           future[i].free_bytes == 0;
-  }
-  if (b.future_words == nullptr && !zero) return false;
+  if (b.future_words == nullptr && !AllZero(future)) return false;
   b.active = LoadCycle(rec, layout, b.size);
-  if (b.future_words == nullptr) return true;
-  for (int i = 0; i < 3; ++i) {
-    uint64_t* w = b.future_words + 4 * i;
-    w[0] = future[i].allocs;
-    w[1] = future[i].frees;
-    w[2] = future[i].alloc_bytes;
-    w[3] = future[i].free_bytes;
-  }
+  if (b.future_words != nullptr) StoreFutures(b, future);
   return true;
 }
 
@@ -182,20 +189,10 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
 
 void SetFutures(Bucket& b, const MemRecordCycle (&future)[3], StackStore& store) {
   if (b.future_words == nullptr) {
-    bool zero = true;
-    for (const MemRecordCycle& c : future) {
-      zero = zero && c.allocs == 0 && c.frees == 0 && c.alloc_bytes == 0 && c.free_bytes == 0;
-    }
-    if (zero) return;
+    if (AllZero(future)) return;
     b.future_words = store.Allocate(12);
   }
-  for (int i = 0; i < 3; ++i) {
-    uint64_t* w = b.future_words + 4 * i;
-    w[0] = future[i].allocs;
-    w[1] = future[i].frees;
-    w[2] = future[i].alloc_bytes;
-    w[3] = future[i].free_bytes;
-  }
+  StoreFutures(b, future);
 }
 
 void RereadRecords(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout,
