@@ -243,18 +243,19 @@ int Main(int argc, char** argv) {
     if (force_option->count() > 0 && exe_option->count() == 0 && core_option->count() == 0) {
       throw Error(ErrorKind::kUsage, "--force requires --exe or --core");
     }
-#if GOHEAP2PPROF_CAPTURE_ONLY
-    for (const char* command : {"serve", "push", "watch", "agent", "mem", "growth"}) {
-      if (pid_text == command) {
-        throw Error(ErrorKind::kUsage, "this goheap2pprof has the capture alone, no \"", command,
-                    "\" command (built with GOHEAP2PPROF_AGENT=OFF, as scripts/demo.sh builds it)")
-            .WithHint("build the whole tool as the README's Install says");
-      }
-    }
-#endif
     if (core_option->count() == 0) {
       std::optional<pid_t> pid = ParsePid(pid_text);
-      if (!pid) throw Error(ErrorKind::kUsage, "\"", pid_text, "\" is not a process id");
+      if (!pid) {
+        Error e(ErrorKind::kUsage, "\"", pid_text, "\" is not a process id");
+#if GOHEAP2PPROF_CAPTURE_ONLY
+        // serve, push, watch, agent, mem and growth are not in this build.
+        e.WithHint(
+            "this goheap2pprof has the capture alone (GOHEAP2PPROF_AGENT=OFF, as "
+            "scripts/demo.sh builds it): for the other commands, build the whole tool as "
+            "the README's Install says");
+#endif
+        throw e;
+      }
       options.pid = *pid;
     }
 #if GOHEAP2PPROF_TEST_SEAMS

@@ -2,18 +2,18 @@
 #include "cli/version.h"
 
 #include <capstone/capstone.h>
-#if !GOHEAP2PPROF_CAPTURE_ONLY
-#include <curl/curl.h>
-#include <seccomp.h>
-#endif
 #include <elfutils/libdwfl.h>
 #include <gnu/libc-version.h>
 #include <google/protobuf/stubs/common.h>
 #include <libdeflate.h>
-#include <openssl/opensslv.h>
 #include <zlib.h>
+#if !GOHEAP2PPROF_CAPTURE_ONLY  // the agent's libraries
+#include <curl/curl.h>
+#include <openssl/opensslv.h>
+#include <seccomp.h>
 
 #include <boost/version.hpp>
+#endif
 #ifdef GOHEAP2PPROF_STATIC
 #include <bzlib.h>
 #include <lzma.h>

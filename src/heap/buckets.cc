@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <system_error>
-#include <thread>
 
 #include "base/bytes.h"
 #include "base/error.h"
+#include "base/side_by_side.h"
 
 namespace goheap2pprof {
 
@@ -376,20 +375,19 @@ bool CheckAndLoad(const uint8_t* buffer, const RevalidationPlan& plan, std::span
                   MemRecordLayout layout, StackStore& store) {
   std::vector<size_t> later, second_later;
   const size_t n = buckets.size();
-  const size_t mid = n >= kParallelCheckBuckets ? n / 2 : n;
-  bool second_ok = true;
-  std::thread second;
-  if (mid < n) {
-    try {
-      second = std::thread([&] {
-        second_ok = CheckAndLoadRange(buffer, plan, buckets, mid, n, layout, second_later);
-      });
-    } catch (const std::system_error&) {
-      second_ok = CheckAndLoadRange(buffer, plan, buckets, mid, n, layout, second_later);
-    }
+  bool first_ok = true, second_ok = true;
+  auto first = [&](size_t end) {
+    first_ok = CheckAndLoadRange(buffer, plan, buckets, 0, end, layout, later);
+  };
+  if (n < kParallelCheckBuckets) {
+    first(n);
+  } else {
+    RunSideBySide([&] { first(n / 2); },
+                  [&] {
+                    second_ok =
+                        CheckAndLoadRange(buffer, plan, buckets, n / 2, n, layout, second_later);
+                  });
   }
-  const bool first_ok = CheckAndLoadRange(buffer, plan, buckets, 0, mid, layout, later);
-  if (second.joinable()) second.join();
   if (!first_ok || !second_ok) return false;
   later.insert(later.end(), second_later.begin(), second_later.end());
   for (size_t i : later) LoadRecord(buffer + plan.record_at[i], layout, buckets[i], store);

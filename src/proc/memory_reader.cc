@@ -8,13 +8,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <exception>
 #include <string>
-#include <system_error>
-#include <thread>
 
 #include "base/bytes.h"
 #include "base/error.h"
+#include "base/side_by_side.h"
 #include "proc/procfs.h"
 
 namespace goheap2pprof {
@@ -216,33 +214,11 @@ void ProcessMemoryReader::ReadMany(std::span<ReadRequest> requests) {
 
 size_t ProcessMemoryReader::ReadHalves(std::span<ReadRequest> requests, size_t split) {
   ReadStats second_stats;
-  size_t second_from = requests.size() - split;
-  std::exception_ptr second_error;
-  std::thread second;
-  try {
-    second = std::thread([&] {
-      try {
-        second_from = ReadVectored(requests.subspan(split), second_stats);
-      } catch (...) {
-        second_error = std::current_exception();
-      }
-    });
-  } catch (const std::system_error&) {
-    // No thread to be had (a limit on threads): one thread reads it all.
-    return ReadVectored(requests, stats_);
-  }
-  size_t first_from = split;
-  std::exception_ptr first_error;
-  try {
-    first_from = ReadVectored(requests.first(split), stats_);
-  } catch (...) {
-    first_error = std::current_exception();
-  }
-  second.join();
+  size_t first_from = split, second_from = requests.size() - split;
+  RunSideBySide([&] { first_from = ReadVectored(requests.first(split), stats_); },
+                [&] { second_from = ReadVectored(requests.subspan(split), second_stats); });
   stats_.syscalls += second_stats.syscalls;
   stats_.bytes_read += second_stats.bytes_read;
-  if (first_error) std::rethrow_exception(first_error);
-  if (second_error) std::rethrow_exception(second_error);
   // A fallback re-reads everything after the first request not read (some
   // of the second half, already read, again: harmless and rare).
   if (first_from < split) return first_from;

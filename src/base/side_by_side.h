@@ -1,0 +1,19 @@
+// Two pieces of work at once on two cores: `here` on the calling thread,
+// `there` on a thread of its own. Used where one capture step is large enough
+// to be split in two halves (a large batch of reads of the target, the check
+// of a long bucket list) while the second core would otherwise idle.
+//
+//   RunSideBySide([&] { first_ok = Check(0, mid); }, [&] { second_ok = Check(mid, n); });
+//
+// Returns once both are done. If no thread can be had (a limit on threads),
+// `there` runs here after `here`. An exception from either is rethrown after
+// both are done (`here`'s first).
+#pragma once
+
+#include <functional>
+
+namespace goheap2pprof {
+
+void RunSideBySide(const std::function<void()>& here, const std::function<void()>& there);
+
+}  // namespace goheap2pprof
