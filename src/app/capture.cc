@@ -212,6 +212,48 @@ class Records {
   bool nothing_published_;
 };
 
+// A repeated capture's tables after buckets were added: the remembered
+// buckets keep their runs, a new bucket at a stack the tables hold takes its
+// run (Go 1.27 keys a bucket by its object size too, so a known call site
+// allocating a new size adds one), and the stacks they lack are added to a
+// copy of them. The runtime builds its locations in list order, new buckets
+// first; these tables mean the same only if their build, and this one,
+// proved that order does not matter (LocationTables::order_independent).
+// Null otherwise (the caller builds afresh).
+std::shared_ptr<const ProfileTables> TablesForNewBuckets(const CaptureSource& source,
+                                                         const ExecutableAnalysis& analysis,
+                                                         uint64_t bias, const HeapSnapshot& snap,
+                                                         ProcessCaptureState& state) {
+  const std::shared_ptr<const ProfileTables> old = state.profile_tables;
+  if (!old || !old->locations->order_independent || snap.new_buckets == 0 ||
+      old->samples() != snap.buckets.size() - snap.new_buckets) {
+    return nullptr;
+  }
+  auto tables = std::make_shared<ProfileTables>();
+  tables->sample_runs.reserve(snap.buckets.size());
+  std::optional<HeapProfileBuilder> more;  // once a stack is new
+  for (size_t i = 0; i < snap.new_buckets; ++i) {
+    const std::span<const uint64_t> stack = snap.buckets[i].stack;
+    if (std::optional<uint32_t> run = state.RunOfStack(stack)) {
+      tables->sample_runs.push_back(*run);
+      continue;
+    }
+    if (!more) {
+      std::unique_ptr<HeapProfileBuilder::Seed> seed = state.TakeSeed();
+      if (!seed) return nullptr;
+      more.emplace(analysis.symbolizer(), analysis.traits(), source.ProfileMappings(), bias,
+                   std::move(seed), *old->locations);
+    }
+    tables->sample_runs.push_back(more->AddStack(stack));
+  }
+  tables->locations = more ? more->FinishLocations() : old->locations;
+  if (!tables->locations->order_independent) return nullptr;
+  tables->sample_runs.insert(tables->sample_runs.end(), old->sample_runs.begin(),
+                             old->sample_runs.end());
+  state.KeepContinued(tables, more ? more->TakeSeed() : state.TakeSeed());
+  return tables;
+}
+
 // Pass 6: the profile runtime/pprof's writeHeapProto would write in the
 // target, symbolized with the analysis's (link-time) symbolizer; or, for a
 // repeated capture whose buckets are those of the state's template, the
@@ -229,8 +271,21 @@ FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalys
   if (state != nullptr && report.repeated && snap.new_buckets == 0 && state->profile_tables &&
       state->profile_tables->samples() == records.size()) {
     report.notes.push_back("no bucket added since the last capture: its locations reused");
+    report.tables = ProfileTablesOrigin::kReused;
     return FillProfile(state->profile_tables, records.All(), analysis.traits(), snap.rate, now_ns,
                        comments);
+  }
+  if (state != nullptr && report.repeated) {
+    const size_t known = state->profile_tables ? state->profile_tables->locations->runs.size() : 0;
+    if (std::shared_ptr<const ProfileTables> tables =
+            TablesForNewBuckets(source, analysis, bias, snap, *state)) {
+      report.notes.push_back(Concat(snap.new_buckets,
+                                    " buckets added since the last capture: its tables continued (",
+                                    tables->locations->runs.size() - known, " new stacks)"));
+      report.tables = ProfileTablesOrigin::kContinued;
+      return FillProfile(std::move(tables), records.All(), analysis.traits(), snap.rate, now_ns,
+                         comments);
+    }
   }
   Symbolizer& symbolizer = analysis.symbolizer();
   HeapProfileBuilder builder(symbolizer, analysis.traits(), source.ProfileMappings(), snap.rate,
@@ -244,8 +299,14 @@ FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalys
   report.notes.push_back(Concat(symbolizer.distinct_pcs(), " distinct PCs symbolized, ",
                                 symbolizer.failed_lookups(), " failed (since ",
                                 analysis.elf().name(), " was analysed)"));
+  std::unique_ptr<HeapProfileBuilder::Seed> seed;
+  if (state != nullptr) seed = builder.TakeSeed();  // completes the profile
   FinishedProfile profile = std::move(builder).TakeProfile();
-  if (state != nullptr) state->profile_tables = profile.tables();
+  report.notes.push_back(profile.tables()->locations->order_independent
+                             ? "the profile's locations do not depend on the order of its stacks"
+                             : "the profile's locations depend on the order of its stacks: a "
+                               "repeated capture after new buckets builds them again");
+  if (state != nullptr) state->KeepTables(profile.tables(), std::move(seed));
   return profile;
 }
 
@@ -313,7 +374,7 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
       state->CountReuse();
     } else {
       if (refresh) state->CountFresh("the remembered buckets are no longer the process's");
-      state->profile_tables.reset();
+      state->DropTables();
     }
   }
   timer.Done("walk");
@@ -355,6 +416,18 @@ CaptureResult Capture(CaptureSource& source,
                       const CaptureOptions& options, CaptureReport& report,
                       ProcessCaptureState& state) {
   return RunPasses(source, *analysis, analysis, options, report, &state);
+}
+
+const char* ProfileTablesOriginName(ProfileTablesOrigin origin) {
+  switch (origin) {
+    case ProfileTablesOrigin::kBuilt:
+      return "built";
+    case ProfileTablesOrigin::kReused:
+      return "reused";
+    case ProfileTablesOrigin::kContinued:
+      return "continued";
+  }
+  return "built";
 }
 
 std::string PublishedCountersComment() {

@@ -56,6 +56,15 @@ struct CaptureOptions {
 // What a capture learned and cost, besides the profile. Filled pass by pass,
 // so after a failure the caller still has what was learned before it (the
 // JSON snapshot of a failed capture reports the version and warnings).
+// How a capture came by its profile's tables.
+enum class ProfileTablesOrigin : uint32_t {
+  kBuilt = 0,      // symbolized and built (the per-PC cache may have served)
+  kReused = 1,     // a repeated capture's, no bucket added since the last one
+  kContinued = 2,  // the same, continued for the buckets added since
+};
+// "built", "reused", "continued".
+const char* ProfileTablesOriginName(ProfileTablesOrigin origin);
+
 struct CaptureReport {
   std::string go_version;  // "go1.26.8"
   // Lines for -v (how the executable and variables were found, addresses,
@@ -76,6 +85,8 @@ struct CaptureReport {
   uint64_t torn_walks = 0;  // walks discarded because the cycle changed
   // A repeated capture: the state's buckets were reused (refreshed).
   bool repeated = false;
+  // Where the profile's tables (locations, functions, strings) came from.
+  ProfileTablesOrigin tables = ProfileTablesOrigin::kBuilt;
   std::vector<std::pair<std::string, double>> phase_ms;
 };
 

@@ -7,8 +7,10 @@
 //   - reads the rate, the list head, the buckets created since, and the
 //     header and counters of every remembered bucket (not the stacks);
 //   - reuses the locations, functions and strings (ProfileTables) when no
-//     bucket was added, and builds afresh (with the symbolizer's per-PC
-//     cache) when one was.
+//     bucket was added; when buckets were, it continues them with the new
+//     buckets' stacks if their build proved that the order of the stacks
+//     does not change them (the runtime puts new buckets first), and
+//     otherwise builds afresh (with the symbolizer's per-PC cache).
 // The state is trusted only for the process it was made from: the same pid,
 // start time, running executable (path, inode, build ID), analysis, load
 // bias and executable mappings, and only while every remembered header
@@ -26,9 +28,11 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "base/pc_map.h"
 #include "heap/snapshot.h"
 #include "pprof/heap_profile_builder.h"
 
@@ -80,8 +84,30 @@ class ProcessCaptureState {
   // before the last refresh's new ones; empty until a capture built a
   // profile.
   std::shared_ptr<const ProfileTables> profile_tables;
+  // Keeps the tables a build made from snapshot's buckets, which run each
+  // of their stacks has, and the build's seed (null if the tables cannot be
+  // continued).
+  void KeepTables(std::shared_ptr<const ProfileTables> tables,
+                  std::unique_ptr<HeapProfileBuilder::Seed> seed);
+  // The same for tables continued from the kept ones: only the stacks of
+  // snapshot's new buckets are added to the runs.
+  void KeepContinued(std::shared_ptr<const ProfileTables> tables,
+                     std::unique_ptr<HeapProfileBuilder::Seed> seed);
+  std::unique_ptr<HeapProfileBuilder::Seed> TakeSeed() { return std::move(seed_); }
+  void DropTables();
+  // The run of the kept tables that a stack of snapshot's store has.
+  std::optional<uint32_t> RunOfStack(std::span<const uint64_t> stack) const;
 
  private:
+  // Runs by where the stack is stored: the snapshot's store keeps one copy of
+  // equal stacks, so a new bucket at a known stack points at the same words.
+  struct StackRun {
+    size_t words = 0;
+    uint32_t run = 0;
+  };
+  void RememberRuns(size_t buckets);  // of snapshot.buckets[0, buckets)
+  PcMap<StackRun> runs_by_stack_;
+  std::unique_ptr<HeapProfileBuilder::Seed> seed_;
   std::optional<Key> key_;
   uint64_t reused_ = 0;
   uint64_t fresh_ = 0;

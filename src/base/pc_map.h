@@ -21,6 +21,7 @@ class PcMap {
   PcMap() { slots_.resize(16); }
 
   size_t size() const { return size_; }
+  size_t ApproximateBytes() const { return slots_.capacity() * sizeof(Entry); }
 
   // nullptr if absent. Key 0 is never present.
   const V* Find(uint64_t key) const {

@@ -52,7 +52,7 @@ size_t PackedSize(std::span<const int64_t> values) {
 
 }  // namespace
 
-uint32_t ProfileTables::AddRun(std::span<const uint64_t> ids) {
+uint32_t LocationTables::AddRun(std::span<const uint64_t> ids) {
   if (runs.size() >= std::numeric_limits<uint32_t>::max()) {
     throw Error(ErrorKind::kInternal, "more than 2^32 location runs in one profile");
   }
@@ -93,7 +93,7 @@ FinishedProfile::FinishedProfile(std::shared_ptr<const ProfileTables> tables,
 }
 
 void FinishedProfile::SetDefaultSampleType(std::string_view type) {
-  default_sample_type_ = tables_->strings + static_cast<int64_t>(extra_strings_.size());
+  default_sample_type_ = tables_->locations->strings + static_cast<int64_t>(extra_strings_.size());
   extra_strings_.emplace_back(type);
   view_ = nullptr;
   view_arena_.reset();
@@ -105,7 +105,7 @@ void WriteSample(google::protobuf::io::CodedOutputStream& out, const ProfileTabl
   // stack); the values and the label are put together here. At most: 1 + 10
   // (sample tag, length), 1 + 1 + 40 (values), 1 + 1 + 1 + 10 + 1 + 10
   // (label) bytes around the location ids.
-  const ProfileTables::Run& run = t.runs[run_index];
+  const LocationTables::Run& run = t.locations->runs[run_index];
   uint8_t head[16];
   uint8_t tail[96];
   uint8_t* p = tail;
@@ -133,7 +133,7 @@ void WriteSample(google::protobuf::io::CodedOutputStream& out, const ProfileTabl
   h = PutVarint(run.bytes + tail_len, h);
   out.WriteRaw(head, static_cast<int>(h - head));
   if (run.bytes != 0) {  // a sample without locations: loc_bytes may be empty, its data() null
-    out.WriteRaw(t.loc_bytes.data() + run.bytes_at, static_cast<int>(run.bytes));
+    out.WriteRaw(t.locations->loc_bytes.data() + run.bytes_at, static_cast<int>(run.bytes));
   }
   out.WriteRaw(tail, static_cast<int>(tail_len));
 }
@@ -151,7 +151,10 @@ bool FinishedProfile::Write(google::protobuf::io::ZeroCopyOutputStream* out, boo
     throw Error(ErrorKind::kInternal, "the profile's samples were streamed and not kept");
   }
   google::protobuf::io::CodedOutputStream cos(out);
-  cos.WriteRaw(tables_->encoded.data(), static_cast<int>(tables_->encoded.size()));
+  for (const std::string* part :
+       {&tables_->locations->encoded, &tables_->locations->mappings_encoded}) {
+    cos.WriteRaw(part->data(), static_cast<int>(part->size()));
+  }
   for (const std::string& s : extra_strings_) {
     cos.WriteTag(kProfileStringTable);
     cos.WriteVarint32(static_cast<uint32_t>(s.size()));

@@ -33,17 +33,19 @@
 
 namespace goheap2pprof {
 
-// What captures of the same buckets share. Immutable once made.
-struct ProfileTables {
-  // A Profile holding only sample_type, mapping, location, function,
-  // string_table and period_type, serialized.
+// What the captures of one process share while they find no stack they have
+// not seen: the profile's tables and each stack's location ids. Immutable once
+// made.
+struct LocationTables {
+  // A Profile holding only sample_type, location, function, string_table
+  // and period_type, serialized; and one holding only the mappings.
   std::string encoded;
+  std::string mappings_encoded;
   int64_t strings = 0;     // string_table entries in `encoded`
   int64_t bytes_key = -1;  // index of "bytes" in it, or -1
-  // Each sample's location ids: sample i's are loc_ids[at, at + count) of
-  // runs[sample_runs[i]], and their encoding as Sample.location_id (tag,
-  // length, packed varints) is loc_bytes[bytes_at, bytes_at + bytes). Samples
-  // with the same stack share one run.
+  // Runs of location ids, one per stack: run r's ids are loc_ids[at, at +
+  // count), and their encoding as Sample.location_id (tag, length, packed
+  // varints) is loc_bytes[bytes_at, bytes_at + bytes).
   struct Run {
     size_t at = 0;
     size_t count = 0;
@@ -53,18 +55,34 @@ struct ProfileTables {
   std::vector<uint64_t> loc_ids;
   std::vector<uint8_t> loc_bytes;
   std::vector<Run> runs;
+  // Whether the build proved that every stack's run is the one the runtime
+  // would make for it whatever the order of the stacks (HeapProfileBuilder's
+  // order check): then a later capture whose new buckets all have stacks of
+  // these runs means the same with these tables as with a fresh build.
+  bool order_independent = false;
+
+  // Appends a run of location ids (encoding them) and returns its index.
+  uint32_t AddRun(std::span<const uint64_t> ids);
+  size_t ApproximateBytes() const {
+    return encoded.capacity() + mappings_encoded.capacity() + 8 * loc_ids.capacity() +
+           loc_bytes.capacity() + sizeof(Run) * runs.capacity();
+  }
+};
+
+// What captures of the same buckets share: the location tables and each
+// sample's run in them. Samples with the same stack share one run. Immutable
+// once made.
+struct ProfileTables {
+  std::shared_ptr<const LocationTables> locations;
   std::vector<uint32_t> sample_runs;
 
   size_t samples() const { return sample_runs.size(); }
   std::span<const uint64_t> SampleLocs(size_t i) const {
-    const Run& r = runs[sample_runs[i]];
-    return {loc_ids.data() + r.at, r.count};
+    const LocationTables::Run& r = locations->runs[sample_runs[i]];
+    return {locations->loc_ids.data() + r.at, r.count};
   }
-  // Appends a run of location ids (encoding them) and returns its index.
-  uint32_t AddRun(std::span<const uint64_t> ids);
   size_t ApproximateBytes() const {
-    return encoded.capacity() + 8 * loc_ids.capacity() + loc_bytes.capacity() +
-           sizeof(Run) * runs.capacity() + 4 * sample_runs.capacity();
+    return locations->ApproximateBytes() + 4 * sample_runs.capacity();
   }
 };
 
@@ -95,7 +113,7 @@ enum class SampleStorage {
 
 class FinishedProfile {
  public:
-  // extra_strings continue tables' string table (indexes tables->strings
+  // extra_strings continue tables' string table (indexes locations->strings
   // on); comments and bytes_key index the whole table. samples is empty
   // with SampleStorage::kStreamedAndDropped.
   FinishedProfile(std::shared_ptr<const ProfileTables> tables, std::vector<SampleValues> samples,

@@ -1,6 +1,7 @@
 #include "pprof/heap_profile_builder.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "base/error.h"
 
@@ -16,15 +17,15 @@ HeapProfileBuilder::HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTrai
       bias_(load_bias),
       arena_(std::make_unique<google::protobuf::Arena>()),
       profile_(google::protobuf::Arena::CreateMessage<pb::Profile>(arena_.get())),
+      locations_(std::make_shared<LocationTables>()),
       tables_(std::make_shared<ProfileTables>()) {
+  tables_->locations = locations_;
+  // The order check needs the deck retry (without it, a cached PC inside an
+  // inline group splits the group), and Go 1.21's Function dedup by printed
+  // name keeps the first instantiation's name: an order of its own.
+  order_independent_ = traits_.cached_location_deck_retry && !traits_.dedup_by_printed_name;
   Str("");
-  for (ProfileMapping& m : mappings) mem_.push_back({std::move(m)});
-  if (mem_.empty()) {
-    // runtime/pprof's fallback when /proc/self/maps yields nothing.
-    ProfileMapping fake;
-    fake.fake = true;
-    mem_.push_back({fake});
-  }
+  TakeMappings(std::move(mappings));
   auto set_type = [this](pb::ValueType* vt, std::string_view type, std::string_view unit) {
     vt->set_type(Str(type));
     vt->set_unit(Str(unit));
@@ -36,9 +37,54 @@ HeapProfileBuilder::HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTrai
   set_type(profile_->add_sample_type(), "inuse_space", "bytes");
 }
 
+HeapProfileBuilder::HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTraits& traits,
+                                       std::vector<ProfileMapping> mappings, uint64_t load_bias,
+                                       std::unique_ptr<Seed> seed, const LocationTables& base)
+    : sym_(symbolizer),
+      traits_(traits),
+      rate_(0),
+      time_nanos_(0),
+      bias_(load_bias),
+      arena_(std::make_unique<google::protobuf::Arena>()),
+      profile_(google::protobuf::Arena::CreateMessage<pb::Profile>(arena_.get())),
+      locations_(std::make_shared<LocationTables>(base)),
+      tables_(std::make_shared<ProfileTables>()),
+      continuing_(true),
+      base_strings_(base.strings) {
+  if (seed == nullptr || !base.order_independent) {
+    throw Error(ErrorKind::kInternal, "continuing tables without their seed or order check");
+  }
+  tables_->locations = locations_;
+  order_independent_ = true;
+  strings_ = std::move(seed->strings);
+  funcs_ = std::move(seed->funcs);
+  func_fields_ = std::move(seed->func_fields);
+  locs_ = std::move(seed->locs);
+  loc_infos_ = std::move(seed->loc_infos);
+  TakeMappings(std::move(mappings));
+  if (mem_.size() != seed->mapping_lookups.size()) {
+    throw Error(ErrorKind::kInternal, "continuing tables of ", seed->mapping_lookups.size(),
+                " mappings with ", mem_.size());
+  }
+  for (size_t i = 0; i < mem_.size(); ++i) {
+    std::tie(mem_[i].tried, mem_[i].failed) = seed->mapping_lookups[i];
+  }
+}
+
+void HeapProfileBuilder::TakeMappings(std::vector<ProfileMapping> mappings) {
+  for (ProfileMapping& m : mappings) mem_.push_back({std::move(m)});
+  if (mem_.empty()) {
+    // runtime/pprof's fallback when /proc/self/maps yields nothing.
+    ProfileMapping fake;
+    fake.fake = true;
+    mem_.push_back({fake});
+  }
+}
+
 int64_t HeapProfileBuilder::Str(std::string_view s) {
   if (auto it = strings_.find(s); it != strings_.end()) return it->second;
-  int64_t index = profile_->string_table_size();
+  // Continuing, profile_ holds only the strings added to the base's.
+  const auto index = static_cast<int64_t>(strings_.size());
   profile_->add_string_table(std::string(s));
   strings_.emplace(std::string(s), index);
   return index;
@@ -46,29 +92,24 @@ int64_t HeapProfileBuilder::Str(std::string_view s) {
 
 void HeapProfileBuilder::AddComment(std::string_view text) { comments_.push_back(Str(text)); }
 
-bool HeapProfileBuilder::TryAdd(uint64_t pc, std::span<const SymFrame> frames, bool failed) {
-  if (!deck_.frames.empty()) {
-    // The deck's frames all come from one PC's expansion, so only the last
-    // one decides whether the new PC continues the same inline group.
-    const SymFrame& last = deck_.frames.back();
-    const SymFrame& next = frames.front();
-    if (!last.inlined) return false;
-    if (last.entry == 0 || next.entry == 0) return false;
-    if (last.entry != next.entry) return false;
-    if (traits_.deck_compares_printed_name) {
-      if (last.printed_name == next.printed_name) return false;  // maybe recursion
-    } else if (last.function == next.function) {
-      return false;
-    }
+bool HeapProfileBuilder::Continues(const SymFrame& last, const SymFrame& next) const {
+  if (!last.inlined) return false;
+  if (last.entry == 0 || next.entry == 0) return false;
+  if (last.entry != next.entry) return false;
+  if (traits_.deck_compares_printed_name) {
+    return last.printed_name != next.printed_name;  // the same: maybe recursion
   }
+  return last.function != next.function;
+}
+
+bool HeapProfileBuilder::TryAdd(uint64_t pc, std::span<const SymFrame> frames, bool failed) {
+  // The deck's frames all come from one PC's expansion, so only the last
+  // one decides whether the new PC continues the same inline group.
+  if (!deck_.frames.empty() && !Continues(deck_.frames.back(), frames.front())) return false;
   deck_.pcs.push_back(pc);
   deck_.frames.insert(deck_.frames.end(), frames.begin(), frames.end());
   deck_.tried = true;
   deck_.failed |= failed;
-  if (deck_.pcs.size() == 1) {
-    deck_.first_pc_frames = deck_.frames.size();
-    deck_.first_pc_failed = failed;
-  }
   return true;
 }
 
@@ -82,9 +123,10 @@ uint64_t HeapProfileBuilder::EmitLocation() {
   LocInfo& info = loc_infos_.emplace_back();
   info.id = id;
   info.pcs = deck_.pcs;
-  info.first_pc_failed = deck_.first_pc_failed;
-  info.first_pc_frames.assign(deck_.frames.begin(),
-                              deck_.frames.begin() + static_cast<long>(deck_.first_pc_frames));
+  // No PC can join a deck whose last frame is a function's own (not
+  // inlined) or unknown: a fresh build from these PCs ends here too.
+  const SymFrame& last = deck_.frames.back();
+  info.complete = !last.inlined || last.entry == 0;
 
   pb::Location* loc = profile_->add_location();
   loc->set_id(id);
@@ -102,6 +144,9 @@ uint64_t HeapProfileBuilder::EmitLocation() {
       fn->set_system_name(Str(frame.function));
       fn->set_filename(Str(frame.file));
       if (traits_.writes_start_line) fn->set_start_line(frame.start_line);
+      func_fields_.push_back({fn->filename(), frame.start_line});
+    } else if (order_independent_) {
+      CheckFunctionFields(it->second, frame);
     }
     pb::Line* line = loc->add_line();
     line->set_function_id(it->second);
@@ -120,6 +165,30 @@ uint64_t HeapProfileBuilder::EmitLocation() {
   return id;
 }
 
+void HeapProfileBuilder::CheckCachedUse(const LocInfo& l, std::span<const uint64_t> stk) {
+  // runtime/pprof takes a cached location for as many PCs as it covers. The
+  // stack's own PCs make the same location only if they are its PCs and the
+  // stack's next PC would not have joined it.
+  const size_t n = l.pcs.size();
+  bool same = n <= stk.size() && std::equal(l.pcs.begin(), l.pcs.end(), stk.begin());
+  if (same && !l.complete && n < stk.size()) {
+    const PcFrames& next = sym_.FramesFor(stk[n]);
+    same = next.frames.empty() ||  // runtime.goexit ends a group
+           !Continues(sym_.FramesFor(l.pcs.back()).frames.back(), next.frames.front());
+  }
+  order_independent_ &= same;
+}
+
+void HeapProfileBuilder::CheckFunctionFields(uint64_t id, const SymFrame& frame) {
+  // A Function is written from the first frame that names it: later frames
+  // of the same name must agree, or another order would write other fields.
+  const FuncFields& f = func_fields_[id - 1];
+  const auto file = strings_.find(frame.file);
+  const bool same = file != strings_.end() && file->second == f.file &&
+                    (!traits_.writes_start_line || frame.start_line == f.start_line);
+  order_independent_ &= same;
+}
+
 void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
                                             std::vector<uint64_t>& out) {
   out.clear();
@@ -132,11 +201,14 @@ void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
     if (const uint32_t* index = locs_.Find(addr)) {
       const LocInfo& l = loc_infos_[*index];
       // A cached PC may be a "fake" PC of an inline group still in the deck.
-      if (traits_.cached_location_deck_retry && !deck_.pcs.empty() &&
-          TryAdd(addr, l.first_pc_frames, l.first_pc_failed)) {
-        stk = stk.subspan(1);
-        continue;
+      if (traits_.cached_location_deck_retry && !deck_.pcs.empty()) {
+        const PcFrames& first = sym_.FramesFor(l.pcs.front());
+        if (TryAdd(addr, first.frames, first.lookup_failed)) {
+          stk = stk.subspan(1);
+          continue;
+        }
       }
+      if (order_independent_) CheckCachedUse(l, stk);
       // EmitLocation may grow loc_infos_: take what we need from l first.
       const uint64_t cached_id = l.id;
       const size_t cached_pcs = l.pcs.size();
@@ -160,6 +232,7 @@ void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
     if (uint64_t id = EmitLocation()) out.push_back(id);
     if (const uint32_t* index = locs_.Find(addr)) {
       const LocInfo& l = loc_infos_[*index];
+      if (order_independent_) CheckCachedUse(l, stk);
       out.push_back(l.id);
       stk = stk.subspan(std::min(l.pcs.size(), stk.size()));
     } else {
@@ -214,14 +287,14 @@ FinishedProfile FillProfile(std::shared_ptr<const ProfileTables> tables,
     labels |= samples.back().has_label;
   }
   std::vector<std::string> extra;
-  int64_t bytes_key = tables->bytes_key;
+  int64_t bytes_key = tables->locations->bytes_key;
   if (bytes_key < 0 && labels) {
-    bytes_key = tables->strings;
+    bytes_key = tables->locations->strings;
     extra.emplace_back("bytes");
   }
   std::vector<int64_t> comment_keys;
   for (const std::string& text : comments) {
-    comment_keys.push_back(tables->strings + static_cast<int64_t>(extra.size()));
+    comment_keys.push_back(tables->locations->strings + static_cast<int64_t>(extra.size()));
     extra.push_back(text);
   }
   return FinishedProfile(std::move(tables), std::move(samples), rate, time_nanos, std::move(extra),
@@ -242,7 +315,7 @@ uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> full, bool& f
   const size_t locations_before = loc_infos_.size();
   const uint64_t overwrites_before = loc_overwrites_;
   ComputeLocsForStack(full, locs_scratch_);
-  const uint32_t run = tables_->AddRun(locs_scratch_);
+  const uint32_t run = locations_->AddRun(locs_scratch_);
   // Many buckets share a stack (one per size class allocated there). A stack
   // whose turn emitted no location found every PC in the location cache, and
   // the cache only grows, so any later turn gives the same ids: remember
@@ -295,22 +368,33 @@ void HeapProfileBuilder::Reserve(size_t records) {
   tables_->sample_runs.reserve(records);
 }
 
-void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
-  if (finished_) throw Error(ErrorKind::kInternal, "a record added to a finished profile");
-  const std::span<const uint64_t> stack = r.bucket->stack;
+uint32_t HeapProfileBuilder::RunOf(std::span<const uint64_t> stack) {
   const uint64_t stored = reinterpret_cast<uintptr_t>(stack.data());
-  uint32_t run;
   if (const StoredStack* s = by_storage_.Find(stored); s != nullptr && s->words == stack.size()) {
-    run = s->run;
-  } else {
-    // Unsigned arithmetic: a corrupt PC below the bias wraps and is added
-    // back unchanged; its lookup fails either way.
-    link_stack_.assign(stack.begin(), stack.end());
-    for (uint64_t& pc : link_stack_) pc -= bias_;
-    bool fixed = false;
-    run = RunForStack(link_stack_, fixed);
-    if (fixed && stored != 0) by_storage_.Insert(stored, {stack.size(), run});
+    return s->run;
   }
+  // Unsigned arithmetic: a corrupt PC below the bias wraps and is added
+  // back unchanged; its lookup fails either way.
+  link_stack_.assign(stack.begin(), stack.end());
+  for (uint64_t& pc : link_stack_) pc -= bias_;
+  bool fixed = false;
+  const uint32_t run = RunForStack(link_stack_, fixed);
+  if (fixed && stored != 0) by_storage_.Insert(stored, {stack.size(), run});
+  return run;
+}
+
+uint32_t HeapProfileBuilder::AddStack(std::span<const uint64_t> stack) {
+  if (!continuing_ || tables_done_) {
+    throw Error(ErrorKind::kInternal, "a stack added to tables not being continued");
+  }
+  return RunOf(stack);
+}
+
+void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
+  if (finished_ || continuing_) {
+    throw Error(ErrorKind::kInternal, "a record added to a finished profile or to tables");
+  }
+  const uint32_t run = RunOf(r.bucket->stack);
   tables_->sample_runs.push_back(run);
   const SampleValues values = HeapSampleValues(r, traits_, rate_);
   // "bytes" enters the string table when the first label needs it, as in
@@ -320,12 +404,16 @@ void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
   if (keep_samples_) samples_.push_back(values);
 }
 
-void HeapProfileBuilder::Complete() {
-  if (finished_) return;
+void HeapProfileBuilder::CompleteTables() {
+  if (tables_done_) return;
+  tables_done_ = true;
+  // The mappings are encoded apart: their has_functions may change when the
+  // tables are continued, while the rest only grows.
+  pb::Profile* mappings = google::protobuf::Arena::CreateMessage<pb::Profile>(arena_.get());
   for (size_t i = 0; i < mem_.size(); ++i) {
     const MappingState& m = mem_[i];
     if (m.m.fake && i > 0) continue;
-    pb::Mapping* pm = profile_->add_mapping();
+    pb::Mapping* pm = mappings->add_mapping();
     pm->set_id(i + 1);
     pm->set_memory_start(m.m.start);
     pm->set_memory_limit(m.m.limit);
@@ -335,13 +423,64 @@ void HeapProfileBuilder::Complete() {
     // Names are in the profile only where every lookup in the mapping worked.
     pm->set_has_functions(m.tried && !m.failed);
   }
-  if (!profile_->SerializeToString(&tables_->encoded)) {
+  std::string part;
+  if (!profile_->SerializeToString(&part) ||
+      !mappings->SerializeToString(&locations_->mappings_encoded)) {
     throw Error(ErrorKind::kInternal, "protobuf serialization of the profile's tables failed");
   }
-  tables_->strings = profile_->string_table_size();
-  if (auto it = strings_.find(std::string_view("bytes")); it != strings_.end()) {
-    tables_->bytes_key = it->second;
+  // Continuing, the base's encoding (copied) comes first: the string table
+  // and the other repeated fields of the two parts concatenate.
+  if (continuing_) {
+    locations_->encoded += part;
+  } else {
+    locations_->encoded = std::move(part);
   }
+  locations_->strings = base_strings_ + profile_->string_table_size();
+  if (auto it = strings_.find(std::string_view("bytes")); it != strings_.end()) {
+    locations_->bytes_key = it->second;
+  }
+  locations_->order_independent = order_independent_ && loc_overwrites_ == 0;
+}
+
+std::shared_ptr<const LocationTables> HeapProfileBuilder::FinishLocations() {
+  if (!continuing_) throw Error(ErrorKind::kInternal, "FinishLocations of a profile build");
+  CompleteTables();
+  return locations_;
+}
+
+std::unique_ptr<HeapProfileBuilder::Seed> HeapProfileBuilder::TakeSeed() {
+  if (continuing_) {
+    CompleteTables();
+  } else {
+    Complete();
+  }
+  if (!order_independent_ || loc_overwrites_ != 0) return nullptr;
+  auto seed = std::make_unique<Seed>();
+  seed->strings = std::move(strings_);
+  seed->funcs = std::move(funcs_);
+  seed->func_fields = std::move(func_fields_);
+  seed->locs = std::move(locs_);
+  seed->loc_infos = std::move(loc_infos_);
+  for (const MappingState& m : mem_) seed->mapping_lookups.emplace_back(m.tried, m.failed);
+  order_independent_ = false;  // the caches are gone
+  return seed;
+}
+
+size_t HeapProfileBuilder::Seed::ApproximateBytes() const {
+  // Hash nodes of about 64 bytes besides their keys; each location's PCs
+  // are a vector of their own.
+  size_t bytes = locs.ApproximateBytes() + sizeof(LocInfo) * loc_infos.capacity() +
+                 sizeof(FuncFields) * func_fields.capacity();
+  for (const auto& [s, index] : strings) bytes += 64 + s.capacity();
+  for (const auto& [s, id] : funcs) bytes += 64 + s.capacity();
+  for (const LocInfo& l : loc_infos) bytes += 8 * l.pcs.capacity();
+  return bytes;
+}
+
+void HeapProfileBuilder::Complete() {
+  if (finished_) return;
+  if (continuing_) throw Error(ErrorKind::kInternal, "a profile completed from continued tables");
+  CompleteTables();
   const bool streamed = stream_ != nullptr;
   if (stream_) {
     stream_->Trim();

@@ -8,6 +8,15 @@
 //   FinishedProfile p = std::move(b).TakeProfile();   // or: const pb::Profile& p = b.Finish();
 //   p.SerializeTo(&stream);
 //
+// A repeated capture whose new buckets have stacks the tables lack continues
+// the tables instead of building anew, when the first build proved that the
+// order of the stacks does not change them (LocationTables::order_independent):
+//
+//   std::unique_ptr<HeapProfileBuilder::Seed> seed = b.TakeSeed();   // after TakeProfile
+//   HeapProfileBuilder more(symbolizer, traits, mappings, load_bias, std::move(seed), *old);
+//   uint32_t run = more.AddStack(new_bucket.stack);
+//   std::shared_ptr<const LocationTables> tables = more.FinishLocations();
+//
 // The symbolizer works in link-time addresses (so that its cache serves every
 // process of one executable); the builder subtracts the process's load bias
 // from each stack PC before asking it, and adds it back for the addresses it
@@ -85,21 +94,45 @@ class HeapProfileBuilder {
   // Completes the profile and hands it over to the caller.
   FinishedProfile TakeProfile() &&;
 
+  // What a finished build knows of its tables besides their encoding (the
+  // string, function and location caches, the mappings' lookup results):
+  // enough to continue them with more stacks.
+  struct Seed;
+  // The seed of a finished build whose tables are order-independent, or
+  // null (continuing other tables could not mean what the runtime writes).
+  // Nothing may be asked of the builder after.
+  std::unique_ptr<Seed> TakeSeed();
+
+  // Continues `base`, the tables of the build that left `seed`, for the
+  // same process (same mappings and bias): AddStack gives stacks runs, in
+  // base's location ids and new ones, and FinishLocations the tables that
+  // hold them all. Samples are the caller's (FillProfile).
+  HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTraits& traits,
+                     std::vector<ProfileMapping> mappings, uint64_t load_bias,
+                     std::unique_ptr<Seed> seed, const LocationTables& base);
+  // The run of a stack (runtime addresses) in the continued tables.
+  uint32_t AddStack(std::span<const uint64_t> stack);
+  // The continued tables; order_independent says whether they may be used.
+  std::shared_ptr<const LocationTables> FinishLocations();
+
  private:
   struct Deck {
     std::vector<uint64_t> pcs;
     std::vector<SymFrame> frames;
     bool tried = false;
     bool failed = false;
-    size_t first_pc_frames = 0;
-    bool first_pc_failed = false;
     void Reset() { *this = Deck(); }
   };
+  // An emitted location (runtime/pprof's locInfo; its first PC's frames are
+  // the symbolizer's FramesFor of pcs[0]).
   struct LocInfo {
     uint64_t id = 0;
     std::vector<uint64_t> pcs;
-    std::vector<SymFrame> first_pc_frames;
-    bool first_pc_failed = false;
+    bool complete = false;  // no further PC could have joined it
+  };
+  struct FuncFields {
+    int64_t file = 0;  // string index
+    int64_t start_line = 0;
   };
   struct MappingState {
     ProfileMapping m;
@@ -107,9 +140,18 @@ class HeapProfileBuilder {
     bool failed = false;
   };
 
+  void TakeMappings(std::vector<ProfileMapping> mappings);
   int64_t Str(std::string_view s);
+  // Whether a PC whose first frame is `next` joins an inline group whose
+  // last frame is `last` (runtime/pprof's pcDeck.tryAdd).
+  bool Continues(const SymFrame& last, const SymFrame& next) const;
   bool TryAdd(uint64_t pc, std::span<const SymFrame> frames, bool failed);
   uint64_t EmitLocation();
+  // The order check (LocationTables::order_independent): clears
+  // order_independent_ where a cached location or Function stands for
+  // fields that the stack in hand would not have made itself.
+  void CheckCachedUse(const LocInfo& l, std::span<const uint64_t> stk);
+  void CheckFunctionFields(uint64_t id, const SymFrame& frame);
   // Location ids for a stack, into out (cleared first).
   void AppendLocsForStack(std::span<const uint64_t> stk, std::vector<uint64_t>& out);
   // A record's location ids for its whole (link-time) stack: hideRuntime and
@@ -118,6 +160,11 @@ class HeapProfileBuilder {
   void ComputeLocsForStack(std::span<const uint64_t> full, std::vector<uint64_t>& locs);
   // fixed: whether the run is the stack's for good (remembered).
   uint32_t RunForStack(std::span<const uint64_t> full, bool& fixed);
+  // The run of a stack in runtime addresses (remembered by where it is
+  // stored, see by_storage_).
+  uint32_t RunOf(std::span<const uint64_t> stack);
+  // The tables' part of Complete: mappings, encodings, string count.
+  void CompleteTables();
   void Complete();
 
   Symbolizer& sym_;
@@ -131,7 +178,8 @@ class HeapProfileBuilder {
   // only (ProfileTables::encoded); the samples are kept as values.
   std::unique_ptr<google::protobuf::Arena> arena_;
   pb::Profile* profile_;
-  std::shared_ptr<ProfileTables> tables_;
+  std::shared_ptr<LocationTables> locations_;
+  std::shared_ptr<ProfileTables> tables_;  // holds locations_
   std::vector<SampleValues> samples_;
   bool keep_samples_ = true;
   std::vector<int64_t> comments_;
@@ -147,6 +195,7 @@ class HeapProfileBuilder {
   PcMap<uint32_t> locs_;
   std::vector<LocInfo> loc_infos_;
   std::unordered_map<std::string, uint64_t> funcs_;
+  std::vector<FuncFields> func_fields_;  // by Function id - 1
   Deck deck_;
   std::vector<uint64_t> locs_scratch_;
   std::vector<uint64_t> link_stack_;  // the record's stack in link-time addresses
@@ -170,6 +219,23 @@ class HeapProfileBuilder {
   std::vector<uint64_t> memo_words_;
   uint64_t loc_overwrites_ = 0;  // emitted locations that replaced a cached PC's
   int64_t bytes_key_ = -1;       // string index of "bytes" once a label needed it
+  // Whether every stack so far got the locations it would get in any order
+  // of the stacks (the runtime builds them in its list's order, which puts
+  // new buckets first). Set by the constructor where it can hold at all.
+  bool order_independent_ = false;
+  bool continuing_ = false;   // made by the continuing constructor
+  int64_t base_strings_ = 0;  // continuing: string_table entries before profile_'s
+  bool tables_done_ = false;  // CompleteTables ran
+};
+
+struct HeapProfileBuilder::Seed {
+  std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> strings;
+  std::unordered_map<std::string, uint64_t> funcs;
+  std::vector<FuncFields> func_fields;
+  PcMap<uint32_t> locs;
+  std::vector<LocInfo> loc_infos;
+  std::vector<std::pair<bool, bool>> mapping_lookups;  // each mapping's tried, failed
+  size_t ApproximateBytes() const;
 };
 
 }  // namespace goheap2pprof

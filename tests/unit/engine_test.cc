@@ -5,10 +5,12 @@
 // (protomem.go) and runtime.MemProfile (mprof.go).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -80,15 +82,20 @@ class EngineTest : public ::testing::Test {
   }
 
   // A source at load bias `bias` whose runtime holds `buckets` (linked in
-  // this order from runtime.mbuckets), the rate and the cycle word.
+  // this order from runtime.mbuckets), the rate and the cycle word. With
+  // oldest_first the last bucket of the list comes first in memory, so that
+  // buckets prepended to the list since an earlier source leave the others
+  // where they were.
   std::unique_ptr<MemorySource> Source(uint64_t bias, const std::vector<TestBucket>& buckets,
                                        int64_t rate = kRate, uint32_t cycle_word = 4 << 1,
-                                       uint8_t disable = 0) const {
+                                       uint8_t disable = 0, bool oldest_first = false) const {
     auto mem = std::make_unique<TestMemory>();
     std::vector<uint8_t> heap;
-    std::vector<uint64_t> addrs;
-    for (const TestBucket& b : buckets) {
-      addrs.push_back(kEngineHeap + heap.size());
+    std::vector<uint64_t> addrs(buckets.size());
+    for (size_t k = 0; k < buckets.size(); ++k) {
+      const size_t index = oldest_first ? buckets.size() - 1 - k : k;
+      const TestBucket& b = buckets[index];
+      addrs[index] = kEngineHeap + heap.size();
       std::vector<uint64_t> pcs;
       for (size_t i = 0; i + 1 < b.stack.size(); i += 2) {
         pcs.push_back(Pc(bias, static_cast<int>(b.stack[i]), b.stack[i + 1]));
@@ -448,13 +455,17 @@ class RepeatedCaptureTest : public EngineTest {
     return {{64, {1, 0x10, 0, 0x20}, {allocs, 1, 64 * allocs, 64}},
             {128, {2, 0x10, 0, 0x20}, {3, 1, 384, 128}}};
   }
-  // A capture through state, and what a fresh capture of the same memory says.
+  // A capture through state, and what a fresh capture of the same memory
+  // says. oldest_first: as Source's.
   std::pair<CaptureResult, std::vector<std::string>> CaptureBoth(
-      const std::vector<TestBucket>& buckets, ProcessCaptureState& state) {
-    std::unique_ptr<MemorySource> src = Source(kEngineBias, buckets);
+      const std::vector<TestBucket>& buckets, ProcessCaptureState& state,
+      bool oldest_first = false) {
+    std::unique_ptr<MemorySource> src =
+        Source(kEngineBias, buckets, kRate, 4 << 1, 0, oldest_first);
     CaptureReport report;
     CaptureResult r = Capture(*src, analysis_, {}, report, state);
-    std::unique_ptr<MemorySource> again = Source(kEngineBias, buckets);
+    std::unique_ptr<MemorySource> again =
+        Source(kEngineBias, buckets, kRate, 4 << 1, 0, oldest_first);
     CaptureResult fresh = Capture(*again, *analysis_, {});
     return {std::move(r), SampleTexts(fresh.profile.get())};
   }
@@ -515,6 +526,104 @@ TEST_F(RepeatedCaptureTest, BucketsThatAreNoLongerTheRememberedOnesStartAfresh) 
   auto [r2, fresh2] = CaptureBoth(other, state);
   EXPECT_TRUE(r2.report.repeated);
   EXPECT_EQ(SampleTexts(r2.profile.get()), fresh2);
+}
+
+// main.helper inlined in main.alloc, then main.alloc's own PC, then main.main:
+// one inline group of two PCs and a location of its own.
+const std::vector<uint64_t> kGroupStack = {1, 0x45, 1, 0x31, 2, 0x10};
+// main.helper's PC alone before main.main: a location whose last frame is
+// inlined, which kGroupStack's PCs would have extended.
+const std::vector<uint64_t> kCutStack = {1, 0x45, 2, 0x10};
+// Buckets laid out oldest first, as a list that grows at its head.
+constexpr bool kGrown = true;
+
+TEST_F(RepeatedCaptureTest, NewBucketsAtKnownStacksContinueTheTablesAndMeanTheSame) {
+  ProcessCaptureState state;
+  const std::vector<TestBucket> old = {{64, kGroupStack, {5, 1, 320, 64}},
+                                       {128, {1, 0x10, 2, 0x10}, {3, 1, 384, 128}}};
+  auto [first, fresh1] = CaptureBoth(old, state, kGrown);
+  EXPECT_EQ(first.report.tables, ProfileTablesOrigin::kBuilt);
+  EXPECT_EQ(SampleTexts(first.profile.get()), fresh1);
+  // Go 1.27 keys buckets by object size too: a known call site allocating a
+  // new size adds a bucket at the head of the list, with a known stack.
+  std::vector<TestBucket> now = old;
+  now.insert(now.begin(),
+             {{256, {1, 0x10, 2, 0x10}, {2, 0, 512, 0}}, {512, kGroupStack, {1, 0, 512, 0}}});
+  auto [second, fresh2] = CaptureBoth(now, state, kGrown);
+  EXPECT_TRUE(second.report.repeated);
+  EXPECT_EQ(second.report.tables, ProfileTablesOrigin::kContinued);
+  EXPECT_EQ(SampleTexts(second.profile.get()), fresh2);
+  EXPECT_EQ(second.profile.get().location_size(), first.profile.get().location_size());
+  // And again on top of the continued tables, then with nothing added.
+  now.insert(now.begin(), {1024, kGroupStack, {1, 0, 1024, 0}});
+  auto [third, fresh3] = CaptureBoth(now, state, kGrown);
+  EXPECT_EQ(third.report.tables, ProfileTablesOrigin::kContinued);
+  EXPECT_EQ(SampleTexts(third.profile.get()), fresh3);
+  auto [fourth, fresh4] = CaptureBoth(now, state, kGrown);
+  EXPECT_EQ(fourth.report.tables, ProfileTablesOrigin::kReused);
+  EXPECT_EQ(SampleTexts(fourth.profile.get()), fresh4);
+}
+
+TEST_F(RepeatedCaptureTest, NewStacksAreAddedToTheTablesAsTheRuntimeWouldMakeThem) {
+  ProcessCaptureState state;
+  const std::vector<TestBucket> old = {{64, {1, 0x10, 2, 0x10}, {5, 1, 320, 64}}};
+  auto [first, fresh1] = CaptureBoth(old, state, kGrown);
+  std::vector<TestBucket> now = old;
+  now.insert(now.begin(), {{256, kGroupStack, {2, 0, 512, 0}},
+                           {128, {1, 0x10, 2, 0x10}, {2, 0, 256, 0}},
+                           {512, kGroupStack, {1, 0, 512, 0}}});
+  auto [r, fresh] = CaptureBoth(now, state, kGrown);
+  EXPECT_TRUE(r.report.repeated);
+  EXPECT_EQ(r.report.tables, ProfileTablesOrigin::kContinued);
+  EXPECT_EQ(SampleTexts(r.profile.get()), fresh);
+  EXPECT_GT(r.profile.get().location_size(), first.profile.get().location_size());
+  // The continued tables hold every string and function once.
+  std::set<std::string> strings(r.profile.get().string_table().begin(),
+                                r.profile.get().string_table().end());
+  EXPECT_EQ(strings.size(), static_cast<size_t>(r.profile.get().string_table_size()));
+  std::set<int64_t> names;
+  for (const pb::Function& f : r.profile.get().function()) names.insert(f.name());
+  EXPECT_EQ(names.size(), static_cast<size_t>(r.profile.get().function_size()));
+  // Then a capture of the same buckets reuses the continued tables.
+  auto [again, fresh_again] = CaptureBoth(now, state, kGrown);
+  EXPECT_EQ(again.report.tables, ProfileTablesOrigin::kReused);
+  EXPECT_EQ(SampleTexts(again.profile.get()), fresh_again);
+}
+
+TEST_F(RepeatedCaptureTest, TablesWhoseStacksDependOnTheirOrderAreBuiltAgain) {
+  ProcessCaptureState state;
+  // In this order kCutStack makes a location of main.helper's PC alone and
+  // kGroupStack uses it; with kGroupStack first, as the runtime builds once
+  // a new bucket at it heads the list, the group is one location and
+  // kCutStack's takes both of its PCs' places.
+  const std::vector<TestBucket> old = {{64, kCutStack, {5, 1, 320, 64}},
+                                       {128, kGroupStack, {3, 1, 384, 128}}};
+  CaptureBoth(old, state, kGrown);
+  std::vector<TestBucket> now = old;
+  now.insert(now.begin(), {256, kGroupStack, {2, 0, 512, 0}});
+  auto [r, fresh] = CaptureBoth(now, state, kGrown);
+  EXPECT_TRUE(r.report.repeated);
+  EXPECT_EQ(r.report.tables, ProfileTablesOrigin::kBuilt);
+  EXPECT_EQ(SampleTexts(r.profile.get()), fresh);
+  // The orders do mean different things here, so continuing would be wrong.
+  // (kCutStack's bucket, same counters: first in the old order, second now.)
+  ProcessCaptureState other;
+  auto [old_order, unused] = CaptureBoth(old, other, kGrown);
+  EXPECT_NE(SampleTexts(old_order.profile.get())[0], fresh[1]);
+}
+
+TEST_F(RepeatedCaptureTest, ANewStackThatWouldChangeTheOldOnesIsBuiltAfresh) {
+  ProcessCaptureState state;
+  // Alone, kGroupStack's tables do not depend on any order; kCutStack, new,
+  // meets its group's location with other PCs after main.helper's.
+  const std::vector<TestBucket> old = {{128, kGroupStack, {3, 1, 384, 128}}};
+  auto [first, fresh1] = CaptureBoth(old, state, kGrown);
+  std::vector<TestBucket> now = old;
+  now.insert(now.begin(), {64, kCutStack, {5, 1, 320, 64}});
+  auto [r, fresh] = CaptureBoth(now, state, kGrown);
+  EXPECT_TRUE(r.report.repeated);
+  EXPECT_EQ(r.report.tables, ProfileTablesOrigin::kBuilt);
+  EXPECT_EQ(SampleTexts(r.profile.get()), fresh);
 }
 
 TEST_F(RepeatedCaptureTest, AFailedCaptureLeavesNoStateToTrust) {

@@ -29,11 +29,13 @@ std::shared_ptr<ProfileTables> Tables(const std::vector<std::vector<uint64_t>>& 
   pb::Location* loc = t.add_location();
   loc->set_id(1);
   loc->set_address(0x401000);
+  auto locations = std::make_shared<LocationTables>();
+  t.SerializeToString(&locations->encoded);
+  locations->strings = t.string_table_size();
+  locations->bytes_key = 3;
+  for (const auto& r : runs) locations->AddRun(r);
   auto tables = std::make_shared<ProfileTables>();
-  t.SerializeToString(&tables->encoded);
-  tables->strings = t.string_table_size();
-  tables->bytes_key = 3;
-  for (const auto& r : runs) tables->AddRun(r);
+  tables->locations = locations;
   tables->sample_runs = sample_runs;
   expected = t;
   return tables;
@@ -98,8 +100,8 @@ TEST(FinishedProfile, ValuesMustMatchTheTablesSamples) {
 TEST(FinishedProfile, SamplesOfOneStackShareTheirLocationRun) {
   pb::Profile want;
   auto tables = Tables({{1, 2}}, {0, 0, 0}, want);
-  EXPECT_EQ(tables->runs.size(), 1u);
-  EXPECT_EQ(tables->loc_ids.size(), 2u);
+  EXPECT_EQ(tables->locations->runs.size(), 1u);
+  EXPECT_EQ(tables->locations->loc_ids.size(), 2u);
   FinishedProfile p(tables, std::vector<SampleValues>(3, SampleValues{{1, 1, 1, 1}, 0, false}), 1,
                     0, {}, {}, 3);
   ASSERT_EQ(p.get().sample_size(), 3);
