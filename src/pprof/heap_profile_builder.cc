@@ -21,8 +21,8 @@ HeapProfileBuilder::HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTrai
       tables_(std::make_shared<ProfileTables>()) {
   tables_->locations = locations_;
   // The order check needs the deck retry (without it, a cached PC inside an
-  // inline group splits the group), and Go 1.21's Function dedup by printed
-  // name keeps the first instantiation's name: an order of its own.
+  // inline group splits the group), and Go 1.21.0-1.21.5's Function dedup by
+  // printed name keeps the first instantiation's name: an order of its own.
   order_independent_ = traits_.cached_location_deck_retry && !traits_.dedup_by_printed_name;
   Str("");
   TakeMappings(std::move(mappings));

@@ -257,3 +257,18 @@ func phaseTwo() {
 		keepPhaseTwo = append(keepPhaseTwo, new([phaseTwoSize]byte))
 	}
 }
+
+// sizedObjects objects of a size given at run time are retained by each call
+// of allocSized, all from the same call site.
+const sizedObjects = 1000
+
+// keepSized is allocated up front (room for two calls) so allocSized
+// allocates only its objects.
+var keepSized = make([][]byte, 0, 2*sizedObjects)
+
+//go:noinline
+func allocSized(size int) {
+	for i := 0; i < sizedObjects; i++ {
+		keepSized = append(keepSized, make([]byte, size))
+	}
+}

@@ -8,6 +8,7 @@
 //	oracle [-rate N] -out o.pb.gz                # READY <pid>, then idle
 //	oracle -rate 1 -out o.pb.gz -selfcheck s.pb.gz
 //	oracle -rate 1 -out o.pb.gz -phase2 [-out2 o2.pb.gz]
+//	oracle -rate 1 -out o.pb.gz -phase2 -known [-out2 o2.pb.gz]
 //
 // -selfcheck waits 2 s after READY and writes the profile again (the same way)
 // to a second file: at rate 1 the two must be identical, which checks the
@@ -15,6 +16,11 @@
 // an allocation into a new bucket, so the check is only meaningful at rate 1.)
 // -phase2 prints READY1 instead of READY, waits for SIGUSR1, runs phaseTwo
 // (1000 retained 4096-byte objects), publishes again, and prints READY2.
+// With -known, phase two allocates nothing at a new place instead: the round
+// loop's one sized call site, which phase one used with another size, makes
+// 1000 retained 4096-byte objects, so the buckets phase two adds (by size:
+// Go 1.27 keys them by object size, earlier Go by size class) all have stacks
+// the first profile had. A repeated capture may then reuse its tables.
 //
 // Quiescence is the hard part: with MemProfileRate=1 every allocation lands in
 // a bucket, and every bucket is a sample (even an all-zero one). Writing the
@@ -123,6 +129,7 @@ func publish() {
 // round is one "publish, write, announce" step.
 type round struct {
 	before func() // runs first (wait for a trigger, allocate more); may be nil
+	sized  int    // then sizedObjects objects of this many bytes are retained, if not 0
 	gc     bool   // publish before writing
 	file   *os.File
 	ready  []byte // printed when the profile is written
@@ -177,6 +184,7 @@ func main() {
 	out := flag.String("out", "", "path of the oracle heap profile (required)")
 	selfcheck := flag.String("selfcheck", "", "after READY, wait 2 s and write the profile again to this path")
 	phase2 := flag.Bool("phase2", false, "after READY1, wait for SIGUSR1, run phaseTwo, publish, print READY2")
+	known := flag.Bool("known", false, "with -phase2: phase two allocates only at a call site phase one used, with a new size")
 	out2 := flag.String("out2", "", "with -phase2: path of the oracle profile written before READY2")
 	flag.Parse()
 	if *out == "" {
@@ -215,6 +223,11 @@ func main() {
 			gc:     true,
 			ready:  []byte("READY2 " + pid + "\n"),
 		}
+		if *known {
+			rounds[0].sized = 48
+			r.before = waitForTrigger
+			r.sized = phaseTwoSize
+		}
 		if *out2 != "" {
 			r.file = mustCreate(*out2)
 		}
@@ -228,6 +241,9 @@ func main() {
 		r := &rounds[i]
 		if r.before != nil {
 			r.before()
+		}
+		if r.sized != 0 {
+			allocSized(r.sized)
 		}
 		if r.gc {
 			publish()

@@ -26,6 +26,7 @@
 #include "agent/common/signals.h"
 #include "agent/worker/pool.h"
 #include "agent/worker/runtime_stats_wire.h"
+#include "app/capture.h"
 #include "base/error.h"
 #include "base/utf8.h"
 #include "pprof/flame_graph.h"
@@ -35,6 +36,15 @@
 
 namespace goheap2pprof {
 namespace {
+
+// The worker's word for how it came by the profile's tables (a worker is
+// not trusted: an unknown value is said as such).
+std::string TablesName(uint32_t tables) {
+  if (tables > static_cast<uint32_t>(ProfileTablesOrigin::kContinued)) {
+    return "(unknown " + std::to_string(tables) + ")";
+  }
+  return ProfileTablesOriginName(static_cast<ProfileTablesOrigin>(tables));
+}
 
 // net/http/pprof's serveError.
 void ServeError(HttpReply& res, int status, const std::string& text) {
@@ -213,7 +223,10 @@ class Service {
       line << std::fixed << std::setprecision(2) << "goheap2pprof serve: capture pid " << pid
            << " op " << static_cast<int>(op) << ": " << seconds * 1000 << " ms, "
            << static_cast<double>(result.reply.worker_ns) / 1e6 << " ms in the worker, "
-           << result.reply.body.size() << " bytes\n";
+           << result.reply.body.size() << " bytes";
+      // Whether the worker's state of the process spared the build.
+      if (result.reply.error_kind == 0) line << ", tables " << TablesName(result.reply.tables);
+      line << "\n";
       Log(line.str());
     }
     {

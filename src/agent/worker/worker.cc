@@ -69,7 +69,7 @@ struct ReplyHeader {
   uint32_t owner_known;
   uint32_t owner_uid;
   uint32_t owner_cgroup_len;
-  uint32_t reserved;
+  uint32_t tables;
 };
 
 bool WriteAll(int fd, const void* data, size_t size) {
@@ -445,6 +445,7 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
   CaptureResult result = Capture(*t.source, t.analysis, options, report, States().For(request.pid));
   reply.bytes_read = result.report.bytes_read;
   reply.cycle = result.report.cycle;
+  reply.tables = static_cast<uint32_t>(result.report.tables);
   if (request.op == WorkerOp::kHeapDebugText) {
     // The runtime takes MaxRSS last, after the records.
     if (mem) text += MemStatsBlock(*mem, MaxRss(request.pid));
@@ -639,7 +640,7 @@ bool WriteWorkerReply(int fd, const WorkerReply& reply) {
                 reply.owner ? 1u : 0u,
                 reply.owner ? static_cast<uint32_t>(reply.owner->uid) : 0u,
                 reply.owner ? static_cast<uint32_t>(reply.owner->cgroup.size()) : 0u,
-                0};
+                reply.tables};
   const std::string_view cgroup = reply.owner ? std::string_view(reply.owner->cgroup) : "";
   return WriteAll(fd, &h, sizeof(h)) && WriteAll(fd, reply.message.data(), reply.message.size()) &&
          WriteAll(fd, cgroup.data(), cgroup.size()) &&
@@ -662,6 +663,7 @@ ReplyReadError ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, 
   reply.bytes_read = h.bytes_read;
   reply.start_time = h.start_time;
   reply.worker_ns = h.worker_ns;
+  reply.tables = h.tables;
   reply.cycle.reset();
   if (h.cycle_plus_one != 0) reply.cycle = static_cast<uint32_t>(h.cycle_plus_one - 1);
   reply.message.resize(h.message_len);

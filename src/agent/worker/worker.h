@@ -74,6 +74,9 @@ struct WorkerReply {
   // after an exec), which the server answers with 410 instead of 404.
   bool replaced = false;
   uint64_t worker_ns = 0;  // time from the request's arrival to the reply, in the worker
+  // Of a capture: whether it built its profile's tables or reused its last
+  // capture's (ProfileTablesOrigin), for serve's -v log.
+  uint32_t tables = 0;
   // The profile cycle the capture read (runtime mProfCycle), for the push
   // agent, which pushes a process only when it advanced; nullopt when the
   // capture could not tell.
