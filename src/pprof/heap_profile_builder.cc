@@ -118,7 +118,14 @@ uint64_t HeapProfileBuilder::EmitLocation() {
   const uint64_t link_addr = deck_.pcs.front();
   const uint64_t addr = link_addr + bias_;  // wraps back for PCs below the bias
   const uint64_t id = loc_infos_.size() + 1;
-  if (locs_.Find(link_addr) != nullptr) ++loc_overwrites_;  // remembered stacks may change
+  if (locs_.Find(link_addr) != nullptr) {
+    // (Not seen in practice.) Remembered stacks may come out differently.
+    ++loc_overwrites_;
+    memo_ = PcMap<uint32_t>();
+    memo_entries_.clear();
+    memo_words_.clear();
+    by_storage_ = PcMap<StoredStack>();
+  }
   locs_.Insert(link_addr, static_cast<uint32_t>(loc_infos_.size()));
   LocInfo& info = loc_infos_.emplace_back();
   info.id = id;
@@ -319,15 +326,20 @@ uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> full, bool& f
   // Many buckets share a stack (one per size class allocated there). A stack
   // whose turn emitted no location found every PC in the location cache, and
   // the cache only grows, so any later turn gives the same ids: remember
-  // them. (A stack that emitted locations may come out differently when
-  // next seen, as in runtime/pprof, so it is not remembered yet.)
-  if (loc_infos_.size() == locations_before && loc_overwrites_ == overwrites_before &&
-      memo_.Find(hash) == nullptr) {
+  // them. (Without the deck retry, a stack that emitted locations may come
+  // out differently when next seen, as in runtime/pprof.)
+  if (loc_overwrites_ != overwrites_before) return run;
+  if (loc_infos_.size() == locations_before && memo_.Find(hash) == nullptr) {
     memo_.Insert(hash, static_cast<uint32_t>(memo_entries_.size()));
     memo_entries_.push_back({memo_words_.size(), full.size(), run});
     memo_words_.insert(memo_words_.end(), full.begin(), full.end());
     fixed = true;
   }
+  // With the deck retry (Go 1.19+) one that did comes out the same too: each
+  // PC that starts one of its locations has that location cached now, and a
+  // PC inside one joins the deck whether cached or not. Its run is remembered
+  // by where the stack is stored (AddRecord), which equal stacks share.
+  fixed |= traits_.cached_location_deck_retry;
   return run;
 }
 
