@@ -469,6 +469,22 @@ class RepeatedCaptureTest : public EngineTest {
     CaptureResult fresh = Capture(*again, *analysis_, {});
     return {std::move(r), SampleTexts(fresh.profile.get())};
   }
+  // Captures `old` through a new state, then `old` with `added` at the head
+  // of the list (laid out oldest first): the second capture must be a
+  // repeated one that built its tables afresh and means what a fresh capture
+  // does. Returns the fresh capture's sample texts.
+  std::vector<std::string> ExpectBuiltAfresh(const std::vector<TestBucket>& old,
+                                             const TestBucket& added) {
+    ProcessCaptureState state;
+    CaptureBoth(old, state, /*oldest_first=*/true);
+    std::vector<TestBucket> now = old;
+    now.insert(now.begin(), added);
+    auto [r, fresh] = CaptureBoth(now, state, /*oldest_first=*/true);
+    EXPECT_TRUE(r.report.repeated);
+    EXPECT_EQ(r.report.tables, ProfileTablesOrigin::kBuilt);
+    EXPECT_EQ(SampleTexts(r.profile.get()), fresh);
+    return fresh;
+  }
   void SetUp() override {
     EngineTest::SetUp();
     analysis_ = ExecutableAnalysis::Create(file_);
@@ -591,20 +607,13 @@ TEST_F(RepeatedCaptureTest, NewStacksAreAddedToTheTablesAsTheRuntimeWouldMakeThe
 }
 
 TEST_F(RepeatedCaptureTest, TablesWhoseStacksDependOnTheirOrderAreBuiltAgain) {
-  ProcessCaptureState state;
   // In this order kCutStack makes a location of main.helper's PC alone and
   // kGroupStack uses it; with kGroupStack first, as the runtime builds once
   // a new bucket at it heads the list, the group is one location and
   // kCutStack's takes both of its PCs' places.
   const std::vector<TestBucket> old = {{64, kCutStack, {5, 1, 320, 64}},
                                        {128, kGroupStack, {3, 1, 384, 128}}};
-  CaptureBoth(old, state, kGrown);
-  std::vector<TestBucket> now = old;
-  now.insert(now.begin(), {256, kGroupStack, {2, 0, 512, 0}});
-  auto [r, fresh] = CaptureBoth(now, state, kGrown);
-  EXPECT_TRUE(r.report.repeated);
-  EXPECT_EQ(r.report.tables, ProfileTablesOrigin::kBuilt);
-  EXPECT_EQ(SampleTexts(r.profile.get()), fresh);
+  const std::vector<std::string> fresh = ExpectBuiltAfresh(old, {256, kGroupStack, {2, 0, 512, 0}});
   // The orders do mean different things here, so continuing would be wrong.
   // (kCutStack's bucket, same counters: first in the old order, second now.)
   ProcessCaptureState other;
@@ -613,17 +622,9 @@ TEST_F(RepeatedCaptureTest, TablesWhoseStacksDependOnTheirOrderAreBuiltAgain) {
 }
 
 TEST_F(RepeatedCaptureTest, ANewStackThatWouldChangeTheOldOnesIsBuiltAfresh) {
-  ProcessCaptureState state;
   // Alone, kGroupStack's tables do not depend on any order; kCutStack, new,
   // meets its group's location with other PCs after main.helper's.
-  const std::vector<TestBucket> old = {{128, kGroupStack, {3, 1, 384, 128}}};
-  auto [first, fresh1] = CaptureBoth(old, state, kGrown);
-  std::vector<TestBucket> now = old;
-  now.insert(now.begin(), {64, kCutStack, {5, 1, 320, 64}});
-  auto [r, fresh] = CaptureBoth(now, state, kGrown);
-  EXPECT_TRUE(r.report.repeated);
-  EXPECT_EQ(r.report.tables, ProfileTablesOrigin::kBuilt);
-  EXPECT_EQ(SampleTexts(r.profile.get()), fresh);
+  ExpectBuiltAfresh({{128, kGroupStack, {3, 1, 384, 128}}}, {64, kCutStack, {5, 1, 320, 64}});
 }
 
 TEST_F(RepeatedCaptureTest, AFailedCaptureLeavesNoStateToTrust) {
