@@ -475,18 +475,19 @@ std::unique_ptr<HeapProfileBuilder::Seed> HeapProfileBuilder::TakeSeed() {
   seed->loc_infos = std::move(loc_infos_);
   for (const MappingState& m : mem_) seed->mapping_lookups.emplace_back(m.tried, m.failed);
   order_independent_ = false;  // the caches are gone
+  seed->bytes = seed->Count();
   return seed;
 }
 
-size_t HeapProfileBuilder::Seed::ApproximateBytes() const {
+size_t HeapProfileBuilder::Seed::Count() const {
   // Hash nodes of about 64 bytes besides their keys; each location's PCs
   // are a vector of their own.
-  size_t bytes = locs.ApproximateBytes() + sizeof(LocInfo) * loc_infos.capacity() +
+  size_t total = locs.ApproximateBytes() + sizeof(LocInfo) * loc_infos.capacity() +
                  sizeof(FuncFields) * func_fields.capacity();
-  for (const auto& [s, index] : strings) bytes += 64 + s.capacity();
-  for (const auto& [s, id] : funcs) bytes += 64 + s.capacity();
-  for (const LocInfo& l : loc_infos) bytes += 8 * l.pcs.capacity();
-  return bytes;
+  for (const auto& [s, index] : strings) total += 64 + s.capacity();
+  for (const auto& [s, id] : funcs) total += 64 + s.capacity();
+  for (const LocInfo& l : loc_infos) total += 8 * l.pcs.capacity();
+  return total;
 }
 
 void HeapProfileBuilder::Complete() {

@@ -235,7 +235,11 @@ struct HeapProfileBuilder::Seed {
   PcMap<uint32_t> locs;
   std::vector<LocInfo> loc_infos;
   std::vector<std::pair<bool, bool>> mapping_lookups;  // each mapping's tried, failed
-  size_t ApproximateBytes() const;
+  // Counted once, when the seed is taken: an agent sums its states' sizes
+  // after every capture, and the seed does not change while it is kept.
+  size_t ApproximateBytes() const { return bytes; }
+  size_t bytes = 0;
+  size_t Count() const;  // what ApproximateBytes says
 };
 
 }  // namespace goheap2pprof
