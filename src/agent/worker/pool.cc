@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <functional>
@@ -133,7 +134,7 @@ void WorkerPool::Start(Worker& w) {
   // Not w.busy: the slot stays with the Run that (re)starts it. Marking it
   // idle here let a second Run take a worker the first was still using,
   // and each read the other's reply (a profile of another pid).
-  w.affinity.clear();
+  w.keys.Clear();
   w.stderr_fd = err[0];
   w.stderr_relay = std::make_unique<WorkerStderr>(pid, STDERR_FILENO);
   w.relay_thread = std::thread(RelayWorkerStderr, err[0], std::ref(*w.stderr_relay));
@@ -184,6 +185,24 @@ PoolResult WorkerPool::StartFailed(Worker& w, const Error& e) {
   return result;
 }
 
+WorkerPool::Worker* WorkerPool::WaitForWorker(std::unique_lock<std::mutex>& lock,
+                                              const std::string& affinity,
+                                              std::chrono::milliseconds queue_timeout) {
+  const auto now = std::chrono::steady_clock::now();
+  const auto deadline = now + queue_timeout;
+  const auto holder_deadline = std::min(deadline, now + kHolderWait);
+  while (true) {
+    std::vector<WorkerView> views;
+    for (const Worker& c : workers_) views.push_back({c.busy, &c.keys});
+    const Route route = RouteRequest(views, affinity);
+    const bool wait_for_holder =
+        route.holder_busy && std::chrono::steady_clock::now() < holder_deadline;
+    if (route.worker && !wait_for_holder) return &workers_[*route.worker];
+    if (std::chrono::steady_clock::now() >= deadline) return nullptr;
+    idle_.wait_until(lock, wait_for_holder ? holder_deadline : deadline);
+  }
+}
+
 PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affinity,
                            const PoolCall& call) {
   PoolResult result;
@@ -191,25 +210,12 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
   {
     std::unique_lock<std::mutex> lock(mu_);
     ++stats_.requests[call.caller];
-    auto deadline =
-        std::chrono::steady_clock::now() +
-        std::chrono::milliseconds(call.queue_timeout_ms.value_or(options_.queue_timeout_ms));
-    while (true) {
-      Worker* any = nullptr;
-      for (Worker& c : workers_) {
-        if (c.busy) continue;
-        if (!affinity.empty() && c.affinity == affinity) {
-          w = &c;
-          break;
-        }
-        if (!any) any = &c;
-      }
-      if (!w) w = any;
-      if (w) break;
-      if (idle_.wait_until(lock, deadline) == std::cv_status::timeout) {
-        result.outcome = PoolOutcome::kBusy;
-        return result;
-      }
+    w = WaitForWorker(
+        lock, affinity,
+        std::chrono::milliseconds(call.queue_timeout_ms.value_or(options_.queue_timeout_ms)));
+    if (!w) {
+      result.outcome = PoolOutcome::kBusy;
+      return result;
     }
     w->busy = true;
     if (w->pid < 0) {
@@ -246,7 +252,7 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
 
   std::lock_guard<std::mutex> lock(mu_);
   if (ok) {
-    w->affinity = affinity;
+    w->keys.Remember(affinity, ++tick_);
   } else {
     result.detail = Reap(*w, true);
     if (read_error == ReplyReadError::kTooLarge) {
@@ -278,7 +284,9 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
     }
   }
   w->busy = false;
-  idle_.notify_one();
+  // All: a waiter for the worker that holds its executable (WaitForWorker)
+  // must not take the only wake-up another waiter could use.
+  idle_.notify_all();
   return result;
 }
 

@@ -4,8 +4,9 @@
 // idle worker at most `queue_timeout` (then the caller answers 503) and the
 // worker's answer at most `capture_timeout`; a worker that overruns is
 // killed (504), one that dies is reaped (500), and both are replaced, so the
-// server goes on. Requests are routed to the worker that last handled the
-// same executable when it is idle, so that its cached analysis is reused.
+// server goes on. A request goes to the worker that served its executable
+// most recently, so that its cached analysis and capture states are reused
+// (agent/worker/routing.h).
 //
 //   WorkerPool pool({.workers = 2, .self_exe = "/proc/self/exe"});
 //   PoolResult r = pool.Run({WorkerOp::kHeap, pid, {}}, exe_key);
@@ -27,6 +28,7 @@
 
 #include "agent/common/discovery.h"
 #include "agent/common/metrics.h"
+#include "agent/worker/routing.h"
 #include "agent/worker/stderr.h"
 #include "agent/worker/worker.h"
 #include "app/process_source.h"
@@ -99,7 +101,7 @@ class WorkerPool {
     pid_t pid = -1;
     int fd = -1;
     bool busy = false;
-    std::string affinity;
+    WorkerKeys keys;  // the executables it served, for routing
     // The worker's stderr (its one diagnostic channel): a pipe of its own,
     // read by a relay thread that prints each line to the server's stderr
     // with the worker's pid and request (agent/worker/stderr.h). Not the
@@ -109,6 +111,15 @@ class WorkerPool {
     std::unique_ptr<WorkerStderr> stderr_relay;
     std::thread relay_thread;
   };
+  // How long a request waits for the busy worker that holds its
+  // executable before it takes another idle one: less than building the
+  // tables afresh costs (about 100 ms more at 250k buckets), more than a
+  // discovery probe takes (a few ms).
+  static constexpr std::chrono::milliseconds kHolderWait{100};
+  // The worker a request takes (RouteRequest), waiting for one at most
+  // queue_timeout (nullptr then); called with mu_ held in `lock`.
+  Worker* WaitForWorker(std::unique_lock<std::mutex>& lock, const std::string& affinity,
+                        std::chrono::milliseconds queue_timeout);
   // Starts (or restarts) worker i; called with mu_ held.
   void Start(Worker& w);
   // Kills if needed and reaps w, returning how it ended.
@@ -124,6 +135,7 @@ class WorkerPool {
   mutable std::mutex mu_;
   std::condition_variable idle_;
   std::vector<Worker> workers_;
+  uint64_t tick_ = 0;  // counts the requests served, for WorkerKeys
   PoolStats stats_;
 };
 
