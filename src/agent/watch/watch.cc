@@ -179,6 +179,11 @@ class Watcher {
   void DrainInotify();
   // One capture at a time, each waiting its turn (a shared pool may be busy
   // with serve's and push's captures).
+  // The pool's routing key of a target (agent/worker/routing.h): its
+  // captures go to the worker that holds its capture state.
+  static std::string RouteKey(const Target& t) {
+    return "process " + std::to_string(t.pid) + " started " + std::to_string(t.start_time);
+  }
   PoolCall Call() const {
     return {
         .caller = "watch",
@@ -369,7 +374,7 @@ void Watcher::Record(const json& record) {
 }
 
 std::string Watcher::CaptureInWorker(const Target& t, json& record, std::string& outcome) {
-  PoolResult r = RunCounted(*pool_, metrics_, {WorkerOp::kHeap, t.pid, {}}, "", Call());
+  PoolResult r = RunCounted(*pool_, metrics_, {WorkerOp::kHeap, t.pid, {}}, RouteKey(t), Call());
   // Counted on metrics_: in the agent, its one /metrics (every role's).
   outcome = PoolOutcomeName(r);
   switch (r.outcome) {
@@ -400,7 +405,8 @@ std::string Watcher::CaptureInWorker(const Target& t, json& record, std::string&
 }
 
 json Watcher::GoMemory(const Target& t) {
-  PoolResult r = RunCounted(*pool_, metrics_, {WorkerOp::kRuntimeStats, t.pid, {}}, "", Call());
+  PoolResult r =
+      RunCounted(*pool_, metrics_, {WorkerOp::kRuntimeStats, t.pid, {}}, RouteKey(t), Call());
   if (r.outcome != PoolOutcome::kReplied) {
     return {{"error", PoolOutcomeName(r) + (r.detail.empty() ? "" : ": " + r.detail)}};
   }
