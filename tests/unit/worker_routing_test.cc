@@ -66,7 +66,7 @@ TEST(RouteRequest, SaysWhenOnlyABusyWorkerHoldsTheExecutable) {
   EXPECT_EQ(r.worker, 1u);  // taken if the holder is not free in time
 }
 
-TEST(RouteRequest, AProbeOrANewExecutableTakesTheWorkerIdleTheLongest) {
+TEST(RouteRequest, AProbeOrANewExecutableTakesTheWorkerWithTheOldestKeyedRequest) {
   std::vector<WorkerKeys> keys(3);
   keys[0].Remember("exe", 5);
   keys[1].Remember("other", 2);

@@ -28,7 +28,7 @@ void WorkerKeys::Clear() {
 Route RouteRequest(const std::vector<WorkerView>& workers, const std::string& key) {
   Route route;
   std::optional<uint64_t> holder_tick;  // of the chosen idle holder
-  std::optional<size_t> longest_idle;
+  std::optional<size_t> oldest;         // the idle worker whose last keyed request is the oldest
   for (size_t i = 0; i < workers.size(); ++i) {
     const WorkerView& w = workers[i];
     const std::optional<uint64_t> when = w.keys->When(key);
@@ -40,13 +40,13 @@ Route RouteRequest(const std::vector<WorkerView>& workers, const std::string& ke
       holder_tick = when;
       route.worker = i;
     }
-    if (!longest_idle || w.keys->last() < workers[*longest_idle].keys->last()) longest_idle = i;
+    if (!oldest || w.keys->last() < workers[*oldest].keys->last()) oldest = i;
   }
   if (holder_tick) {
     route.holder_busy = false;
     return route;
   }
-  route.worker = longest_idle;
+  route.worker = oldest;
   return route;
 }
 

@@ -1,6 +1,6 @@
 // Which worker of the pool (agent/worker/pool.h) takes a request. A worker
-// keeps what it learnt of up to 8 executables and 8 processes between
-// requests (agent/worker/worker.cc): the analysis of a binary, and a
+// keeps what it learnt of up to kWorkerCachedEntries executables and as
+// many processes between requests (agent/worker/worker.h): the analysis of a binary, and a
 // process's capture state, whose tables a repeated capture reuses or
 // continues (app/capture_state.h). A capture of a process is therefore
 // worth sending to the worker that captured its executable last; elsewhere
@@ -20,13 +20,15 @@
 #include <utility>
 #include <vector>
 
+#include "agent/worker/worker.h"
+
 namespace goheap2pprof {
 
 // The keys a worker served most recently, with when (a pool-wide tick):
 // at most kMax, as many as the worker keeps analyses and states.
 class WorkerKeys {
  public:
-  static constexpr size_t kMax = 8;
+  static constexpr size_t kMax = kWorkerCachedEntries;
 
   // Records that the worker served `key` at `tick` (a later tick than any
   // before); an empty key is not recorded. The oldest key beyond kMax goes.
@@ -52,8 +54,9 @@ struct WorkerView {
 struct Route {
   // The idle worker to take, if any is idle:
   //  - the idle worker that served the key most recently;
-  //  - else the idle worker idle the longest (its caches the least recent),
-  //    so that other workers keep theirs; also for an empty key.
+  //  - else the idle worker whose last keyed request is the oldest (its
+  //    caches the least recent), so that the others keep theirs; also for
+  //    an empty key, which is never remembered.
   std::optional<size_t> worker;
   // No idle worker holds the key but a busy one does: the request may wait
   // a little for it rather than build afresh (WorkerPool::Run).

@@ -117,7 +117,7 @@ bool ReadAll(int fd, void* data, size_t size, int64_t deadline_ms, bool* timed_o
 // recently used analysis goes first.
 class AnalysisCache {
  public:
-  static constexpr size_t kMaxEntries = 8;
+  static constexpr size_t kMaxEntries = kWorkerCachedEntries;
 
   // The analysis for source's executable, and whether it had to be made.
   std::pair<std::shared_ptr<const ExecutableAnalysis>, bool> Get(const CaptureSource& source) {
@@ -271,7 +271,7 @@ std::unique_ptr<CaptureSource> WithServeSeams(std::unique_ptr<CaptureSource> sou
 // executable, headers), so a pid reused by another program starts afresh.
 class CaptureStates {
  public:
-  static constexpr size_t kMaxEntries = 8;
+  static constexpr size_t kMaxEntries = kWorkerCachedEntries;
   // The states' memory, bounded well below the worker's address-space
   // limit: a 250k-bucket process's state holds about 100 MiB.
   static constexpr size_t kMaxBytes = size_t{384} << 20;

@@ -21,6 +21,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -29,6 +30,11 @@
 #include "app/process_source.h"
 
 namespace goheap2pprof {
+
+// How many executables' analyses and processes' capture states a worker
+// keeps between requests (the least recently used goes first); the pool
+// routes by as many keys per worker (agent/worker/routing.h).
+inline constexpr size_t kWorkerCachedEntries = 8;
 
 enum class WorkerOp : uint32_t {
   kProbe = 1,          // is it Go? version, build ID (for discovery)
