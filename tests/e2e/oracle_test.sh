@@ -47,10 +47,24 @@ report() {
   results+=("$1")
 }
 
-# run_case <label> <binary> <rate>: one target run, one capture, one diff.
+# only_late_buckets <profdiff.out>: whether every sample of the target's
+# matched and the only ones besides are ours with all values zero: buckets
+# the runtime added after the target wrote its profile (at rate 1 any
+# allocation adds one, and its counts are published only by later GCs; seen
+# once at -j2, Go 1.18.10 arm64 under qemu, a timer allocation in
+# runtime.adjusttimers). A wrong reading of ours would not pass a new run.
+only_late_buckets() {
+  grep -qE '^samples: expected ([0-9]+), actual [0-9]+, matched \1, only in expected 0, only in actual [1-9]' "$1" &&
+    ! grep -qE '^(header differs|main mapping differs|note .*other mappings)' "$1" &&
+    ! grep '^only in actual: values' "$1" | grep -qv '^only in actual: values \[0 0 0 0\]$'
+}
+
+# run_case <label> <binary> <rate> [attempt] [earlier]: one target run, one
+# capture, one diff; tried again with a new target (up to 3 runs) only when
+# the runtime added buckets after the target's own profile (only_late_buckets).
 run_case() {
-  local label=$1 binary=$2 rate=$3 dir rc samples
-  dir=$work/$(echo "$label" | tr ' =' '_-')
+  local label=$1 binary=$2 rate=$3 attempt=${4:-1} earlier=${5:-} dir rc samples
+  dir=$work/$(echo "$label" | tr ' =' '_-')$( ((attempt > 1)) && echo "-attempt$attempt")
   mkdir -p "$dir"
   e2e_start "$dir/target.out" "$dir/target.err" \
     "${runner[@]}" "$binary" -rate "$rate" -out "$dir/oracle.pb.gz"
@@ -96,8 +110,11 @@ run_case() {
   fi
   samples=$(sed -n 's/^samples: expected \([0-9]*\),.*/\1/p' "$dir/profdiff.out")
   if [[ $rc -eq 0 ]]; then
-    report "PASS $label (${samples:-?} samples)"
+    report "PASS $label (${samples:-?} samples${earlier:+; passed on attempt $attempt, earlier${earlier#;}})"
     passed=$((passed + 1))
+  elif ((attempt < 3)) && only_late_buckets "$dir/profdiff.out"; then
+    run_case "$label" "$binary" "$rate" $((attempt + 1)) \
+      "$earlier; attempt $attempt: $(grep -c '^only in actual: values' "$dir/profdiff.out") zero-valued samples only in ours ($dir)"
   else
     report "FAIL $label (profdiff exited $rc; files in $dir)"
     # The verdict first, then the start of the details (all in profdiff.out).
