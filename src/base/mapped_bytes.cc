@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "base/huge_pages.h"
 
 namespace goheap2pprof {
 
@@ -168,6 +169,8 @@ void MappedBytes::Load(uint64_t offset, uint64_t len) const {
     while (run_end + 1 <= last && !chunks[run_end + 1]) ++run_end;
     const uint64_t from = i * kChunk;
     const uint64_t to = std::min<uint64_t>((run_end + 1) * kChunk, size_);
+    // A large section (the pclntab) is read whole: into huge pages.
+    AdviseHugePages(data_ + from, to - from);
     Pread(from, std::span<uint8_t>(const_cast<uint8_t*>(data_) + from, to - from));
     for (uint64_t j = i; j <= run_end; ++j) chunks[j] = true;
     i = run_end + 1;

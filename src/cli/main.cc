@@ -12,7 +12,6 @@
 #include "app/output_format.h"
 #include "app/run.h"
 #include "base/error.h"
-#include "base/huge_page_malloc.h"
 #include "cli/command.h"
 #include "cli/version.h"
 #if !GOHEAP2PPROF_CAPTURE_ONLY
@@ -288,7 +287,4 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace goheap2pprof
 
-int main(int argc, char** argv) {
-  goheap2pprof::ReexecWithHugePageMalloc(argv);
-  return goheap2pprof::Main(argc, argv);
-}
+int main(int argc, char** argv) { return goheap2pprof::Main(argc, argv); }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/huge_pages.h"
 
 namespace goheap2pprof {
 
@@ -219,6 +220,11 @@ std::optional<DwarfTypes> DwarfTypes::Open(const ElfFile& elf,
   }
   types.image_ = MappedBytes::Zeroed(image_size, "the DWARF of " + elf.name());
   MappedBytes& image = types.image_;
+  // The inflated sections fill their space whole (the file's part is sparse).
+  if (!inflations.empty()) {
+    const uint64_t inflated_at = inflations.front().image_offset;
+    AdviseHugePages(image.writable_data() + inflated_at, image_size - inflated_at);
+  }
   CopyRange(elf, image, 0, sizeof(ehdr));
   CopyRange(elf, image, ehdr.e_phoff, uint64_t{ehdr.e_phnum} * ehdr.e_phentsize);
   CopyRange(elf, image, ehdr.e_shoff, section_count * ehdr.e_shentsize);

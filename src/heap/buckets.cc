@@ -5,6 +5,7 @@
 
 #include "base/bytes.h"
 #include "base/error.h"
+#include "base/huge_pages.h"
 #include "base/side_by_side.h"
 
 namespace goheap2pprof {
@@ -79,7 +80,8 @@ void Walk(MemoryReader& mem, uint64_t head, const WalkLimits& limits, StackStore
   const uint64_t record_size = MemRecordSize(limits.record_layout);
   uint64_t addr = head;
   uint64_t total_words = 0;
-  result.buckets.reserve(std::min(limits.reserve_buckets, limits.max_buckets));
+  // 88 bytes a bucket: 250k buckets are 22 MiB of fresh memory.
+  GrowWithHugePages(result.buckets, std::min(limits.reserve_buckets, limits.max_buckets));
   while (addr != 0 && addr != limits.stop_at) {
     if (result.buckets.size() >= limits.max_buckets) {
       throw Error(ErrorKind::kMalformed, "heap bucket list has more than ", limits.max_buckets,
@@ -159,6 +161,7 @@ void Walk(MemoryReader& mem, uint64_t head, const WalkLimits& limits, StackStore
     // are stored once.
     b.stack = stacks.Intern(data + kBucketHeaderSize, nstk);
     LoadRecord(data + kBucketHeaderSize + 8 * nstk, limits.record_layout, b, stacks);
+    GrowWithHugePages(result.buckets, 1);
     result.buckets.push_back(b);
     addr = allnext;
   }

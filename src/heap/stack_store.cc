@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/huge_pages.h"
+
 namespace goheap2pprof {
 
 namespace {
@@ -60,6 +62,7 @@ uint64_t* StackStore::Allocate(size_t n) {
     const size_t size = std::max(next, n);
     // Default-initialized: pages are touched only as stacks are copied in.
     chunks_.push_back(std::unique_ptr<uint64_t[]>(new uint64_t[size]));
+    AdviseHugePages(chunks_.back().get(), 8 * size);
     chunk_words_ = size;
     chunk_used_ = 0;
     chunk_total_ += size;
@@ -79,7 +82,10 @@ uint64_t* StackStore::Store(const uint8_t* p, size_t n) {
 
 void StackStore::Grow() {
   std::vector<Entry> old = std::move(table_);
-  table_.assign(old.empty() ? kFirstTableSize : 2 * old.size(), Entry{});
+  const size_t slots = old.empty() ? kFirstTableSize : 2 * old.size();
+  table_ = std::vector<Entry>();
+  GrowWithHugePages(table_, slots);
+  table_.assign(slots, Entry{});
   used_ = 0;
   const size_t mask = table_.size() - 1;
   for (const Entry& e : old) {

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "base/error.h"
+#include "base/huge_pages.h"
 
 namespace goheap2pprof {
 
@@ -57,11 +58,13 @@ uint32_t LocationTables::AddRun(std::span<const uint64_t> ids) {
     throw Error(ErrorKind::kInternal, "more than 2^32 location runs in one profile");
   }
   Run run{.at = loc_ids.size(), .count = ids.size(), .bytes_at = loc_bytes.size(), .bytes = 0};
+  GrowWithHugePages(loc_ids, ids.size());
   loc_ids.insert(loc_ids.end(), ids.begin(), ids.end());
   if (!ids.empty()) {
     size_t payload = 0;
     for (uint64_t id : ids) payload += VarintSize(id);
     const size_t start = loc_bytes.size();
+    GrowWithHugePages(loc_bytes, 1 + VarintSize(payload) + payload);
     loc_bytes.resize(start + 1 + VarintSize(payload) + payload);
     uint8_t* p = loc_bytes.data() + start;
     *p++ = kSampleLocationId;

@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "base/error.h"
+#include "base/huge_pages.h"
 
 namespace goheap2pprof {
 
@@ -332,6 +333,7 @@ uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> full, bool& f
   if (loc_infos_.size() == locations_before && memo_.Find(hash) == nullptr) {
     memo_.Insert(hash, static_cast<uint32_t>(memo_entries_.size()));
     memo_entries_.push_back({memo_words_.size(), full.size(), run});
+    GrowWithHugePages(memo_words_, full.size());
     memo_words_.insert(memo_words_.end(), full.begin(), full.end());
     fixed = true;
   }

@@ -5,12 +5,9 @@
 #include <algorithm>
 #include <cstring>
 
-namespace goheap2pprof {
+#include "base/huge_pages.h"
 
-namespace {
-// Transparent huge page size on x86-64 and arm64 with 4 KiB pages.
-constexpr size_t kHugePage = 2 << 20;
-}  // namespace
+namespace goheap2pprof {
 
 BlockCacheReader::BlockCacheReader(MemoryReader& inner, std::vector<AddressRange> ranges,
                                    uint64_t block_size, size_t max_blocks)
@@ -43,14 +40,14 @@ uint8_t* BlockCacheReader::SlotBytes(const Slot& s) {
     // 2 MiB instead of 512 of each (THP is usually "madvise" only). Fresh
     // memory is what a capture pays most for, so it is taken only as slots
     // come into use (populated below).
-    const size_t mapped = (buffer_size_ + kHugePage - 1) & ~(kHugePage - 1);
-    void* p = mmap(nullptr, mapped + kHugePage, PROT_READ | PROT_WRITE,
+    const size_t mapped = (buffer_size_ + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
+    void* p = mmap(nullptr, mapped + kHugePageBytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p != MAP_FAILED) {
       const uintptr_t raw = reinterpret_cast<uintptr_t>(p);
-      const uintptr_t aligned = (raw + kHugePage - 1) & ~uintptr_t{kHugePage - 1};
+      const uintptr_t aligned = (raw + kHugePageBytes - 1) & ~uintptr_t{kHugePageBytes - 1};
       if (aligned > raw) munmap(p, aligned - raw);
-      munmap(reinterpret_cast<void*>(aligned + mapped), raw + kHugePage - aligned);
+      munmap(reinterpret_cast<void*>(aligned + mapped), raw + kHugePageBytes - aligned);
       buffer_ = reinterpret_cast<uint8_t*>(aligned);
       mapped_ = mapped;
       (void)madvise(buffer_, mapped_, MADV_HUGEPAGE);  // a hint: without THP, small pages
@@ -67,7 +64,7 @@ uint8_t* BlockCacheReader::SlotBytes(const Slot& s) {
     // into use in order (never-used ones first), so the populated part grows
     // from the start. Before Linux 5.14 it fails, and the pages fault in one
     // by one.
-    const size_t to = std::min(mapped_, (end + kHugePage - 1) & ~(kHugePage - 1));
+    const size_t to = std::min(mapped_, (end + kHugePageBytes - 1) & ~(kHugePageBytes - 1));
     (void)madvise(buffer_ + populated_, to - populated_, MADV_POPULATE_WRITE);
     populated_ = to;
   }
