@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # What a cold capture pays for process start-up and for its fresh memory
-# (issue 16): the dynamic and the static build, each with and without the
-# huge-page re-exec of src/base/huge_page_malloc.cc, paired, on one
-# benchtarget per size. Prints tables of medians; no thresholds.
+# (issue 16, issue 27): the dynamic and the static build, each as built
+# (the owners of the large buffers advise huge pages: src/base/huge_pages.h)
+# and with glibc's malloc asking for huge pages for everything
+# (GLIBC_TUNABLES=glibc.malloc.hugetlb=1), paired, on one benchtarget per
+# size; and, with BASE, an older build beside them. Prints tables of
+# medians; no thresholds.
 #
 #   bash bench/startup.sh
-#   SIZES=100000 RUNS=11 bash bench/startup.sh
+#   SIZES=100000 RUNS=11 BASE=/tmp/goheap2pprof-old bash bench/startup.sh
 #
 # Environment:
 #   SIZES        bucket counts (default "100000 250000")
@@ -16,13 +19,13 @@
 #   STATIC_DIR   the static build (default <repo>/build-bench-static, Release,
 #                -DGOHEAP2PPROF_STATIC=ON); SKIP_STATIC=1 leaves it out
 #   SKIP_BUILD   1 uses the goheap2pprof already in BUILD_DIR and STATIC_DIR
+#   BASE         another goheap2pprof binary to measure in the same rounds
 #   GO           the Go command for the target (default "env GOTOOLCHAIN=local go")
 #
-# Variants: "re-exec" is the tool as shipped; "no re-exec" presets
-# GLIBC_TUNABLES=glibc.malloc.hugetlb=0, which the tool leaves alone, so it
-# runs in the first process with small pages for malloc. Wall time is the
-# parent's clock around fork+exec+wait; CPU is the child's user+sys from
-# wait4 (microseconds, both processes of a re-exec); faults are its minor
+# Until 2026-12-03 the tool re-executed itself with glibc.malloc.hugetlb=1
+# (a second process start); a BASE from before then shows that. Wall time is
+# the parent's clock around fork+exec+wait; CPU is the child's user+sys from
+# wait4 (microseconds, every process of the run); faults are its minor
 # faults. Needs python3 for wait4.
 set -u
 
@@ -54,12 +57,16 @@ build() {  # build <dir> <cmake args...>
   cmake --build "$dir" -j"$(nproc)" --target goheap2pprof >/dev/null || die "build in $dir failed"
 }
 build "$dynamic"
-variants=("dynamic, re-exec=:$dynamic/goheap2pprof"
-  "dynamic, no re-exec=glibc.malloc.hugetlb=0:$dynamic/goheap2pprof")
+variants=("dynamic=:$dynamic/goheap2pprof"
+  "dynamic, malloc huge pages=glibc.malloc.hugetlb=1:$dynamic/goheap2pprof")
 if [[ ${SKIP_STATIC:-0} != 1 ]]; then
   build "$static" -DGOHEAP2PPROF_STATIC=ON
-  variants+=("static, re-exec=:$static/goheap2pprof"
-    "static, no re-exec=glibc.malloc.hugetlb=0:$static/goheap2pprof")
+  variants+=("static=:$static/goheap2pprof"
+    "static, malloc huge pages=glibc.malloc.hugetlb=1:$static/goheap2pprof")
+fi
+if [[ -n ${BASE:-} ]]; then
+  [[ -x $BASE ]] || die "BASE=$BASE is not an executable"
+  variants+=("base $BASE=:$BASE")
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/goheap2pprof-startup.XXXXXX")
