@@ -34,18 +34,34 @@ class PassTimer {
   Clock::time_point last_ = Clock::now();
 };
 
+// Where the analysis's notes and warnings go in the report: they are
+// complete only once its layout check ended (ProvenLayout).
+struct AnalysisNotesAt {
+  size_t notes = 0;
+  size_t warnings = 0;
+};
+
 // Pass 1: what is captured, and what the analysis found in its executable.
-void Identify(const CaptureSource& source, const ExecutableAnalysis& analysis,
-              CaptureReport& report) {
+AnalysisNotesAt Identify(const CaptureSource& source, const ExecutableAnalysis& analysis,
+                         CaptureReport& report) {
   const TargetExecutable& exe = source.executable();
   report.go_version = analysis.go_version();
   report.notes.insert(report.notes.end(), exe.notes.begin(), exe.notes.end());
   report.warnings.insert(report.warnings.end(), exe.warnings.begin(), exe.warnings.end());
   report.notes.push_back(
       Concat("target ", analysis.elf().name(), ", comm ", source.identity().comm));
-  report.notes.insert(report.notes.end(), analysis.notes().begin(), analysis.notes().end());
-  report.warnings.insert(report.warnings.end(), analysis.warnings().begin(),
-                         analysis.warnings().end());
+  return {report.notes.size(), report.warnings.size()};
+}
+
+// Pass 3b: the heap-bucket layout the walk read with must be the
+// executable's. A one-shot capture checks it against the DWARF while it
+// walks; a refusal throws here, before anything is built or written.
+void ProvenLayout(const ExecutableAnalysis& analysis, AnalysisNotesAt at, CaptureReport& report) {
+  analysis.AwaitLayoutCheck();
+  report.notes.insert(report.notes.begin() + static_cast<ptrdiff_t>(at.notes),
+                      analysis.notes().begin(), analysis.notes().end());
+  report.warnings.insert(report.warnings.begin() + static_cast<ptrdiff_t>(at.warnings),
+                         analysis.warnings().begin(), analysis.warnings().end());
 }
 
 // Pass 2: the runtime variables in this process: their link-time addresses
@@ -337,7 +353,7 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
   PassTimer timer(report);
 
   // 1. Identify the target and its Go runtime (the analysis of its executable).
-  Identify(source, analysis, report);
+  const AnalysisNotesAt analysis_notes = Identify(source, analysis, report);
 
   // 2. Locate the runtime's heap-profile variables in this process: link-time
   //    addresses plus the load bias of the executable's mappings.
@@ -368,7 +384,12 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
   // buckets, and an agent's memory budget counts their capacity.
   const uint64_t bound = state == nullptr ? BucketCountBound(source, analysis, bias) : 0;
   if (bound != 0) report.notes.push_back(Concat("room reserved for ", bound, " heap buckets"));
-  WalkHeap(source, addrs, analysis.traits(), bound, report, snap, refresh);
+  try {
+    WalkHeap(source, addrs, analysis.traits(), bound, report, snap, refresh);
+  } catch (const Error&) {
+    analysis.AwaitLayoutCheck();  // a layout the DWARF refuses explains a failed walk
+    throw;
+  }
   if (state != nullptr) {
     if (report.repeated) {
       state->CountReuse();
@@ -377,6 +398,8 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
       state->DropTables();
     }
   }
+  // (Waiting for the layout check, if it is slower than the walk, counts as walking.)
+  ProvenLayout(analysis, analysis_notes, report);
   timer.Done("walk");
 
   // 4. Refuse a target whose heap sampling is off; warn when it is empty.

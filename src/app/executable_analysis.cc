@@ -1,5 +1,6 @@
 #include "app/executable_analysis.h"
 
+#include <future>
 #include <utility>
 
 #include "base/error.h"
@@ -28,14 +29,15 @@ RuntimeTraits TraitsOf(const GoBinary& bin) {
 }  // namespace
 
 std::shared_ptr<const ExecutableAnalysis> ExecutableAnalysis::Create(
-    std::shared_ptr<const ElfFile> elf, std::optional<GoVersion> assume_go_layout) {
+    std::shared_ptr<const ElfFile> elf, std::optional<GoVersion> assume_go_layout,
+    LayoutCheck check) {
   // Not make_shared: the constructor is private.
   return std::shared_ptr<const ExecutableAnalysis>(
-      new ExecutableAnalysis(std::move(elf), assume_go_layout));
+      new ExecutableAnalysis(std::move(elf), assume_go_layout, check));
 }
 
 ExecutableAnalysis::ExecutableAnalysis(std::shared_ptr<const ElfFile> elf,
-                                       std::optional<GoVersion> assume_go_layout)
+                                       std::optional<GoVersion> assume_go_layout, LayoutCheck check)
     : elf_(std::move(elf)), binary_(*elf_), traits_(TraitsOf(binary_)) {
   go_version_ = FormatGoVersion(traits_.version);
   notes_.push_back("Go version " + go_version_ + " (from " + binary_.version_source() + ")");
@@ -45,16 +47,62 @@ ExecutableAnalysis::ExecutableAnalysis(std::shared_ptr<const ElfFile> elf,
   }
   // The bucket layout to read with, proven from DWARF where there is some;
   // refused when it cannot be trusted. Its warnings (an untested version and
-  // how its layout was chosen) also go into every profile.
-  LayoutVerdict layout = CheckBucketLayout(*elf_, traits_, assume_go_layout);
-  traits_ = std::move(layout.traits);
-  notes_.insert(notes_.end(), layout.notes.begin(), layout.notes.end());
-  warnings_.insert(warnings_.end(), layout.warnings.begin(), layout.warnings.end());
-  layout_warnings_ = std::move(layout.warnings);
-  variables_ = LocateRuntimeVariables(binary_, traits_.variables);
-  // Link-time addresses (bias 0): the same table then serves every process.
-  pclntab_ = std::make_unique<const Pclntab>(binary_.OpenPclntab(0));
-  symbolizer_ = std::make_unique<Symbolizer>(*pclntab_, traits_);
+  // how its layout was chosen) also go into every profile. The layout's
+  // traits do not depend on the DWARF, only whether they are trusted.
+  const RuntimeTraits table_traits = traits_;
+  traits_ = LayoutTraits(table_traits, assume_go_layout);
+  if (check == LayoutCheck::kInBackground) {
+    // The task holds the ElfFile (thread-safe to read) and copies of the rest.
+    layout_check_ = std::async(std::launch::async, [elf = elf_, table_traits, assume_go_layout] {
+      return CheckBucketLayout(*elf, table_traits, assume_go_layout);
+    });
+  } else {
+    TakeVerdict(CheckBucketLayout(*elf_, table_traits, assume_go_layout));
+    std::call_once(layout_once_, [] {});
+  }
+  try {
+    variables_ = LocateRuntimeVariables(binary_, traits_.variables);
+    // Link-time addresses (bias 0): the same table then serves every process.
+    pclntab_ = std::make_unique<const Pclntab>(binary_.OpenPclntab(0));
+    symbolizer_ = std::make_unique<Symbolizer>(*pclntab_, traits_);
+  } catch (const Error&) {
+    AwaitLayoutCheck();  // a layout refused is said first, as in kInCreate
+    throw;
+  }
+}
+
+void ExecutableAnalysis::TakeVerdict(LayoutVerdict verdict) const {
+  notes_.insert(notes_.end(), verdict.notes.begin(), verdict.notes.end());
+  warnings_.insert(warnings_.end(), verdict.warnings.begin(), verdict.warnings.end());
+  layout_warnings_ = std::move(verdict.warnings);
+}
+
+void ExecutableAnalysis::AwaitLayoutCheck() const {
+  std::call_once(layout_once_, [this] {
+    try {
+      TakeVerdict(layout_check_.get());
+    } catch (const Error& e) {
+      layout_error_ = e;
+    } catch (const std::exception& e) {
+      layout_error_ = Error(ErrorKind::kInternal, "checking the heap-bucket layout: ", e.what());
+    }
+  });
+  if (layout_error_) throw *layout_error_;
+}
+
+const std::vector<std::string>& ExecutableAnalysis::notes() const {
+  AwaitLayoutCheck();
+  return notes_;
+}
+
+const std::vector<std::string>& ExecutableAnalysis::warnings() const {
+  AwaitLayoutCheck();
+  return warnings_;
+}
+
+const std::vector<std::string>& ExecutableAnalysis::layout_warnings() const {
+  AwaitLayoutCheck();
+  return layout_warnings_;
 }
 
 const MemstatsAnalysis& ExecutableAnalysis::memstats() const {

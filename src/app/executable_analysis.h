@@ -17,6 +17,7 @@
 // frames point into that file's bytes.
 #pragma once
 
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -29,6 +30,7 @@
 #include "gobin/memstats_variables.h"
 #include "gobin/pclntab.h"
 #include "gobin/runtime_variables.h"
+#include "runtime/bucket_layout.h"
 #include "runtime/memstats_layout.h"
 #include "runtime/runtime_traits.h"
 #include "symbolize/symbolizer.h"
@@ -42,16 +44,24 @@ struct MemstatsAnalysis {
   MemstatsLayoutVerdict layout;
 };
 
+// When the heap-bucket layout is checked against the DWARF: before Create
+// returns, or on another thread while the caller goes on (a one-shot
+// capture walks the buckets meanwhile: inflating and searching the DWARF
+// was most of its "identify" pass).
+enum class LayoutCheck { kInCreate, kInBackground };
+
 class ExecutableAnalysis {
  public:
   // Analyses elf. Throws Error: kNotGo (no Go runtime in it), kUnsupported
   // (a Go version or binary form we cannot read, a runtime variable not
   // found), kMalformed (corrupt build info or pclntab).
-  // The heap-bucket layout is checked here, once per executable, against the
+  // The heap-bucket layout is checked once per executable, against the
   // DWARF when there is some (runtime/bucket_layout.h); `assume_go_layout` is
-  // --assume-go-layout. A layout that cannot be proven throws kUnsupported.
+  // --assume-go-layout. A layout that cannot be proven throws kUnsupported:
+  // from Create, or with kInBackground from AwaitLayoutCheck.
   static std::shared_ptr<const ExecutableAnalysis> Create(
-      std::shared_ptr<const ElfFile> elf, std::optional<GoVersion> assume_go_layout = std::nullopt);
+      std::shared_ptr<const ElfFile> elf, std::optional<GoVersion> assume_go_layout = std::nullopt,
+      LayoutCheck check = LayoutCheck::kInCreate);
 
   ExecutableAnalysis(const ExecutableAnalysis&) = delete;
   ExecutableAnalysis& operator=(const ExecutableAnalysis&) = delete;
@@ -67,13 +77,18 @@ class ExecutableAnalysis {
   // Symbolizes link-time PCs; caches per PC across captures. Thread-safe.
   Symbolizer& symbolizer() const { return *symbolizer_; }
 
-  // For -v: how the version and the variables were found.
-  const std::vector<std::string>& notes() const { return notes_; }
+  // Waits for a layout check made in the background and throws its Error,
+  // on every call; returns at once otherwise. Nothing read with traits()
+  // may be output before it returned. The three lists below wait for it.
+  void AwaitLayoutCheck() const;
+
+  // For -v: how the version, the layout and the variables were found.
+  const std::vector<std::string>& notes() const;
   // For every capture's report: an inferred or untested Go version.
-  const std::vector<std::string>& warnings() const { return warnings_; }
+  const std::vector<std::string>& warnings() const;
   // The warnings that also belong in the output itself (profile comments):
   // a layout read without proof or proven only from DWARF.
-  const std::vector<std::string>& layout_warnings() const { return layout_warnings_; }
+  const std::vector<std::string>& layout_warnings() const;
 
   // The memory-statistics variables and layout, found on first use (a heap
   // capture does not need them). Throws the Error finding them threw, on
@@ -81,7 +96,9 @@ class ExecutableAnalysis {
   const MemstatsAnalysis& memstats() const;
 
  private:
-  ExecutableAnalysis(std::shared_ptr<const ElfFile> elf, std::optional<GoVersion> assume_go_layout);
+  ExecutableAnalysis(std::shared_ptr<const ElfFile> elf, std::optional<GoVersion> assume_go_layout,
+                     LayoutCheck check);
+  void TakeVerdict(LayoutVerdict verdict) const;
 
   std::shared_ptr<const ElfFile> elf_;
   // Refers to *elf_. Not exposed: its lazily filled caches are not
@@ -92,12 +109,18 @@ class ExecutableAnalysis {
   RuntimeVariables variables_;
   std::unique_ptr<const Pclntab> pclntab_;
   std::unique_ptr<Symbolizer> symbolizer_;  // refers to *pclntab_ and traits_
-  std::vector<std::string> notes_;
-  std::vector<std::string> warnings_;
-  std::vector<std::string> layout_warnings_;
+  // Completed by the layout's verdict (TakeVerdict), once.
+  mutable std::vector<std::string> notes_;
+  mutable std::vector<std::string> warnings_;
+  mutable std::vector<std::string> layout_warnings_;
   mutable std::once_flag memstats_once_;
   mutable std::optional<MemstatsAnalysis> memstats_;
   mutable std::optional<Error> memstats_error_;
+  // A check in the background, and its end: the verdict taken or the Error
+  // it threw. Last: destroyed first, it waits for the check to end.
+  mutable std::once_flag layout_once_;
+  mutable std::optional<Error> layout_error_;
+  mutable std::future<LayoutVerdict> layout_check_;
 };
 
 }  // namespace goheap2pprof

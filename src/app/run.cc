@@ -208,8 +208,8 @@ std::string RunCapture(const RunOptions& options, std::ostream& log, CaptureRepo
     source = std::make_unique<SeamSource>(std::move(source), options.seams, log);
   }
   const Clock::time_point analysis_start = Clock::now();
-  const std::shared_ptr<const ExecutableAnalysis> analysis =
-      ExecutableAnalysis::Create(source->executable().elf, options.executable.assume_go_layout);
+  const std::shared_ptr<const ExecutableAnalysis> analysis = ExecutableAnalysis::Create(
+      source->executable().elf, options.executable.assume_go_layout, LayoutCheck::kInBackground);
   const double analysis_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - analysis_start).count();
   CaptureOptions capture_options{.counters = options.output_format.counters};

@@ -141,28 +141,43 @@ std::string KnownLayoutsText() {
 
 }  // namespace
 
-LayoutVerdict JudgeBucketLayout(std::string_view exe_name, const RuntimeTraits& traits,
-                                const DwarfLookup& dwarf, std::optional<GoVersion> assumed_layout) {
-  const GoVersion newest = NewestVerifiedVersion();
+namespace {
+
+// The version whose table the heap buckets are read with.
+GoVersion LayoutVersion(const RuntimeTraits& traits, std::optional<GoVersion> assumed_layout) {
   if (assumed_layout && !IsKnownLayout(*assumed_layout)) {
     throw Error(ErrorKind::kUsage, "--assume-go-layout ", LayoutName(*assumed_layout), ": ",
                 KnownLayoutsText());
   }
+  return traits.newer_than_verified ? assumed_layout.value_or(NewestVerifiedVersion())
+                                    : traits.version;
+}
+
+}  // namespace
+
+RuntimeTraits LayoutTraits(const RuntimeTraits& traits, std::optional<GoVersion> assumed_layout) {
+  RuntimeTraits out = traits;
+  // A newer Go is read with the newest table (or the one the user names),
+  // but only once something vouches for it (JudgeBucketLayout).
+  if (traits.newer_than_verified) {
+    const RuntimeTraits layout_traits = TraitsForVersion(LayoutVersion(traits, assumed_layout));
+    out.record_layout = layout_traits.record_layout;
+    out.variables = layout_traits.variables;
+    out.cycle_encoding = layout_traits.cycle_encoding;
+  }
+  return out;
+}
+
+LayoutVerdict JudgeBucketLayout(std::string_view exe_name, const RuntimeTraits& traits,
+                                const DwarfLookup& dwarf, std::optional<GoVersion> assumed_layout) {
+  const GoVersion newest = NewestVerifiedVersion();
+  const GoVersion layout_version = LayoutVersion(traits, assumed_layout);
   LayoutVerdict verdict;
-  verdict.traits = traits;
+  verdict.traits = LayoutTraits(traits, assumed_layout);
   const std::string version = FormatGoVersion(traits.version);
   const std::string tested =
       "the Go versions goheap2pprof is tested with (" + VerifiedVersionsText() + ")";
-  // A newer Go is read with the newest table (or the one the user names),
-  // but only once something vouches for it.
-  GoVersion layout_version = traits.version;
-  if (traits.newer_than_verified) {
-    layout_version = assumed_layout.value_or(newest);
-    const RuntimeTraits layout_traits = TraitsForVersion(layout_version);
-    verdict.traits.record_layout = layout_traits.record_layout;
-    verdict.traits.variables = layout_traits.variables;
-    verdict.traits.cycle_encoding = layout_traits.cycle_encoding;
-  } else if (assumed_layout) {
+  if (assumed_layout && !traits.newer_than_verified) {
     verdict.notes.push_back("--assume-go-layout is ignored: " + version +
                             "'s heap-bucket layout is in goheap2pprof's table");
   }

@@ -101,6 +101,11 @@ struct LayoutVerdict {
 LayoutVerdict JudgeBucketLayout(std::string_view exe_name, const RuntimeTraits& traits,
                                 const DwarfLookup& dwarf, std::optional<GoVersion> assumed_layout);
 
+// The traits a verdict of JudgeBucketLayout reads with, without the DWARF:
+// for a Go newer than every tested version, the newest table's (or
+// `assumed_layout`'s) bucket layout. Throws kUsage as JudgeBucketLayout does.
+RuntimeTraits LayoutTraits(const RuntimeTraits& traits, std::optional<GoVersion> assumed_layout);
+
 // JudgeBucketLayout on the DWARF of `elf` (the running executable or --exe).
 LayoutVerdict CheckBucketLayout(const ElfFile& elf, const RuntimeTraits& traits,
                                 std::optional<GoVersion> assumed_layout);
