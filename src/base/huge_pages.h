@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <iterator>
+#include <string>
 #include <vector>
 
 namespace goheap2pprof {
@@ -44,5 +45,12 @@ void GrowWithHugePages(std::vector<T>& v, size_t extra) {
   bigger.insert(bigger.end(), std::make_move_iterator(v.begin()), std::make_move_iterator(v.end()));
   v.swap(bigger);
 }
+
+// GLIBC_TUNABLES for a process whose whole malloc should ask for huge pages
+// (an agent's capture worker, which keeps its buffers from one capture to
+// the next): `current` (the variable's value, or null) with
+// glibc.malloc.hugetlb=1 added; `current` unchanged when it sets that
+// tunable already, the user's choice.
+std::string TunablesWithMallocHugePages(const char* current);
 
 }  // namespace goheap2pprof

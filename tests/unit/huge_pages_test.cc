@@ -85,5 +85,14 @@ TEST(HugePagesTest, AdvisedVectorIsBackedByHugePages) {
   EXPECT_GE(kib, 8 * 2048) << "THP mode: " << mode;
 }
 
+TEST(HugePagesTest, WorkerTunablesAddMallocHugePagesOnce) {
+  EXPECT_EQ(TunablesWithMallocHugePages(nullptr), "glibc.malloc.hugetlb=1");
+  EXPECT_EQ(TunablesWithMallocHugePages(""), "glibc.malloc.hugetlb=1");
+  EXPECT_EQ(TunablesWithMallocHugePages("glibc.malloc.arena_max=2"),
+            "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1");
+  // The user's own setting wins, 0 included.
+  EXPECT_EQ(TunablesWithMallocHugePages("glibc.malloc.hugetlb=0"), "glibc.malloc.hugetlb=0");
+}
+
 }  // namespace
 }  // namespace goheap2pprof

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <sstream>
@@ -17,12 +18,27 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/huge_pages.h"
 
 extern char** environ;
 
 namespace goheap2pprof {
 
 namespace {
+
+// The server's environment, with glibc's malloc asked for huge pages: a
+// worker fills and keeps the large buffers of repeated captures (the
+// records, the sample values, the encoded profile), and the one-shot CLI's
+// owners-only advice (base/huge_pages.h) leaves those small-paged. glibc
+// reads the tunable only at start, which a worker's exec is anyway.
+std::vector<std::string> WorkerEnvironment() {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "GLIBC_TUNABLES=", 15) != 0) env.emplace_back(*e);
+  }
+  env.push_back("GLIBC_TUNABLES=" + TunablesWithMallocHugePages(std::getenv("GLIBC_TUNABLES")));
+  return env;
+}
 
 // How a request is named in the worker's stderr lines.
 std::string RequestLabel(const WorkerRequest& request) {
@@ -119,7 +135,12 @@ void WorkerPool::Start(Worker& w) {
   if (options_.executable.force) argv.push_back(const_cast<char*>("--force"));
   argv.push_back(nullptr);
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, options_.self_exe.c_str(), &actions, nullptr, argv.data(), environ);
+  std::vector<std::string> env_strings = WorkerEnvironment();
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int rc =
+      posix_spawn(&pid, options_.self_exe.c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   close(sv[1]);
   close(err[1]);
