@@ -11,7 +11,8 @@
 #   SIZES=100000 RUNS=11 BASE=/tmp/goheap2pprof-old bash bench/startup.sh
 #
 # Environment:
-#   SIZES        bucket counts (default "100000 250000")
+#   SIZES        bucket counts (default "100000 250000"); "deep" is bench.sh's deep variant:
+#                DEEP buckets (default 10000) of DEEP_FRAMES-frame stacks (default 1000)
 #   RUNS         paired rounds per size and pause; medians of these (default 9)
 #   PAUSES       seconds to sleep before each capture; "1" shows the cost of touching
 #                fresh memory after the machine was idle (default "0 1")
@@ -82,14 +83,21 @@ trap 'exit 1' INT TERM
 
 echo "goheap2pprof start-up and fresh memory, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs," \
   "load $(cut -d' ' -f1-3 /proc/loadavg)"
+go_version=$("${go_cmd[@]}" version | awk '{print $3}')
 for n in $sizes; do
-  "$work/benchtarget" -buckets "$n" >"$work/target.out" 2>"$work/target.err" &
+  if [[ $n == deep ]]; then
+    n="${DEEP:-10000} deep"
+    GODEBUG=profstackdepth=1024 "$work/benchtarget" -buckets "${DEEP:-10000}" \
+      -deep "${DEEP_FRAMES:-1000}" >"$work/target.out" 2>"$work/target.err" &
+  else
+    "$work/benchtarget" -buckets "$n" >"$work/target.out" 2>"$work/target.err" &
+  fi
   target_pid=$!
   for _ in $(seq 600); do grep -q READY "$work/target.out" && break; sleep 0.5; done
   grep -q READY "$work/target.out" || die "benchtarget -buckets $n did not get ready"
   for pause in $pauses; do
     echo
-    echo "### $n buckets, sleep $pause s before each capture, $runs paired rounds (medians)"
+    echo "### $go_version, $n buckets, sleep $pause s before each capture, $runs paired rounds (medians)"
     python3 - "$runs" "$pause" "$target_pid" "$work/out.pb.gz" "${variants[@]}" <<'EOF'
 import os, statistics, subprocess, sys, time
 runs, pause, pid, out = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4]
