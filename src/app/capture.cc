@@ -34,16 +34,16 @@ class PassTimer {
   Clock::time_point last_ = Clock::now();
 };
 
-// Where the analysis's notes and warnings go in the report: they are
-// complete only once its layout check ended (ProvenLayout).
-struct AnalysisNotesAt {
+// A place in the report's notes and warnings: where the analysis's go (they
+// are complete only once its layout check ended), where the walk's start.
+struct ReportPosition {
   size_t notes = 0;
   size_t warnings = 0;
 };
 
 // Pass 1: what is captured, and what the analysis found in its executable.
-AnalysisNotesAt Identify(const CaptureSource& source, const ExecutableAnalysis& analysis,
-                         CaptureReport& report) {
+ReportPosition Identify(const CaptureSource& source, const ExecutableAnalysis& analysis,
+                        CaptureReport& report) {
   const TargetExecutable& exe = source.executable();
   report.go_version = analysis.go_version();
   report.notes.insert(report.notes.end(), exe.notes.begin(), exe.notes.end());
@@ -55,9 +55,18 @@ AnalysisNotesAt Identify(const CaptureSource& source, const ExecutableAnalysis& 
 
 // Pass 3b: the heap-bucket layout the walk read with must be the
 // executable's. A one-shot capture checks it against the DWARF while it
-// walks; a refusal throws here, before anything is built or written.
-void ProvenLayout(const ExecutableAnalysis& analysis, AnalysisNotesAt at, CaptureReport& report) {
-  analysis.AwaitLayoutCheck();
+// walks; a refusal throws here, before anything is built or written, and
+// drops what the walk said (`walk`: where its notes and warnings start),
+// which a wrong layout makes meaningless (a cycle that "never settles").
+void ProvenLayout(const ExecutableAnalysis& analysis, ReportPosition at, ReportPosition walk,
+                  CaptureReport& report) {
+  try {
+    analysis.AwaitLayoutCheck();
+  } catch (const Error&) {
+    report.notes.resize(walk.notes);
+    report.warnings.resize(walk.warnings);
+    throw;
+  }
   report.notes.insert(report.notes.begin() + static_cast<ptrdiff_t>(at.notes),
                       analysis.notes().begin(), analysis.notes().end());
   report.warnings.insert(report.warnings.begin() + static_cast<ptrdiff_t>(at.warnings),
@@ -353,7 +362,7 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
   PassTimer timer(report);
 
   // 1. Identify the target and its Go runtime (the analysis of its executable).
-  const AnalysisNotesAt analysis_notes = Identify(source, analysis, report);
+  const ReportPosition analysis_notes = Identify(source, analysis, report);
 
   // 2. Locate the runtime's heap-profile variables in this process: link-time
   //    addresses plus the load bias of the executable's mappings.
@@ -384,10 +393,12 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
   // buckets, and an agent's memory budget counts their capacity.
   const uint64_t bound = state == nullptr ? BucketCountBound(source, analysis, bias) : 0;
   if (bound != 0) report.notes.push_back(Concat("room reserved for ", bound, " heap buckets"));
+  const ReportPosition walk_notes{report.notes.size(), report.warnings.size()};
   try {
     WalkHeap(source, addrs, analysis.traits(), bound, report, snap, refresh);
   } catch (const Error&) {
-    analysis.AwaitLayoutCheck();  // a layout the DWARF refuses explains a failed walk
+    // A layout the DWARF refuses explains a failed walk: that is said instead.
+    ProvenLayout(analysis, analysis_notes, walk_notes, report);
     throw;
   }
   if (state != nullptr) {
@@ -399,7 +410,7 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
     }
   }
   // (Waiting for the layout check, if it is slower than the walk, counts as walking.)
-  ProvenLayout(analysis, analysis_notes, report);
+  ProvenLayout(analysis, analysis_notes, walk_notes, report);
   timer.Done("walk");
 
   // 4. Refuse a target whose heap sampling is off; warn when it is empty.
