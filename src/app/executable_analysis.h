@@ -11,7 +11,8 @@
 //   *a, {}); CaptureResult r2 = Capture(source_of_pid_2, *a, {});  // no re-analysis
 //
 // Sharing: an analysis is immutable after Create except for the symbolizer's
-// cache, which is internally synchronized, so captures on several threads may
+// cache and a background layout check's verdict (taken once, under
+// std::call_once), both internally synchronized, so captures on several threads may
 // use one analysis at the same time. Keep it in a shared_ptr: it owns the
 // ElfFile (shared with the source that opened it), and the symbolizer's
 // frames point into that file's bytes.
