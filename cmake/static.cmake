@@ -12,6 +12,7 @@
 #    header-only (nothing of Boost is linked), and its TLS uses the OpenSSL archives found
 #    below (GOHEAP2PPROF_LIBSSL_A, GOHEAP2PPROF_LIBCRYPTO_A; CMakeLists.txt);
 #  - libcurl (push's client): compiled from its Debian source, HTTP and HTTPS only (below);
+#  - ISA-L (the profile's gzip): its igzip part compiled from its Debian source (below);
 #  - dlopen: libdw.a's debuginfod client dlopen()s libdebuginfod.so when DEBUGINFOD_URLS is
 #    set. A static glibc loading a shared object built against another glibc is undefined
 #    behaviour, so the executable is linked with --wrap=dlopen and src/cli/static_dlopen.cc
@@ -88,6 +89,43 @@ target_include_directories(goheap2pprof_curl SYSTEM BEFORE INTERFACE
 target_compile_definitions(goheap2pprof_curl INTERFACE CURL_STATICLIB)
 target_link_libraries(goheap2pprof_curl INTERFACE ${GOHEAP2PPROF_CURL_PREFIX}/lib/libcurl.a
                       ${GOHEAP2PPROF_LIBSSL_A} ${GOHEAP2PPROF_LIBCRYPTO_A} pthread)
+
+# ISA-L (the profile's gzip, src/pprof/output.cc): Debian ships no archive of it. The static
+# build compiles its igzip part (and the CRC code igzip uses) from the Debian source of the
+# installed libisal-dev, with the source's own makefile for a static library (Makefile.unx:
+# nasm for x86-64's assembly, the C compiler for arm64's), once per build tree. The headers
+# are the installed package's, of the same version.
+set(GOHEAP2PPROF_ISAL_SRC ${CMAKE_BINARY_DIR}/_deps/isal-src)
+set(GOHEAP2PPROF_ISAL_A ${GOHEAP2PPROF_ISAL_SRC}/bin/isa-l.a)
+if(NOT EXISTS ${GOHEAP2PPROF_ISAL_A})
+  if(NOT EXISTS ${GOHEAP2PPROF_ISAL_SRC}/Makefile.unx)
+    execute_process(
+      COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/debian-source.sh libisal-dev ${GOHEAP2PPROF_ISAL_SRC}
+      RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "could not fetch the Debian source of ISA-L (above)")
+    endif()
+  endif()
+  if(CMAKE_SYSTEM_PROCESSOR STREQUAL "aarch64")
+    set(isal_args host_cpu=aarch64 arch=aarch64)
+  else()
+    set(isal_args host_cpu=x86_64)
+  endif()
+  if(CMAKE_C_COMPILER)
+    list(APPEND isal_args CC=${CMAKE_C_COMPILER})
+  endif()
+  message(STATUS "Building a static ISA-L from ${GOHEAP2PPROF_ISAL_SRC} (once per build tree)")
+  execute_process(COMMAND make -f Makefile.unx units=igzip AR=${CMAKE_AR} ${isal_args} lib
+                  WORKING_DIRECTORY ${GOHEAP2PPROF_ISAL_SRC}
+                  OUTPUT_FILE ${GOHEAP2PPROF_ISAL_SRC}.log ERROR_FILE ${GOHEAP2PPROF_ISAL_SRC}.log
+                  RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0 OR NOT EXISTS ${GOHEAP2PPROF_ISAL_A})
+    message(FATAL_ERROR "building the static ISA-L failed: see ${GOHEAP2PPROF_ISAL_SRC}.log "
+                        "(x86-64 needs nasm: bash scripts/install-deps.sh --test)")
+  endif()
+endif()
+add_library(goheap2pprof_isal INTERFACE)
+target_link_libraries(goheap2pprof_isal INTERFACE ${GOHEAP2PPROF_ISAL_A})
 
 # What libdw.a and libelf.a need below them, in link order (elfutils 0.188 in Debian 12 is
 # built with zlib, bzip2, xz and zstd).

@@ -29,7 +29,7 @@ esac
 build_packages=(
   cmake ninja-build g++ pkg-config
   libprotobuf-dev protobuf-compiler zlib1g-dev libcli11-dev
-  libelf-dev libdw-dev libdeflate-dev libcapstone-dev
+  libelf-dev libdw-dev libdeflate-dev libisal-dev libcapstone-dev
   nlohmann-json3-dev
   libcurl4-openssl-dev libssl-dev libseccomp-dev
   # The agents' HTTP listener: Boost.Beast and Asio, header-only, with OpenSSL (libssl-dev
@@ -54,6 +54,8 @@ test_packages=(
   # compressors under libdw.a, the arm64 cross toolchain and arm64 libraries, a Debian 12
   # root for the .deb test, and what the test runs.
   libzstd-dev liblzma-dev libbz2-dev g++-aarch64-linux-gnu
+  # ISA-L's x86-64 assembly, for the static build's own archive of it (cmake/static.cmake).
+  nasm
   libprotobuf-dev:arm64 zlib1g-dev:arm64 libelf-dev:arm64 libdw-dev:arm64
   libcapstone-dev:arm64 libseccomp-dev:arm64 libzstd-dev:arm64 liblzma-dev:arm64
   libbz2-dev:arm64 libssl-dev:arm64 libdeflate-dev:arm64

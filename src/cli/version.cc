@@ -5,6 +5,7 @@
 #include <elfutils/libdwfl.h>
 #include <gnu/libc-version.h>
 #include <google/protobuf/stubs/common.h>
+#include <isa-l.h>
 #include <libdeflate.h>
 #include <zlib.h>
 #if !GOHEAP2PPROF_CAPTURE_ONLY  // the agent's libraries
@@ -63,6 +64,8 @@ std::string VersionText() {
       << "  zlib " << zlibVersion() << "\n"
       << "  elfutils (libelf, libdw) " << dwfl_version(nullptr) << "\n"
       << "  libdeflate " << LIBDEFLATE_VERSION_STRING << "\n"
+      << "  ISA-L " << ISAL_MAJOR_VERSION << "." << ISAL_MINOR_VERSION << "." << ISAL_PATCH_VERSION
+      << "\n"
       << "  capstone " << capstone_major << "." << capstone_minor << "." << CS_VERSION_EXTRA
       << "\n";
 #if GOHEAP2PPROF_CAPTURE_ONLY

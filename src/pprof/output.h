@@ -15,8 +15,9 @@
 
 namespace goheap2pprof {
 
-// gzip (RFC 1952) of data at zlib level 1, the level runtime/pprof uses:
-// one member, compressed in 1 MiB chunks on two threads (see output.cc).
+// gzip (RFC 1952) of data at ISA-L's fastest level that searches for
+// matches (runtime/pprof uses Go's fastest, "BestSpeed"): one member,
+// compressed in 1 MiB chunks on two threads (see output.cc).
 std::string Gzip(std::string_view data);
 // Inverse (concatenated members too), for tests and tools; throws
 // Error(kMalformed) on a bad stream.

@@ -196,6 +196,30 @@ TEST(Gzip, IsOneMemberWhateverTheChunkBoundaries) {
   }
 }
 
+// The compressor's worst cases: chunks it cannot shrink (stored blocks,
+// which must fit the output it is given) and chunks of one repeated byte.
+TEST(Gzip, IncompressibleAndUniformChunksRoundTrip) {
+  constexpr size_t kMiB = 1 << 20;
+  for (size_t size : {size_t{70000}, kMiB, 3 * kMiB + 777}) {
+    std::string random(size, '\0');
+    uint64_t x = 88172645463325252ull;
+    for (char& c : random) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      c = static_cast<char>(x >> 56);
+    }
+    const std::string gz = Gzip(random);
+    EXPECT_TRUE(OneMemberOf(gz, random)) << "size " << size;
+    // Stored blocks: 5 bytes per 64 KiB, a header and a trailer.
+    EXPECT_LE(gz.size(), size + 5 * (size / 65535 + 4) * 4 + 64) << "size " << size;
+    const std::string uniform(size, 'x');
+    const std::string gz_uniform = Gzip(uniform);
+    EXPECT_TRUE(OneMemberOf(gz_uniform, uniform)) << "size " << size;
+    EXPECT_LT(gz_uniform.size(), size / 100) << "size " << size;
+  }
+}
+
 TEST(Gzip, GunzipReadsConcatenatedMembers) {
   EXPECT_EQ(Gunzip(Gzip("first ") + Gzip("second")), "first second");
 }
