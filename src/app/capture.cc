@@ -318,7 +318,9 @@ FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalys
   if (options.sample_stream != nullptr) {
     builder.StreamSamplesTo(options.sample_stream, options.keep_streamed_samples);
   }
-  builder.Reserve(records.size());
+  // A one-shot capture reserves by its stacks' words too: an agent's memory
+  // budget counts the capacity its state keeps.
+  builder.Reserve(records.size(), state == nullptr ? snap.stacks.words() : 0);
   for (size_t i = 0; i < records.size(); ++i) builder.AddRecord(records[i]);
   for (const std::string& text : comments) builder.AddComment(text);
   report.notes.push_back(Concat(symbolizer.distinct_pcs(), " distinct PCs symbolized, ",

@@ -63,6 +63,9 @@ struct LocationTables {
 
   // Appends a run of location ids (encoding them) and returns its index.
   uint32_t AddRun(std::span<const uint64_t> ids);
+  // Room for runs of this many ids in all (each takes one or more PCs of a
+  // stack), their encodings at 2 bytes an id (ids below 16384).
+  void Reserve(size_t ids);
   size_t ApproximateBytes() const {
     return encoded.capacity() + mappings_encoded.capacity() + 8 * loc_ids.capacity() +
            loc_bytes.capacity() + sizeof(Run) * runs.capacity();

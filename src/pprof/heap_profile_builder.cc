@@ -124,7 +124,6 @@ uint64_t HeapProfileBuilder::EmitLocation() {
     ++loc_overwrites_;
     memo_ = PcMap<uint32_t>();
     memo_entries_.clear();
-    memo_words_.clear();
     by_storage_ = PcMap<StoredStack>();
   }
   locs_.Insert(link_addr, static_cast<uint32_t>(loc_infos_.size()));
@@ -220,11 +219,23 @@ void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
       // EmitLocation may grow loc_infos_: take what we need from l first.
       const uint64_t cached_id = l.id;
       const size_t cached_pcs = l.pcs.size();
-      if (uint64_t id = EmitLocation()) out.push_back(id);
+      const bool cached_complete = l.complete;
+      const uint64_t emitted = EmitLocation();
+      if (emitted != 0) out.push_back(emitted);
       out.push_back(cached_id);
       // runtime/pprof skips as many PCs as the cached location covers without
       // comparing them (it would panic on a too-short stack; we clamp).
       stk = stk.subspan(std::min(cached_pcs, stk.size()));
+      // A recursion repeats one PC hundreds of times: while the next PC is
+      // this one again, the turn above would take the same complete one-PC
+      // location with an empty deck, and find it the stack's own (unless an
+      // emitted location just replaced the cached one).
+      if (emitted == 0 && cached_pcs == 1 && cached_complete) {
+        while (!stk.empty() && stk.front() == addr) {
+          out.push_back(cached_id);
+          stk = stk.subspan(1);
+        }
+      }
       continue;
     }
     const PcFrames& frames = sym_.FramesFor(addr);
@@ -309,20 +320,21 @@ FinishedProfile FillProfile(std::shared_ptr<const ProfileTables> tables,
                          std::move(comment_keys), bytes_key);
 }
 
-uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> full, bool& fixed) {
+uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> stack, bool& fixed) {
   fixed = true;
-  const uint64_t hash = StackHash(full);
+  const uint64_t hash = StackHash(stack);
   if (const uint32_t* index = memo_.Find(hash)) {
     const MemoEntry& e = memo_entries_[*index];
-    if (std::equal(full.begin(), full.end(), memo_words_.begin() + e.words_at,
-                   memo_words_.begin() + e.words_at + e.words)) {
-      return e.run;
-    }
+    if (std::equal(stack.begin(), stack.end(), e.words, e.words + e.n)) return e.run;
   }
   fixed = false;
+  // Unsigned arithmetic: a corrupt PC below the bias wraps and is added
+  // back unchanged; its lookup fails either way.
+  link_stack_.assign(stack.begin(), stack.end());
+  for (uint64_t& pc : link_stack_) pc -= bias_;
   const size_t locations_before = loc_infos_.size();
   const uint64_t overwrites_before = loc_overwrites_;
-  ComputeLocsForStack(full, locs_scratch_);
+  ComputeLocsForStack(link_stack_, locs_scratch_);
   const uint32_t run = locations_->AddRun(locs_scratch_);
   // Many buckets share a stack (one per size class allocated there). A stack
   // whose turn emitted no location found every PC in the location cache, and
@@ -332,9 +344,7 @@ uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> full, bool& f
   if (loc_overwrites_ != overwrites_before) return run;
   if (loc_infos_.size() == locations_before && memo_.Find(hash) == nullptr) {
     memo_.Insert(hash, static_cast<uint32_t>(memo_entries_.size()));
-    memo_entries_.push_back({memo_words_.size(), full.size(), run});
-    GrowWithHugePages(memo_words_, full.size());
-    memo_words_.insert(memo_words_.end(), full.begin(), full.end());
+    memo_entries_.push_back({stack.data(), stack.size(), run});
     fixed = true;
   }
   // With the deck retry (Go 1.19+) one that did comes out the same too: each
@@ -377,9 +387,10 @@ void HeapProfileBuilder::StreamSamplesTo(google::protobuf::io::ZeroCopyOutputStr
   keep_samples_ = keep;
 }
 
-void HeapProfileBuilder::Reserve(size_t records) {
+void HeapProfileBuilder::Reserve(size_t records, size_t stack_words) {
   if (keep_samples_) samples_.reserve(records);
   tables_->sample_runs.reserve(records);
+  locations_->Reserve(stack_words);
 }
 
 uint32_t HeapProfileBuilder::RunOf(std::span<const uint64_t> stack) {
@@ -387,12 +398,8 @@ uint32_t HeapProfileBuilder::RunOf(std::span<const uint64_t> stack) {
   if (const StoredStack* s = by_storage_.Find(stored); s != nullptr && s->words == stack.size()) {
     return s->run;
   }
-  // Unsigned arithmetic: a corrupt PC below the bias wraps and is added
-  // back unchanged; its lookup fails either way.
-  link_stack_.assign(stack.begin(), stack.end());
-  for (uint64_t& pc : link_stack_) pc -= bias_;
   bool fixed = false;
-  const uint32_t run = RunForStack(link_stack_, fixed);
+  const uint32_t run = RunForStack(stack, fixed);
   if (fixed && stored != 0) by_storage_.Insert(stored, {stack.size(), run});
   return run;
 }

@@ -82,9 +82,13 @@ class HeapProfileBuilder {
   // the builder's Finish/TakeProfile. keep: whether the finished profile
   // also keeps the samples' values (SampleStorage).
   void StreamSamplesTo(google::protobuf::io::ZeroCopyOutputStream* out, bool keep = true);
-  // Room for this many records (fresh memory is what a capture pays for
-  // most: growing by doubling would touch twice as much).
-  void Reserve(size_t records);
+  // Room for this many records, and for the location ids of stacks of this
+  // many words in all (fresh memory is what a capture pays for most: growing
+  // by doubling would touch twice as much).
+  void Reserve(size_t records, size_t stack_words = 0);
+  // The record's stack must stay where it is, unchanged, while the builder
+  // lives: stacks are remembered by their address (a snapshot's StackStore
+  // keeps them so). The same holds for AddStack's.
   void AddRecord(const MemProfileRecord& record);
   void AddComment(std::string_view text);
   // Completes the profile (mappings, string table) and returns it as a
@@ -158,8 +162,9 @@ class HeapProfileBuilder {
   // its retry, then AppendLocsForStack; RunForStack adds them to the tables
   // as a run and remembers the runs that cannot change.
   void ComputeLocsForStack(std::span<const uint64_t> full, std::vector<uint64_t>& locs);
-  // fixed: whether the run is the stack's for good (remembered).
-  uint32_t RunForStack(std::span<const uint64_t> full, bool& fixed);
+  // The run of a stack (runtime addresses); fixed: whether it is the
+  // stack's for good (remembered).
+  uint32_t RunForStack(std::span<const uint64_t> stack, bool& fixed);
   // The run of a stack in runtime addresses (remembered by where it is
   // stored, see by_storage_).
   uint32_t RunOf(std::span<const uint64_t> stack);
@@ -200,9 +205,10 @@ class HeapProfileBuilder {
   std::vector<uint64_t> locs_scratch_;
   std::vector<uint64_t> link_stack_;  // the record's stack in link-time addresses
   // Stacks whose location ids are known for good (see RunForStack), by a
-  // hash of the stack; the stacks and ids are kept back to back.
+  // hash of the stack (runtime addresses, where the caller keeps them).
   struct MemoEntry {
-    size_t words_at = 0, words = 0;
+    const uint64_t* words = nullptr;
+    size_t n = 0;
     uint32_t run = 0;
   };
   PcMap<uint32_t> memo_;
@@ -216,7 +222,6 @@ class HeapProfileBuilder {
     uint32_t run = 0;
   };
   PcMap<StoredStack> by_storage_;
-  std::vector<uint64_t> memo_words_;
   uint64_t loc_overwrites_ = 0;  // emitted locations that replaced a cached PC's
   int64_t bytes_key_ = -1;       // string index of "bytes" once a label needed it
   // Whether every stack so far got the locations it would get in any order

@@ -224,6 +224,31 @@ TEST(LocationReuse, SamplesShareLocationsAndInlineGroups) {
   EXPECT_EQ(p.function_size(), 4);  // each function written once
 }
 
+// A recursion's return PC, repeated, is one location each time it appears:
+// when the first turn meets it before it has a location, and when every
+// turn after finds it cached from its first PC on.
+TEST(LocationReuse, ARecursionRepeatsOneLocation) {
+  Rules r({1, 26, 0});
+  const uint64_t leaf = Pc(kAlloc, 0x48), call = Pc(kAlloc, 0x31);
+  const uint64_t rec = Pc(kMain, 0x10), root = Pc(kRuntimeMain, 0x10);
+  r.Add({leaf, call, rec, rec, rec, rec, root}, 1, 64);
+  r.Add({leaf, call, rec, rec, root}, 1, 64);
+  r.Add({rec, rec, rec}, 1, 64);
+  r.Add({rec, root, rec, rec}, 1, 64);
+  const pb::Profile& p = r.Finish();
+  EXPECT_EQ(p.location_size(), 3);  // helper+alloc, main.main, runtime.main
+  EXPECT_EQ(Stack(p, 0),
+            "main.helper:21, main.alloc:11 | main.main:31 | main.main:31 | main.main:31 | "
+            "main.main:31 | runtime.main:283");
+  EXPECT_EQ(Stack(p, 1),
+            "main.helper:21, main.alloc:11 | main.main:31 | main.main:31 | "
+            "runtime.main:283");
+  EXPECT_EQ(Stack(p, 2), "main.main:31 | main.main:31 | main.main:31");
+  EXPECT_EQ(Stack(p, 3), "main.main:31 | runtime.main:283 | main.main:31 | main.main:31");
+  const uint64_t main_id = p.sample(0).location_id(1);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(p.sample(2).location_id(i), main_id);
+}
+
 // Buckets that share their stack's storage get the locations a copy of the
 // stack would: also when the stack's first turn emitted locations (and a
 // later turn may differ, as in runtime/pprof) and when a stack shares only a
