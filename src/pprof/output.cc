@@ -166,7 +166,7 @@ class ParallelGzipStream : public google::protobuf::io::ZeroCopyOutputStream {
   }
 
   // One compressing thread: takes the next queued chunk, deflates it with
-  // its own stream, and writes every finished chunk whose turn has come.
+  // its own level buffer, and writes every finished chunk whose turn has come.
   void Compress() {
     std::vector<uint8_t> spare;
     try {
