@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/huge_pages.h"
+#include "heap/stack_store.h"
 
 namespace goheap2pprof {
 
@@ -264,10 +265,12 @@ void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
 
 namespace {
 // A non-zero hash of a stack, for the memo of stacks already turned into
-// locations.
+// locations: the stack store's, whose four lanes hash a deep stack several
+// words at a time (one chain of multiplies, a word after the other, was
+// most of RunForStack's own time on Go 1.27's 10k deep stacks).
 uint64_t StackHash(std::span<const uint64_t> stk) {
-  uint64_t h = 0x243f6a8885a308d3ull ^ stk.size();
-  for (uint64_t pc : stk) h = (h ^ pc) * 0x9e3779b97f4a7c15ull + (h >> 29);
+  const uint64_t h =
+      StackStore::DefaultHash(reinterpret_cast<const uint8_t*>(stk.data()), stk.size());
   return h == 0 ? 1 : h;
 }
 }  // namespace
@@ -322,10 +325,15 @@ FinishedProfile FillProfile(std::shared_ptr<const ProfileTables> tables,
 
 uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> stack, bool& fixed) {
   fixed = true;
-  const uint64_t hash = StackHash(stack);
-  if (const uint32_t* index = memo_.Find(hash)) {
+  // The locations are made from the frames hideRuntime leaves: stacks that
+  // differ only in hidden frames (Go 1.27's size-specialized mallocgc
+  // functions give each size class its own) share a remembered run.
+  const size_t hidden = HiddenFrames(stack);
+  const std::span<const uint64_t> shown = stack.subspan(hidden);
+  const uint64_t shown_hash = StackHash(shown);
+  if (const uint32_t* index = memo_.Find(shown_hash)) {
     const MemoEntry& e = memo_entries_[*index];
-    if (std::equal(stack.begin(), stack.end(), e.words, e.words + e.n)) return e.run;
+    if (std::equal(shown.begin(), shown.end(), e.words, e.words + e.n)) return e.run;
   }
   fixed = false;
   // Unsigned arithmetic: a corrupt PC below the bias wraps and is added
@@ -334,17 +342,21 @@ uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> stack, bool& 
   for (uint64_t& pc : link_stack_) pc -= bias_;
   const size_t locations_before = loc_infos_.size();
   const uint64_t overwrites_before = loc_overwrites_;
-  ComputeLocsForStack(link_stack_, locs_scratch_);
+  const size_t used = ComputeLocsForStack(link_stack_, hidden, locs_scratch_);
   const uint32_t run = locations_->AddRun(locs_scratch_);
   // Many buckets share a stack (one per size class allocated there). A stack
   // whose turn emitted no location found every PC in the location cache, and
-  // the cache only grows, so any later turn gives the same ids: remember
-  // them. (Without the deck retry, a stack that emitted locations may come
-  // out differently when next seen, as in runtime/pprof.)
+  // the cache only grows, so any later turn of the same frames gives the
+  // same ids: remember them, by the frames they were made from. (Without
+  // the deck retry, a stack that emitted locations may come out differently
+  // when next seen, as in runtime/pprof.)
   if (loc_overwrites_ != overwrites_before) return run;
-  if (loc_infos_.size() == locations_before && memo_.Find(hash) == nullptr) {
+  const std::span<const uint64_t> made_from = stack.subspan(used);
+  const uint64_t hash = used == hidden ? shown_hash : StackHash(made_from);
+  if (loc_infos_.size() == locations_before && !locs_scratch_.empty() &&
+      memo_.Find(hash) == nullptr) {
     memo_.Insert(hash, static_cast<uint32_t>(memo_entries_.size()));
-    memo_entries_.push_back({stack.data(), stack.size(), run});
+    memo_entries_.push_back({made_from.data(), made_from.size(), run});
     fixed = true;
   }
   // With the deck retry (Go 1.19+) one that did comes out the same too: each
@@ -355,28 +367,26 @@ uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> stack, bool& 
   return run;
 }
 
-void HeapProfileBuilder::ComputeLocsForStack(std::span<const uint64_t> full,
-                                             std::vector<uint64_t>& locs) {
-  bool hide_runtime = true;
-  for (int tries = 0; tries < 2; ++tries) {
-    std::span<const uint64_t> stk(full);
-    if (hide_runtime) {
-      for (size_t i = 0; i < full.size(); ++i) {
-        std::optional<std::string_view> name = sym_.FuncNameForPc(full[i]);
-        bool hidden = false;
-        if (name) {
-          for (std::string_view prefix : traits_.hidden_prefixes)
-            hidden |= name->starts_with(prefix);
-        }
-        if (hidden) continue;
-        stk = stk.subspan(i);  // the first non-runtime frame and its callers
-        break;
-      }
+size_t HeapProfileBuilder::HiddenFrames(std::span<const uint64_t> stack) {
+  for (size_t i = 0; i < stack.size(); ++i) {
+    const std::optional<std::string_view> name = sym_.FuncNameForPc(stack[i] - bias_);
+    bool hidden = false;
+    if (name) {
+      for (std::string_view prefix : traits_.hidden_prefixes) hidden |= name->starts_with(prefix);
     }
-    AppendLocsForStack(stk, locs);
-    if (!locs.empty()) break;
-    hide_runtime = false;  // show all frames next time
+    if (!hidden) return i;  // the first non-runtime frame and its callers
   }
+  return 0;  // every frame hidden: hideRuntime keeps them all
+}
+
+size_t HeapProfileBuilder::ComputeLocsForStack(std::span<const uint64_t> full, size_t hidden,
+                                               std::vector<uint64_t>& locs) {
+  AppendLocsForStack(full.subspan(hidden), locs);
+  if (!locs.empty() || hidden == 0) return hidden;
+  // No location from the shown frames: show all frames (a turn that made
+  // none emitted none, so the cache is as it was).
+  AppendLocsForStack(full, locs);
+  return 0;
 }
 
 void HeapProfileBuilder::StreamSamplesTo(google::protobuf::io::ZeroCopyOutputStream* out,

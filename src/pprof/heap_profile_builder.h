@@ -158,10 +158,16 @@ class HeapProfileBuilder {
   void CheckFunctionFields(uint64_t id, const SymFrame& frame);
   // Location ids for a stack, into out (cleared first).
   void AppendLocsForStack(std::span<const uint64_t> stk, std::vector<uint64_t>& out);
-  // A record's location ids for its whole (link-time) stack: hideRuntime and
-  // its retry, then AppendLocsForStack; RunForStack adds them to the tables
-  // as a run and remembers the runs that cannot change.
-  void ComputeLocsForStack(std::span<const uint64_t> full, std::vector<uint64_t>& locs);
+  // The leading frames of a stack (runtime addresses) that runtime/pprof's
+  // hideRuntime drops: those of functions with a hidden prefix, none if all
+  // have one.
+  size_t HiddenFrames(std::span<const uint64_t> stack);
+  // A record's location ids for its whole (link-time) stack: from its frames
+  // after the `hidden` ones, or all of them if those make none (hideRuntime's
+  // retry). Returns where the frames used start. RunForStack adds them to
+  // the tables as a run and remembers the runs that cannot change.
+  size_t ComputeLocsForStack(std::span<const uint64_t> full, size_t hidden,
+                             std::vector<uint64_t>& locs);
   // The run of a stack (runtime addresses); fixed: whether it is the
   // stack's for good (remembered).
   uint32_t RunForStack(std::span<const uint64_t> stack, bool& fixed);
@@ -205,7 +211,8 @@ class HeapProfileBuilder {
   std::vector<uint64_t> locs_scratch_;
   std::vector<uint64_t> link_stack_;  // the record's stack in link-time addresses
   // Stacks whose location ids are known for good (see RunForStack), by a
-  // hash of the stack (runtime addresses, where the caller keeps them).
+  // hash of the frames they were made from (runtime addresses, where the
+  // caller keeps them).
   struct MemoEntry {
     const uint64_t* words = nullptr;
     size_t n = 0;

@@ -178,6 +178,28 @@ TEST(HideRuntime, RetriesWithAllFramesWhenTheCutStackHasNoLocation) {
   EXPECT_EQ(Stack(r.Finish(), 0), "runtime.mallocgc:950");
 }
 
+// Stacks that differ only in frames hideRuntime drops (Go 1.27 allocates
+// each size class in its own mallocgc function) get the same locations, and
+// once those are fixed, one run of them in the tables.
+TEST(HideRuntime, StacksDifferingOnlyInHiddenFramesShareARun) {
+  Rules r({1, 26, 0});
+  const std::vector<uint64_t> shown = {Pc(kAlloc, 0x48), Pc(kAlloc, 0x31), Pc(kMain, 0x10)};
+  for (uint64_t hidden : {Pc(kMallocgc, 0x10), Pc(kMapsAlloc, 0x10), Pc(kMallocgc, 0x20)}) {
+    std::vector<uint64_t> stack = {hidden};
+    stack.insert(stack.end(), shown.begin(), shown.end());
+    r.Add(stack, 1, 64);
+  }
+  const FinishedProfile p = std::move(r.builder()).TakeProfile();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(Stack(p.get(), i), "main.helper:21, main.alloc:11 | main.main:31") << i;
+  }
+  // The first turn emitted the locations; the second found them all cached
+  // (fixed), and the third is the second's run.
+  const ProfileTables& tables = *p.tables();
+  EXPECT_EQ(tables.locations->runs.size(), 2u);
+  EXPECT_EQ(tables.sample_runs[2], tables.sample_runs[1]);
+}
+
 // --- Inline expansion: allFrames expands one PC into one frame
 // (CallersFrames of a single PC); the runtime records a virtual PC (parent
 // PC + 1) for each outer frame, and pcDeck.tryAdd merges them into one
