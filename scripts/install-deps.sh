@@ -54,8 +54,9 @@ test_packages=(
   # compressors under libdw.a, the arm64 cross toolchain and arm64 libraries, a Debian 12
   # root for the .deb test, and what the test runs.
   libzstd-dev liblzma-dev libbz2-dev g++-aarch64-linux-gnu
-  # ISA-L's x86-64 assembly, for the static build's own archive of it (cmake/static.cmake).
-  nasm
+  # ISA-L's own makefile and x86-64 assembly, for the static build's archive of it
+  # (cmake/static.cmake).
+  make nasm
   libprotobuf-dev:arm64 zlib1g-dev:arm64 libelf-dev:arm64 libdw-dev:arm64
   libcapstone-dev:arm64 libseccomp-dev:arm64 libzstd-dev:arm64 liblzma-dev:arm64
   libbz2-dev:arm64 libssl-dev:arm64 libdeflate-dev:arm64

@@ -267,7 +267,7 @@ namespace {
 // A non-zero hash of a stack, for the memo of stacks already turned into
 // locations: the stack store's, whose four lanes hash a deep stack several
 // words at a time (one chain of multiplies, a word after the other, was
-// most of RunForStack's own time on Go 1.27's 10k deep stacks).
+// most of RunForStack's own time on Go 1.27.3's deep bench target).
 uint64_t StackHash(std::span<const uint64_t> stk) {
   const uint64_t h =
       StackStore::DefaultHash(reinterpret_cast<const uint8_t*>(stk.data()), stk.size());
@@ -327,7 +327,8 @@ uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> stack, bool& 
   fixed = true;
   // The locations are made from the frames hideRuntime leaves: stacks that
   // differ only in hidden frames (Go 1.27's size-specialized mallocgc
-  // functions give each size class its own) share a remembered run.
+  // functions give one call path's buckets different first frames) share a
+  // remembered run.
   const size_t hidden = HiddenFrames(stack);
   const std::span<const uint64_t> shown = stack.subspan(hidden);
   const uint64_t shown_hash = StackHash(shown);
