@@ -4,7 +4,9 @@
 #include <utility>
 
 #include "base/error.h"
+#include "elf/dwarf_types.h"
 #include "runtime/bucket_layout.h"
+#include "runtime/memstats_layout.h"
 
 namespace goheap2pprof {
 
@@ -27,6 +29,21 @@ RuntimeTraits TraitsOf(const GoBinary& bin) {
 }
 
 }  // namespace
+
+ExecutableAnalysis::Layouts ExecutableAnalysis::CheckLayouts(
+    const ElfFile& elf, const RuntimeTraits& table_traits, const RuntimeTraits& layout_traits,
+    std::optional<GoVersion> assume_go_layout) {
+  const std::optional<DwarfTypes> dwarf = DwarfTypes::Open(elf, {"runtime"});
+  const DwarfTypes* types = dwarf ? &*dwarf : nullptr;
+  Layouts out;
+  out.bucket = CheckBucketLayout(elf.name(), types, table_traits, assume_go_layout);
+  try {
+    out.memstats = JudgeMemstatsLayout(elf.name(), layout_traits, elf.machine(), types);
+  } catch (const Error& e) {
+    out.memstats_error = e;  // a heap capture goes on; memstats() throws it
+  }
+  return out;
+}
 
 std::shared_ptr<const ExecutableAnalysis> ExecutableAnalysis::Create(
     std::shared_ptr<const ElfFile> elf, std::optional<GoVersion> assume_go_layout,
@@ -53,11 +70,12 @@ ExecutableAnalysis::ExecutableAnalysis(std::shared_ptr<const ElfFile> elf,
   traits_ = LayoutTraits(table_traits, assume_go_layout);
   if (check == LayoutCheck::kInBackground) {
     // The task holds the ElfFile (thread-safe to read) and copies of the rest.
-    layout_check_ = std::async(std::launch::async, [elf = elf_, table_traits, assume_go_layout] {
-      return CheckBucketLayout(*elf, table_traits, assume_go_layout);
-    });
+    layout_check_ = std::async(
+        std::launch::async, [elf = elf_, table_traits, layout_traits = traits_, assume_go_layout] {
+          return CheckLayouts(*elf, table_traits, layout_traits, assume_go_layout);
+        });
   } else {
-    TakeVerdict(CheckBucketLayout(*elf_, table_traits, assume_go_layout));
+    TakeVerdict(CheckLayouts(*elf_, table_traits, traits_, assume_go_layout));
     std::call_once(layout_once_, [] {});
   }
   try {
@@ -71,10 +89,16 @@ ExecutableAnalysis::ExecutableAnalysis(std::shared_ptr<const ElfFile> elf,
   }
 }
 
-void ExecutableAnalysis::TakeVerdict(LayoutVerdict verdict) const {
+void ExecutableAnalysis::TakeVerdict(Layouts layouts) const {
+  LayoutVerdict& verdict = layouts.bucket;
   notes_.insert(notes_.end(), verdict.notes.begin(), verdict.notes.end());
   warnings_.insert(warnings_.end(), verdict.warnings.begin(), verdict.warnings.end());
   layout_warnings_ = std::move(verdict.warnings);
+  if (layouts.memstats) {
+    memstats_.emplace();
+    memstats_->layout = std::move(*layouts.memstats);
+  }
+  memstats_error_ = std::move(layouts.memstats_error);
 }
 
 void ExecutableAnalysis::AwaitLayoutCheck() const {
@@ -106,12 +130,11 @@ const std::vector<std::string>& ExecutableAnalysis::layout_warnings() const {
 }
 
 const MemstatsAnalysis& ExecutableAnalysis::memstats() const {
+  AwaitLayoutCheck();  // it judged the layout, or why it cannot be read
   std::call_once(memstats_once_, [this] {
+    if (memstats_error_) return;
     try {
-      MemstatsAnalysis m;
-      m.layout = CheckMemstatsLayout(*elf_, traits_);
-      m.variables = LocateMemstatsVariables(binary_, traits_.memstats.variables);
-      memstats_ = std::move(m);
+      memstats_->variables = LocateMemstatsVariables(binary_, traits_.memstats.variables);
     } catch (const Error& e) {
       memstats_error_ = e;
     }

@@ -11,8 +11,9 @@
 //   *a, {}); CaptureResult r2 = Capture(source_of_pid_2, *a, {});  // no re-analysis
 //
 // Sharing: an analysis is immutable after Create except for the symbolizer's
-// cache and a background layout check's verdict (taken once, under
-// std::call_once), both internally synchronized, so captures on several threads may
+// cache, a background layout check's verdicts and the memory-statistics
+// variables (each taken once, under std::call_once), all internally
+// synchronized, so captures on several threads may
 // use one analysis at the same time. Keep it in a shared_ptr: it owns the
 // ElfFile (shared with the source that opened it), and the symbolizer's
 // frames point into that file's bytes.
@@ -45,7 +46,8 @@ struct MemstatsAnalysis {
   MemstatsLayoutVerdict layout;
 };
 
-// When the heap-bucket layout is checked against the DWARF: before Create
+// When the heap-bucket layout (and with it the memory-statistics layout) is
+// checked against the DWARF: before Create
 // returns, or on another thread while the caller goes on (a one-shot
 // capture walks the buckets meanwhile: inflating and searching the DWARF
 // was most of its "identify" pass).
@@ -57,7 +59,8 @@ class ExecutableAnalysis {
   // (a Go version or binary form we cannot read, a runtime variable not
   // found), kMalformed (corrupt build info or pclntab).
   // The heap-bucket layout is checked once per executable, against the
-  // DWARF when there is some (runtime/bucket_layout.h); `assume_go_layout` is
+  // DWARF when there is some (runtime/bucket_layout.h), and the
+  // memory-statistics layout judged from the same DWARF; `assume_go_layout` is
   // --assume-go-layout. A layout that cannot be proven throws kUnsupported:
   // from Create, or with kInBackground from AwaitLayoutCheck.
   static std::shared_ptr<const ExecutableAnalysis> Create(
@@ -91,15 +94,34 @@ class ExecutableAnalysis {
   // a layout read without proof or proven only from DWARF.
   const std::vector<std::string>& layout_warnings() const;
 
-  // The memory-statistics variables and layout, found on first use (a heap
-  // capture does not need them). Throws the Error finding them threw, on
-  // every call. Thread-safe.
+  // The memory-statistics variables and layout. The layout is judged with
+  // the heap-bucket layout, from the same read of the DWARF (inflating and
+  // indexing it costs milliseconds; judging one more layout on it, a tenth
+  // of that), so that the first read of a process's statistics does not pay
+  // for a second read; the variables are found on first use (a heap capture
+  // does not need them). Waits for a layout check made in the background.
+  // Throws the Error judging or finding them threw (or the layout check's),
+  // on every call. Thread-safe.
   const MemstatsAnalysis& memstats() const;
 
  private:
+  // What the layout check gives: the heap-bucket layout's verdict, and the
+  // memory-statistics layout or why it cannot be read (a heap capture goes
+  // on without it).
+  struct Layouts {
+    LayoutVerdict bucket;
+    std::optional<MemstatsLayoutVerdict> memstats;
+    std::optional<Error> memstats_error;
+  };
+  // Both layouts from one read of `elf`'s DWARF. Throws what the bucket
+  // layout's check throws (runtime/bucket_layout.h).
+  static Layouts CheckLayouts(const ElfFile& elf, const RuntimeTraits& table_traits,
+                              const RuntimeTraits& layout_traits,
+                              std::optional<GoVersion> assume_go_layout);
+
   ExecutableAnalysis(std::shared_ptr<const ElfFile> elf, std::optional<GoVersion> assume_go_layout,
                      LayoutCheck check);
-  void TakeVerdict(LayoutVerdict verdict) const;
+  void TakeVerdict(Layouts layouts) const;
 
   std::shared_ptr<const ElfFile> elf_;
   // Refers to *elf_. Not exposed: its lazily filled caches are not
@@ -110,7 +132,8 @@ class ExecutableAnalysis {
   RuntimeVariables variables_;
   std::unique_ptr<const Pclntab> pclntab_;
   std::unique_ptr<Symbolizer> symbolizer_;  // refers to *pclntab_ and traits_
-  // Completed by the layout's verdict (TakeVerdict), once.
+  // Completed by the layouts' verdicts (TakeVerdict), once; memstats_'s
+  // variables, and an Error finding them, by memstats(), once.
   mutable std::vector<std::string> notes_;
   mutable std::vector<std::string> warnings_;
   mutable std::vector<std::string> layout_warnings_;
@@ -121,7 +144,7 @@ class ExecutableAnalysis {
   // it threw. Last: destroyed first, it waits for the check to end.
   mutable std::once_flag layout_once_;
   mutable std::optional<Error> layout_error_;
-  mutable std::future<LayoutVerdict> layout_check_;
+  mutable std::future<Layouts> layout_check_;
 };
 
 }  // namespace goheap2pprof

@@ -262,13 +262,19 @@ LayoutVerdict CheckBucketLayout(const ElfFile& elf, const RuntimeTraits& traits,
   // named "runtime" (one for its code and variables, one for all types), so
   // those are searched first; the others only if something is not there.
   const std::optional<DwarfTypes> types = DwarfTypes::Open(elf, {"runtime"});
+  return CheckBucketLayout(elf.name(), types ? &*types : nullptr, traits, assumed_layout);
+}
+
+LayoutVerdict CheckBucketLayout(std::string_view exe_name, const DwarfTypes* dwarf,
+                                const RuntimeTraits& traits,
+                                std::optional<GoVersion> assumed_layout) {
   DwarfLookup lookup;
-  if (types) {
-    lookup = [&types](const StructLayout& s) {
-      return s.variable ? types->FindVariableStruct(s.name) : types->FindStruct(s.name);
+  if (dwarf != nullptr) {
+    lookup = [dwarf](const StructLayout& s) {
+      return s.variable ? dwarf->FindVariableStruct(s.name) : dwarf->FindStruct(s.name);
     };
   }
-  return JudgeBucketLayout(elf.name(), traits, lookup, assumed_layout);
+  return JudgeBucketLayout(exe_name, traits, lookup, assumed_layout);
 }
 
 GoVersion ParseAssumedLayout(std::string_view text) {

@@ -110,6 +110,13 @@ RuntimeTraits LayoutTraits(const RuntimeTraits& traits, std::optional<GoVersion>
 LayoutVerdict CheckBucketLayout(const ElfFile& elf, const RuntimeTraits& traits,
                                 std::optional<GoVersion> assumed_layout);
 
+// JudgeBucketLayout on `dwarf`, the DWARF of the executable `exe_name`
+// already opened (nullptr: it has none), for a caller that judges other
+// layouts from the same read of it.
+LayoutVerdict CheckBucketLayout(std::string_view exe_name, const DwarfTypes* dwarf,
+                                const RuntimeTraits& traits,
+                                std::optional<GoVersion> assumed_layout);
+
 // The version of --assume-go-layout: "1.27" or "go1.27" (a patch number is
 // allowed and changes nothing). Throws kUsage unless it names a layout
 // goheap2pprof knows (Go 1.18 to the newest tested version).
