@@ -9,7 +9,6 @@
 #include <libdeflate.h>
 #include <zlib.h>
 #if !GOHEAP2PPROF_CAPTURE_ONLY  // the agent's libraries
-#include <curl/curl.h>
 #include <openssl/opensslv.h>
 #include <seccomp.h>
 
@@ -26,6 +25,9 @@
 #include <sstream>
 
 #include "build_info.h"  // generated: GOHEAP2PPROF_GIT_COMMIT (cmake/build_info.cmake)
+#if !GOHEAP2PPROF_CAPTURE_ONLY
+#include "agent/push/curl_library.h"
+#endif
 
 namespace goheap2pprof {
 namespace {
@@ -72,7 +74,11 @@ std::string VersionText() {
   out << "  (the capture alone: built without the agent's commands and libraries)\n";
 #else
   const scmp_version* seccomp = seccomp_version();
-  const curl_version_info_data* curl = curl_version_info(CURLVERSION_NOW);
+  // A dynamic build loads libcurl only for push, and here.
+  std::string curl_missing;
+  const CurlLibrary* curl_library = TryCurl(&curl_missing);
+  const curl_version_info_data* curl =
+      curl_library != nullptr ? curl_library->version_info(CURLVERSION_NOW) : nullptr;
   out << "  libseccomp " << seccomp->major << "." << seccomp->minor << "." << seccomp->micro
       << "\n"
       // The agents' HTTP listener (agent/common/http_listener.h), header-only.
@@ -82,9 +88,14 @@ std::string VersionText() {
       // The listener's TLS.
       << "  " << OPENSSL_VERSION_TEXT
       << "\n"
-      // push's HTTP client and the TLS library under it, as linked.
-      << "  libcurl " << curl->version << " ("
-      << (curl->ssl_version != nullptr ? curl->ssl_version : "no TLS library") << ")\n";
+      // push's HTTP client and the TLS library under it, as loaded.
+      << "  libcurl ";
+  if (curl == nullptr) {
+    out << "missing (" << curl_missing << ")\n";
+  } else {
+    out << curl->version << " ("
+        << (curl->ssl_version != nullptr ? curl->ssl_version : "no TLS library") << ")\n";
+  }
 #endif
   out << "  CLI11 " << CLI11_VERSION << "\n"
       << "  nlohmann-json " << NLOHMANN_JSON_VERSION_MAJOR << "." << NLOHMANN_JSON_VERSION_MINOR

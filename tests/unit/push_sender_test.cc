@@ -1,10 +1,13 @@
 // Push delivery's pure parts: which answers are retried, what a Retry-After
-// asks for, and how the queue keeps within its bounds.
+// asks for, and how the queue keeps within its bounds; and the libcurl that
+// push loads.
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "agent/push/curl_library.h"
 #include "agent/push/sender.h"
+#include "base/error.h"
 
 namespace goheap2pprof {
 namespace {
@@ -22,6 +25,50 @@ TEST(PushDelivery, RateLimitsAndRequestTimeoutsAreRetriedOther4xxAreNot) {
   EXPECT_EQ(ClassifyStatus(302), PushVerdict::kRejected);  // redirects are not followed
   EXPECT_EQ(ClassifyStatus(600), PushVerdict::kRejected);
 }
+
+TEST(CurlLibrary, IsTheLibcurlPushWasBuiltAgainst) {
+  const CurlLibrary& curl = Curl();
+  const curl_version_info_data* v = curl.version_info(CURLVERSION_NOW);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->version_num, static_cast<unsigned>(LIBCURL_VERSION_NUM)) << v->version;
+  // A call through the variadic entry points reaches libcurl itself.
+  CURL* h = curl.easy_init();
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(curl.easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L), CURLE_OK);
+  EXPECT_EQ(curl.easy_setopt(h, static_cast<CURLoption>(999999), 1L), CURLE_UNKNOWN_OPTION);
+  long status = -1;
+  EXPECT_EQ(curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status), CURLE_OK);
+  EXPECT_EQ(status, 0);
+  curl.easy_cleanup(h);
+  std::string why;
+  EXPECT_EQ(TryCurl(&why), &curl);
+  EXPECT_TRUE(why.empty());
+}
+
+#ifdef GOHEAP2PPROF_CURL_DLOPEN
+TEST(CurlLibrary, AMissingLibcurlIsNamedWithAHint) {
+  try {
+    LoadCurlLibrary("libcurl-goheap2pprof-absent.so.4");
+    FAIL() << "loaded a library that is not there";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("libcurl-goheap2pprof-absent.so.4"), std::string::npos)
+        << e.what();
+    EXPECT_NE(e.hint().find("libcurl4"), std::string::npos) << e.hint();
+  }
+}
+
+TEST(CurlLibrary, ALibraryWithoutLibcurlsFunctionsIsRefused) {
+  try {
+    LoadCurlLibrary("libz.so.1");
+    FAIL() << "took zlib for libcurl";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("has no function curl_global_init"), std::string::npos)
+        << e.what();
+  }
+}
+#endif
 
 TEST(PushDelivery, RetryAfterInDeltaSeconds) {
   EXPECT_EQ(ParseRetryAfter("3", 0), 3.0);

@@ -1,7 +1,5 @@
 #include "agent/push/sender.h"
 
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -13,6 +11,7 @@
 #include <mutex>
 #include <random>
 
+#include "agent/push/curl_library.h"
 #include "base/error.h"
 
 namespace goheap2pprof {
@@ -72,8 +71,8 @@ std::string_view Trim(std::string_view s) {
 }
 
 struct CurlFree {
-  void operator()(CURL* curl) const { curl_easy_cleanup(curl); }
-  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+  void operator()(CURL* curl) const { Curl().easy_cleanup(curl); }
+  void operator()(curl_slist* list) const { Curl().slist_free_all(list); }
 };
 
 }  // namespace
@@ -81,7 +80,7 @@ struct CurlFree {
 void HttpClientGlobalInit() {
   static std::once_flag once;
   std::call_once(once, [] {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+    if (Curl().global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
       throw Error(ErrorKind::kInternal, "libcurl's global initialization failed");
     }
   });
@@ -110,7 +109,7 @@ std::optional<double> ParseRetryAfter(std::string_view value, int64_t now_unix) 
                    [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; })) {
     return std::nullopt;
   }
-  time_t when = curl_getdate(std::string(value).c_str(), nullptr);
+  time_t when = Curl().getdate(std::string(value).c_str(), nullptr);
   if (when == -1) return std::nullopt;
   return std::max<double>(0, static_cast<double>(when - now_unix));
 }
@@ -198,7 +197,7 @@ BackendSender::BackendSender(BackendOptions options, PushMetrics& metrics,
     std::ifstream probe(options_.ca_file);
     if (!probe) throw Error(ErrorKind::kIo, "cannot read the CA file ", options_.ca_file);
   }
-  curl_version_info_data* curl = curl_version_info(CURLVERSION_NOW);
+  curl_version_info_data* curl = Curl().version_info(CURLVERSION_NOW);
   if (url_.scheme_host_port.rfind("https:", 0) == 0 && !(curl->features & CURL_VERSION_SSL)) {
     throw Error(ErrorKind::kUsage, "cannot push to ", options_.url, ": libcurl ", curl->version,
                 " has no TLS support");
@@ -280,51 +279,51 @@ struct BackendSender::Attempt {
 void BackendSender::Configure(void* curl) {
   const long timeout_ms = std::max(1L, static_cast<long>(options_.timeout_seconds * 1000));
   const std::string url = url_.scheme_host_port + url_.path + options_.route;
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());  // libcurl copies strings
-  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // several threads; no SIGALRM
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+  Curl().easy_setopt(curl, CURLOPT_URL, url.c_str());  // libcurl copies strings
+  Curl().easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  Curl().easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+  Curl().easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // several threads; no SIGALRM
+  Curl().easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+  Curl().easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
   // The same protocol whatever nghttp2 libcurl was built with (the static
   // build has none).
-  curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+  Curl().easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+  Curl().easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+  Curl().easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
   if (!options_.ca_file.empty()) {
     // The file replaces the store: Debian's libcurl also has a CA path
     // (/etc/ssl/certs), which would otherwise stay trusted beside it.
-    curl_easy_setopt(curl, CURLOPT_CAINFO, options_.ca_file.c_str());
-    curl_easy_setopt(curl, CURLOPT_CAPATH, nullptr);
+    Curl().easy_setopt(curl, CURLOPT_CAINFO, options_.ca_file.c_str());
+    Curl().easy_setopt(curl, CURLOPT_CAPATH, nullptr);
   }
-  if (!proxy_.empty()) curl_easy_setopt(curl, CURLOPT_PROXY, proxy_.c_str());
+  if (!proxy_.empty()) Curl().easy_setopt(curl, CURLOPT_PROXY, proxy_.c_str());
   if (!options_.basic_auth_file.empty()) {
-    curl_easy_setopt(curl, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
-    curl_easy_setopt(curl, CURLOPT_USERNAME, basic_user_.c_str());
-    curl_easy_setopt(curl, CURLOPT_PASSWORD, basic_password_.c_str());
+    Curl().easy_setopt(curl, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
+    Curl().easy_setopt(curl, CURLOPT_USERNAME, basic_user_.c_str());
+    Curl().easy_setopt(curl, CURLOPT_PASSWORD, basic_password_.c_str());
   }
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Attempt::OnBody);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Attempt::OnHeader);
+  Curl().easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Attempt::OnBody);
+  Curl().easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Attempt::OnHeader);
   error_buffer_.assign(CURL_ERROR_SIZE + 1, '\0');
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer_.data());
+  Curl().easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer_.data());
 }
 
 PushVerdict BackendSender::Send(void* curl, const PushItem& item, std::string& why,
                                 std::optional<double>& retry_after) {
   Attempt attempt;
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, item.body.data());
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(item.body.size()));
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &attempt);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &attempt);
+  Curl().easy_setopt(curl, CURLOPT_POSTFIELDS, item.body.data());
+  Curl().easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(item.body.size()));
+  Curl().easy_setopt(curl, CURLOPT_WRITEDATA, &attempt);
+  Curl().easy_setopt(curl, CURLOPT_HEADERDATA, &attempt);
   error_buffer_[0] = '\0';
-  CURLcode rc = curl_easy_perform(curl);
+  CURLcode rc = Curl().easy_perform(curl);
   if (rc != CURLE_OK) {
     why = std::string("no answer: ") +
-          (error_buffer_[0] != '\0' ? error_buffer_.data() : curl_easy_strerror(rc));
+          (error_buffer_[0] != '\0' ? error_buffer_.data() : Curl().easy_strerror(rc));
     return PushVerdict::kRetry;
   }
   long status = 0;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  Curl().easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   PushVerdict verdict = ClassifyStatus(status);
   if (verdict == PushVerdict::kSent) return verdict;
   why = "HTTP " + std::to_string(status) + ": " + Printable(attempt.body);
@@ -338,16 +337,16 @@ void BackendSender::Loop() {
   // One easy handle for the thread's life: it keeps the connection (and the
   // TLS session) to the backend between pushes.
   std::unique_ptr<curl_slist, CurlFree> headers;  // outlives the handle that points to it
-  std::unique_ptr<CURL, CurlFree> curl(curl_easy_init());
+  std::unique_ptr<CURL, CurlFree> curl(Curl().easy_init());
   for (const std::string& line : header_lines_) {
-    curl_slist* more = curl_slist_append(headers.get(), line.c_str());
+    curl_slist* more = Curl().slist_append(headers.get(), line.c_str());
     if (more == nullptr) break;
     headers.release();
     headers.reset(more);
   }
   if (curl) {
     Configure(curl.get());
-    curl_easy_setopt(curl.get(), CURLOPT_HTTPHEADER, headers.get());
+    Curl().easy_setopt(curl.get(), CURLOPT_HTTPHEADER, headers.get());
   }
   while (true) {
     PushItem item;
