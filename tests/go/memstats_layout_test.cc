@@ -45,13 +45,22 @@ const std::vector<Build>& Builds() {
   return kBuilds;
 }
 
+// The program of a case, or why the case is skipped or has failed.
+testing_go::GoProgram ProgramOf(const testing_go::ToolchainCase& c) {
+  const Toolchain& tc = Toolchains()[c.toolchain];
+  if (Builds()[c.mode].arm64 && !tc.arm64_live) {
+    testing_go::GoProgram none;
+    none.skip_reason = tc.label + " has no arm64 build with DWARF";
+    return none;
+  }
+  return testing_go::FindGoProgram(tc, Builds()[c.mode].program);
+}
+
 class MemstatsLayoutTest : public ::testing::TestWithParam<testing_go::ToolchainCase> {};
 
 TEST_P(MemstatsLayoutTest, DwarfEqualsTheTable) {
-  const Toolchain& tc = Toolchains()[GetParam().toolchain];
   const Build& build = Builds()[GetParam().mode];
-  if (build.arm64 && !tc.arm64_live) GTEST_SKIP() << tc.label << " has no arm64 build with DWARF";
-  const testing_go::GoProgram b = testing_go::FindGoProgram(tc, build.program);
+  const testing_go::GoProgram b = ProgramOf(GetParam());
   if (!b.skip_reason.empty()) GTEST_SKIP() << b.skip_reason;
   ASSERT_TRUE(b.error.empty()) << b.error;
 
@@ -100,9 +109,7 @@ void SpoilDebugSections(const std::string& path, const ElfFile& elf) {
 
 TEST_P(OneDwarfReadTest, TheHeapLayoutsDwarfReadJudgesTheMemstatsLayout) {
   const Toolchain& tc = Toolchains()[GetParam().toolchain];
-  const Build& build = Builds()[GetParam().mode];
-  if (build.arm64 && !tc.arm64_live) GTEST_SKIP() << tc.label << " has no arm64 build with DWARF";
-  const testing_go::GoProgram b = testing_go::FindGoProgram(tc, build.program);
+  const testing_go::GoProgram b = ProgramOf(GetParam());
   if (!b.skip_reason.empty()) GTEST_SKIP() << b.skip_reason;
   ASSERT_TRUE(b.error.empty()) << b.error;
   const MemstatsLayoutVerdict expected = [&] {

@@ -46,27 +46,30 @@ TEST(CurlLibrary, IsTheLibcurlPushWasBuiltAgainst) {
 }
 
 #ifdef GOHEAP2PPROF_CURL_DLOPEN
-TEST(CurlLibrary, AMissingLibcurlIsNamedWithAHint) {
+// The Error LoadCurlLibrary(soname) throws; a failure when it loads.
+Error LoadError(const char* soname) {
   try {
-    LoadCurlLibrary("libcurl-goheap2pprof-absent.so.4");
-    FAIL() << "loaded a library that is not there";
+    LoadCurlLibrary(soname);
   } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
-    EXPECT_NE(std::string(e.what()).find("libcurl-goheap2pprof-absent.so.4"), std::string::npos)
-        << e.what();
-    EXPECT_NE(e.hint().find("libcurl4"), std::string::npos) << e.hint();
+    return e;
   }
+  ADD_FAILURE() << "loaded " << soname << " as libcurl";
+  return Error(ErrorKind::kInternal, "loaded");
+}
+
+TEST(CurlLibrary, AMissingLibcurlIsNamedWithAHint) {
+  const Error e = LoadError("libcurl-goheap2pprof-absent.so.4");
+  EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+  EXPECT_NE(std::string(e.what()).find("libcurl-goheap2pprof-absent.so.4"), std::string::npos)
+      << e.what();
+  EXPECT_NE(e.hint().find("libcurl4"), std::string::npos) << e.hint();
 }
 
 TEST(CurlLibrary, ALibraryWithoutLibcurlsFunctionsIsRefused) {
-  try {
-    LoadCurlLibrary("libz.so.1");
-    FAIL() << "took zlib for libcurl";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
-    EXPECT_NE(std::string(e.what()).find("has no function curl_global_init"), std::string::npos)
-        << e.what();
-  }
+  const Error e = LoadError("libz.so.1");
+  EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+  EXPECT_NE(std::string(e.what()).find("has no function curl_global_init"), std::string::npos)
+      << e.what();
 }
 #endif
 
