@@ -46,6 +46,12 @@ bool Decreased(const GoRuntimeStats& before, const GoRuntimeStats& after) {
   return false;
 }
 
+// Milliseconds from `start` to now.
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 int Run(int argc, char** argv) {
   ExecutableOptions exe;
   std::string core;
@@ -75,13 +81,10 @@ int Run(int argc, char** argv) {
   }
   const auto analysis_start = std::chrono::steady_clock::now();
   auto analysis = ExecutableAnalysis::Create(source->executable().elf);
+  const double analysis_ms = MsSince(analysis_start);
   const auto variables_start = std::chrono::steady_clock::now();
-  const double analysis_ms =
-      std::chrono::duration<double, std::milli>(variables_start - analysis_start).count();
   analysis->memstats();
-  const double variables_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - variables_start)
-          .count();
+  const double variables_ms = MsSince(variables_start);
   GoRuntimeStats s;
   nlohmann::ordered_json read_ms = nlohmann::ordered_json::array();
   int decreases = 0, max_attempts = 0;
@@ -91,9 +94,7 @@ int Run(int argc, char** argv) {
     s = ReadGoRuntimeStats(*source, *analysis);
     max_attempts = std::max(max_attempts, s.attempts);
     if (i > 0 && Decreased(previous, s)) ++decreases;
-    read_ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count());
+    read_ms.push_back(MsSince(start));
   }
   nlohmann::ordered_json out;
   out["go_version"] = s.go_version;

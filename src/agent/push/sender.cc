@@ -279,51 +279,53 @@ struct BackendSender::Attempt {
 void BackendSender::Configure(void* curl) {
   const long timeout_ms = std::max(1L, static_cast<long>(options_.timeout_seconds * 1000));
   const std::string url = url_.scheme_host_port + url_.path + options_.route;
-  Curl().easy_setopt(curl, CURLOPT_URL, url.c_str());  // libcurl copies strings
-  Curl().easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-  Curl().easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
-  Curl().easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // several threads; no SIGALRM
-  Curl().easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
-  Curl().easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+  const CurlLibrary& lib = Curl();
+  lib.easy_setopt(curl, CURLOPT_URL, url.c_str());  // libcurl copies strings
+  lib.easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  lib.easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+  lib.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // several threads; no SIGALRM
+  lib.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+  lib.easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
   // The same protocol whatever nghttp2 libcurl was built with (the static
   // build has none).
-  Curl().easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
-  Curl().easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
-  Curl().easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+  lib.easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+  lib.easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+  lib.easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
   if (!options_.ca_file.empty()) {
     // The file replaces the store: Debian's libcurl also has a CA path
     // (/etc/ssl/certs), which would otherwise stay trusted beside it.
-    Curl().easy_setopt(curl, CURLOPT_CAINFO, options_.ca_file.c_str());
-    Curl().easy_setopt(curl, CURLOPT_CAPATH, nullptr);
+    lib.easy_setopt(curl, CURLOPT_CAINFO, options_.ca_file.c_str());
+    lib.easy_setopt(curl, CURLOPT_CAPATH, nullptr);
   }
-  if (!proxy_.empty()) Curl().easy_setopt(curl, CURLOPT_PROXY, proxy_.c_str());
+  if (!proxy_.empty()) lib.easy_setopt(curl, CURLOPT_PROXY, proxy_.c_str());
   if (!options_.basic_auth_file.empty()) {
-    Curl().easy_setopt(curl, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
-    Curl().easy_setopt(curl, CURLOPT_USERNAME, basic_user_.c_str());
-    Curl().easy_setopt(curl, CURLOPT_PASSWORD, basic_password_.c_str());
+    lib.easy_setopt(curl, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
+    lib.easy_setopt(curl, CURLOPT_USERNAME, basic_user_.c_str());
+    lib.easy_setopt(curl, CURLOPT_PASSWORD, basic_password_.c_str());
   }
-  Curl().easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Attempt::OnBody);
-  Curl().easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Attempt::OnHeader);
+  lib.easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Attempt::OnBody);
+  lib.easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Attempt::OnHeader);
   error_buffer_.assign(CURL_ERROR_SIZE + 1, '\0');
-  Curl().easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer_.data());
+  lib.easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer_.data());
 }
 
 PushVerdict BackendSender::Send(void* curl, const PushItem& item, std::string& why,
                                 std::optional<double>& retry_after) {
   Attempt attempt;
-  Curl().easy_setopt(curl, CURLOPT_POSTFIELDS, item.body.data());
-  Curl().easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(item.body.size()));
-  Curl().easy_setopt(curl, CURLOPT_WRITEDATA, &attempt);
-  Curl().easy_setopt(curl, CURLOPT_HEADERDATA, &attempt);
+  const CurlLibrary& lib = Curl();
+  lib.easy_setopt(curl, CURLOPT_POSTFIELDS, item.body.data());
+  lib.easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(item.body.size()));
+  lib.easy_setopt(curl, CURLOPT_WRITEDATA, &attempt);
+  lib.easy_setopt(curl, CURLOPT_HEADERDATA, &attempt);
   error_buffer_[0] = '\0';
-  CURLcode rc = Curl().easy_perform(curl);
+  CURLcode rc = lib.easy_perform(curl);
   if (rc != CURLE_OK) {
     why = std::string("no answer: ") +
-          (error_buffer_[0] != '\0' ? error_buffer_.data() : Curl().easy_strerror(rc));
+          (error_buffer_[0] != '\0' ? error_buffer_.data() : lib.easy_strerror(rc));
     return PushVerdict::kRetry;
   }
   long status = 0;
-  Curl().easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  lib.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   PushVerdict verdict = ClassifyStatus(status);
   if (verdict == PushVerdict::kSent) return verdict;
   why = "HTTP " + std::to_string(status) + ": " + Printable(attempt.body);
@@ -336,17 +338,18 @@ PushVerdict BackendSender::Send(void* curl, const PushItem& item, std::string& w
 void BackendSender::Loop() {
   // One easy handle for the thread's life: it keeps the connection (and the
   // TLS session) to the backend between pushes.
+  const CurlLibrary& lib = Curl();
   std::unique_ptr<curl_slist, CurlFree> headers;  // outlives the handle that points to it
-  std::unique_ptr<CURL, CurlFree> curl(Curl().easy_init());
+  std::unique_ptr<CURL, CurlFree> curl(lib.easy_init());
   for (const std::string& line : header_lines_) {
-    curl_slist* more = Curl().slist_append(headers.get(), line.c_str());
+    curl_slist* more = lib.slist_append(headers.get(), line.c_str());
     if (more == nullptr) break;
     headers.release();
     headers.reset(more);
   }
   if (curl) {
     Configure(curl.get());
-    Curl().easy_setopt(curl.get(), CURLOPT_HTTPHEADER, headers.get());
+    lib.easy_setopt(curl.get(), CURLOPT_HTTPHEADER, headers.get());
   }
   while (true) {
     PushItem item;
