@@ -7,8 +7,9 @@
 
 namespace goheap2pprof {
 
-void AddListenerOptions(CLI::App& app, std::vector<std::string>& allowed_hosts, TlsFiles& tls,
-                        ListenerLimits& limits, const std::string& what, bool with_pool) {
+void AddListenerOptions(CLI::App& app, std::vector<std::string>& allowed_hosts,
+                        std::string& probe_path, TlsFiles& tls, ListenerLimits& limits,
+                        const std::string& what, bool with_pool) {
   app.add_option("--allowed-host", allowed_hosts,
                  "on a loopback listener" + what +
                      ", a Host header (name or name:port) accepted besides the listen address, "
@@ -18,11 +19,22 @@ void AddListenerOptions(CLI::App& app, std::vector<std::string>& allowed_hosts, 
   app.add_option("--tls-key-file", tls.key_file, "the PEM private key of --tls-cert-file");
   app.add_option("--tls-client-ca-file", tls.client_ca_file,
                  "require client certificates signed by these PEM CAs (mutual TLS)");
+  app.add_option("--tls-client-allowed-name", tls.client_allowed_names,
+                 "with --tls-client-ca-file, accept only client certificates that carry this "
+                 "name as a subjectAltName DNS or URI entry or as their subject CN (repeatable; "
+                 "none: any certificate the CAs signed)");
+  app.add_option("--probe-path", probe_path,
+                 "a path" + what +
+                     " (e.g. /healthz) the listener answers 200 without a token, for liveness "
+                     "probes; it gets through while clients without credentials fill the "
+                     "connection caps");
   app.add_option("--max-connections", limits.max_connections,
                  "open connections" + what + "; more are answered 503 and closed")
       ->capture_default_str();
   app.add_option("--max-connections-per-address", limits.max_connections_per_address,
-                 "open connections" + what + " from one client address")
+                 "open connections" + what +
+                     " from one source (all of loopback is one, IPv6 counts by /64); at a cap "
+                     "the oldest connection not yet authenticated is closed to make room")
       ->capture_default_str();
   AddSecondsOption(app, "--header-timeout", limits.header_timeout_seconds,
                    "time from a connection (or a request's first byte) to its whole request "

@@ -20,11 +20,13 @@
 
 namespace goheap2pprof {
 
-// Adds --allowed-host, the --tls-* files and the connection limits; what
-// names the listener in the help ("" for serve's --listen). with_pool adds
-// --handler-threads and --handler-queue (only serve has blocking handlers).
-void AddListenerOptions(CLI::App& app, std::vector<std::string>& allowed_hosts, TlsFiles& tls,
-                        ListenerLimits& limits, const std::string& what, bool with_pool);
+// Adds --allowed-host, --probe-path, the --tls-* files and the connection
+// limits; what names the listener in the help ("" for serve's --listen).
+// with_pool adds --handler-threads and --handler-queue (only serve has
+// blocking handlers).
+void AddListenerOptions(CLI::App& app, std::vector<std::string>& allowed_hosts,
+                        std::string& probe_path, TlsFiles& tls, ListenerLimits& limits,
+                        const std::string& what, bool with_pool);
 
 // Which processes are found and how they are named: --allow-uid,
 // --allow-cgroup, --deny-pid, --service-name-from, --discover-interval, and the

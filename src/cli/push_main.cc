@@ -20,8 +20,8 @@ void AddPushMetricsListenOptions(CLI::App& cmd, PushOptions& o) {
   cmd.add_flag("--insecure-listen", o.insecure_listen,
                "allow a non-loopback --metrics-listen without TLS and a token or client "
                "certificates");
-  AddListenerOptions(cmd, o.allowed_hosts, o.metrics_tls, o.metrics_limits, " of --metrics-listen",
-                     /*with_pool=*/false);
+  AddListenerOptions(cmd, o.allowed_hosts, o.metrics_probe_path, o.metrics_tls, o.metrics_limits,
+                     " of --metrics-listen", /*with_pool=*/false);
 }
 
 Command AddPushCommand(CLI::App& root) {

@@ -20,7 +20,7 @@ void AddServeListenOptions(CLI::App& cmd, ServeOptions& o) {
                  "require Authorization: Bearer <the first line of FILE> on every request");
   cmd.add_flag("--insecure-listen", o.insecure_listen,
                "allow a non-loopback --listen without TLS and a token or client certificates");
-  AddListenerOptions(cmd, o.allowed_hosts, o.tls, o.limits, "", /*with_pool=*/true);
+  AddListenerOptions(cmd, o.allowed_hosts, o.probe_path, o.tls, o.limits, "", /*with_pool=*/true);
   cmd.add_option("--max-deltas", o.max_deltas,
                  "?seconds=N delta windows open at once; more get 503 with Retry-After")
       ->capture_default_str();

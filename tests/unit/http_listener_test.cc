@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,6 +48,7 @@ class Running {
     thread_.join();
   }
   int port() const { return port_; }
+  HttpListener& listener() { return listener_; }
   EchoHandler handler;
 
  private:
@@ -97,6 +100,36 @@ std::string Exchange(int port, const std::string& what, bool wait_close = true) 
 }
 
 std::string StatusLine(const std::string& reply) { return reply.substr(0, reply.find("\r\n")); }
+
+// Sends what on fd and reads one answer (its head and Content-Length bytes).
+std::string Ask(int fd, const std::string& what) {
+  (void)send(fd, what.data(), what.size(), MSG_NOSIGNAL);
+  std::string got;
+  char buf[4096];
+  for (;;) {
+    size_t end = got.find("\r\n\r\n");
+    size_t length_at = got.find("Content-Length: ");
+    if (end != std::string::npos && length_at != std::string::npos &&
+        got.size() >= end + 4 + std::stoul(got.substr(length_at + 16))) {
+      break;
+    }
+    ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  return got;
+}
+
+// Whether the server closed fd (end of stream or reset) rather than
+// leaving it open until the test's 5 s receive timeout.
+bool ClosedByServer(int fd) {
+  char buf[4096];
+  for (;;) {
+    ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n == 0) return true;
+    if (n < 0) return errno == ECONNRESET;
+  }
+}
 
 TEST(HttpListener, AnswersGetAndHead) {
   Running r{HttpListenerOptions{}};
@@ -185,25 +218,158 @@ TEST(HttpListener, BearerSchemeIsCaseInsensitive) {
   EXPECT_EQ(with("Authorization: Basic secret-token-0123456789\r\n"), "HTTP/1.1 401 Unauthorized");
 }
 
-TEST(HttpListener, CapsConnectionsPerAddress) {
+TEST(HttpListener, FullCapsCloseTheOldestIdleConnection) {
   HttpListenerOptions o;
   o.limits.max_connections_per_address = 3;
   o.limits.max_connections = 5;
   Running r{o};
-  std::vector<int> held;
-  for (int i = 0; i < 3; ++i) held.push_back(Connect(r.port(), "127.0.0.2"));
+  // All of loopback is one source: 127.0.0.2 and 127.0.0.3 share its cap.
+  std::vector<int> held{Connect(r.port(), "127.0.0.2"), Connect(r.port(), "127.0.0.3"),
+                        Connect(r.port(), "127.0.0.2")};
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  // The fourth from the same address is answered 503 and closed at once.
-  int fourth = Connect(r.port(), "127.0.0.2");
-  char buf[256] = {};
-  ssize_t n = recv(fourth, buf, sizeof(buf) - 1, 0);
-  EXPECT_GT(n, 0);
-  EXPECT_EQ(std::string(buf).rfind("HTTP/1.1 503", 0), 0u) << buf;
+  // The fourth gets in and is answered; the oldest idle one makes room.
+  int fourth = Connect(r.port(), "127.0.0.4");
+  EXPECT_EQ(StatusLine(Ask(fourth, "GET / HTTP/1.1\r\n\r\n")), "HTTP/1.1 200 OK");
+  EXPECT_TRUE(ClosedByServer(held[0]));
   close(fourth);
-  // Another address still gets in, up to the total.
-  EXPECT_EQ(StatusLine(Exchange(r.port(), "GET / HTTP/1.1\r\nConnection: close\r\n\r\n")),
-            "HTTP/1.1 200 OK");
   for (int fd : held) close(fd);
+}
+
+TEST(HttpListener, FullCapsOfRequestsInProgressAnswer503) {
+  HttpListenerOptions o;
+  o.limits.max_connections = 2;
+  Running r{o};
+  std::thread a([&] { Exchange(r.port(), "GET /slow HTTP/1.1\r\nConnection: close\r\n\r\n"); });
+  std::thread b([&] { Exchange(r.port(), "GET /slow HTTP/1.1\r\nConnection: close\r\n\r\n"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Nothing may be closed for it: both are in a request.
+  EXPECT_EQ(StatusLine(Exchange(r.port(), "GET / HTTP/1.1\r\n\r\n")),
+            "HTTP/1.1 503 Service Unavailable");
+  a.join();
+  b.join();
+}
+
+TEST(HttpListener, AuthenticatedConnectionsAreNotClosedForOthers) {
+  HttpListenerOptions o;
+  o.token = "secret-token-0123456789";
+  o.limits.max_connections = 2;
+  Running r{o};
+  int trusted = Connect(r.port());
+  const std::string authorized =
+      "GET /a HTTP/1.1\r\nAuthorization: Bearer secret-token-0123456789\r\n";
+  EXPECT_EQ(StatusLine(Ask(trusted, authorized + "\r\n")), "HTTP/1.1 200 OK");
+  int silent = Connect(r.port(), "127.0.0.2");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // At the cap: the silent one is closed for the newcomer, never the
+  // authenticated one.
+  EXPECT_EQ(StatusLine(Exchange(r.port(), authorized + "Connection: close\r\n\r\n")),
+            "HTTP/1.1 200 OK");
+  EXPECT_TRUE(ClosedByServer(silent));
+  EXPECT_EQ(StatusLine(Ask(trusted, authorized + "\r\n")), "HTTP/1.1 200 OK");
+  close(silent);
+  close(trusted);
+}
+
+TEST(HttpListener, ConnectionsWithoutCredentialsGetOneAnswer) {
+  HttpListenerOptions o;
+  o.token = "secret-token-0123456789";
+  o.probe_path = "/healthz";
+  Running r{o};
+  // A 401 closes the connection: it cannot be kept to hold a slot.
+  int fd = Connect(r.port());
+  EXPECT_EQ(StatusLine(Ask(fd, "GET /a HTTP/1.1\r\n\r\n")), "HTTP/1.1 401 Unauthorized");
+  EXPECT_TRUE(ClosedByServer(fd));
+  close(fd);
+  // The probe needs no token, and is that connection's only answer.
+  fd = Connect(r.port());
+  std::string probe = Ask(fd, "GET /healthz?x=1 HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(StatusLine(probe), "HTTP/1.1 200 OK");
+  EXPECT_NE(probe.find("\r\n\r\nok\n"), std::string::npos) << probe;
+  EXPECT_TRUE(ClosedByServer(fd));
+  close(fd);
+  EXPECT_EQ(r.handler.handled.load(), 0);
+}
+
+TEST(HttpListener, ProbeKeepsAliveWhereNoCredentialsAreNeeded) {
+  HttpListenerOptions o;
+  o.probe_path = "/healthz";
+  Running r{o};
+  std::string two = Exchange(r.port(),
+                             "GET /healthz HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\nConnection: "
+                             "close\r\n\r\n");
+  EXPECT_NE(two.find("ok\n"), std::string::npos) << two;
+  EXPECT_NE(two.find("target=/b"), std::string::npos) << two;
+}
+
+TEST(HttpListener, ReloadReadsTheTokenFileAgain) {
+  char dir[] = "/tmp/listener_reload_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string file = std::string(dir) + "/token";
+  std::ofstream(file) << "old-token-0123456789\n";
+  HttpListenerOptions o;
+  o.token_file = file;
+  o.token = ReadTokenFile(file);
+  Running r{o};
+  auto with = [&](const std::string& token) {
+    return StatusLine(Exchange(r.port(), "GET / HTTP/1.1\r\nAuthorization: Bearer " + token +
+                                             "\r\nConnection: close\r\n\r\n"));
+  };
+  int kept = Connect(r.port());
+  EXPECT_EQ(StatusLine(Ask(kept,
+                           "GET / HTTP/1.1\r\nAuthorization: Bearer old-token-0123456789"
+                           "\r\n\r\n")),
+            "HTTP/1.1 200 OK");
+  std::ofstream(file) << "new-token-0123456789\n";
+  r.listener().Reload();
+  EXPECT_EQ(with("old-token-0123456789"), "HTTP/1.1 401 Unauthorized");
+  EXPECT_EQ(with("new-token-0123456789"), "HTTP/1.1 200 OK");
+  // The connection open before the reload stays, and needs the new token.
+  EXPECT_EQ(StatusLine(Ask(kept,
+                           "GET / HTTP/1.1\r\nAuthorization: Bearer new-token-0123456789"
+                           "\r\n\r\n")),
+            "HTTP/1.1 200 OK");
+  close(kept);
+  // A reload that fails keeps the token it had, and says why.
+  std::ofstream(file) << "short\n";
+  const std::string line = ReloadOnSignal(r.listener(), "test");
+  EXPECT_NE(line.find("reload failed"), std::string::npos) << line;
+  EXPECT_NE(line.find("shorter than 16"), std::string::npos) << line;
+  EXPECT_EQ(with("new-token-0123456789"), "HTTP/1.1 200 OK");
+  unlink(file.c_str());
+  rmdir(dir);
+}
+
+TEST(HttpListener, SourcesOfTheConnectionCaps) {
+  EXPECT_EQ(ConnectionSource("127.0.0.1"), "loopback");
+  EXPECT_EQ(ConnectionSource("127.3.4.5"), "loopback");
+  EXPECT_EQ(ConnectionSource("::1"), "loopback");
+  EXPECT_EQ(ConnectionSource("::ffff:127.0.0.9"), "loopback");
+  EXPECT_EQ(ConnectionSource("10.1.2.3"), "10.1.2.3");
+  EXPECT_EQ(ConnectionSource("::ffff:10.1.2.3"), "10.1.2.3");
+  EXPECT_EQ(ConnectionSource("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
+  EXPECT_EQ(ConnectionSource("2001:db8:1:2:bbbb:1:2:3"), "2001:db8:1:2::/64");
+  EXPECT_EQ(ConnectionSource("2001:db8:1:3::1"), "2001:db8:1:3::/64");
+}
+
+TEST(HttpListener, HeaderLinesCountedBeforeTheHeadIsWhole) {
+  EXPECT_EQ(HeaderLines(""), 0u);
+  EXPECT_EQ(HeaderLines("GET / HTTP/1.1\r\n"), 0u);
+  EXPECT_EQ(HeaderLines("GET / HTTP/1.1\r\na:\r\nb: 1\r\nc"), 2u);
+  // The blank line ends the head: what follows is the next request's.
+  EXPECT_EQ(HeaderLines("GET / HTTP/1.1\r\na:\r\n\r\nGET / HTTP/1.1\r\nb:\r\n"), 1u);
+  std::string many = "GET / HTTP/1.1\r\n";
+  for (int i = 0; i < 16000; ++i) many += "a:\r\n";
+  EXPECT_EQ(HeaderLines(many), 16000u);
+}
+
+TEST(HttpListener, ManyEmptyFieldsRefusedBeforeTheHeadEnds) {
+  Running r{HttpListenerOptions{}};
+  // No blank line: the head is incomplete, yet 65 fields are enough.
+  std::string head = "GET / HTTP/1.1\r\n";
+  for (int i = 0; i < 65; ++i) head += "a:\r\n";
+  std::string got = Exchange(r.port(), head);
+  EXPECT_EQ(StatusLine(got), "HTTP/1.1 431 Request Header Fields Too Large");
+  EXPECT_NE(got.find("too many header fields"), std::string::npos);
 }
 
 TEST(HttpListener, HeadDeadlineClosesSlowClients) {
@@ -311,8 +477,8 @@ TEST(HttpListener, BearerRules) {
 
 TEST(HttpListener, ListenSecurityRule) {
   TlsFiles none;
-  TlsFiles tls{"cert.pem", "key.pem", ""};
-  TlsFiles mtls{"cert.pem", "key.pem", "ca.pem"};
+  TlsFiles tls{"cert.pem", "key.pem", "", {}};
+  TlsFiles mtls{"cert.pem", "key.pem", "ca.pem", {}};
   EXPECT_NO_THROW(ValidateListenSecurity("--listen", "127.0.0.1:1", false, none, false));
   EXPECT_THROW(ValidateListenSecurity("--listen", "0.0.0.0:1", false, none, false), Error);
   // A bearer token in clear text off loopback is not authentication.
@@ -323,11 +489,15 @@ TEST(HttpListener, ListenSecurityRule) {
   // TLS alone authenticates no one.
   EXPECT_THROW(ValidateListenSecurity("--listen", "0.0.0.0:1", false, tls, false), Error);
   EXPECT_THROW(
-      ValidateListenSecurity("--listen", "127.0.0.1:1", false, TlsFiles{"c", "", ""}, false),
+      ValidateListenSecurity("--listen", "127.0.0.1:1", false, TlsFiles{"c", "", "", {}}, false),
       Error);
   EXPECT_THROW(
-      ValidateListenSecurity("--listen", "127.0.0.1:1", false, TlsFiles{"", "", "ca"}, false),
+      ValidateListenSecurity("--listen", "127.0.0.1:1", false, TlsFiles{"", "", "ca", {}}, false),
       Error);
+  // A name allow-list means nothing without client certificates.
+  EXPECT_THROW(ValidateListenSecurity("--listen", "127.0.0.1:1", false,
+                                      TlsFiles{"c", "k", "", {"client"}}, false),
+               Error);
 }
 
 }  // namespace

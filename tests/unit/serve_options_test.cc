@@ -38,7 +38,7 @@ TEST(ServeOptions, NonLoopbackNeedsATokenOrExplicitInsecurity) {
   // A token in clear text is not enough off loopback: TLS too.
   o.token_file = "/some/file";
   EXPECT_THROW(ValidateServeOptions(o), Error);
-  o.tls = TlsFiles{"/some/cert.pem", "/some/key.pem", ""};
+  o.tls = TlsFiles{"/some/cert.pem", "/some/key.pem", "", {}};
   EXPECT_NO_THROW(ValidateServeOptions(o));
   o.token_file.clear();
   EXPECT_THROW(ValidateServeOptions(o), Error);

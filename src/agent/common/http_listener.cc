@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -17,7 +18,9 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <list>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -117,34 +120,110 @@ class BoundedPool {
   std::vector<std::thread> threads_;
 };
 
-// Open connections, in total and per source address. Sessions release
-// their slot in their destructor, which may run on a pool thread.
-class ConnectionCounts {
+// A connection as admission sees it: Evict closes it (on the I/O thread).
+class Evictable {
  public:
-  ConnectionCounts(int total, int per_address) : max_total_(total), max_per_(per_address) {}
-  bool TryAcquire(const std::string& address) {
+  virtual ~Evictable() = default;
+  virtual void Evict() = 0;
+};
+
+// Open connections, in total and per source (ConnectionSource), in the
+// order they were accepted. A cap that is full does not simply refuse the
+// next connection: clients without credentials could then hold every slot
+// (issue 38, finding 1), and with all of loopback one source a local
+// scraper would share 32 slots with any local user. Instead a connection
+// that is neither trusted (a request on it passed authentication) nor in a
+// request (its head read, its reply not yet written) is closed to make
+// room, the oldest first: one of the new connection's own source, else
+// (total full) one of any source, each at least kGrace old; else, with the
+// total full, the oldest whatever its age; only when there is none is the
+// new one refused. A source at its cap whose connections are all younger
+// than kGrace is let over its cap while the total has room. So a flood
+// closes its own connections first, and a client that sends its head at
+// once (every scraper and probe does) is not closed before it is read:
+// it would take kGrace, or as many new connections as the whole total
+// (not one source's cap), to reach it. Trusted connections are never
+// closed for another. Sessions release their slot in their destructor,
+// which may run on a pool thread.
+class Admission {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr Clock::duration kGrace = std::chrono::milliseconds(100);
+
+  struct Entry {
+    std::string source;
+    std::weak_ptr<Evictable> connection;
+    Clock::time_point accepted;
+    bool trusted = false;
+    bool in_request = false;
+    bool evicted = false;  // closed to make room; no longer counted
+  };
+  using Slot = std::list<Entry>::iterator;
+
+  Admission(int total, int per_source) : max_total_(total), max_per_(per_source) {}
+
+  // The new connection's slot, or none when the caps are full of
+  // connections that may not be closed. *victim: one to close first.
+  std::optional<Slot> Admit(const std::string& source, std::weak_ptr<Evictable> connection,
+                            std::shared_ptr<Evictable>* victim) {
     std::lock_guard<std::mutex> lock(mu_);
-    int& n = per_address_[address];
-    if (total_ >= max_total_ || n >= max_per_) {
-      if (n == 0) per_address_.erase(address);
-      return false;
+    const Clock::time_point now = Clock::now();
+    const bool source_full = per_source_[source] >= max_per_;
+    const bool total_full = total_ >= max_total_;
+    std::optional<Slot> oldest;
+    if (source_full || total_full) oldest = Oldest(&source, now - kGrace);
+    if (!oldest && total_full) oldest = Oldest(nullptr, now - kGrace);
+    if (!oldest && total_full) oldest = Oldest(source_full ? &source : nullptr, now);
+    if (oldest) {
+      *victim = (*oldest)->connection.lock();
+      Uncount(**oldest);
+    } else if (total_full) {
+      if (per_source_[source] == 0) per_source_.erase(source);
+      return std::nullopt;
     }
-    ++n;
+    ++per_source_[source];
     ++total_;
-    return true;
+    entries_.push_back(Entry{source, std::move(connection), now});
+    return std::prev(entries_.end());
   }
-  void Release(const std::string& address) {
+
+  // What the connection is doing now.
+  void Update(Slot slot, bool trusted, bool in_request) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = per_address_.find(address);
-    if (it != per_address_.end() && --it->second <= 0) per_address_.erase(it);
-    --total_;
+    slot->trusted = trusted;
+    slot->in_request = in_request;
+  }
+
+  void Release(Slot slot) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Uncount(*slot);
+    entries_.erase(slot);
   }
 
  private:
+  // The oldest connection that may be closed, of source or of any,
+  // accepted no later than before.
+  std::optional<Slot> Oldest(const std::string* source, Clock::time_point before) {
+    for (Slot it = entries_.begin(); it != entries_.end() && it->accepted <= before; ++it) {
+      if (it->trusted || it->in_request || it->evicted) continue;
+      if (source == nullptr || it->source == *source) return it;
+    }
+    return std::nullopt;
+  }
+
+  void Uncount(Entry& e) {
+    if (e.evicted) return;
+    e.evicted = true;
+    auto it = per_source_.find(e.source);
+    if (it != per_source_.end() && --it->second <= 0) per_source_.erase(it);
+    --total_;
+  }
+
   std::mutex mu_;
   int max_total_, max_per_;
   int total_ = 0;
-  std::map<std::string, int> per_address_;
+  std::map<std::string, int> per_source_;
+  std::list<Entry> entries_;
 };
 
 std::string SerializeReply(const HttpReply& reply, bool head, bool keep_alive) {
@@ -166,19 +245,41 @@ struct Shared {
   HttpHandler* handler = nullptr;  // set by Run
   bool check_host = false;
   std::string listen_host;
+  // Requests need credentials (a token, or a client certificate checked in
+  // the handshake): until a connection has shown them it gets one request.
+  bool needs_credentials = false;
+  // Replaced by Reload, on the I/O thread; a session keeps the TLS context
+  // it was made with.
+  std::string token;
+  std::shared_ptr<ssl::context> tls;
   // Destroyed in reverse: the I/O context first, with the sessions its
-  // pending handlers hold, while the counts and the TLS context they use
-  // still exist.
-  ConnectionCounts counts;
-  std::optional<ssl::context> tls;
+  // pending handlers hold, while the admission table they use still exists.
+  Admission admission;
   BoundedPool pool;
   net::io_context io;
 
   explicit Shared(const HttpListenerOptions& o)
       : options(o),
-        counts(o.limits.max_connections, o.limits.max_connections_per_address),
+        needs_credentials(!o.token.empty() || !o.tls.client_ca_file.empty()),
+        token(o.token),
+        admission(o.limits.max_connections, o.limits.max_connections_per_address),
         pool(o.limits.handler_threads, o.limits.handler_queue) {}
 };
+
+// ConnectionSource of a parsed address.
+std::string SourceOf(net::ip::address a) {
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) {
+    a = net::ip::make_address_v4(net::ip::v4_mapped, a.to_v6());
+  }
+  // Every loopback address is one local user's to choose: 127.0.0.2 to
+  // 127.0.0.17 are as cheap as one.
+  if (a.is_loopback()) return "loopback";
+  if (a.is_v4()) return a.to_string();
+  // One host is routinely given a whole /64.
+  net::ip::address_v6::bytes_type bytes = a.to_v6().to_bytes();
+  std::fill(bytes.begin() + 8, bytes.end(), 0);
+  return net::ip::address_v6(bytes).to_string() + "/64";
+}
 
 // Where the request line ends in the head read so far; its length when
 // incomplete.
@@ -191,15 +292,20 @@ size_t RequestLineLength(std::string_view head) {
 // what the listener decides itself, hands the rest to the handler, and
 // writes replies; all on the I/O thread but the blocking handlers.
 template <class Stream>
-class Session : public std::enable_shared_from_this<Session<Stream>> {
+class Session : public std::enable_shared_from_this<Session<Stream>>, public Evictable {
  public:
   static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
 
-  Session(Shared& shared, Stream stream, std::string peer)
-      : shared_(shared), stream_(std::move(stream)), peer_(std::move(peer)) {}
-  ~Session() { shared_.counts.Release(peer_); }
+  // tls: the context stream was made with (null for plain HTTP), kept for
+  // the session's life when Reload replaces it.
+  Session(Shared& shared, std::shared_ptr<ssl::context> tls, Stream stream, std::string peer)
+      : shared_(shared), tls_(std::move(tls)), stream_(std::move(stream)), peer_(std::move(peer)) {}
+  ~Session() override {
+    if (slot_) shared_.admission.Release(*slot_);
+  }
 
-  void Start() {
+  void Start(Admission::Slot slot) {
+    slot_ = slot;
     // One deadline from accept to the first whole head, the TLS
     // handshake included.
     Lowest().expires_after(Seconds(shared_.options.limits.header_timeout_seconds));
@@ -208,6 +314,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       stream_.async_handshake(ssl::stream_base::server,
                               [self = this->shared_from_this()](beast::error_code ec) {
                                 if (ec) return self->Abort();
+                                // The handshake checked the client's
+                                // certificate when one is required.
+                                self->trusted_ = !self->shared_.options.tls.client_ca_file.empty();
                                 self->BeginRequest();
                               });
     } else {
@@ -215,10 +324,30 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     }
   }
 
+  // Over a cap with no connection to close for it: a best-effort answer
+  // that cannot block, then close.
+  void Busy() {
+    static constexpr char kBusy[] =
+        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
+        "Connection: close\r\n\r\n";
+    if constexpr (!kTls) {
+      (void)::send(Lowest().socket().native_handle(), kBusy, sizeof(kBusy) - 1,
+                   MSG_DONTWAIT | MSG_NOSIGNAL);
+    }
+    Abort();
+  }
+
+  // Closed to make room for a new connection (Admission).
+  void Evict() override { Abort(); }
+
  private:
   beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
 
+  // Tells admission whether this connection may be closed for another.
+  void Track(bool in_request) { shared_.admission.Update(*slot_, trusted_, in_request); }
+
   void BeginRequest() {
+    Track(/*in_request=*/false);
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(kMaxRequestHead));
     parser_->eager(false);
@@ -259,6 +388,10 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     if (RequestLineLength(seen) > kMaxRequestLine) {
       return Reject(414, "request line longer than " + std::to_string(kMaxRequestLine) + " bytes");
     }
+    // Counted before the parser sees the head: it allocates every field
+    // at once when the head is complete, about 70 bytes each, so 16,000
+    // empty fields in 64 KiB would cost a connection 1.1 MB.
+    if (HeaderLines(seen) > kMaxHeaderFields) return Reject(431, "too many header fields");
     beast::error_code ec;
     size_t used = parser_->put(data, ec);
     buffer_.consume(used);
@@ -284,12 +417,11 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     request_ =
         HttpRequest{std::string(View(req.method_string())), std::string(View(req.target())), peer_};
     keep_alive_ = req.keep_alive();
-    size_t fields = static_cast<size_t>(std::distance(req.begin(), req.end()));
-    if (fields > kMaxHeaderFields) return Reject(431, "too many header fields");
+    Track(/*in_request=*/true);
     if (request_.method != "GET" && request_.method != "HEAD") {
       HttpReply r = shared_.handler->Error(405, "method not allowed");
       r.headers.emplace_back("Allow", "GET, HEAD");
-      return Finish(std::move(r), /*close=*/true);
+      return Refuse(std::move(r));
     }
     const auto length = parser_->content_length();  // a boost::optional
     if ((length && *length > 0) || parser_->chunked() ||
@@ -299,17 +431,24 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     }
     if (shared_.check_host && !HostAllowed(View(req[http::field::host]), shared_.listen_host,
                                            shared_.options.allowed_hosts)) {
-      return Finish(
+      return Refuse(
           shared_.handler->Error(421, "misdirected request: Host \"" +
                                           std::string(View(req[http::field::host]).substr(0, 256)) +
-                                          "\" is not this server's address (see --allowed-host)"),
-          /*close=*/true);
+                                          "\" is not this server's address (see --allowed-host)"));
     }
-    if (!shared_.options.token.empty() &&
-        !BearerMatches(View(req[http::field::authorization]), shared_.options.token)) {
+    // Before the token: a probe must get through without one. It is the
+    // one answer a connection without credentials gets and keeps open
+    // only where none are needed.
+    if (IsProbe()) return Finish(ProbeReply(), shared_.needs_credentials && !trusted_);
+    if (!shared_.token.empty() &&
+        !BearerMatches(View(req[http::field::authorization]), shared_.token)) {
       HttpReply r = shared_.handler->Error(401, "unauthorized: send Authorization: Bearer <token>");
       r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"goheap2pprof\"");
-      return Finish(std::move(r), /*close=*/false);
+      return Refuse(std::move(r));
+    }
+    if (shared_.needs_credentials && !trusted_) {
+      trusted_ = true;
+      Track(/*in_request=*/true);
     }
     if (!shared_.handler->Blocks(request_)) return Finish(Call(*shared_.handler, request_), false);
     // While the handler runs nothing is read, and the write sets its own
@@ -338,9 +477,34 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     }
   }
 
+  bool IsProbe() const {
+    const std::string& probe = shared_.options.probe_path;
+    return !probe.empty() &&
+           std::string_view(request_.target).substr(0, request_.target.find('?')) ==
+               std::string_view(probe);
+  }
+
+  static HttpReply ProbeReply() {
+    HttpReply r;
+    r.content_type = "text/plain; charset=utf-8";
+    r.headers.emplace_back("Cache-Control", "no-store");
+    r.body = "ok\n";
+    return r;
+  }
+
   void Reject(int status, const std::string& text) {
     if (request_.method.empty()) request_.peer = peer_;
-    Finish(shared_.handler->Error(status, text), /*close=*/true);
+    Refuse(shared_.handler->Error(status, text));
+  }
+
+  // An error answer, after which the connection closes: the head and its
+  // parser are freed first, so a connection that is only being answered
+  // and drained holds nothing it read.
+  void Refuse(HttpReply reply) {
+    parser_.reset();
+    buffer_.clear();
+    buffer_.shrink_to_fit();
+    Finish(std::move(reply), /*close=*/true);
   }
 
   void Finish(HttpReply reply, bool close) {
@@ -367,6 +531,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   // answer at the client, so stop sending, drain a bounded amount for at
   // most a second, then close.
   void Linger() {
+    Track(/*in_request=*/false);
     beast::error_code ignored;
     Lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
     Lowest().expires_after(std::chrono::seconds(1));
@@ -391,8 +556,11 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   static constexpr size_t kMaxDrain = 1 << 20;
 
   Shared& shared_;
+  std::shared_ptr<ssl::context> tls_;  // before stream_, which uses it
   Stream stream_;
   std::string peer_;
+  std::optional<Admission::Slot> slot_;
+  bool trusted_ = false;  // see Admission
   beast::flat_buffer buffer_{kMaxRequestHead + kReadChunk};
   std::optional<http::request_parser<http::empty_body>> parser_;
   HttpRequest request_;
@@ -403,15 +571,24 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   size_t drained_ = 0;
 };
 
-void LoadTls(ssl::context& ctx, const TlsFiles& tls) {
-  ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                  ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+void LoadClientCa(ssl::context& ctx, const TlsFiles& tls);
+
+// A server context from the TLS files; throws Error(kIo).
+std::shared_ptr<ssl::context> LoadTls(const TlsFiles& tls) {
+  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                   ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
   beast::error_code ec;
-  ctx.use_certificate_chain_file(tls.cert_file, ec);
+  ctx->use_certificate_chain_file(tls.cert_file, ec);
   if (ec) throw Error(ErrorKind::kIo, "--tls-cert-file ", tls.cert_file, ": ", ec.message());
-  ctx.use_private_key_file(tls.key_file, ssl::context::pem, ec);
+  ctx->use_private_key_file(tls.key_file, ssl::context::pem, ec);
   if (ec) throw Error(ErrorKind::kIo, "--tls-key-file ", tls.key_file, ": ", ec.message());
-  if (tls.client_ca_file.empty()) return;
+  if (!tls.client_ca_file.empty()) LoadClientCa(*ctx, tls);
+  return ctx;
+}
+
+void LoadClientCa(ssl::context& ctx, const TlsFiles& tls) {
+  beast::error_code ec;
   ctx.load_verify_file(tls.client_ca_file, ec);
   if (ec) {
     throw Error(ErrorKind::kIo, "--tls-client-ca-file ", tls.client_ca_file, ": ", ec.message());
@@ -421,6 +598,15 @@ void LoadTls(ssl::context& ctx, const TlsFiles& tls) {
     SSL_CTX_set_client_CA_list(ctx.native_handle(), names);
   }
   ctx.set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+  if (tls.client_allowed_names.empty()) return;
+  ctx.set_verify_callback(
+      [names = tls.client_allowed_names](bool preverified, ssl::verify_context& v) {
+        X509_STORE_CTX* store = v.native_handle();
+        // The chain above the client's own certificate is the CAs'
+        // business; the names are checked on the client's (depth 0).
+        if (!preverified || X509_STORE_CTX_get_error_depth(store) > 0) return preverified;
+        return ClientCertificateAllowed(X509_STORE_CTX_get_current_cert(store), names);
+      });
 }
 
 }  // namespace
@@ -431,10 +617,7 @@ class HttpListener::Impl {
     auto [host, port] = SplitListenAddress(options.listen);
     shared_.listen_host = Lower(host);
     shared_.check_host = IsLoopbackHost(host);
-    if (options.tls.enabled()) {
-      shared_.tls.emplace(ssl::context::tls_server);
-      LoadTls(*shared_.tls, options.tls);
-    }
+    if (options.tls.enabled()) shared_.tls = LoadTls(options.tls);
     tcp::endpoint endpoint = Resolve(host, port, options.listen);
     beast::error_code ec;
     acceptor_.open(endpoint.protocol(), ec);
@@ -465,6 +648,18 @@ class HttpListener::Impl {
       acceptor_.close(ignored);
       retry_.cancel();
       shared_.io.stop();
+    });
+  }
+
+  // Loads on the calling thread (a slow file never holds the I/O thread),
+  // swaps on the I/O thread, the only one that reads them.
+  void Reload() {
+    const HttpListenerOptions& o = shared_.options;
+    std::string token = o.token_file.empty() ? o.token : ReadTokenFile(o.token_file);
+    std::shared_ptr<ssl::context> tls = o.tls.enabled() ? LoadTls(o.tls) : nullptr;
+    net::post(shared_.io, [this, token = std::move(token), tls = std::move(tls)]() mutable {
+      shared_.token = std::move(token);
+      if (tls) shared_.tls = std::move(tls);
     });
   }
 
@@ -504,27 +699,27 @@ class HttpListener::Impl {
     tcp::endpoint remote = socket.remote_endpoint(ec);
     if (ec) return;
     std::string peer = remote.address().to_string();
-    if (!shared_.counts.TryAcquire(peer)) {
-      // Over a cap: a best-effort answer that cannot block, then close.
-      static constexpr char kBusy[] =
-          "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
-          "Connection: close\r\n\r\n";
-      if (!shared_.tls) {
-        (void)::send(socket.native_handle(), kBusy, sizeof(kBusy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-      }
-      socket.close(ec);
-      return;
-    }
+    std::string source = SourceOf(remote.address());
     if (shared_.tls) {
       using TlsStream = beast::ssl_stream<beast::tcp_stream>;
-      std::make_shared<Session<TlsStream>>(
-          shared_, TlsStream(beast::tcp_stream(std::move(socket)), *shared_.tls), peer)
-          ->Start();
+      Open(std::make_shared<Session<TlsStream>>(
+               shared_, shared_.tls, TlsStream(beast::tcp_stream(std::move(socket)), *shared_.tls),
+               peer),
+           source);
     } else {
-      std::make_shared<Session<beast::tcp_stream>>(shared_, beast::tcp_stream(std::move(socket)),
-                                                   peer)
-          ->Start();
+      Open(std::make_shared<Session<beast::tcp_stream>>(shared_, nullptr,
+                                                        beast::tcp_stream(std::move(socket)), peer),
+           source);
     }
+  }
+
+  template <class Stream>
+  void Open(const std::shared_ptr<Session<Stream>>& session, const std::string& source) {
+    std::shared_ptr<Evictable> victim;
+    std::optional<Admission::Slot> slot = shared_.admission.Admit(source, session, &victim);
+    if (!slot) return session->Busy();
+    if (victim) victim->Evict();
+    session->Start(*slot);
   }
 
   Shared shared_;
@@ -536,6 +731,7 @@ class HttpListener::Impl {
 HttpListener::HttpListener(const HttpListenerOptions& options)
     : impl_(std::make_unique<Impl>(options)) {}
 HttpListener::~HttpListener() = default;
+void HttpListener::Reload() { impl_->Reload(); }
 const std::string& HttpListener::address() const { return impl_->address(); }
 void HttpListener::Run(HttpHandler& handler) { impl_->Run(handler); }
 void HttpListener::Stop() { impl_->Stop(); }
@@ -589,6 +785,62 @@ bool HostAllowed(std::string_view host_header, const std::string& listen_host,
                      [&](const std::string& a) { return Lower(a) == host; });
 }
 
+std::string ConnectionSource(const std::string& ip) {
+  beast::error_code ec;
+  net::ip::address a = net::ip::make_address(ip, ec);
+  return ec ? ip : SourceOf(a);
+}
+
+size_t HeaderLines(std::string_view head) {
+  size_t lines = 0;
+  for (size_t start = 0, nl; (nl = head.find('\n', start)) != std::string_view::npos;
+       start = nl + 1) {
+    std::string_view line = head.substr(start, nl - start);
+    if (line.empty() || line == "\r") break;  // the blank line that ends the head
+    ++lines;
+  }
+  return lines == 0 ? 0 : lines - 1;
+}
+
+namespace {
+
+// An ASN1 string's bytes, embedded NULs included (a name with one must not
+// match the name before it).
+std::string_view Asn1Bytes(const ASN1_STRING* s) {
+  return {reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
+          static_cast<size_t>(ASN1_STRING_length(s))};
+}
+
+bool AnyNameIs(std::string_view name, const std::vector<std::string>& allowed, bool any_case) {
+  return std::any_of(allowed.begin(), allowed.end(), [&](const std::string& a) {
+    return any_case ? Lower(a) == Lower(name) : a == name;
+  });
+}
+
+}  // namespace
+
+bool ClientCertificateAllowed(void* cert_ptr, const std::vector<std::string>& allowed) {
+  X509* cert = static_cast<X509*>(cert_ptr);
+  if (cert == nullptr) return false;
+  bool found = false;
+  auto* names =
+      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  for (int i = 0; names != nullptr && i < sk_GENERAL_NAME_num(names) && !found; ++i) {
+    const GENERAL_NAME* n = sk_GENERAL_NAME_value(names, i);
+    if (n->type == GEN_DNS) found = AnyNameIs(Asn1Bytes(n->d.dNSName), allowed, true);
+    if (n->type == GEN_URI)
+      found = AnyNameIs(Asn1Bytes(n->d.uniformResourceIdentifier), allowed, false);
+  }
+  GENERAL_NAMES_free(names);
+  if (found) return true;
+  const X509_NAME* subject = X509_get_subject_name(cert);
+  for (int i = -1; (i = X509_NAME_get_index_by_NID(subject, NID_commonName, i)) >= 0;) {
+    const ASN1_STRING* cn = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i));
+    if (AnyNameIs(Asn1Bytes(cn), allowed, false)) return true;
+  }
+  return false;
+}
+
 bool IsLoopbackHost(const std::string& host) {
   if (host == "localhost" || host == "::1") return true;
   in_addr a4{};
@@ -629,6 +881,9 @@ void ValidateListenSecurity(const std::string& flag, const std::string& listen, 
   if (!tls.client_ca_file.empty() && !tls.enabled()) {
     throw Error(ErrorKind::kUsage, "--tls-client-ca-file needs --tls-cert-file and --tls-key-file");
   }
+  if (!tls.client_allowed_names.empty() && tls.client_ca_file.empty()) {
+    throw Error(ErrorKind::kUsage, "--tls-client-allowed-name needs --tls-client-ca-file");
+  }
   if (IsLoopbackHost(host) || insecure) return;
   const bool mutual = !tls.client_ca_file.empty();
   if (tls.enabled() && (has_token || mutual)) return;
@@ -666,15 +921,30 @@ void ValidateListenerLimits(const ListenerLimits& l) {
   }
 }
 
+std::string ReloadOnSignal(HttpListener& listener, const std::string& who) {
+  try {
+    listener.Reload();
+    return who + ": SIGHUP: reloaded the token and TLS files";
+  } catch (const std::exception& e) {  // Error, or Asio's when OpenSSL fails
+    return who + ": SIGHUP: reload failed, still using the token and TLS files loaded before: " +
+           e.what();
+  }
+}
+
 void ListenerFlags::Validate() const {
   ValidateListenSecurity(flag, listen, !token_file.empty(), tls, insecure_listen);
   ValidateListenerLimits(limits);
+  if (!probe_path.empty() && probe_path[0] != '/') {
+    throw Error(ErrorKind::kUsage, "--probe-path ", probe_path, ": a path starts with /");
+  }
 }
 
 HttpListenerOptions ListenerFlags::Options() const {
   HttpListenerOptions o;
   o.listen = listen;
   if (!token_file.empty()) o.token = ReadTokenFile(token_file);
+  o.token_file = token_file;
+  o.probe_path = probe_path;
   o.allowed_hosts = allowed_hosts;
   o.tls = tls;
   o.limits = limits;

@@ -1,12 +1,17 @@
 // The agents' HTTP listener (serve, and push's --metrics-listen): plain or
 // TLS (optionally mutual), on Boost.Beast/Asio, bounded before any
 // authentication. Every connection's memory is bounded while it reads (the
-// request line at most 8 KiB, the head at most 64 KiB, no body is ever
-// read), the head has one deadline, idle keep-alive connections time out,
-// connections are capped in total and per source address, and a request's
-// Host header is checked on a loopback listener (DNS rebinding). The
-// handler sees only complete, authenticated GET/HEAD requests; the ones
-// that may block (captures) run on a bounded pool, never on the I/O thread.
+// request line at most 8 KiB, the head at most 64 KiB and 64 fields, counted
+// as they arrive, no body is ever read), the head has one deadline, idle
+// keep-alive connections time out, connections are capped in total and per
+// source (all of loopback is one, IPv6 counts by /64), and a request's Host
+// header is checked on a loopback listener (DNS rebinding). A connection
+// that has not authenticated gets one request and is the first closed when
+// a new one finds the caps full, so clients without credentials cannot
+// lock out those with them. The handler sees only complete, authenticated
+// GET/HEAD requests; the ones that may block (captures) run on a bounded
+// pool, never on the I/O thread. The token and the TLS files can be read
+// again (Reload, on SIGHUP) without dropping connections.
 // Why Beast and not libmicrohttpd: docs/security/listener.md.
 //
 //   class Routes : public HttpHandler { ... };
@@ -61,6 +66,9 @@ struct TlsFiles {
   std::string cert_file;       // PEM chain; TLS when set
   std::string key_file;        // PEM private key
   std::string client_ca_file;  // PEM CAs; a client must present a certificate they signed
+  // With client_ca_file: the names a client certificate may carry (a
+  // subjectAltName DNS or URI entry, or the subject CN); empty: any.
+  std::vector<std::string> client_allowed_names;
   bool enabled() const { return !cert_file.empty(); }
 };
 
@@ -77,7 +85,12 @@ struct ListenerLimits {
 
 struct HttpListenerOptions {
   std::string listen = "127.0.0.1:6061";
-  std::string token;  // bearer token every request must carry; empty: none
+  std::string token;       // bearer token every request must carry; empty: none
+  std::string token_file;  // where token was read from: Reload reads it again
+  // A path (e.g. /healthz) answered 200 "ok" by the listener itself, without
+  // a token, for probes that must get through while clients without
+  // credentials fill the caps; empty: none.
+  std::string probe_path;
   // Host header values accepted on a loopback listener besides the listen
   // address, localhost and IP literals (DNS rebinding).
   std::vector<std::string> allowed_hosts;
@@ -100,6 +113,10 @@ class HttpListener {
   void Run(HttpHandler& handler);
   // From any thread.
   void Stop();
+  // Reads token_file and the TLS files again; new requests and handshakes
+  // use them, open connections stay. From any thread. Throws Error (and
+  // keeps what was loaded) when one of them cannot be loaded.
+  void Reload();
 
  private:
   class Impl;
@@ -108,6 +125,18 @@ class HttpListener {
 
 // True for 127.0.0.0/8, ::1 and "localhost".
 bool IsLoopbackHost(const std::string& host);
+// The source a client address counts against for the per-source cap:
+// "loopback" for 127.0.0.0/8, ::1 and their v4-mapped forms, the v4
+// address for a v4-mapped one, an IPv6 address's /64 ("2001:db8::/64").
+std::string ConnectionSource(const std::string& ip);
+// The header lines in a head read so far (the request line not counted),
+// up to the blank line that ends it: counted before the parser allocates
+// one field for each.
+size_t HeaderLines(std::string_view head);
+// Whether a client certificate carries one of the allowed names, as a
+// subjectAltName DNS (any case) or URI entry or as its subject CN.
+// cert is an X509*; void* keeps OpenSSL out of this header.
+bool ClientCertificateAllowed(void* cert, const std::vector<std::string>& allowed);
 // Splits "host:port" / "[v6]:port"; throws Error(kUsage).
 std::pair<std::string, int> SplitListenAddress(const std::string& listen);
 // Constant-time comparison of a presented token with the configured one.
@@ -126,6 +155,10 @@ bool HostAllowed(std::string_view host_header, const std::string& listen_host,
 // listen option in the message. Throws Error(kUsage).
 void ValidateListenSecurity(const std::string& flag, const std::string& listen, bool has_token,
                             const TlsFiles& tls, bool insecure);
+// Listener.Reload() for a SIGHUP, a boundary: a reload that fails keeps
+// what was loaded and must not stop the role. Returns the line to log
+// (who: "goheap2pprof serve"), saying what was reloaded or why not.
+std::string ReloadOnSignal(HttpListener& listener, const std::string& who);
 // Throws Error(kUsage) for limits that cannot work.
 void ValidateListenerLimits(const ListenerLimits& limits);
 // Reads the first line of a token file, trailing blanks removed; throws
@@ -143,6 +176,7 @@ struct ListenerFlags {
   std::vector<std::string> allowed_hosts;
   TlsFiles tls;
   ListenerLimits limits;
+  std::string probe_path;  // HttpListenerOptions::probe_path
 
   // ValidateListenSecurity and ValidateListenerLimits; throws Error(kUsage).
   void Validate() const;

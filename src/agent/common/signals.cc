@@ -20,4 +20,23 @@ sigset_t BlockStopSignals() {
   return stop;
 }
 
+void BlockReloadSignal(sigset_t& set) {
+  sigset_t hup;
+  sigemptyset(&hup);
+  sigaddset(&hup, SIGHUP);
+  if (const int err = pthread_sigmask(SIG_BLOCK, &hup, nullptr); err != 0) {
+    throw Error(ErrorKind::kInternal, "cannot block SIGHUP: ", std::strerror(err));
+  }
+  sigaddset(&set, SIGHUP);
+}
+
+int WaitForStop(const sigset_t& set, const std::function<void()>& reload) {
+  for (;;) {
+    int sig = 0;
+    sigwait(&set, &sig);
+    if (sig != SIGHUP) return sig;
+    reload();
+  }
+}
+
 }  // namespace goheap2pprof

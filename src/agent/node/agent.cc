@@ -132,7 +132,8 @@ int RunAgent(const AgentOptions& options, std::ostream& log) {
   AgentOptions o = WithSharedValues(options);
   Validate(o);
   if (o.push_on) HttpClientGlobalInit();  // before the first thread
-  const sigset_t signals = BlockStopSignals();
+  sigset_t signals = BlockStopSignals();
+  BlockReloadSignal(signals);
 
   // The shared parts: one pool (serve's requests wait at most --timeout for
   // a worker, push's and watch's wait their turn), one discovery whose
@@ -183,8 +184,9 @@ int RunAgent(const AgentOptions& options, std::ostream& log) {
     roles.push_back(RoleThread("watch", log, failed, [&] { RunWatch(o.watch, log); }));
   }
   std::thread signal_thread([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
+    const int sig = WaitForStop(signals, [&] {
+      if (serve) serve->Reload();
+    });
     log << "goheap2pprof agent: signal " << sig << ", shutting down\n" << std::flush;
     if (serve) serve->Stop();
     if (push) push->Stop();

@@ -420,7 +420,7 @@ std::string RandomUuid() {
 
 ListenerFlags MetricsListener(const PushOptions& o) {
   return {"--metrics-listen", o.metrics_listen, o.metrics_token_file, o.insecure_listen,
-          o.allowed_hosts,    o.metrics_tls,    o.metrics_limits};
+          o.allowed_hosts,    o.metrics_tls,    o.metrics_limits,     o.metrics_probe_path};
 }
 
 void ValidatePushOptions(const PushOptions& o) {
@@ -528,7 +528,8 @@ void PushRole::PushTriggered(const GoProcess& p, const std::string& profile_gz,
 int RunPush(const PushOptions& options, std::ostream& log) {
   ValidatePushOptions(options);
   HttpClientGlobalInit();  // before the first thread
-  const sigset_t signals = BlockStopSignals();
+  sigset_t signals = BlockStopSignals();
+  BlockReloadSignal(signals);
 
   std::unique_ptr<HttpListener> metrics_server;
   std::string metrics_address;
@@ -547,8 +548,9 @@ int RunPush(const PushOptions& options, std::ostream& log) {
     metrics_thread = std::thread([&] { metrics_server->Run(metrics_handler); });
   }
   std::thread signal_thread([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
+    const int sig = WaitForStop(signals, [&] {
+      if (metrics_server) role.Log(ReloadOnSignal(*metrics_server, "goheap2pprof push"));
+    });
     role.Log("goheap2pprof push: signal " + std::to_string(sig) + ", shutting down");
     role.Stop();
   });

@@ -47,6 +47,7 @@ struct PushOptions {
   std::string metrics_token_file;
   TlsFiles metrics_tls;
   ListenerLimits metrics_limits;
+  std::string metrics_probe_path;
   bool insecure_listen = false;
   std::vector<std::string> allowed_hosts;
   ProcessFilter filter;

@@ -571,7 +571,8 @@ class ServeHandler : public HttpHandler {
 }  // namespace
 
 ListenerFlags ServeListener(const ServeOptions& o) {
-  return {"--listen", o.listen, o.token_file, o.insecure_listen, o.allowed_hosts, o.tls, o.limits};
+  return {"--listen",      o.listen, o.token_file, o.insecure_listen,
+          o.allowed_hosts, o.tls,    o.limits,     o.probe_path};
 }
 
 void ValidateServeOptions(const ServeOptions& o) {
@@ -615,17 +616,21 @@ void ServeRole::Stop() {
   impl_->server.Stop();
 }
 
+void ServeRole::Reload() {
+  impl_->service.Log(ReloadOnSignal(impl_->server, "goheap2pprof serve") + "\n");
+}
+
 int RunServe(const ServeOptions& options, std::ostream& log) {
   ValidateServeOptions(options);
 
   // Signals are taken by one thread with sigwait; blocked before any
   // thread exists so every thread inherits the mask.
-  const sigset_t signals = BlockStopSignals();
+  sigset_t signals = BlockStopSignals();
+  BlockReloadSignal(signals);
 
   ServeRole role(options, log);
   std::thread signal_thread([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
+    const int sig = WaitForStop(signals, [&] { role.Reload(); });
     log << "goheap2pprof serve: signal " << sig << ", shutting down\n" << std::flush;
     role.Stop();
   });

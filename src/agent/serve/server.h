@@ -31,6 +31,7 @@ struct ServeOptions {
   // Allow a non-loopback address without authentication over TLS.
   bool insecure_listen = false;
   std::vector<std::string> allowed_hosts;  // Host names besides the listen address
+  std::string probe_path;                  // answered without a token; empty: none
   TlsFiles tls;
   ListenerLimits limits;
   int max_deltas = 4;  // ?seconds=N windows open at once; more get 503
@@ -75,6 +76,9 @@ class ServeRole {
   std::string address() const;
   void Run();
   void Stop();
+  // Reloads the listener's token and TLS files (SIGHUP) and logs it; a
+  // failure keeps the old ones.
+  void Reload();
 
  private:
   struct Impl;
