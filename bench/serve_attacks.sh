@@ -3,7 +3,10 @@
 # attacks before authentication (a 1 GiB request line without newline,
 # 512 MiB of 4 KB header lines, a 512 MiB chunked POST) and the slow-client
 # attack (16 slow-loris connections sending a byte every 3 s plus 1,040
-# idle connections from 127.0.0.2..9), each against a serve with a token.
+# idle connections from 127.0.0.2..9), each against a serve with a token;
+# then issue 38's: 512 connections from 127.0.0.2..17 that each get 401,
+# 1,040 silent connections from those addresses, and 300 heads of 16,000
+# empty header fields.
 # For each: the server's peak RSS (VmHWM, reset before each attack through
 # /proc/PID/clear_refs) idle and during the attack, the attack's answer,
 # and the slowest of the /metrics probes sent (every 0.1 s, 1 s timeout)
@@ -81,4 +84,9 @@ slow_clients() {
   echo "idle: $(cat "$work/idle.out"); slow-loris: $loris"
 }
 run "16 slow-loris + 1,040 idle conns" slow_clients
+# Issue 38: from 16 loopback addresses, which count as one source.
+sources=$(seq -s, -f '127.0.0.%g' 2 17)
+run "512 conns that got 401, 16 addrs" python3 "$attack" noauth "$addr" 512 5 "$sources"
+run "1,040 silent conns, 16 addrs" python3 "$attack" idle "$addr" 1040 15 "$sources"
+run "300 heads of 16,000 empty fields" python3 "$attack" fields "$addr" 300 16000 "$sources"
 echo "server: $("$tool" --version | head -n 1); listener limits: serve's defaults"

@@ -14,10 +14,21 @@ as the server closes the connection.
                                                N connections spread over the
                                                source addresses, sending
                                                nothing; closed ones reopen
+  http_attack.py noauth   HOST:PORT N SECONDS SOURCE[,SOURCE...]
+                                               N connections, each sends one
+                                               GET without credentials and
+                                               reads the answer; prints READY,
+                                               then waits up to SECONDS for
+                                               the server to close them
+  http_attack.py fields   HOST:PORT N FIELDS SOURCE[,SOURCE...]
+                                               the same with a head of FIELDS
+                                               empty header fields ("a:")
 
 Prints one line: what was sent, and the status line the server answered.
 """
+import collections
 import resource
+import selectors
 import socket
 import sys
 import time
@@ -62,12 +73,65 @@ def flood(addr, total, head, piece, deadline_s=120):
     print(f"sent {sent} bytes; answer: {answer}")
 
 
+def raise_nofile(n):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, n + 64)), hard))
+
+
+def closed_by_server(socks, seconds):
+    """How many of socks the server closes (end of stream or reset) within
+    seconds."""
+    sel = selectors.DefaultSelector()
+    for s in socks:
+        s.setblocking(False)
+        sel.register(s, selectors.EVENT_READ)
+    closed = 0
+    end = time.monotonic() + seconds
+    while closed < len(socks) and time.monotonic() < end:
+        for key, _ in sel.select(timeout=max(0.0, end - time.monotonic())):
+            try:
+                if key.fileobj.recv(65536):
+                    continue
+            except BlockingIOError:
+                continue
+            except OSError:
+                pass
+            sel.unregister(key.fileobj)
+            closed += 1
+    return closed
+
+
+def one_request_each(addr, n, seconds, sources, head):
+    """Opens n connections in turn, each sending head and reading the status
+    line of the answer; then waits up to seconds for the server to close
+    them, holding every one open meanwhile."""
+    raise_nofile(n)
+    socks, answers = [], collections.Counter()
+    for i in range(n):
+        try:
+            s = connect(addr, sources[i % len(sources)])
+        except OSError:
+            answers["(connect failed)"] += 1
+            continue
+        socks.append(s)
+        try:
+            s.sendall(head)
+        except OSError:
+            pass
+        answers[status_line(s)] += 1
+    print("READY", flush=True)
+    closed = closed_by_server(socks, seconds)
+    for s in socks:
+        s.close()
+    summary = ", ".join(f"{count} x {line}" for line, count in sorted(answers.items()))
+    print(f"answers: {summary}; {closed} of {len(socks)} closed by the server")
+
+
 def keep_open(addr, n, seconds, sources, interval=None):
     """Holds n connections for seconds, reopening those the server closed
     (at most once per round); with interval, sends one byte of a request
     head on each every interval s."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, n + 64)), hard))
+    raise_nofile(n)
     socks = [None] * n
     opened = refused = 0
     end = time.monotonic() + seconds
@@ -125,6 +189,13 @@ def main():
     elif mode == "slowloris":
         keep_open(addr, int(sys.argv[3]), float(sys.argv[4]), [sys.argv[6]],
                   interval=float(sys.argv[5]))
+    elif mode == "noauth":
+        one_request_each(addr, int(sys.argv[3]), float(sys.argv[4]), sys.argv[5].split(","),
+                         b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    elif mode == "fields":
+        one_request_each(addr, int(sys.argv[3]), 10, sys.argv[5].split(","),
+                         b"GET / HTTP/1.1\r\nHost: x\r\n" + b"a:\r\n" * int(sys.argv[4]) +
+                         b"\r\n")
     elif mode == "idle":
         keep_open(addr, int(sys.argv[3]), float(sys.argv[4]), sys.argv[5].split(","))
     else:
