@@ -5,6 +5,7 @@
 #   start_serve <name> [VAR=value...] -- [serve options...]
 #   status <url> [curl options...]
 #   expect_status <what> <want> <body-substring> <url> [curl options...]
+#   make_ca <name>; make_cert <name> <ca> <extensions>
 
 # start_serve <name> [VAR=value...] -- [serve options...]: starts a server
 # on a kernel-chosen loopback port; sets addr (host:port) and serve_pid.
@@ -21,6 +22,22 @@ start_serve() {
     exit 1
   fi
   addr=$(sed -n 's/.*listening on //p' "$work/$name.log" | head -n 1)
+}
+
+# make_ca <name>; make_cert <name> <ca> <extensions>: test certificates
+# made with the openssl command, $work/<name>.pem and .key, subject
+# CN=<name> (a CA's: "goheap2pprof test <name>"); openssl's messages go to
+# $work/openssl.log.
+make_ca() {
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=goheap2pprof test $1" \
+    -keyout "$work/$1.key" -out "$work/$1.pem" 2>>"$work/openssl.log"
+}
+make_cert() {
+  printf '%s\n' "$3" >"$work/$1.ext"
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=$1" -keyout "$work/$1.key" -out "$work/$1.csr" \
+    2>>"$work/openssl.log" &&
+    openssl x509 -req -in "$work/$1.csr" -CA "$work/$2.pem" -CAkey "$work/$2.key" -CAcreateserial \
+      -days 2 -extfile "$work/$1.ext" -out "$work/$1.pem" 2>>"$work/openssl.log"
 }
 
 # status <url> [curl options...]: prints the HTTP status; body in $work/body.

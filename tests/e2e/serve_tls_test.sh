@@ -21,18 +21,7 @@ e2e_require_command python3 "needs python3 for a silent client"
 e2e_make_work serve-tls
 trap 'e2e_stop_pids -9' EXIT
 
-# make_ca <name>; make_cert <name> <ca> <extensions>
-make_ca() {
-  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=goheap2pprof test $1" \
-    -keyout "$work/$1.key" -out "$work/$1.pem" 2>>"$work/openssl.log"
-}
-make_cert() {
-  printf '%s\n' "$3" >"$work/$1.ext"
-  openssl req -newkey rsa:2048 -nodes -subj "/CN=$1" -keyout "$work/$1.key" -out "$work/$1.csr" \
-    2>>"$work/openssl.log" &&
-    openssl x509 -req -in "$work/$1.csr" -CA "$work/$2.pem" -CAkey "$work/$2.key" -CAcreateserial \
-      -days 2 -extfile "$work/$1.ext" -out "$work/$1.pem" 2>>"$work/openssl.log"
-}
+source "$(dirname "$0")/serve_lib.sh"
 if ! { make_ca ca && make_ca otherca &&
   make_cert server ca "subjectAltName=IP:127.0.0.1,DNS:localhost
 extendedKeyUsage=serverAuth" &&
