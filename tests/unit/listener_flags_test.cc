@@ -25,9 +25,12 @@ TEST(ListenerFlags, OptionsCarryEveryFlagAndTheTokenFromItsFile) {
   f.token_file = token_file;
   f.allowed_hosts = {"agent.local"};
   f.limits.max_connections = 7;
+  f.probe_path = "/healthz";
   const HttpListenerOptions o = f.Options();
   EXPECT_EQ(o.listen, "127.0.0.1:0");
   EXPECT_EQ(o.token, "0123456789abcdefXYZ");
+  EXPECT_EQ(o.token_file, token_file);  // read again on SIGHUP
+  EXPECT_EQ(o.probe_path, "/healthz");
   EXPECT_EQ(o.allowed_hosts, std::vector<std::string>{"agent.local"});
   EXPECT_EQ(o.limits.max_connections, 7);
   EXPECT_FALSE(o.tls.enabled());
@@ -49,6 +52,10 @@ TEST(ListenerFlags, ValidateNamesTheFlagAndChecksSecurityAndLimits) {
     EXPECT_NE(std::string(e.what()).find("--metrics-listen"), std::string::npos) << e.what();
   }
   f.insecure_listen = true;
+  EXPECT_NO_THROW(f.Validate());
+  f.probe_path = "healthz";  // not a path
+  EXPECT_THROW(f.Validate(), Error);
+  f.probe_path = "/healthz";
   EXPECT_NO_THROW(f.Validate());
   f.limits.max_connections = 0;
   EXPECT_THROW(f.Validate(), Error);

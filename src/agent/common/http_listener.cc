@@ -571,22 +571,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Evi
   size_t drained_ = 0;
 };
 
-void LoadClientCa(ssl::context& ctx, const TlsFiles& tls);
-
-// A server context from the TLS files; throws Error(kIo).
-std::shared_ptr<ssl::context> LoadTls(const TlsFiles& tls) {
-  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
-  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                   ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
-  beast::error_code ec;
-  ctx->use_certificate_chain_file(tls.cert_file, ec);
-  if (ec) throw Error(ErrorKind::kIo, "--tls-cert-file ", tls.cert_file, ": ", ec.message());
-  ctx->use_private_key_file(tls.key_file, ssl::context::pem, ec);
-  if (ec) throw Error(ErrorKind::kIo, "--tls-key-file ", tls.key_file, ": ", ec.message());
-  if (!tls.client_ca_file.empty()) LoadClientCa(*ctx, tls);
-  return ctx;
-}
-
+// The client CAs and, with allowed names, the check of the client's own
+// certificate; throws Error(kIo).
 void LoadClientCa(ssl::context& ctx, const TlsFiles& tls) {
   beast::error_code ec;
   ctx.load_verify_file(tls.client_ca_file, ec);
@@ -607,6 +593,20 @@ void LoadClientCa(ssl::context& ctx, const TlsFiles& tls) {
         if (!preverified || X509_STORE_CTX_get_error_depth(store) > 0) return preverified;
         return ClientCertificateAllowed(X509_STORE_CTX_get_current_cert(store), names);
       });
+}
+
+// A server context from the TLS files; throws Error(kIo).
+std::shared_ptr<ssl::context> LoadTls(const TlsFiles& tls) {
+  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                   ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+  beast::error_code ec;
+  ctx->use_certificate_chain_file(tls.cert_file, ec);
+  if (ec) throw Error(ErrorKind::kIo, "--tls-cert-file ", tls.cert_file, ": ", ec.message());
+  ctx->use_private_key_file(tls.key_file, ssl::context::pem, ec);
+  if (ec) throw Error(ErrorKind::kIo, "--tls-key-file ", tls.key_file, ": ", ec.message());
+  if (!tls.client_ca_file.empty()) LoadClientCa(*ctx, tls);
+  return ctx;
 }
 
 }  // namespace
