@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 
 #include "base/unique_fd.h"
@@ -179,8 +180,21 @@ std::optional<uint64_t> MemoryReading::WorkingSet() const {
   return *usage > inactive ? *usage - inactive : 0;
 }
 
+UniqueFd OpenRegularFile(const std::string& path, bool read_write) {
+  UniqueFd fd(::open(path.c_str(), (read_write ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW |
+                                       O_NONBLOCK | O_NOCTTY));
+  if (!fd.valid()) return fd;
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return UniqueFd();
+  if (!S_ISREG(st.st_mode)) {
+    errno = EINVAL;
+    return UniqueFd();
+  }
+  return fd;
+}
+
 std::optional<std::string> CgroupFs::ReadSmallFile(const std::string& path) const {
-  UniqueFd fd(::open(Path(path).c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd = OpenRegularFile(Path(path));
   if (!fd.valid()) return std::nullopt;
   std::string out;
   char buf[8192];
@@ -208,6 +222,7 @@ std::optional<CgroupFs::Resolved> CgroupFs::Resolve(pid_t pid, CgroupVersion ver
       {"/proc/" + std::to_string(pid) + "/mountinfo", target_root},
   };
   for (const auto& [mountinfo_path, prefix] : views) {
+    if (!prefix.empty() && target_root_ == TargetRoot::kRefuse) break;
     std::optional<std::string> mountinfo = ReadSmallFile(mountinfo_path);
     if (!mountinfo) continue;
     for (const CgroupMount& m : ParseCgroupMounts(*mountinfo)) {
@@ -220,7 +235,9 @@ std::optional<CgroupFs::Resolved> CgroupFs::Resolve(pid_t pid, CgroupVersion ver
       r.dir = JoinPath(r.top_dir, *rest);
       r.via_target_root = !prefix.empty();
       struct stat st;
-      if (::stat(Path(JoinPath(r.dir, required_file)).c_str(), &st) != 0) continue;
+      if (::lstat(Path(JoinPath(r.dir, required_file)).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        continue;
+      }
       return r;
     }
   }

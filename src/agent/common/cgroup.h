@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/unique_fd.h"
+
 namespace goheap2pprof {
 
 enum class CgroupVersion { kV1, kV2 };
@@ -87,10 +89,18 @@ struct MemoryReading {
   std::optional<uint64_t> WorkingSet() const;
 };
 
+// Whether a cgroup outside our own cgroup mounts may be reached through the
+// target's /proc/<pid>/root, i.e. through a mount namespace the target may
+// control (it can plant a FIFO, a symlink or a fake memory.pressure there).
+// Only a watch in the target's own pod (a sidecar) needs it; a node agent
+// reads the host's cgroup mount (--host-root) and refuses it.
+enum class TargetRoot { kRefuse, kAllow };
+
 class CgroupFs {
  public:
   // root: prefix of every absolute path; "" is the real filesystem.
-  explicit CgroupFs(std::string root = "") : root_(std::move(root)) {}
+  explicit CgroupFs(std::string root = "", TargetRoot target_root = TargetRoot::kRefuse)
+      : root_(std::move(root)), target_root_(target_root) {}
 
   // The memory cgroup of pid: the v1 memory hierarchy when a v1 line names
   // the memory controller, else the v2 one if its memory controller is
@@ -111,7 +121,8 @@ class CgroupFs {
 
   // root + path.
   std::string Path(std::string_view path) const { return root_ + std::string(path); }
-  // Whole small file, nullopt if it cannot be read.
+  // Whole small file, nullopt if it cannot be read. Only a regular file is
+  // read, never through a symlink and never waiting (OpenRegularFile).
   std::optional<std::string> ReadSmallFile(const std::string& path) const;
 
  private:
@@ -126,6 +137,15 @@ class CgroupFs {
                                   std::string_view required_file) const;
 
   std::string root_;
+  TargetRoot target_root_;
 };
+
+// Opens path for reading (read_write: and writing, for a PSI trigger) the way
+// every cgroup file is opened: O_NOFOLLOW (a symlink as the last component
+// is refused), O_NONBLOCK (a FIFO cannot block the open or the read), and
+// then fstat must say a regular file (cgroupfs files are). An invalid fd
+// with errno set (ELOOP, ENXIO, EINVAL for a file that is not regular...)
+// otherwise.
+UniqueFd OpenRegularFile(const std::string& path, bool read_write = false);
 
 }  // namespace goheap2pprof
