@@ -195,6 +195,16 @@ if render mtls --set listener.clientCA.configMap=scrapers-ca --set listener.prob
      ($ctr.livenessProbe.exec.command | index(\"--cert-file=/etc/goheap2pprof/probe/tls.crt\")) != null"
 fi
 
+if render probe-path --set probes.path=/healthz; then
+  expect "probes.path: --probe-path and httpGet probes over HTTPS on it (no exec, no token)" "$work/probe-path.json" \
+    "($args | index(\"--probe-path=/healthz\")) != null and
+     ([$ctr.readinessProbe, $ctr.livenessProbe] | all(.httpGet == {\"path\": \"/healthz\", \"port\": \"http\", \"scheme\": \"HTTPS\"} and .exec == null))"
+fi
+if render probe-path-mtls --set probes.path=/healthz --set listener.clientCA.secret=ca --set listener.probeClientSecret=probe-client; then
+  expect "probes.path with a client CA: the kubelet has no client certificate, so goheap2pprof probe stays" "$work/probe-path-mtls.json" \
+    "($args | map(select(startswith(\"--probe-path\"))) | length) == 0 and ($ctr.livenessProbe.exec.command | index(\"--cert-file=/etc/goheap2pprof/probe/tls.crt\")) != null"
+fi
+
 # refuse <case> <message> [helm args...]: the render must fail, saying <message>.
 refuse() {
   local name=$1 text=$2 out=$work/refuse-${1//[^a-zA-Z0-9]/-}
@@ -292,7 +302,11 @@ fi
 if "$tool" agent --help >"$work/agent-help.txt" 2>&1 &&
   grep '^Usage:.*goheap2pprof agent' "$work/agent-help.txt" >/dev/null; then
   missing=()
-  for f in "$work"/{default,named-secrets,insecure,mtls,push,options}.json; do
+  renders=(default named-secrets insecure mtls push options probe-path-mtls)
+  # --probe-path comes with the listener of issue 38; a build without it is not asked.
+  grep -q -- '--probe-path' "$work/agent-help.txt" && renders+=(probe-path)
+  for name in "${renders[@]}"; do
+    f=$work/$name.json
     [[ -f $f ]] || continue
     while read -r opt; do
       grep -q -- "$opt\b" "$work/agent-help.txt" || missing+=("$opt")

@@ -111,3 +111,19 @@ certificate (which names the Service, not the pod's IP).
 {{- end }}
 {{- end }}
 {{- end -}}
+
+
+{{/* A probe's action: (list <root context> <probe path or "">). */}}
+{{- define "goheap2pprof.probe" -}}
+{{- $ := index . 0 -}}
+{{- with index . 1 -}}
+httpGet:
+  path: {{ . }}
+  port: http
+  scheme: {{ if include "goheap2pprof.insecure" $ }}HTTP{{ else }}HTTPS{{ end }}
+{{- else -}}
+exec:
+  command:
+    {{- include "goheap2pprof.probeCommand" $ | nindent 4 }}
+{{- end -}}
+{{- end -}}
