@@ -249,6 +249,46 @@ TEST(CgroupFs, ByDefaultNeverThroughTheTargetsRoot) {
   EXPECT_FALSE(cgfs.PressureFile(77));
 }
 
+TEST(CgroupFs, V2OutsideOurNamespaceThroughTheHostsMount) {
+  // The node agent in a pod's cgroup namespace (cgroup v2), with the host's
+  // hierarchy mounted at /host/sys/fs/cgroup (--host-root): that mount's root
+  // shows as "/../../.." (our namespace's root is kubepods/podA/ctrX), a
+  // target in another pod as "/../../podB/ctrY". Found in the host's mount,
+  // never through the target's root.
+  FakeRoot r;
+  r.Write("/proc/self/mountinfo",
+          "30 1 0:26 / /sys/fs/cgroup ro,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
+          "31 1 0:26 /../../.. /host/sys/fs/cgroup ro,nosuid - cgroup2 cgroup2 rw,nsdelegate\n");
+  r.Write("/proc/77/cgroup", "0::/../../podB/ctrY\n");
+  WriteV2Cgroup(r, "/host/sys/fs/cgroup/kubepods/podA/ctrX", "max\n", "1\n", "");
+  WriteV2Cgroup(r, "/host/sys/fs/cgroup/kubepods/podB/ctrY", "268435456\n", "200000000\n",
+                "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n");
+  r.Write("/host/sys/fs/cgroup/kubepods/podB/ctrY/memory.pressure", "some avg10=0.00\n");
+  // Our own mount of our namespace's root is that same directory (same inode).
+  fs::remove_all(r.root() + "/sys/fs/cgroup");
+  fs::create_directories(r.root() + "/sys/fs");
+  fs::create_symlink(r.root() + "/host/sys/fs/cgroup/kubepods/podA/ctrX",
+                     r.root() + "/sys/fs/cgroup");
+  // What the target's own mount namespace shows must not be read.
+  r.Write("/proc/77/mountinfo",
+          "40 20 0:26 /../../podB/ctrY /sys/fs/cgroup ro - cgroup2 cgroup2 rw,nsdelegate\n");
+  WriteV2Cgroup(r, "/proc/77/root/sys/fs/cgroup", "max\n", "999\n", "");
+  CgroupFs cgfs(r.root());
+  std::optional<MemoryCgroup> cg = cgfs.FindMemoryCgroup(77);
+  ASSERT_TRUE(cg);
+  EXPECT_FALSE(cg->via_target_root);
+  EXPECT_EQ(cg->dir, "/host/sys/fs/cgroup/kubepods/podB/ctrY");
+  EXPECT_EQ(cgfs.Read(*cg).usage, 200000000u);
+  EXPECT_EQ(cgfs.PressureFile(77), "/host/sys/fs/cgroup/kubepods/podB/ctrY/memory.pressure");
+  // A sibling container of our own pod ("/../ctrZ"), and nothing above the mount.
+  WriteV2Cgroup(r, "/host/sys/fs/cgroup/kubepods/podA/ctrZ", "max\n", "5\n", "");
+  r.Write("/proc/78/cgroup", "0::/../ctrZ\n");
+  ASSERT_TRUE(cgfs.FindMemoryCgroup(78));
+  EXPECT_EQ(cgfs.FindMemoryCgroup(78)->dir, "/host/sys/fs/cgroup/kubepods/podA/ctrZ");
+  r.Write("/proc/79/cgroup", "0::/../../../../x\n");
+  EXPECT_FALSE(cgfs.FindMemoryCgroup(79));
+}
+
 TEST(CgroupFs, AFifoIsRefusedWithoutBlocking) {
   // A FIFO planted where a counter should be: open(2) of a FIFO without a
   // writer would wait for one forever, and with it the single watch loop.

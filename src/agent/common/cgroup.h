@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -135,9 +136,24 @@ class CgroupFs {
   };
   std::optional<Resolved> Resolve(pid_t pid, CgroupVersion version, std::string_view path,
                                   std::string_view required_file) const;
+  // Inside a cgroup namespace (a pod's, on cgroup v2) the host's hierarchy,
+  // mounted for us under --host-root, shows root "/../.." (k levels above our
+  // namespace's root) and a cgroup outside our namespace "/../x/y" (j <= k
+  // levels up). Where that cgroup is below the mount's root: the first k - j
+  // names of our namespace's root (OwnRootIn), then x/y. nullopt otherwise.
+  std::optional<std::string> BelowAncestorMount(const std::vector<CgroupMount>& mounts,
+                                                const CgroupMount& m, std::string_view path) const;
+  // The names of our namespace's root, `depth` levels below mount m's root:
+  // the directory there with the inode of our own mount of that root (root
+  // "/"), found once per mount. nullptr if none.
+  const std::vector<std::string>* OwnRootIn(const std::vector<CgroupMount>& mounts,
+                                            const CgroupMount& m, size_t depth) const;
 
   std::string root_;
   TargetRoot target_root_;
+  // OwnRootIn's answers by mount point (a cache: not thread-safe, as a
+  // CgroupFs is used by one thread).
+  mutable std::map<std::string, std::optional<std::vector<std::string>>> own_roots_;
 };
 
 // Opens path for reading (read_write: and writing, for a PSI trigger) the way
