@@ -6,7 +6,7 @@
 # The subcommands a goheap2pprof may have; one is documented when its
 # `--help` answers with its own usage line (every one is a subcommand of the
 # one CLI11 app, and the main --help lists them too).
-help_candidate_commands=(serve watch push agent mem growth)
+help_candidate_commands=(serve watch push agent mem growth probe)
 
 # help_commands: the subcommands this binary has, one a line.
 help_commands() {

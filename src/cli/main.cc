@@ -18,6 +18,7 @@
 #include "cli/agent_main.h"
 #include "cli/growth_main.h"
 #include "cli/mem_main.h"
+#include "cli/probe_main.h"
 #include "cli/push_main.h"
 #include "cli/serve_main.h"
 #include "cli/watch_main.h"
@@ -76,6 +77,7 @@ class RootFormatter : public CLI::Formatter {
         {"agent", "serve, push and watch at once: one discovery, one worker pool, one /metrics"},
         {"mem", "where a Go process's memory is, by the runtime's own classes"},
         {"growth", "which allocation sites grow, over N heap snapshots"},
+        {"probe", "one GET of the agent's listener, for a Kubernetes exec probe"},
     };
     auto it = kSummaries.find(sub->get_name());
     std::ostringstream out;
@@ -190,10 +192,10 @@ int Main(int argc, char** argv) {
   // A build of the capture alone (GOHEAP2PPROF_AGENT=OFF: scripts/demo.sh).
   const std::vector<Command> commands = {AddHelpCommand(app)};
 #else
-  const std::vector<Command> commands = {AddServeCommand(app), AddPushCommand(app),
-                                         AddWatchCommand(app), AddAgentCommand(app),
-                                         AddMemCommand(app),   AddGrowthCommand(app),
-                                         AddHelpCommand(app),  AddServeWorkerCommand(app)};
+  const std::vector<Command> commands = {
+      AddServeCommand(app), AddPushCommand(app), AddWatchCommand(app),
+      AddAgentCommand(app), AddMemCommand(app),  AddGrowthCommand(app),
+      AddProbeCommand(app), AddHelpCommand(app), AddServeWorkerCommand(app)};
 #endif
 
   try {

@@ -34,7 +34,8 @@ struct MemOptions {
 // has none, and the report says so rather than failing.
 void AddProcessFigures(MemReport& r) {
   if (std::optional<ProcStatusMemory> m = ReadProcStatusMemory(r.pid)) r.process = *m;
-  CgroupFs fs;
+  // One process the user named, in any container: its own cgroup view too.
+  CgroupFs fs("", TargetRoot::kAllow);
   std::optional<MemoryCgroup> cg = fs.FindMemoryCgroup(r.pid);
   if (!cg) return;
   const MemoryReading reading = fs.Read(*cg);

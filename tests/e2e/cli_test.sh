@@ -18,7 +18,7 @@ e2e_make_work cli
 
 # --- 1. one app, every command listed and documented -----------------------
 "$tool" --help >"$work/help.out" 2>&1
-for cmd in serve push watch agent mem growth; do
+for cmd in serve push watch agent mem growth probe; do
   if awk '/^Subcommands:/ {on = 1; next} on' "$work/help.out" | grep -q "^  $cmd "; then
     pass "goheap2pprof --help lists $cmd"
   else

@@ -232,7 +232,11 @@ build_agent_image() {
   if [[ -z $binary ]]; then
     binary=$work/bin/goheap2pprof
     strip -o "$binary" "$tool"
-    for lib in $(ldd "$tool" | grep -o '/[^ ]*'); do
+    # libcurl too, which this build loads when first needed (the probe command uses it; a
+    # static build links it in).
+    local curl
+    curl=$(ldconfig -p | awk '$1 == "libcurl.so.4" && /x86-64/ {print $NF; exit}')
+    for lib in $( (ldd "$tool"; [[ -n $curl ]] && echo "$curl" && ldd "$curl") | grep -o '/[^ ]*' | sort -u); do
       files+=(--file "$(realpath "$lib"):$lib:0755")
     done
   fi
@@ -252,10 +256,42 @@ for d in yaml.safe_load_all(open(sys.argv[1])):
     jq -c -s -f "$src/tests/e2e/cri_from_daemonset.jq"
 }
 
+# The listener's Secrets, which a user creates for the plain manifest (its
+# header says how) and a kubelet writes into the container: a CA and a server
+# certificate for the Service's name, and a token. The manifest's Secret names
+# map to directories of $work/secrets.
+make_listener_secrets() {
+  local d=$work/secrets
+  [[ -d $d ]] && return 0
+  mkdir -p "$d/goheap2pprof-tls" "$d/goheap2pprof-token"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=e2e CA" -keyout "$d/ca.key" \
+    -out "$d/goheap2pprof-tls/ca.crt" >"$work/openssl.log" 2>&1 &&
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=$agent_svc" -keyout "$d/goheap2pprof-tls/tls.key" \
+      -out "$d/server.csr" >>"$work/openssl.log" 2>&1 &&
+    openssl x509 -req -in "$d/server.csr" -CA "$d/goheap2pprof-tls/ca.crt" -CAkey "$d/ca.key" \
+      -CAcreateserial -days 2 -extfile <(printf 'subjectAltName=DNS:%s\n' "$agent_svc") \
+      -out "$d/goheap2pprof-tls/tls.crt" >>"$work/openssl.log" 2>&1 &&
+    head -c 32 /dev/urandom | base64 | tr -d '/+=\n' >"$d/goheap2pprof-token/token"
+}
+agent_svc=goheap2pprof.goheap2pprof.svc
+
+# agent_curl <path> [curl args...]: a GET of the agent's listener as a scraper
+# makes it: HTTPS verified against the Secret's CA under the Service's name
+# (Prometheus's server_name), the Host header the target's address, with the
+# token.
+agent_curl() {
+  local path=$1
+  shift
+  curl -s --cacert "$work/secrets/goheap2pprof-tls/ca.crt" --resolve "$agent_svc:$agent_port:127.0.0.1" \
+    -H "Host: 127.0.0.1:$agent_port" \
+    -H "Authorization: Bearer $(cat "$work/secrets/goheap2pprof-token/token")" "$@" \
+    "https://$agent_svc:$agent_port$path"
+}
+
 # agent_pod <name> [capability-to-remove]: the agent image in a pod as the
 # DaemonSet runs it, with these differences, each because this machine is
 # not a node: the node's network (no CNI; the manifest's pod network), so
-# it listens on a kernel-chosen loopback port; our containerd's state
+# it listens on a free loopback port (POD_IP is 127.0.0.1); our containerd's state
 # directory mounted where the node's /run/containerd would be; mount
 # propagation private where the host's mount is (HostToContainer needs a
 # shared or slave source, which a kubelet's node has and this machine's /
@@ -267,9 +303,17 @@ agent_pod() {
   cri=$(daemonset_cri) || { fail "$name: the DaemonSet's CRI view"; agent_addr=""; return; }
   sec=$(jq -c --arg drop "$drop" '.security_context | .namespace_options.network = 2
     | .capabilities.add_capabilities -= [$drop]' <<<"$cri")
-  mounts=$(jq -c --arg state "$cd_state" --arg crio "$work/crio" '[.mounts[]
-    | .host_path |= ({"/run/containerd": $state, "/run/crio": $crio}[.] // .)]' <<<"$cri")
-  mkdir -p "$work/crio"
+  mounts=$(jq -c --arg state "$cd_state" --arg crio "$work/crio" --arg crio_ctrs "$work/crio-containers" '[.mounts[]
+    | .host_path |= ({"/run/containerd": $state, "/run/crio": $crio,
+                      "/run/containers/storage/overlay-containers": $crio_ctrs}[.] // .)]' <<<"$cri")
+  mkdir -p "$work/crio" "$work/crio-containers"
+  if ! make_listener_secrets; then
+    fail "$name: openssl could not make the listener's certificate" "$work/openssl.log"
+    agent_addr=""
+    return
+  fi
+  mounts=$(jq -c --arg d "$work/secrets" --argjson m "$mounts" '$m + [.secrets[]
+    | {container_path, host_path: ($d + "/" + .secret), readonly: true}]' <<<"$cri")
   local fixed="[]" m path
   for m in $(jq -c '.[]' <<<"$mounts"); do
     path=$(jq -r .host_path <<<"$m")
@@ -278,18 +322,34 @@ agent_pod() {
     fi
     fixed=$(jq -c --argjson m "$m" '. + [$m]' <<<"$fixed")
   done
-  args=$(jq -c '.args | .[0] = "agent"
-    | map(if startswith("--listen=") then "--listen=127.0.0.1:0" else . end) + ["-v", "--discover-interval=1"]' <<<"$cri")
+  agent_port=$(e2e_free_port)
+  args=$(jq -c --arg port "$agent_port" '.args | .[0] = "agent"
+    | map(if startswith("--listen=") then "--listen=127.0.0.1:" + $port else . end) + ["-v", "--discover-interval=1"]' <<<"$cri")
+  agent_probe=$(jq -c --arg port "$agent_port" '.probe | map(sub(":6061/"; ":" + $port + "/"))' <<<"$cri")
   agent_addr=""
   cd_pod "$name" e2e-agent "$(cat /proc/sys/kernel/random/uuid)" 2 || return
   cd_container "$pod" "$name" agent goheap2pprof.test/agent:e2e "$fixed" "$sec" "$args" \
-    "$(jq -cn --arg node "$node" '[{key: "NODE_NAME", value: $node}]')" || return
+    "$(jq -cn --arg node "$node" '[{key: "NODE_NAME", value: $node}, {key: "POD_IP", value: "127.0.0.1"}]')" || return
   log=$work/logs/$name/agent.log
   if ! wait_log "$name" agent '.*listening on ' 30; then
     fail "$name: the agent did not start within 30 s" "$log"
     return
   fi
   agent_addr=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$log" | head -n 1)
+  agent_cid=$cid
+}
+
+# agent_probe_case <name>: the DaemonSet's probe command, run in the agent's
+# container as a kubelet runs an exec probe (crictl exec), passes.
+agent_probe_case() {
+  local cmd
+  mapfile -t cmd < <(jq -r '.[]' <<<"$agent_probe")
+  if timeout 30 "$crictl" --config "$work/crictl.yaml" --runtime-endpoint "unix://$cd_sock" \
+    exec "$agent_cid" "${cmd[@]}" >"$work/probe-$1.out" 2>&1; then
+    pass "$1: the DaemonSet's probe (${cmd[*]:1}), run in the container as a kubelet runs it, passes"
+  else
+    fail "$1: the DaemonSet's probe failed in the container" "$work/probe-$1.out"
+  fi
 }
 
 # The least-privilege set: the agent, confined as the DaemonSet confines it,
@@ -300,8 +360,8 @@ agent_image_case() {
   build_agent_image
   agent_pod agent
   if [[ -n $agent_addr ]]; then
-    code=$(curl -s -o "$work/agent.pb.gz" -w '%{http_code}' --max-time 60 \
-      "http://$agent_addr/debug/pprof/heap?pid=$oracle_pid")
+    agent_probe_case agent
+    code=$(agent_curl "/debug/pprof/heap?pid=$oracle_pid" -o "$work/agent.pb.gz" -w '%{http_code}' --max-time 60)
     if [[ $code != 200 ]]; then
       fail "agent image (SYS_PTRACE, DAC_READ_SEARCH): heap?pid=$oracle_pid answered $code: $(head -c 300 "$work/agent.pb.gz")"
     elif "$profdiff" "$work/oracle-out/oracle.pb.gz" "$work/agent.pb.gz" >"$work/agent-profdiff.out" 2>&1; then
@@ -312,7 +372,7 @@ agent_image_case() {
     # The first scan of /proc may not have ended yet (its interval is 1 s).
     local labels=""
     for _ in $(seq 1 50); do
-      labels=$(curl -s --max-time 10 "http://$agent_addr/targets" |
+      labels=$(agent_curl /targets --max-time 10 |
         jq -c --arg pid "$oracle_pid" '.[] | select(.labels.pid == $pid) | .labels')
       [[ -n $labels ]] && break
       sleep 0.2
@@ -321,8 +381,7 @@ agent_image_case() {
   fi
   agent_pod agent-noptrace SYS_PTRACE
   if [[ -n $agent_addr ]]; then
-    code=$(curl -s -o "$work/noptrace.body" -w '%{http_code}' --max-time 60 \
-      "http://$agent_addr/debug/pprof/heap?pid=$oracle_pid")
+    code=$(agent_curl "/debug/pprof/heap?pid=$oracle_pid" -o "$work/noptrace.body" -w '%{http_code}' --max-time 60)
     if [[ $code == 403 ]]; then
       pass "agent image without SYS_PTRACE: 403, $(head -c 200 "$work/noptrace.body" | tr '\n' ' ')"
     else

@@ -10,7 +10,13 @@
 #      and are counted in goheap2pprof_pod_identity_failures_total;
 #   2. a systemd service (this machine's init is no systemd: a v1 cgroup named
 #      system.slice/pay\x2dments.service): service_name "pay-ments";
-#   3. a Go program in a podman container (libpod-<id>): its container id.
+#   3. a Go program in a podman container (libpod-<id>): its container id;
+#   4. issue 38, finding 9: a process in a cgroup named after the pod's
+#      container (its id is world-readable in /proc/*/cgroup) wears none of
+#      its labels: a user's scope (.../user@1000.service/app.slice/
+#      cri-containerd-<id>.scope, what `systemd-run --user --scope -u` makes),
+#      and a kubepods tree elsewhere than the bundle's linux.cgroupsPath
+#      (counted as cgroup_mismatch).
 #
 #   bash tests/e2e/identity_test.sh <goheap2pprof> <profdiff>
 set -u
@@ -120,8 +126,11 @@ else
   tasks=$host/run/containerd/io.containerd.runtime.v2.task/k8s.io
   mkdir -p "$tasks/$id_ok" "$tasks/$id_bad"
   # The annotations containerd 1.6 writes (fleet.md §10), among the rest of a spec.
+  # linux.cgroupsPath: where the runtime put the container (here below our own
+  # top cgroup), which the process's cgroup must be.
   cat >"$tasks/$id_ok/config.json" <<EOF
 {"ociVersion":"1.0.2-dev","process":{"args":["/idtarget"],"cwd":"/"},
+ "linux":{"cgroupsPath":"/${top#$v1/}/kubepods/burstable/pod$uid/$id_ok"},
  "annotations":{"io.kubernetes.cri.container-type":"container",
   "io.kubernetes.cri.container-name":"api","io.kubernetes.cri.image-name":"example.com/api:1",
   "io.kubernetes.cri.sandbox-id":"$(printf '%s' "sandbox$$" | sha256sum | cut -c1-64)",
@@ -135,6 +144,12 @@ EOF
   start_in_cgroup pod-bad "$pod/$id_bad" && pid_bad=$target_pid
   # --- 2. a systemd service -----------------------------------------------
   start_in_cgroup service "$top/system.slice/pay\\x2dments.service" && pid_service=$target_pid
+  # --- 4. cgroups named after the pod's container -------------------------
+  start_in_cgroup spoof-user \
+    "$top/user.slice/user-1000.slice/user@1000.service/app.slice/cri-containerd-$id_ok.scope" &&
+    pid_spoof_user=$target_pid
+  start_in_cgroup spoof-tree "$top/elsewhere/kubepods/burstable/pod$uid/$id_ok" &&
+    pid_spoof_tree=$target_pid
 
   start_serve serve -- --host-root "$host/" --node-name node-e2e
   if [[ -n ${pid_ok:-} ]]; then
@@ -160,6 +175,17 @@ EOF
     expect_labels "systemd service: service_name pay-ments, no pod labels" "$l" \
       '.service_name == "pay-ments" and (has("pod_uid") | not) and .node == "node-e2e"'
   fi
+  if [[ -n ${pid_spoof_user:-} ]]; then
+    l=$(labels_of "$pid_spoof_user")
+    expect_labels "a user's scope named cri-containerd-<the pod's id>.scope: no pod labels" "$l" \
+      '(has("namespace") or has("pod") or has("pod_uid") or has("container_id")) | not'
+  fi
+  if [[ -n ${pid_spoof_tree:-} ]]; then
+    l=$(labels_of "$pid_spoof_tree")
+    expect_labels "a kubepods tree elsewhere than the bundle's cgroupsPath: no pod labels" "$l" \
+      '((has("namespace") or has("pod") or has("pod_uid") or has("container_id")) | not) and
+       .service_name == "idtarget"'
+  fi
   # Several scans have run by now: a bundle is read (and a failure counted)
   # once per process. Other Go processes of this machine in kubepods
   # cgroups (another suite's pods) have no bundle under our fake root either,
@@ -167,11 +193,12 @@ EOF
   curl -s "http://$addr/metrics" >"$work/metrics.txt"
   no_bundle=$(awk '$1 == "goheap2pprof_pod_identity_failures_total{reason=\"no_bundle\"}" {print $2}' "$work/metrics.txt")
   if grep -qx 'goheap2pprof_pod_identity_failures_total{reason="malformed"} 1' "$work/metrics.txt" &&
+    grep -qx 'goheap2pprof_pod_identity_failures_total{reason="cgroup_mismatch"} 1' "$work/metrics.txt" &&
     ((${no_bundle:-0} >= 1)); then
-    pass "/metrics counts the damaged bundle once and the missing one (no_bundle $no_bundle)"
+    pass "/metrics counts the damaged bundle once, the missing one (no_bundle $no_bundle) and the kubepods tree that is not the bundle's (cgroup_mismatch 1)"
   else
     grep pod_identity "$work/metrics.txt" >"$work/metrics-identity.txt"
-    fail "/metrics counts the damaged bundle once and the missing one" "$work/metrics-identity.txt"
+    fail "/metrics counts the damaged bundle once, the missing one and the cgroup mismatch" "$work/metrics-identity.txt"
   fi
   curl -s "http://$addr/" >"$work/index.html"
   if grep -qF "shop/web-0 api (containerd://$id_ok)" "$work/index.html"; then

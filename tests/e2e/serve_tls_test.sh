@@ -3,7 +3,7 @@
 # --tls-cert-file/--tls-key-file with a token, --tls-client-ca-file for
 # mutual TLS (a client without a certificate of that CA is refused), the
 # TLS handshake under the head deadline, the rule that off loopback plain
-# HTTP with a token is refused unless --insecure-listen, and a real
+# HTTP with a token is refused, with or without --insecure-listen, and a real
 # Prometheus that discovers the processes through /targets (http_sd with
 # tls_config) and scrapes /metrics over mutual TLS. Certificates are made
 # here with the openssl command: a CA, a server certificate for 127.0.0.1
@@ -184,6 +184,10 @@ expect_refused() {
 }
 expect_refused "0.0.0.0 without authentication" "without authentication" --listen 0.0.0.0:0
 expect_refused "0.0.0.0 with a token over plain HTTP" "clear text" --listen 0.0.0.0:0 --token-file "$work/token"
+# --insecure-listen opts out of authentication; it cannot make a clear-text token safe (issue
+# 38, finding 6: the chart rendered exactly this).
+expect_refused "0.0.0.0 with --insecure-listen and a token over plain HTTP" "clear text" --listen 0.0.0.0:0 \
+  --insecure-listen --token-file "$work/token"
 expect_refused "0.0.0.0 with TLS and no token or client CA" "without authentication" --listen 0.0.0.0:0 \
   --tls-cert-file "$work/server.pem" --tls-key-file "$work/server.key"
 expect_refused "--tls-cert-file without --tls-key-file" "go together" --tls-cert-file "$work/server.pem"

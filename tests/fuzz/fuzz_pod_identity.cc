@@ -27,6 +27,11 @@ void CheckIdentity(const goheap2pprof::CgroupIdentity& id) {
   if ((id.runtime == ContainerRuntime::kSystemdService) == id.systemd_unit.empty()) {
     __builtin_trap();  // a unit exactly for a service
   }
+  // Nothing below a user's delegated cgroups names a pod or a container.
+  if ((!id.container_id.empty() || !id.pod_uid.empty()) &&
+      (id.path.find("/user.slice/") != std::string::npos || id.path.starts_with("user.slice/"))) {
+    __builtin_trap();
+  }
 }
 
 }  // namespace
@@ -35,7 +40,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace goheap2pprof;
   std::string_view text(reinterpret_cast<const char*>(data), size);
   CheckIdentity(ParseCgroupIdentity(text));
-  CheckIdentity(ParseCgroupPath(text));
+  const CgroupIdentity path_id = ParseCgroupPath(text);
+  CheckIdentity(path_id);
+  // The first line as a process's cgroup path, the rest as a bundle's
+  // cgroupsPath: a match needs a container.
+  const size_t nl = text.find('\n');
+  if (nl != std::string_view::npos) {
+    const CgroupIdentity id = ParseCgroupPath(text.substr(0, nl));
+    if (CgroupPathMatchesBundle(id, text.substr(nl + 1)) && id.container_id.empty()) {
+      __builtin_trap();
+    }
+  }
+  (void)CgroupPathMatchesBundle(path_id, text);
   if (UnescapeSystemdName(text).size() > text.size()) __builtin_trap();  // never grows
   try {
     PodIdentity id;

@@ -118,6 +118,38 @@ std::vector<CgroupPathCase> Cases() {
        ""},
       {"a pod uid must be a uid", "0::/kubepods/burstable/podxyz/" + kId + "\n", R::kUnknown, kId,
        "", "", ""},
+      // Issue 38, finding 9: container ids are world-readable, so a cgroup a
+      // user may name is no proof of being in the container.
+      {"a user's scope named after a container (systemd-run --user --scope)",
+       "0::/user.slice/user-1000.slice/user@1000.service/app.slice/cri-containerd-" + kId +
+           ".scope\n",
+       R::kNone, "", "", "", ""},
+      {"a user's own kubepods tree, delegated by systemd",
+       "0::/user.slice/user-1000.slice/user@1000.service/kubepods/burstable/pod" + kUid + "/" +
+           kId + "\n",
+       R::kNone, "", "", "", ""},
+      {"a user's pod slice and scope",
+       "0::/user.slice/user-1000.slice/user@1000.service/kubepods.slice/"
+       "kubepods-burstable.slice/kubepods-burstable-pod" +
+           kUidUnderscores + ".slice/cri-containerd-" + kId + ".scope\n",
+       R::kNone, "", "", "", ""},
+      {"a v1 session scope",
+       "4:memory:/user.slice/user-1000.slice/session-3.scope/crio-" + kId + ".scope\n", R::kNone,
+       "", "", "", ""},
+      {"a container element under no runtime", "0::/mine/cri-containerd-" + kId + ".scope\n",
+       R::kNone, "", "", "", ""},
+      {"/docker below the top is not docker's", "0::/mine/docker/" + kId + "\n", R::kNone, "", "",
+       "", ""},
+      {"a scope deeper in system.slice (a delegated service's own)",
+       "0::/system.slice/ci.service/docker-" + kId + ".scope\n", R::kSystemdService, "", "", "",
+       "ci"},
+      {"nested namespace: a sibling container of our pod", "0::/../" + kId + "\n", R::kUnknown, kId,
+       "", "", ""},
+      {"nested namespace, cgroupfs: a pod of another QoS class",
+       "0::/../../../burstable/pod" + kUid + "/" + kId + "\n", R::kUnknown, kId, kUid, "burstable",
+       ""},
+      {"nested namespace, cgroupfs: a pod beside ours", "0::/../../pod" + kUid + "/" + kId + "\n",
+       R::kUnknown, kId, "", "", ""},
       {"empty", "", R::kNone, "", "", "", ""},
       {"no colon", "garbage line\n", R::kNone, "", "", "", ""},
   };
@@ -162,6 +194,36 @@ TEST(CgroupPath, Prefixes) {
   EXPECT_EQ(ContainerIdPrefix(R::kCrio), "cri-o://");
   EXPECT_EQ(ContainerIdPrefix(R::kDocker), "docker://");
   EXPECT_EQ(ContainerIdPrefix(R::kPodman), "");
+}
+
+TEST(CgroupPath, TheBundlesCgroupsPathMustBeTheProcesss) {
+  const std::string uid_ = kUidUnderscores;
+  const std::string sys =
+      "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + uid_ + ".slice/";
+  const std::string systemd_form = "kubepods-burstable-pod" + uid_ + ".slice:cri-containerd:" + kId;
+  auto match = [](const std::string& proc_cgroup, const std::string& cgroups_path) {
+    return CgroupPathMatchesBundle(ParseCgroupIdentity(proc_cgroup), cgroups_path);
+  };
+  const std::string cgroupfs = "/kubepods/burstable/pod" + kUid + "/" + kId;
+  EXPECT_TRUE(match("0::" + cgroupfs + "\n", cgroupfs));
+  EXPECT_TRUE(match("0::" + sys + "cri-containerd-" + kId + ".scope\n", systemd_form));
+  EXPECT_TRUE(match("0::" + sys + "crio-" + kId + ".scope/container\n",
+                    "kubepods-burstable-pod" + uid_ + ".slice:crio:" + kId));
+  EXPECT_TRUE(
+      match("10:memory:/system.slice/containerd.service/" + systemd_form + "\n", systemd_form));
+  EXPECT_TRUE(
+      match("0::/../../kubepods-burstable-pod" + uid_ + ".slice/cri-containerd-" + kId + ".scope\n",
+            systemd_form));
+  EXPECT_TRUE(match("0::/../../pod" + kUid + "/" + kId + "\n", cgroupfs));
+  // A path that only ends like the container's is another cgroup.
+  EXPECT_FALSE(match("0::/elsewhere" + cgroupfs + "\n", cgroupfs));
+  EXPECT_FALSE(match("0::/kubepods/besteffort/pod" + kUid + "/" + kId + "\n", cgroupfs));
+  EXPECT_FALSE(match("0::" + sys + "cri-containerd-" + kId + ".scope\n",
+                     "kubepods-besteffort-pod" + uid_ + ".slice:cri-containerd:" + kId));
+  EXPECT_FALSE(match("0::" + cgroupfs + "\n", ""));
+  EXPECT_FALSE(match("0::" + cgroupfs + "\n", "nonsense"));
+  EXPECT_FALSE(match("0::" + cgroupfs + "\n", "a:b:c:d"));
+  EXPECT_FALSE(match("0::/system.slice/app.service\n", "/system.slice/app.service"));
 }
 
 TEST(CgroupPath, ALongPathIsBounded) {

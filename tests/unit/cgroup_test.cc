@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -225,10 +226,108 @@ TEST(CgroupFs, V2Nested) {
   EXPECT_EQ(cgfs.PressureFile(7), "/sys/fs/cgroup/system.slice/app.service/worker/memory.pressure");
 }
 
+// A target outside our cgroup namespace whose own mount namespace shows its
+// cgroup at /sys/fs/cgroup (pid 77).
+void WriteTargetOutsideOurNamespace(const FakeRoot& r) {
+  r.Write("/proc/self/mountinfo", kV2Mountinfo);
+  r.Write("/proc/77/cgroup", "0::/../app\n");
+  r.Write("/proc/77/mountinfo",
+          "20 1 0:40 / / rw - overlay overlay rw\n"
+          "40 20 0:26 /../app /sys/fs/cgroup ro,nosuid - cgroup2 cgroup2 rw,nsdelegate\n");
+  WriteV2Cgroup(r, "/proc/77/root/sys/fs/cgroup", "268435456\n", "200000000\n",
+                "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n");
+  r.Write("/proc/77/root/sys/fs/cgroup/memory.pressure", "some avg10=0.00\n");
+}
+
+TEST(CgroupFs, ByDefaultNeverThroughTheTargetsRoot) {
+  // The node agent (the default, and watch with --host-root): the target's
+  // mount namespace is the target's to shape, so nothing is read through it.
+  FakeRoot r;
+  WriteTargetOutsideOurNamespace(r);
+  CgroupFs cgfs(r.root());
+  EXPECT_FALSE(cgfs.FindMemoryCgroup(77));
+  EXPECT_FALSE(cgfs.PressureFile(77));
+}
+
+TEST(CgroupFs, V2OutsideOurNamespaceThroughTheHostsMount) {
+  // The node agent in a pod's cgroup namespace (cgroup v2), with the host's
+  // hierarchy mounted at /host/sys/fs/cgroup (--host-root): that mount's root
+  // shows as "/../../.." (our namespace's root is kubepods/podA/ctrX), a
+  // target in another pod as "/../../podB/ctrY". Found in the host's mount,
+  // never through the target's root.
+  FakeRoot r;
+  r.Write("/proc/self/mountinfo",
+          "30 1 0:26 / /sys/fs/cgroup ro,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
+          "31 1 0:26 /../../.. /host/sys/fs/cgroup ro,nosuid - cgroup2 cgroup2 rw,nsdelegate\n");
+  r.Write("/proc/77/cgroup", "0::/../../podB/ctrY\n");
+  WriteV2Cgroup(r, "/host/sys/fs/cgroup/kubepods/podA/ctrX", "max\n", "1\n", "");
+  WriteV2Cgroup(r, "/host/sys/fs/cgroup/kubepods/podB/ctrY", "268435456\n", "200000000\n",
+                "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n");
+  r.Write("/host/sys/fs/cgroup/kubepods/podB/ctrY/memory.pressure", "some avg10=0.00\n");
+  // Our own mount of our namespace's root is that same directory (same inode).
+  fs::remove_all(r.root() + "/sys/fs/cgroup");
+  fs::create_directories(r.root() + "/sys/fs");
+  fs::create_symlink(r.root() + "/host/sys/fs/cgroup/kubepods/podA/ctrX",
+                     r.root() + "/sys/fs/cgroup");
+  // What the target's own mount namespace shows must not be read.
+  r.Write("/proc/77/mountinfo",
+          "40 20 0:26 /../../podB/ctrY /sys/fs/cgroup ro - cgroup2 cgroup2 rw,nsdelegate\n");
+  WriteV2Cgroup(r, "/proc/77/root/sys/fs/cgroup", "max\n", "999\n", "");
+  CgroupFs cgfs(r.root());
+  std::optional<MemoryCgroup> cg = cgfs.FindMemoryCgroup(77);
+  ASSERT_TRUE(cg);
+  EXPECT_FALSE(cg->via_target_root);
+  EXPECT_EQ(cg->dir, "/host/sys/fs/cgroup/kubepods/podB/ctrY");
+  EXPECT_EQ(cgfs.Read(*cg).usage, 200000000u);
+  EXPECT_EQ(cgfs.PressureFile(77), "/host/sys/fs/cgroup/kubepods/podB/ctrY/memory.pressure");
+  // A sibling container of our own pod ("/../ctrZ"), and nothing above the mount.
+  WriteV2Cgroup(r, "/host/sys/fs/cgroup/kubepods/podA/ctrZ", "max\n", "5\n", "");
+  r.Write("/proc/78/cgroup", "0::/../ctrZ\n");
+  ASSERT_TRUE(cgfs.FindMemoryCgroup(78));
+  EXPECT_EQ(cgfs.FindMemoryCgroup(78)->dir, "/host/sys/fs/cgroup/kubepods/podA/ctrZ");
+  r.Write("/proc/79/cgroup", "0::/../../../../x\n");
+  EXPECT_FALSE(cgfs.FindMemoryCgroup(79));
+}
+
+TEST(CgroupFs, AFifoIsRefusedWithoutBlocking) {
+  // A FIFO planted where a counter should be: open(2) of a FIFO without a
+  // writer would wait for one forever, and with it the single watch loop.
+  FakeRoot r;
+  fs::create_directories(r.root() + "/sys/fs/cgroup/app");
+  ASSERT_EQ(::mkfifo((r.root() + "/sys/fs/cgroup/app/memory.current").c_str(), 0600), 0);
+  CgroupFs cgfs(r.root());
+  EXPECT_FALSE(cgfs.ReadSmallFile("/sys/fs/cgroup/app/memory.current"));
+  errno = 0;
+  EXPECT_FALSE(OpenRegularFile(r.root() + "/sys/fs/cgroup/app/memory.current").valid());
+  EXPECT_EQ(errno, EINVAL);
+  // Nor does it pass for the cgroup's required file.
+  r.Write("/proc/self/mountinfo", kV2Mountinfo);
+  r.Write("/proc/5/cgroup", "0::/app\n");
+  EXPECT_FALSE(cgfs.FindMemoryCgroup(5));
+}
+
+TEST(CgroupFs, ASymlinkIsNotFollowed) {
+  FakeRoot r;
+  r.Write("/etc/secret", "4242\n");
+  r.Write("/proc/self/mountinfo", kV2Mountinfo);
+  r.Write("/proc/5/cgroup", "0::/app\n");
+  fs::create_directories(r.root() + "/sys/fs/cgroup/app");
+  fs::create_symlink(r.root() + "/etc/secret", r.root() + "/sys/fs/cgroup/app/memory.current");
+  fs::create_symlink(r.root() + "/etc/secret", r.root() + "/sys/fs/cgroup/app/memory.max");
+  CgroupFs cgfs(r.root());
+  EXPECT_FALSE(cgfs.ReadSmallFile("/sys/fs/cgroup/app/memory.current"));
+  errno = 0;
+  EXPECT_FALSE(OpenRegularFile(r.root() + "/sys/fs/cgroup/app/memory.max", true).valid());
+  EXPECT_EQ(errno, ELOOP);
+  EXPECT_FALSE(cgfs.FindMemoryCgroup(5));
+  EXPECT_EQ(cgfs.LimitOf(CgroupVersion::kV2, "/sys/fs/cgroup/app"), std::nullopt);
+}
+
 TEST(CgroupFs, V2TargetOutsideOurNamespaceThroughItsRoot) {
   // A sidecar (its own cgroup namespace) watching the other container of its
   // pod: the target's path is "/../app" for us, below none of our mounts;
-  // the target's own mount of its cgroup shows root "/../app".
+  // the target's own mount of its cgroup shows root "/../app". Only when
+  // asked for (TargetRoot::kAllow: watch without --host-root).
   FakeRoot r;
   r.Write("/proc/self/mountinfo", kV2Mountinfo);
   r.Write("/proc/77/cgroup", "0::/../app\n");
@@ -238,7 +337,7 @@ TEST(CgroupFs, V2TargetOutsideOurNamespaceThroughItsRoot) {
   WriteV2Cgroup(r, "/sys/fs/cgroup", "max\n", "1\n", "");  // ours: must not be used
   WriteV2Cgroup(r, "/proc/77/root/sys/fs/cgroup", "268435456\n", "200000000\n",
                 "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n");
-  CgroupFs cgfs(r.root());
+  CgroupFs cgfs(r.root(), TargetRoot::kAllow);
   std::optional<MemoryCgroup> cg = cgfs.FindMemoryCgroup(77);
   ASSERT_TRUE(cg);
   EXPECT_TRUE(cg->via_target_root);

@@ -483,7 +483,17 @@ TEST(HttpListener, ListenSecurityRule) {
   EXPECT_THROW(ValidateListenSecurity("--listen", "0.0.0.0:1", false, none, false), Error);
   // A bearer token in clear text off loopback is not authentication.
   EXPECT_THROW(ValidateListenSecurity("--listen", "0.0.0.0:1", true, none, false), Error);
-  EXPECT_NO_THROW(ValidateListenSecurity("--listen", "0.0.0.0:1", true, none, true));
+  // --insecure-listen cannot make it one either: the token would still travel in clear.
+  try {
+    ValidateListenSecurity("--listen", "0.0.0.0:1", true, none, true);
+    ADD_FAILURE() << "--insecure-listen --token-file without TLS off loopback was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("token over plain HTTP"), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("--tls-cert-file"), std::string::npos) << e.hint();
+  }
+  EXPECT_NO_THROW(ValidateListenSecurity("--listen", "0.0.0.0:1", false, none, true));
+  EXPECT_NO_THROW(ValidateListenSecurity("--listen", "0.0.0.0:1", true, tls, true));
+  EXPECT_NO_THROW(ValidateListenSecurity("--listen", "127.0.0.1:1", true, none, true));
   EXPECT_NO_THROW(ValidateListenSecurity("--listen", "0.0.0.0:1", true, tls, false));
   EXPECT_NO_THROW(ValidateListenSecurity("--listen", "0.0.0.0:1", false, mtls, false));
   // TLS alone authenticates no one.

@@ -22,8 +22,13 @@ const std::string kPodContainerId =
     "2e8d15dd8e7cc5ab2a6c1a9b8f5b0c39bb9b0b6c9e1fc4d2d0e2a5d1a3c8b7f4";
 const std::string kPodUid = "6d3a2a3c-1b5e-4e6f-9a0b-2c3d4e5f6a7b";
 
+// Where the kubelet and the runtime put the container (cgroupfs driver).
+const std::string kCgroupsPath = "/kubepods/burstable/pod" + kPodUid + "/" + kPodContainerId;
+
 std::string ContainerdConfig(const std::string& extra = "") {
-  return R"({"ociVersion":"1.0.2","process":{"args":["/zoo"]},"annotations":{)"
+  return R"({"ociVersion":"1.0.2","process":{"args":["/zoo"]},"linux":{"cgroupsPath":")" +
+         kCgroupsPath +
+         R"("},"annotations":{)"
          R"("io.kubernetes.cri.container-type":"container",)"
          R"("io.kubernetes.cri.sandbox-name":"web-0",)"
          R"("io.kubernetes.cri.sandbox-namespace":"shop",)"
@@ -34,7 +39,9 @@ std::string ContainerdConfig(const std::string& extra = "") {
 }
 
 const std::string kCrioConfig =
-    R"({"annotations":{"io.kubernetes.pod.name":"db-1","io.kubernetes.pod.namespace":"data",)"
+    R"({"linux":{"cgroupsPath":")" + kCgroupsPath +
+    R"("},)"
+    R"("annotations":{"io.kubernetes.pod.name":"db-1","io.kubernetes.pod.namespace":"data",)"
     R"("io.kubernetes.pod.uid":"11111111-2222-3333-4444-555555555555",)"
     R"("io.kubernetes.container.name":"pg"}})";
 
@@ -67,6 +74,7 @@ class HostRoot : public ::testing::Test {
     c.container_id = kPodContainerId;
     c.pod_uid = uid;
     c.qos = uid.empty() ? "" : "burstable";
+    c.path = kCgroupsPath;
     return c;
   }
 
@@ -82,6 +90,7 @@ TEST(BundleAnnotations, ContainerdKeys) {
   EXPECT_EQ(b.image, "example.com/api:1");
   EXPECT_EQ(b.container_type, "container");
   EXPECT_EQ(b.service_name, "");
+  EXPECT_EQ(b.cgroups_path, kCgroupsPath);
 }
 
 TEST(BundleAnnotations, CrioKeys) {
@@ -180,6 +189,37 @@ TEST_F(HostRoot, AnOversizedBundleIsNotRead) {
   fs::resize_file(root_ / ContainerdBundle("k8s.io"), (4 << 20) + 1);
   PodIdentity id = PodIdentityReader(root_.string()).Read(Cgroup(ContainerRuntime::kContainerd));
   EXPECT_EQ(id.failure, "unreadable");
+}
+
+TEST_F(HostRoot, AProcessOutsideTheBundlesCgroupGetsNoIdentity) {
+  // Issue 38, finding 9: a user's process in a cgroup named after a victim's
+  // container (its id is world-readable) must not wear the victim's pod.
+  Write(ContainerdBundle("k8s.io"), ContainerdConfig());
+  const std::string user = "/user.slice/user-1000.slice/user@1000.service/app.slice/";
+  for (const std::string& path : {"/elsewhere" + kCgroupsPath,
+                                  "/kubepods/besteffort/pod" + kPodUid + "/" + kPodContainerId}) {
+    SCOPED_TRACE(path);
+    CgroupIdentity c = Cgroup(ContainerRuntime::kUnknown);
+    c.path = path;
+    PodIdentity id = PodIdentityReader(root_.string(), "node-a").Read(c);
+    EXPECT_EQ(id.failure, "cgroup_mismatch");
+    using L = std::vector<std::pair<std::string, std::string>>;
+    EXPECT_EQ(IdentityLabels(id), (L{{"node", "node-a"}}));
+    EXPECT_EQ(DefaultServiceName(id), "");
+  }
+  // The cgroup path alone already names nothing under a user's delegation.
+  PodIdentity id = PodIdentityReader(root_.string())
+                       .Read(ParseCgroupIdentity("0::" + user + "cri-containerd-" +
+                                                 kPodContainerId + ".scope\n"));
+  EXPECT_TRUE(IdentityLabels(id).empty());
+  EXPECT_EQ(DefaultServiceName(id), "");
+}
+
+TEST_F(HostRoot, ABundleWithoutCgroupsPathProvesNothing) {
+  Write(ContainerdBundle("k8s.io"), R"({"annotations":{"io.kubernetes.cri.sandbox-name":"x"}})");
+  PodIdentity id = PodIdentityReader(root_.string()).Read(Cgroup(ContainerRuntime::kContainerd));
+  EXPECT_EQ(id.failure, "cgroup_mismatch");
+  EXPECT_EQ(id.names.pod, "");
 }
 
 TEST_F(HostRoot, DockerAndPodmanNeedNoBundle) {

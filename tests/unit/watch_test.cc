@@ -379,6 +379,29 @@ TEST(Psi, OneSecondWindowNeedsCapSysResource) {
   }
 }
 
+TEST(Psi, APlantedFifoOrSymlinkIsNoPressureFile) {
+  // A target that shapes its own mount namespace could put these where
+  // memory.pressure should be: a FIFO (our trigger line would go into its
+  // pipe, and its writes would fire the trigger), or a symlink (we would
+  // write the trigger line, read-write, into the file it names).
+  const fs::path dir = fs::temp_directory_path() / ("psi_test." + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  std::ofstream(dir / "victim") << "keep\n";
+  fs::create_symlink(dir / "victim", dir / "link");
+  const PsiSpec spec = ParsePsiSpec("some:150ms/2s");
+  for (const char* name : {"fifo", "link"}) {
+    SCOPED_TRACE(name);
+    Expected<UniqueFd> fd = TryRegisterPsiTrigger((dir / name).string(), spec);
+    EXPECT_FALSE(fd.has_value());
+  }
+  std::ifstream in(dir / "victim");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "keep\n");
+  fs::remove_all(dir);
+}
+
 TEST(Psi, ClearErrorWithoutPsi) {
   try {
     RegisterPsiTrigger("/nonexistent/pressure/memory", ParsePsiSpec("some:150ms/1s"));

@@ -1,11 +1,14 @@
 #include "agent/common/cgroup.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <memory>
 
 #include "base/unique_fd.h"
 
@@ -74,6 +77,54 @@ std::string Parent(const std::string& dir) {
   size_t slash = dir.find_last_of('/');
   if (slash == std::string::npos || slash == 0) return "/";
   return dir.substr(0, slash);
+}
+
+// Removes the leading "/.." elements of path (a cgroup above our cgroup
+// namespace's root) and says how many there were.
+size_t StripDotDots(std::string_view& path) {
+  size_t n = 0;
+  while (path.starts_with("/..") && (path.size() == 3 || path[3] == '/')) {
+    path.remove_prefix(3);
+    ++n;
+  }
+  return n;
+}
+
+// Bounds the search for our namespace's root in a mount of the whole
+// hierarchy: a node has some thousands of cgroups at most.
+constexpr size_t kMaxCgroupsSearched = 100000;
+
+// The names, `depth` levels below top, of the directory whose inode is
+// (dev, ino); nullopt if there is none. Breadth first, not through symlinks.
+std::optional<std::vector<std::string>> FindDirByInode(const std::string& top, size_t depth,
+                                                       dev_t dev, ino_t ino) {
+  std::vector<std::vector<std::string>> level = {{}};
+  size_t seen = 0;
+  for (size_t d = 1; d <= depth && !level.empty(); ++d) {
+    std::vector<std::vector<std::string>> next;
+    for (const std::vector<std::string>& names : level) {
+      std::string dir = top;
+      for (const std::string& n : names) dir += "/" + n;
+      std::unique_ptr<DIR, int (*)(DIR*)> dp(::opendir(dir.c_str()), ::closedir);
+      while (dp && seen < kMaxCgroupsSearched) {
+        const dirent* e = ::readdir(dp.get());
+        if (e == nullptr) break;
+        const std::string name = e->d_name;
+        if (e->d_type != DT_DIR || name == "." || name == "..") continue;
+        ++seen;
+        std::vector<std::string> child = names;
+        child.push_back(name);
+        struct stat st;
+        if (d == depth && ::lstat((dir + "/" + name).c_str(), &st) == 0 && st.st_dev == dev &&
+            st.st_ino == ino) {
+          return child;
+        }
+        if (d < depth) next.push_back(std::move(child));
+      }
+    }
+    level = std::move(next);
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -179,8 +230,21 @@ std::optional<uint64_t> MemoryReading::WorkingSet() const {
   return *usage > inactive ? *usage - inactive : 0;
 }
 
+UniqueFd OpenRegularFile(const std::string& path, bool read_write) {
+  UniqueFd fd(::open(path.c_str(), (read_write ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW |
+                                       O_NONBLOCK | O_NOCTTY));
+  if (!fd.valid()) return fd;
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return UniqueFd();
+  if (!S_ISREG(st.st_mode)) {
+    errno = EINVAL;
+    return UniqueFd();
+  }
+  return fd;
+}
+
 std::optional<std::string> CgroupFs::ReadSmallFile(const std::string& path) const {
-  UniqueFd fd(::open(Path(path).c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd = OpenRegularFile(Path(path));
   if (!fd.valid()) return std::nullopt;
   std::string out;
   char buf[8192];
@@ -208,23 +272,60 @@ std::optional<CgroupFs::Resolved> CgroupFs::Resolve(pid_t pid, CgroupVersion ver
       {"/proc/" + std::to_string(pid) + "/mountinfo", target_root},
   };
   for (const auto& [mountinfo_path, prefix] : views) {
+    if (!prefix.empty() && target_root_ == TargetRoot::kRefuse) break;
     std::optional<std::string> mountinfo = ReadSmallFile(mountinfo_path);
     if (!mountinfo) continue;
-    for (const CgroupMount& m : ParseCgroupMounts(*mountinfo)) {
+    const std::vector<CgroupMount> mounts = ParseCgroupMounts(*mountinfo);
+    for (const CgroupMount& m : mounts) {
       if (m.version != version) continue;
       if (version == CgroupVersion::kV1 && !Contains(m.options, "memory")) continue;
       std::optional<std::string> rest = PathBelowMountRoot(path, m.root);
+      if (!rest && prefix.empty()) rest = BelowAncestorMount(mounts, m, path);
       if (!rest) continue;
       Resolved r;
       r.top_dir = prefix + m.mount_point;
       r.dir = JoinPath(r.top_dir, *rest);
       r.via_target_root = !prefix.empty();
       struct stat st;
-      if (::stat(Path(JoinPath(r.dir, required_file)).c_str(), &st) != 0) continue;
+      if (::lstat(Path(JoinPath(r.dir, required_file)).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        continue;
+      }
       return r;
     }
   }
   return std::nullopt;
+}
+
+std::optional<std::string> CgroupFs::BelowAncestorMount(const std::vector<CgroupMount>& mounts,
+                                                        const CgroupMount& m,
+                                                        std::string_view path) const {
+  std::string_view root = m.root;
+  const size_t k = StripDotDots(root);
+  std::string_view rest = path;
+  const size_t j = StripDotDots(rest);
+  if (k == 0 || !(root.empty() || root == "/") || j == 0 || j > k) return std::nullopt;
+  std::optional<std::string> below = PathBelowMountRoot(rest.empty() ? "/" : rest, "/");
+  const std::vector<std::string>* own = OwnRootIn(mounts, m, k);
+  if (!below || own == nullptr) return std::nullopt;
+  std::string out;
+  for (size_t i = 0; i < k - j; ++i) out += "/" + (*own)[i];
+  return out + *below;
+}
+
+const std::vector<std::string>* CgroupFs::OwnRootIn(const std::vector<CgroupMount>& mounts,
+                                                    const CgroupMount& m, size_t depth) const {
+  auto [it, added] = own_roots_.try_emplace(m.mount_point);
+  if (!added) return it->second ? &*it->second : nullptr;
+  for (const CgroupMount& own : mounts) {
+    struct stat st;
+    if (own.version != m.version || own.root != "/" || own.options != m.options ||
+        ::stat(Path(own.mount_point).c_str(), &st) != 0) {
+      continue;
+    }
+    it->second = FindDirByInode(Path(m.mount_point), depth, st.st_dev, st.st_ino);
+    if (it->second) break;
+  }
+  return it->second ? &*it->second : nullptr;
 }
 
 std::optional<MemoryCgroup> CgroupFs::FindMemoryCgroup(pid_t pid) const {

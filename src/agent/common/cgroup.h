@@ -13,10 +13,13 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/unique_fd.h"
 
 namespace goheap2pprof {
 
@@ -87,10 +90,18 @@ struct MemoryReading {
   std::optional<uint64_t> WorkingSet() const;
 };
 
+// Whether a cgroup outside our own cgroup mounts may be reached through the
+// target's /proc/<pid>/root, i.e. through a mount namespace the target may
+// control (it can plant a FIFO, a symlink or a fake memory.pressure there).
+// Only a watch in the target's own pod (a sidecar) needs it; a node agent
+// reads the host's cgroup mount (--host-root) and refuses it.
+enum class TargetRoot { kRefuse, kAllow };
+
 class CgroupFs {
  public:
   // root: prefix of every absolute path; "" is the real filesystem.
-  explicit CgroupFs(std::string root = "") : root_(std::move(root)) {}
+  explicit CgroupFs(std::string root = "", TargetRoot target_root = TargetRoot::kRefuse)
+      : root_(std::move(root)), target_root_(target_root) {}
 
   // The memory cgroup of pid: the v1 memory hierarchy when a v1 line names
   // the memory controller, else the v2 one if its memory controller is
@@ -111,7 +122,8 @@ class CgroupFs {
 
   // root + path.
   std::string Path(std::string_view path) const { return root_ + std::string(path); }
-  // Whole small file, nullopt if it cannot be read.
+  // Whole small file, nullopt if it cannot be read. Only a regular file is
+  // read, never through a symlink and never waiting (OpenRegularFile).
   std::optional<std::string> ReadSmallFile(const std::string& path) const;
 
  private:
@@ -124,8 +136,32 @@ class CgroupFs {
   };
   std::optional<Resolved> Resolve(pid_t pid, CgroupVersion version, std::string_view path,
                                   std::string_view required_file) const;
+  // Inside a cgroup namespace (a pod's, on cgroup v2) the host's hierarchy,
+  // mounted for us under --host-root, shows root "/../.." (k levels above our
+  // namespace's root) and a cgroup outside our namespace "/../x/y" (j <= k
+  // levels up). Where that cgroup is below the mount's root: the first k - j
+  // names of our namespace's root (OwnRootIn), then x/y. nullopt otherwise.
+  std::optional<std::string> BelowAncestorMount(const std::vector<CgroupMount>& mounts,
+                                                const CgroupMount& m, std::string_view path) const;
+  // The names of our namespace's root, `depth` levels below mount m's root:
+  // the directory there with the inode of our own mount of that root (root
+  // "/"), found once per mount. nullptr if none.
+  const std::vector<std::string>* OwnRootIn(const std::vector<CgroupMount>& mounts,
+                                            const CgroupMount& m, size_t depth) const;
 
   std::string root_;
+  TargetRoot target_root_;
+  // OwnRootIn's answers by mount point (a cache: not thread-safe, as a
+  // CgroupFs is used by one thread).
+  mutable std::map<std::string, std::optional<std::vector<std::string>>> own_roots_;
 };
+
+// Opens path for reading (read_write: and writing, for a PSI trigger) the way
+// every cgroup file is opened: O_NOFOLLOW (a symlink as the last component
+// is refused), O_NONBLOCK (a FIFO cannot block the open or the read), and
+// then fstat must say a regular file (cgroupfs files are). An invalid fd
+// with errno set (ELOOP, ENXIO, EINVAL for a file that is not regular...)
+// otherwise.
+UniqueFd OpenRegularFile(const std::string& path, bool read_write = false);
 
 }  // namespace goheap2pprof

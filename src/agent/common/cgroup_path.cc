@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstddef>
 #include <vector>
 
 namespace goheap2pprof {
@@ -224,25 +225,48 @@ std::string UnescapeSystemdName(std::string_view name) {
 
 namespace {
 
-// Walks one path element by element, keeping what it has seen.
+// Where systemd delegates cgroups to unprivileged users: below these, any
+// name may be the user's own choice.
+bool IsUserDelegation(std::string_view e) {
+  return e == "user.slice" || (e.starts_with("user@") && e.ends_with(".service"));
+}
+
+// The top-level cgroups under which a runtime puts its containers directly:
+// docker's cgroupfs "/docker", the systemd driver's scopes of docker and
+// podman, podman's cgroupfs "/libpod_parent".
+bool IsRuntimeTop(std::string_view e) {
+  return e == "docker" || e == "system.slice" || e == "machine.slice" || e == "libpod_parent";
+}
+
+bool IsCgroupfsPod(std::string_view e) { return e.starts_with("pod") && IsPodUid(e.substr(3)); }
+
+// Walks one path element by element, keeping what it has seen. relative: the
+// path started with ".." (seen from inside a cgroup namespace).
 class PathWalk {
  public:
+  explicit PathWalk(bool relative) : relative_(relative) {}
+
   void Visit(std::string_view e) {
+    if (IsUserDelegation(e)) user_ = true;
+    // Seen from a pod's cgroup namespace, a cgroupfs path may start below
+    // kubepods, at a QoS class.
+    if (relative_ && index_ == 0 && (e == "burstable" || e == "besteffort")) in_kubepods_ = true;
     // The container is the first element that names one; what follows it
     // (cri-o's "/container", podman's split "/container") is inside it.
-    if (id_.container_id.empty()) {
+    if (id_.container_id.empty() && !user_) {
       const size_t colon = e.find(':');
       if (colon != std::string_view::npos) VisitPlain(e.substr(0, colon));
-      if (ParseContainerElement(e, parent_, id_)) {
-        parent_ = e;
+      if (MayHoldContainer() && ParseContainerElement(e, parent_, id_)) {
+        Next(e);
         return;
       }
     }
     VisitPlain(e);
-    parent_ = e;
+    Next(e);
   }
 
-  CgroupIdentity Finish() {
+  CgroupIdentity Finish(std::string_view path) {
+    id_.path = std::string(path);
     if (!id_.container_id.empty() || !id_.pod_uid.empty()) {
       id_.systemd_unit.clear();  // containerd.service is the runtime's, not the process's
     } else if (!id_.systemd_unit.empty()) {
@@ -253,14 +277,29 @@ class PathWalk {
   }
 
  private:
+  void Next(std::string_view e) {
+    parent_ = e;
+    ++index_;
+  }
+
+  // Whether the element being visited sits where a runtime puts containers.
+  bool MayHoldContainer() const {
+    if (in_kubepods_) return true;
+    if (index_ == 1 && IsRuntimeTop(parent_)) return true;
+    // From inside a cgroup namespace: a sibling container of our own pod, or
+    // a container of a pod beside ours ("/../../pod<uid>/<id>").
+    return relative_ && (index_ == 0 || (index_ == 1 && IsCgroupfsPod(parent_)));
+  }
+
   void VisitPlain(std::string_view e) {
-    if (IsKubepods(e)) {
+    // A user's own cgroups name no pod, whatever they are called.
+    if (!user_ && IsKubepods(e)) {
       in_kubepods_ = true;
     } else if (in_kubepods_ && id_.pod_uid.empty() && ParsePodElement(e, id_)) {
       if (id_.qos.empty()) id_.qos = "guaranteed";  // directly under kubepods
     } else if (in_kubepods_ && id_.pod_uid.empty() && id_.qos.empty()) {
       id_.qos = QosOf(e);
-    } else if (!in_kubepods_ && id_.pod_uid.empty() && e.starts_with("kubepods-") &&
+    } else if (!user_ && !in_kubepods_ && id_.pod_uid.empty() && e.starts_with("kubepods-") &&
                ParsePodElement(e, id_)) {
       // The systemd driver's pod slice alone ("kubepods-burstable-pod<uid>.slice"):
       // under containerd.service on cgroup v1, or below a cgroup namespace.
@@ -274,16 +313,78 @@ class PathWalk {
   }
 
   CgroupIdentity id_;
+  bool relative_;
   bool in_kubepods_ = false;
+  bool user_ = false;
+  size_t index_ = 0;
   std::string_view parent_;
 };
+
+bool IsRelative(std::string_view path) {
+  while (path.starts_with('/')) path.remove_prefix(1);
+  return path == ".." || path.starts_with("../");
+}
 
 }  // namespace
 
 CgroupIdentity ParseCgroupPath(std::string_view path) {
-  PathWalk walk;
+  PathWalk walk(IsRelative(path));
   for (std::string_view e : Elements(path)) walk.Visit(e);
-  return walk.Finish();
+  return walk.Finish(path);
+}
+
+namespace {
+
+// The elements of a bundle's systemd-form cgroupsPath ("<slice>:<prefix>:<name>"):
+// the slice's parents ("a-b-c.slice" lives in a.slice/a-b.slice), the slice,
+// then the scope "<prefix>-<name>.scope". Empty if it is not of that form.
+std::vector<std::string> ExpandSystemdCgroupsPath(std::string_view p) {
+  const size_t a = p.find(':');
+  const size_t b = a == std::string_view::npos ? a : p.find(':', a + 1);
+  if (b == std::string_view::npos || p.find(':', b + 1) != std::string_view::npos) return {};
+  std::string_view slice = p.substr(0, a);
+  if (!StripSuffix(slice, ".slice") || slice.empty() || slice == "-") return {};
+  std::vector<std::string> out;
+  for (size_t from = 0; out.size() < kMaxElements;) {
+    const size_t dash = slice.find('-', from);
+    out.push_back(std::string(slice.substr(0, dash)) + ".slice");
+    if (dash == std::string_view::npos) break;
+    from = dash + 1;
+  }
+  out.push_back(std::string(p.substr(a + 1, b - a - 1)) + "-" + std::string(p.substr(b + 1)) +
+                ".scope");
+  return out;
+}
+
+// Whether `tail` is the whole of `all` (absolute) or its end (relative).
+bool ElementsMatch(const std::vector<std::string_view>& tail, const std::vector<std::string>& all,
+                   bool relative) {
+  if (tail.empty() || tail.size() > all.size() || (!relative && tail.size() != all.size())) {
+    return false;
+  }
+  return std::equal(tail.begin(), tail.end(), all.end() - static_cast<ptrdiff_t>(tail.size()));
+}
+
+}  // namespace
+
+bool CgroupPathMatchesBundle(const CgroupIdentity& id, std::string_view cgroups_path) {
+  if (id.container_id.empty() || cgroups_path.empty()) return false;
+  // The process's path up to the element naming its container.
+  std::vector<std::string_view> mine = Elements(id.path);
+  auto at = std::find_if(mine.begin(), mine.end(), [&](std::string_view e) {
+    return e.find(id.container_id) != std::string_view::npos;
+  });
+  if (at == mine.end()) return false;
+  mine.erase(at + 1, mine.end());
+  const bool relative = IsRelative(id.path);
+  if (cgroups_path.starts_with('/')) {
+    std::vector<std::string> theirs;
+    for (std::string_view e : Elements(cgroups_path)) theirs.emplace_back(e);
+    return ElementsMatch(mine, theirs, relative);
+  }
+  // cgroup v1 with the systemd driver: the runtime's text is one element.
+  if (mine.back() == cgroups_path) return true;
+  return ElementsMatch(mine, ExpandSystemdCgroupsPath(cgroups_path), relative);
 }
 
 CgroupIdentity ParseCgroupIdentity(std::string_view text) {

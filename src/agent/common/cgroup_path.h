@@ -40,13 +40,36 @@ struct CgroupIdentity {
   std::string pod_uid;       // with dashes (the systemd driver's "_" restored), or 32 hex
   std::string qos;           // "guaranteed", "burstable", "besteffort" for a pod, else ""
   std::string systemd_unit;  // unescaped, without ".service" (runtime kSystemdService)
+  std::string path;          // the cgroup path this identity was read from
 
   bool operator==(const CgroupIdentity&) const = default;
 };
 
 // The identity of one cgroup path (a line's third field). Elements of ".."
 // (a path outside the reader's cgroup namespace) are skipped.
+//
+// Container ids are world-readable (/proc/*/cgroup), and a user may name a
+// cgroup of their own after one (systemd-run --user --scope -u
+// cri-containerd-<id>), so a container element counts only where a runtime
+// puts it: below a kubepods element (or the pod slice that carries one), or
+// directly under a runtime's top-level cgroup (/docker, /system.slice,
+// /machine.slice, /libpod_parent); never below user.slice or a user@.service,
+// which is where systemd delegates cgroups to unprivileged users. A path seen
+// from inside a cgroup namespace ("/../..") that starts at a pod, a QoS class
+// or a container element counts as under kubepods: a user's cgroup diverges
+// from ours at user.slice.
 CgroupIdentity ParseCgroupPath(std::string_view path);
+
+// Whether a process whose cgroup says `id` is in the cgroup a container's OCI
+// bundle names (its linux.cgroupsPath): the cgroupfs form
+// "/kubepods/burstable/pod<uid>/<id>", or the systemd form
+// "kubepods-burstable-pod<uid>.slice:cri-containerd:<id>" (the slice expanded
+// into its parents, then "<prefix>-<name>.scope"; or, on cgroup v1, that text
+// as one element). An absolute path must be that path exactly, up to the
+// container's element (cri-o's "/container" below it is inside it); a path
+// from inside a cgroup namespace ("/../..") must be its tail. An empty
+// cgroups_path matches nothing.
+bool CgroupPathMatchesBundle(const CgroupIdentity& id, std::string_view cgroups_path);
 
 // The identity of a whole /proc/<pid>/cgroup text (v1 lines such as
 // "4:memory:/a", the v2 line "0::/a"): the line that says most (a container

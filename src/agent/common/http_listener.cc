@@ -871,6 +871,23 @@ std::pair<std::string, int> SplitListenAddress(const std::string& listen) {
   return {host, static_cast<int>(*p)};
 }
 
+namespace {
+
+// A bearer token over plain HTTP off loopback: anyone on the path reads it and then holds
+// every right it grants. --insecure-listen opts out of authentication, so it cannot make a
+// token safe either; the two together are refused rather than silently leaking the token.
+[[noreturn]] void RefuseClearToken(const std::string& flag, const std::string& listen) {
+  throw Error(ErrorKind::kUsage, "refusing to listen on ", listen, " (", flag,
+              ") with a token over plain HTTP: a bearer token sent in clear text on the "
+              "network is not authentication")
+      .WithHint(
+          "give --tls-cert-file and --tls-key-file (and --tls-client-ca-file for client "
+          "certificates) with --token-file, or drop --token-file and give --insecure-listen "
+          "if the network is trusted");
+}
+
+}  // namespace
+
 void ValidateListenSecurity(const std::string& flag, const std::string& listen, bool has_token,
                             const TlsFiles& tls, bool insecure) {
   auto [host, port] = SplitListenAddress(listen);
@@ -884,7 +901,11 @@ void ValidateListenSecurity(const std::string& flag, const std::string& listen, 
   if (!tls.client_allowed_names.empty() && tls.client_ca_file.empty()) {
     throw Error(ErrorKind::kUsage, "--tls-client-allowed-name needs --tls-client-ca-file");
   }
-  if (IsLoopbackHost(host) || insecure) return;
+  if (IsLoopbackHost(host)) return;
+  if (insecure) {
+    if (has_token && !tls.enabled()) RefuseClearToken(flag, listen);
+    return;
+  }
   const bool mutual = !tls.client_ca_file.empty();
   if (tls.enabled() && (has_token || mutual)) return;
   if (!has_token && !mutual) {
@@ -896,12 +917,7 @@ void ValidateListenSecurity(const std::string& flag, const std::string& listen, 
             "Authorization: Bearer <token>) or --tls-client-ca-file (client certificates), or "
             "--insecure-listen if the network is trusted");
   }
-  throw Error(ErrorKind::kUsage, "refusing to listen on ", listen, " (", flag,
-              ") with a token over plain HTTP: a bearer token sent in clear text on the "
-              "network is not authentication")
-      .WithHint(
-          "give --tls-cert-file and --tls-key-file (and --tls-client-ca-file for client "
-          "certificates), or --insecure-listen if the network is trusted");
+  RefuseClearToken(flag, listen);
 }
 
 void ValidateListenerLimits(const ListenerLimits& l) {

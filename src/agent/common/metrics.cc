@@ -114,8 +114,9 @@ std::string ServeMetrics::Render() const {
       out, "goheap2pprof_pod_identity_failures_total", "counter",
       "Go processes of a pod or a containerd/cri-o container whose names (namespace, pod, "
       "container) could not be read from the runtime's bundle, by reason: no_bundle, "
-      "unreadable, malformed. They keep their other labels.");
-  for (const char* reason : {"malformed", "no_bundle", "unreadable"}) {
+      "unreadable, malformed (they keep their other labels), cgroup_mismatch (not in the "
+      "cgroup the bundle names: no pod or container labels at all).");
+  for (const char* reason : {"cgroup_mismatch", "malformed", "no_bundle", "unreadable"}) {
     auto it = identity_failures_.find(reason);
     out += std::string("goheap2pprof_pod_identity_failures_total{reason=\"") + reason + "\"} " +
            std::to_string(it == identity_failures_.end() ? 0 : it->second) + "\n";

@@ -64,6 +64,8 @@ BundleAnnotations ParseBundleAnnotations(std::string_view config_json) {
     throw Error(ErrorKind::kMalformed, "OCI bundle config.json is not a JSON object");
   }
   BundleAnnotations b;
+  auto linux = doc.find("linux");
+  if (linux != doc.end() && linux->is_object()) b.cgroups_path = StringAt(*linux, "cgroupsPath");
   auto it = doc.find("annotations");
   if (it == doc.end() || !it->is_object()) return b;
   const nlohmann::json& a = *it;
@@ -149,6 +151,17 @@ PodIdentity PodIdentityReader::Read(const CgroupIdentity& cgroup) const {
     id.names = ParseBundleAnnotations(text);
   } catch (const Error&) {
     id.failure = "malformed";  // one process's bundle: its names only
+    return id;
+  }
+  if (!CgroupPathMatchesBundle(cgroup, id.names.cgroups_path)) {
+    // A container id is no secret: being in the container's cgroup is the
+    // proof, and only the runtime can put a process there.
+    id.names = BundleAnnotations();
+    id.cgroup.container_id.clear();
+    id.cgroup.pod_uid.clear();
+    id.cgroup.qos.clear();
+    id.runtime = ContainerRuntime::kNone;
+    id.failure = "cgroup_mismatch";
   }
   return id;
 }

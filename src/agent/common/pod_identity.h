@@ -34,6 +34,9 @@ struct BundleAnnotations {
   std::string pod_namespace, pod, pod_uid, container, image;
   std::string service_name;    // pyroscope.io/service_name, when the runtime copied it
   std::string container_type;  // containerd's "container" or "sandbox"
+  // Not an annotation: linux.cgroupsPath, where the runtime put the container
+  // (CgroupPathMatchesBundle).
+  std::string cgroups_path;
 };
 
 // Parses a config.json text. Throws Error(kMalformed) if it is not a JSON
@@ -48,7 +51,10 @@ struct PodIdentity {
   BundleAnnotations names;
   // Why the names are missing for a process that should have them (a pod's
   // container, or a containerd/cri-o one): "no_bundle", "unreadable",
-  // "malformed"; "" when found or not expected.
+  // "malformed", "cgroup_mismatch" (the process is not in the cgroup its
+  // container's bundle names: it named a cgroup of its own after the
+  // container, and gets neither names nor the ids its cgroup claims); ""
+  // when found or not expected.
   std::string failure;
   std::string node;  // --node-name or $NODE_NAME, or ""
 

@@ -41,7 +41,7 @@ struct Outside {
 class OutsideReader {
  public:
   OutsideReader(pid_t pid, const std::string& fs_root)
-      : pid_(pid), fs_(fs_root), cg_(fs_.FindMemoryCgroup(pid)) {}
+      : pid_(pid), fs_(fs_root, TargetRoot::kAllow), cg_(fs_.FindMemoryCgroup(pid)) {}
   Outside Read() const {
     Outside o;
     o.rss = VmRssBytes(pid_);

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <optional>
 
+#include "agent/common/cgroup.h"
 #include "agent/common/duration.h"
 #include "base/error.h"
 
@@ -74,7 +75,9 @@ UniqueFd RegisterPsiTrigger(const std::string& file, const PsiSpec& spec) {
 }
 
 Expected<UniqueFd> TryRegisterPsiTrigger(const std::string& file, const PsiSpec& spec) {
-  UniqueFd fd(::open(file.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
+  // Read-write because the kernel registers a trigger on write(2) only; the
+  // open refuses a symlink, a FIFO or anything but a regular (cgroupfs) file.
+  UniqueFd fd = OpenRegularFile(file, /*read_write=*/true);
   if (!fd.valid()) {
     int err = errno;
     if (err == ENOENT) {

@@ -126,12 +126,20 @@ struct Target {
   std::string last_error;
 };
 
+// A watch given the host's files (--host-root, the node agent) reads the
+// host's cgroup mount only; one without (a sidecar in its target's pod, whose
+// cgroup lies outside the sidecar's cgroup namespace) may reach the target's
+// cgroup through /proc/<pid>/root.
+TargetRoot TargetRootFor(const std::string& host_root) {
+  return host_root.empty() || host_root == "/" ? TargetRoot::kAllow : TargetRoot::kRefuse;
+}
+
 class Watcher {
  public:
   Watcher(const WatchOptions& options, std::ostream& log)
       : options_(options),
         log_(log),
-        fs_(options.fs_root),
+        fs_(options.fs_root, TargetRootFor(options.host_root)),
         rotation_(options.max_files),
         identities_(options.host_root, NodeName(options.node_name)) {}
 

@@ -43,6 +43,87 @@ the agent's own memory, and push's queue when pushing.
 {{- $mib -}}
 {{- end -}}
 
+{{/* Plain HTTP: only when asked for (listener.insecure). */}}
 {{- define "goheap2pprof.insecure" -}}
-{{- if not .Values.listener.tlsSecret -}}true{{- end -}}
+{{- if .Values.listener.insecure -}}true{{- end -}}
+{{- end -}}
+
+{{/* The Secrets of the listener: the ones named, else the ones the chart makes. */}}
+{{- define "goheap2pprof.tlsSecret" -}}
+{{- .Values.listener.tlsSecret | default (printf "%s-tls" (include "goheap2pprof.fullname" .)) -}}
+{{- end -}}
+{{- define "goheap2pprof.tokenSecret" -}}
+{{- .Values.listener.tokenSecret | default (printf "%s-token" (include "goheap2pprof.fullname" .)) -}}
+{{- end -}}
+
+{{/*
+The combinations that would leave the listener open or leak its token fail the render, naming
+the value to change: a token over plain HTTP, client certificates without TLS, TLS without
+any client authentication, probes that could not authenticate, and a NetworkPolicy whose
+empty "from" admits every pod.
+*/}}
+{{- define "goheap2pprof.validate" -}}
+{{- $l := .Values.listener -}}
+{{- if $l.insecure -}}
+{{- if $l.tokenSecret -}}
+{{- fail "listener.tokenSecret with listener.insecure: the bearer token would cross the network in clear text. Drop listener.insecure (the chart then serves HTTPS), or drop the token" -}}
+{{- end -}}
+{{- if or $l.clientCA.secret $l.clientCA.configMap -}}
+{{- fail "listener.clientCA with listener.insecure: client certificates need TLS. Drop listener.insecure" -}}
+{{- end -}}
+{{- else -}}
+{{- $mutual := or $l.clientCA.secret $l.clientCA.configMap -}}
+{{- if and $l.clientCA.secret $l.clientCA.configMap -}}
+{{- fail "listener.clientCA: give a secret or a configMap, not both" -}}
+{{- end -}}
+{{- if and (not $l.token) (not $mutual) -}}
+{{- fail "listener.token is false and no listener.clientCA is given: TLS alone authenticates no one. Keep the token, or give the CA of the client certificates" -}}
+{{- end -}}
+{{- if and $mutual (not $l.probeClientSecret) -}}
+{{- fail "listener.clientCA requires listener.probeClientSecret: a kubernetes.io/tls Secret with a client certificate that CA signed, for the probes" -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.networkPolicy.enabled (not .Values.networkPolicy.from) -}}
+{{- fail "networkPolicy.enabled with an empty networkPolicy.from would admit every pod: list the namespaces or pods that may connect (e.g. a namespaceSelector for your monitoring namespace)" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The probes' command: `goheap2pprof probe` GETs /metrics from the listener inside the pod, with
+the token and client certificate the scrapers use. It dials the pod's own address from inside
+the pod's network namespace, where no one else can answer: it does not verify the server's
+certificate (which names the Service, not the pod's IP).
+*/}}
+{{- define "goheap2pprof.probeCommand" -}}
+- /goheap2pprof
+- probe
+{{- if include "goheap2pprof.insecure" . }}
+- http://{{ .Values.listen }}/metrics
+{{- else }}
+- https://{{ .Values.listen }}/metrics
+- --insecure-skip-verify
+{{- if .Values.listener.token }}
+- --token-file=/etc/goheap2pprof/token/token
+{{- end }}
+{{- if .Values.listener.probeClientSecret }}
+- --cert-file=/etc/goheap2pprof/probe/tls.crt
+- --key-file=/etc/goheap2pprof/probe/tls.key
+{{- end }}
+{{- end }}
+{{- end -}}
+
+
+{{/* A probe's action: (list <root context> <probe path or "">). */}}
+{{- define "goheap2pprof.probe" -}}
+{{- $ := index . 0 -}}
+{{- with index . 1 -}}
+httpGet:
+  path: {{ . }}
+  port: http
+  scheme: {{ if include "goheap2pprof.insecure" $ }}HTTP{{ else }}HTTPS{{ end }}
+{{- else -}}
+exec:
+  command:
+    {{- include "goheap2pprof.probeCommand" $ | nindent 4 }}
+{{- end -}}
 {{- end -}}
