@@ -14,6 +14,11 @@ as the server closes the connection.
                                                N connections spread over the
                                                source addresses, sending
                                                nothing; closed ones reopen
+  http_attack.py unread   HOST:PORT N SECONDS PATH
+                                               N connections that each GET
+                                               PATH and read only its first
+                                               512 bytes, with the smallest
+                                               receive buffer, held SECONDS
 
 Prints one line: what was sent, and the status line the server answered.
 """
@@ -110,6 +115,39 @@ def keep_open(addr, n, seconds, sources, interval=None):
     print(f"opened {opened} connections; {refused} closed by the server")
 
 
+def unread(addr, n, seconds, path):
+    """Opens n connections that each ask for path and read only the first
+    512 bytes (the head): the rest of each reply waits in the server.
+    Prints how many got each status line."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, n + 64)), hard))
+    host, port = addr.rsplit(":", 1)
+    end = time.monotonic() + seconds
+    socks = []
+    for _ in range(n):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.settimeout(5)
+        s.connect((host, int(port)))
+        s.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: " + host.encode() + b"\r\n\r\n")
+        socks.append(s)
+    statuses = {}
+    for s in socks:
+        s.settimeout(max(1, end - time.monotonic()))
+        try:
+            head = s.recv(512)
+            line = head.split(b"\r\n", 1)[0].decode("latin-1") or "(closed)"
+            if b"\r\nRetry-After: " in head:
+                line += " with Retry-After"
+        except OSError:
+            line = "(none)"
+        statuses[line] = statuses.get(line, 0) + 1
+    time.sleep(max(0, end - time.monotonic()))
+    for s in socks:
+        s.close()
+    print("; ".join(f"{k}: {v}" for k, v in sorted(statuses.items())))
+
+
 def main():
     mode, addr = sys.argv[1], sys.argv[2]
     if mode == "line":
@@ -127,6 +165,8 @@ def main():
                   interval=float(sys.argv[5]))
     elif mode == "idle":
         keep_open(addr, int(sys.argv[3]), float(sys.argv[4]), sys.argv[5].split(","))
+    elif mode == "unread":
+        unread(addr, int(sys.argv[3]), float(sys.argv[4]), sys.argv[5])
     else:
         sys.exit("unknown mode " + mode)
 
