@@ -92,9 +92,13 @@ class Running {
   int port_ = 0;
 };
 
-// A connected socket with a 5 s receive timeout; from is the source address.
-int Connect(int port, const char* from = "127.0.0.1") {
+// A connected socket with a 5 s receive timeout; from is the source address,
+// receive_buffer when not 0 its SO_RCVBUF.
+int Connect(int port, const char* from = "127.0.0.1", int receive_buffer = 0) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (receive_buffer != 0) {
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
+  }
   timeval tv{5, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   sockaddr_in src{};
@@ -321,19 +325,8 @@ TEST(HttpListener, FullPoolAnswers503) {
 // with a receive buffer as small as the kernel allows: the rest of the
 // reply stays with the server. -1 if it could not connect.
 int AskAndStall(int port, const std::string& target, std::string* status) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int small = 4096;
-  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-  timeval tv{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return -1;
-  }
+  int fd = Connect(port, "127.0.0.1", 4096);
+  if (fd < 0) return -1;
   const std::string req = "GET " + target + " HTTP/1.1\r\n\r\n";
   (void)send(fd, req.data(), req.size(), MSG_NOSIGNAL);
   char buf[64] = {};
