@@ -14,11 +14,13 @@ as the server closes the connection.
                                                N connections spread over the
                                                source addresses, sending
                                                nothing; closed ones reopen
-  http_attack.py unread   HOST:PORT N SECONDS PATH
+  http_attack.py unread   HOST:PORT N SECONDS PATH [trickle]
                                                N connections that each GET
                                                PATH and read only its first
                                                512 bytes, with the smallest
-                                               receive buffer, held SECONDS
+                                               receive buffer, held SECONDS;
+                                               with trickle, then 1 KiB each
+                                               every 0.2 s
 
 Prints one line: what was sent, and the status line the server answered.
 """
@@ -115,10 +117,12 @@ def keep_open(addr, n, seconds, sources, interval=None):
     print(f"opened {opened} connections; {refused} closed by the server")
 
 
-def unread(addr, n, seconds, path):
+def unread(addr, n, seconds, path, trickle=False):
     """Opens n connections that each ask for path and read only the first
-    512 bytes (the head): the rest of each reply waits in the server.
-    Prints how many got each status line."""
+    512 bytes (the head): the rest of each reply waits in the server. With
+    trickle they go on reading 1 KiB every 0.2 s, as a client that makes
+    just enough progress to keep a per-read timeout from expiring. Prints
+    how many got each status line."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, n + 64)), hard))
     host, port = addr.rsplit(":", 1)
@@ -142,6 +146,14 @@ def unread(addr, n, seconds, path):
         except OSError:
             line = "(none)"
         statuses[line] = statuses.get(line, 0) + 1
+    while trickle and time.monotonic() < end:
+        for s in socks:
+            try:
+                s.setblocking(False)
+                s.recv(1024)
+            except OSError:
+                pass
+        time.sleep(0.2)
     time.sleep(max(0, end - time.monotonic()))
     for s in socks:
         s.close()
@@ -166,7 +178,8 @@ def main():
     elif mode == "idle":
         keep_open(addr, int(sys.argv[3]), float(sys.argv[4]), sys.argv[5].split(","))
     elif mode == "unread":
-        unread(addr, int(sys.argv[3]), float(sys.argv[4]), sys.argv[5])
+        unread(addr, int(sys.argv[3]), float(sys.argv[4]), sys.argv[5],
+               trickle=sys.argv[6:] == ["trickle"])
     else:
         sys.exit("unknown mode " + mode)
 

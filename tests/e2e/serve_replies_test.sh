@@ -14,7 +14,9 @@
 #    (idle plus what one reply leaves with the allocator), /metrics answers
 #    within 1 s meanwhile, and the stalled connections are closed by the
 #    write deadline. Before, each connection kept its own 4 MB copy: 60 of
-#    them held about 240 MB until the deadline.
+#    them held about 240 MB until the deadline. Then 4 clients that read
+#    1 KiB every 0.2 s are closed by the same deadline: the progress of a
+#    trickle does not move it.
 # 3. With --max-reply-bytes-in-flight 256 KiB, the same clients beyond the
 #    budget get 503 with Retry-After instead of a share of the server's
 #    memory.
@@ -81,31 +83,39 @@ curl -s -o /dev/null "$url"
 sleep 1
 idle_kib=$(kib VmRSS)
 fds_idle=$(fds)
-started=$(date +%s)
-python3 "$attack" unread "$addr" "$clients" 25 "/debug/pprof/heap?pid=$tpid&debug=1" \
-  >"$work/unread.out" 2>&1 &
-attacker=$!
-e2e_track_pid "$attacker"
-peak_kib=$idle_kib slow=0 asked=0 opened="" closed_after=""
-while kill -0 "$attacker" 2>/dev/null; do
-  rss=$(kib VmRSS)
-  ((rss > peak_kib)) && peak_kib=$rss
-  # /metrics every 2 s of the attack's first 10.
-  if ((asked < 6 && $(date +%s) - started >= 2 * asked)); then
-    t=$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://$addr/metrics")
-    [[ $t == 200 ]] || slow=$((slow + 1))
-    asked=$((asked + 1))
-  fi
-  # When the server has closed every stalled connection, once they were
-  # open, while their clients still hold them.
-  n=$(fds)
-  ((n > fds_idle + clients / 2)) && opened=1
-  if [[ -z $closed_after && -n $opened ]] && ((n <= fds_idle + 4)); then
-    closed_after=$(($(date +%s) - started))
-  fi
-  sleep 0.25
-done
-wait "$attacker"
+# attack <n> <out> [trickle]: n clients that do not read (or trickle) the
+# text for 25 s, meanwhile the server's peak VmRSS in peak_kib, /metrics
+# asked every 2 s of the first 10 (asked; slow counts those not answered
+# 200 within 1 s), and in closed_after the seconds after which the server
+# had closed every one of the connections, once they were open, while their
+# clients still held them.
+attack() {
+  local n=$1 out=$2 started attacker fds_now opened=""
+  started=$(date +%s)
+  python3 "$attack" unread "$addr" "$n" 25 "/debug/pprof/heap?pid=$tpid&debug=1" ${3:-} \
+    >"$out" 2>&1 &
+  attacker=$!
+  e2e_track_pid "$attacker"
+  peak_kib=$idle_kib slow=0 asked=0 closed_after=""
+  while kill -0 "$attacker" 2>/dev/null; do
+    rss=$(kib VmRSS)
+    ((rss > peak_kib)) && peak_kib=$rss
+    if ((asked < 6 && $(date +%s) - started >= 2 * asked)); then
+      t=$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://$addr/metrics")
+      [[ $t == 200 ]] || slow=$((slow + 1))
+      asked=$((asked + 1))
+    fi
+    fds_now=$(fds)
+    ((fds_now >= fds_idle + n)) && opened=1
+    if [[ -z $closed_after && -n $opened ]] && ((fds_now <= fds_idle + 2)); then
+      closed_after=$(($(date +%s) - started))
+    fi
+    sleep 0.25
+  done
+  wait "$attacker"
+}
+
+attack "$clients" "$work/unread.out"
 echo "$clients unread clients: $(cat "$work/unread.out"); server VmRSS idle $((idle_kib / 1024))" \
   "MiB, peak $((peak_kib / 1024)) MiB; all closed by the server ${closed_after:-never} s in"
 if grep -q "HTTP/1.1 200 OK: $clients" "$work/unread.out"; then
@@ -129,6 +139,15 @@ if [[ -n $closed_after && $closed_after -lt 25 ]]; then
   pass "the stalled connections were closed by the 5 s write deadline, $closed_after s in, before their clients left"
 else
   fail "the server kept the stalled connections until their clients left (25 s)"
+fi
+# A client that reads 1 KiB every 0.2 s moves the write along, which must
+# not move its deadline: at 5 KiB/s the 3.4 MB would take minutes.
+attack 4 "$work/trickle.out" trickle
+echo "4 trickling clients: $(cat "$work/trickle.out"); closed by the server ${closed_after:-never} s in"
+if [[ -n $closed_after && $closed_after -lt 25 ]]; then
+  pass "clients reading 1 KiB every 0.2 s were closed by the 5 s write deadline, $closed_after s in"
+else
+  fail "clients reading 1 KiB every 0.2 s kept their connections until they left (25 s)"
 fi
 stop_server
 
