@@ -41,7 +41,15 @@ void AddListenerOptions(CLI::App& app, std::vector<std::string>& allowed_hosts,
                    "head, TLS handshake included");
   AddSecondsOption(app, "--idle-timeout", limits.idle_timeout_seconds,
                    "time a keep-alive connection may wait for its next request");
-  AddSecondsOption(app, "--write-timeout", limits.write_timeout_seconds, "time to write one reply");
+  AddSecondsOption(app, "--write-timeout", limits.write_timeout_seconds,
+                   "time to write one reply, fixed when its write begins (a client that reads "
+                   "slowly does not extend it)");
+  app.add_option("--max-reply-bytes-in-flight", limits.max_reply_bytes_in_flight,
+                 "bytes of replies" + what +
+                     " waiting for clients to read them (a reply shared by several clients "
+                     "counted once); more get 503 with Retry-After")
+      ->capture_default_str()
+      ->check(CLI::Range(kMinReplyBytesInFlight, uint64_t{1} << 40));
   if (!with_pool) return;
   app.add_option("--handler-threads", limits.handler_threads,
                  "requests that wait for a capture, served at once")

@@ -18,6 +18,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -397,6 +398,51 @@ std::string Gunzip(std::string_view data, size_t max_size) {
     }
   }
   return out;
+}
+
+struct GunzipStream::State {
+  InflateStream zs;
+  bool ended = false;
+};
+
+GunzipStream::GunzipStream(std::string_view gzipped) : state_(std::make_unique<State>()) {
+  z_stream* zs = state_->zs.get();
+  if (inflateInit2(zs, 15 + 32) != Z_OK)
+    throw Error(ErrorKind::kInternal, "zlib inflateInit2 failed");
+  state_->zs.MarkInitialized();
+  zs->next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gzipped.data()));
+  zs->avail_in = static_cast<uInt>(gzipped.size());
+  if (gzipped.size() > std::numeric_limits<uInt>::max()) {
+    throw Error(ErrorKind::kMalformed, "gzip data of ", gzipped.size(), " bytes is too long");
+  }
+}
+
+GunzipStream::~GunzipStream() = default;
+
+size_t GunzipStream::Read(std::span<char> out) {
+  z_stream* zs = state_->zs.get();
+  size_t got = 0;
+  while (got < out.size() && !state_->ended) {
+    zs->next_out = reinterpret_cast<Bytef*>(out.data() + got);
+    zs->avail_out = static_cast<uInt>(std::min<size_t>(out.size() - got, uInt{1} << 30));
+    const uInt before = zs->avail_out;
+    const int rc = inflate(zs, Z_NO_FLUSH);
+    got += before - zs->avail_out;
+    if (rc == Z_STREAM_END) {
+      // Another member may follow, as Gunzip reads them.
+      state_->ended = zs->avail_in == 0;
+      if (!state_->ended && inflateReset(zs) != Z_OK) {
+        throw Error(ErrorKind::kInternal, "zlib inflateReset failed");
+      }
+      continue;
+    }
+    if (rc != Z_OK)
+      throw Error(ErrorKind::kMalformed, "gzip data is corrupt (zlib error ", rc, ")");
+    if (zs->avail_in == 0 && zs->avail_out != 0) {
+      throw Error(ErrorKind::kMalformed, "gzip data is truncated");
+    }
+  }
+  return got;
 }
 
 std::string EncodeProfile(const FinishedProfile& profile) {

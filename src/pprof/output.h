@@ -7,6 +7,8 @@
 #include <google/protobuf/io/zero_copy_stream.h>
 
 #include <functional>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -22,6 +24,29 @@ std::string Gzip(std::string_view data);
 // Inverse (concatenated members too), for tests and tools; throws
 // Error(kMalformed) on a bad stream.
 std::string Gunzip(std::string_view data, size_t max_size = size_t{1} << 31);
+
+// Gunzip a piece at a time, into the caller's buffer: for bytes relayed
+// without ever holding the whole of them inflated (serve's ?debug=1 text,
+// kept gzipped and inflated as the client reads). Its memory is zlib's
+// state and window, about 40 KiB.
+//
+//   GunzipStream in(gzipped);  // gzipped must outlive in
+//   while (size_t n = in.Read(chunk)) Send(chunk.first(n));
+class GunzipStream {
+ public:
+  explicit GunzipStream(std::string_view gzipped);
+  ~GunzipStream();
+  GunzipStream(const GunzipStream&) = delete;
+  GunzipStream& operator=(const GunzipStream&) = delete;
+  // Up to out.size() more inflated bytes; 0 once the data has ended
+  // (concatenated members are read as one). Throws Error(kMalformed) on a
+  // corrupt or truncated stream.
+  size_t Read(std::span<char> out);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // Serialized, gzipped profile.
 std::string EncodeProfile(const pb::Profile& profile);

@@ -23,6 +23,13 @@ as the server closes the connection.
   http_attack.py fields   HOST:PORT N FIELDS SOURCE[,SOURCE...]
                                                the same with a head of FIELDS
                                                empty header fields ("a:")
+  http_attack.py unread   HOST:PORT N SECONDS PATH [trickle]
+                                               N connections that each GET
+                                               PATH and read only its first
+                                               512 bytes, with the smallest
+                                               receive buffer, held SECONDS;
+                                               with trickle, then 1 KiB each
+                                               every 0.2 s
 
 Prints one line: what was sent, and the status line the server answered.
 """
@@ -174,6 +181,49 @@ def keep_open(addr, n, seconds, sources, interval=None):
     print(f"opened {opened} connections; {refused} closed by the server")
 
 
+def unread(addr, n, seconds, path, trickle=False):
+    """Opens n connections that each ask for path and read only the first
+    512 bytes (the head): the rest of each reply waits in the server. With
+    trickle they go on reading 1 KiB every 0.2 s, as a client that makes
+    just enough progress to keep a per-read timeout from expiring. Prints
+    how many got each status line."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, n + 64)), hard))
+    host, port = addr.rsplit(":", 1)
+    end = time.monotonic() + seconds
+    socks = []
+    for _ in range(n):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.settimeout(5)
+        s.connect((host, int(port)))
+        s.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: " + host.encode() + b"\r\n\r\n")
+        socks.append(s)
+    statuses = {}
+    for s in socks:
+        s.settimeout(max(1, end - time.monotonic()))
+        try:
+            head = s.recv(512)
+            line = head.split(b"\r\n", 1)[0].decode("latin-1") or "(closed)"
+            if b"\r\nRetry-After: " in head:
+                line += " with Retry-After"
+        except OSError:
+            line = "(none)"
+        statuses[line] = statuses.get(line, 0) + 1
+    while trickle and time.monotonic() < end:
+        for s in socks:
+            try:
+                s.setblocking(False)
+                s.recv(1024)
+            except OSError:
+                pass
+        time.sleep(0.2)
+    time.sleep(max(0, end - time.monotonic()))
+    for s in socks:
+        s.close()
+    print("; ".join(f"{k}: {v}" for k, v in sorted(statuses.items())))
+
+
 def main():
     mode, addr = sys.argv[1], sys.argv[2]
     if mode == "line":
@@ -198,6 +248,9 @@ def main():
                          b"\r\n")
     elif mode == "idle":
         keep_open(addr, int(sys.argv[3]), float(sys.argv[4]), sys.argv[5].split(","))
+    elif mode == "unread":
+        unread(addr, int(sys.argv[3]), float(sys.argv[4]), sys.argv[5],
+               trickle=sys.argv[6:] == ["trickle"])
     else:
         sys.exit("unknown mode " + mode)
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "pprof/output.h"
 
 namespace goheap2pprof {
 namespace {
@@ -30,13 +31,46 @@ class EchoHandler : public HttpHandler {
     if (r.target.rfind("/slow", 0) == 0) std::this_thread::sleep_for(std::chrono::seconds(2));
     HttpReply reply;
     reply.content_type = "text/plain";
-    reply.body = "target=" + r.target + "\n";
+    reply.SetBody("target=" + r.target + "\n");
     return reply;
   }
   std::atomic<int> handled{0};
 };
 
+// Large replies: /big a body of its own per request, /shared one body for
+// every request, /gz a gzipped text the client gets inflated.
+class LargeHandler : public HttpHandler {
+ public:
+  static constexpr size_t kSize = 8 << 20;
+  LargeHandler()
+      : shared_(std::make_shared<const std::string>(kSize, 's')), text_(Text()), gz_(Gzip(text_)) {}
+  bool Blocks(const HttpRequest&) const override { return false; }
+  HttpReply Handle(const HttpRequest& r) override {
+    HttpReply reply;
+    if (r.target == "/shared") reply.body = shared_;
+    if (r.target == "/big") reply.SetBody(std::string(kSize, 'b'));
+    if (r.target == "/gz") {
+      reply.SetBody(gz_);
+      reply.inflated_length = text_.size();
+    }
+    return reply;
+  }
+  const std::string& text() const { return text_; }
+
+ private:
+  static std::string Text() {
+    std::string t;
+    for (int i = 0; t.size() < 3 * LargeHandler::kSize / 2; ++i)
+      t += "line " + std::to_string(i) + "\n";
+    return t;
+  }
+  std::shared_ptr<const std::string> shared_;
+  std::string text_;
+  std::string gz_;
+};
+
 // A listener on a kernel-chosen loopback port, run on its own thread.
+template <class Handler = EchoHandler>
 class Running {
  public:
   explicit Running(HttpListenerOptions o) : listener_(Listen(o)) {
@@ -49,7 +83,7 @@ class Running {
   }
   int port() const { return port_; }
   HttpListener& listener() { return listener_; }
-  EchoHandler handler;
+  Handler handler;
 
  private:
   static const HttpListenerOptions& Listen(HttpListenerOptions& o) {
@@ -61,9 +95,13 @@ class Running {
   int port_ = 0;
 };
 
-// A connected socket with a 5 s receive timeout; from is the source address.
-int Connect(int port, const char* from = "127.0.0.1") {
+// A connected socket with a 5 s receive timeout; from is the source address,
+// receive_buffer when not 0 its SO_RCVBUF.
+int Connect(int port, const char* from = "127.0.0.1", int receive_buffer = 0) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (receive_buffer != 0) {
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
+  }
   timeval tv{5, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   sockaddr_in src{};
@@ -447,6 +485,59 @@ TEST(HttpListener, FullPoolAnswers503) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_EQ(next, "HTTP/1.1 200 OK");
+}
+
+// A client that asks for target and reads only the reply's status line,
+// with a receive buffer as small as the kernel allows: the rest of the
+// reply stays with the server. -1 if it could not connect.
+int AskAndStall(int port, const std::string& target, std::string* status) {
+  int fd = Connect(port, "127.0.0.1", 4096);
+  if (fd < 0) return -1;
+  const std::string req = "GET " + target + " HTTP/1.1\r\n\r\n";
+  (void)send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+  char buf[64] = {};
+  ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
+  *status = StatusLine(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0));
+  return fd;
+}
+
+TEST(HttpListener, RepliesWaitingForReadersAreBudgeted) {
+  HttpListenerOptions o;
+  o.limits.max_reply_bytes_in_flight = LargeHandler::kSize + (1 << 20);
+  Running<LargeHandler> r{o};
+  std::string status;
+  std::vector<int> held;
+  // One body shared by two stalled clients is counted once: both get it.
+  held.push_back(AskAndStall(r.port(), "/shared", &status));
+  EXPECT_EQ(status, "HTTP/1.1 200 OK");
+  held.push_back(AskAndStall(r.port(), "/shared", &status));
+  EXPECT_EQ(status, "HTTP/1.1 200 OK");
+  // A body of its own would go past the budget: 503, retry later.
+  std::string busy = Exchange(r.port(), "GET /big HTTP/1.1\r\n\r\n", /*wait_close=*/false);
+  EXPECT_EQ(StatusLine(busy), "HTTP/1.1 503 Service Unavailable") << busy.substr(0, 300);
+  EXPECT_NE(busy.find("Retry-After: 1\r\n"), std::string::npos) << busy.substr(0, 300);
+  // Once the stalled clients are gone, their bytes are free again.
+  for (int fd : held) close(fd);
+  std::string got;
+  for (int i = 0; i < 100; ++i) {
+    got = StatusLine(Exchange(r.port(), "GET /big HTTP/1.1\r\n\r\n", /*wait_close=*/false));
+    if (got == "HTTP/1.1 200 OK") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(got, "HTTP/1.1 200 OK");
+}
+
+TEST(HttpListener, GzipBodiesAreSentInflated) {
+  Running<LargeHandler> r{HttpListenerOptions{}};
+  std::string got = Exchange(r.port(), "GET /gz HTTP/1.1\r\nConnection: close\r\n\r\n");
+  ASSERT_EQ(StatusLine(got), "HTTP/1.1 200 OK");
+  EXPECT_NE(got.find("Content-Length: " + std::to_string(r.handler.text().size()) + "\r\n"),
+            std::string::npos);
+  EXPECT_TRUE(got.substr(got.find("\r\n\r\n") + 4) == r.handler.text());
+  std::string head = Exchange(r.port(), "HEAD /gz HTTP/1.1\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(head.find("Content-Length: " + std::to_string(r.handler.text().size()) + "\r\n"),
+            std::string::npos);
+  EXPECT_EQ(head.substr(head.find("\r\n\r\n") + 4), "");
 }
 
 TEST(HttpListener, HostRules) {

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <span>
 
 #include "base/error.h"
 
@@ -42,6 +43,39 @@ TEST(Gzip, RoundTripsAndHasGzipHeader) {
   EXPECT_EQ(Gunzip(gz), data);
   EXPECT_THROW(Gunzip(gz.substr(0, gz.size() / 2)), Error);
   EXPECT_THROW(Gunzip("not gzip at all"), Error);
+}
+
+// Reads all of in, n bytes at a time.
+std::string ReadAll(GunzipStream& in, size_t n) {
+  std::string out;
+  std::string chunk(n, '\0');
+  while (size_t got = in.Read(std::span<char>(chunk.data(), chunk.size())))
+    out.append(chunk, 0, got);
+  return out;
+}
+
+TEST(GunzipStream, InflatesAPieceAtATime) {
+  std::string text;
+  for (int i = 0; i < 100000; ++i) text += "#\t0x" + std::to_string(i) + "\tmain.f\n";
+  const std::string gz = Gzip(text);
+  GunzipStream small(gz);
+  EXPECT_TRUE(ReadAll(small, 7) == text);
+  // Concatenated members are one stream, as Gunzip reads them.
+  const std::string two = gz + Gzip("more");
+  GunzipStream both(two);
+  EXPECT_TRUE(ReadAll(both, 65536) == text + "more");
+}
+
+TEST(GunzipStream, RefusesCorruptAndTruncatedStreams) {
+  const std::string gz = Gzip(std::string(1 << 20, 'x'));
+  const std::string truncated = gz.substr(0, gz.size() / 2);
+  GunzipStream cut(truncated);
+  EXPECT_THROW(ReadAll(cut, 4096), Error);
+  std::string corrupt = gz;
+  corrupt[corrupt.size() / 2] = static_cast<char>(corrupt[corrupt.size() / 2] ^ 0x5a);
+  corrupt[12] = static_cast<char>(0xff);
+  GunzipStream bad(corrupt);
+  EXPECT_THROW(ReadAll(bad, 4096), Error);
 }
 
 TEST_F(OutputTest, WritesAtomicallyAndLeavesNoTemporaries) {

@@ -23,10 +23,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 
 #include "agent/common/query.h"
 #include "base/error.h"
+#include "pprof/output.h"
 
 namespace goheap2pprof {
 
@@ -41,7 +43,7 @@ HttpReply HttpHandler::Error(int status, const std::string& text) const {
   r.status = status;
   r.content_type = "text/plain; charset=utf-8";
   r.headers.emplace_back("X-Content-Type-Options", "nosniff");
-  r.body = text + "\n";
+  r.SetBody(text + "\n");
   return r;
 }
 
@@ -226,18 +228,76 @@ class Admission {
   std::list<Entry> entries_;
 };
 
-std::string SerializeReply(const HttpReply& reply, bool head, bool keep_alive) {
+// The status line and headers; the body is written from the reply's own
+// shared buffer, never copied behind them.
+std::string SerializeHead(const HttpReply& reply, bool keep_alive) {
   std::string out = "HTTP/1.1 " + std::to_string(reply.status) + " ";
   out += std::string(http::obsolete_reason(static_cast<http::status>(reply.status)));
   out += "\r\n";
   for (const auto& [name, value] : reply.headers) out += name + ": " + value + "\r\n";
   if (!reply.content_type.empty()) out += "Content-Type: " + reply.content_type + "\r\n";
-  out += "Content-Length: " + std::to_string(reply.body.size()) + "\r\n";
+  out += "Content-Length: " + std::to_string(reply.length()) + "\r\n";
   out += keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
   out += "\r\n";
-  if (!head) out += reply.body;
   return out;
 }
+
+// The bytes that replies being written hold: each body once, however many
+// connections write it (the joiners of one capture share it), plus each
+// connection's own (its head, an inflating stream's state and chunk). A
+// client that does not read keeps its reply's bytes until the write
+// deadline; this bounds what all of them keep together.
+class ReplyBudget {
+ public:
+  explicit ReplyBudget(uint64_t max) : max_(max) {}
+
+  // Whether a connection may write `body` now with `own` bytes of its own;
+  // then Release with the same arguments once the write ends. Always when
+  // nothing is held, so a reply larger than the budget still goes out
+  // alone.
+  bool TryAcquire(const std::shared_ptr<const std::string>& body, uint64_t own) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool counted = body && bodies_.count(body.get()) != 0;
+    const uint64_t more = own + (body && !counted ? body->size() : 0);
+    if (held_ != 0 && held_ + more > max_) return false;
+    held_ += more;
+    if (body) ++bodies_[body.get()];
+    return true;
+  }
+
+  void Release(const std::shared_ptr<const std::string>& body, uint64_t own) {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_ -= own;
+    if (!body) return;
+    auto it = bodies_.find(body.get());
+    if (it != bodies_.end() && --it->second == 0) {
+      bodies_.erase(it);
+      held_ -= body->size();
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  const uint64_t max_;
+  uint64_t held_ = 0;
+  std::map<const std::string*, int> bodies_;  // writers of each body held
+};
+
+// What a connection holds while it writes one reply, given back to the
+// budget when it is destroyed (the write ended, or the connection did).
+class ReplyInFlight {
+ public:
+  ReplyInFlight(ReplyBudget& budget, std::shared_ptr<const std::string> body, uint64_t own)
+      : budget_(budget), body_(std::move(body)), own_(own) {}
+  ~ReplyInFlight() { budget_.Release(body_, own_); }
+  ReplyInFlight(const ReplyInFlight&) = delete;
+  ReplyInFlight& operator=(const ReplyInFlight&) = delete;
+
+ private:
+  ReplyBudget& budget_;
+  std::shared_ptr<const std::string> body_;
+  uint64_t own_;
+};
 
 // The parts of the listener every connection shares.
 struct Shared {
@@ -253,8 +313,10 @@ struct Shared {
   std::string token;
   std::shared_ptr<ssl::context> tls;
   // Destroyed in reverse: the I/O context first, with the sessions its
-  // pending handlers hold, while the admission table they use still exists.
+  // pending handlers hold, while the admission table and the reply budget
+  // they use still exist.
   Admission admission;
+  ReplyBudget replies;
   BoundedPool pool;
   net::io_context io;
 
@@ -263,6 +325,7 @@ struct Shared {
         needs_credentials(!o.token.empty() || !o.tls.client_ca_file.empty()),
         token(o.token),
         admission(o.limits.max_connections, o.limits.max_connections_per_address),
+        replies(o.limits.max_reply_bytes_in_flight),
         pool(o.limits.handler_threads, o.limits.handler_queue) {}
 };
 
@@ -488,7 +551,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Evi
     HttpReply r;
     r.content_type = "text/plain; charset=utf-8";
     r.headers.emplace_back("Cache-Control", "no-store");
-    r.body = "ok\n";
+    r.SetBody("ok\n");
     return r;
   }
 
@@ -509,21 +572,92 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Evi
 
   void Finish(HttpReply reply, bool close) {
     if (close) keep_alive_ = false;
-    out_ = SerializeReply(reply, request_.method == "HEAD", keep_alive_);
+    // HEAD sends the head alone, with the body's length: it holds no body.
+    const bool head_only = request_.method == "HEAD";
+    head_ = SerializeHead(reply, keep_alive_);
+    body_ = head_only ? nullptr : reply.body;
+    bool inflate = body_ && reply.inflated_length;
+    const uint64_t own = head_.size() + (inflate ? kChunk + kInflateState : 0);
+    if (shared_.replies.TryAcquire(body_, own)) {
+      in_flight_.emplace(shared_.replies, body_, own);
+    } else {
+      reply = OverBudget();
+      head_ = SerializeHead(reply, keep_alive_);
+      body_ = head_only ? nullptr : reply.body;
+      inflate = false;
+    }
     shared_.handler->Served(request_, reply);
+    // One deadline for the whole reply, set once: a write that makes some
+    // progress does not move it (beast's tcp_stream keeps the expiry
+    // across its partial writes), so a client reading a byte now and then
+    // cannot hold the reply longer.
     Lowest().expires_after(Seconds(shared_.options.limits.write_timeout_seconds));
-    net::async_write(
-        stream_, net::buffer(out_),
-        [self = this->shared_from_this()](beast::error_code ec, size_t) {
-          self->out_.clear();
-          self->out_.shrink_to_fit();
-          if (ec) return self->Abort();
-          if (!self->keep_alive_) return self->Linger();
-          self->request_ = HttpRequest{};
-          self->head_started_ = false;
-          self->Lowest().expires_after(Seconds(self->shared_.options.limits.idle_timeout_seconds));
-          self->BeginRequest();
-        });
+    if (!inflate) {
+      const std::array<net::const_buffer, 2> buffers = {
+          net::buffer(head_), body_ ? net::buffer(*body_) : net::const_buffer()};
+      return net::async_write(
+          stream_, buffers,
+          [self = this->shared_from_this()](beast::error_code ec, size_t) { self->Written(ec); });
+    }
+    gunzip_.emplace(*body_);
+    chunk_.resize(kChunk);
+    unsent_ = *reply.inflated_length;
+    net::async_write(stream_, net::buffer(head_),
+                     [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                       if (ec) return self->Abort();
+                       self->WriteChunk();
+                     });
+  }
+
+  // Over the reply budget: the reply is dropped and the client told when to
+  // retry, as the writes that hold the budget end within their deadline.
+  // The answer is small and not counted; the connection closes after it.
+  HttpReply OverBudget() {
+    keep_alive_ = false;
+    HttpReply r = shared_.handler->Error(
+        503, "server busy: too many reply bytes are waiting for clients to read them");
+    r.headers.emplace_back("Retry-After", "1");
+    return r;
+  }
+
+  // The next chunk of an inflated body, inflated only once the client took
+  // the last one: at most one chunk per connection, however slow it reads.
+  void WriteChunk() {
+    if (unsent_ == 0) return Written({});
+    size_t n = 0;
+    try {
+      n = gunzip_->Read(std::span<char>(chunk_.data(), std::min<uint64_t>(chunk_.size(), unsent_)));
+    } catch (const Error&) {
+      // A worker's bad stream: the client sees a body short of its
+      // Content-Length.
+      return Abort();
+    }
+    if (n == 0) return Abort();
+    unsent_ -= n;
+    net::async_write(stream_, net::buffer(chunk_.data(), n),
+                     [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                       if (ec) return self->Abort();
+                       self->WriteChunk();
+                     });
+  }
+
+  void Written(beast::error_code ec) {
+    EndReply();
+    if (ec) return Abort();
+    if (!keep_alive_) return Linger();
+    request_ = HttpRequest{};
+    head_started_ = false;
+    Lowest().expires_after(Seconds(shared_.options.limits.idle_timeout_seconds));
+    BeginRequest();
+  }
+
+  // Gives back what the reply held, to the budget and the allocator.
+  void EndReply() {
+    gunzip_.reset();
+    chunk_ = {};
+    head_ = {};
+    body_.reset();
+    in_flight_.reset();
   }
 
   // After the last answer: the client may still be sending (a body never
@@ -553,6 +687,10 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Evi
   }
 
   static constexpr size_t kReadChunk = 4096;
+  // An inflated body goes out in chunks of this size; zlib's state and
+  // window take about kInflateState more.
+  static constexpr size_t kChunk = 64 * 1024;
+  static constexpr size_t kInflateState = 48 * 1024;
   static constexpr size_t kMaxDrain = 1 << 20;
 
   Shared& shared_;
@@ -566,7 +704,14 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Evi
   HttpRequest request_;
   bool keep_alive_ = false;
   bool head_started_ = false;
-  std::string out_;
+  // The reply being written: its head and body, the budget's claim, and
+  // for an inflated body the stream, its chunk and what is left to send.
+  std::string head_;
+  std::shared_ptr<const std::string> body_;
+  std::optional<ReplyInFlight> in_flight_;
+  std::optional<GunzipStream> gunzip_;
+  std::vector<char> chunk_;
+  uint64_t unsent_ = 0;
   std::array<char, 4096> drain_{};
   size_t drained_ = 0;
 };
@@ -934,6 +1079,10 @@ void ValidateListenerLimits(const ListenerLimits& l) {
   }
   if (l.handler_threads < 1 || l.handler_threads > 256 || l.handler_queue < 0) {
     throw Error(ErrorKind::kUsage, "--handler-threads must be 1..256");
+  }
+  if (l.max_reply_bytes_in_flight < kMinReplyBytesInFlight) {
+    throw Error(ErrorKind::kUsage, "--max-reply-bytes-in-flight must be at least ",
+                kMinReplyBytesInFlight);
   }
 }
 

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -42,7 +43,20 @@ struct HttpReply {
   int status = 200;
   std::string content_type;
   std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;  // for HEAD, only its length is sent
+  // Immutable and shared: the requests that joined one capture, and each
+  // connection until its write ends, hold one copy, which the listener
+  // counts once (ListenerLimits::max_reply_bytes_in_flight). Null: empty.
+  // For HEAD only its length is sent.
+  std::shared_ptr<const std::string> body;
+  // Set when body is gzip that the client gets inflated, this many bytes
+  // (the Content-Length): the connection inflates it a chunk at a time as
+  // the client reads, and never holds it whole. A stream that ends
+  // shorter cuts the connection; one that goes on is cut at this length.
+  std::optional<uint64_t> inflated_length;
+
+  void SetBody(std::string text) { body = std::make_shared<const std::string>(std::move(text)); }
+  // The length the client is told.
+  uint64_t length() const { return inflated_length.value_or(body ? body->size() : 0); }
 };
 
 class HttpHandler {
@@ -81,6 +95,11 @@ struct ListenerLimits {
   double write_timeout_seconds = 60;   // one whole reply
   int handler_threads = 16;            // blocking handlers at once
   int handler_queue = 64;              // blocking requests waiting for a thread; more: 503
+  // Bytes of replies being written, a body shared by several connections
+  // counted once; a reply beyond gets 503 with Retry-After (one is always
+  // let through when nothing else is held). Four of the largest captures
+  // (--max-capture-bytes, 64 MiB).
+  uint64_t max_reply_bytes_in_flight = uint64_t{256} << 20;
 };
 
 struct HttpListenerOptions {
@@ -101,6 +120,7 @@ struct HttpListenerOptions {
 constexpr size_t kMaxRequestLine = 8 * 1024;
 constexpr size_t kMaxRequestHead = 64 * 1024;
 constexpr size_t kMaxHeaderFields = 64;
+constexpr uint64_t kMinReplyBytesInFlight = 64 * 1024;
 
 class HttpListener {
  public:

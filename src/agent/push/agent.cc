@@ -463,7 +463,7 @@ class MetricsHandler : public HttpHandler {
     if (path != "/metrics") return Error(404, "404 page not found");
     HttpReply res;
     res.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    res.body = role_.Metrics();
+    res.SetBody(role_.Metrics());
     return res;
   }
 

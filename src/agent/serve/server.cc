@@ -52,10 +52,15 @@ void ServeError(HttpReply& res, int status, const std::string& text) {
   res.headers.emplace_back("X-Content-Type-Options", "nosniff");
   res.headers.emplace_back("X-Go-Pprof", "1");
   res.content_type = "text/plain; charset=utf-8";
-  res.body = text + "\n";
+  res.SetBody(text + "\n");
 }
 
 void SetContent(HttpReply& res, std::string body, const char* content_type) {
+  res.SetBody(std::move(body));
+  res.content_type = content_type;
+}
+
+void SetContent(HttpReply& res, std::shared_ptr<const std::string> body, const char* content_type) {
   res.body = std::move(body);
   res.content_type = content_type;
 }
@@ -80,11 +85,19 @@ class DeltaSlot {
   bool held_ = false;
 };
 
+// A capture's outcome as the requests that share it see it: the result
+// without its body, and the body, immutable, which every one of them (and
+// every connection that writes it) holds as one copy.
+struct Captured {
+  PoolResult result;
+  std::shared_ptr<const std::string> body;
+};
+
 struct Flight {
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
-  PoolResult result;
+  Captured captured;
 };
 
 class Service {
@@ -189,8 +202,7 @@ class Service {
   // running one and share its answer. With may_join false the caller gets
   // a capture of its own, begun now, which others may join.
   // `base` is the payload of a delta op, which never joins (may_join false).
-  PoolResult SharedCapture(const ProcessFacts& facts, WorkerOp op, bool may_join,
-                           std::string base) {
+  Captured SharedCapture(const ProcessFacts& facts, WorkerOp op, bool may_join, std::string base) {
     const pid_t pid = facts.pid;
     std::shared_ptr<Flight> flight;
     bool leader = false;
@@ -209,7 +221,7 @@ class Service {
     if (!leader) {
       std::unique_lock<std::mutex> lock(flight->mu);
       flight->cv.wait(lock, [&] { return flight->done; });
-      return flight->result;
+      return flight->captured;
     }
     double seconds = 0;
     PoolResult result =
@@ -223,7 +235,8 @@ class Service {
       line << std::fixed << std::setprecision(2) << "goheap2pprof serve: capture pid " << pid
            << " op " << static_cast<int>(op) << ": " << seconds * 1000 << " ms, "
            << static_cast<double>(result.reply.worker_ns) / 1e6 << " ms in the worker, "
-           << result.reply.body.size() << " bytes";
+           << result.reply.body.size()
+           << (result.reply.inflated_size ? " bytes gzipped" : " bytes");
       // Whether the worker's state of the process spared the build.
       if (result.reply.error_kind == 0) line << ", tables " << TablesName(result.reply.tables);
       line << "\n";
@@ -234,25 +247,34 @@ class Service {
       auto it = flights_.find(key);
       if (it != flights_.end() && it->second == flight) flights_.erase(it);
     }
+    Captured captured;
+    captured.body = std::make_shared<const std::string>(std::move(result.reply.body));
+    result.reply.body = {};
+    captured.result = std::move(result);
     {
       std::lock_guard<std::mutex> lock(flight->mu);
-      flight->result = result;
+      flight->captured = captured;
       flight->done = true;
     }
     flight->cv.notify_all();
-    return result;
+    return captured;
   }
 
   // A capture of the process the request was for, as discovery found it
   // (facts), and nothing else: a reply from whatever held the pid later, or
   // from a process the filter refuses as the worker found it, is turned
   // into the 410 or 404 it deserves (KeepToRequestedProcess).
-  PoolResult CaptureOf(const ProcessFacts& facts, WorkerOp op, bool may_join = true,
-                       std::string base = {}) {
-    PoolResult r = SharedCapture(facts, op, may_join, std::move(base));
+  Captured CaptureOf(const ProcessFacts& facts, WorkerOp op, bool may_join = true,
+                     std::string base = {}) {
+    Captured c = SharedCapture(facts, op, may_join, std::move(base));
     // A joiner's process is the leader's (same pid); kept again to its own.
+    PoolResult& r = c.result;
     if (r.outcome == PoolOutcome::kReplied) KeepToRequestedProcess(facts, options_.filter, r.reply);
-    return r;
+    // The body only goes with a success.
+    if (r.outcome != PoolOutcome::kReplied || r.reply.error_kind != 0) {
+      c.body = std::make_shared<const std::string>();
+    }
+    return c;
   }
 
   // Answers a failed capture; false if r is a success.
@@ -330,10 +352,10 @@ class Service {
   void ProcessMetrics(pid_t pid, HttpReply& res) {
     std::optional<ProcessFacts> facts = VisibleOrAnswer(pid, res);
     if (!facts) return;
-    PoolResult r = CaptureOf(*facts, WorkerOp::kRuntimeStats);
-    if (ServeFailure(r, pid, res)) return;
+    const Captured c = CaptureOf(*facts, WorkerOp::kRuntimeStats);
+    if (ServeFailure(c.result, pid, res)) return;
     try {
-      const GoRuntimeStats stats = DecodeRuntimeStats(r.reply.body);
+      const GoRuntimeStats stats = DecodeRuntimeStats(*c.body);
       SetContent(res, GoCollectorText(stats), "text/plain; version=0.0.4; charset=utf-8");
     } catch (const Error& e) {
       // One request's boundary: a worker's bad reply fails this answer only.
@@ -347,14 +369,14 @@ class Service {
   void Flamegraph(const FlamegraphRequest& f, HttpReply& res) {
     std::optional<ProcessFacts> facts = VisibleOrAnswer(f.pid, res);
     if (!facts) return;
-    PoolResult r = CaptureOf(*facts, WorkerOp::kFlamegraph, /*may_join=*/false, f.sample_index);
-    NoteSampling(f.pid, r);
-    if (ServeFailure(r, f.pid, res)) return;
+    Captured c = CaptureOf(*facts, WorkerOp::kFlamegraph, /*may_join=*/false, f.sample_index);
+    NoteSampling(f.pid, c.result);
+    if (ServeFailure(c.result, f.pid, res)) return;
     res.headers.emplace_back("X-Content-Type-Options", "nosniff");
     res.headers.emplace_back("Content-Security-Policy",
                              FlameGraphContentSecurityPolicy() + "; frame-ancestors 'none'");
     res.headers.emplace_back("Cache-Control", "no-store");
-    SetContent(res, std::move(r.reply.body), "text/html; charset=utf-8");
+    SetContent(res, std::move(c.body), "text/html; charset=utf-8");
   }
 
   void Profile(const ProfileRequest& p, HttpReply& res) {
@@ -363,18 +385,29 @@ class Service {
     const char* name = p.name == ProfileName::kHeap ? "heap" : "allocs";
     const WorkerOp op = p.name == ProfileName::kHeap ? WorkerOp::kHeap : WorkerOp::kAllocs;
     if (p.seconds > 0) return Delta(p, op, name, *facts, res);
-    if (p.debug != 0) {
-      PoolResult r = CaptureOf(*facts, WorkerOp::kHeapDebugText);
-      if (ServeFailure(r, p.pid, res)) return;
-      res.headers.emplace_back("X-Content-Type-Options", "nosniff");
-      SetContent(res, std::move(r.reply.body), "text/plain; charset=utf-8");
+    if (p.debug != 0) return DebugText(p.pid, *facts, res);
+    Captured c = CaptureOf(*facts, op);
+    NoteSampling(p.pid, c.result);
+    if (ServeFailure(c.result, p.pid, res)) return;
+    SetProfileHeaders(res, name);
+    SetContent(res, std::move(c.body), "application/octet-stream");
+  }
+
+  // The worker sends the text gzipped (it is many times the profile: 184 MB
+  // at 131k buckets, past --max-capture-bytes), and the connection inflates
+  // it as the client reads, with the length the worker gave.
+  void DebugText(pid_t pid, const ProcessFacts& facts, HttpReply& res) {
+    Captured c = CaptureOf(facts, WorkerOp::kHeapDebugText);
+    if (ServeFailure(c.result, pid, res)) return;
+    if (!c.result.reply.inflated_size) {
+      ServeError(res, 500,
+                 "capture of process " + std::to_string(pid) +
+                     " failed: the worker's text came without its length");
       return;
     }
-    PoolResult r = CaptureOf(*facts, op);
-    NoteSampling(p.pid, r);
-    if (ServeFailure(r, p.pid, res)) return;
-    SetProfileHeaders(res, name);
-    SetContent(res, std::move(r.reply.body), "application/octet-stream");
+    res.headers.emplace_back("X-Content-Type-Options", "nosniff");
+    SetContent(res, std::move(c.body), "text/plain; charset=utf-8");
+    res.inflated_length = c.result.reply.inflated_size;
   }
 
   void NoteSampling(pid_t pid, const PoolResult& r) {
@@ -414,8 +447,8 @@ class Service {
     const std::optional<AddressSpaceAnchor> anchor = AddressSpaceAnchor::TryOpen(p.pid);
     // The first capture must begin after the anchor: it joins no capture
     // that is already running.
-    PoolResult r0 = CaptureOf(facts, op, /*may_join=*/false);
-    if (ServeFailure(r0, p.pid, res)) return;
+    const Captured c0 = CaptureOf(facts, op, /*may_join=*/false);
+    if (ServeFailure(c0.result, p.pid, res)) return;
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(p.seconds);
     while (std::chrono::steady_clock::now() < until) {
       if (stopping_) {
@@ -425,8 +458,8 @@ class Service {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     const WorkerOp delta_op = op == WorkerOp::kHeap ? WorkerOp::kHeapDelta : WorkerOp::kAllocsDelta;
-    PoolResult r1 = CaptureOf(facts, delta_op, /*may_join=*/false, std::move(r0.reply.body));
-    if (ServeFailure(r1, p.pid, res)) return;
+    Captured c1 = CaptureOf(facts, delta_op, /*may_join=*/false, *c0.body);
+    if (ServeFailure(c1.result, p.pid, res)) return;
     if (!anchor) {
       ServeError(res, 500,
                  "cannot open /proc/" + std::to_string(p.pid) +
@@ -434,14 +467,14 @@ class Service {
                      "be ruled out");
       return;
     }
-    if (r0.reply.start_time != r1.reply.start_time || !anchor->StillLive()) {
+    if (c0.result.reply.start_time != c1.result.reply.start_time || !anchor->StillLive()) {
       ServeError(res, 410,
                  "process " + std::to_string(p.pid) +
                      " was replaced by another process during the delta window");
       return;
     }
     SetProfileHeaders(res, std::string(name) + "-delta");
-    SetContent(res, std::move(r1.reply.body), "application/octet-stream");
+    SetContent(res, std::move(c1.body), "application/octet-stream");
   }
 
   std::string ServiceName(const GoProcess& p) const {
@@ -559,7 +592,7 @@ class ServeHandler : public HttpHandler {
     if (!verbose_) return;
     std::ostringstream line;
     line << "goheap2pprof serve: " << req.peer << " \"" << req.method << " "
-         << req.target.substr(0, 512) << "\" " << res.status << " " << res.body.size() << "\n";
+         << req.target.substr(0, 512) << "\" " << res.status << " " << res.length() << "\n";
     service_.Log(line.str());
   }
 

@@ -70,6 +70,8 @@ struct ReplyHeader {
   uint32_t owner_uid;
   uint32_t owner_cgroup_len;
   uint32_t tables;
+  uint32_t padding;
+  uint64_t inflated_plus_one;  // 0: body is not gzipped text
 };
 
 bool WriteAll(int fd, const void* data, size_t size) {
@@ -449,7 +451,10 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
   if (request.op == WorkerOp::kHeapDebugText) {
     // The runtime takes MaxRSS last, after the records.
     if (mem) text += MemStatsBlock(*mem, MaxRss(request.pid));
-    reply.body = std::move(text);
+    // Gzipped: the text is many times the profile (184 MB at 131k
+    // buckets), and the server relays it inflated a chunk at a time.
+    reply.inflated_size = text.size();
+    reply.body = Gzip(text);
   } else if (request.op == WorkerOp::kHeapDelta || request.op == WorkerOp::kAllocsDelta) {
     reply.body = DeltaBody(request, result.profile);
   } else if (request.op == WorkerOp::kFlamegraph) {
@@ -566,7 +571,8 @@ bool ServeOneRequest(int fd, const WorkerLimits& limits) {
     refused.start_time = reply.start_time;
     refused.error_kind = static_cast<int32_t>(ErrorKind::kInternal);
     refused.message = "the capture's reply is " + std::to_string(reply.body.size()) +
-                      " bytes, more than the limit of " + std::to_string(limits.max_reply_bytes) +
+                      (reply.inflated_size ? " bytes gzipped" : " bytes") +
+                      ", more than the limit of " + std::to_string(limits.max_reply_bytes) +
                       " (--max-capture-bytes)";
     reply = std::move(refused);
   }
@@ -640,7 +646,9 @@ bool WriteWorkerReply(int fd, const WorkerReply& reply) {
                 reply.owner ? 1u : 0u,
                 reply.owner ? static_cast<uint32_t>(reply.owner->uid) : 0u,
                 reply.owner ? static_cast<uint32_t>(reply.owner->cgroup.size()) : 0u,
-                reply.tables};
+                reply.tables,
+                0,
+                reply.inflated_size ? *reply.inflated_size + 1 : 0};
   const std::string_view cgroup = reply.owner ? std::string_view(reply.owner->cgroup) : "";
   return WriteAll(fd, &h, sizeof(h)) && WriteAll(fd, reply.message.data(), reply.message.size()) &&
          WriteAll(fd, cgroup.data(), cgroup.size()) &&
@@ -666,6 +674,8 @@ ReplyReadError ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, 
   reply.tables = h.tables;
   reply.cycle.reset();
   if (h.cycle_plus_one != 0) reply.cycle = static_cast<uint32_t>(h.cycle_plus_one - 1);
+  reply.inflated_size.reset();
+  if (h.inflated_plus_one != 0) reply.inflated_size = h.inflated_plus_one - 1;
   reply.message.resize(h.message_len);
   std::string cgroup(h.owner_cgroup_len, '\0');
   if (!ReadAll(fd, reply.message.data(), reply.message.size(), deadline_ms, &timed_out) ||

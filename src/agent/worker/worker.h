@@ -68,9 +68,14 @@ struct WorkerReply {
   // 0 on success, else the ErrorKind of the failure, with its message.
   int32_t error_kind = 0;
   std::string message;
-  // The profile, the text, for kProbe "key=value\n" lines, for
-  // kRuntimeStats an encoded GoRuntimeStats.
+  // The profile, for kHeapDebugText the text gzipped, for kProbe
+  // "key=value\n" lines, for kRuntimeStats an encoded GoRuntimeStats.
   std::string body;
+  // Set when body is gzipped text that the server relays inflated (the
+  // ?debug=1 text): its inflated length, the worker's word. Gzipped, a
+  // text of several times --max-capture-bytes fits in a reply, and the
+  // server never holds it whole (GunzipStream).
+  std::optional<uint64_t> inflated_size;
   uint64_t bytes_read = 0;  // target memory read for this capture
   uint64_t start_time = 0;  // the target's start time (/proc/<pid>/stat)
   uint32_t analyses = 0;    // executable analyses this request needed (0: cached)
