@@ -5,7 +5,9 @@
 // serve's discovery, filters, service names and confined capture workers
 // (agent/common/discovery.h, agent/worker/pool.h); a process is pushed only when its profile
 // cycle advanced since its last push. Pyroscope gets alloc_* as deltas
-// (agent/push/profile.h), Parca the cumulative profile; delivery is per backend
+// (agent/worker/push_profile.h), Parca the cumulative profile, both made in
+// the capture worker (agent/worker/push_wire.h): push itself decodes no
+// profile. Delivery is per backend
 // (agent/push/sender.h). The agent's own health is on a loopback /metrics.
 //
 //   PushOptions o;  o.pyroscope_url = "http://pyroscope:4040";
@@ -20,8 +22,8 @@
 #include "agent/common/discovery.h"
 #include "agent/common/http_listener.h"
 #include "agent/push/labels.h"
-#include "agent/push/profile.h"
 #include "agent/worker/pool.h"
+#include "agent/worker/push_profile.h"
 #include "agent/worker/worker.h"
 
 namespace goheap2pprof {

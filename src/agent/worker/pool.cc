@@ -62,6 +62,12 @@ std::string RequestLabel(const WorkerRequest& request) {
     case WorkerOp::kFlamegraph:
       op = "flamegraph " + request.payload.substr(0, 32);
       break;
+    case WorkerOp::kPush:
+      op = "push";
+      break;
+    case WorkerOp::kPushConvert:
+      op = "push of a trigger's capture";
+      break;
     default:
       op = "op " + std::to_string(static_cast<uint32_t>(request.op));
   }
@@ -364,7 +370,7 @@ PoolResult TimedRun(WorkerPool& pool, const WorkerRequest& request, const std::s
 void CountPoolResult(ServeMetrics& metrics, WorkerOp op, const PoolResult& r, double seconds) {
   if (op == WorkerOp::kRuntimeStats) {
     metrics.MemoryStatsRead(PoolOutcomeName(r));
-  } else if (op != WorkerOp::kProbe) {
+  } else if (op != WorkerOp::kProbe && op != WorkerOp::kPushConvert) {
     metrics.CaptureDone(PoolOutcomeName(r), seconds, r.reply.bytes_read);
   }
   if (r.outcome == PoolOutcome::kReplied && op != WorkerOp::kProbe) {

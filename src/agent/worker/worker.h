@@ -54,13 +54,20 @@ enum class WorkerOp : uint32_t {
   // sample type the payload names; rendered here, so that the privileged
   // server never parses a profile.
   kFlamegraph = 8,
+  // push's profiles of a heap capture (agent/worker/push_wire.h): the
+  // payload is a PushWork, the body a PushMade. Made here, so that the
+  // privileged agent never decodes a profile.
+  kPush = 9,
+  // The same made from the PushWork's profile (a watch trigger's capture)
+  // rather than a capture: no process is read.
+  kPushConvert = 10,
 };
 
 struct WorkerRequest {
   WorkerOp op = WorkerOp::kHeap;
   int32_t pid = 0;
   // kHeapDelta/kAllocsDelta: the base profile, gzipped; kFlamegraph: the
-  // sample type.
+  // sample type; kPush/kPushConvert: an encoded PushWork.
   std::string payload;
 };
 
