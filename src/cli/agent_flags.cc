@@ -113,6 +113,9 @@ void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::strin
                  "send Authorization: Bearer <first line of FILE> to Parca");
   app.add_option("--parca-basic-auth-file", o.parca_basic_auth_file,
                  "send HTTP basic auth to Parca, user:password on the first line of FILE");
+  app.add_flag("--allow-insecure-credentials", o.allow_insecure_credentials,
+               "send a token or basic auth over an http:// URL to a host other than loopback, "
+               "in clear text (refused without it)");
   AddSecondsOption(app, "--push-timeout", o.push_timeout_seconds, "time limit of one push attempt");
   app.add_option("--queue", o.queue_limit,
                  "profiles waiting per backend; when full the oldest is dropped")

@@ -444,12 +444,45 @@ ListenerFlags MetricsListener(const PushOptions& o) {
           o.allowed_hosts,    o.metrics_tls,    o.metrics_limits};
 }
 
+namespace {
+
+// The host of a URL ParsePushUrl accepted: "h" of http://h:port, "v6" of
+// http://[v6]:port.
+std::string UrlHost(const std::string& url) {
+  const std::string rest = ParsePushUrl(url).scheme_host_port.substr(url.find("://") + 3);
+  if (rest.starts_with('[')) return rest.substr(1, rest.find(']') - 1);
+  return rest.substr(0, rest.rfind(':'));
+}
+
+// A token or basic auth sent over http:// crosses the network in clear text,
+// where anyone on the path can read and replay it: refused unless asked
+// for. A loopback URL (a local Alloy, a port-forward) never leaves the host.
+void CheckCredentialsInClear(const PushOptions& o, const std::string& url, const char* backend,
+                             const std::string& token_file, const std::string& basic_file) {
+  if (url.empty() || (token_file.empty() && basic_file.empty())) return;
+  if (!url.starts_with("http://") || IsLoopbackHost(UrlHost(url)) || o.allow_insecure_credentials) {
+    return;
+  }
+  throw Error(ErrorKind::kUsage, "--", backend,
+              token_file.empty() ? "-basic-auth-file" : "-token-file",
+              " would send its credentials in clear text to ", url)
+      .WithHint(
+          "use an https:// URL (with --ca-file for a private CA), or give "
+          "--allow-insecure-credentials if the path to the backend is trusted; a loopback "
+          "URL needs neither");
+}
+
+}  // namespace
+
 void ValidatePushOptions(const PushOptions& o) {
   if (o.pyroscope_url.empty() && o.parca_url.empty()) {
     throw Error(ErrorKind::kUsage, "push needs --pyroscope URL or --parca URL (or both)");
   }
   if (!o.pyroscope_url.empty()) ParsePushUrl(o.pyroscope_url);
   if (!o.parca_url.empty()) ParsePushUrl(o.parca_url);
+  CheckCredentialsInClear(o, o.pyroscope_url, "pyroscope", o.pyroscope_token_file,
+                          o.pyroscope_basic_auth_file);
+  CheckCredentialsInClear(o, o.parca_url, "parca", o.parca_token_file, o.parca_basic_auth_file);
   if (!(o.interval_seconds >= 0.1)) throw Error(ErrorKind::kUsage, "--interval must be >= 100ms");
   if (!(o.push_timeout_seconds > 0) || !(o.discover_interval_seconds > 0) ||
       !(o.capture_timeout_seconds > 0)) {

@@ -37,6 +37,9 @@ struct PushOptions {
   std::string ca_file;
   std::string pyroscope_token_file, pyroscope_basic_auth_file;
   std::string parca_token_file, parca_basic_auth_file;
+  // --allow-insecure-credentials: send a token or basic auth over http://
+  // to a host that is not loopback (refused otherwise: clear text).
+  bool allow_insecure_credentials = false;
   double push_timeout_seconds = 10;
   size_t queue_limit = 64;
   size_t queue_bytes_limit = 64ull << 20;
