@@ -91,6 +91,11 @@ void AddWorkerOptions(CLI::App& app, const WorkerFlags& flags) {
          "largest gzipped profile a capture may produce (larger ones " + flags.on_too_large + ")")
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{64} << 10, uint64_t{1} << 31));
+  app.add_option("--worker-uid", limits.uid,
+                 "started as root, a capture worker becomes this user, keeping only "
+                 "CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (0: it stays root)")
+      ->capture_default_str();
+  app.add_option("--worker-gid", limits.gid, "the group of --worker-uid")->capture_default_str();
 }
 
 void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::string>& labels) {

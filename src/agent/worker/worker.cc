@@ -170,9 +170,10 @@ AnalysisCache& Analyses() {
 // that pid only. "crash" aborts, "spin" burns CPU without end (the server's
 // timeout or RLIMIT_CPU ends it), "hog" allocates past RLIMIT_AS, "syscall"
 // makes a system call outside the seccomp filter, "open-write" tries to
-// create /tmp/goheap2pprof-serve-seam-<pid>, "bomb" answers a successful
-// capture with a gzip bomb (1536 MiB of zeros in 1.5 MB) instead of its
-// body, as a compromised worker could. "pause-before-walk=MS"
+// create /tmp/goheap2pprof-serve-seam-<pid>, "open-kmsg" tries to open
+// /proc/kmsg and fails the capture saying what that gave, "bomb" answers a
+// successful capture with a gzip bomb (1536 MiB of zeros in 1.5 MB) instead
+// of its body, as a compromised worker could. "pause-before-walk=MS"
 // and "pause-after-walk=MS" announce on stderr "test seam: pausing MS ms
 // before (after) the walk of pid P" and sleep, once the source is open
 // (identity, address space, maps, executable and its analysis), or after
@@ -227,6 +228,15 @@ void Misbehave(const ServeSeam& seam, pid_t pid) {
     }
     throw Error(ErrorKind::kInternal, "test seam: open(", path,
                 ", O_WRONLY|O_CREAT): ", std::strerror(errno));
+  }
+  if (seam.what == "open-kmsg") {
+    // What plain root's worker could do before it dropped root: open the
+    // kernel log (reading it consumes it). Fails the capture either way,
+    // saying what the open gave.
+    const int fd = open("/proc/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    const std::string got = fd >= 0 ? "opened" : std::strerror(errno);
+    if (fd >= 0) close(fd);
+    throw Error(ErrorKind::kInternal, "test seam: open(/proc/kmsg, O_RDONLY): ", got);
   }
   if (seam.what == "syscall") {
     // socket(2) is not in the filter: the kernel kills the worker (SIGSYS).
@@ -766,7 +776,7 @@ int RunServeWorker(int fd, const WorkerLimits& limits, const ExecutableOptions& 
   if (fd > 3) CloseDescriptors(3, static_cast<unsigned>(fd - 1));
   CloseDescriptors(int64_t{fd} + 1, ~0U);
   try {
-    EnterCaptureSandbox({limits.address_space_bytes, limits.cpu_seconds});
+    EnterCaptureSandbox({limits.address_space_bytes, limits.cpu_seconds, limits.uid, limits.gid});
   } catch (const Error& e) {
     // The worker process's own main.
     std::cerr << "goheap2pprof worker: " << e.what() << "\n";

@@ -125,6 +125,11 @@ struct WorkerLimits {
   // with room for deeper stacks, and bounds what the privileged server
   // holds per request.
   uint64_t max_reply_bytes = uint64_t{64} << 20;
+  // The user and group a worker that starts as plain root becomes, keeping
+  // only the capabilities a capture needs (agent/worker/sandbox.h); 0: it
+  // stays root. 65534 is nobody/nogroup.
+  uint32_t uid = 65534;
+  uint32_t gid = 65534;
 };
 
 // Both sides of the socket. Return false on EOF or a malformed message.
