@@ -257,6 +257,13 @@ class Agent {
     const pid_t pid = p.facts.pid;
     const std::string what = "pid " + std::to_string(pid) + " (" + ServiceNameOfProcess(p) + ")";
     ProcessState& state = StateOf(p);
+    // A state too large for a request (it came in a reply of at most the
+    // same limit, with the profiles beside it) would fail every push of the
+    // process: it starts again from a baseline instead.
+    if (state.delta_state.size() + 4096 > options_.worker_limits.max_reply_bytes) {
+      state.from_zero = false;
+      state.delta_state.clear();
+    }
     PushWork work = Work();
     work.from_zero = state.from_zero;
     work.state = state.delta_state;
