@@ -111,6 +111,11 @@ void AddWorkerOptions(CLI::App& app, const WorkerFlags& flags) {
          "largest gzipped profile a capture may produce (larger ones " + flags.on_too_large + ")")
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{64} << 10, uint64_t{1} << 31));
+  app.add_option("--worker-uid", limits.uid,
+                 "started as root, a capture worker becomes this user, keeping only "
+                 "CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (0: it stays root)")
+      ->capture_default_str();
+  app.add_option("--worker-gid", limits.gid, "the group of --worker-uid")->capture_default_str();
 }
 
 void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::string>& labels) {
@@ -133,6 +138,9 @@ void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::strin
                  "send Authorization: Bearer <first line of FILE> to Parca");
   app.add_option("--parca-basic-auth-file", o.parca_basic_auth_file,
                  "send HTTP basic auth to Parca, user:password on the first line of FILE");
+  app.add_flag("--allow-insecure-credentials", o.allow_insecure_credentials,
+               "send a token or basic auth over an http:// URL to a host other than loopback, "
+               "in clear text (refused without it)");
   AddSecondsOption(app, "--push-timeout", o.push_timeout_seconds, "time limit of one push attempt");
   app.add_option("--queue", o.queue_limit,
                  "profiles waiting per backend; when full the oldest is dropped")

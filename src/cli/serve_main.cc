@@ -68,6 +68,8 @@ Command AddServeWorkerCommand(CLI::App& root) {
   cmd->add_option("--exe", a->executable.path);
   cmd->add_flag("--force", a->executable.force);
   cmd->add_option("--max-reply-bytes", a->limits.max_reply_bytes);
+  cmd->add_option("--uid", a->limits.uid);
+  cmd->add_option("--gid", a->limits.gid);
   return {cmd, [a] { return RunServeWorker(a->fd, a->limits, a->executable); }};
 }
 

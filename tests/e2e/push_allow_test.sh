@@ -29,20 +29,9 @@ push_build_programs
 push_start_receiver
 count() { "$receiver" count -dir "$work/rec" -pid "$1" -backend pyroscope; }
 
-# start_target <name>: effective uid 65534, real uid 0 (so that it may
-# become root); sets tpid once it is READY.
-start_target() {
-  e2e_start "$work/$1.out" "$work/$1.err" setpriv --euid=$nobody "$work/bin/servetarget" \
-    -http=false -euid-on-usr2 0
-  tpid=$target_pid
-  if ! e2e_wait_for_line "$work/$1.out" "^READY" "$tpid" 20; then
-    fail "$1 did not start" "$work/$1.err"
-    e2e_finish
-  fi
-}
-start_target changer
+push_start_euid_target changer
 changer=$tpid
-start_target control
+push_start_euid_target control
 control=$tpid
 
 # One scan, at the start: the agent captures what it found for a minute.

@@ -6,6 +6,10 @@
 #                            into $work/bin; sets receiver
 #   push_start_receiver      starts the receiver on a loopback port, storing
 #                            into $work/rec; sets raddr (host:port)
+#   push_start_euid_target <name>
+#                            starts servetarget with effective uid 65534 and
+#                            real uid 0, which sets its effective uid to 0 on
+#                            SIGUSR2; sets tpid once it is READY
 
 push_build_programs() {
   echo "== building the target and the receiver"
@@ -24,4 +28,14 @@ push_start_receiver() {
     e2e_finish
   fi
   raddr=$(sed -n 's/^LISTENING //p' "$work/rec.out")
+}
+
+push_start_euid_target() {
+  e2e_start "$work/$1.out" "$work/$1.err" setpriv --euid=65534 "$work/bin/servetarget" \
+    -http=false -euid-on-usr2 0
+  tpid=$target_pid
+  if ! e2e_wait_for_line "$work/$1.out" "^READY" "$tpid" 20; then
+    fail "$1 did not start" "$work/$1.err"
+    e2e_finish
+  fi
 }

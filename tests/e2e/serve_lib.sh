@@ -6,6 +6,7 @@
 #   status <url> [curl options...]
 #   expect_status <what> <want> <body-substring> <url> [curl options...]
 #   make_ca <name>; make_cert <name> <ca> <extensions>
+#   same_as_own <what> <ours-url> <own-url>
 
 # start_serve <name> [VAR=value...] -- [serve options...]: starts a server
 # on a kernel-chosen loopback port; sets addr (host:port) and serve_pid.
@@ -58,4 +59,20 @@ expect_status() {
     echo "    got $got: $(head -c 300 "$work/body")"
     fail "$what: want $want with \"$text\""
   fi
+}
+
+# same_as_own <what> <ours-url> <own-url>: ours first, then the target's
+# own, compared with profdiff; retried twice, because the target's own HTTP
+# handling may sample an allocation into a new (all-zero) bucket between
+# the two requests.
+same_as_own() {
+  local what=$1 ours=$2 own=$3 attempt
+  for attempt in 1 2 3; do
+    curl -s -o "$work/ours.pb.gz" "$ours" && curl -s -o "$work/own.pb.gz" "$own" &&
+      "$profdiff" "$work/own.pb.gz" "$work/ours.pb.gz" >"$work/diff.txt" 2>&1 && {
+      pass "$what (attempt $attempt)"
+      return
+    }
+  done
+  fail "$what" "$work/diff.txt"
 }

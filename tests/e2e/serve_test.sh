@@ -24,22 +24,6 @@ metric() {
   curl -s "http://$addr/metrics" | awk -v m="$1" '$1 == m {print $2}'
 }
 
-# same_as_own <what> <ours-url> <own-url>: ours first, then the target's
-# own, compared with profdiff; retried twice, because the target's own HTTP
-# handling may sample an allocation into a new (all-zero) bucket between
-# the two requests.
-same_as_own() {
-  local what=$1 ours=$2 own=$3 attempt
-  for attempt in 1 2 3; do
-    curl -s -o "$work/ours.pb.gz" "$ours" && curl -s -o "$work/own.pb.gz" "$own" &&
-      "$profdiff" "$work/own.pb.gz" "$work/ours.pb.gz" >"$work/diff.txt" 2>&1 && {
-      pass "$what (attempt $attempt)"
-      return
-    }
-  done
-  fail "$what" "$work/diff.txt"
-}
-
 # debug_records <file>: the ?debug=1 text as sorted lines, one per record
 # (its header line and frame lines joined by "|", tabs kept), the "heap
 # profile:" line first, without the runtime.MemStats block (compared by

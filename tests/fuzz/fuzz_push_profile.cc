@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "agent/push/profile.h"
+#include "agent/worker/push_profile.h"
 #include "base/error.h"
 #include "two_profiles.h"
 

@@ -201,5 +201,37 @@ TEST(PushDelivery, OptionsThatCannotWork) {
   EXPECT_THROW(ValidatePushOptions(o), Error);
 }
 
+// A token or basic auth over http:// is clear text on the network: refused
+// unless asked for; a loopback URL and https are fine.
+TEST(PushOptions, CredentialsInClearTextAreRefusedUnlessAskedFor) {
+  PushOptions o;
+  o.pyroscope_url = "http://pyroscope.example:4040";
+  o.pyroscope_token_file = "/run/secrets/token";
+  try {
+    ValidatePushOptions(o);
+    ADD_FAILURE() << "a token over http:// was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_EQ(std::string(e.what()),
+              "--pyroscope-token-file would send its credentials in clear text to "
+              "http://pyroscope.example:4040");
+    EXPECT_NE(e.hint().find("--allow-insecure-credentials"), std::string::npos) << e.hint();
+  }
+  o.allow_insecure_credentials = true;
+  EXPECT_NO_THROW(ValidatePushOptions(o));
+  o.allow_insecure_credentials = false;
+  for (const char* url : {"https://pyroscope.example:4040", "http://127.0.0.1:4040",
+                          "http://localhost", "http://[::1]:4040/prefix"}) {
+    o.pyroscope_url = url;
+    EXPECT_NO_THROW(ValidatePushOptions(o)) << url;
+  }
+  o.pyroscope_token_file.clear();
+  o.parca_url = "http://parca:7070";
+  o.parca_basic_auth_file = "/run/secrets/basic";
+  EXPECT_THROW(ValidatePushOptions(o), Error);
+  o.parca_basic_auth_file.clear();
+  EXPECT_NO_THROW(ValidatePushOptions(o));  // no credentials: nothing to leak
+}
+
 }  // namespace
 }  // namespace goheap2pprof

@@ -1,14 +1,19 @@
-// What `goheap2pprof push` sends to Pyroscope (agent/push/profile.h): alloc
+// What `goheap2pprof push` sends to Pyroscope (agent/worker/push_profile.h): alloc
 // deltas keyed by stack addresses and object size, inuse as it is, zero
-// samples dropped, resets, baselines, trimming to the limits, compaction.
+// samples dropped, resets, baselines, trimming to the limits, compaction;
+// and what carries them between the agent and its workers
+// (agent/worker/push_wire.h), which each side reads as untrusted.
+#include "agent/worker/push_profile.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
 #include <vector>
 
-#include "agent/push/profile.h"
+#include "agent/worker/push_wire.h"
 #include "base/error.h"
+#include "pprof/output.h"
 
 namespace goheap2pprof {
 namespace {
@@ -248,6 +253,68 @@ TEST(PushProfile, MalformedInputIsRefused) {
   pb::Profile r = Heap({{{10}, 64, 1, 64, 1, 64}});
   r.mutable_sample(0)->mutable_label(0)->set_key(1000);  // string index out of range
   EXPECT_THROW(MakePyroscopeProfile(r, state, PushLimits{}), Error);
+}
+
+// What the agent keeps between pushes is bytes only a worker reads: the
+// delta through them is the delta through the state itself.
+TEST(PushWire, TheDeltaGoesThroughTheStateBytes) {
+  PushWork work;
+  work.from_zero = true;
+  PushMade first = MakePushProfiles(Heap({{{10, 20}, 64, 3, 192, 1, 64}}), work, 7, 1 << 20);
+  EXPECT_EQ(first.pyroscope_samples, 1u);
+  EXPECT_FALSE(first.baseline);
+  work.state = DecodePushMade(EncodePushMade(first), 1 << 20).state;
+  PushMade second = MakePushProfiles(Heap({{{10, 20}, 64, 5, 320, 2, 128}}), work, 8, 1 << 20);
+  pb::Profile pushed, parca;
+  ASSERT_TRUE(pushed.ParseFromString(Gunzip(second.pyroscope)));
+  EXPECT_EQ(Values(pushed),
+            (std::map<std::string, std::vector<int64_t>>{{"10 20 /64", {2, 128, 2, 128}}}));
+  // Parca's is the cumulative profile, a snapshot with its cycle.
+  ASSERT_TRUE(parca.ParseFromString(Gunzip(second.parca)));
+  EXPECT_EQ(Values(parca),
+            (std::map<std::string, std::vector<int64_t>>{{"10 20 /64", {5, 320, 2, 128}}}));
+  EXPECT_EQ(parca.duration_nanos(), 0);
+  EXPECT_EQ(Comments(parca), std::vector<std::string>{"goheap2pprof: profile cycle 8"});
+}
+
+TEST(PushWire, AReplyIsReadAsUntrusted) {
+  PushMade made;
+  made.pyroscope = "p";
+  made.state = "state";
+  const std::string good = EncodePushMade(made);
+  EXPECT_EQ(DecodePushMade(good, 16).state, "state");
+  // A length past the end, bytes after it, a string over the bound.
+  EXPECT_THROW(DecodePushMade(good.substr(0, good.size() - 1), 16), Error);
+  EXPECT_THROW(DecodePushMade(good + "x", 16), Error);
+  EXPECT_THROW(DecodePushMade(good, 4), Error);
+  // A gzip bomb where the reply should be is refused as it is, not inflated.
+  const std::string bomb = Gzip(std::string(size_t{64} << 20, '\0'));
+  try {
+    DecodePushMade(bomb, size_t{1} << 30);
+    ADD_FAILURE() << "a gzip bomb was accepted as a push reply";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kMalformed);
+    EXPECT_STREQ(e.what(), "push reply from a worker: bad magic");
+  }
+}
+
+TEST(PushWire, AStateIsBoundedWhenInflatedAndChecked) {
+  PushWork work;
+  work.from_zero = true;
+  const std::string state =
+      MakePushProfiles(Heap({{{10, 20}, 64, 3, 192, 1, 64}}), work, std::nullopt, 1 << 20).state;
+  EXPECT_EQ(DecodeAllocDeltaState(state, 1 << 20).keys(), 1u);
+  // A bomb for a state: refused once it inflates past the bound.
+  EXPECT_THROW(DecodeAllocDeltaState(Gzip(std::string(size_t{8} << 20, '\0')), 1 << 20), Error);
+  // A count of entries that the bytes cannot hold.
+  std::string raw = Gunzip(state);
+  raw[5] = '\x7f';  // the count's low byte, after the magic and the primed flag
+  EXPECT_THROW(DecodeAllocDeltaState(Gzip(raw), 1 << 20), Error);
+  // A worker that cannot read the state fails the push (the agent then
+  // starts the process afresh from a baseline).
+  work.state = Gzip(raw);
+  EXPECT_THROW(MakePushProfiles(Heap({{{10}, 64, 1, 64, 1, 64}}), work, std::nullopt, 1 << 20),
+               Error);
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // The systemd unit's limits (packaging/goheap2pprof-serve.service) follow
 // serve's defaults: the cgroup must hold the server and every worker at its
 // limit, or the kernel kills the server before a worker reaches its own.
+// Its system-call filter and its IP allow-list are there, and fit the
+// listener it starts. (tests/e2e/serve_syscalls_test.sh checks the filter
+// against the calls the server and its workers really make.)
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -82,6 +85,27 @@ TEST(SystemdUnit, DescriptorsAndOomAreSet) {
   EXPECT_GT(std::stoi(unit["LimitNOFILE"]), 1024 + 2 * ServeOptions{}.max_concurrent);
   ASSERT_TRUE(unit.count("OOMScoreAdjust"));
   EXPECT_LT(std::stoi(unit["OOMScoreAdjust"]), 0) << "the server must not be the OOM victim";
+}
+
+TEST(SystemdUnit, FiltersSystemCallsAsAServiceWithTheWorkersSeccomp) {
+  std::map<std::string, std::string> unit = UnitSettings();
+  ASSERT_TRUE(unit.count("SystemCallFilter")) << "the server must have a system-call filter";
+  std::istringstream in(unit["SystemCallFilter"]);
+  std::map<std::string, bool> named;
+  for (std::string word; in >> word;) named[word] = true;
+  EXPECT_TRUE(named["@system-service"]) << unit["SystemCallFilter"];
+  // Each worker loads its own filter (agent/worker/sandbox.h): seccomp(2)
+  // is in no set of systemd's but @known.
+  EXPECT_TRUE(named["seccomp"]) << unit["SystemCallFilter"];
+  EXPECT_FALSE(unit["SystemCallFilter"].starts_with("~")) << "an allow-list, not a deny-list";
+}
+
+TEST(SystemdUnit, OnlyLoopbackPeersReachTheLoopbackListener) {
+  std::map<std::string, std::string> unit = UnitSettings();
+  EXPECT_EQ(unit["IPAddressDeny"], "any");
+  EXPECT_EQ(unit["IPAddressAllow"], "localhost");
+  EXPECT_NE(unit["ExecStart"].find("--listen 127.0.0.1:"), std::string::npos)
+      << "IPAddressAllow=localhost fits a loopback listener only: " << unit["ExecStart"];
 }
 
 }  // namespace

@@ -54,6 +54,7 @@ AgentOptions WithSharedValues(const AgentOptions& in) {
   p.verbose = p.verbose || o.verbose;
   WatchOptions& w = o.watch;
   w.all = true;  // every process the one discovery admits
+  w.filter = o.filter;
   w.host_root = o.host_root;
   w.node_name = o.node_name;
   w.pids.clear();

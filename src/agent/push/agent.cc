@@ -28,9 +28,9 @@
 #include "agent/push/metrics.h"
 #include "agent/push/sender.h"
 #include "agent/worker/pool.h"
+#include "agent/worker/push_wire.h"
 #include "agent/worker/runtime_stats_wire.h"
 #include "base/error.h"
-#include "pprof/output.h"
 #include "proc/procfs.h"
 #include "proto/parca_profilestore.pb.h"
 #include "proto/pyroscope_push.pb.h"
@@ -40,8 +40,12 @@ namespace {
 
 // What the agent remembers of one process between intervals.
 struct ProcessState {
-  explicit ProcessState(bool from_zero) : alloc(from_zero) {}
-  AllocDeltaState alloc;
+  explicit ProcessState(bool new_process) : from_zero(new_process) {}
+  // Pyroscope's delta state (agent/worker/push_profile.h): none yet, to
+  // start from zero or from a baseline; then the bytes the last push's
+  // worker returned, which only the next push's worker reads.
+  bool from_zero;
+  std::string delta_state;
   std::optional<uint32_t> pushed_cycle;
   bool pushed = false;
   std::string last_error;  // logged once until it changes
@@ -158,19 +162,25 @@ class Agent {
                      const std::string& trigger) {
     const std::string what = "pid " + std::to_string(p.facts.pid) + " (" + ServiceNameOfProcess(p) +
                              ") trigger " + trigger;
-    pb::Profile cumulative;
-    if (!cumulative.ParseFromString(Gunzip(profile_gz, size_t{1} << 30))) {
-      throw Error(ErrorKind::kMalformed, "unparsable profile from a worker");
+    // A series with one profile has no previous one to subtract.
+    PushWork work = Work();
+    work.from_zero = true;
+    work.profile_gz = profile_gz;
+    PoolResult r =
+        RunCounted(pool_, serve_metrics_,
+                   {WorkerOp::kPushConvert, p.facts.pid, EncodePushWork(work)}, "", Call());
+    if (PoolOutcomeName(r) != "ok") {
+      throw Error(ErrorKind::kInternal, "no profile to push: ",
+                  r.outcome == PoolOutcome::kReplied ? r.reply.message : r.detail);
     }
-    cumulative.set_duration_nanos(0);
+    const PushMade made = DecodePushMade(r.reply.body, r.reply.body.size());
     std::vector<PushLabel> extras;
     for (const PushLabel& l : options_.labels) {
       if (l.first != "trigger") extras.push_back(l);
     }
     extras.emplace_back("trigger", trigger);
-    AllocDeltaState from_zero(true);
-    if (pyroscope_) PushPyroscope(p, what, cumulative, from_zero, extras);
-    if (parca_) PushParca(p, what, cumulative, extras);
+    if (pyroscope_) PushPyroscope(p, what, made, extras);
+    if (parca_) PushParca(p, what, made, extras);
   }
 
   void Stop(double drain_seconds) {
@@ -191,6 +201,15 @@ class Agent {
     return static_cast<int64_t>(o.capture_timeout_seconds * 1000) + 60000;
   }
   PoolCall Call() const { return {.caller = "push", .queue_timeout_ms = QueueTimeoutMs(options_)}; }
+
+  // What every push asks its worker to make.
+  PushWork Work() const {
+    PushWork work;
+    work.limits = options_.limits;
+    work.pyroscope = pyroscope_ != nullptr;
+    work.parca = parca_ != nullptr;
+    return work;
+  }
 
   static Discovery::Options DiscoveryOptions(const PushOptions& o) {
     Discovery::Options d =
@@ -217,35 +236,57 @@ class Agent {
 
   ExeInfo Probe(pid_t pid) { return ProbeInWorker(pool_, serve_metrics_, pid); }
 
+  ProcessState& StateOf(const GoProcess& p) {
+    // std::map keeps references valid across inserts; erasing happens only
+    // between rounds.
+    std::lock_guard<std::mutex> lock(states_mu_);
+    auto it = states_.find({p.facts.pid, p.facts.start_time});
+    if (it == states_.end()) {
+      // A process that started after the agent has had all its
+      // allocations while we were watching: its first profile's alloc
+      // values are new.
+      it = states_
+               .emplace(std::make_pair(p.facts.pid, p.facts.start_time),
+                        ProcessState(p.facts.start_time >= own_start_))
+               .first;
+    }
+    return it->second;
+  }
+
   void CaptureAndPush(const GoProcess& p) {
     const pid_t pid = p.facts.pid;
     const std::string what = "pid " + std::to_string(pid) + " (" + ServiceNameOfProcess(p) + ")";
-    // Only a profile of the process the scan found and the filter admits,
-    // as the worker found it, is pushed.
-    PoolResult r = RunForProcess(pool_, serve_metrics_, {WorkerOp::kHeap, pid, {}}, p.facts,
-                                 options_.filter, Call());
-    const std::string outcome = PoolOutcomeName(r);
-    const std::pair<pid_t, uint64_t> key{pid, p.facts.start_time};
-    ProcessState* found = nullptr;
-    {
-      // std::map keeps references valid across inserts; erasing happens only
-      // between rounds.
-      std::lock_guard<std::mutex> lock(states_mu_);
-      auto it = states_.find(key);
-      if (it == states_.end()) {
-        // A process that started after the agent has had all its
-        // allocations while we were watching: its first profile's alloc
-        // values are new.
-        it = states_.emplace(key, ProcessState(p.facts.start_time >= own_start_)).first;
-      }
-      found = &it->second;
+    ProcessState& state = StateOf(p);
+    // A state too large for a request (it came in a reply of at most the
+    // same limit, with the profiles beside it) would fail every push of the
+    // process: it starts again from a baseline instead.
+    if (state.delta_state.size() + 4096 > options_.worker_limits.max_reply_bytes) {
+      state.from_zero = false;
+      state.delta_state.clear();
     }
-    ProcessState& state = *found;
+    PushWork work = Work();
+    work.from_zero = state.from_zero;
+    work.state = state.delta_state;
+    // Only a profile of the process the scan found and the filter admits,
+    // as the worker found it, is pushed. The worker makes what is pushed:
+    // this process decodes no profile.
+    PoolResult r =
+        RunForProcess(pool_, serve_metrics_, {WorkerOp::kPush, pid, EncodePushWork(work)}, p.facts,
+                      options_.filter, Call());
+    const std::string outcome = PoolOutcomeName(r);
     if (outcome != "ok") {
       std::string why = r.outcome == PoolOutcome::kReplied ? r.reply.message : r.detail;
       if (why.empty()) why = outcome;
       if (why != state.last_error) Log("goheap2pprof push: capture of " + what + ": " + why);
       state.last_error = why;
+      // A state the worker could not read (a compromised worker wrote it)
+      // is dropped: the next push is a baseline, which never pushes an
+      // allocation twice.
+      if (r.outcome == PoolOutcome::kReplied &&
+          r.reply.error_kind == static_cast<int32_t>(ErrorKind::kMalformed)) {
+        state.from_zero = false;
+        state.delta_state.clear();
+      }
       return;
     }
     state.last_error.clear();
@@ -254,21 +295,11 @@ class Agent {
       push_metrics_.Unchanged();
       return;
     }
-    pb::Profile cumulative;
     try {
-      if (!cumulative.ParseFromString(Gunzip(r.reply.body, size_t{1} << 30))) {
-        throw Error(ErrorKind::kMalformed, "unparsable profile from a worker");
-      }
-      // The runtime never sets it for heap profiles; Parca reads a non-zero
-      // one as a delta profile.
-      cumulative.set_duration_nanos(0);
-      if (r.reply.cycle) {
-        cumulative.add_string_table("goheap2pprof: profile cycle " +
-                                    std::to_string(*r.reply.cycle));
-        cumulative.add_comment(cumulative.string_table_size() - 1);
-      }
-      if (pyroscope_) PushPyroscope(p, what, cumulative, state.alloc, options_.labels);
-      if (parca_) PushParca(p, what, cumulative, options_.labels);
+      PushMade made = DecodePushMade(r.reply.body, r.reply.body.size());
+      state.delta_state = std::move(made.state);
+      if (pyroscope_) PushPyroscope(p, what, made, options_.labels);
+      if (parca_) PushParca(p, what, made, options_.labels);
     } catch (const Error& e) {
       Log("goheap2pprof push: " + what + ": " + e.what());
       return;
@@ -309,17 +340,16 @@ class Agent {
     return "";
   }
 
-  void PushPyroscope(const GoProcess& p, const std::string& what, const pb::Profile& cumulative,
-                     AllocDeltaState& alloc, const std::vector<PushLabel>& extras) {
-    PyroscopeProfile out = MakePyroscopeProfile(cumulative, alloc, options_.limits);
-    if (out.trimmed > 0) {
-      push_metrics_.Trimmed(out.trimmed);
-      Log("goheap2pprof push: " + what + ": trimmed " + std::to_string(out.trimmed) + " of " +
-          std::to_string(out.nonzero) + " samples to fit Pyroscope's limits");
+  void PushPyroscope(const GoProcess& p, const std::string& what, const PushMade& made,
+                     const std::vector<PushLabel>& extras) {
+    if (made.trimmed > 0) {
+      push_metrics_.Trimmed(made.trimmed);
+      Log("goheap2pprof push: " + what + ": trimmed " + std::to_string(made.trimmed) + " of " +
+          std::to_string(made.nonzero) + " samples to fit Pyroscope's limits");
     }
-    if (out.resets > 0) push_metrics_.Resets(out.resets);
-    if (out.baseline) push_metrics_.Baseline();
-    if (out.profile.sample_size() == 0) return;
+    if (made.resets > 0) push_metrics_.Resets(made.resets);
+    if (made.baseline) push_metrics_.Baseline();
+    if (made.pyroscope.empty()) return;
     goheap2pprof::pyroscope::push::PushRequest request;
     auto* series = request.add_series();
     for (const PushLabel& l :
@@ -329,20 +359,19 @@ class Agent {
       pair->set_value(l.second);
     }
     auto* sample = series->add_samples();
-    sample->set_raw_profile(EncodeProfile(out.profile));
+    sample->set_raw_profile(made.pyroscope);
     sample->set_id(RandomUuid());
     std::string body;
     request.SerializeToString(&body);
     if (options_.verbose) {
-      Log("goheap2pprof push: pyroscope: " + what + ": " +
-          std::to_string(out.profile.sample_size()) + " samples, " +
-          std::to_string(sample->raw_profile().size()) + " bytes gzipped, request " +
+      Log("goheap2pprof push: pyroscope: " + what + ": " + std::to_string(made.pyroscope_samples) +
+          " samples, " + std::to_string(sample->raw_profile().size()) + " bytes gzipped, request " +
           std::to_string(body.size()) + " bytes");
     }
     pyroscope_->Enqueue({std::move(body), what});
   }
 
-  void PushParca(const GoProcess& p, const std::string& what, const pb::Profile& cumulative,
+  void PushParca(const GoProcess& p, const std::string& what, const PushMade& made,
                  const std::vector<PushLabel>& extras) {
     goheap2pprof::parca::WriteRawRequest request;
     // Parca's scraper sends normalized_addresses (false by default) for a
@@ -355,10 +384,9 @@ class Agent {
       label->set_name(l.first);
       label->set_value(l.second);
     }
-    // The cumulative profile as the runtime serves it (CaptureAndPush made
-    // sure duration_nanos is 0: Parca stores it as a snapshot, not a rate).
-    const pb::Profile& profile = cumulative;
-    series->add_samples()->set_raw_profile(EncodeProfile(profile));
+    // The cumulative profile as the runtime serves it (the worker made sure
+    // duration_nanos is 0: Parca stores it as a snapshot, not a rate).
+    series->add_samples()->set_raw_profile(made.parca);
     std::string body;
     google::protobuf::util::JsonPrintOptions json;
     json.always_print_primitive_fields = true;
@@ -366,7 +394,7 @@ class Agent {
       throw Error(ErrorKind::kInternal, "cannot encode a WriteRaw request as JSON");
     }
     if (options_.verbose) {
-      Log("goheap2pprof push: parca: " + what + ": " + std::to_string(profile.sample_size()) +
+      Log("goheap2pprof push: parca: " + what + ": " + std::to_string(made.parca_samples) +
           " samples, request " + std::to_string(body.size()) + " bytes");
     }
     parca_->Enqueue({std::move(body), what});
@@ -423,12 +451,45 @@ ListenerFlags MetricsListener(const PushOptions& o) {
           o.allowed_hosts,    o.metrics_tls,    o.metrics_limits,     o.metrics_probe_path};
 }
 
+namespace {
+
+// The host of a URL ParsePushUrl accepted: "h" of http://h:port, "v6" of
+// http://[v6]:port.
+std::string UrlHost(const std::string& url) {
+  const std::string rest = ParsePushUrl(url).scheme_host_port.substr(url.find("://") + 3);
+  if (rest.starts_with('[')) return rest.substr(1, rest.find(']') - 1);
+  return rest.substr(0, rest.rfind(':'));
+}
+
+// A token or basic auth sent over http:// crosses the network in clear text,
+// where anyone on the path can read and replay it: refused unless asked
+// for. A loopback URL (a local Alloy, a port-forward) never leaves the host.
+void CheckCredentialsInClear(const PushOptions& o, const std::string& url, const char* backend,
+                             const std::string& token_file, const std::string& basic_file) {
+  if (url.empty() || (token_file.empty() && basic_file.empty())) return;
+  if (!url.starts_with("http://") || IsLoopbackHost(UrlHost(url)) || o.allow_insecure_credentials) {
+    return;
+  }
+  throw Error(ErrorKind::kUsage, "--", backend,
+              token_file.empty() ? "-basic-auth-file" : "-token-file",
+              " would send its credentials in clear text to ", url)
+      .WithHint(
+          "use an https:// URL (with --ca-file for a private CA), or give "
+          "--allow-insecure-credentials if the path to the backend is trusted; a loopback "
+          "URL needs neither");
+}
+
+}  // namespace
+
 void ValidatePushOptions(const PushOptions& o) {
   if (o.pyroscope_url.empty() && o.parca_url.empty()) {
     throw Error(ErrorKind::kUsage, "push needs --pyroscope URL or --parca URL (or both)");
   }
   if (!o.pyroscope_url.empty()) ParsePushUrl(o.pyroscope_url);
   if (!o.parca_url.empty()) ParsePushUrl(o.parca_url);
+  CheckCredentialsInClear(o, o.pyroscope_url, "pyroscope", o.pyroscope_token_file,
+                          o.pyroscope_basic_auth_file);
+  CheckCredentialsInClear(o, o.parca_url, "parca", o.parca_token_file, o.parca_basic_auth_file);
   if (!(o.interval_seconds >= 0.1)) throw Error(ErrorKind::kUsage, "--interval must be >= 100ms");
   if (!(o.push_timeout_seconds > 0) || !(o.discover_interval_seconds > 0) ||
       !(o.capture_timeout_seconds > 0)) {

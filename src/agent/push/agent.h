@@ -5,7 +5,9 @@
 // serve's discovery, filters, service names and confined capture workers
 // (agent/common/discovery.h, agent/worker/pool.h); a process is pushed only when its profile
 // cycle advanced since its last push. Pyroscope gets alloc_* as deltas
-// (agent/push/profile.h), Parca the cumulative profile; delivery is per backend
+// (agent/worker/push_profile.h), Parca the cumulative profile, both made in
+// the capture worker (agent/worker/push_wire.h): push itself decodes no
+// profile. Delivery is per backend
 // (agent/push/sender.h). The agent's own health is on a loopback /metrics.
 //
 //   PushOptions o;  o.pyroscope_url = "http://pyroscope:4040";
@@ -20,8 +22,8 @@
 #include "agent/common/discovery.h"
 #include "agent/common/http_listener.h"
 #include "agent/push/labels.h"
-#include "agent/push/profile.h"
 #include "agent/worker/pool.h"
+#include "agent/worker/push_profile.h"
 #include "agent/worker/worker.h"
 
 namespace goheap2pprof {
@@ -35,6 +37,9 @@ struct PushOptions {
   std::string ca_file;
   std::string pyroscope_token_file, pyroscope_basic_auth_file;
   std::string parca_token_file, parca_basic_auth_file;
+  // --allow-insecure-credentials: send a token or basic auth over http://
+  // to a host that is not loopback (refused otherwise: clear text).
+  bool allow_insecure_credentials = false;
   double push_timeout_seconds = 10;
   size_t queue_limit = 64;
   size_t queue_bytes_limit = 64ull << 20;

@@ -174,6 +174,10 @@ class Watcher {
   // worker's, or kInternal when it died or overran --capture-timeout (then
   // `outcome` says which: worker_crash, worker_timeout).
   std::string CaptureInWorker(const Target& t, json& record, std::string& outcome);
+  // Why the allow-list refuses the process a successful reply for t read
+  // (its owner, as the worker found it under the capture's anchor), or
+  // nullopt when it admits it.
+  std::optional<std::string> Refused(const Target& t, const WorkerReply& reply) const;
   // Where t's memory is (agent/watch/go_memory_record.h), read in the worker; on
   // failure {"error": why}. Never throws: a trigger line is written anyway.
   json GoMemory(const Target& t);
@@ -409,7 +413,21 @@ std::string Watcher::CaptureInWorker(const Target& t, json& record, std::string&
     throw Error(ErrorKind::kNoSuchProcess, "process ", t.pid,
                 " was replaced by another process with its pid");
   }
+  if (std::optional<std::string> why = Refused(t, r.reply)) {
+    throw Error(ErrorKind::kPermission, *why);
+  }
   return std::move(r.reply.body);
+}
+
+std::optional<std::string> Watcher::Refused(const Target& t, const WorkerReply& reply) const {
+  if (!reply.owner) {
+    return "process " + std::to_string(t.pid) + ": the worker's reply names no owner";
+  }
+  if (options_.filter.Admits(t.pid, *reply.owner)) return std::nullopt;
+  return "process " + std::to_string(t.pid) +
+         " is no longer admitted by the allow-list: as the capture found it, its effective uid "
+         "is " +
+         std::to_string(reply.owner->uid) + " and its cgroup " + ValidUtf8(reply.owner->cgroup);
 }
 
 json Watcher::GoMemory(const Target& t) {
@@ -422,6 +440,7 @@ json Watcher::GoMemory(const Target& t) {
   if (r.reply.start_time != t.start_time) {
     return {{"error", "process " + std::to_string(t.pid) + " was replaced under its pid"}};
   }
+  if (std::optional<std::string> why = Refused(t, r.reply)) return {{"error", *why}};
   try {
     // The worker's bytes are decoded as untrusted (bounded, checked).
     return GoMemoryRecord(DecodeRuntimeStats(r.reply.body), RssAnonBytes(t.pid));

@@ -58,6 +58,12 @@ struct WatchOptions {
   // The Kubernetes identity's sources (pod_identity.h): --host-root, --node-name.
   std::string host_root = "/";
   std::string node_name;
+  // The allow-list (the agent's --allow-uid, --allow-cgroup, --deny-pid),
+  // judged on the process each capture read, as serve and push judge it
+  // (docs/security/allow-list.md): a process admitted when discovery found
+  // it and refused since (an exec of a set-uid program in place) is not
+  // captured. Empty: every process.
+  ProcessFilter filter;
   // In `goheap2pprof agent`: its pool, discovery (for all) and capture
   // metrics instead of watch's own; dir may then be empty (no files, no
   // watch.jsonl); the watch ends when stop_fd (an eventfd) becomes

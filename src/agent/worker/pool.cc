@@ -62,6 +62,12 @@ std::string RequestLabel(const WorkerRequest& request) {
     case WorkerOp::kFlamegraph:
       op = "flamegraph " + request.payload.substr(0, 32);
       break;
+    case WorkerOp::kPush:
+      op = "push";
+      break;
+    case WorkerOp::kPushConvert:
+      op = "push of a trigger's capture";
+      break;
     default:
       op = "op " + std::to_string(static_cast<uint32_t>(request.op));
   }
@@ -125,12 +131,16 @@ void WorkerPool::Start(Worker& w) {
   std::string cpu_arg = "--cpu-seconds=" + std::to_string(options_.limits.cpu_seconds);
   std::string exe_arg = "--exe=" + options_.executable.path;
   std::string reply_arg = "--max-reply-bytes=" + std::to_string(options_.limits.max_reply_bytes);
+  std::string uid_arg = "--uid=" + std::to_string(options_.limits.uid);
+  std::string gid_arg = "--gid=" + std::to_string(options_.limits.gid);
   std::vector<char*> argv = {const_cast<char*>("goheap2pprof"),
                              const_cast<char*>("__serve-worker"),
                              fd_arg.data(),
                              as_arg.data(),
                              cpu_arg.data(),
-                             reply_arg.data()};
+                             reply_arg.data(),
+                             uid_arg.data(),
+                             gid_arg.data()};
   if (!options_.executable.path.empty()) argv.push_back(exe_arg.data());
   if (options_.executable.force) argv.push_back(const_cast<char*>("--force"));
   argv.push_back(nullptr);
@@ -364,7 +374,7 @@ PoolResult TimedRun(WorkerPool& pool, const WorkerRequest& request, const std::s
 void CountPoolResult(ServeMetrics& metrics, WorkerOp op, const PoolResult& r, double seconds) {
   if (op == WorkerOp::kRuntimeStats) {
     metrics.MemoryStatsRead(PoolOutcomeName(r));
-  } else if (op != WorkerOp::kProbe) {
+  } else if (op != WorkerOp::kProbe && op != WorkerOp::kPushConvert) {
     metrics.CaptureDone(PoolOutcomeName(r), seconds, r.reply.bytes_read);
   }
   if (r.outcome == PoolOutcome::kReplied && op != WorkerOp::kProbe) {

@@ -1,86 +1,14 @@
 #include "agent/worker/runtime_stats_wire.h"
 
 #include <bit>
-#include <cstring>
 
-#include "base/bytes.h"
+#include "agent/worker/wire_codec.h"
 #include "base/error.h"
 
 namespace goheap2pprof {
 namespace {
 
 constexpr uint32_t kMagic = 0x6732736d;  // "g2sm"
-
-class Writer {
- public:
-  void U8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
-  void U32(uint32_t v) { Raw(&v, 4); }
-  void U64(uint64_t v) { Raw(&v, 8); }
-  void F64(double v) { U64(std::bit_cast<uint64_t>(v)); }
-  void Str(std::string_view s) {
-    U32(static_cast<uint32_t>(s.size()));
-    out_.append(s);
-  }
-  std::string Take() { return std::move(out_); }
-
- private:
-  // The wire is little-endian, as both ends are (one build, one machine).
-  void Raw(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
-  std::string out_;
-};
-
-// A cursor over the reply whose every read is checked (ByteView throws
-// kMalformed past the end).
-class Reader {
- public:
-  explicit Reader(std::string_view bytes)
-      : view_(Bytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()),
-              "memory-statistics reply") {}
-  uint8_t U8() { return view_.U8(Advance(1)); }
-  // Strict, so that an accepted reply encodes back to the same bytes.
-  bool Bool(std::string_view what) {
-    const uint8_t v = U8();
-    if (v > 1) throw Error(ErrorKind::kMalformed, "memory-statistics reply: ", what, " is ", v);
-    return v == 1;
-  }
-  uint32_t U32() { return view_.U32(Advance(4)); }
-  uint64_t U64() { return view_.U64(Advance(8)); }
-  double F64() { return std::bit_cast<double>(U64()); }
-  std::string Str(size_t max, std::string_view what) {
-    const uint32_t n = U32();
-    if (n > max) {
-      throw Error(ErrorKind::kMalformed, "memory-statistics reply: ", what, " of ", n,
-                  " bytes exceeds ", max);
-    }
-    const uint64_t at = Advance(n);
-    view_.Require(at, n);
-    return std::string(reinterpret_cast<const char*>(view_.data().data()) + at, n);
-  }
-  uint32_t Count(size_t max, std::string_view what) {
-    const uint32_t n = U32();
-    if (n > max) {
-      throw Error(ErrorKind::kMalformed, "memory-statistics reply: ", n, " ", what,
-                  " exceeds the bound of ", max);
-    }
-    return n;
-  }
-  void End() const {
-    if (at_ != view_.size()) {
-      throw Error(ErrorKind::kMalformed, "memory-statistics reply: ", view_.size() - at_,
-                  " bytes after its end");
-    }
-  }
-
- private:
-  uint64_t Advance(uint64_t n) {
-    const uint64_t at = at_;
-    view_.Require(at, n);
-    at_ += n;
-    return at;
-  }
-  ByteView view_;
-  uint64_t at_ = 0;
-};
 
 // The MemStats fields in one order for both directions.
 template <typename F>
@@ -100,7 +28,7 @@ void EachU64(MemStats& m, F&& f) {
 }  // namespace
 
 std::string EncodeRuntimeStats(const GoRuntimeStats& stats) {
-  Writer w;
+  WireWriter w;
   w.U32(kMagic);
   w.Str(stats.go_version.substr(0, RuntimeStatsWireLimits::kMaxVersionBytes));
   MemStats mem = stats.mem;
@@ -137,7 +65,7 @@ std::string EncodeRuntimeStats(const GoRuntimeStats& stats) {
 
 GoRuntimeStats DecodeRuntimeStats(std::string_view bytes) {
   using L = RuntimeStatsWireLimits;
-  Reader r(bytes);
+  WireReader r(bytes, "memory-statistics reply");
   if (r.U32() != kMagic) throw Error(ErrorKind::kMalformed, "memory-statistics reply: bad magic");
   GoRuntimeStats s;
   s.go_version = r.Str(L::kMaxVersionBytes, "Go version");

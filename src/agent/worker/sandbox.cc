@@ -1,11 +1,14 @@
 #include "agent/worker/sandbox.h"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -184,6 +187,60 @@ void VolunteerForOomKill() {
   }
 }
 
+constexpr uint64_t CapBit(int cap) { return uint64_t{1} << cap; }
+
+void CheckSyscall(int rc, const char* what) {
+  if (rc != 0) throw Error(ErrorKind::kInternal, "worker: ", what, ": ", std::strerror(errno));
+}
+
+// The effective capabilities of this process (capget(2); no libcap).
+uint64_t EffectiveCapabilities() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  CheckSyscall(static_cast<int>(syscall(SYS_capget, &header, data)), "capget");
+  return data[0].effective | uint64_t{data[1].effective} << 32;
+}
+
+// Makes `caps` the effective and permitted sets, and the inheritable empty.
+void KeepOnlyCapabilities(uint64_t caps) {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; ++i) {
+    data[i].effective = data[i].permitted = static_cast<uint32_t>(caps >> (32 * i));
+  }
+  CheckSyscall(static_cast<int>(syscall(SYS_capset, &header, data)), "capset");
+}
+
+// Plain root (`sudo goheap2pprof serve`) holds every capability, and some
+// opens act with them even read-only: /proc/kmsg consumes the kernel log
+// (CAP_SYSLOG), /dev/mem and /proc/kcore read physical memory
+// (CAP_SYS_RAWIO). A worker started so becomes uid:gid with no
+// supplementary groups, and keeps the two capabilities a capture needs:
+//   CAP_SYS_PTRACE       process_vm_readv, /proc/<pid>/{mem,maps,exe,root}
+//                        of any process (and Yama's ptrace_scope);
+//   CAP_DAC_READ_SEARCH  /proc/<pid>/mem, a 0600 file of the target's
+//                        user, and executables its own user could not open.
+// Which files and devices it may read is unchanged: CAP_DAC_READ_SEARCH
+// reads any file (docs/security.md, the worker's system calls). A worker
+// without CAP_SETUID (the unit's DynamicUser, the chart's uid 0 with those
+// two) already holds no more, and stays as it is.
+void BecomeCaptureUser(uint32_t uid, uint32_t gid) {
+  const uint64_t change_ids = CapBit(CAP_SETUID) | CapBit(CAP_SETGID);
+  if (uid == 0 || geteuid() != 0 || (EffectiveCapabilities() & change_ids) != change_ids) return;
+  // Keep the permitted set across the change of uid, then narrow it.
+  CheckSyscall(prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0), "PR_SET_KEEPCAPS");
+  // An id this user namespace does not map fails (EINVAL): the worker
+  // does not start unconfined, and the log says which flag chooses another.
+  if (setgroups(0, nullptr) != 0 || setresgid(gid, gid, gid) != 0 ||
+      setresuid(uid, uid, uid) != 0) {
+    throw Error(ErrorKind::kInternal, "worker: cannot become uid ", uid, " gid ", gid, ": ",
+                std::strerror(errno),
+                " (choose them with --worker-uid and --worker-gid; 0 keeps root)");
+  }
+  KeepOnlyCapabilities(CapBit(CAP_SYS_PTRACE) | CapBit(CAP_DAC_READ_SEARCH));
+  CheckSyscall(prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0), "PR_SET_KEEPCAPS");
+}
+
 }  // namespace
 
 void EnterCaptureSandbox(const SandboxLimits& limits) {
@@ -199,6 +256,8 @@ void EnterCaptureSandbox(const SandboxLimits& limits) {
   SetLimit(RLIMIT_NOFILE, 64, 64, "RLIMIT_NOFILE");
   // Nothing a worker does creates or grows a file.
   SetLimit(RLIMIT_FSIZE, 0, 0, "RLIMIT_FSIZE");
+  // After oom_score_adj: a worker no longer root cannot write it.
+  BecomeCaptureUser(limits.uid, limits.gid);
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     throw Error(ErrorKind::kInternal, "worker: PR_SET_NO_NEW_PRIVS: ", std::strerror(errno));
   }

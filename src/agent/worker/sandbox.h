@@ -3,6 +3,10 @@
 //   - resource limits: address space and CPU time (a runaway parse ends in
 //     std::bad_alloc or SIGXCPU/SIGKILL, never in the server), no core files,
 //     few open files; oom_score_adj 1000 (the kernel's first choice);
+//   - started as plain root (every capability, outside the systemd unit and
+//     the chart), an unprivileged user (--worker-uid, nobody by default)
+//     that keeps CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH only: what the
+//     unit's DynamicUser and the chart's uid 0 hold;
 //   - no_new_privs, and not dumpable (other processes cannot ptrace it);
 //   - a seccomp filter (libseccomp) allowing only the system calls a capture
 //     makes: reading target memory (process_vm_readv), opening files for
@@ -30,6 +34,9 @@ namespace goheap2pprof {
 struct SandboxLimits {
   uint64_t address_space_bytes = 0;
   uint64_t cpu_seconds = 0;
+  // Who a worker started as plain root becomes; 0: it stays root.
+  uint32_t uid = 0;
+  uint32_t gid = 0;
 };
 
 // Throws Error(kInternal) if a step fails: a worker never runs unconfined.

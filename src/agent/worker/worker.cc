@@ -25,6 +25,7 @@
 #include "agent/common/discovery.h"
 #include "agent/common/liveness.h"
 #include "agent/common/query.h"
+#include "agent/worker/push_wire.h"
 #include "agent/worker/runtime_stats_wire.h"
 #include "agent/worker/sandbox.h"
 #include "app/capture.h"
@@ -171,7 +172,10 @@ AnalysisCache& Analyses() {
 // that pid only. "crash" aborts, "spin" burns CPU without end (the server's
 // timeout or RLIMIT_CPU ends it), "hog" allocates past RLIMIT_AS, "syscall"
 // makes a system call outside the seccomp filter, "open-write" tries to
-// create /tmp/goheap2pprof-serve-seam-<pid>. "pause-before-walk=MS"
+// create /tmp/goheap2pprof-serve-seam-<pid>, "open-kmsg" tries to open
+// /proc/kmsg and fails the capture saying what that gave, "bomb" answers a
+// successful capture with a gzip bomb (1536 MiB of zeros in 1.5 MB) instead
+// of its body, as a compromised worker could. "pause-before-walk=MS"
 // and "pause-after-walk=MS" announce on stderr "test seam: pausing MS ms
 // before (after) the walk of pid P" and sleep, once the source is open
 // (identity, address space, maps, executable and its analysis), or after
@@ -227,10 +231,28 @@ void Misbehave(const ServeSeam& seam, pid_t pid) {
     throw Error(ErrorKind::kInternal, "test seam: open(", path,
                 ", O_WRONLY|O_CREAT): ", std::strerror(errno));
   }
+  if (seam.what == "open-kmsg") {
+    // What plain root's worker could do before it dropped root: open the
+    // kernel log (reading it consumes it). Fails the capture either way,
+    // saying what the open gave.
+    const int fd = open("/proc/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    const std::string got = fd >= 0 ? "opened" : std::strerror(errno);
+    if (fd >= 0) close(fd);
+    throw Error(ErrorKind::kInternal, "test seam: open(/proc/kmsg, O_RDONLY): ", got);
+  }
   if (seam.what == "syscall") {
     // socket(2) is not in the filter: the kernel kills the worker (SIGSYS).
     (void)syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
   }
+}
+
+// The "bomb" seam's body: concatenated gzip members, which readers
+// (Gunzip, Go's) take as one stream.
+void MaybeBomb(const std::optional<ServeSeam>& seam, std::string& body) {
+  if (!seam || seam->what != "bomb") return;
+  const std::string member = Gzip(std::string(size_t{1} << 20, '\0'));
+  body.clear();
+  for (int i = 0; i < 1536; ++i) body += member;
 }
 
 void PauseBeforeWalk(const std::optional<ServeSeam>& seam, pid_t pid) {
@@ -259,6 +281,7 @@ std::unique_ptr<CaptureSource> WithServeSeams(std::unique_ptr<CaptureSource> sou
 struct ServeSeam {};
 std::optional<ServeSeam> ServeSeamFor(pid_t) { return std::nullopt; }
 void Misbehave(const ServeSeam&, pid_t) {}
+void MaybeBomb(const std::optional<ServeSeam>&, std::string&) {}
 void PauseBeforeWalk(const std::optional<ServeSeam>&, pid_t) {}
 std::unique_ptr<CaptureSource> WithServeSeams(std::unique_ptr<CaptureSource> source,
                                               const std::optional<ServeSeam>&) {
@@ -371,6 +394,32 @@ std::string DeltaBody(const WorkerRequest& request, FinishedProfile& profile) {
   }
 }
 
+// How large a push state may grow once gunzipped: a key per sample of
+// 8 bytes per frame, against a frame's one or two bytes in the profile.
+size_t PushStateBound(size_t profile_bytes) { return 16 * profile_bytes + (size_t{16} << 20); }
+
+// push's profiles of this capture (agent/worker/push_wire.h).
+std::string PushBody(const WorkerRequest& request, const FinishedProfile& profile,
+                     std::optional<uint32_t> cycle) {
+  const PushWork work = DecodePushWork(request.payload, request.payload.size());
+  const pb::Profile& cumulative = profile.get();
+  return EncodePushMade(
+      MakePushProfiles(cumulative, work, cycle, PushStateBound(cumulative.ByteSizeLong())));
+}
+
+// push's profiles of a profile a watch trigger captured, which the agent
+// passed on: decoded as untrusted bytes, bounded as a delta's base is.
+void PushConvert(const WorkerRequest& request, WorkerReply& reply) {
+  const PushWork work = DecodePushWork(request.payload, request.payload.size());
+  const std::string raw = Gunzip(work.profile_gz, 32 * work.profile_gz.size() + (size_t{16} << 20));
+  pb::Profile cumulative;
+  if (!cumulative.ParseFromString(raw)) {
+    throw Error(ErrorKind::kMalformed, "push: the trigger's profile does not parse");
+  }
+  reply.body = EncodePushMade(
+      MakePushProfiles(std::move(cumulative), work, std::nullopt, PushStateBound(raw.size())));
+}
+
 // The MemStats of the ?debug=1 block, or nullopt when this target's
 // statistics cannot be read (a layout not proven for its Go version): the
 // records are still worth serving, as they were before the block existed,
@@ -457,6 +506,8 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
     reply.body = Gzip(text);
   } else if (request.op == WorkerOp::kHeapDelta || request.op == WorkerOp::kAllocsDelta) {
     reply.body = DeltaBody(request, result.profile);
+  } else if (request.op == WorkerOp::kPush) {
+    reply.body = PushBody(request, result.profile, reply.cycle);
   } else if (request.op == WorkerOp::kFlamegraph) {
     reply.body = RenderOutput(result.profile.get(),
                               {.format = OutputFormat::kFlamegraph,
@@ -470,6 +521,7 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
   } else {
     reply.body = EncodeProfile(result.profile);
   }
+  MaybeBomb(seam, reply.body);
   // Only now, the final identity check having passed: a failed capture
   // carries no owner.
   reply.owner = std::move(t.owner);
@@ -501,6 +553,8 @@ WorkerReply Handle(const WorkerRequest& request) {
   try {
     if (request.op == WorkerOp::kProbe) {
       Probe(request.pid, reply);
+    } else if (request.op == WorkerOp::kPushConvert) {
+      PushConvert(request, reply);
     } else if (request.op == WorkerOp::kRuntimeStats) {
       ReadStats(request, ServeSeamFor(request.pid), reply, &identified);
     } else {
@@ -732,7 +786,7 @@ int RunServeWorker(int fd, const WorkerLimits& limits, const ExecutableOptions& 
   if (fd > 3) CloseDescriptors(3, static_cast<unsigned>(fd - 1));
   CloseDescriptors(int64_t{fd} + 1, ~0U);
   try {
-    EnterCaptureSandbox({limits.address_space_bytes, limits.cpu_seconds});
+    EnterCaptureSandbox({limits.address_space_bytes, limits.cpu_seconds, limits.uid, limits.gid});
   } catch (const Error& e) {
     // The worker process's own main.
     std::cerr << "goheap2pprof worker: " << e.what() << "\n";

@@ -54,13 +54,20 @@ enum class WorkerOp : uint32_t {
   // sample type the payload names; rendered here, so that the privileged
   // server never parses a profile.
   kFlamegraph = 8,
+  // push's profiles of a heap capture (agent/worker/push_wire.h): the
+  // payload is a PushWork, the body a PushMade. Made here, so that the
+  // privileged agent never decodes a profile.
+  kPush = 9,
+  // The same made from the PushWork's profile (a watch trigger's capture)
+  // rather than a capture: no process is read.
+  kPushConvert = 10,
 };
 
 struct WorkerRequest {
   WorkerOp op = WorkerOp::kHeap;
   int32_t pid = 0;
   // kHeapDelta/kAllocsDelta: the base profile, gzipped; kFlamegraph: the
-  // sample type.
+  // sample type; kPush/kPushConvert: an encoded PushWork.
   std::string payload;
 };
 
@@ -123,6 +130,11 @@ struct WorkerLimits {
   // with room for deeper stacks, and bounds what the privileged server
   // holds per request.
   uint64_t max_reply_bytes = uint64_t{64} << 20;
+  // The user and group a worker that starts as plain root becomes, keeping
+  // only the capabilities a capture needs (agent/worker/sandbox.h); 0: it
+  // stays root. 65534 is nobody/nogroup.
+  uint32_t uid = 65534;
+  uint32_t gid = 65534;
 };
 
 // Both sides of the socket. Return false on EOF or a malformed message.

@@ -1,4 +1,4 @@
-#include "agent/push/profile.h"
+#include "agent/worker/push_profile.h"
 
 #include <algorithm>
 #include <cstring>
@@ -6,7 +6,9 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "agent/worker/wire_codec.h"
 #include "base/error.h"
+#include "pprof/output.h"
 
 namespace goheap2pprof {
 namespace {
@@ -302,6 +304,46 @@ struct PyroscopeProfileMaker {
 PyroscopeProfile MakePyroscopeProfile(const pb::Profile& cumulative, AllocDeltaState& state,
                                       const PushLimits& limits) {
   return PyroscopeProfileMaker::Make(cumulative, state, limits);
+}
+
+namespace {
+constexpr uint32_t kStateMagic = 0x67326473;  // "g2ds"
+// A key is a stack's addresses and an object size, 8 bytes each; a heap
+// record has at most 1024 frames (the most GODEBUG=profstackdepth allows).
+constexpr size_t kMaxKeyBytes = 8 * (1024 + 1);
+}  // namespace
+
+std::string EncodeAllocDeltaState(const AllocDeltaState& state) {
+  WireWriter w;
+  w.U32(kStateMagic);
+  w.U8(state.primed_ ? 1 : 0);
+  w.U64(state.prev_.size());
+  for (const auto& [key, v] : state.prev_) {
+    w.Str(key);
+    w.U64(static_cast<uint64_t>(v.objects));
+    w.U64(static_cast<uint64_t>(v.bytes));
+  }
+  return Gzip(w.Take());
+}
+
+AllocDeltaState DecodeAllocDeltaState(std::string_view bytes, size_t max_bytes) {
+  const std::string raw = Gunzip(bytes, max_bytes);
+  WireReader r(raw, "push state");
+  if (r.U32() != kStateMagic) throw Error(ErrorKind::kMalformed, "push state: bad magic");
+  AllocDeltaState state(r.Bool("primed"));
+  // Each entry takes at least 20 bytes: no count can promise more.
+  const uint64_t n = r.U64();
+  if (n > r.Left() / 20) throw Error(ErrorKind::kMalformed, "push state: ", n, " entries");
+  state.prev_.reserve(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string key = r.Str(kMaxKeyBytes, "key");
+    AllocDeltaState::AllocValues v;
+    v.objects = static_cast<int64_t>(r.U64());
+    v.bytes = static_cast<int64_t>(r.U64());
+    state.prev_[std::move(key)] = v;
+  }
+  r.End();
+  return state;
 }
 
 }  // namespace goheap2pprof

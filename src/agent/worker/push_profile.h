@@ -1,6 +1,7 @@
-// What `goheap2pprof push` sends to Grafana Pyroscope, made from the
-// cumulative heap profile a capture worker returns (the runtime's
-// /debug/pprof/heap): alloc_objects and alloc_space as deltas against the
+// What `goheap2pprof push` sends to Grafana Pyroscope, made in a capture
+// worker (op kPush, agent/worker/push_wire.h) from the cumulative heap
+// profile it captured (the runtime's /debug/pprof/heap), so that the
+// privileged agent never parses a profile: alloc_objects and alloc_space as deltas against the
 // previous push of the same process, inuse_objects and inuse_space as they
 // are, samples whose four values are all zero dropped, then trimmed to the
 // server's limits. The delta follows godeltaprof (pyroscope-go), which is
@@ -20,6 +21,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -50,12 +52,21 @@ class AllocDeltaState {
 
  private:
   friend struct PyroscopeProfileMaker;
+  friend std::string EncodeAllocDeltaState(const AllocDeltaState& state);
+  friend AllocDeltaState DecodeAllocDeltaState(std::string_view bytes, size_t max_bytes);
   struct AllocValues {
     int64_t objects = 0, bytes = 0;
   };
   bool primed_;
   std::unordered_map<std::string, AllocValues> prev_;
 };
+
+// The state as bytes (gzipped), which the agent keeps between pushes
+// without reading them: the worker that makes the next push decodes them.
+// Decoding treats them as untrusted (another worker wrote them): at most
+// max_bytes once gunzipped, every length checked; Error(kMalformed).
+std::string EncodeAllocDeltaState(const AllocDeltaState& state);
+AllocDeltaState DecodeAllocDeltaState(std::string_view bytes, size_t max_bytes);
 
 struct PyroscopeProfile {
   pb::Profile profile;
