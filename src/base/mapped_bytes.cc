@@ -62,19 +62,33 @@ MappedBytes& MappedBytes::operator=(MappedBytes&& other) noexcept {
 
 MappedBytes::~MappedBytes() = default;
 
+namespace {
+
+Error OpenError(int err, const std::string& name) {
+  ErrorKind kind = (err == EACCES || err == EPERM) ? ErrorKind::kPermission : ErrorKind::kIo;
+  return Error(kind, "cannot open ", name, ": ", std::strerror(err));
+}
+
+}  // namespace
+
 Expected<MappedBytes> MappedBytes::OpenFile(const std::string& path, const std::string& name,
                                             Access access, ErrorKind not_regular) {
-  UniqueFd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-  if (!fd.valid()) {
-    int err = errno;
-    ErrorKind kind = (err == EACCES || err == EPERM) ? ErrorKind::kPermission : ErrorKind::kIo;
-    return Error(kind, "cannot open ", name, ": ", std::strerror(err));
-  }
+  // The path is a target's to choose (its executable, a library, a link it
+  // planted), and opening a file for reading is not always harmless: a
+  // watchdog device arms, /proc/kmsg consumes the kernel log, a FIFO wakes
+  // the writer waiting on it. So the inode is looked up first (O_PATH runs
+  // no driver's or FIFO's open), and only a regular file is opened for
+  // reading, through that very inode: the path cannot change in between.
+  UniqueFd inode(open(path.c_str(), O_PATH | O_CLOEXEC));
+  if (!inode.valid()) return OpenError(errno, name);
   struct stat st;
-  if (fstat(fd.get(), &st) != 0) {
+  if (fstat(inode.get(), &st) != 0) {
     return Error(ErrorKind::kIo, "cannot stat ", name, ": ", std::strerror(errno));
   }
   if (!S_ISREG(st.st_mode)) return Error(not_regular, name, " is not a regular file");
+  const std::string reopen = "/proc/self/fd/" + std::to_string(inode.get());
+  UniqueFd fd(open(reopen.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (!fd.valid()) return OpenError(errno, name);
   const size_t size = static_cast<size_t>(st.st_size);
   if (access == Access::kMap) return Map(fd, size, name);
   return ReadOnDemand(std::move(fd), size, name);

@@ -42,9 +42,11 @@ class MappedBytes {
 
   // How OpenFile holds the file (see above).
   enum class Access { kMap, kReadOnDemand };
-  // Opens path, named `name` in messages, without blocking on a FIFO or
-  // taking a terminal (O_NONBLOCK, O_NOCTTY: a target may plant either
-  // where we look), and holds it as `access` says. Errors as values:
+  // Opens path, named `name` in messages, and holds it as `access` says. A
+  // target may plant anything where we look: only a regular file is ever
+  // opened for reading (a device, FIFO or socket is refused after an O_PATH
+  // lookup, before its own open could act), never blocking or taking a
+  // terminal. Errors as values:
   // kPermission or kIo if it cannot be opened, `not_regular` if it is not a
   // regular file. Throws kIo only if memory cannot be reserved or mapped.
   static Expected<MappedBytes> OpenFile(const std::string& path, const std::string& name,

@@ -4,11 +4,15 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/error.h"
@@ -129,6 +133,35 @@ TEST(MappedBytesTest, OpenFileErrorsAreValues) {
   EXPECT_EQ(dir.error().kind(), ErrorKind::kUsage);
   EXPECT_NE(std::string(dir.error().what()).find("the root is not a regular file"),
             std::string::npos);
+}
+
+// Opening a file for reading can act (a watchdog device arms, /proc/kmsg
+// consumes the log); a FIFO shows it here: a reader's open wakes the writer
+// that waits in its own open. OpenFile must refuse the FIFO without opening
+// it, so the writer still waits afterwards.
+TEST(MappedBytesTest, ANonRegularFileIsRefusedWithoutBeingOpened) {
+  const std::string fifo = (std::filesystem::temp_directory_path() /
+                            ("goheap2pprof-mapped-bytes-fifo-" + std::to_string(getpid())))
+                               .string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::atomic<bool> writer_opened{false};
+  std::thread writer([&] {
+    UniqueFd w(open(fifo.c_str(), O_WRONLY | O_CLOEXEC));  // waits for a reader
+    writer_opened = true;
+  });
+  // Let the writer reach its open and wait there first.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  Expected<MappedBytes> got = MappedBytes::OpenFile(
+      fifo, "the fifo", MappedBytes::Access::kReadOnDemand, ErrorKind::kMalformed);
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().kind(), ErrorKind::kMalformed);
+  EXPECT_NE(std::string(got.error().what()).find("not a regular file"), std::string::npos);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(writer_opened) << "OpenFile opened the FIFO, and its writer woke up";
+  UniqueFd release(open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));  // lets it go
+  writer.join();
+  EXPECT_TRUE(writer_opened);
+  unlink(fifo.c_str());
 }
 
 TEST(MappedBytesTest, MapAndOwnAndZeroed) {
