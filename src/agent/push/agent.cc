@@ -190,7 +190,9 @@ class Agent {
   static int64_t QueueTimeoutMs(const PushOptions& o) {
     return static_cast<int64_t>(o.capture_timeout_seconds * 1000) + 60000;
   }
-  PoolCall Call() const { return {.caller = "push", .queue_timeout_ms = QueueTimeoutMs(options_)}; }
+  PoolCall Call() const {
+    return {.role = PoolRole::kPush, .queue_timeout_ms = QueueTimeoutMs(options_), .cancelled = {}};
+  }
 
   static Discovery::Options DiscoveryOptions(const PushOptions& o) {
     Discovery::Options d =

@@ -135,10 +135,11 @@ class Service {
         return Targets(res);
       case Endpoint::kMetrics:
         discovery_stats_to_metrics();
+        // Lock-free reads only: this runs on the listener's I/O thread.
         SetContent(res,
                    metrics_.Render() + (options_.shared && options_.shared->more_metrics
                                             ? options_.shared->more_metrics()
-                                            : ""),
+                                            : PoolUnreapedText(pool_.stats())),
                    "text/plain; version=0.0.4; charset=utf-8");
         return;
       case Endpoint::kProfile:
@@ -214,8 +215,9 @@ class Service {
     double seconds = 0;
     PoolResult result =
         RunForProcess(pool_, metrics_, {op, pid, std::move(base)}, facts, options_.filter,
-                      {.caller = "serve",
-                       .queue_timeout_ms = static_cast<int64_t>(options_.timeout_seconds * 1000)},
+                      {.role = PoolRole::kServe,
+                       .queue_timeout_ms = static_cast<int64_t>(options_.timeout_seconds * 1000),
+                       .cancelled = {}},
                       &seconds);
     if (options_.verbose) {
       // What isolation costs: the round trip to the worker minus its own time.
@@ -267,6 +269,10 @@ class Service {
         return true;
       case PoolOutcome::kCrashed:
         ServeError(res, 500, "capture of process " + std::to_string(pid) + " failed: " + r.detail);
+        return true;
+      case PoolOutcome::kCancelled:
+        // Every client of it left: this answer goes nowhere.
+        ServeError(res, 503, "the capture was cancelled: its clients disconnected");
         return true;
       case PoolOutcome::kTimedOut:
         ServeError(res, 504,

@@ -186,8 +186,9 @@ class Watcher {
   }
   PoolCall Call() const {
     return {
-        .caller = "watch",
-        .queue_timeout_ms = static_cast<int64_t>(options_.capture_timeout_seconds * 1000) + 60000};
+        .role = PoolRole::kWatch,
+        .queue_timeout_ms = static_cast<int64_t>(options_.capture_timeout_seconds * 1000) + 60000,
+        .cancelled = {}};
   }
   std::optional<std::string> PsiFileFor(pid_t pid) const;
 
@@ -379,6 +380,7 @@ std::string Watcher::CaptureInWorker(const Target& t, json& record, std::string&
   outcome = PoolOutcomeName(r);
   switch (r.outcome) {
     case PoolOutcome::kBusy:
+    case PoolOutcome::kCancelled:  // watch never cancels
       throw Error(ErrorKind::kInternal, "no capture worker became free");
     case PoolOutcome::kCrashed:
       throw Error(ErrorKind::kInternal, r.detail);
