@@ -146,7 +146,10 @@ const char* PoolRoleName(PoolRole role) {
   return "other";
 }
 
-bool IsPriorityRole(PoolRole role) { return role == PoolRole::kPush || role == PoolRole::kWatch; }
+bool IsPriorityRole(PoolRole role) {
+  // Discovery too: watch and push see a new process only once it is probed.
+  return role == PoolRole::kPush || role == PoolRole::kWatch || role == PoolRole::kDiscovery;
+}
 
 WorkerPool::WorkerPool(PoolOptions options)
     : options_(std::move(options)), workers_(static_cast<size_t>(std::max(1, options_.workers))) {

@@ -14,8 +14,9 @@
 // mount) is left to a reaper thread and counted as unreaped, and its slot
 // gets a new worker (up to as many unreaped as there are slots; past that
 // the slot waits for a reap). Statistics are atomics, so /metrics never
-// waits on the pool. watch's and push's requests go first in the queue, and
-// with two workers or more the last idle one is kept for them.
+// waits on the pool. The node's own requests (push, watch, discovery) go
+// first in the queue, and in the agent the last idle worker is kept for
+// them (PoolRole).
 //
 //   WorkerPool pool({.workers = 2, .self_exe = "/proc/self/exe"});
 //   PoolResult r = pool.Run({WorkerOp::kHeap, pid, {}}, exe_key);
@@ -56,8 +57,8 @@ struct PoolOptions {
   // watch's --exe and --force, given to every worker (serve and push leave
   // them empty: the running file is read).
   ExecutableOptions executable = {};
-  // With two workers or more, keep one for push and watch (PoolRole): set
-  // by the agent when serve's clients share the pool with them.
+  // With two workers or more, keep one for push, watch and discovery
+  // (PoolRole): set by the agent when serve's clients share the pool.
   bool reserve_for_priority = false;
 };
 
@@ -92,10 +93,11 @@ struct PoolStats {
   std::map<std::string, uint64_t> requests;
 };
 
-// Who asks a worker of the pool. kPush and kWatch are the node's own
-// schedules and memory triggers: they go first in the queue and, with two
-// workers or more, one worker is kept free for them, so that clients of
-// serve cannot starve them.
+// Who asks a worker of the pool. kPush, kWatch and kDiscovery are the node's
+// own schedules, memory triggers and the probes that let them see a new
+// process: they go first in the queue and, with two workers or more (and
+// PoolOptions::reserve_for_priority), one worker is kept free for them, so
+// that clients of serve cannot starve them.
 enum class PoolRole : uint8_t { kOther, kServe, kPush, kWatch, kDiscovery };
 inline constexpr size_t kPoolRoles = 5;
 // "other", "serve", "push", "watch", "discovery".
