@@ -10,6 +10,8 @@
 #   2. /targets answers within 1 s;
 #   3. a capture of another process answers 200;
 #   4. the hung capture answers 504, and the log names the unreaped worker;
+#      another capture of that executable answers 503 at once (no second
+#      worker hangs on it);
 #   5. once the mount answers again, the worker ends and is reaped (log, gauge 0).
 # Before the fix, the pool reaped with its mutex held and /metrics took that
 # mutex on the one I/O thread: every connection waited for the mount.
@@ -75,22 +77,8 @@ if ! e2e_wait_until 10 test -x "$mnt/exe"; then
   e2e_finish
 fi
 
-# as_nobody <name> <command...>: starts it as user 65534 (the agent admits
-# only that user), waits for READY; sets <name>_pid.
-as_nobody() {
-  local name=$1
-  shift
-  e2e_start "$work/$name.out" "$work/$name.err" setpriv --reuid=65534 --regid=65534 \
-    --clear-groups "$@"
-  if ! e2e_wait_for_line "$work/$name.out" "^READY" "$target_pid" 30; then
-    fail "$name did not start" "$work/$name.err"
-    cleanup_mount
-    e2e_finish
-  fi
-  printf -v "${name}_pid" %s "$target_pid"
-}
-as_nobody onmount "$mnt/exe" -http=false
-as_nobody other "$work/bin/servetarget" -http=false
+e2e_start_as_nobody onmount "$mnt/exe" -http=false
+e2e_start_as_nobody other "$work/bin/servetarget" -http=false
 
 e2e_start "$work/agent.out" "$work/agent.log" "$tool" agent --listen 127.0.0.1:0 \
   --allow-uid 65534 --discover-interval 1 --max-concurrent 2 --capture-timeout 2s -v
@@ -158,6 +146,15 @@ if wait "$hung_curl" && [[ $(cat "$work/hung.code") == 504 ]]; then
   pass "the hung capture answers 504 after $((SECONDS - hung_started)) s"
 else
   fail "the hung capture: status $(cat "$work/hung.code" 2>/dev/null)" "$work/hung.txt"
+fi
+# Another capture of the hung executable fails fast rather than hang a
+# second worker: one unreaped worker per hung executable.
+read -r code secs < <(timed "$work/again.txt" "http://$addr/debug/pprof/heap?pid=$onmount_pid")
+if [[ $code == 503 ]] && grep -q "stuck in the kernel" "$work/again.txt" &&
+  [[ $(curl -s -m 1 "http://$addr/metrics" | awk '$1 == "goheap2pprof_workers_unreaped" {print $2}') == 1 ]]; then
+  pass "another capture of the hung executable answers 503 in ${secs} s: $(head -c 120 "$work/again.txt")"
+else
+  fail "another capture of the hung executable: status ${code:-none} in ${secs:-?} s" "$work/again.txt"
 fi
 if grep -q "did not end after SIGKILL" "$work/agent.log"; then
   pass "the log names it: $(grep -m1 "did not end after SIGKILL" "$work/agent.log" | head -c 200)"

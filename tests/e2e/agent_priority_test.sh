@@ -33,20 +33,7 @@ trap 'kill "${clients[@]}" 2>/dev/null; e2e_stop_pids -9' EXIT
 e2e_go_build servetarget "$work/bin/servetarget"
 e2e_go_build oomgrower "$work/bin/oomgrower"
 
-# as_nobody <name> <command...>: starts it as user 65534, waits for READY;
-# sets <name>_pid.
-as_nobody() {
-  local name=$1
-  shift
-  e2e_start "$work/$name.out" "$work/$name.err" setpriv --reuid=65534 --regid=65534 \
-    --clear-groups "$@"
-  if ! e2e_wait_for_line "$work/$name.out" "^READY" "$target_pid" 30; then
-    fail "$name did not start" "$work/$name.err"
-    e2e_finish
-  fi
-  printf -v "${name}_pid" %s "$target_pid"
-}
-as_nobody slow "$work/bin/servetarget" -http=false
+e2e_start_as_nobody slow "$work/bin/servetarget" -http=false
 
 dir=$work/out
 mkdir "$dir"
@@ -101,7 +88,7 @@ done
 if ! e2e_wait_until 10 eval '(($(pauses) > seen))'; then
   fail "serve's captures of the slow target did not start" "$work/agent.log"
 fi
-as_nobody grower "$work/bin/oomgrower" -step-mib 8 -every 100ms -max-mib 64 -exit-code 0 -linger 60s
+e2e_start_as_nobody grower "$work/bin/oomgrower" -step-mib 8 -every 100ms -max-mib 64 -exit-code 0 -linger 60s
 started=$SECONDS
 triggered() {
   jq -e --argjson p "$grower_pid" 'select(.pid == $p and .reason == "rss-above-40MiB" and .file != null)' \

@@ -285,8 +285,10 @@ class Service {
         res.headers.emplace_back(
             "Retry-After", std::to_string(static_cast<int>(std::ceil(options_.timeout_seconds))));
         ServeError(res, 503,
-                   "busy: " + std::to_string(options_.max_concurrent) +
-                       " captures are running and none finished within the timeout; retry later");
+                   "busy: " + (r.detail.empty() ? std::to_string(options_.max_concurrent) +
+                                                      " captures are running and none finished "
+                                                      "within the timeout; retry later"
+                                                : r.detail));
         return true;
       case PoolOutcome::kCrashed:
         ServeError(res, 500, "capture of process " + std::to_string(pid) + " failed: " + r.detail);

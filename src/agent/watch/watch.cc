@@ -381,7 +381,9 @@ std::string Watcher::CaptureInWorker(const Target& t, json& record, std::string&
   switch (r.outcome) {
     case PoolOutcome::kBusy:
     case PoolOutcome::kCancelled:  // watch never cancels
-      throw Error(ErrorKind::kInternal, "no capture worker became free");
+      // The detail says when the executable's earlier capture is stuck.
+      throw Error(ErrorKind::kInternal,
+                  r.detail.empty() ? "no capture worker became free" : r.detail);
     case PoolOutcome::kCrashed:
       throw Error(ErrorKind::kInternal, r.detail);
     case PoolOutcome::kTimedOut:

@@ -301,7 +301,8 @@ void WorkerPool::Forget(Worker& w) {
   w.stderr_relay.reset();
 }
 
-std::string WorkerPool::Reap(Worker& w, bool kill_first, int wait_ms, const std::string& request) {
+std::string WorkerPool::Reap(Worker& w, bool kill_first, int wait_ms, const std::string& request,
+                             const std::string& affinity) {
   if (kill_first) kill(w.pid, SIGKILL);  // our own child, never a target
   int status = 0;
   bool ended = WaitForExit(w.pid, wait_ms, &status);
@@ -320,12 +321,8 @@ std::string WorkerPool::Reap(Worker& w, bool kill_first, int wait_ms, const std:
   const pid_t pid = w.pid;
   close(w.fd);
   w.fd = -1;
-  Unreaped u{pid,
-             w.stderr_fd,
-             std::move(w.stderr_relay),
-             std::move(w.relay_thread),
-             request,
-             std::chrono::steady_clock::now()};
+  Unreaped u{pid,     w.stderr_fd, std::move(w.stderr_relay),       std::move(w.relay_thread),
+             request, affinity,    std::chrono::steady_clock::now()};
   w.stderr_fd = -1;
   size_t unreaped = 0;
   {
@@ -412,6 +409,11 @@ void WorkerPool::Release(Worker& w, PoolRole role, const std::string* served, bo
   idle_.notify_all();
 }
 
+bool WorkerPool::Stuck(const std::string& affinity) const {
+  return !affinity.empty() && std::any_of(unreaped_.begin(), unreaped_.end(),
+                                          [&](const auto& u) { return u.affinity == affinity; });
+}
+
 bool WorkerPool::MayTake(PoolRole role) const {
   if (IsPriorityRole(role)) return true;
   if (priority_waiting_ > 0) return false;
@@ -467,6 +469,15 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
   Worker* w = nullptr;
   {
     std::unique_lock<std::mutex> lock(mu_);
+    if (Stuck(affinity)) {
+      // One unreaped worker per hung executable: its captures fail fast
+      // instead of parking every slot of the pool.
+      result.outcome = PoolOutcome::kBusy;
+      result.detail =
+          "an earlier capture of this executable is stuck in the kernel (a hung mount?) and its "
+          "worker has not ended; retry later";
+      return result;
+    }
     bool cancelled = false;
     w = WaitForWorker(lock, affinity, call, &cancelled);
     if (!w) {
@@ -502,7 +513,7 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
   }
   const bool ok = read_error == ReplyReadError::kNone;
   if (!ok) {
-    result.detail = Reap(*w, true, kReapWaitMs, label);
+    result.detail = Reap(*w, true, kReapWaitMs, label, affinity);
     if (read_error == ReplyReadError::kTooLarge) {
       // A worker refuses to send more itself: this one misbehaves.
       result.detail = "its reply was larger than the limit of " +
@@ -517,7 +528,7 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
       ++workers_crashed_;
     }
   } else if (result.reply.retiring) {
-    Reap(*w, false, kReapWaitMs, label);
+    Reap(*w, false, kReapWaitMs, label, affinity);
   }
   const bool replaced = !ok || result.reply.retiring;
   if (replaced && !w->park_pending) TryStart(*w);

@@ -64,7 +64,7 @@ struct PoolOptions {
 
 enum class PoolOutcome {
   kReplied,   // the worker answered (maybe with an error kind)
-  kBusy,      // no worker became free in time: 503
+  kBusy,      // no worker became free in time (or the executable hangs, detail): 503
   kCrashed,   // the worker died (signal, limit, seccomp): 500
   kTimedOut,  // the worker did not answer in time and was killed: 504
   // Every client that waited for it left before a worker took it
@@ -162,6 +162,7 @@ class WorkerPool {
     std::unique_ptr<WorkerStderr> stderr_relay;
     std::thread relay_thread;
     std::string request;
+    std::string affinity;  // its request's executable: not captured again meanwhile
     std::chrono::steady_clock::time_point since;
   };
   // How long a request waits for the busy worker that holds its
@@ -190,7 +191,11 @@ class WorkerPool {
   // slot is forgotten and how it ended is returned. Not ended: it is handed
   // to the reaper (and logged), and the slot is parked if too many are
   // unreaped already. No lock held; the slot is the caller's.
-  std::string Reap(Worker& w, bool kill_first, int wait_ms, const std::string& request);
+  std::string Reap(Worker& w, bool kill_first, int wait_ms, const std::string& request,
+                   const std::string& affinity);
+  // Whether a worker that served `affinity` is unreaped (mu_ held): its
+  // executable's mount hangs, and another capture would only hang too.
+  bool Stuck(const std::string& affinity) const;
   // After w's process ended: closes its socket, ends its stderr relay.
   void Forget(Worker& w);
   // Frees w's slot and says why this request failed.
