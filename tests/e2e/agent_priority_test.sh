@@ -60,7 +60,10 @@ captures() {
 pauses() { grep -c "test seam: pausing" "$work/agent.log"; }
 
 # --- 1. one flame graph capture for two clients ---------------------------------
-before=$(captures ok)
+# Counted by serve's own log line per capture it ran (-v): the metric would
+# also count watch's captures of other suites' processes of user 65534.
+flame_captures() { grep -c "capture pid $slow_pid op 8:" "$work/agent.log"; }
+before=$(flame_captures)
 flame="http://$addr/pid/$slow_pid/flamegraph?sample_index=inuse_space"
 curl -s -m 30 -o "$work/flame1.html" -w '%{http_code}' "$flame" >"$work/flame1.code" &
 f1=$!
@@ -68,7 +71,7 @@ sleep 0.5
 curl -s -m 30 -o "$work/flame2.html" -w '%{http_code}' "$flame" >"$work/flame2.code" &
 f2=$!
 wait "$f1" "$f2"
-after=$(captures ok)
+after=$(flame_captures)
 if [[ $(cat "$work/flame1.code") == 200 && $(cat "$work/flame2.code") == 200 ]] &&
   ((after - before == 1)); then
   pass "two clients of the same flame graph share one capture"
