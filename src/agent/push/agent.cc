@@ -101,7 +101,8 @@ class Agent {
                                 discovery_.cache_hits());
     serve_metrics_.SetDiscoveryHealth(discovery_.scan_errors(), discovery_.last_success_seconds());
     serve_metrics_.SetIdentityFailures(discovery_.identity_failures());
-    return serve_metrics_.Render() + push_metrics_.Render();
+    // Lock-free reads only (--metrics-listen's I/O thread), the pool's too.
+    return serve_metrics_.Render() + push_metrics_.Render() + PoolUnreapedText(pool_.stats());
   }
 
   void Log(const std::string& line) {
