@@ -387,7 +387,7 @@ void WorkerPool::ReapLoop() {
 PoolResult WorkerPool::StartFailed(Worker& w, PoolRole role, const Error& e) {
   // One request's boundary: a worker that cannot start fails this request,
   // not the server; its slot is free for the next.
-  Release(w, role, nullptr, false);
+  Release(w, role, nullptr, /*restarted=*/true);
   PoolResult result;
   result.outcome = PoolOutcome::kCrashed;
   result.detail = e.what();
@@ -462,31 +462,53 @@ WorkerPool::Worker* WorkerPool::WaitForWorker(std::unique_lock<std::mutex>& lock
   return found;
 }
 
+WorkerPool::Worker* WorkerPool::Acquire(const std::string& affinity, const PoolCall& call,
+                                        PoolResult& result) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (Stuck(affinity)) {
+    // One unreaped worker per hung executable: its captures fail fast
+    // instead of parking every slot of the pool.
+    result.outcome = PoolOutcome::kBusy;
+    result.detail =
+        "an earlier capture of this executable is stuck in the kernel (a hung mount?) and its "
+        "worker has not ended; retry later";
+    return nullptr;
+  }
+  bool cancelled = false;
+  Worker* w = WaitForWorker(lock, affinity, call, &cancelled);
+  if (!w) {
+    result.outcome = cancelled ? PoolOutcome::kCancelled : PoolOutcome::kBusy;
+    return nullptr;
+  }
+  w->busy = true;
+  if (!IsPriorityRole(call.role)) ++others_busy_;
+  return w;
+}
+
+void WorkerPool::Failed(Worker& w, ReplyReadError read_error, const std::string& label,
+                        const std::string& affinity, PoolResult& result) {
+  result.detail = Reap(w, true, kReapWaitMs, label, affinity);
+  if (read_error == ReplyReadError::kTooLarge) {
+    // A worker refuses to send more itself: this one misbehaves.
+    result.detail = "its reply was larger than the limit of " +
+                    std::to_string(options_.limits.max_reply_bytes) +
+                    " bytes (--max-capture-bytes); the worker was stopped";
+  }
+  if (read_error == ReplyReadError::kTimedOut) {
+    result.outcome = PoolOutcome::kTimedOut;
+    ++workers_killed_;
+  } else {
+    result.outcome = PoolOutcome::kCrashed;
+    ++workers_crashed_;
+  }
+}
+
 PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affinity,
                            const PoolCall& call) {
   ++requests_[std::min(static_cast<size_t>(call.role), kPoolRoles - 1)];
   PoolResult result;
-  Worker* w = nullptr;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (Stuck(affinity)) {
-      // One unreaped worker per hung executable: its captures fail fast
-      // instead of parking every slot of the pool.
-      result.outcome = PoolOutcome::kBusy;
-      result.detail =
-          "an earlier capture of this executable is stuck in the kernel (a hung mount?) and its "
-          "worker has not ended; retry later";
-      return result;
-    }
-    bool cancelled = false;
-    w = WaitForWorker(lock, affinity, call, &cancelled);
-    if (!w) {
-      result.outcome = cancelled ? PoolOutcome::kCancelled : PoolOutcome::kBusy;
-      return result;
-    }
-    w->busy = true;
-    if (!IsPriorityRole(call.role)) ++others_busy_;
-  }
+  Worker* w = Acquire(affinity, call, result);
+  if (!w) return result;
   // The slot is ours until released: start, talk to and reap its worker
   // without the lock. A worker that died while idle (killed from outside)
   // is replaced before it gets the request, so only the capture it was
@@ -513,20 +535,7 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
   }
   const bool ok = read_error == ReplyReadError::kNone;
   if (!ok) {
-    result.detail = Reap(*w, true, kReapWaitMs, label, affinity);
-    if (read_error == ReplyReadError::kTooLarge) {
-      // A worker refuses to send more itself: this one misbehaves.
-      result.detail = "its reply was larger than the limit of " +
-                      std::to_string(options_.limits.max_reply_bytes) +
-                      " bytes (--max-capture-bytes); the worker was stopped";
-    }
-    if (read_error == ReplyReadError::kTimedOut) {
-      result.outcome = PoolOutcome::kTimedOut;
-      ++workers_killed_;
-    } else {
-      result.outcome = PoolOutcome::kCrashed;
-      ++workers_crashed_;
-    }
+    Failed(*w, read_error, label, affinity, result);
   } else if (result.reply.retiring) {
     Reap(*w, false, kReapWaitMs, label, affinity);
   }

@@ -179,6 +179,12 @@ class WorkerPool {
   // called with mu_ held in `lock`.
   Worker* WaitForWorker(std::unique_lock<std::mutex>& lock, const std::string& affinity,
                         const PoolCall& call, bool* cancelled);
+  // The worker this call takes (busy, counted), or nullptr with result's
+  // outcome saying why (kBusy, kCancelled). Takes mu_.
+  Worker* Acquire(const std::string& affinity, const PoolCall& call, PoolResult& result);
+  // After a failed exchange with w: reaps it and says what happened.
+  void Failed(Worker& w, ReplyReadError read_error, const std::string& label,
+              const std::string& affinity, PoolResult& result);
   // Whether a request of `role` may take an idle worker now (priority and
   // the worker kept for push and watch); mu_ held.
   bool MayTake(PoolRole role) const;
