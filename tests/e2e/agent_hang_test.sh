@@ -27,7 +27,7 @@ e2e_require_command setpriv "needs setpriv (util-linux) to run the targets as an
 e2e_require_command fusermount3 "needs fuse3 (scripts/install-deps.sh --test installs it)"
 e2e_require_command pkg-config "needs pkg-config"
 if [[ $(id -u) != 0 ]]; then
-  echo "SKIP: needs root (a FUSE mount other users may read, targets as user 65534)"
+  echo "SKIP: needs root (a FUSE mount other users may read, targets as user 65531)"
   exit 77
 fi
 [[ -e /dev/fuse ]] || modprobe fuse 2>/dev/null
@@ -39,6 +39,8 @@ if ! pkg-config --exists fuse3; then
   echo "SKIP: needs libfuse3-dev (scripts/install-deps.sh --test installs it)"
   exit 77
 fi
+# A user of its own: other suites' targets (user 65534) stay out of its agent.
+e2e_nobody_uid=65531
 e2e_make_work agent_hang
 chmod 755 "$work"
 mnt=$work/mnt
@@ -81,7 +83,7 @@ e2e_start_as_nobody onmount "$mnt/exe" -http=false
 e2e_start_as_nobody other "$work/bin/servetarget" -http=false
 
 e2e_start "$work/agent.out" "$work/agent.log" "$tool" agent --listen 127.0.0.1:0 \
-  --allow-uid 65534 --discover-interval 1 --max-concurrent 2 --capture-timeout 2s -v
+  --allow-uid "$e2e_nobody_uid" --discover-interval 1 --max-concurrent 2 --capture-timeout 2s -v
 agent_pid=$target_pid
 if ! e2e_wait_for_line "$work/agent.log" "roles: serve on" "$agent_pid" 10; then
   fail "the agent did not start" "$work/agent.log"

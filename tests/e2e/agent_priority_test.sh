@@ -10,7 +10,7 @@
 #      pool's queue, and one worker is kept for them;
 #   3. a capture whose client disconnected while it waited for a worker is
 #      dropped from the queue (goheap2pprof_captures_total{outcome="cancelled"}).
-# The targets run as user 65534 and the agent admits only that user; needs root.
+# The targets run as user 65532 and the agent admits only that user; needs root.
 #
 #   bash tests/e2e/agent_priority_test.sh <goheap2pprof> <profdiff>
 set -u
@@ -22,9 +22,11 @@ e2e_require_command curl "needs curl"
 e2e_require_command jq "jq is not installed (scripts/install-deps.sh installs it)"
 e2e_require_command setpriv "needs setpriv (util-linux) to run the targets as another user"
 if [[ $(id -u) != 0 ]]; then
-  echo "SKIP: needs root (the targets run as user 65534, apart from this machine's other Go processes)"
+  echo "SKIP: needs root (the targets run as user 65532, apart from this machine's other Go processes)"
   exit 77
 fi
+# A user of its own: other suites' targets (user 65534) stay out of its agent.
+e2e_nobody_uid=65532
 e2e_make_work agent_priority
 chmod 755 "$work"
 clients=()
@@ -39,7 +41,7 @@ dir=$work/out
 mkdir "$dir"
 e2e_start "$work/agent.out" "$work/agent.log" env \
   "GOHEAP2PPROF_SERVE_SEAM=pause-before-walk=8000:$slow_pid" "$tool" agent \
-  --listen 127.0.0.1:0 --allow-uid 65534 --discover-interval 1 --max-concurrent 2 \
+  --listen 127.0.0.1:0 --allow-uid "$e2e_nobody_uid" --discover-interval 1 --max-concurrent 2 \
   --capture-timeout 30s --timeout 30 -o "$dir" --rss-above 40M --poll 100ms --no-baseline -v
 agent_pid=$target_pid
 if ! e2e_wait_for_line "$work/agent.log" "roles: serve on" "$agent_pid" 10; then
@@ -60,8 +62,8 @@ captures() {
 pauses() { grep -c "test seam: pausing" "$work/agent.log"; }
 
 # --- 1. one flame graph capture for two clients ---------------------------------
-# Counted by serve's own log line per capture it ran (-v): the metric would
-# also count watch's captures of other suites' processes of user 65534.
+# Counted by serve's own log line per capture it ran (-v): the metric counts
+# watch's captures too.
 flame_captures() { grep -c "capture pid $slow_pid op 8:" "$work/agent.log"; }
 before=$(flame_captures)
 flame="http://$addr/pid/$slow_pid/flamegraph?sample_index=inuse_space"
