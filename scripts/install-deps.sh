@@ -66,6 +66,8 @@ test_packages=(
   # tests/e2e/containerd_test.sh: real pods through the CRI (crictl comes from the Go
   # module proxy, below), and the DaemonSet's YAML read into its CRI view.
   containerd runc python3-yaml
+  # tests/e2e/agent_hang_test.sh: a FUSE mount that hangs under a target (tests/e2e/hangfs.c).
+  fuse3 libfuse3-dev
 )
 
 # The quick path (format check, unit tests, the oracle on the machine's Go) needs only these

@@ -46,22 +46,9 @@ if ! (cd "$src/testdata/damagedtarget" &&
 fi
 push_start_receiver
 
-# as_nobody <name> <command...>: starts it as user 65534, waits for READY;
-# sets its pid in the variable <name>_pid.
-as_nobody() {
-  local name=$1
-  shift
-  e2e_start "$work/$name.out" "$work/$name.err" setpriv --reuid=65534 --regid=65534 \
-    --clear-groups "$@"
-  if ! e2e_wait_for_line "$work/$name.out" "^READY" "$target_pid" 20; then
-    fail "$name did not start" "$work/$name.err"
-    e2e_finish
-  fi
-  printf -v "${name}_pid" %s "$target_pid"
-}
 
 # The damaged target first, so every role meets it before the grower triggers.
-as_nobody damaged "$work/bin/damagedtarget"
+e2e_start_as_nobody damaged "$work/bin/damagedtarget"
 dir=$work/out
 mkdir "$dir"
 e2e_start "$work/agent.out" "$work/agent.log" "$tool" agent --listen 127.0.0.1:0 \
@@ -105,7 +92,7 @@ else
 fi
 
 # --- 1. the grower reaches the trigger --------------------------------------------
-as_nobody grower "$work/bin/oomgrower" -max-mib 160 -exit-code 0 -linger 120s
+e2e_start_as_nobody grower "$work/bin/oomgrower" -max-mib 160 -exit-code 0 -linger 120s
 trigger_file() {
   jq -r --argjson p "$grower_pid" 'select(.pid == $p and .reason == "rss-above-100MiB" and .file != null) | .file' \
     "$dir/watch.jsonl" 2>/dev/null | tail -n 1

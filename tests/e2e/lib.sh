@@ -275,6 +275,26 @@ e2e_start() {
   e2e_track_pid "$target_pid"
 }
 
+# e2e_start_as_nobody <name> <command...>: starts it as user
+# $e2e_nobody_uid, 65534 unless a suite sets another (setpriv; the agent
+# suites admit only that user, leaving the machine's other Go processes
+# alone, and a suite with timing checks takes a user of its own), waits at
+# most 30 s for a line "READY..." on its stdout ($work/<name>.out) and sets
+# <name>_pid; a target that does not start ends the suite (e2e_finish).
+e2e_nobody_uid=65534
+e2e_start_as_nobody() {
+  local name=$1
+  shift
+  e2e_start "$work/$name.out" "$work/$name.err" setpriv --reuid="$e2e_nobody_uid" \
+    --regid="$e2e_nobody_uid" \
+    --clear-groups "$@"
+  if ! e2e_wait_for_line "$work/$name.out" "^READY" "$target_pid" 30; then
+    fail "$name did not start" "$work/$name.err"
+    e2e_finish
+  fi
+  printf -v "${name}_pid" %s "$target_pid"
+}
+
 # e2e_track_pid <pid>: adds a process the test started itself (cmd & ...)
 # to pids, with its start time, for e2e_stop_pids. Call it right after $!.
 e2e_track_pid() {

@@ -291,6 +291,9 @@ std::vector<ProcessFacts> ListProcesses(const Discovery::Options& options,
 }  // namespace
 
 void Discovery::Scan() {
+  // One scan at a time (the background thread's and a caller's): the
+  // identity cache is the scan's alone. Readers never take this lock.
+  std::lock_guard<std::mutex> scanning(scan_mu_);
   try {
     ScanOrThrow();
   } catch (const Error&) {
@@ -311,73 +314,79 @@ void Discovery::ScanOrThrow() {
     exe_last_used_[key] = scan_number_;
     return true;
   });
-  std::map<pid_t, GoProcess> next;
+  auto next = std::make_shared<std::map<pid_t, GoProcess>>();
   for (ProcessFacts& f : found) {
-    ExeInfo info;
-    bool known;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = exes_.find(f.key);
-      known = it != exes_.end();
-      if (known) {
-        info = it->second;
-        ++cache_hits_;
-        exe_last_used_[f.key] = scan_number_;
-      }
-    }
-    if (!known) {
-      // One probe per executable identity, outside the lock (it waits for
-      // a worker).
-      info = probe_(f.pid);
-      std::lock_guard<std::mutex> lock(mu_);
-      ++analyses_;
-      // A transient answer (busy workers) is not cached: try again later.
-      if (info.is_go || !info.error.empty()) {
-        if (exes_.size() >= options_.max_executables) {
-          auto oldest =
-              std::min_element(exe_last_used_.begin(), exe_last_used_.end(),
-                               [](const auto& a, const auto& b) { return a.second < b.second; });
-          exes_.erase(oldest->first);
-          exe_last_used_.erase(oldest);
-        }
-        exes_[f.key] = info;
-        exe_last_used_[f.key] = scan_number_;
-      }
-    }
+    ExeInfo info = ExeInfoOf(f);
     if (!info.is_go) continue;
     GoProcess p{std::move(f), std::move(info), ""};
     pid_t pid = p.facts.pid;
-    next.emplace(pid, std::move(p));
+    next->emplace(pid, std::move(p));
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  ++scan_number_;
+  // The pod names, from the runtime's bundles (files a container's owner
+  // may make slow or large): parsed with no lock held, by this scan alone.
   std::set<std::pair<pid_t, uint64_t>> live;
-  for (auto& [pid, p] : next) {
-    auto s = sampling_.find({pid, p.facts.start_time});
-    if (s != sampling_.end()) p.sampling = s->second;
+  for (auto& [pid, p] : *next) {
     p.facts.identity = identities_.Get(pid, p.facts.start_time, p.facts.identity.cgroup);
     live.emplace(pid, p.facts.start_time);
   }
   identities_.Retain(live);
+  std::map<std::string, uint64_t> failures = identities_.failures();
+  // Published in one step: readers take the whole list, never a scan's part.
+  std::lock_guard<std::mutex> lock(mu_);
+  ++scan_number_;
   // Forget sampling states of processes that are gone.
-  for (auto it = sampling_.begin(); it != sampling_.end();) {
-    auto p = next.find(it->first.first);
-    if (p == next.end() || p->second.facts.start_time != it->first.second) {
-      it = sampling_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  std::erase_if(sampling_, [&](const auto& s) { return !live.contains(s.first); });
   processes_ = std::move(next);
+  identity_failures_ = std::move(failures);
   last_success_seconds_ =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::vector<GoProcess> Discovery::Processes() const {
+ExeInfo Discovery::ExeInfoOf(const ProcessFacts& f) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = exes_.find(f.key);
+    if (it != exes_.end()) {
+      ++cache_hits_;
+      exe_last_used_[f.key] = scan_number_;
+      return it->second;
+    }
+  }
+  // One probe per executable identity, outside the lock (it waits for a
+  // worker).
+  ExeInfo info = probe_(f.pid);
   std::lock_guard<std::mutex> lock(mu_);
+  ++analyses_;
+  // A transient answer (busy workers) is not cached: try again later.
+  if (info.is_go || !info.error.empty()) {
+    if (exes_.size() >= options_.max_executables) {
+      auto oldest =
+          std::min_element(exe_last_used_.begin(), exe_last_used_.end(),
+                           [](const auto& a, const auto& b) { return a.second < b.second; });
+      exes_.erase(oldest->first);
+      exe_last_used_.erase(oldest);
+    }
+    exes_[f.key] = info;
+    exe_last_used_[f.key] = scan_number_;
+  }
+  return info;
+}
+
+std::vector<GoProcess> Discovery::Processes() const {
+  std::shared_ptr<const std::map<pid_t, GoProcess>> list;
+  std::map<std::pair<pid_t, uint64_t>, std::string> sampling;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    list = processes_;
+    sampling = sampling_;
+  }
   std::vector<GoProcess> out;
-  out.reserve(processes_.size());
-  for (const auto& [pid, p] : processes_) out.push_back(p);
+  out.reserve(list->size());
+  for (const auto& [pid, p] : *list) {
+    out.push_back(p);
+    auto s = sampling.find({pid, p.facts.start_time});
+    if (s != sampling.end()) out.back().sampling = s->second;
+  }
   return out;
 }
 
@@ -386,12 +395,9 @@ std::optional<ProcessFacts> Discovery::Visible(pid_t pid, bool* forbidden) const
 }
 
 void Discovery::NoteSampling(pid_t pid, uint64_t start_time, const std::string& state) {
+  // Shown by Processes() over the list; the next scan forgets the gone.
   std::lock_guard<std::mutex> lock(mu_);
   sampling_[{pid, start_time}] = state;
-  auto it = processes_.find(pid);
-  if (it != processes_.end() && it->second.facts.start_time == start_time) {
-    it->second.sampling = state;
-  }
 }
 
 uint64_t Discovery::scans() const {
@@ -416,7 +422,7 @@ uint64_t Discovery::analyses() const {
 
 std::map<std::string, uint64_t> Discovery::identity_failures() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return identities_.failures();
+  return identity_failures_;
 }
 
 uint64_t Discovery::cache_hits() const {

@@ -169,6 +169,9 @@ class Discovery {
   // that the node has no Go processes.
   void Scan();
 
+  // The last scan's list: a snapshot taken under a short lock, never
+  // waiting for a scan (which reads /proc, probes and parses bundles with no
+  // lock held) to finish.
   std::vector<GoProcess> Processes() const;
   // The executable facts for a pid that is visible now (filters applied on
   // fresh /proc reads, not the last scan); nullopt if invisible.
@@ -188,9 +191,14 @@ class Discovery {
 
  private:
   void ScanOrThrow();
+  // What is known of f's executable: cached, else probed (outside mu_).
+  ExeInfo ExeInfoOf(const ProcessFacts& f);
 
   Options options_;
   Probe probe_;
+  std::mutex scan_mu_;  // held by a scan, never by a reader
+  // The published state: held only to copy or swap it, never across a
+  // scan's reads, probes or bundle parsing.
   mutable std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;
@@ -200,10 +208,12 @@ class Discovery {
   uint64_t scan_number_ = 0;
   uint64_t scan_errors_ = 0;
   double last_success_seconds_ = 0;
-  std::map<pid_t, GoProcess> processes_;
+  std::shared_ptr<const std::map<pid_t, GoProcess>> processes_ =
+      std::make_shared<const std::map<pid_t, GoProcess>>();
   std::map<std::pair<pid_t, uint64_t>, std::string> sampling_;
   uint64_t analyses_ = 0, cache_hits_ = 0;
-  PodIdentityCache identities_;
+  std::map<std::string, uint64_t> identity_failures_;
+  PodIdentityCache identities_;  // the scan's own (scan_mu_)
 };
 
 }  // namespace goheap2pprof

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -477,8 +478,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Evi
   // Everything checked before the handler, in the order that reads least.
   void Dispatch() {
     const auto& req = parser_->get();
-    request_ =
-        HttpRequest{std::string(View(req.method_string())), std::string(View(req.target())), peer_};
+    request_ = HttpRequest{
+        std::string(View(req.method_string())), std::string(View(req.target())), peer_, {}};
     keep_alive_ = req.keep_alive();
     Track(/*in_request=*/true);
     if (request_.method != "GET" && request_.method != "HEAD") {
@@ -518,6 +519,12 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Evi
     // deadline.
     Lowest().expires_never();
     auto self = this->shared_from_this();
+    // Nothing reads the socket while the handler runs: a peer's FIN or RST
+    // shows in poll as the client having gone.
+    request_.client_gone = [fd = Lowest().socket().native_handle()] {
+      pollfd p{fd, POLLRDHUP, 0};
+      return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+    };
     bool queued = shared_.pool.TryPost([self] {
       HttpReply reply = Call(*self->shared_.handler, self->request_);
       net::post(self->shared_.io, [self, reply = std::move(reply)]() mutable {

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +38,10 @@ struct HttpRequest {
   std::string method;  // GET or HEAD
   std::string target;  // as sent: path and query
   std::string peer;    // the client's address
+  // For a handler that may wait (Blocks): true once the client has closed
+  // or reset the connection, so that work nobody will read can be dropped.
+  // Quick (one poll), callable from any thread; empty on the I/O thread.
+  std::function<bool()> client_gone;
 };
 
 struct HttpReply {

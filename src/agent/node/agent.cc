@@ -126,7 +126,7 @@ std::string PoolMetricsText(const PoolStats& stats, int workers) {
   PrometheusFamily(out, "goheap2pprof_pool_workers_started_total", "counter",
                    "Worker processes the pool started (first starts and replacements).");
   out += "goheap2pprof_pool_workers_started_total " + std::to_string(stats.workers_started) + "\n";
-  return out;
+  return out + PoolUnreapedText(stats);
 }
 
 int RunAgent(const AgentOptions& options, std::ostream& log) {
@@ -140,9 +140,15 @@ int RunAgent(const AgentOptions& options, std::ostream& log) {
   // a worker, push's and watch's wait their turn), one discovery whose
   // probes run in that pool, one set of capture metrics.
   ServeMetrics metrics;
-  WorkerPool pool(PoolOptions{
-      o.max_concurrent, "/proc/self/exe", static_cast<int64_t>(o.serve.timeout_seconds * 1000),
-      static_cast<int64_t>(o.capture_timeout_seconds * 1000), o.worker_limits});
+  // With serve's clients in the pool, one worker is kept for push's rounds
+  // and watch's triggers (PoolRole).
+  WorkerPool pool(
+      PoolOptions{.workers = o.max_concurrent,
+                  .self_exe = "/proc/self/exe",
+                  .queue_timeout_ms = static_cast<int64_t>(o.serve.timeout_seconds * 1000),
+                  .capture_timeout_ms = static_cast<int64_t>(o.capture_timeout_seconds * 1000),
+                  .limits = o.worker_limits,
+                  .reserve_for_priority = o.serve_on && (o.push_on || o.watch_on)});
   Discovery::Options found =
       Discovery::Options::For(o.filter, o.discover_interval_seconds, o.service_name_from);
   found.host_root = o.host_root;

@@ -105,7 +105,8 @@ class Agent {
                                 discovery_.cache_hits());
     serve_metrics_.SetDiscoveryHealth(discovery_.scan_errors(), discovery_.last_success_seconds());
     serve_metrics_.SetIdentityFailures(discovery_.identity_failures());
-    return serve_metrics_.Render() + push_metrics_.Render();
+    // Lock-free reads only (--metrics-listen's I/O thread), the pool's too.
+    return serve_metrics_.Render() + push_metrics_.Render() + PoolUnreapedText(pool_.stats());
   }
 
   void Log(const std::string& line) {
@@ -200,7 +201,9 @@ class Agent {
   static int64_t QueueTimeoutMs(const PushOptions& o) {
     return static_cast<int64_t>(o.capture_timeout_seconds * 1000) + 60000;
   }
-  PoolCall Call() const { return {.caller = "push", .queue_timeout_ms = QueueTimeoutMs(options_)}; }
+  PoolCall Call() const {
+    return {.role = PoolRole::kPush, .queue_timeout_ms = QueueTimeoutMs(options_), .cancelled = {}};
+  }
 
   // What every push asks its worker to make.
   PushWork Work() const {

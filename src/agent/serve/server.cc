@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -16,6 +17,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "agent/common/discovery.h"
 #include "agent/common/go_metrics_text.h"
@@ -92,12 +95,24 @@ struct Captured {
   PoolResult result;
   std::shared_ptr<const std::string> body;
 };
+// What a request's client may still read: HttpRequest::client_gone.
+using ClientGone = std::function<bool()>;
 
 struct Flight {
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
   Captured captured;
+  // The leader's and each joiner's client: the capture is dropped from the
+  // pool's queue once every one of them is gone (one that cannot tell
+  // keeps it).
+  std::vector<ClientGone> clients;
+
+  bool AllClientsGone() {
+    std::lock_guard<std::mutex> lock(mu);
+    return std::all_of(clients.begin(), clients.end(),
+                       [](const ClientGone& gone) { return gone && gone(); });
+  }
 };
 
 class Service {
@@ -148,18 +163,19 @@ class Service {
         return Targets(res);
       case Endpoint::kMetrics:
         discovery_stats_to_metrics();
+        // Lock-free reads only: this runs on the listener's I/O thread.
         SetContent(res,
                    metrics_.Render() + (options_.shared && options_.shared->more_metrics
                                             ? options_.shared->more_metrics()
-                                            : ""),
+                                            : PoolUnreapedText(pool_.stats())),
                    "text/plain; version=0.0.4; charset=utf-8");
         return;
       case Endpoint::kProfile:
-        return Profile(route.profile, res);
+        return Profile(route.profile, req.client_gone, res);
       case Endpoint::kProcessMetrics:
-        return ProcessMetrics(route.profile.pid, res);
+        return ProcessMetrics(route.profile.pid, req.client_gone, res);
       case Endpoint::kFlamegraph:
-        return Flamegraph(route.flamegraph, res);
+        return Flamegraph(route.flamegraph, req.client_gone, res);
     }
   }
 
@@ -198,15 +214,19 @@ class Service {
     metrics_.SetIdentityFailures(discovery_.identity_failures());
   }
 
-  // One capture per (pid, op) at a time: later requests wait for the
-  // running one and share its answer. With may_join false the caller gets
-  // a capture of its own, begun now, which others may join.
-  // `base` is the payload of a delta op, which never joins (may_join false).
-  Captured SharedCapture(const ProcessFacts& facts, WorkerOp op, bool may_join, std::string base) {
+  // One capture per (pid, op) at a time (per sample index for a flame
+  // graph): later requests wait for the running one and share its answer.
+  // With may_join false the caller gets a capture of its own, begun now,
+  // which others may join. `base` is the payload of a delta op, which never
+  // joins (may_join false), or a flame graph's sample index. While the
+  // capture waits for a worker it is dropped if all its clients have gone.
+  Captured SharedCapture(const ProcessFacts& facts, WorkerOp op, bool may_join, std::string base,
+                         const ClientGone& gone) {
     const pid_t pid = facts.pid;
     std::shared_ptr<Flight> flight;
     bool leader = false;
-    const auto key = std::make_pair(pid, static_cast<int>(op));
+    const auto key =
+        std::make_tuple(pid, static_cast<int>(op), op == WorkerOp::kFlamegraph ? base : "");
     {
       std::lock_guard<std::mutex> lock(flights_mu_);
       auto it = flights_.find(key);
@@ -217,6 +237,8 @@ class Service {
         flights_[key] = flight;
         leader = true;
       }
+      std::lock_guard<std::mutex> flight_lock(flight->mu);
+      flight->clients.push_back(gone);
     }
     if (!leader) {
       std::unique_lock<std::mutex> lock(flight->mu);
@@ -226,8 +248,9 @@ class Service {
     double seconds = 0;
     PoolResult result =
         RunForProcess(pool_, metrics_, {op, pid, std::move(base)}, facts, options_.filter,
-                      {.caller = "serve",
-                       .queue_timeout_ms = static_cast<int64_t>(options_.timeout_seconds * 1000)},
+                      {.role = PoolRole::kServe,
+                       .queue_timeout_ms = static_cast<int64_t>(options_.timeout_seconds * 1000),
+                       .cancelled = [flight] { return flight->AllClientsGone(); }},
                       &seconds);
     if (options_.verbose) {
       // What isolation costs: the round trip to the worker minus its own time.
@@ -264,9 +287,9 @@ class Service {
   // (facts), and nothing else: a reply from whatever held the pid later, or
   // from a process the filter refuses as the worker found it, is turned
   // into the 410 or 404 it deserves (KeepToRequestedProcess).
-  Captured CaptureOf(const ProcessFacts& facts, WorkerOp op, bool may_join = true,
-                     std::string base = {}) {
-    Captured c = SharedCapture(facts, op, may_join, std::move(base));
+  Captured CaptureOf(const ProcessFacts& facts, WorkerOp op, const ClientGone& gone,
+                     bool may_join = true, std::string base = {}) {
+    Captured c = SharedCapture(facts, op, may_join, std::move(base), gone);
     // A joiner's process is the leader's (same pid); kept again to its own.
     PoolResult& r = c.result;
     if (r.outcome == PoolOutcome::kReplied) KeepToRequestedProcess(facts, options_.filter, r.reply);
@@ -284,11 +307,17 @@ class Service {
         res.headers.emplace_back(
             "Retry-After", std::to_string(static_cast<int>(std::ceil(options_.timeout_seconds))));
         ServeError(res, 503,
-                   "busy: " + std::to_string(options_.max_concurrent) +
-                       " captures are running and none finished within the timeout; retry later");
+                   "busy: " + (r.detail.empty() ? std::to_string(options_.max_concurrent) +
+                                                      " captures are running and none finished "
+                                                      "within the timeout; retry later"
+                                                : r.detail));
         return true;
       case PoolOutcome::kCrashed:
         ServeError(res, 500, "capture of process " + std::to_string(pid) + " failed: " + r.detail);
+        return true;
+      case PoolOutcome::kCancelled:
+        // Every client of it left: this answer goes nowhere.
+        ServeError(res, 503, "the capture was cancelled: its clients disconnected");
         return true;
       case PoolOutcome::kTimedOut:
         ServeError(res, 504,
@@ -349,10 +378,10 @@ class Service {
   // The Go runtime's metrics of one process, as its own client_golang
   // would export them. Read in a worker like a capture, with the same
   // identity and allow-list checks; the reply is decoded as untrusted.
-  void ProcessMetrics(pid_t pid, HttpReply& res) {
+  void ProcessMetrics(pid_t pid, const ClientGone& gone, HttpReply& res) {
     std::optional<ProcessFacts> facts = VisibleOrAnswer(pid, res);
     if (!facts) return;
-    const Captured c = CaptureOf(*facts, WorkerOp::kRuntimeStats);
+    const Captured c = CaptureOf(*facts, WorkerOp::kRuntimeStats, gone);
     if (ServeFailure(c.result, pid, res)) return;
     try {
       const GoRuntimeStats stats = DecodeRuntimeStats(*c.body);
@@ -363,13 +392,13 @@ class Service {
     }
   }
 
-  // The page is made in the worker from its own capture; it joins no other
-  // capture, whose sample type may differ. The page's policy is sent as a
-  // header too, which also covers what a meta element cannot (framing).
-  void Flamegraph(const FlamegraphRequest& f, HttpReply& res) {
+  // The page is made in the worker from a capture of its own; requests for
+  // the same page (pid and sample index) join it. The page's policy is sent
+  // as a header too, which also covers what a meta element cannot (framing).
+  void Flamegraph(const FlamegraphRequest& f, const ClientGone& gone, HttpReply& res) {
     std::optional<ProcessFacts> facts = VisibleOrAnswer(f.pid, res);
     if (!facts) return;
-    Captured c = CaptureOf(*facts, WorkerOp::kFlamegraph, /*may_join=*/false, f.sample_index);
+    Captured c = CaptureOf(*facts, WorkerOp::kFlamegraph, gone, /*may_join=*/true, f.sample_index);
     NoteSampling(f.pid, c.result);
     if (ServeFailure(c.result, f.pid, res)) return;
     res.headers.emplace_back("X-Content-Type-Options", "nosniff");
@@ -379,14 +408,14 @@ class Service {
     SetContent(res, std::move(c.body), "text/html; charset=utf-8");
   }
 
-  void Profile(const ProfileRequest& p, HttpReply& res) {
+  void Profile(const ProfileRequest& p, const ClientGone& gone, HttpReply& res) {
     std::optional<ProcessFacts> facts = VisibleOrAnswer(p.pid, res);
     if (!facts) return;
     const char* name = p.name == ProfileName::kHeap ? "heap" : "allocs";
     const WorkerOp op = p.name == ProfileName::kHeap ? WorkerOp::kHeap : WorkerOp::kAllocs;
-    if (p.seconds > 0) return Delta(p, op, name, *facts, res);
-    if (p.debug != 0) return DebugText(p.pid, *facts, res);
-    Captured c = CaptureOf(*facts, op);
+    if (p.seconds > 0) return Delta(p, op, name, *facts, gone, res);
+    if (p.debug != 0) return DebugText(p.pid, *facts, gone, res);
+    Captured c = CaptureOf(*facts, op, gone);
     NoteSampling(p.pid, c.result);
     if (ServeFailure(c.result, p.pid, res)) return;
     SetProfileHeaders(res, name);
@@ -396,8 +425,8 @@ class Service {
   // The worker sends the text gzipped (it is many times the profile: 184 MB
   // at 131k buckets, past --max-capture-bytes), and the connection inflates
   // it as the client reads, with the length the worker gave.
-  void DebugText(pid_t pid, const ProcessFacts& facts, HttpReply& res) {
-    Captured c = CaptureOf(facts, WorkerOp::kHeapDebugText);
+  void DebugText(pid_t pid, const ProcessFacts& facts, const ClientGone& gone, HttpReply& res) {
+    Captured c = CaptureOf(facts, WorkerOp::kHeapDebugText, gone);
     if (ServeFailure(c.result, pid, res)) return;
     if (!c.result.reply.inflated_size) {
       ServeError(res, 500,
@@ -430,7 +459,7 @@ class Service {
   // second capture subtracts them (WorkerOp::kHeapDelta), so that no
   // profile is ever parsed here.
   void Delta(const ProfileRequest& p, WorkerOp op, const char* name, const ProcessFacts& facts,
-             HttpReply& res) {
+             const ClientGone& gone, HttpReply& res) {
     // At most max_deltas windows at once: each holds a handler thread for
     // its whole window.
     DeltaSlot slot(active_deltas_, options_.max_deltas);
@@ -447,7 +476,7 @@ class Service {
     const std::optional<AddressSpaceAnchor> anchor = AddressSpaceAnchor::TryOpen(p.pid);
     // The first capture must begin after the anchor: it joins no capture
     // that is already running.
-    const Captured c0 = CaptureOf(facts, op, /*may_join=*/false);
+    const Captured c0 = CaptureOf(facts, op, gone, /*may_join=*/false);
     if (ServeFailure(c0.result, p.pid, res)) return;
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(p.seconds);
     while (std::chrono::steady_clock::now() < until) {
@@ -458,7 +487,7 @@ class Service {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     const WorkerOp delta_op = op == WorkerOp::kHeap ? WorkerOp::kHeapDelta : WorkerOp::kAllocsDelta;
-    Captured c1 = CaptureOf(facts, delta_op, /*may_join=*/false, *c0.body);
+    Captured c1 = CaptureOf(facts, delta_op, gone, /*may_join=*/false, *c0.body);
     if (ServeFailure(c1.result, p.pid, res)) return;
     if (!anchor) {
       ServeError(res, 500,
@@ -568,7 +597,7 @@ class Service {
   std::atomic<int> active_deltas_{0};
   std::mutex flights_mu_;
   std::mutex log_mu_;
-  std::map<std::pair<pid_t, int>, std::shared_ptr<Flight>> flights_;
+  std::map<std::tuple<pid_t, int, std::string>, std::shared_ptr<Flight>> flights_;
 };
 
 // The listener's view of the service: routes, errors in net/http/pprof's

@@ -198,8 +198,9 @@ class Watcher {
   }
   PoolCall Call() const {
     return {
-        .caller = "watch",
-        .queue_timeout_ms = static_cast<int64_t>(options_.capture_timeout_seconds * 1000) + 60000};
+        .role = PoolRole::kWatch,
+        .queue_timeout_ms = static_cast<int64_t>(options_.capture_timeout_seconds * 1000) + 60000,
+        .cancelled = {}};
   }
   std::optional<std::string> PsiFileFor(pid_t pid) const;
 
@@ -391,7 +392,10 @@ std::string Watcher::CaptureInWorker(const Target& t, json& record, std::string&
   outcome = PoolOutcomeName(r);
   switch (r.outcome) {
     case PoolOutcome::kBusy:
-      throw Error(ErrorKind::kInternal, "no capture worker became free");
+    case PoolOutcome::kCancelled:  // watch never cancels
+      // The detail says when the executable's earlier capture is stuck.
+      throw Error(ErrorKind::kInternal,
+                  r.detail.empty() ? "no capture worker became free" : r.detail);
     case PoolOutcome::kCrashed:
       throw Error(ErrorKind::kInternal, r.detail);
     case PoolOutcome::kTimedOut:

@@ -2,9 +2,11 @@
 
 #include <fcntl.h>
 #include <malloc.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,8 +17,11 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
+#include "agent/common/prometheus_text.h"
 #include "base/error.h"
 #include "base/huge_pages.h"
 
@@ -74,9 +79,86 @@ std::string RequestLabel(const WorkerRequest& request) {
   return op + " of pid " + std::to_string(request.pid);
 }
 
+// Waits at most wait_ms for pid (our child) to end and reaps it into
+// *status; false if it has not ended. A pidfd wakes the wait as it ends;
+// without one (old kernels, a filter that refuses pidfd_open) it polls.
+bool WaitForExit(pid_t pid, int wait_ms, int* status) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  while (true) {
+    const pid_t r = waitpid(pid, status, WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR)) break;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    if (left <= 0) {
+      if (pidfd >= 0) close(pidfd);
+      return false;
+    }
+    if (pidfd >= 0) {
+      pollfd p{pidfd, POLLIN, 0};
+      (void)poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(left, 5)));
+    }
+  }
+  if (pidfd >= 0) close(pidfd);
+  return true;
+}
+
+// How a reaped worker ended, from its wait status.
+std::string HowItEnded(int status) {
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    std::string how = std::string("the capture worker was killed by signal ") +
+                      std::to_string(sig) + " (" + strsignal(sig) + ")";
+    if (sig == SIGSYS) how += ": a system call outside its seccomp filter";
+    if (sig == SIGXCPU || sig == SIGKILL) how += ": it may have exceeded its CPU time limit";
+    return how;
+  }
+  return "the capture worker exited with status " + std::to_string(WEXITSTATUS(status));
+}
+
+// One line of the pool's own on the server's stderr (whole, with one write,
+// like the stderr relay's lines).
+void LogLine(const std::string& line) {
+  const std::string text = "goheap2pprof: " + line + "\n";
+  (void)!::write(STDERR_FILENO, text.data(), text.size());
+}
+
+// At shutdown, a worker that did not end: its relay thread still reads its
+// stderr, so the thread is let go and what it uses is left allocated (the
+// server is exiting).
+void Abandon(std::thread& relay_thread, std::unique_ptr<WorkerStderr>& relay) {
+  if (relay_thread.joinable()) relay_thread.detach();
+  (void)relay.release();
+}
+
 }  // namespace
 
-WorkerPool::WorkerPool(PoolOptions options) : options_(std::move(options)) {
+const char* PoolRoleName(PoolRole role) {
+  switch (role) {
+    case PoolRole::kServe:
+      return "serve";
+    case PoolRole::kPush:
+      return "push";
+    case PoolRole::kWatch:
+      return "watch";
+    case PoolRole::kDiscovery:
+      return "discovery";
+    case PoolRole::kOther:
+      break;
+  }
+  return "other";
+}
+
+bool IsPriorityRole(PoolRole role) {
+  // Discovery too: watch and push see a new process only once it is probed.
+  return role == PoolRole::kPush || role == PoolRole::kWatch || role == PoolRole::kDiscovery;
+}
+
+WorkerPool::WorkerPool(PoolOptions options)
+    : options_(std::move(options)), workers_(static_cast<size_t>(std::max(1, options_.workers))) {
   // The server process relays profiles of up to --max-capture-bytes from
   // many handler threads. glibc's default raises its mmap threshold to the
   // size of any large block freed, after which such blocks come from the
@@ -85,9 +167,8 @@ WorkerPool::WorkerPool(PoolOptions options) : options_(std::move(options)) {
   // (which also fixes the trim threshold) keeps every buffer of 256 KiB or
   // more in its own mapping, returned to the system when it is freed.
   mallopt(M_MMAP_THRESHOLD, 256 << 10);
-  workers_.resize(static_cast<size_t>(std::max(1, options_.workers)));
+  reaper_ = std::thread([this] { ReapLoop(); });
   try {
-    std::lock_guard<std::mutex> lock(mu_);
     for (Worker& w : workers_) Start(w);
   } catch (const Error&) {
     Shutdown();
@@ -98,9 +179,40 @@ WorkerPool::WorkerPool(PoolOptions options) : options_(std::move(options)) {
 WorkerPool::~WorkerPool() { Shutdown(); }
 
 void WorkerPool::Shutdown() {
-  std::lock_guard<std::mutex> lock(mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  reaper_wake_.notify_all();
+  if (reaper_.joinable()) reaper_.join();
+  // No request runs any more (the roles have stopped). Every process gets
+  // its SIGKILL first, then one second in all to end.
   for (Worker& w : workers_) {
-    if (w.pid > 0) Reap(w, true);
+    if (w.pid > 0) kill(w.pid, SIGKILL);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  auto left_ms = [&] {
+    return static_cast<int>(std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                 std::chrono::steady_clock::now())
+               .count()));
+  };
+  int status = 0;
+  for (Worker& w : workers_) {
+    if (w.pid <= 0) continue;
+    if (WaitForExit(w.pid, left_ms(), &status)) {
+      Forget(w);
+    } else {
+      Abandon(w.relay_thread, w.stderr_relay);
+    }
+  }
+  for (Unreaped& u : unreaped_) {
+    if (WaitForExit(u.pid, left_ms(), &status)) {
+      u.relay_thread.join();
+      close(u.stderr_fd);
+    } else {
+      Abandon(u.relay_thread, u.stderr_relay);
+    }
   }
 }
 
@@ -160,22 +272,37 @@ void WorkerPool::Start(Worker& w) {
     throw Error(ErrorKind::kInternal, "cannot start a capture worker (", options_.self_exe,
                 "): ", std::strerror(rc));
   }
-  w.pid = pid;
-  w.fd = sv[0];
   // Not w.busy: the slot stays with the Run that (re)starts it. Marking it
   // idle here let a second Run take a worker the first was still using,
-  // and each read the other's reply (a profile of another pid).
-  w.keys.Clear();
+  // and each read the other's reply (a profile of another pid). The pid is
+  // published under the lock for worker_pids.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    w.pid = pid;
+  }
+  w.fd = sv[0];
   w.stderr_fd = err[0];
   w.stderr_relay = std::make_unique<WorkerStderr>(pid, STDERR_FILENO);
   w.relay_thread = std::thread(RelayWorkerStderr, err[0], std::ref(*w.stderr_relay));
-  ++stats_.workers_started;
+  ++workers_started_;
+}
+
+void WorkerPool::TryStart(Worker& w) {
+  try {
+    Start(w);
+  } catch (const Error&) {
+    // Boundary of this request's worker slot: started again on the next
+    // request that picks it.
+  }
 }
 
 void WorkerPool::Forget(Worker& w) {
   close(w.fd);
   w.fd = -1;
-  w.pid = -1;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    w.pid = -1;
+  }
   // The worker is dead, so its stderr reaches EOF (no other process holds
   // the pipe: it was close-on-exec here and closed in every other worker).
   if (w.relay_thread.joinable()) w.relay_thread.join();
@@ -184,31 +311,93 @@ void WorkerPool::Forget(Worker& w) {
   w.stderr_relay.reset();
 }
 
-std::string WorkerPool::Reap(Worker& w, bool kill_first) {
+std::string WorkerPool::Reap(Worker& w, bool kill_first, int wait_ms, const std::string& request,
+                             const std::string& affinity) {
   if (kill_first) kill(w.pid, SIGKILL);  // our own child, never a target
   int status = 0;
-  pid_t r;
-  do {
-    r = waitpid(w.pid, &status, 0);
-  } while (r < 0 && errno == EINTR);
-  Forget(w);
-  if (r < 0) return "the worker could not be reaped";
-  if (WIFSIGNALED(status)) {
-    int sig = WTERMSIG(status);
-    std::string how = std::string("the capture worker was killed by signal ") +
-                      std::to_string(sig) + " (" + strsignal(sig) + ")";
-    if (sig == SIGSYS) how += ": a system call outside its seccomp filter";
-    if (sig == SIGXCPU || sig == SIGKILL) how += ": it may have exceeded its CPU time limit";
-    return how;
+  bool ended = WaitForExit(w.pid, wait_ms, &status);
+  if (!ended && !kill_first) {
+    // A retiring worker that does not end: it is ended.
+    kill(w.pid, SIGKILL);
+    ended = WaitForExit(w.pid, wait_ms, &status);
   }
-  return "the capture worker exited with status " + std::to_string(WEXITSTATUS(status));
+  if (ended) {
+    Forget(w);
+    return HowItEnded(status);
+  }
+  // Killed and still there: in uninterruptible sleep (a hung FUSE or NFS
+  // mount under the executable it reads). Its stderr relay ends when it
+  // does; the reaper waits for that, not this request.
+  const pid_t pid = w.pid;
+  close(w.fd);
+  w.fd = -1;
+  Unreaped u{pid,     w.stderr_fd, std::move(w.stderr_relay),       std::move(w.relay_thread),
+             request, affinity,    std::chrono::steady_clock::now()};
+  w.stderr_fd = -1;
+  size_t unreaped = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    w.pid = -1;
+    unreaped_.push_back(std::move(u));
+    unreaped = unreaped_.size();
+    // Beyond one unreaped worker per slot, the slot gets no new worker
+    // until one of them ends: a mount that hangs every capture must not
+    // make the pool start processes without end.
+    w.park_pending = unreaped > workers_.size();
+  }
+  ++workers_unreaped_;
+  reaper_wake_.notify_all();
+  LogLine(
+      "capture worker " + std::to_string(pid) + " (" + request +
+      ") did not end after SIGKILL: it is in uninterruptible sleep (a hung mount under the "
+      "target's executable?); " +
+      std::to_string(unreaped) + " unreaped, " +
+      (w.park_pending ? "its slot waits for one of them to end" : "a new worker takes its slot"));
+  return "the capture worker did not end after SIGKILL (uninterruptible sleep); it is left to "
+         "be reaped when it ends";
 }
 
-PoolResult WorkerPool::StartFailed(Worker& w, const Error& e) {
+void WorkerPool::ReapLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    if (unreaped_.empty()) {
+      reaper_wake_.wait(lock);
+      continue;
+    }
+    reaper_wake_.wait_for(lock, std::chrono::milliseconds(200));
+    for (size_t i = 0; i < unreaped_.size() && !stopping_;) {
+      int status = 0;
+      const pid_t r = waitpid(unreaped_[i].pid, &status, WNOHANG);
+      if (r == 0 || (r < 0 && errno == EINTR)) {
+        ++i;
+        continue;
+      }
+      Unreaped u = std::move(unreaped_[i]);
+      unreaped_.erase(unreaped_.begin() + static_cast<std::ptrdiff_t>(i));
+      for (Worker& w : workers_) {
+        if (!w.parked) continue;
+        w.parked = false;
+        w.busy = false;  // no process: the next request that picks it starts one
+        break;
+      }
+      --workers_unreaped_;
+      idle_.notify_all();
+      lock.unlock();
+      u.relay_thread.join();
+      close(u.stderr_fd);
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - u.since).count();
+      LogLine("capture worker " + std::to_string(u.pid) + " (" + u.request + ") ended " +
+              std::to_string(static_cast<int64_t>(seconds)) + " s after it was killed; reaped");
+      lock.lock();
+    }
+  }
+}
+
+PoolResult WorkerPool::StartFailed(Worker& w, PoolRole role, const Error& e) {
   // One request's boundary: a worker that cannot start fails this request,
   // not the server; its slot is free for the next.
-  w.busy = false;
-  idle_.notify_one();
+  Release(w, role, nullptr, /*restarted=*/true);
   PoolResult result;
   result.outcome = PoolOutcome::kCrashed;
   result.detail = e.what();
@@ -216,63 +405,138 @@ PoolResult WorkerPool::StartFailed(Worker& w, const Error& e) {
   return result;
 }
 
+void WorkerPool::Release(Worker& w, PoolRole role, const std::string* served, bool restarted) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (restarted) w.keys.Clear();
+  if (served) w.keys.Remember(*served, ++tick_);
+  if (!IsPriorityRole(role)) --others_busy_;
+  // A parked slot stays busy until the reaper frees it (unless a reap came
+  // meanwhile).
+  w.parked = std::exchange(w.park_pending, false) && unreaped_.size() > workers_.size();
+  if (!w.parked) w.busy = false;
+  // All: a waiter for the worker that holds its executable (WaitForWorker)
+  // must not take the only wake-up another waiter could use.
+  idle_.notify_all();
+}
+
+bool WorkerPool::Stuck(const std::string& affinity) const {
+  return !affinity.empty() && std::any_of(unreaped_.begin(), unreaped_.end(),
+                                          [&](const auto& u) { return u.affinity == affinity; });
+}
+
+bool WorkerPool::MayTake(PoolRole role) const {
+  if (IsPriorityRole(role)) return true;
+  if (priority_waiting_ > 0) return false;
+  const int slots = static_cast<int>(workers_.size());
+  return !options_.reserve_for_priority || slots < 2 || others_busy_ < slots - 1;
+}
+
 WorkerPool::Worker* WorkerPool::WaitForWorker(std::unique_lock<std::mutex>& lock,
-                                              const std::string& affinity,
-                                              std::chrono::milliseconds queue_timeout) {
+                                              const std::string& affinity, const PoolCall& call,
+                                              bool* cancelled) {
   const auto now = std::chrono::steady_clock::now();
-  const auto deadline = now + queue_timeout;
+  const auto deadline =
+      now + std::chrono::milliseconds(call.queue_timeout_ms.value_or(options_.queue_timeout_ms));
   const auto holder_deadline = std::min(deadline, now + kHolderWait);
+  const bool priority = IsPriorityRole(call.role);
+  if (priority) ++priority_waiting_;
+  Worker* found = nullptr;
   while (true) {
-    std::vector<WorkerView> views;
-    for (const Worker& c : workers_) views.push_back({c.busy, &c.keys});
-    const Route route = RouteRequest(views, affinity);
-    const bool wait_for_holder =
-        route.holder_busy && std::chrono::steady_clock::now() < holder_deadline;
-    if (route.worker && !wait_for_holder) return &workers_[*route.worker];
-    if (std::chrono::steady_clock::now() >= deadline) return nullptr;
-    idle_.wait_until(lock, wait_for_holder ? holder_deadline : deadline);
+    if (call.cancelled && call.cancelled()) {
+      *cancelled = true;
+      break;
+    }
+    bool wait_for_holder = false;
+    if (MayTake(call.role)) {
+      std::vector<WorkerView> views;
+      for (const Worker& c : workers_) views.push_back({c.busy, &c.keys});
+      const Route route = RouteRequest(views, affinity);
+      wait_for_holder = route.holder_busy && std::chrono::steady_clock::now() < holder_deadline;
+      if (route.worker && !wait_for_holder) {
+        found = &workers_[*route.worker];
+        break;
+      }
+    }
+    const auto t = std::chrono::steady_clock::now();
+    if (t >= deadline) break;
+    auto until = wait_for_holder ? holder_deadline : deadline;
+    // A disconnect wakes nothing here: look again a few times a second.
+    if (call.cancelled) until = std::min(until, t + std::chrono::milliseconds(200));
+    idle_.wait_until(lock, until);
+  }
+  if (priority) {
+    --priority_waiting_;
+    // Requests of other roles held back for this one may go now.
+    idle_.notify_all();
+  }
+  return found;
+}
+
+WorkerPool::Worker* WorkerPool::Acquire(const std::string& affinity, const PoolCall& call,
+                                        PoolResult& result) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (Stuck(affinity)) {
+    // One unreaped worker per hung executable: its captures fail fast
+    // instead of parking every slot of the pool.
+    result.outcome = PoolOutcome::kBusy;
+    result.detail =
+        "an earlier capture of this executable is stuck in the kernel (a hung mount?) and its "
+        "worker has not ended; retry later";
+    return nullptr;
+  }
+  bool cancelled = false;
+  Worker* w = WaitForWorker(lock, affinity, call, &cancelled);
+  if (!w) {
+    result.outcome = cancelled ? PoolOutcome::kCancelled : PoolOutcome::kBusy;
+    return nullptr;
+  }
+  w->busy = true;
+  if (!IsPriorityRole(call.role)) ++others_busy_;
+  return w;
+}
+
+void WorkerPool::Failed(Worker& w, ReplyReadError read_error, const std::string& label,
+                        const std::string& affinity, PoolResult& result) {
+  result.detail = Reap(w, true, kReapWaitMs, label, affinity);
+  if (read_error == ReplyReadError::kTooLarge) {
+    // A worker refuses to send more itself: this one misbehaves.
+    result.detail = "its reply was larger than the limit of " +
+                    std::to_string(options_.limits.max_reply_bytes) +
+                    " bytes (--max-capture-bytes); the worker was stopped";
+  }
+  if (read_error == ReplyReadError::kTimedOut) {
+    result.outcome = PoolOutcome::kTimedOut;
+    ++workers_killed_;
+  } else {
+    result.outcome = PoolOutcome::kCrashed;
+    ++workers_crashed_;
   }
 }
 
 PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affinity,
                            const PoolCall& call) {
+  ++requests_[std::min(static_cast<size_t>(call.role), kPoolRoles - 1)];
   PoolResult result;
-  Worker* w = nullptr;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    ++stats_.requests[call.caller];
-    w = WaitForWorker(
-        lock, affinity,
-        std::chrono::milliseconds(call.queue_timeout_ms.value_or(options_.queue_timeout_ms)));
-    if (!w) {
-      result.outcome = PoolOutcome::kBusy;
-      return result;
-    }
-    w->busy = true;
-    if (w->pid < 0) {
-      try {
-        Start(*w);
-      } catch (const Error& e) {
-        return StartFailed(*w, e);
-      }
-    }
-  }
-
-  // The worker is ours until released; talk to it without the lock. A
-  // worker that died while idle (killed from outside) is replaced before it
-  // gets the request, so only the capture it was running fails.
+  Worker* w = Acquire(affinity, call, result);
+  if (!w) return result;
+  // The slot is ours until released: start, talk to and reap its worker
+  // without the lock. A worker that died while idle (killed from outside)
+  // is replaced before it gets the request, so only the capture it was
+  // running fails.
+  bool restarted = w->pid < 0;
   int status = 0;
-  if (waitpid(w->pid, &status, WNOHANG) == w->pid) {
-    std::lock_guard<std::mutex> lock(mu_);
-    Forget(*w);
-    ++stats_.workers_crashed;
-    try {
-      Start(*w);
-    } catch (const Error& e) {
-      return StartFailed(*w, e);
+  try {
+    if (w->pid > 0 && waitpid(w->pid, &status, WNOHANG) == w->pid) {
+      Forget(*w);
+      ++workers_crashed_;
+      restarted = true;
     }
+    if (w->pid < 0) Start(*w);
+  } catch (const Error& e) {
+    return StartFailed(*w, call.role, e);
   }
-  w->stderr_relay->BeginRequest(RequestLabel(request), w->stderr_fd);
+  const std::string label = RequestLabel(request);
+  w->stderr_relay->BeginRequest(label, w->stderr_fd);
   ReplyReadError read_error = ReplyReadError::kBroken;
   if (WriteWorkerRequest(w->fd, request)) {
     read_error =
@@ -280,50 +544,27 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
                         options_.limits.max_reply_bytes);
   }
   const bool ok = read_error == ReplyReadError::kNone;
-
-  std::lock_guard<std::mutex> lock(mu_);
-  if (ok) {
-    w->keys.Remember(affinity, ++tick_);
-  } else {
-    result.detail = Reap(*w, true);
-    if (read_error == ReplyReadError::kTooLarge) {
-      // A worker refuses to send more itself: this one misbehaves.
-      result.detail = "its reply was larger than the limit of " +
-                      std::to_string(options_.limits.max_reply_bytes) +
-                      " bytes (--max-capture-bytes); the worker was stopped";
-    }
-    if (read_error == ReplyReadError::kTimedOut) {
-      result.outcome = PoolOutcome::kTimedOut;
-      ++stats_.workers_killed;
-    } else {
-      result.outcome = PoolOutcome::kCrashed;
-      ++stats_.workers_crashed;
-    }
-    try {
-      Start(*w);
-    } catch (const Error&) {
-      // Boundary of this request's worker slot: started again on the next
-      // request that picks it.
-    }
+  if (!ok) {
+    Failed(*w, read_error, label, affinity, result);
+  } else if (result.reply.retiring) {
+    Reap(*w, false, kReapWaitMs, label, affinity);
   }
-  if (ok && result.reply.retiring) {
-    Reap(*w, false);
-    try {
-      Start(*w);
-    } catch (const Error&) {
-      // As above: the next request that picks this slot starts it.
-    }
-  }
-  w->busy = false;
-  // All: a waiter for the worker that holds its executable (WaitForWorker)
-  // must not take the only wake-up another waiter could use.
-  idle_.notify_all();
+  const bool replaced = !ok || result.reply.retiring;
+  if (replaced && !w->park_pending) TryStart(*w);
+  Release(*w, call.role, ok && !replaced ? &affinity : nullptr, restarted || replaced);
   return result;
 }
 
 PoolStats WorkerPool::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  PoolStats s;
+  s.workers_started = workers_started_.load();
+  s.workers_crashed = workers_crashed_.load();
+  s.workers_killed = workers_killed_.load();
+  s.workers_unreaped = workers_unreaped_.load();
+  for (size_t i = 0; i < kPoolRoles; ++i) {
+    if (uint64_t n = requests_[i].load()) s.requests[PoolRoleName(static_cast<PoolRole>(i))] = n;
+  }
+  return s;
 }
 
 std::vector<pid_t> WorkerPool::worker_pids() const {
@@ -335,6 +576,15 @@ std::vector<pid_t> WorkerPool::worker_pids() const {
   return pids;
 }
 
+std::string PoolUnreapedText(const PoolStats& stats) {
+  std::string out;
+  PrometheusFamily(out, "goheap2pprof_workers_unreaped", "gauge",
+                   "Capture workers killed that have not ended (uninterruptible sleep, e.g. on a "
+                   "hung mount); each is reaped when it ends.");
+  out += "goheap2pprof_workers_unreaped " + std::to_string(stats.workers_unreaped) + "\n";
+  return out;
+}
+
 std::string PoolOutcomeName(const PoolResult& r) {
   switch (r.outcome) {
     case PoolOutcome::kBusy:
@@ -343,6 +593,8 @@ std::string PoolOutcomeName(const PoolResult& r) {
       return "worker_crash";
     case PoolOutcome::kTimedOut:
       return "worker_timeout";
+    case PoolOutcome::kCancelled:
+      return "cancelled";
     case PoolOutcome::kReplied:
       break;
   }
@@ -407,8 +659,9 @@ PoolResult RunForProcess(WorkerPool& pool, ServeMetrics& metrics, const WorkerRe
 }
 
 ExeInfo ProbeInWorker(WorkerPool& pool, ServeMetrics& metrics, pid_t pid) {
-  PoolResult r = RunCounted(pool, metrics, {WorkerOp::kProbe, pid, {}}, "",
-                            {.caller = "discovery", .queue_timeout_ms = std::nullopt});
+  PoolResult r =
+      RunCounted(pool, metrics, {WorkerOp::kProbe, pid, {}}, "",
+                 {.role = PoolRole::kDiscovery, .queue_timeout_ms = std::nullopt, .cancelled = {}});
   ExeInfo info;
   if (r.outcome != PoolOutcome::kReplied) {
     // A worker that could not start (no descriptors left) is no verdict on

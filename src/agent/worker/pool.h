@@ -8,12 +8,24 @@
 // most recently, so that its cached analysis and capture states are reused
 // (agent/worker/routing.h).
 //
+// No lock of the pool is held while a worker is started, killed, waited for
+// or its stderr relay joined: a killed worker that does not end (stuck in
+// uninterruptible sleep, e.g. reading an executable on a hung FUSE or NFS
+// mount) is left to a reaper thread and counted as unreaped, and its slot
+// gets a new worker (up to as many unreaped as there are slots; past that
+// the slot waits for a reap). Statistics are atomics, so /metrics never
+// waits on the pool. The node's own requests (push, watch, discovery) go
+// first in the queue, and in the agent the last idle worker is kept for
+// them (PoolRole).
+//
 //   WorkerPool pool({.workers = 2, .self_exe = "/proc/self/exe"});
 //   PoolResult r = pool.Run({WorkerOp::kHeap, pid, {}}, exe_key);
 #pragma once
 
 #include <sys/types.h>
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -45,13 +57,19 @@ struct PoolOptions {
   // watch's --exe and --force, given to every worker (serve and push leave
   // them empty: the running file is read).
   ExecutableOptions executable = {};
+  // With two workers or more, keep one for push, watch and discovery
+  // (PoolRole): set by the agent when serve's clients share the pool.
+  bool reserve_for_priority = false;
 };
 
 enum class PoolOutcome {
   kReplied,   // the worker answered (maybe with an error kind)
-  kBusy,      // no worker became free in time: 503
+  kBusy,      // no worker became free in time (or the executable hangs, detail): 503
   kCrashed,   // the worker died (signal, limit, seccomp): 500
   kTimedOut,  // the worker did not answer in time and was killed: 504
+  // Every client that waited for it left before a worker took it
+  // (PoolCall::cancelled): nobody reads the answer.
+  kCancelled,
 };
 
 struct PoolResult {
@@ -67,17 +85,35 @@ struct PoolStats {
   uint64_t workers_started = 0;
   uint64_t workers_crashed = 0;
   uint64_t workers_killed = 0;  // overran the capture timeout
-  // Requests by the caller that made them (PoolCall::caller): in the agent,
-  // serve, push, watch and discovery share one pool, and this says so.
+  // Killed workers that have not ended (uninterruptible sleep): reaped by
+  // the reaper thread when they do.
+  uint64_t workers_unreaped = 0;
+  // Requests by the role that made them (PoolCall::role, by name): in the
+  // agent, serve, push, watch and discovery share one pool, and this says so.
   std::map<std::string, uint64_t> requests;
 };
 
+// Who asks a worker of the pool. kPush, kWatch and kDiscovery are the node's
+// own schedules, memory triggers and the probes that let them see a new
+// process: they go first in the queue and, with two workers or more (and
+// PoolOptions::reserve_for_priority), one worker is kept free for them, so
+// that clients of serve cannot starve them.
+enum class PoolRole : uint8_t { kOther, kServe, kPush, kWatch, kDiscovery };
+inline constexpr size_t kPoolRoles = 5;
+// "other", "serve", "push", "watch", "discovery".
+const char* PoolRoleName(PoolRole role);
+bool IsPriorityRole(PoolRole role);
+
 // Who asks, and how long it may wait for a free worker: serve's requests
 // give up after --timeout (503), while push's rounds and watch's triggers
-// wait their turn. Unset: the pool's queue_timeout_ms.
+// wait their turn. Unset: the pool's queue_timeout_ms. `cancelled`, when
+// set, is asked while the request waits for a worker: true once nobody
+// waits for the answer (its clients disconnected), and the request leaves
+// the queue (kCancelled).
 struct PoolCall {
-  std::string caller;
+  PoolRole role = PoolRole::kOther;
   std::optional<int64_t> queue_timeout_ms;
+  std::function<bool()> cancelled;
 };
 
 class WorkerPool {
@@ -92,6 +128,7 @@ class WorkerPool {
   PoolResult Run(const WorkerRequest& request, const std::string& affinity,
                  const PoolCall& call = {});
 
+  // Lock-free: safe on the listener's I/O thread.
   PoolStats stats() const;
   // Pids of the live workers, for tests and the index page.
   std::vector<pid_t> worker_pids() const;
@@ -101,6 +138,12 @@ class WorkerPool {
     pid_t pid = -1;
     int fd = -1;
     bool busy = false;
+    // No process, and out of routing (busy too): its killed worker did not
+    // end and the pool already holds as many unreaped ones as slots. The
+    // reaper frees the slot when one of them ends. park_pending: the same,
+    // decided by the request that holds the slot, which parks it on release.
+    bool parked = false;
+    bool park_pending = false;
     WorkerKeys keys;  // the executables it served, for routing
     // The worker's stderr (its one diagnostic channel): a pipe of its own,
     // read by a relay thread that prints each line to the server's stderr
@@ -111,24 +154,65 @@ class WorkerPool {
     std::unique_ptr<WorkerStderr> stderr_relay;
     std::thread relay_thread;
   };
+  // A killed worker that had not ended when its request gave up on it: its
+  // process, stderr relay and what it was doing, until the reaper reaps it.
+  struct Unreaped {
+    pid_t pid = -1;
+    int stderr_fd = -1;
+    std::unique_ptr<WorkerStderr> stderr_relay;
+    std::thread relay_thread;
+    std::string request;
+    std::string affinity;  // its request's executable: not captured again meanwhile
+    std::chrono::steady_clock::time_point since;
+  };
   // How long a request waits for the busy worker that holds its
   // executable before it takes another idle one: less than building the
   // tables afresh costs (about 100 ms more at 250k buckets), more than a
   // discovery probe takes (a few ms).
   static constexpr std::chrono::milliseconds kHolderWait{100};
+  // How long a request waits for its killed worker to end before leaving
+  // it to the reaper: a killed process ends in microseconds unless it is
+  // in uninterruptible sleep.
+  static constexpr int kReapWaitMs = 500;
   // The worker a request takes (RouteRequest), waiting for one at most
-  // queue_timeout (nullptr then); called with mu_ held in `lock`.
+  // queue_timeout (nullptr then, *cancelled if call.cancelled said so);
+  // called with mu_ held in `lock`.
   Worker* WaitForWorker(std::unique_lock<std::mutex>& lock, const std::string& affinity,
-                        std::chrono::milliseconds queue_timeout);
-  // Starts (or restarts) worker i; called with mu_ held.
+                        const PoolCall& call, bool* cancelled);
+  // The worker this call takes (busy, counted), or nullptr with result's
+  // outcome saying why (kBusy, kCancelled). Takes mu_.
+  Worker* Acquire(const std::string& affinity, const PoolCall& call, PoolResult& result);
+  // After a failed exchange with w: reaps it and says what happened.
+  void Failed(Worker& w, ReplyReadError read_error, const std::string& label,
+              const std::string& affinity, PoolResult& result);
+  // Whether a request of `role` may take an idle worker now (priority and
+  // the worker kept for push and watch); mu_ held.
+  bool MayTake(PoolRole role) const;
+  // Starts (or restarts) w, a slot the caller holds (busy); no lock needed.
   void Start(Worker& w);
-  // Kills if needed and reaps w, returning how it ended.
-  std::string Reap(Worker& w, bool kill_first);
+  // Starts w, or leaves it stopped (pid -1) if that fails: the next request
+  // that picks the slot starts it.
+  void TryStart(Worker& w);
+  // Kills w if asked and waits at most wait_ms for it to end. Ended: its
+  // slot is forgotten and how it ended is returned. Not ended: it is handed
+  // to the reaper (and logged), and the slot is parked if too many are
+  // unreaped already. No lock held; the slot is the caller's.
+  std::string Reap(Worker& w, bool kill_first, int wait_ms, const std::string& request,
+                   const std::string& affinity);
+  // Whether a worker that served `affinity` is unreaped (mu_ held): its
+  // executable's mount hangs, and another capture would only hang too.
+  bool Stuck(const std::string& affinity) const;
   // After w's process ended: closes its socket, ends its stderr relay.
   void Forget(Worker& w);
-  // Frees w's slot (mu_ held) and says why this request failed.
-  PoolResult StartFailed(Worker& w, const Error& e);
-  // Kills and reaps the workers.
+  // Frees w's slot and says why this request failed.
+  PoolResult StartFailed(Worker& w, PoolRole role, const Error& e);
+  // Gives w back (mu_ taken here) and wakes the waiters: its keys forgotten
+  // if its worker was restarted, else `served` remembered (if given).
+  void Release(Worker& w, PoolRole role, const std::string* served, bool restarted);
+  // The reaper thread: reaps unreaped workers as they end, then unparks a
+  // slot.
+  void ReapLoop();
+  // Kills the workers, reaps those that end within a bound.
   void Shutdown();
 
   PoolOptions options_;
@@ -136,7 +220,19 @@ class WorkerPool {
   std::condition_variable idle_;
   std::vector<Worker> workers_;
   uint64_t tick_ = 0;  // counts the requests served, for WorkerKeys
-  PoolStats stats_;
+  // Routing state of the queue (mu_): push's and watch's requests waiting,
+  // and the workers other roles hold.
+  int priority_waiting_ = 0;
+  int others_busy_ = 0;
+  // Killed workers not yet ended (mu_), and the reaper's stop.
+  std::vector<Unreaped> unreaped_;
+  bool stopping_ = false;
+  std::condition_variable reaper_wake_;
+  std::thread reaper_;
+  // Statistics, read without a lock (by /metrics on the I/O thread).
+  std::atomic<uint64_t> workers_started_{0}, workers_crashed_{0}, workers_killed_{0};
+  std::atomic<uint64_t> workers_unreaped_{0};
+  std::array<std::atomic<uint64_t>, kPoolRoles> requests_{};
 };
 
 // What the roles of one `goheap2pprof agent` share (agent/node_agent.h):
@@ -149,6 +245,10 @@ struct SharedParts {
   // The other metric families of the one /metrics (push's, the pool's).
   std::function<std::string()> more_metrics;
 };
+
+// The pool's workers that were killed and have not ended, for /metrics (a
+// gauge: a worker stuck in uninterruptible sleep shows here until it ends).
+std::string PoolUnreapedText(const PoolStats& stats);
 
 // The outcome of one pooled capture as /metrics names it ("ok", "busy",
 // "worker_crash", "not_found", ...), the same for serve and push.
