@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -50,6 +54,42 @@ TEST(ValidUtf8, OneReplacementPerTruncatedSequence) {
   EXPECT_EQ(ValidUtf8("\xE2\x82x"), kR + "x");
   EXPECT_EQ(ValidUtf8("\xF0\x9F\x98"), kR);
   EXPECT_EQ(ValidUtf8("a\xF0\x9F\x98\xC3\xA9"), "a" + kR + "\xC3\xA9");
+}
+
+TEST(JsonText, WritesStringsThatAreNotUtf8WithReplacementCharacters) {
+  const std::vector<std::string> names{"main.gr\xFFwHeap", "\xE0\x80\xAF.go", "a\xF0\x9F\x98",
+                                       "\xED\xA0\x80", "ok \xC3\xA9"};
+  nlohmann::json j = nlohmann::json::array();
+  nlohmann::ordered_json o = nlohmann::ordered_json::object();
+  for (const std::string& name : names) {
+    j.push_back(name);
+    o[name] = name;
+  }
+  EXPECT_THROW((void)j.dump(), nlohmann::json::type_error);  // what JsonText is for
+  const nlohmann::json back = nlohmann::json::parse(JsonText(j));
+  const nlohmann::ordered_json back_o = nlohmann::ordered_json::parse(JsonText(o, 2));
+  for (size_t i = 0; i < names.size(); ++i) {
+    // The same replacement as ValidUtf8's, for one rule in every writer.
+    EXPECT_EQ(back[i], ValidUtf8(names[i])) << names[i];
+    EXPECT_EQ(back_o[ValidUtf8(names[i])], ValidUtf8(names[i])) << names[i];
+  }
+}
+
+// The rule that keeps it so: no JSON is written but through JsonText.
+TEST(JsonText, IsTheOnlyWriterOfJson) {
+  std::vector<std::string> found;
+  for (const char* dir : {"/src", "/tools"}) {
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(GOHEAP2PPROF_SOURCE_DIR +
+                                                                           std::string(dir))) {
+      const std::string path = entry.path().string();
+      if (!entry.is_regular_file() || path.ends_with("base/utf8.h")) continue;
+      std::ifstream in(path);
+      std::stringstream text;
+      text << in.rdbuf();
+      if (text.str().find(".dump(") != std::string::npos) found.push_back(path);
+    }
+  }
+  EXPECT_TRUE(found.empty()) << "nlohmann dump() outside JsonText in " << found.front();
 }
 
 }  // namespace

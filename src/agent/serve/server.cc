@@ -475,8 +475,7 @@ class Service {
     }
     // Label values come from the targets (exe, comm, cgroup, ...): bytes that
     // are not UTF-8 become U+FFFD instead of failing the whole answer.
-    SetContent(res, groups.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-               "application/json");
+    SetContent(res, JsonText(groups), "application/json");
   }
 
   // "namespace/pod container (container_id)", or as much of it as is known.

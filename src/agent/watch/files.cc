@@ -10,6 +10,7 @@
 #include <ctime>
 
 #include "base/error.h"
+#include "base/utf8.h"
 
 namespace goheap2pprof {
 namespace {
@@ -209,9 +210,7 @@ WatchLog::WatchLog(const OutputDir& dir, const std::string& name)
     : path_(dir.path() + "/" + name), fd_(dir.OpenForAppend(name)) {}
 
 bool WatchLog::Append(const nlohmann::json& record) {
-  const auto dump = [](const nlohmann::json& j) {
-    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  };
+  const auto dump = [](const nlohmann::json& j) { return JsonText(j) + "\n"; };
   std::string lines;
   if (lost_ > 0) {
     lines = dump({{"time", UtcIsoTime(std::chrono::system_clock::now())},
