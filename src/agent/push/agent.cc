@@ -127,11 +127,12 @@ class Agent {
     auto work = [&] {
       for (size_t i = next++; i < todo.size() && !stop_; i = next++) {
         // One process's failure (a worker that cannot be started, a /proc
-        // read that fails) is logged and the round goes on: the agent
-        // serves every other process on the node.
+        // read that fails, a library's exception) is logged and the round
+        // goes on: the agent serves every other process on the node. On a
+        // thread of its own, an exception let through would end the agent.
         try {
           CaptureAndPush(todo[i]);
-        } catch (const Error& e) {
+        } catch (const std::exception& e) {
           Log("goheap2pprof push: pid " + std::to_string(todo[i].facts.pid) + ": " + e.what());
         }
       }
