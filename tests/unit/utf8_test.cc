@@ -56,6 +56,32 @@ TEST(ValidUtf8, OneReplacementPerTruncatedSequence) {
   EXPECT_EQ(ValidUtf8("a\xF0\x9F\x98\xC3\xA9"), "a" + kR + "\xC3\xA9");
 }
 
+TEST(LogSafeUtf8, EscapesWhatATerminalActsOn) {
+  EXPECT_EQ(LogSafeUtf8("plain\ttext, caf\xC3\xA9 \xE2\x82\xAC"),
+            "plain\ttext, caf\xC3\xA9 \xE2\x82\xAC");
+  EXPECT_EQ(LogSafeUtf8("\x1B[2J\x1B]0;title\x07red"), "\\x1b[2J\\x1b]0;title\\x07red");
+  EXPECT_EQ(LogSafeUtf8("a\rb\nc\x7F"), "a\\x0db\\x0ac\\x7f");
+  EXPECT_EQ(LogSafeUtf8(std::string("nul\0", 4)), "nul\\x00");
+  // C1: U+009B (CSI) encoded, and as the bare byte an 8-bit terminal reads.
+  EXPECT_EQ(LogSafeUtf8("\xC2\x9B"
+                        "2J"),
+            "\\xc2\\x9b2J");
+  EXPECT_EQ(LogSafeUtf8("\x9B"
+                        "2J"),
+            "\\x9b2J");
+  EXPECT_EQ(LogSafeUtf8("\xC2\xA0"), "\xC2\xA0");  // U+00A0 is no control
+}
+
+TEST(LogSafeUtf8, ReplacesInvalidBytesAsValidUtf8Does) {
+  for (const std::string& s :
+       std::vector<std::string>{"go\xFF\xFE", "\xE2\x82", "\xE0\xA0", "\xC0\xAF", "\xED\xA0\xBF",
+                                "\xF4\xA0\xA0\xA0", "\xF5\xBF"}) {
+    EXPECT_EQ(LogSafeUtf8(s), ValidUtf8(s)) << s;
+  }
+  // But a byte 0x80..0x9F that is no part of a sequence is escaped, as a C1 control.
+  EXPECT_EQ(LogSafeUtf8("\xE0\x80"), kR + "\\x80");
+}
+
 TEST(JsonText, WritesStringsThatAreNotUtf8WithReplacementCharacters) {
   const std::vector<std::string> names{"main.gr\xFFwHeap", "\xE0\x80\xAF.go", "a\xF0\x9F\x98",
                                        "\xED\xA0\x80", "ok \xC3\xA9"};
