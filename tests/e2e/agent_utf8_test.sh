@@ -5,15 +5,18 @@
 # main.growHeap into main.gr\xffwHeap by patching every occurrence in the
 # executable (pclntab, symtab), checks that the patched program still runs,
 # and runs `goheap2pprof agent` with serve, push and watch --report over two
-# such targets:
+# such targets, run from a file named gr<ESC>[2Jower (a comm that clears a
+# terminal):
 #   1. the short-lived one (A) exits; its growth report is written, with
 #      U+FFFD where the byte was, in valid UTF-8 (.txt) and JSON (.json);
 #   2. the agent is still running after it: /metrics answers within 1 s, a
-#      capture and a delta (?seconds=1) of the other target (B) answer with
+#      capture and a delta (?seconds=2) of the other target (B) answer with
 #      the raw bytes in the profile (as the runtime's own writer has them),
 #      ?debug=1 and the flame graph answer valid UTF-8, push goes on pushing
 #      B, watch goes on capturing B;
-#   3. `growth --format json` over two captures of B succeeds.
+#   3. `growth --format json` over two captures of B succeeds;
+#   4. the agent's log holds no terminal control byte (the name is written
+#      gr\x1b[2Jower), nor does any file name in its output directory.
 # The targets run as a user of their own (a uid from this shell's pid), which
 # the agent admits alone (--allow-uid); that needs root.
 #
@@ -40,7 +43,7 @@ uid=$((61000 + $$ % 4000))
 
 push_build_programs
 e2e_go_build oomgrower "$work/bin/oomgrower"
-patched=$work/bin/grower
+patched=$work/bin/$'gr\x1b[2Jower'
 raw=$'main.gr\xffwHeap' shown=$'main.gr\xef\xbf\xbdwHeap'
 n=$(perl -0777 -ne 'print scalar(() = /main\.growHeap/g)' "$work/bin/oomgrower")
 perl -0777 -pe 's/main\.growHeap/main.gr\xffwHeap/g' "$work/bin/oomgrower" >"$patched"
@@ -83,9 +86,10 @@ if ! e2e_wait_for_line "$work/agent.log" "roles: serve on" "$agent_pid" 10; then
   e2e_finish
 fi
 addr=$(sed -n 's/.*roles: serve on \([^ ]*\) .*/\1/p' "$work/agent.log" | head -n 1)
-# B grows all along (2 MiB/s) and collects at every step (GOGC=1), so that
-# a delta over a second has its site: a heap profile is of the last cycle.
-as_user b env GOGC=1 "$patched" -step-mib 1 -every 500ms -max-mib 160
+# B grows all along (5 MiB/s for 40 s) and collects at every step (GOGC=1),
+# so that a delta over 2 s has its site: a heap profile is of the cycle
+# before last.
+as_user b env GOGC=1 "$patched" -step-mib 1 -every 200ms -max-mib 200
 as_user a "$patched" -max-mib 16 -exit-code 0 -linger 6s
 pass "the patched program runs (pids $a_pid, $b_pid)"
 
@@ -138,13 +142,13 @@ capture scrape1 ""
 if [[ $code == 200 ]] && grep -qaF "$raw" "$work/scrape1.pb"; then
   pass "serve: a capture of B answers 200 with the raw bytes in its string table"
 else
-  fail "serve: capture of B: status $code" "$work/scrape1.pb.gz"
+  fail "serve: capture of B: status $code, $(wc -c <"$work/scrape1.pb") bytes"
 fi
-capture delta "&seconds=1"
+capture delta "&seconds=2"
 if [[ $code == 200 ]] && grep -qaF "$raw" "$work/delta.pb"; then
-  pass "serve: a delta (?seconds=1) of B answers 200"
+  pass "serve: a delta (?seconds=2) of B answers 200 with the raw bytes"
 else
-  fail "serve: delta of B: status $code" "$work/delta.pb.gz"
+  fail "serve: delta of B: status $code, $(wc -c <"$work/delta.pb") bytes"
 fi
 # text_answer <what> <file> <path>: GETs the path into the file; it must answer
 # 200 in valid UTF-8 naming $shown.
@@ -184,6 +188,19 @@ if "$tool" growth --format json "$work/scrape1.pb.gz" "$work/scrape2.pb.gz" \
   pass "growth --format json over two captures of B names $shown"
 else
   fail "growth --format json over two captures of B" "$work/growth.err"
+fi
+# --- 4. the log -------------------------------------------------------------------------
+if ! grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$work/agent.log" &&
+  grep -qF 'gr\x1b[2Jower' "$work/agent.log"; then
+  pass "the agent's log holds no control byte and names gr\\x1b[2Jower"
+else
+  fail "the agent's log holds control bytes: $(grep -c $'\x1b' "$work/agent.log") lines with ESC"
+fi
+# shellcheck disable=SC2012 # names are what is checked
+if ! ls "$dir" | grep -q $'[\x01-\x1f\x7f]'; then
+  pass "no file name in the output directory holds a control byte"
+else
+  fail "file names with control bytes: $(ls "$dir" | grep -c $'[\x01-\x1f\x7f]')"
 fi
 if e2e_same_process "$agent_pid" "${pid_start_time[$agent_pid]}"; then
   kill -TERM "$agent_pid"

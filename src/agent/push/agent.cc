@@ -30,6 +30,7 @@
 #include "agent/worker/pool.h"
 #include "agent/worker/runtime_stats_wire.h"
 #include "base/error.h"
+#include "base/utf8.h"
 #include "pprof/output.h"
 #include "proc/procfs.h"
 #include "proto/parca_profilestore.pb.h"
@@ -104,9 +105,10 @@ class Agent {
     return serve_metrics_.Render() + push_metrics_.Render();
   }
 
+  // A line names processes (their service name), which may hold terminal controls.
   void Log(const std::string& line) {
     std::lock_guard<std::mutex> lock(log_mu_);
-    log_ << line << "\n" << std::flush;
+    log_ << LogSafeUtf8(line) << "\n" << std::flush;
   }
 
   // One round: every visible process captured once.

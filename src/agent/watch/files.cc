@@ -54,6 +54,10 @@ std::string ProfileFileName(std::string_view program, pid_t pid,
          Safe(reason, "trigger") + ".heap.pb.gz";
 }
 
+std::string GrowthReportBaseName(std::string_view program, pid_t pid) {
+  return Safe(program, "go") + "-" + std::to_string(pid) + "-growth";
+}
+
 std::vector<FileRotation::Written> FileRotation::Add(const std::string& path) {
   Written w;
   w.path = path;

@@ -138,7 +138,10 @@ class Watcher {
   int Run();
 
  private:
-  void Say(const std::string& text) { log_ << "goheap2pprof watch: " << text << std::endl; }
+  // A line names processes (comm, pod), which may hold terminal controls.
+  void Say(const std::string& text) {
+    log_ << "goheap2pprof watch: " << LogSafeUtf8(text) << std::endl;
+  }
   json Base(const Target& t) const {
     json j{{"time", UtcIsoTime(SystemClock::now())}, {"pid", t.pid}, {"program", t.comm}};
     if (!t.labels.empty()) j["labels"] = t.labels;
