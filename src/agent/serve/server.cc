@@ -52,7 +52,8 @@ void ServeError(HttpReply& res, int status, const std::string& text) {
   res.headers.emplace_back("X-Content-Type-Options", "nosniff");
   res.headers.emplace_back("X-Go-Pprof", "1");
   res.content_type = "text/plain; charset=utf-8";
-  res.body = text + "\n";
+  // The text may name the process (its executable's path, from the target).
+  res.body = ValidUtf8(text) + "\n";
 }
 
 void SetContent(HttpReply& res, std::string body, const char* content_type) {
