@@ -32,6 +32,7 @@
 #include "app/process_source.h"
 #include "app/runtime_stats.h"
 #include "base/error.h"
+#include "base/utf8.h"
 
 namespace goheap2pprof {
 namespace {
@@ -116,7 +117,7 @@ int Run(int argc, char** argv) {
   out["read_ms"] = read_ms;
   out["decreases"] = decreases;
   out["max_attempts"] = max_attempts;
-  std::cout << out.dump(1) << "\n";
+  std::cout << JsonText(out, 1) << "\n";
   return 0;
 }
 

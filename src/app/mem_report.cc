@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/utf8.h"
+
 namespace goheap2pprof {
 namespace {
 
@@ -263,7 +265,7 @@ std::string RenderMemText(const MemReport& r) {
   AppendHeap(out, r);
   AppendProcess(out, r);
   AppendCgroup(out, r);
-  return out;
+  return ValidUtf8(out);  // comm, the cgroup's path and the version are the target's bytes
 }
 
 std::string RenderMemJson(const MemReport& r) {
@@ -300,7 +302,7 @@ std::string RenderMemJson(const MemReport& r) {
   } else {
     j["cgroup"] = nullptr;
   }
-  return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  return JsonText(j, 2) + "\n";
 }
 
 }  // namespace goheap2pprof

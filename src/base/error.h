@@ -57,6 +57,14 @@ class Error : public std::runtime_error {
   std::string hint_;
 };
 
+// The kind of e at a boundary that catches any exception (one request, one
+// target, one report of a long-running role): an Error's own, kInternal for
+// another (a library's, std::bad_alloc), which must not end the other roles.
+inline ErrorKind KindOf(const std::exception& e) {
+  const auto* error = dynamic_cast<const Error*>(&e);
+  return error ? error->kind() : ErrorKind::kInternal;
+}
+
 // "0x1234" for messages.
 std::string Hex(uint64_t value);
 

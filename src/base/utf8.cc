@@ -39,6 +39,19 @@ size_t NextSequence(std::string_view text, size_t* consumed) {
   return 0;
 }
 
+// A control character a terminal may act on: C0 but tab, and DEL.
+bool IsC0OrDel(uint8_t byte) { return (byte < 0x20 && byte != '\t') || byte == 0x7F; }
+
+void AppendEscaped(std::string& out, std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (const char c : bytes) {
+    const auto byte = static_cast<uint8_t>(c);
+    out += "\\x";
+    out += kHex[byte >> 4];
+    out += kHex[byte & 0xF];
+  }
+}
+
 }  // namespace
 
 bool IsValidUtf8(std::string_view text) {
@@ -65,6 +78,30 @@ std::string ValidUtf8(std::string_view text) {
       out.append(kReplacementCharacter);
       text.remove_prefix(consumed);
     }
+  }
+  return out;
+}
+
+std::string LogSafeUtf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  while (!text.empty()) {
+    size_t consumed = 0;
+    const size_t n = NextSequence(text, &consumed);
+    const auto lead = static_cast<uint8_t>(text[0]);
+    const size_t taken = n > 0 ? n : consumed;
+    if (n == 1 && IsC0OrDel(lead)) {
+      AppendEscaped(out, text.substr(0, 1));
+    } else if (n == 2 && lead == 0xC2 && static_cast<uint8_t>(text[1]) < 0xA0) {
+      AppendEscaped(out, text.substr(0, 2));  // U+0080..U+009F, C1
+    } else if (n > 0) {
+      out.append(text.substr(0, n));
+    } else if (consumed == 1 && lead >= 0x80 && lead <= 0x9F) {
+      AppendEscaped(out, text.substr(0, 1));  // a bare C1 byte
+    } else {
+      out.append(kReplacementCharacter);
+    }
+    text.remove_prefix(taken);
   }
   return out;
 }

@@ -25,4 +25,21 @@ bool IsValidUtf8(std::string_view text);
 // text with every maximal ill-formed subsequence replaced by U+FFFD.
 std::string ValidUtf8(std::string_view text);
 
+// text as a log line may carry it to a terminal: ValidUtf8's, and besides,
+// each byte of a control character that could move the cursor, retitle the
+// window or start an escape sequence (C0 but tab, DEL, C1 whether encoded
+// or a bare byte, which an 8-bit terminal reads as one) written as \xNN.
+//
+//   LogSafeUtf8("red\x1b[31m\xff") == "red\\x1b[31m\uFFFD" (the escape as four characters)
+std::string LogSafeUtf8(std::string_view text);
+
+// The JSON text of j (an nlohmann::json or ordered_json) with every string
+// that is not UTF-8 written with U+FFFD: the default dump() throws on such a
+// string, and one function or process name from a target must not fail an
+// answer, a report or a role. Every JSON the project writes goes through it.
+template <typename Json>
+std::string JsonText(const Json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, Json::error_handler_t::replace);
+}
+
 }  // namespace goheap2pprof

@@ -411,8 +411,7 @@ std::string FlameGraphPage(const FlameGraph& graph, const FlameGraphOptions& opt
   const std::string title = EscapeHtml(ValidUtf8(graph.title));
   // '<', '>' and '&' occur in JSON text only inside strings, where their
   // \u escapes mean the same.
-  const std::string json = JsonForScriptElement(
-      GraphJson(graph).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  const std::string json = JsonForScriptElement(JsonText(GraphJson(graph)));
   std::string html = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
   html += "<meta http-equiv=\"Content-Security-Policy\" content=\"" +
           EscapeHtml(FlameGraphContentSecurityPolicy()) + "\">\n";

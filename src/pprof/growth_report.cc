@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "base/saturating.h"
+#include "base/utf8.h"
 
 namespace goheap2pprof {
 
@@ -353,7 +354,8 @@ std::string GrowthText(const GrowthReport& report, const GrowthRenderOptions& op
   TextHeader(report, out);
   TextTotals(report, out);
   TextSites(report, options.top, out);
-  return out.str();
+  // Function, file and label names are the target's bytes.
+  return ValidUtf8(out.str());
 }
 
 std::string GrowthJson(const GrowthReport& r, const GrowthRenderOptions& options) {
@@ -383,7 +385,7 @@ std::string GrowthJson(const GrowthReport& r, const GrowthRenderOptions& options
   j["sites_total"] = r.sites.size();
   j["sites"] = nlohmann::ordered_json::array();
   for (size_t k = 0; k < Shown(r, options.top); ++k) j["sites"].push_back(SiteJson(r, k));
-  return j.dump(2) + "\n";
+  return JsonText(j, 2) + "\n";
 }
 
 }  // namespace goheap2pprof

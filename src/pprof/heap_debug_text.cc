@@ -4,6 +4,8 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "base/utf8.h"
+
 namespace goheap2pprof {
 namespace {
 
@@ -123,8 +125,9 @@ void AppendStackRecord(std::string& out, std::span<const uint64_t> stack,
         lines += "#\t" + GoHex(f.pc + bias) + "\n";
       } else if (name != "runtime.goexit" && (show || !HasHiddenPrefix(name, traits))) {
         show = true;
-        lines += "#\t" + GoHex(f.pc + bias) + "\t" + name + "+" + GoHex(f.pc - f.entry) + "\t" +
-                 std::string(f.file) + ":" + std::to_string(f.line) + "\n";
+        // The runtime prints the pclntab's bytes; a text answer is UTF-8.
+        lines += "#\t" + GoHex(f.pc + bias) + "\t" + ValidUtf8(name) + "+" + GoHex(f.pc - f.entry) +
+                 "\t" + ValidUtf8(f.file) + ":" + std::to_string(f.line) + "\n";
       }
     }
   }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/saturating.h"
+#include "base/utf8.h"
 #include "pprof/profile_view.h"
 
 namespace goheap2pprof {
@@ -43,7 +44,7 @@ Json Warnings(const SnapshotInfo& info) {
 
 std::string Dump(const Json& j) {
   // Invalid UTF-8 (a mangled symbol name) must not make the dump throw.
-  return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  return JsonText(j, 2) + "\n";
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "base/saturating.h"
+#include "base/utf8.h"
 #include "pprof/profile_view.h"
 
 namespace goheap2pprof {
@@ -428,7 +429,7 @@ std::string TextTop(const pb::Profile& profile, const TextTopOptions& options) {
     if (!r.inline_label.empty()) out += " " + r.inline_label;
     out += "\n";
   }
-  return out;
+  return ValidUtf8(out);  // function names and labels are the target's bytes
 }
 
 }  // namespace goheap2pprof

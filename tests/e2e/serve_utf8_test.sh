@@ -3,7 +3,8 @@
 # 22, defect 5): a Go program run from a file whose name is not UTF-8
 # ($'\xff\xfe') has those bytes in its exe, comm and service_name. /targets
 # must still answer 200 with JSON that jq parses, naming that process with
-# U+FFFD where the bytes were, and the index page must be valid UTF-8 too.
+# U+FFFD where the bytes were, and the index page and an error answer that
+# names a process must be valid UTF-8 too.
 #
 #   bash tests/e2e/serve_utf8_test.sh <goheap2pprof>
 set -u
@@ -54,6 +55,17 @@ if [[ $(jq -r .comm <<<"$entry") == "$replacement$replacement" &&
   pass "/targets names the process with U+FFFD for the invalid bytes: $entry"
 else
   fail "/targets entry of pid $grower_pid: '$entry'"
+fi
+# An error answer names the process too: a program that is not Go, run from
+# a file of that name, gets 404 "... is not a Go program" in valid UTF-8.
+cp "$(command -v sleep)" "$work/bin/notgo-"$'\xff'
+e2e_start "$work/notgo.out" "$work/notgo.err" "$work/bin/notgo-"$'\xff' 60
+code=$(status "http://$addr/debug/pprof/heap?pid=$target_pid")
+if [[ $code == 404 ]] && iconv -f UTF-8 -t UTF-8 "$work/body" >/dev/null 2>&1 &&
+  grep -qF "notgo-$replacement" "$work/body"; then
+  pass "an error answer naming the process is valid UTF-8 with U+FFFD: $(head -c 120 "$work/body")"
+else
+  fail "the error answer for a non-Go \\xff program: $code" "$work/body"
 fi
 code=$(status "http://$addr/")
 if [[ $code == 200 ]] && iconv -f UTF-8 -t UTF-8 "$work/body" >/dev/null 2>&1 &&

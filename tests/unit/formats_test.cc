@@ -14,6 +14,7 @@
 #include "app/capture.h"
 #include "app/output_format.h"
 #include "base/error.h"
+#include "base/utf8.h"
 #include "heap/buckets.h"
 #include "pprof/json_snapshot.h"
 #include "pprof/output.h"
@@ -406,6 +407,15 @@ TEST(TextTop, RendersLikePprof) {
       "         0     0%   100%       600B 60.00%  main.a\n"
       "         0     0%   100%      1000B   100%  main.main\n";
   EXPECT_EQ(text, want);
+}
+
+TEST(TextTop, NamesThatAreNotUtf8AreWrittenWithReplacementCharacters) {
+  ProfileMaker m;
+  const uint64_t mainf = m.Loc({{"main.main", 1}});
+  m.InUse({m.Loc({{"main.gr\xFFwHeap", 2}}), mainf}, 1, 400);
+  const std::string text = TextTop(m.profile(), {.sample_index = "inuse_space", .node_count = 0});
+  EXPECT_TRUE(IsValidUtf8(text)) << text;
+  EXPECT_NE(text.find("  main.gr\xEF\xBF\xBDwHeap\n"), std::string::npos) << text;
 }
 
 TEST(TextTop, FormatsValuesAndPercentagesAsPprof) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/utf8.h"
 #include "pprof/profile_view.h"
 
 namespace goheap2pprof {
@@ -209,6 +210,35 @@ TEST(GrowthReportTest, TheGrowthProfileHoldsTheChangeAndTheSlopePerSite) {
     ASSERT_EQ(s.label_size(), 1);
     EXPECT_EQ(view.Str(s.label(0).str()), fn == "main.leak" ? "STEADY GROWTH" : "SHRINKING");
   }
+}
+
+// A function name is the target's pclntab bytes, which need not be UTF-8
+// (issue 38: one such name ended watch --report and the agent): the text and
+// the JSON replace them with U+FFFD, the growth profile keeps them as the
+// runtime's own writer does, and reads back.
+TEST(GrowthReportTest, NamesThatAreNotUtf8AreReplacedInTextAndJsonKeptInTheProfile) {
+  const std::string raw = "main.gr\xFFwHeap", shown = "main.gr\xEF\xBF\xBDwHeap";
+  GrowthCollector c;
+  for (int64_t i = 0; i < 3; ++i) {
+    c.Add(GrowthSnapshot(100 + i, {{raw, (i + 1) * kMiB}}), "s" + std::to_string(i));
+  }
+  GrowthInfo info;
+  info.source = "app\xFE pid 7";
+  info.labels = {{"pod", "web-\xFF"}};
+  const GrowthReport r = AnalyzeGrowth(std::move(c).Finish(), std::move(info));
+  const std::string text = GrowthText(r, {.top = 10, .fail_above = std::nullopt});
+  EXPECT_TRUE(IsValidUtf8(text)) << text;
+  EXPECT_NE(text.find(shown), std::string::npos) << text;
+  std::string json;
+  ASSERT_NO_THROW(json = GrowthJson(r, {.top = 0, .fail_above = std::nullopt}));
+  const nlohmann::json j = nlohmann::json::parse(json);
+  EXPECT_EQ(j["source"], "app\xEF\xBF\xBD pid 7");
+  EXPECT_EQ(j["labels"]["pod"], "web-\xEF\xBF\xBD");
+  EXPECT_NE(json.find(shown), std::string::npos) << json;
+  pb::Profile back;
+  ASSERT_TRUE(back.ParseFromString(GrowthProfile(r).SerializeAsString()));
+  EXPECT_NE(std::find(back.string_table().begin(), back.string_table().end(), raw),
+            back.string_table().end());
 }
 
 TEST(GrowthReportTest, FormatBytesUsesBinaryUnits) {

@@ -177,6 +177,13 @@ TEST(RenderMemText, OlderGoAndLimitsAndCores) {
   EXPECT_EQ(text.find("Cgroup"), std::string::npos) << text;
 }
 
+TEST(RenderMemText, NamesThatAreNotUtf8AreWrittenWithReplacementCharacters) {
+  MemReport r = SampleReport();
+  r.comm = "srv\xFF";
+  const std::string text = RenderMemText(r);
+  EXPECT_TRUE(text.starts_with("pid 4242 (srv\xEF\xBF\xBD), ")) << text;
+}
+
 TEST(RenderMemJson, CarriesMetricsMemStatsAndProcessFigures) {
   MemReport r = SampleReport();
   r.stats.metrics.push_back(

@@ -218,6 +218,29 @@ TEST(EncodedDeltaProfile, LabelsInAnotherOrderAreTheSameSample) {
   EXPECT_EQ(d.sample_size(), 0);
 }
 
+// A function name is the target's pclntab bytes, which need not be UTF-8: the
+// runtime writes them as they are, and a delta (our reader and writer) keeps
+// them where proto3's string would refuse to parse.
+TEST(EncodedDeltaProfile, KeepsNamesThatAreNotUtf8) {
+  const std::string name = "main.gr\xFFwHeap";
+  const auto renamed = [&](pb::Profile p) {
+    for (std::string& s : *p.mutable_string_table()) {
+      if (s == "f0") s = name;
+    }
+    return p.SerializeAsString();
+  };
+  const std::string p0 = renamed(DeltaProfileMaker().Sample({0}, {1, 2, 3, 4}, 2).Build(100));
+  const std::string p1 = renamed(DeltaProfileMaker().Sample({0}, {2, 4, 3, 4}, 2).Build(250));
+  pb::Profile d;
+  ASSERT_TRUE(d.ParseFromString(EncodedDeltaProfile(p0, p1)));
+  EXPECT_EQ(Samples(d)[name + " bytes=2"], (std::vector<int64_t>{1, 2, 0, 0}));
+  pb::Profile parsed0, parsed1;
+  ASSERT_TRUE(parsed0.ParseFromString(p0));
+  ASSERT_TRUE(parsed1.ParseFromString(p1));
+  EXPECT_EQ(Samples(DeltaProfile(parsed0, parsed1))[name + " bytes=2"],
+            (std::vector<int64_t>{1, 2, 0, 0}));
+}
+
 // The base comes back through the server: bytes that are not a profile are
 // an error, never a crash or an unbounded allocation.
 TEST(EncodedDeltaProfile, RejectsBytesThatAreNotAProfile) {

@@ -60,6 +60,8 @@ TEST(WatchFiles, NamesAreUtcSortableAndSafe) {
   EXPECT_EQ(ProfileFileName("../..", 7, t, "rss-above-1.5GiB"),
             ".._..-7-20261130T214501.123Z-rss-above-1.5GiB.heap.pb.gz");
   EXPECT_EQ(ProfileFileName("", 7, t, ""), "go-7-20261130T214501.123Z-trigger.heap.pb.gz");
+  // The growth report's too: a comm may hold a terminal escape.
+  EXPECT_EQ(GrowthReportBaseName("gr\x1B[2J/\xFF", 9), "gr__2J__-9-growth");
 }
 
 TEST(FileRotation, KeepsTheNewestAndDeletesOnlyOwnFiles) {

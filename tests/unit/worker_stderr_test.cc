@@ -90,6 +90,22 @@ TEST(WorkerStderr, ARequestGetsItsBudgetThenOneLineSaysWhatWasDropped) {
   EXPECT_EQ(lines[3], "goheap2pprof worker 7 (heap of pid 2): again");
 }
 
+// A worker parses hostile bytes and may print them (or be made to): its
+// lines reach the server's log and terminal with control characters
+// escaped and invalid UTF-8 replaced.
+TEST(WorkerStderr, ControlBytesAreEscapedAndInvalidUtf8Replaced) {
+  Printed out;
+  WorkerStderr relay(7, out.fd());
+  relay.BeginRequest("heap of pid 1");
+  relay.Feed("\x1B]0;owned\x07\x1B[2Jname \xFF\xFE\rmain.gr\x9BwHeap\tok\n");
+  relay.Finish();
+  EXPECT_EQ(out.Lines(),
+            (std::vector<std::string>{
+                "goheap2pprof worker 7 (heap of pid 1): \\x1b]0;owned\\x07\\x1b[2Jname "
+                "\xEF\xBF\xBD\xEF\xBF\xBD\\x0dmain.gr\\x9bwHeap\tok",
+            }));
+}
+
 // The relay on a real pipe: a worker that floods its stderr costs the
 // server its budget, whatever it writes.
 TEST(WorkerStderr, RelayOnAPipeIsBounded) {

@@ -296,10 +296,11 @@ void Discovery::Scan() {
   std::lock_guard<std::mutex> scanning(scan_mu_);
   try {
     ScanOrThrow();
-  } catch (const Error&) {
+  } catch (const std::exception&) {
     // A long-running agent's scan: a failure to read /proc or to start a
-    // worker for a probe (no descriptors left) keeps the last good list
-    // rather than emptying it.
+    // worker for a probe (no descriptors left), or a library's exception,
+    // keeps the last good list rather than emptying it, or ending the
+    // discovery thread and with it the agent.
     std::lock_guard<std::mutex> lock(mu_);
     ++scan_errors_;
   }

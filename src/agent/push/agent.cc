@@ -31,6 +31,7 @@
 #include "agent/worker/push_wire.h"
 #include "agent/worker/runtime_stats_wire.h"
 #include "base/error.h"
+#include "base/utf8.h"
 #include "proc/procfs.h"
 #include "proto/parca_profilestore.pb.h"
 #include "proto/pyroscope_push.pb.h"
@@ -109,9 +110,10 @@ class Agent {
     return serve_metrics_.Render() + push_metrics_.Render() + PoolUnreapedText(pool_.stats());
   }
 
+  // A line names processes (their service name), which may hold terminal controls.
   void Log(const std::string& line) {
     std::lock_guard<std::mutex> lock(log_mu_);
-    log_ << line << "\n" << std::flush;
+    log_ << LogSafeUtf8(line) << "\n" << std::flush;
   }
 
   // One round: every visible process captured once.
@@ -132,11 +134,12 @@ class Agent {
     auto work = [&] {
       for (size_t i = next++; i < todo.size() && !stop_; i = next++) {
         // One process's failure (a worker that cannot be started, a /proc
-        // read that fails) is logged and the round goes on: the agent
-        // serves every other process on the node.
+        // read that fails, a library's exception) is logged and the round
+        // goes on: the agent serves every other process on the node. On a
+        // thread of its own, an exception let through would end the agent.
         try {
           CaptureAndPush(todo[i]);
-        } catch (const Error& e) {
+        } catch (const std::exception& e) {
           Log("goheap2pprof push: pid " + std::to_string(todo[i].facts.pid) + ": " + e.what());
         }
       }

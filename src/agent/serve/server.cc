@@ -55,7 +55,8 @@ void ServeError(HttpReply& res, int status, const std::string& text) {
   res.headers.emplace_back("X-Content-Type-Options", "nosniff");
   res.headers.emplace_back("X-Go-Pprof", "1");
   res.content_type = "text/plain; charset=utf-8";
-  res.SetBody(text + "\n");
+  // The text may name the process (its executable's path, from the target).
+  res.SetBody(ValidUtf8(text) + "\n");
 }
 
 void SetContent(HttpReply& res, std::string body, const char* content_type) {
@@ -537,8 +538,7 @@ class Service {
     }
     // Label values come from the targets (exe, comm, cgroup, ...): bytes that
     // are not UTF-8 become U+FFFD instead of failing the whole answer.
-    SetContent(res, groups.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-               "application/json");
+    SetContent(res, JsonText(groups), "application/json");
   }
 
   // "namespace/pod container (container_id)", or as much of it as is known.

@@ -10,6 +10,7 @@
 #include <ctime>
 
 #include "base/error.h"
+#include "base/utf8.h"
 
 namespace goheap2pprof {
 namespace {
@@ -51,6 +52,10 @@ std::string ProfileFileName(std::string_view program, pid_t pid,
                             std::chrono::system_clock::time_point t, std::string_view reason) {
   return Safe(program, "go") + "-" + std::to_string(pid) + "-" + UtcFileStamp(t) + "-" +
          Safe(reason, "trigger") + ".heap.pb.gz";
+}
+
+std::string GrowthReportBaseName(std::string_view program, pid_t pid) {
+  return Safe(program, "go") + "-" + std::to_string(pid) + "-growth";
 }
 
 std::vector<FileRotation::Written> FileRotation::Add(const std::string& path) {
@@ -209,9 +214,7 @@ WatchLog::WatchLog(const OutputDir& dir, const std::string& name)
     : path_(dir.path() + "/" + name), fd_(dir.OpenForAppend(name)) {}
 
 bool WatchLog::Append(const nlohmann::json& record) {
-  const auto dump = [](const nlohmann::json& j) {
-    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  };
+  const auto dump = [](const nlohmann::json& j) { return JsonText(j) + "\n"; };
   std::string lines;
   if (lost_ > 0) {
     lines = dump({{"time", UtcIsoTime(std::chrono::system_clock::now())},

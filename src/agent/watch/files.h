@@ -34,6 +34,9 @@ std::string UtcIsoTime(std::chrono::system_clock::time_point t);
 // bytes of program and reason replaced by '_'.
 std::string ProfileFileName(std::string_view program, pid_t pid,
                             std::chrono::system_clock::time_point t, std::string_view reason);
+// <program>-<pid>-growth, the growth report's files' name before the
+// extension, with program's unsafe bytes replaced as above.
+std::string GrowthReportBaseName(std::string_view program, pid_t pid);
 
 // The files this watch wrote, oldest first. Add returns the files to delete
 // so that at most max_files remain; Delete removes one only if it is still

@@ -53,10 +53,8 @@ std::vector<std::string> WriteWatchGrowthReport(const OutputDir& dir,
   info.labels = who.labels;
   SetReadings(kept, info);
   const GrowthReport report = AnalyzeGrowth(std::move(collector).Finish(), std::move(info));
-  std::string base = who.program + "-" + std::to_string(who.pid) + "-growth";
-  for (char& c : base) {
-    if (c == '/' || c == '\0') c = '_';
-  }
+  // The program's name is the target's: no '/', control or other odd byte.
+  const std::string base = GrowthReportBaseName(who.program, who.pid);
   const GrowthRenderOptions render{.top = 10, .fail_above = std::nullopt};
   dir.WriteAtomically(base + ".txt", GrowthText(report, render));
   dir.WriteAtomically(base + ".json", GrowthJson(report, {.top = 0, .fail_above = std::nullopt}));

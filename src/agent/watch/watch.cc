@@ -146,7 +146,10 @@ class Watcher {
   int Run();
 
  private:
-  void Say(const std::string& text) { log_ << "goheap2pprof watch: " << text << std::endl; }
+  // A line names processes (comm, pod), which may hold terminal controls.
+  void Say(const std::string& text) {
+    log_ << "goheap2pprof watch: " << LogSafeUtf8(text) << std::endl;
+  }
   json Base(const Target& t) const {
     json j{{"time", UtcIsoTime(SystemClock::now())}, {"pid", t.pid}, {"program", t.comm}};
     if (!t.labels.empty()) j["labels"] = t.labels;
@@ -448,7 +451,7 @@ json Watcher::GoMemory(const Target& t) {
   try {
     // The worker's bytes are decoded as untrusted (bounded, checked).
     return GoMemoryRecord(DecodeRuntimeStats(r.reply.body), RssAnonBytes(t.pid));
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     // Boundary of one read: the trigger line says why and watching goes on.
     return {{"error", e.what()}};
   }
@@ -491,7 +494,7 @@ std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, 
       // costs the push, not the file.
       try {
         options_.on_profile(t.pid, t.start_time, reason, profile);
-      } catch (const Error& e) {
+      } catch (const std::exception& e) {  // push's failure, whatever it is, is push's
         record["push_error"] = e.what();
       }
     }
@@ -502,14 +505,15 @@ std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, 
     }
     record["bytes"] = profile.size();
     ++t.captures;
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     // Boundary of one capture (a request of the long-running watcher): its
-    // failure is recorded and reported, and watching goes on.
-    failed = e.kind();
+    // failure, ours or a library's, is recorded and reported, and watching
+    // (and in the agent, every other role) goes on.
+    failed = KindOf(e);
     t.last_error = e.what();
     record["file"] = nullptr;
     record["error"] = e.what();
-    record["error_kind"] = ErrorKindName(e.kind());
+    record["error_kind"] = ErrorKindName(*failed);
     if (outcome == "worker_crash" || outcome == "worker_timeout") record["worker"] = outcome;
   }
   const double ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - began).count();
@@ -640,8 +644,10 @@ void Watcher::Report(const Target& t) {
     const std::vector<std::string> names = WriteWatchGrowthReport(*dir_, t.files, t.readings, who);
     record["files"] = names;
     Say("pid " + std::to_string(t.pid) + ": growth report in " + names.front());
-  } catch (const Error& e) {
-    // Boundary of one report: watching (or ending) goes on.
+  } catch (const std::exception& e) {
+    // Boundary of one report: whatever fails it (a profile it cannot read, a
+    // full disk, a library's exception), watching (or ending) goes on and,
+    // in the agent, so do serve and push.
     record["files"] = nullptr;
     record["error"] = e.what();
     Say("pid " + std::to_string(t.pid) + ": no growth report: " + e.what());
@@ -660,10 +666,10 @@ void Watcher::Discover() {
       ProcStat stat = IdentifyProcess(p.pid);
       if (stat.start_time != p.start_time) continue;
       Add(p.pid, stat, /*named=*/false);
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {
       // Boundary of one discovered process (watch keeps running): gone
       // already, or not ours to read; the next scan decides again.
-      if (e.kind() != ErrorKind::kNoSuchProcess) ignored_.insert({p.pid, p.start_time});
+      if (KindOf(e) != ErrorKind::kNoSuchProcess) ignored_.insert({p.pid, p.start_time});
     }
   }
 }

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <thread>
 
+#include "base/utf8.h"
+
 namespace goheap2pprof {
 
 WorkerStderr::WorkerStderr(pid_t worker, int out_fd, WorkerStderrLimits limits)
@@ -98,7 +100,7 @@ void WorkerStderr::Line(std::string_view text, bool cut) {
   }
   printed_ += text.size();
   Write("goheap2pprof worker " + std::to_string(worker_) + " (" + label_ +
-        "): " + std::string(text) + (cut ? " … (cut)\n" : "\n"));
+        "): " + LogSafeUtf8(text) + (cut ? " … (cut)\n" : "\n"));
 }
 
 void WorkerStderr::Write(const std::string& text) {
