@@ -17,7 +17,8 @@ e2e_require_command strace "needs strace to see the system calls"
 e2e_require_command systemd-analyze "needs systemd-analyze to expand the unit's filter"
 e2e_require_command python3 "needs python3"
 e2e_make_work serve_syscalls
-trap 'e2e_stop_pids -9' EXIT
+# serve runs as strace's child: strace, killed, would leave it running.
+trap 'pkill -9 -P "${serve_pid:-0}" -x goheap2pprof 2>/dev/null; e2e_stop_pids -9' EXIT
 
 unit=$src/packaging/goheap2pprof-serve.service
 filter=$(sed -n 's/^SystemCallFilter=//p' "$unit")
@@ -75,7 +76,10 @@ if ((ok == 7)); then
 else
   fail "serve answered only $ok of 7 requests under strace" "$work/serve.log"
 fi
-kill -TERM "$serve_pid"
+# The signal goes to serve itself (strace, signalled, would detach from it
+# and leave it running), and strace ends with it.
+server=$(pgrep -P "$serve_pid" -x goheap2pprof | head -n 1)
+kill -TERM "${server:-$serve_pid}"
 e2e_wait_exit "$serve_pid" 20
 # strace's lines: "<pid> name(args...) = ...", and resumed or signal lines.
 sed -n 's/^[0-9]\+ \+\([a-z_0-9]\+\)(.*/\1/p' "$work/strace.txt" | sort -u >"$work/made.txt"
