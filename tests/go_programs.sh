@@ -115,6 +115,14 @@ build_all() {
     build_one "$version" memstats arm64 exe 0 plain || ok=1
     build_one "$version" memstats arm64 pie 0 stripped || ok=1
   fi
+  # The target of the sampling-state and enable-sampling suites
+  # (tests/e2e/sampling_state_test.sh, enable_sampling_test.sh): it links no
+  # runtime/pprof. A PIE and a stripped build, and arm64 for qemu.
+  build_one "$version" sampling amd64 exe 0 plain || ok=1
+  build_one "$version" sampling amd64 pie 0 stripped || ok=1
+  if toolchain_arm64_live "$version"; then
+    build_one "$version" sampling arm64 exe 0 plain || ok=1
+  fi
   return $ok
 }
 

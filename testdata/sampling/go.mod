@@ -1,0 +1,3 @@
+module goheap2pprof.test/sampling
+
+go 1.18
