@@ -155,25 +155,36 @@ void WalkHeap(CaptureSource& source, const HeapAddresses& addrs, const RuntimeTr
                                 snap.walks == 1 ? " walk" : " walks"));
 }
 
-// Pass 4: is heap sampling on at all? The linker compiles it out of programs
-// that never read the profile (runtime.disableMemoryProfiling); the few
-// buckets such a program has come from runtime start-up, before the rate was
-// zeroed. Throws kSamplingDisabled when there is no profile to take.
+// Pass 4: is heap sampling on at all? The runtime's state decides, not the
+// linker's: the linker compiles sampling out of programs that never read the
+// profile (runtime.disableMemoryProfiling, and schedinit zeroes the rate), but
+// such a program may assign runtime.MemProfileRate itself later, or have it
+// assigned by `goheap2pprof enable-sampling`; its buckets are then real from
+// that moment on. Throws kSamplingDisabled when there is no profile to take.
 void CheckSamplingState(CaptureSource& source, const ExecutableAnalysis& analysis, uint64_t bias,
                         const HeapSnapshot& snap, CaptureReport& report) {
   const pid_t pid = source.identity().pid;
   const std::optional<RuntimeVariable>& disable = analysis.variables().disable_memory_profiling;
   uint8_t flag = 0;
-  if (disable && source.memory().TryRead(disable->addr + bias, std::span<uint8_t>(&flag, 1)) &&
-      flag != 0) {
+  const bool compiled_out =
+      disable && source.memory().TryRead(disable->addr + bias, std::span<uint8_t>(&flag, 1)) &&
+      flag != 0;
+  if (compiled_out && snap.rate == 0) {
     throw Error(ErrorKind::kSamplingDisabled, "heap profiling is compiled out of process ", pid,
                 ": the linker set runtime.disableMemoryProfiling because the program never uses "
-                "runtime/pprof or runtime.MemProfile (",
+                "runtime/pprof or runtime.MemProfile, and runtime.MemProfileRate is 0 (",
                 snap.buckets.size(), " bucket(s) from runtime start-up only)")
-        .WithHint(
-            "link runtime/pprof into the program (e.g. import _ \"net/http/pprof\" or call "
-            "pprof.WriteHeapProfile somewhere), or set runtime.MemProfileRate at startup, "
-            "and restart it");
+        .WithHint(Concat("turn sampling on now with 'goheap2pprof enable-sampling ", pid,
+                         "' and capture again once the leak has grown (allocations made before "
+                         "it are not recoverable); or link runtime/pprof into the program (e.g. "
+                         "import _ \"net/http/pprof\") and restart it"));
+  }
+  if (compiled_out) {
+    report.sampling_started_late = true;
+    report.notes.push_back(
+        Concat("heap sampling began after start-up in process ", pid,
+               " (runtime.disableMemoryProfiling is set, and runtime.MemProfileRate was assigned "
+               "later): allocations made before that are not in the profile"));
   }
   if (snap.buckets.empty() && snap.rate == 0) {
     throw Error(ErrorKind::kSamplingDisabled, "heap profiling is off in process ", pid,

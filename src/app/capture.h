@@ -76,6 +76,10 @@ struct CaptureReport {
   // The profile cycle read, and whether the walk saw one cycle throughout.
   std::optional<uint32_t> cycle;
   bool consistent = true;
+  // runtime.disableMemoryProfiling is set but the rate is not 0: the program
+  // (or enable-sampling) turned sampling on after start-up, so allocations
+  // made before that are not in the profile.
+  bool sampling_started_late = false;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   // For --stats: what reading the target cost, and each pass's wall time.
   uint64_t buckets = 0;
