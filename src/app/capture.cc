@@ -155,59 +155,121 @@ void WalkHeap(CaptureSource& source, const HeapAddresses& addrs, const RuntimeTr
                                 snap.walks == 1 ? " walk" : " walks"));
 }
 
+// The rate the runtime starts with, before schedinit zeroes it for a
+// program the linker compiled sampling out of: the initial value of
+// runtime.MemProfileRate in the file (524288 since Go 1.20; 1.18 and 1.19 set
+// it in runtime.init, after start-up, so the file holds none and nothing was
+// sampled before). GODEBUG=memprofilerate replaces it during schedinit, which
+// the target's memory no longer shows. 0 when the file holds no value.
+int64_t StartupRate(const ExecutableAnalysis& analysis) {
+  const std::optional<Bytes> word =
+      analysis.elf().ReadVaddr(analysis.variables().mem_profile_rate.addr, 8);
+  return word && word->size() == 8 ? static_cast<int64_t>(LoadU64(word->data())) : 0;
+}
+
+// Refuses a rate of 0, in the words of what set it: the linker (`flag` true),
+// the program or GODEBUG (`flag` false), or unknown (the flag not located).
+void RefuseRateZero(const CaptureSource& source, std::optional<bool> flag, size_t buckets) {
+  const pid_t pid = source.identity().pid;
+  // A core is past turning anything on; a live process is not.
+  const std::string enable =
+      source.is_snapshot()
+          ? ""
+          : Concat("turn sampling on now with 'goheap2pprof enable-sampling ", pid,
+                   "' and capture again once the leak has grown (allocations made before it "
+                   "are not recoverable); or ");
+  if (flag && *flag) {
+    throw Error(ErrorKind::kSamplingDisabled, "heap profiling is compiled out of process ", pid,
+                ": the linker set runtime.disableMemoryProfiling because the program never uses "
+                "runtime/pprof or runtime.MemProfile, and runtime.MemProfileRate is 0 (",
+                buckets, " bucket(s) from runtime start-up only)")
+        .WithHint(enable +
+                  "link runtime/pprof into the program (e.g. import _ \"net/http/pprof\") and "
+                  "restart it");
+  }
+  if (flag) {
+    throw Error(ErrorKind::kSamplingDisabled, "heap profiling is turned off in process ", pid,
+                " by the program or GODEBUG: the program set runtime.MemProfileRate = 0 or ran "
+                "with GODEBUG=memprofilerate=0 (",
+                buckets, " bucket(s) sampled before that)")
+        .WithHint(enable + "remove the assignment or the GODEBUG setting and restart the program");
+  }
+  throw Error(ErrorKind::kSamplingDisabled, "heap profiling is off in process ", pid,
+              ": runtime.MemProfileRate is 0, and runtime.disableMemoryProfiling could not be "
+              "read to tell whether the linker compiled it out or the program or GODEBUG "
+              "turned it off (",
+              buckets, " bucket(s))")
+      .WithHint(enable + "link runtime/pprof into the program and let it keep a rate above 0");
+}
+
 // Pass 4: is heap sampling on at all? The runtime's state decides, not the
 // linker's: the linker compiles sampling out of programs that never read the
 // profile (runtime.disableMemoryProfiling, and schedinit zeroes the rate), but
 // such a program may assign runtime.MemProfileRate itself later, or have it
 // assigned by `goheap2pprof enable-sampling`; its buckets are then real from
-// that moment on. Throws kSamplingDisabled when there is no profile to take.
+// that moment on. A rate of 0 throws kSamplingDisabled, whoever set it: the
+// buckets are then from before, and say nothing of the heap now.
 void CheckSamplingState(CaptureSource& source, const ExecutableAnalysis& analysis, uint64_t bias,
                         const HeapSnapshot& snap, CaptureReport& report) {
   const pid_t pid = source.identity().pid;
   const std::optional<RuntimeVariable>& disable = analysis.variables().disable_memory_profiling;
   uint8_t flag = 0;
-  const bool compiled_out =
-      disable && source.memory().TryRead(disable->addr + bias, std::span<uint8_t>(&flag, 1)) &&
-      flag != 0;
-  if (compiled_out && snap.rate == 0) {
-    throw Error(ErrorKind::kSamplingDisabled, "heap profiling is compiled out of process ", pid,
-                ": the linker set runtime.disableMemoryProfiling because the program never uses "
-                "runtime/pprof or runtime.MemProfile, and runtime.MemProfileRate is 0 (",
-                snap.buckets.size(), " bucket(s) from runtime start-up only)")
-        .WithHint(Concat("turn sampling on now with 'goheap2pprof enable-sampling ", pid,
-                         "' and capture again once the leak has grown (allocations made before "
-                         "it are not recoverable); or link runtime/pprof into the program (e.g. "
-                         "import _ \"net/http/pprof\") and restart it"));
+  std::optional<bool> compiled_out;
+  if (disable && source.memory().TryRead(disable->addr + bias, std::span<uint8_t>(&flag, 1))) {
+    compiled_out = flag != 0;
   }
-  if (compiled_out) {
+  if (snap.rate == 0) RefuseRateZero(source, compiled_out, snap.buckets.size());
+  if (compiled_out.value_or(false)) {
     report.sampling_started_late = true;
     report.notes.push_back(
         Concat("heap sampling began after start-up in process ", pid,
                " (runtime.disableMemoryProfiling is set, and runtime.MemProfileRate was assigned "
                "later): allocations made before that are not in the profile"));
-  }
-  if (snap.buckets.empty() && snap.rate == 0) {
-    throw Error(ErrorKind::kSamplingDisabled, "heap profiling is off in process ", pid,
-                ": the program set runtime.MemProfileRate = 0 (or ran with "
-                "GODEBUG=memprofilerate=0)")
-        .WithHint(
-            "remove the MemProfileRate = 0 assignment or the GODEBUG setting and restart "
-            "the program");
+    const int64_t startup = StartupRate(analysis);
+    if (startup > 0 && startup != snap.rate && !snap.buckets.empty()) {
+      report.mixed_rates.push_back(Concat("runtime.MemProfileRate is ", snap.rate,
+                                          " now, but the buckets made during runtime "
+                                          "start-up were sampled at ",
+                                          startup,
+                                          " (or at GODEBUG's memprofilerate) before "
+                                          "schedinit zeroed it: scaling them with ",
+                                          snap.rate,
+                                          " mixes rates, as the runtime's "
+                                          "own profile would"));
+    }
   }
   if (snap.buckets.empty()) {
     report.warnings.push_back(Concat("no heap allocation has been sampled yet in process ", pid,
                                      "; writing an empty profile, as the runtime would serve"));
-  } else if (snap.rate == 0) {
-    report.warnings.push_back(
-        "heap sampling is off now (runtime.MemProfileRate = 0); the profile holds only "
-        "allocations sampled before it was turned off, unscaled");
   }
+}
+
+// A repeated capture whose previous one read another rate: buckets sampled
+// at the old rate are scaled with the new one. The state remembers the old
+// rate for as long as it lasts, since allocation counters never forget.
+void CheckRateChange(ProcessCaptureState& state, std::optional<int64_t> previous, pid_t pid,
+                     int64_t rate, CaptureReport& report) {
+  if (previous && *previous != rate) state.other_rate = *previous;
+  if (!state.other_rate || *state.other_rate == rate) return;
+  report.mixed_rates.push_back(Concat("runtime.MemProfileRate is ", rate,
+                                      " now, but an earlier capture of process ", pid, " read ",
+                                      *state.other_rate,
+                                      ": buckets sampled at that rate are "
+                                      "scaled with ",
+                                      rate,
+                                      ", which mixes rates, as the "
+                                      "runtime's own profile would"));
 }
 
 // The profile's comments, as runtime/pprof has none: why it may differ.
 std::vector<std::string> ProfileComments(const ExecutableAnalysis& analysis,
-                                         const HeapSnapshot& snap, const CaptureOptions& options) {
+                                         const HeapSnapshot& snap, const CaptureOptions& options,
+                                         const CaptureReport& report) {
   std::vector<std::string> comments;
+  if (report.sampling_started_late) comments.push_back(SamplingStartedLateComment());
+  for (const std::string& text : report.mixed_rates) {
+    comments.push_back("goheap2pprof: warning: " + text);
+  }
   if (snap.walks > 1) {
     comments.push_back(Concat("goheap2pprof: walked the bucket list ", snap.walks,
                               " times because a GC published a profile cycle during the walk"));
@@ -302,7 +364,7 @@ FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalys
       options.time_nanos.value_or(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                       std::chrono::system_clock::now().time_since_epoch())
                                       .count());
-  const std::vector<std::string> comments = ProfileComments(analysis, snap, options);
+  const std::vector<std::string> comments = ProfileComments(analysis, snap, options, report);
   report.samples = records.size();
   if (state != nullptr && report.repeated && snap.new_buckets == 0 && state->profile_tables &&
       state->profile_tables->samples() == records.size()) {
@@ -402,6 +464,9 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
   // 3. Walk the bucket list (and the rate and cycle) consistently.
   HeapSnapshot local;
   HeapSnapshot& snap = state != nullptr ? state->snapshot : local;
+  // The rate of the state's last capture, which the walk overwrites.
+  const std::optional<int64_t> previous_rate =
+      refresh ? std::optional<int64_t>(snap.rate) : std::nullopt;
   // Only a one-shot capture reserves by the bound: a state keeps its
   // buckets, and an agent's memory budget counts their capacity.
   const uint64_t bound = state == nullptr ? BucketCountBound(source, analysis, bias) : 0;
@@ -426,8 +491,15 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
   ProvenLayout(analysis, analysis_notes, walk_notes, report);
   timer.Done("walk");
 
-  // 4. Refuse a target whose heap sampling is off; warn when it is empty.
+  // 4. Refuse a target whose heap sampling is off; warn when it is empty, or
+  //    when its buckets were sampled at other rates than the one they are
+  //    scaled with.
   CheckSamplingState(source, analysis, bias, snap, report);
+  if (state != nullptr) {
+    CheckRateChange(*state, previous_rate, source.identity().pid, snap.rate, report);
+  }
+  report.warnings.insert(report.warnings.end(), report.mixed_rates.begin(),
+                         report.mixed_rates.end());
 
   // 5. Emulate runtime.MemProfile (or keep only the published counters).
   const Records records(snap, options.counters);
@@ -481,6 +553,12 @@ std::string PublishedCountersComment() {
   return "goheap2pprof: published counters only (memRecord.active): allocations and frees of "
          "profile cycles the runtime has not published yet are left out, unlike "
          "runtime.MemProfile";
+}
+
+std::string SamplingStartedLateComment() {
+  return "goheap2pprof: sampling began after start-up: allocations made before it are not in "
+         "the profile (runtime.disableMemoryProfiling is set; runtime.MemProfileRate was "
+         "assigned later)";
 }
 
 std::string FormatStats(const CaptureReport& r) {

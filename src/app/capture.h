@@ -80,6 +80,11 @@ struct CaptureReport {
   // (or enable-sampling) turned sampling on after start-up, so allocations
   // made before that are not in the profile.
   bool sampling_started_late = false;
+  // Warnings that the profile scales buckets with a rate they were not
+  // sampled at (start-up buckets of a program that turned sampling on later,
+  // or a rate changed since an earlier capture of the same process); also in
+  // `warnings` and in the profile's comments.
+  std::vector<std::string> mixed_rates;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   // For --stats: what reading the target cost, and each pass's wall time.
   uint64_t buckets = 0;
@@ -117,6 +122,9 @@ CaptureResult Capture(CaptureSource& source,
 // The comment a profile built from published counters carries (pprof -top
 // shows it in its header).
 std::string PublishedCountersComment();
+// The profile comment of a capture whose sampling began after start-up
+// (CaptureReport::sampling_started_late).
+std::string SamplingStartedLateComment();
 
 // The --stats table for a finished capture.
 std::string FormatStats(const CaptureReport& report);

@@ -34,6 +34,7 @@ void ProcessCaptureState::Reset(std::string reason) {
   key_.reset();
   valid = false;
   snapshot = HeapSnapshot();
+  other_rate.reset();
   DropTables();
   ++fresh_;
   fresh_reason_ = std::move(reason);

@@ -79,6 +79,10 @@ class ProcessCaptureState {
   }
 
   bool valid = false;  // set by a capture that completed
+  // A rate an earlier capture of the process read that is not the latest
+  // one: the buckets sampled at it are scaled with another (app/capture.cc
+  // warns while the state lasts).
+  std::optional<int64_t> other_rate;
   HeapSnapshot snapshot;
   // The tables of the profile built from snapshot's buckets as they were
   // before the last refresh's new ones; empty until a capture built a

@@ -18,6 +18,7 @@ SnapshotInfo BaseInfo(const OutputOptions& out, const RenderContext& context) {
   if (const CaptureReport* report = context.report) {
     info.runtime_version = report->go_version;
     info.cycle = report->cycle;
+    info.sampling_started_late = report->sampling_started_late;
     info.warnings = report->warnings;
     info.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::steady_clock::now() - report->started)

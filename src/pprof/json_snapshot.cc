@@ -121,6 +121,7 @@ std::string JsonSnapshot(const pb::Profile& profile, const SnapshotInfo& info,
 
   Json j = Header(info, truncated);
   j["memprofile_rate"] = profile.period();
+  j["sampling_started_late"] = info.sampling_started_late;
   if (info.cycle) {
     j["profile_cycle"] = *info.cycle;
   } else {
@@ -153,6 +154,7 @@ std::string JsonSnapshot(const pb::Profile& profile, const SnapshotInfo& info,
 std::string FailureJsonSnapshot(const SnapshotInfo& info) {
   Json j = Header(info, false);
   j["memprofile_rate"] = nullptr;
+  j["sampling_started_late"] = info.sampling_started_late;
   if (info.cycle) {
     j["profile_cycle"] = *info.cycle;
   } else {

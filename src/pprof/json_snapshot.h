@@ -10,7 +10,10 @@
 // Schema (seed fields first, then goheap2pprof's extras):
 //   runtime_version, status (complete|partial|unavailable|failed),
 //   status_reason, duration_ms, output_truncated,
-//   pid, counters (exact|published), memprofile_rate, profile_cycle,
+//   pid, counters (exact|published), memprofile_rate,
+//   sampling_started_late (true: the program turned sampling on after
+//   start-up, so allocations made before it are not in the snapshot),
+//   profile_cycle,
 //   time_nanos, samples, entries_total, inuse_bytes_total,
 //   inuse_objects_total, warnings[],
 //   entries[]: kind ("inuse_space_objects"), name (first non-runtime
@@ -46,6 +49,8 @@ struct SnapshotInfo {
   int64_t pid = 0;
   std::string counters = "exact";  // "exact" or "published"
   std::optional<uint32_t> cycle;   // the runtime's heap profile cycle
+  // Sampling began after start-up (CaptureReport::sampling_started_late).
+  bool sampling_started_late = false;
   std::vector<std::string> warnings;
 };
 

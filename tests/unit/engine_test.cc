@@ -321,9 +321,11 @@ TEST_F(EngineTest, RateZeroWithNoBucketsIsSamplingDisabled) {
 }
 
 TEST_F(EngineTest, CompiledOutProfilingIsSamplingDisabled) {
+  // runtime.disableMemoryProfiling set and the rate still 0: the program
+  // never turned sampling on, and only enable-sampling can now.
   const auto analysis = ExecutableAnalysis::Create(file_);
   std::unique_ptr<MemorySource> src = Source(
-      kEngineBias, {{.size = 16, .stack = {2, 0x10}, .active = {1, 0, 16, 0}}}, kRate, 4 << 1,
+      kEngineBias, {{.size = 16, .stack = {2, 0x10}, .active = {1, 0, 16, 0}}}, /*rate=*/0, 4 << 1,
       /*disable=*/1);
   try {
     Capture(*src, *analysis, {});
@@ -331,7 +333,63 @@ TEST_F(EngineTest, CompiledOutProfilingIsSamplingDisabled) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kSamplingDisabled);
     EXPECT_NE(std::string(e.what()).find("compiled out"), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("goheap2pprof enable-sampling 4242"), std::string::npos) << e.hint();
   }
+}
+
+TEST_F(EngineTest, ARateTurnedOffByTheProgramIsSamplingDisabledInItsOwnWords) {
+  // The linker left sampling on, the program (or GODEBUG) set the rate to 0
+  // after a few samples: what they hold is not the heap now.
+  const auto analysis = ExecutableAnalysis::Create(file_);
+  std::unique_ptr<MemorySource> src =
+      Source(kEngineBias, {{.size = 16, .stack = {2, 0x10}, .active = {1, 0, 16, 0}}}, /*rate=*/0);
+  try {
+    Capture(*src, *analysis, {});
+    FAIL() << "captured a target whose sampling the program turned off";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kSamplingDisabled);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("turned off in process 4242 by the program or GODEBUG"), std::string::npos)
+        << what;
+    EXPECT_EQ(what.find("compiled out"), std::string::npos) << what;
+    EXPECT_NE(e.hint().find("enable-sampling 4242"), std::string::npos) << e.hint();
+  }
+}
+
+TEST_F(EngineTest, SamplingTurnedOnAfterStartUpIsCapturedAndSaysSo) {
+  // The file's initial runtime.MemProfileRate, as Go 1.20+ links it: the
+  // rate of the buckets made during start-up, before schedinit zeroed it.
+  std::memcpy(&elf_.image[elf_.mem_profile_rate], &kRate, 8);
+  file_ = std::make_shared<const ElfFile>(ElfFile::FromBytes(elf_.image, kExePath));
+  const auto analysis = ExecutableAnalysis::Create(file_);
+  const std::vector<TestBucket> buckets = {
+      {.size = 4096, .stack = {2, 0x10}, .active = {1000, 0, 4096000, 0}}};
+  CaptureResult r = Capture(*Source(kEngineBias, buckets, /*rate=*/1, 4 << 1, /*disable=*/1),
+                            *analysis, {.time_nanos = 1});
+  const pb::Profile& p = r.profile.get();
+  EXPECT_TRUE(r.report.sampling_started_late);
+  ASSERT_EQ(p.sample_size(), 1);
+  EXPECT_EQ(p.sample(0).value(3), 4096000);  // rate 1: unscaled
+  ASSERT_EQ(r.report.mixed_rates.size(), 1u);
+  EXPECT_NE(r.report.mixed_rates[0].find("sampled at 524288"), std::string::npos);
+  EXPECT_NE(std::find(r.report.warnings.begin(), r.report.warnings.end(), r.report.mixed_rates[0]),
+            r.report.warnings.end());
+  std::vector<std::string> comments;
+  for (int64_t c : p.comment()) comments.push_back(p.string_table(static_cast<int>(c)));
+  EXPECT_EQ(comments,
+            (std::vector<std::string>{SamplingStartedLateComment(),
+                                      "goheap2pprof: warning: " + r.report.mixed_rates[0]}));
+  EXPECT_NE(comments[0].find("sampling began after start-up"), std::string::npos);
+
+  // At the start-up rate itself, nothing is mixed.
+  r = Capture(*Source(kEngineBias, buckets, kRate, 4 << 1, /*disable=*/1), *analysis, {});
+  EXPECT_TRUE(r.report.sampling_started_late);
+  EXPECT_TRUE(r.report.mixed_rates.empty());
+  // Nor is anything said of a program whose linker left sampling on.
+  r = Capture(*Source(kEngineBias, buckets, /*rate=*/1), *analysis, {});
+  EXPECT_FALSE(r.report.sampling_started_late);
+  EXPECT_TRUE(r.report.mixed_rates.empty());
+  EXPECT_EQ(r.profile.get().comment_size(), 0);
 }
 
 TEST_F(EngineTest, NothingSampledYetIsAnEmptyProfileWithAWarning) {
@@ -625,6 +683,34 @@ TEST_F(RepeatedCaptureTest, ANewStackThatWouldChangeTheOldOnesIsBuiltAfresh) {
   // Alone, kGroupStack's tables do not depend on any order; kCutStack, new,
   // meets its group's location with other PCs after main.helper's.
   ExpectBuiltAfresh({{128, kGroupStack, {3, 1, 384, 128}}}, {64, kCutStack, {5, 1, 320, 64}});
+}
+
+TEST_F(RepeatedCaptureTest, ARateChangedSinceTheLastCaptureIsSaidToMixRates) {
+  ProcessCaptureState state;
+  CaptureReport first;
+  Capture(*Source(kEngineBias, Buckets(5)), analysis_, {}, first, state);
+  EXPECT_TRUE(first.mixed_rates.empty());
+  // The program (or enable-sampling) set the rate to 1 since.
+  for (int round = 0; round < 2; ++round) {
+    CaptureReport report;
+    CaptureResult r =
+        Capture(*Source(kEngineBias, Buckets(6), /*rate=*/1), analysis_, {}, report, state);
+    EXPECT_TRUE(r.report.repeated);
+    // Still said at the next capture: the buckets sampled at 524288 remain.
+    ASSERT_EQ(r.report.mixed_rates.size(), 1u) << round;
+    EXPECT_NE(r.report.mixed_rates[0].find("an earlier capture of process 4242 read 524288"),
+              std::string::npos)
+        << r.report.mixed_rates[0];
+    const pb::Profile& p = r.profile.get();
+    ASSERT_EQ(p.comment_size(), 1);
+    EXPECT_EQ(p.string_table(static_cast<int>(p.comment(0))),
+              "goheap2pprof: warning: " + r.report.mixed_rates[0]);
+  }
+  // Another process under the state forgets it.
+  identity_.start_time = 100;
+  CaptureReport other;
+  Capture(*Source(kEngineBias, Buckets(6), /*rate=*/1), analysis_, {}, other, state);
+  EXPECT_TRUE(other.mixed_rates.empty());
 }
 
 TEST_F(RepeatedCaptureTest, AFailedCaptureLeavesNoStateToTrust) {

@@ -134,6 +134,7 @@ TEST(JsonSnapshot, HasTheSeedSchemaAndOurExtras) {
   EXPECT_EQ(j["pid"], 4242);
   EXPECT_EQ(j["counters"], "exact");
   EXPECT_EQ(j["memprofile_rate"], 524288);
+  EXPECT_EQ(j["sampling_started_late"], false);
   EXPECT_EQ(j["profile_cycle"], 7);
   EXPECT_EQ(j["samples"], 1);
   EXPECT_EQ(j["entries_total"], 1);
@@ -495,6 +496,20 @@ TEST(RenderOutput, EachFormatComesFromTheSameProfile) {
   EXPECT_EQ(failed["status"], "failed");
   EXPECT_EQ(failed["status_reason"], "permission denied: reading 0x10: EPERM");
   EXPECT_EQ(failed["runtime_version"], "go1.26.8");
+}
+
+TEST(RenderOutput, JsonSaysWhenSamplingBeganAfterStartUp) {
+  // A program without runtime/pprof that assigned runtime.MemProfileRate
+  // itself: its allocations from before are not in the snapshot.
+  ProfileMaker m = TopFixture();
+  CaptureReport report;
+  const RenderContext context{.pid = 99, .report = &report, .runtime_prefixes = kRuntimePrefixes};
+  const OutputOptions options{.format = OutputFormat::kJson};
+  EXPECT_EQ(Json::parse(RenderOutput(m.profile(), options, context))["sampling_started_late"],
+            false);
+  report.sampling_started_late = true;
+  EXPECT_EQ(Json::parse(RenderOutput(m.profile(), options, context))["sampling_started_late"],
+            true);
 }
 
 // ---- published-only vs runtime-exact counters, on test memory
