@@ -88,9 +88,16 @@ RuntimeVariables RecoverFromCode(const GoBinary& bin, const RuntimeVariableLayou
         return "";
       });
 
-  // disableMemoryProfiling (diagnostics only): the bool tested right before
-  // `MemProfileRate = 0` in schedinit (1.20+) or in runtime's package
-  // initializer (1.18/1.19, defaultMemProfileRate inlined).
+  // disableMemoryProfiling: the bool tested right before `MemProfileRate = 0`
+  // in schedinit (1.20+) or in runtime's package initializer (1.18/1.19,
+  // defaultMemProfileRate inlined). Zeroed data as declared; but when the
+  // linker sets it (cmd/link's lib.go: SNOPTRDATA holding 1), pointer-free
+  // data holding 1 in the file, which is where it matters most.
+  const auto flag_where = [&](uint64_t a) {
+    if (md.In(layout.disable_memory_profiling, a)) return true;
+    const std::optional<Bytes> byte = bin.elf().ReadVaddr(a, 1);
+    return md.In(DataSection::kNoptrdata, a) && byte && byte->size() == 1 && (*byte)[0] == 1;
+  };
   for (std::string_view fn : {"runtime.schedinit", "runtime.init"}) {
     std::string which;
     const std::vector<DataRef>* refs = code.Refs({fn}, &which);
@@ -100,7 +107,7 @@ RuntimeVariables RecoverFromCode(const GoBinary& bin, const RuntimeVariableLayou
       const DataRef& store = (*refs)[i];
       const DataRef& test = (*refs)[i - 1];
       if (store.write && store.target == v.mem_profile_rate.addr && test.size == 1 && !test.write &&
-          md.In(layout.disable_memory_profiling, test.target)) {
+          flag_where(test.target)) {
         found.insert(test.target);
       }
     }
