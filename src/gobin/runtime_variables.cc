@@ -91,12 +91,15 @@ RuntimeVariables RecoverFromCode(const GoBinary& bin, const RuntimeVariableLayou
   // disableMemoryProfiling: the bool tested right before `MemProfileRate = 0`
   // in schedinit (1.20+) or in runtime's package initializer (1.18/1.19,
   // defaultMemProfileRate inlined). Zeroed data as declared; but when the
-  // linker sets it (cmd/link's lib.go: SNOPTRDATA holding 1), pointer-free
-  // data holding 1 in the file, which is where it matters most.
+  // linker sets it (cmd/link's lib.go: SNOPTRDATA holding 1), initialized
+  // data holding 1 in the file, which is where it matters most: inside
+  // .noptrdata from 1.24, and up to 1.23 placed after it, at the start of
+  // .data (runtime.enoptrdata), measured on every toolchain.
   const auto flag_where = [&](uint64_t a) {
     if (md.In(layout.disable_memory_profiling, a)) return true;
     const std::optional<Bytes> byte = bin.elf().ReadVaddr(a, 1);
-    return md.In(DataSection::kNoptrdata, a) && byte && byte->size() == 1 && (*byte)[0] == 1;
+    return (md.In(DataSection::kNoptrdata, a) || md.In(DataSection::kData, a)) && byte &&
+           byte->size() == 1 && (*byte)[0] == 1;
   };
   for (std::string_view fn : {"runtime.schedinit", "runtime.init"}) {
     std::string which;
