@@ -153,7 +153,7 @@ fi
 start "$work/nopprof.out" "$work/nopprof" && \
   run_case "sampling compiled out" 7 "runtime.disableMemoryProfiling" "$tool" "$TPID"
 start "$work/rate0.out" env GODEBUG=memprofilerate=0 "$work/quiet" -rate0 && \
-  run_case "MemProfileRate = 0" 7 "set runtime.MemProfileRate = 0" "$tool" "$TPID"
+  run_case "MemProfileRate = 0" 7 "turned off in process $TPID by the program or GODEBUG" "$tool" "$TPID"
 
 # --- 3. nothing sampled yet: a valid empty profile, a warning, exit 0 ---------
 # Sampling off from the start, then enabled with no allocation since: the
