@@ -227,15 +227,11 @@ void CheckSamplingState(CaptureSource& source, const ExecutableAnalysis& analysi
                "later): allocations made before that are not in the profile"));
     const int64_t startup = StartupRate(analysis);
     if (startup > 0 && startup != snap.rate && !snap.buckets.empty()) {
-      report.mixed_rates.push_back(Concat("runtime.MemProfileRate is ", snap.rate,
-                                          " now, but the buckets made during runtime "
-                                          "start-up were sampled at ",
-                                          startup,
-                                          " (or at GODEBUG's memprofilerate) before "
-                                          "schedinit zeroed it: scaling them with ",
-                                          snap.rate,
-                                          " mixes rates, as the runtime's "
-                                          "own profile would"));
+      report.mixed_rates.push_back(
+          Concat("runtime.MemProfileRate is ", snap.rate, " now, but the buckets made during ",
+                 "runtime start-up were sampled at ", startup, " (or at GODEBUG's ",
+                 "memprofilerate) before schedinit zeroed it: scaling them with ", snap.rate,
+                 " mixes rates, as the runtime's own profile would"));
     }
   }
   if (snap.buckets.empty()) {
@@ -251,14 +247,10 @@ void CheckRateChange(ProcessCaptureState& state, std::optional<int64_t> previous
                      int64_t rate, CaptureReport& report) {
   if (previous && *previous != rate) state.other_rate = *previous;
   if (!state.other_rate || *state.other_rate == rate) return;
-  report.mixed_rates.push_back(Concat("runtime.MemProfileRate is ", rate,
-                                      " now, but an earlier capture of process ", pid, " read ",
-                                      *state.other_rate,
-                                      ": buckets sampled at that rate are "
-                                      "scaled with ",
-                                      rate,
-                                      ", which mixes rates, as the "
-                                      "runtime's own profile would"));
+  report.mixed_rates.push_back(
+      Concat("runtime.MemProfileRate is ", rate, " now, but an earlier capture of process ", pid,
+             " read ", *state.other_rate, ": buckets sampled at that rate are scaled with ", rate,
+             ", which mixes rates, as the runtime's own profile would"));
 }
 
 // The profile's comments, as runtime/pprof has none: why it may differ.
