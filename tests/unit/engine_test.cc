@@ -418,6 +418,33 @@ class GoneSource : public CaptureSource {
   std::unique_ptr<CaptureSource> inner_;
 };
 
+// The same memory as a core file: a snapshot, past turning anything on.
+class CoreLikeSource : public GoneSource {
+ public:
+  using GoneSource::GoneSource;
+  void CheckSameProcess() const override {}
+  bool is_snapshot() const override { return true; }
+};
+
+TEST_F(EngineTest, ACoreWithSamplingOffIsNotOfferedEnableSampling) {
+  const auto analysis = ExecutableAnalysis::Create(file_);
+  const std::vector<TestBucket> buckets = {
+      {.size = 16, .stack = {2, 0x10}, .active = {1, 0, 16, 0}}};
+  for (uint8_t disable : {0, 1}) {
+    CoreLikeSource core(Source(kEngineBias, buckets, /*rate=*/0, 4 << 1, disable));
+    try {
+      Capture(core, *analysis, {});
+      FAIL() << "captured a core whose sampling is off";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kSamplingDisabled);
+      EXPECT_EQ(e.hint().find("enable-sampling"), std::string::npos) << e.hint();
+    }
+  }
+  // A core of a program that turned sampling on itself is read, and says so.
+  CoreLikeSource late(Source(kEngineBias, buckets, /*rate=*/1, 4 << 1, /*disable=*/1));
+  EXPECT_TRUE(Capture(late, *analysis, {}).report.sampling_started_late);
+}
+
 TEST_F(EngineTest, ATargetGoneByTheEndFailsTheCapture) {
   const auto analysis = ExecutableAnalysis::Create(file_);
   GoneSource src(Source(kEngineBias, {{.size = 16, .stack = {2, 0x10}, .active = {1, 0, 16, 0}}}));
