@@ -256,7 +256,7 @@ kill "$serve_pid"
 
 # push: one agent for all the targets, to the test receiver, until each pid
 # has a push; watch: a trigger that fires, --rss-above crossed by a second
-# keep of 40 MB at main.keepB (main.keepA stays as it was).
+# keep of 40 MB at main.keepB (main.keepA stays as it was); growth meanwhile.
 if ! wait "$receiver_build"; then
   fail "go build of tests/pushreceiver" "$work/build-pushreceiver.log"
   e2e_finish
@@ -272,6 +272,14 @@ e2e_start "$work/watch.out" "$work/watch.log" "$tool" watch $(for name in "${tar
   pid_of "$name"
 done) -o "$work/watch" --rss-above 45M --no-baseline --poll 100ms -v
 watch_pid=$target_pid
+# growth: a live window of a few snapshots, all at once; keep B's two GCs
+# fall inside it, so that it sees distinct GC cycles however busy the machine.
+growths=()
+for name in "${targets[@]}"; do
+  "$tool" growth "$(pid_of "$name")" --every 300ms --for 3s --keep "$work/$name.growth" \
+    --format json --top 0 >"$work/$name.growth.json" 2>"$work/$name.growth.err" &
+  growths+=($!)
+done
 sleep 1 # the watch's first poll sees the targets below the level
 for name in "${targets[@]}"; do say "$name" "keep B 10000 4096" --no-wait; done
 for name in "${targets[@]}"; do
@@ -288,13 +296,6 @@ all_done() {
 e2e_wait_until 30 all_done
 kill "$push_pid" "$watch_pid"
 
-# growth: a live window of a few snapshots, all at once.
-growths=()
-for name in "${targets[@]}"; do
-  "$tool" growth "$(pid_of "$name")" --every 300ms --for 1500ms --keep "$work/$name.growth" \
-    --format json --top 0 >"$work/$name.growth.json" 2>"$work/$name.growth.err" &
-  growths+=($!)
-done
 for i in "${!targets[@]}"; do
   wait "${growths[$i]}"
   printf -v "${targets[$i]}_growth_rc" %s $?
