@@ -88,20 +88,38 @@ enable() {
   "$tool" enable-sampling "$pid" "$@" >"$dir/enable.out" 2>"$dir/enable.err"
 }
 
-# site <dir> <pid> <function>: captures (JSON) and prints the function's
-# in-use "<bytes> <objects>" (0 0 when absent).
+# site <dir> <pid> <function> <size>: captures (the runtime's debug=1 text)
+# and prints the in-use "<bytes> <objects>" of the records whose leaf is the
+# function and whose objects are <size> bytes (0 0 when none). The size
+# matters: a record is (stack, size), and the runtime's own allocations made
+# under a keep (a GC it starts, a new M: their runtime frames are hidden, as
+# runtime/pprof hides them) are records of other sizes with the same leaf.
 site() {
-  "$tool" "$2" --format json -o "$1/capture.json" 2>"$1/capture.err" || return 1
-  python3 - "$1/capture.json" "$3" <<'PY'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-e = [x for x in doc["entries"] if x["name"] == sys.argv[2]]
-print(sum(x["bytes"] for x in e), sum(x["objects"] for x in e))
+  "$tool" "$2" --format debug1 -o "$1/capture.txt" 2>"$1/capture.err" || return 1
+  python3 - "$1/capture.txt" "$3" "$4" <<'PY'
+import re, sys
+path, name, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+total = [0, 0]
+record = None
+for line in open(path):
+    m = re.match(r"^(\d+): (\d+) \[\d+: \d+\] @", line)
+    if m:
+        record = (int(m.group(1)), int(m.group(2)))
+        continue
+    m = re.match(r"^#\s+0x[0-9a-f]+\s+(\S+)\+0x", line)
+    if m and record is not None:
+        objects, inuse = record
+        if m.group(1) == name and objects > 0 and round(inuse / objects) == size:
+            total[0] += inuse
+            total[1] += objects
+    record = None
+print(total[0], total[1])
 PY
 }
 
-# in_bounds <bytes>: keepD's scaled in-use bytes for 1024 objects of 64 KiB
-# at rate 524288. Each object is sampled independently with p = 1 -
+# in_bounds <objects>: keepD's sampled objects (debug=1 is unscaled), scaled
+# as runtime/pprof's scaleHeapSample does, for 1024 objects of 64 KiB at
+# rate 524288. Each object is sampled independently with p = 1 -
 # exp(-65536/524288) (the sampling points are a Poisson process in bytes)
 # and counted as 65536/p bytes, so sd = 65536 * sqrt(1024 (1-p)/p) = 5.48
 # MiB. 4 sd: a false failure about 6e-5 of runs (normal approximation).
@@ -111,9 +129,10 @@ PY
 in_bounds() {
   python3 - "$1" "$nprocs" <<'PY'
 import math, sys
-got, nprocs = int(sys.argv[1]), int(sys.argv[2])
+sampled, nprocs = int(sys.argv[1]), int(sys.argv[2])
 size, n, rate = 65536, 1024, 524288
 p = 1 - math.exp(-size / rate)
+got = sampled * size / p
 sd = size * math.sqrt(n * (1 - p) / p)
 slack = 4 * sd + nprocs * size / p
 want = n * size
@@ -130,7 +149,7 @@ exact_keep() {
     fail "$what: keep $4: no answer" "$dir/target.err"
     return 1
   }
-  got=$(site "$dir" "$pid" "main.keep$4") || {
+  got=$(site "$dir" "$pid" "main.keep$4" "$6") || {
     fail "$what: capture" "$dir/capture.err"
     return 1
   }
@@ -220,10 +239,10 @@ full_case() {
     return
   ask "$dir" "keep C 1000 4096" "kept C" >/dev/null
   enable "$dir" "$pid" --rate 1
-  got=$(site "$dir" "$pid" main.keepC)
+  got=$(site "$dir" "$pid" main.keepC 4096)
   allowance=$(off_allowance "$v")
   if [[ -n $got ]] && ((${got#* } <= allowance)) &&
-    [[ $(site "$dir" "$pid" main.keepB) == "4096000 1000" ]]; then
+    [[ $(site "$dir" "$pid" main.keepB 4096) == "4096000 1000" ]]; then
     pass "$what: after --off keepC was not sampled ($got; at most $allowance); keepB unchanged"
   else
     fail "$what: after --off keepC in-use '$got' (at most $allowance objects)" "$dir/capture.err"
@@ -231,8 +250,8 @@ full_case() {
   enable_expect "$what" "$dir" "$pid" "^runtime.MemProfileRate 1 -> 524288 in process $pid: " ||
     return
   ask "$dir" "keep D 1024 65536" "kept D" >/dev/null
-  got=$(site "$dir" "$pid" main.keepD)
-  if [[ -n $got ]] && bounds=$(in_bounds "${got% *}"); then
+  got=$(site "$dir" "$pid" main.keepD 65536)
+  if [[ -n $got ]] && bounds=$(in_bounds "${got#* }"); then
     pass "$what: default rate: keepD $bounds"
   else
     fail "$what: default rate: keepD '$got': ${bounds:-no capture}" "$dir/capture.err"
