@@ -16,6 +16,7 @@
 #include "cli/version.h"
 #if !GOHEAP2PPROF_CAPTURE_ONLY
 #include "cli/agent_main.h"
+#include "cli/enable_sampling_main.h"
 #include "cli/growth_main.h"
 #include "cli/mem_main.h"
 #include "cli/probe_main.h"
@@ -78,6 +79,8 @@ class RootFormatter : public CLI::Formatter {
         {"mem", "where a Go process's memory is, by the runtime's own classes"},
         {"growth", "which allocation sites grow, over N heap snapshots"},
         {"probe", "one GET of the agent's listener, for a Kubernetes exec probe"},
+        {"enable-sampling",
+         "turn heap sampling on in a Go program that does not sample (writes one word to it)"},
     };
     auto it = kSummaries.find(sub->get_name());
     std::ostringstream out;
@@ -192,10 +195,11 @@ int Main(int argc, char** argv) {
   // A build of the capture alone (GOHEAP2PPROF_AGENT=OFF: scripts/demo.sh).
   const std::vector<Command> commands = {AddHelpCommand(app)};
 #else
-  const std::vector<Command> commands = {
-      AddServeCommand(app), AddPushCommand(app), AddWatchCommand(app),
-      AddAgentCommand(app), AddMemCommand(app),  AddGrowthCommand(app),
-      AddProbeCommand(app), AddHelpCommand(app), AddServeWorkerCommand(app)};
+  const std::vector<Command> commands = {AddServeCommand(app), AddPushCommand(app),
+                                         AddWatchCommand(app), AddAgentCommand(app),
+                                         AddMemCommand(app),   AddGrowthCommand(app),
+                                         AddProbeCommand(app), AddEnableSamplingCommand(app),
+                                         AddHelpCommand(app),  AddServeWorkerCommand(app)};
 #endif
 
   try {

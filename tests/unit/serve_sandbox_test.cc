@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "agent/worker/sandbox.h"
+#include "proc/memory_writer.h"
 
 namespace goheap2pprof {
 namespace {
@@ -67,6 +68,18 @@ TEST(ServeSandbox, AnOpenForWritingIsRefused) {
   });
   ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
   EXPECT_EQ(WEXITSTATUS(status), 5);
+}
+
+// The one writer of goheap2pprof (enable-sampling's) cannot run in a
+// worker: process_vm_writev kills it, even aimed at its own memory.
+TEST(ServeSandbox, AWriteToAnotherProcessKillsTheWorker) {
+  const int status = InSandbox([] {
+    alignas(8) static uint64_t word = 0;
+    ProcessWordWriter(getpid()).WriteU64(reinterpret_cast<uint64_t>(&word), 1);
+    return 3;  // not reached: process_vm_writev is not allowed
+  });
+  ASSERT_TRUE(WIFSIGNALED(status)) << "status " << status;
+  EXPECT_EQ(WTERMSIG(status), SIGSYS);
 }
 
 // fcntl on a descriptor of its own: the flags can be read and set.
