@@ -333,5 +333,40 @@ for name in "${targets[@]}"; do
     check_profile "$name: growth (its last snapshot)" "$last" 1000 4096000
   fi
 done
+# --- 3. watch keeps a process whose sampling is off ---------------------------
+# Its baseline capture fails with exit 7, but enable-sampling may turn
+# sampling on while it is watched: a trigger after that captures it.
+version=go1.26.8
+if wanted "$version" && [[ ${state[$version]:-} == ok ]]; then
+  echo "== watch, then enable-sampling (${SECONDS}s)"
+  start_target w_off "$(go_program "$version" sampling-amd64-exe)"
+  pid=$w_off_pid
+  mkdir -p "$work/watch-off"
+  e2e_start "$work/watch-off.out" "$work/watch-off.log" "$tool" watch "$pid" \
+    -o "$work/watch-off" --rss-above 45M --poll 100ms -v
+  watch_pid=$target_pid
+  baseline_failed() { grep -q "compiled out" "$work/watch-off.log" "$work/watch-off.out"; }
+  if ! e2e_wait_until 30 baseline_failed; then
+    fail "watch: its baseline of pid $pid did not say that sampling is compiled out" \
+      "$work/watch-off.log"
+  elif ! kill -0 "$watch_pid" 2>/dev/null; then
+    fail "watch: gave up on pid $pid (sampling off) instead of watching it" "$work/watch-off.log"
+  elif ! "$tool" enable-sampling "$pid" --rate 1 >"$work/watch-off.enable" 2>&1; then
+    fail "watch: enable-sampling $pid failed" "$work/watch-off.enable"
+  else
+    say w_off "keep A 1000 4096" "kept A"
+    say w_off "keep B 10000 4096" "kept B"
+    watched_off() { compgen -G "$work/watch-off/*-$pid-*.pb.gz" >/dev/null; }
+    if ! e2e_wait_until 30 watched_off; then
+      fail "watch: no profile of pid $pid within 30 s of enable-sampling and --rss-above" \
+        "$work/watch-off.log"
+    else
+      check_profile "$version exe: watch before enable-sampling, trigger after" \
+        "$(compgen -G "$work/watch-off/*-$pid-*.pb.gz" | head -n 1)" 1000 4096000
+    fi
+  fi
+  kill "$watch_pid" 2>/dev/null
+  stop_target w_off
+fi
 echo "== done (${SECONDS}s)"
 e2e_finish

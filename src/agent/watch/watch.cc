@@ -88,10 +88,13 @@ json OrNull(const std::optional<T>& v) {
 }
 
 // Failures of a capture that say the process can never be captured: watching
-// it further is pointless.
+// it further is pointless. Sampling that is off is not one of them: the
+// program may assign runtime.MemProfileRate later, or a person may run
+// `goheap2pprof enable-sampling` on it while it is watched, and its next
+// trigger then captures it.
 bool Hopeless(ErrorKind kind) {
   return kind == ErrorKind::kNotGo || kind == ErrorKind::kUnsupported ||
-         kind == ErrorKind::kSamplingDisabled || kind == ErrorKind::kPermission;
+         kind == ErrorKind::kPermission;
 }
 
 // One watched process.
