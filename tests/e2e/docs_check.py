@@ -26,7 +26,8 @@ found a problem, 0 otherwise. The checks (tests/e2e/docs_test.sh runs them):
             the repository; so does every .h/.cc file a // comment in src/
             names (by a path from src/ or the repository, or bare). Files moved
             or renamed leave no stale name behind. NOT_IN_REPOSITORY lists the
-            few names that are meant not to exist, each with its reason.
+            few names that are meant not to exist, each with its reason, and
+            KNOWN_STALE the stale names left on purpose for now.
 """
 
 import fnmatch
