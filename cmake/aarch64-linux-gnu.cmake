@@ -1,7 +1,7 @@
 # CMake toolchain file: cross-compile for linux/arm64 on a Debian amd64 machine with Debian's
 # cross toolchain (g++-aarch64-linux-gnu) and arm64 multiarch -dev packages
-# (dpkg --add-architecture arm64; scripts/install-deps.sh installs them). protoc runs on the
-# build machine: Debian's protobuf-compiler, the same version as libprotobuf-dev:arm64
+# (dpkg --add-architecture arm64; scripts/install-deps.sh --package installs them). protoc runs
+# on the build machine: Debian's protobuf-compiler, the same version as libprotobuf-dev:arm64
 # (multiarch keeps them in step).
 #
 #   cmake -S . -B build-arm64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \

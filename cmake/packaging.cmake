@@ -19,8 +19,11 @@ if(NOT GOHEAP2PPROF_HELP2MAN)
 endif()
 set(GOHEAP2PPROF_DOC_DIR ${PROJECT_BINARY_DIR}/packaging)
 set(runner ${CMAKE_CROSSCOMPILING_EMULATOR})
+# Ninja makes the folder of an output, make does not (the default generator, Unix Makefiles):
+# the command makes it (tests/e2e/makefile_generator_test.sh).
 add_custom_command(
   OUTPUT ${GOHEAP2PPROF_DOC_DIR}/goheap2pprof.1 ${GOHEAP2PPROF_DOC_DIR}/goheap2pprof.1.gz
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${GOHEAP2PPROF_DOC_DIR}
   COMMAND bash ${PROJECT_SOURCE_DIR}/packaging/make-manpage.sh
           ${GOHEAP2PPROF_DOC_DIR}/goheap2pprof.1 ${runner} $<TARGET_FILE:goheap2pprof>
   COMMAND gzip -9nf -k ${GOHEAP2PPROF_DOC_DIR}/goheap2pprof.1

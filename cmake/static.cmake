@@ -121,7 +121,8 @@ if(NOT EXISTS ${GOHEAP2PPROF_ISAL_A})
                   RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0 OR NOT EXISTS ${GOHEAP2PPROF_ISAL_A})
     message(FATAL_ERROR "building the static ISA-L failed: see ${GOHEAP2PPROF_ISAL_SRC}.log "
-                        "(it needs make, and nasm on x86-64: bash scripts/install-deps.sh --test)")
+                        "(it needs make, and nasm on x86-64: "
+                        "bash scripts/install-deps.sh --package)")
   endif()
 endif()
 add_library(goheap2pprof_isal INTERFACE)

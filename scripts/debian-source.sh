@@ -6,12 +6,12 @@
 #   bash scripts/debian-source.sh <binary-package> <dest-dir>
 #
 # Uses `apt-get source`, so the machine needs deb-src lines
-# (scripts/install-deps.sh adds them). Exit status 0, or 1 with the reason.
+# (scripts/install-deps.sh --package adds them). Exit status 0, or 1 with the reason.
 set -euo pipefail
 pkg=${1:?usage: $0 <binary-package> <dest-dir>}
 dest=${2:?usage: $0 <binary-package> <dest-dir>}
 if ! read -r source version < <(dpkg-query -W -f='${source:Package} ${source:Version}\n' "$pkg" 2>/dev/null); then
-  echo "debian-source: $pkg is not installed (bash scripts/install-deps.sh)" >&2
+  echo "debian-source: $pkg is not installed (bash scripts/install-deps.sh --package)" >&2
   exit 1
 fi
 tmp=$(mktemp -d)
@@ -22,7 +22,7 @@ chmod 755 "$tmp"
 if ! (cd "$tmp" && apt-get source -qq "$source=$version") >"$tmp.log" 2>&1; then
   echo "debian-source: apt-get source $source=$version failed:" >&2
   sed 's/^/    /' "$tmp.log" >&2
-  echo "hint: it needs deb-src lines in the apt sources and 'apt-get update' (bash scripts/install-deps.sh adds them)" >&2
+  echo "hint: it needs deb-src lines in the apt sources and 'apt-get update' (bash scripts/install-deps.sh --package adds them)" >&2
   rm -f "$tmp.log"
   exit 1
 fi

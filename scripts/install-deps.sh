@@ -6,9 +6,13 @@
 #                                         # scripts/demo.sh (compilers, libraries, Go)
 #   bash scripts/install-deps.sh --quick  # the build set and what `scripts/test.sh --quick`
 #                                         # runs: GoogleTest, clang-format, ccache
-#   bash scripts/install-deps.sh --test   # the build set and the test set: everything
-#                                         # scripts/test.sh runs (clang, the arm64 cross
-#                                         # toolchain and libraries, qemu, mmdebstrap,
+#   bash scripts/install-deps.sh --package  # the build set and the package set: what
+#                                         # scripts/package.sh needs (the static build's
+#                                         # archives, the arm64 cross toolchain and
+#                                         # libraries, qemu, deb-src lines for the Debian
+#                                         # sources of libcurl and ISA-L); package.sh runs it
+#   bash scripts/install-deps.sh --test   # the build, package and test sets: everything
+#                                         # scripts/test.sh runs (clang, mmdebstrap,
 #                                         # prometheus, chromium, the Go toolchains, ...)
 #
 # The demo must not wait for the test set: on a fresh Debian 12 machine the test set is
@@ -17,11 +21,13 @@ set -euo pipefail
 
 want_test=0
 want_quick=0
+want_package=0
 case ${1:-} in
   "") ;;
-  --test) want_test=1 ;;
+  --test) want_test=1 want_package=1 ;;
   --quick) want_quick=1 ;;
-  *) echo "usage: $0 [--quick | --test]" >&2; exit 2 ;;
+  --package) want_package=1 ;;
+  *) echo "usage: $0 [--quick | --package | --test]" >&2; exit 2 ;;
 esac
 
 # What `cmake` configures and `cmake --build --target goheap2pprof` compiles (help2man:
@@ -38,29 +44,36 @@ build_packages=(
   help2man ca-certificates
 )
 
-# What scripts/test.sh needs beyond the build set: the unit tests, the format check, the
-# sanitizer and fuzz builds (clang), the e2e suites' tools, and the toolchains they test.
+# What scripts/package.sh needs beyond the build set: the static build's compressors under
+# libdw.a, ISA-L's own makefile and x86-64 assembly for the static build's archive of it
+# (cmake/static.cmake), dpkg-dev for `apt-get source` (libcurl's and ISA-L's Debian source,
+# below) and for the .deb's dpkg-shlibdeps, the arm64 cross toolchain and arm64 libraries,
+# qemu to run the arm64 binary for its man page and completions, and `file` for the static
+# check.
+package_packages=(
+  libzstd-dev liblzma-dev libbz2-dev make nasm dpkg-dev file
+  g++-aarch64-linux-gnu qemu-user-static
+  libprotobuf-dev:arm64 zlib1g-dev:arm64 libelf-dev:arm64 libdw-dev:arm64
+  libcapstone-dev:arm64 libseccomp-dev:arm64 libzstd-dev:arm64 liblzma-dev:arm64
+  libbz2-dev:arm64 libssl-dev:arm64 libdeflate-dev:arm64
+)
+
+# What scripts/test.sh needs beyond the build and package sets: the unit tests, the format
+# check, the sanitizer and fuzz builds (clang), the e2e suites' tools, and the toolchains they
+# test.
 test_packages=(
   libgtest-dev googletest jq curl python3 procps
   clang libclang-rt-14-dev clang-format ccache
   golang-1.19-go
-  qemu-user-static libc6-arm64-cross
+  libc6-arm64-cross
   prometheus gdb openssl
   # The flame graph's tests render it in headless Chromium.
   chromium
   # tests/e2e/identity_test.sh runs a Go target in a podman container (libpod-<id>.scope).
   podman conmon
-  # Packaging (scripts/package.sh, tests/e2e/packaging_test.sh): the static build's
-  # compressors under libdw.a, the arm64 cross toolchain and arm64 libraries, a Debian 12
-  # root for the .deb test, and what the test runs.
-  libzstd-dev liblzma-dev libbz2-dev g++-aarch64-linux-gnu
-  # ISA-L's own makefile and x86-64 assembly, for the static build's archive of it
-  # (cmake/static.cmake).
-  make nasm
-  libprotobuf-dev:arm64 zlib1g-dev:arm64 libelf-dev:arm64 libdw-dev:arm64
-  libcapstone-dev:arm64 libseccomp-dev:arm64 libzstd-dev:arm64 liblzma-dev:arm64
-  libbz2-dev:arm64 libssl-dev:arm64 libdeflate-dev:arm64
-  mmdebstrap zsh file dpkg-dev man-db systemd
+  # tests/e2e/packaging_test.sh (scripts/package.sh's set above): a Debian 12 root for the
+  # .deb test, and what the test runs.
+  mmdebstrap zsh man-db systemd
   # The agent's OCI image (tests/e2e/image_test.sh): real readers of the layout.
   umoci skopeo
   # tests/e2e/containerd_test.sh: real pods through the CRI (crictl comes from the Go
@@ -75,6 +88,7 @@ test_packages=(
 quick_packages=(libgtest-dev googletest clang-format ccache)
 
 packages=("${build_packages[@]}")
+((want_package)) && packages+=("${package_packages[@]}")
 ((want_test)) && packages+=("${test_packages[@]}")
 ((want_quick)) && packages+=("${quick_packages[@]}")
 # The demo builds a Go service and reads the profile with `go tool pprof`: the machine's go,
@@ -87,12 +101,12 @@ sudo=""
 # The arm64 libraries are Debian's multiarch packages; the static build compiles libcurl
 # from its Debian source (scripts/debian-source.sh), which needs deb-src lines.
 need_update=0
-if ((want_test)) && ! dpkg --print-foreign-architectures | grep -x arm64 >/dev/null; then
+if ((want_package)) && ! dpkg --print-foreign-architectures | grep -x arm64 >/dev/null; then
   echo "install-deps: dpkg --add-architecture arm64"
   $sudo dpkg --add-architecture arm64
   need_update=1
 fi
-if ((want_test)) && ! apt-get indextargets --format '$(CREATED_BY)' 2>/dev/null | grep '^Sources$' >/dev/null &&
+if ((want_package)) && ! apt-get indextargets --format '$(CREATED_BY)' 2>/dev/null | grep '^Sources$' >/dev/null &&
   ! grep -rqs '^Types:.*deb-src\|^deb-src ' /etc/apt/sources.list /etc/apt/sources.list.d/; then
   echo "install-deps: adding deb-src lines for Debian 12 (/etc/apt/sources.list.d/goheap2pprof-deb-src.sources)"
   $sudo tee /etc/apt/sources.list.d/goheap2pprof-deb-src.sources >/dev/null <<'SOURCES'
@@ -137,6 +151,10 @@ fi
 
 if ((want_quick)); then
   echo "install-deps: ok (the build set and the quick path's)"
+  exit 0
+fi
+if ((want_package && !want_test)); then
+  echo "install-deps: ok (the build and package sets)"
   exit 0
 fi
 if ((!want_test)); then

@@ -20,6 +20,8 @@
 # --build-root (default build-package): one build tree per arch, static-<arch>, reused by the
 # next run (ccache is used when installed). --dynamic-build: the dynamic build tree the .deb is
 # made from (default <build-root>/dynamic, configured here). Prints one line per file written.
+# It installs what it needs first (scripts/install-deps.sh --package: seconds when all is there;
+# its lines go to stderr), so a clone on a fresh Debian 12 machine is enough.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 archs=(amd64 arm64) deb=0 tar=1 root=$src/build-package out=$src/dist dynamic=""
@@ -34,6 +36,7 @@ while (($#)); do
     *) echo "usage: $0 [--arch amd64|arm64|all] [--deb] [--no-tar] [--build-root DIR] [--dynamic-build DIR] [--out DIR]" >&2; exit 2 ;;
   esac
 done
+bash "$src/scripts/install-deps.sh" --package >&2
 mkdir -p "$out" "$root"
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)

@@ -1,4 +1,4 @@
-// `goheap2pprof agent`: option parsing only; the agent is agent/node_agent.h.
+// `goheap2pprof agent`: option parsing only; the agent is agent/node/agent.h.
 // Its options are the option groups of serve, push and watch (cli/agent_flags.h),
 // each defined once; which roles run follows from the options given.
 #include "cli/agent_main.h"

@@ -1,4 +1,4 @@
-// `goheap2pprof watch`: option parsing only; the watcher is agent/watch.h.
+// `goheap2pprof watch`: option parsing only; the watcher is agent/watch/watch.h.
 #include "cli/watch_main.h"
 
 #include <cstdlib>

@@ -4,7 +4,7 @@
     docs_check.py <repo> <goheap2pprof> [--max-readme-bytes N]
 
 Prints one line per problem and, at the end, what it checked; exits 1 when it
-found a problem, 0 otherwise. Three checks (tests/e2e/docs_test.sh runs them):
+found a problem, 0 otherwise. The checks (tests/e2e/docs_test.sh runs them):
 
   size      README.md is at most N bytes (default 12,288: the README is a
             user's five-minute read; details belong to docs/).
@@ -19,8 +19,20 @@ found a problem, 0 otherwise. Three checks (tests/e2e/docs_test.sh runs them):
             one CLI11 app (where an unknown word is a usage error).
   flag tables  the "## Flags" section of each command's guide (GUIDES below)
             names every flag of that command's --help, and no flag it lacks.
+  paths     every repository path README.md, bench/README.md and docs/**/*.md
+            name (src/..., tests/..., scripts/..., in text, code spans and code
+            blocks; globs and {a,b} allowed) exists, and so does every source
+            file named bare in a code span (`worker.h`, `pool.*`) somewhere in
+            the repository; so does every .h/.cc file a // comment in src/
+            names (by a path from src/ or the repository, or bare). Files moved
+            or renamed leave no stale name behind. NOT_IN_REPOSITORY lists the
+            few names that are meant not to exist, each with its reason, and
+            KNOWN_STALE the stale names left on purpose for now.
 """
 
+import fnmatch
+import glob
+import os
 import pathlib
 import re
 import shlex
@@ -40,6 +52,32 @@ CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 GUIDES = {"docs/capture.md": None, "docs/watch.md": "watch", "docs/serve.md": "serve",
           "docs/push.md": "push"}
 SUBCOMMAND = re.compile(r"^[a-z][a-z0-9-]*$")
+# The repository's top-level folders a document may point a reader into.
+PATH_ROOTS = ("src", "tests", "scripts", "testdata", "docs", "bench", "tools", "packaging",
+              "deploy")
+# A path from the repository's root: not a piece of a longer path (build/tests/unit_tests,
+# /usr/share/doc/..., ../src/x, which links check), nor a placeholder's tail (<build>/packaging).
+REPO_PATH = re.compile(r"(?<![\w./~$<>*:@-])((?:%s)/[\w.*{},/-]*)" % "|".join(PATH_ROOTS))
+# A source file named by itself (in a code span of a document, or in a comment in src/).
+BARE_SOURCE = re.compile(r"(?<![\w./~$<>*:@-])([\w-]+\.(?:h|cc|sh|py|cmake|\*|\{[\w,]+\}))"
+                         r"(?![\w/*])")
+SOURCE_IN_COMMENT = re.compile(r"(?<![\w.~$<>*:@-])((?:[\w-]+/)*[\w-]+\.(?:h|cc|\{h,cc\}|\*))"
+                               r"(?![\w/*])")
+# Names that are meant not to exist in the repository, with the reason.
+NOT_IN_REPOSITORY = {
+    # System headers a comment in src/ quotes (the libraries' own declarations).
+    "curl.h": "libcurl's header",
+    "libdw.h": "elfutils' header",
+    "libelf.h": "elfutils' header",
+    # A CTest name pattern in docs/contributing.md (tests/fuzz/CMakeLists.txt), not a file.
+    "fuzz_replay.*": "the fuzz replays' CTest names",
+}
+# Stale names known and left on purpose, as (file, name): reason. Each is reported when it is
+# fixed, so that the entry goes too.
+KNOWN_STALE = {
+    ("src/agent/worker/pool.h", "agent/node_agent.h"):
+        "src/agent is being reworked for issue 40 (settings and moves); the comment is fixed there",
+}
 # Shell words that end one command (what follows belongs to another program).
 COMMAND_END = {"|", "||", "&&", ";", ">", ">>", "2>", "2>&1", "<", "&"}
 
@@ -287,6 +325,81 @@ def check_flag_tables(repo, tool, problems):
     return checked
 
 
+def expand_braces(path):
+    """src/a.{h,cc} -> [src/a.h, src/a.cc] (one level per pair, nested by recursion)."""
+    match = re.search(r"\{([^{}]*)\}", path)
+    if not match:
+        return [path]
+    out = []
+    for alternative in match.group(1).split(","):
+        out += expand_braces(path[:match.start()] + alternative + path[match.end():])
+    return out
+
+
+def repository_names(repo):
+    """The file names under the repository's source folders (for bare names)."""
+    names = set()
+    for root in PATH_ROOTS + ("cmake", "proto"):
+        for _, _, files in os.walk(repo / root):
+            names.update(files)
+    return names
+
+
+def missing_names(token, exists):
+    """The expansions of one named path (trailing sentence punctuation dropped) that do not
+    exist by exists(path)."""
+    token = token.rstrip(".,:;")
+    if token in NOT_IN_REPOSITORY:
+        return []
+    return [p for p in expand_braces(token) if p not in NOT_IN_REPOSITORY and not exists(p)]
+
+
+def check_paths(repo, files, names, problems):
+    in_repo = lambda p: bool(glob.glob(glob.escape(str(repo)) + "/" + p))
+    somewhere = lambda p: bool(fnmatch.filter(names, p))
+    checked = 0
+    for md in files:
+        for number, line, _ in split_blocks(md.read_text(encoding="utf-8")):
+            spans = " ".join(span[1] for span in CODE_SPAN.findall(line))
+            for pattern, text, exists, what in ((REPO_PATH, line, in_repo, "does not exist"),
+                                                (BARE_SOURCE, spans, somewhere,
+                                                 "is no file of the repository")):
+                for match in pattern.finditer(text):
+                    checked += 1
+                    for path in missing_names(match.group(1), exists):
+                        problems.append(f"{md.relative_to(repo)}:{number}: {path} {what}")
+    return checked
+
+
+def check_source_comments(repo, names, problems):
+    """Each .h/.cc file a // comment in src/ names exists: as a path from src/, from the
+    repository or from the commenting file's folder, or (a bare name) anywhere."""
+    checked = 0
+    stale = set()
+    for source in sorted(list((repo / "src").rglob("*.h")) + list((repo / "src").rglob("*.cc"))):
+        base = source.parent
+        def exists(path):
+            if "/" not in path:
+                return bool(fnmatch.filter(names, path))
+            return any(glob.glob(glob.escape(str(root)) + "/" + path)
+                       for root in (repo / "src", repo, base))
+        for number, line in enumerate(source.read_text(encoding="utf-8").splitlines(), 1):
+            comment = line.find("//")
+            if comment < 0 or '"' in line[:comment]:
+                continue  # no comment, or // inside a string literal
+            for match in SOURCE_IN_COMMENT.finditer(line[comment + 2:]):
+                checked += 1
+                for path in missing_names(match.group(1), exists):
+                    where = str(source.relative_to(repo))
+                    if (where, path) in KNOWN_STALE:
+                        stale.add((where, path))
+                    else:
+                        problems.append(f"{where}:{number}: {path} does not exist")
+    for where, path in sorted(set(KNOWN_STALE) - stale):
+        problems.append(f"{where}: no longer names {path}: drop it from KNOWN_STALE")
+    return checked
+
+
 def main(argv):
     if len(argv) not in (3, 5) or (len(argv) == 5 and argv[3] != "--max-readme-bytes"):
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
@@ -302,12 +415,16 @@ def main(argv):
     tool = Tool(argv[2])
     commands = check_commands(repo, files, tool, problems)
     table_flags = check_flag_tables(repo, tool, problems)
+    names = repository_names(repo)
+    paths = check_paths(repo, files, names, problems)
+    comment_paths = check_source_comments(repo, names, problems)
     for p in problems:
         print(p)
     print(f"checked: README.md {size} bytes (limit {limit}), {len(files)} Markdown files, "
           f"{links} relative links, {commands} goheap2pprof commands, {table_flags} flags of "
-          f"{len(GUIDES)} guides' tables; {len(problems)} problems")
-    if links == 0 or commands == 0 or table_flags == 0:
+          f"{len(GUIDES)} guides' tables, {paths} file names in the docs and {comment_paths} in "
+          f"src/'s comments; {len(problems)} problems")
+    if links == 0 or commands == 0 or table_flags == 0 or paths == 0 or comment_paths == 0:
         print("nothing to check: the parser found no links or no commands")
         return 1
     return 1 if problems else 0

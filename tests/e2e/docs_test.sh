@@ -11,10 +11,15 @@
 #     each flag it uses is in that help.
 # (4) The "## Flags" table of each command's guide (capture, watch, serve,
 #     push) lists exactly the flags of that command's --help.
-# (5) The checker itself fails on a broken link, a missing anchor, an unknown
-#     subcommand, an unknown flag, a flag missing from a guide's table and
-#     one the command lacks (a copy of the docs with one of each planted), so
-#     a checker that has gone blind cannot pass.
+# (5) Every repository path the docs name (src/..., tests/..., scripts/...,
+#     also in code) exists, every source file named bare in a code span
+#     exists somewhere in the repository, and so does every .h/.cc file a
+#     comment in src/ names: a moved file leaves no stale name behind.
+# (6) The checker itself fails on a broken link, a missing anchor, an unknown
+#     subcommand, an unknown flag, a flag missing from a guide's table, one
+#     the command lacks, a stale path and a stale bare file name (a copy of
+#     the docs with one of each planted), so a checker that has gone blind
+#     cannot pass.
 #
 #   bash tests/e2e/docs_test.sh <path-to-goheap2pprof> <path-to-profdiff>
 #
@@ -27,18 +32,23 @@ e2e_make_work docs
 
 check="$src/tests/e2e/docs_check.py"
 if python3 "$check" "$src" "$tool" >"$work/real.out" 2>&1; then
-  pass "README.md size, links, commands and flag tables ($(tail -n 1 "$work/real.out"))"
+  pass "README.md size, links, commands, flag tables and file names ($(tail -n 1 "$work/real.out"))"
 else
-  fail "README.md size, links, commands and flag tables" "$work/real.out"
+  fail "README.md size, links, commands, flag tables and file names" "$work/real.out"
 fi
 
-# (5) A copy of README.md and docs/ with one planted fault each.
+# (6) A copy of README.md and docs/ with one planted fault each; the rest of the repository is
+# linked in, so that the copy names the same existing files.
 copy_docs() {  # copy_docs <name>: sets copy to a fresh copy of the documentation
   copy="$work/copy-$1"
   mkdir -p "$copy/bench"
   cp -r "$src/docs" "$copy/docs"
   cp "$src/README.md" "$copy/README.md"
   [[ -f $src/bench/README.md ]] && cp "$src/bench/README.md" "$copy/bench/README.md"
+  local entry
+  for entry in "$src"/* "$src"/bench/*; do
+    [[ -e $copy/${entry#"$src"/} ]] || ln -s "$entry" "$copy/${entry#"$src"/}"
+  done
 }
 check_copy() {  # check_copy <name>: the checker on the copy, its report in <name>.out
   python3 "$check" "$copy" "$tool" --max-readme-bytes 1000000 >"$work/$1.out" 2>&1
@@ -70,6 +80,10 @@ expect_caught unknown-flag $'```\ngoheap2pprof serve --listen 127.0.0.1:6061 --n
   '--no-such-flag is not in `goheap2pprof serve --help`'
 expect_caught unknown-top-flag $'    goheap2pprof 1234 --format text --sort-by size' \
   '--sort-by is not in `goheap2pprof --help`'
+expect_caught stale-path 'The pool lives in `src/agent/serve_pool.{h,cc}`.' \
+  'README.md:'"$(($(wc -l <"$src/README.md") + 2))"': src/agent/serve_pool.cc does not exist'
+expect_caught stale-bare-name 'The sender (`push_sender.h`) retries.' \
+  'push_sender.h is no file of the repository'
 expect_table_caught() {  # expect_table_caught <name> <sed script> <words>
   if plant_in_serve_flags "$1" "$2"; then
     fail "planted $1 is caught" "$work/$1.out"
