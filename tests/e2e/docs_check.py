@@ -74,10 +74,7 @@ NOT_IN_REPOSITORY = {
 }
 # Stale names known and left on purpose, as (file, name): reason. Each is reported when it is
 # fixed, so that the entry goes too.
-KNOWN_STALE = {
-    ("src/agent/worker/pool.h", "agent/node_agent.h"):
-        "src/agent is being reworked for issue 40 (settings and moves); the comment is fixed there",
-}
+KNOWN_STALE = {}
 # Shell words that end one command (what follows belongs to another program).
 COMMAND_END = {"|", "||", "&&", ";", ">", ">>", "2>", "2>&1", "<", "&"}
 

@@ -235,7 +235,7 @@ class WorkerPool {
   std::array<std::atomic<uint64_t>, kPoolRoles> requests_{};
 };
 
-// What the roles of one `goheap2pprof agent` share (agent/node_agent.h):
+// What the roles of one `goheap2pprof agent` share (agent/node/agent.h):
 // one worker pool, one discovery, one set of capture metrics. A role given
 // none makes its own (serve, push and watch as commands of their own).
 struct SharedParts {
