@@ -380,18 +380,15 @@ qemu_case() {
   e2e_stop_pids
 }
 
+declare -A toolchain_state
+e2e_toolchain_states wanted
 for v in $(toolchain_versions); do
-  wanted "$v" || continue
-  status=$(go_programs_status "$v")
-  if [[ $status != ok ]]; then
-    [[ $status == skip* ]] && skip "$v: ${status#skip }" || fail "$v: ${status#fail }"
-    continue
-  fi
+  [[ ${toolchain_state[$v]:-} == ok ]] || continue
   full_case "$v"
   stripped_case "$v"
 done
 for v in go1.18.10 go1.26.8; do
-  wanted "$v" && [[ $(go_programs_status "$v") == ok ]] && damaged_case "$v"
+  [[ ${toolchain_state[$v]:-} == ok ]] && damaged_case "$v"
 done
 for v in $qemu_versions; do
   wanted "$v" || continue
@@ -399,7 +396,7 @@ for v in $qemu_versions; do
     skip "$v arm64 under qemu: qemu-aarch64-static or libc6-arm64-cross is not installed"
   elif ! toolchain_arm64_live "$v"; then
     fail "$v arm64 under qemu: not marked arm64-live in tests/go_toolchains.txt"
-  elif [[ $(go_programs_status "$v") == ok ]]; then
+  elif [[ ${toolchain_state[$v]:-} == ok ]]; then
     qemu_case "$v"
   fi
 done

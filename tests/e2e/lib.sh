@@ -17,6 +17,7 @@
 #   toolchain_versions, go_cmd, toolchain_ok, ...
 #                                  the Go toolchains (tests/go_toolchains.txt)
 #   go_programs_status, go_program the programs the go_programs fixture built
+#   e2e_toolchain_states           each toolchain's fixture state, reported once
 #   e2e_require_go                 skip unless `go` is Go 1.26.8; sets go=(...)
 #   e2e_make_work                  a fresh scratch directory: work
 #   e2e_build_oracle               testdata/oracle built with Go 1.26.8
@@ -201,6 +202,22 @@ go_programs_status() {
   local line
   line=$(awk -v v="$1" '$1 == v {$1 = ""; sub(/^ /, ""); print}' "$bin/go-programs/status" 2>/dev/null)
   echo "${line:-fail the go_programs fixture has no status for $1 (run ctest, or bash tests/go_programs.sh $bin)}"
+}
+
+# e2e_toolchain_states [<wanted>]: fills the associative array toolchain_state
+# (declare -A it first) with each toolchain's go_programs_status word (ok,
+# skip or fail), for the toolchains the function <wanted> accepts (all without
+# one), and reports each one that is not ok as a skip or a failure.
+e2e_toolchain_states() {
+  local version s why
+  for version in $(toolchain_versions); do
+    [[ -z ${1:-} ]] || "$1" "$version" || continue
+    read -r s why <<<"$(go_programs_status "$version")"
+    toolchain_state[$version]=$s
+    if [[ $s != ok ]]; then
+      [[ $s == skip ]] && skip "$version ($why)" || fail "$version ($why)"
+    fi
+  done
 }
 
 # go_program <version> <name>: the path of a program the fixture built.

@@ -159,20 +159,13 @@ program() {
 }
 
 # Every toolchain's state, once.
-declare -A state
-for version in $(toolchain_versions); do
-  wanted "$version" || continue
-  read -r s why <<<"$(go_programs_status "$version")"
-  state[$version]=$s
-  if [[ $s != ok ]]; then
-    [[ $s == skip ]] && skip "$version ($why)" || fail "$version ($why)"
-  fi
-done
+declare -A toolchain_state
+e2e_toolchain_states wanted
 minor_of() { echo "$1" | cut -d. -f2; }
 
 # --- 1. stripped, every toolchain ---------------------------------------------
 for version in $(toolchain_versions); do
-  [[ ${state[$version]:-} == ok ]] || continue
+  [[ ${toolchain_state[$version]:-} == ok ]] || continue
   minor=$(minor_of "$version")
   limit=GOMEMLIMIT=60MiB
   ((minor < 19)) && limit=GOGC=30
@@ -191,7 +184,7 @@ elif [[ ! -e $sysroot/lib/ld-linux-aarch64.so.1 ]]; then
   arm64_why="$sysroot/lib/ld-linux-aarch64.so.1 is missing (apt-get install libc6-arm64-cross)"
 fi
 for version in $(toolchain_versions); do
-  [[ ${state[$version]:-} == ok ]] && toolchain_arm64_live "$version" || continue
+  [[ ${toolchain_state[$version]:-} == ok ]] && toolchain_arm64_live "$version" || continue
   minor=$(minor_of "$version")
   for entry in "exe dwarf GOGC=100" "pie-stripped table GOGC=off"; do
     read -r build layout setting <<<"$entry"
@@ -211,7 +204,7 @@ done
 # blocks; the gcore taken then must give exactly that view.
 for entry in "go1.26.8 exe dwarf" "go1.19.8 pie-stripped table"; do
   read -r version build layout <<<"$entry"
-  [[ ${state[$version]:-} == ok ]] || continue
+  [[ ${toolchain_state[$version]:-} == ok ]] || continue
   label="gcore $version $build"
   if ! command -v gcore >/dev/null; then
     skip "$label (gcore not installed: Debian package gdb, see scripts/install-deps.sh)"
@@ -261,7 +254,7 @@ done
 e2e_kernel_core_check
 for entry in "go1.19.8 exe dwarf" "go1.27.3 pie-stripped table"; do
   read -r version build layout <<<"$entry"
-  [[ ${state[$version]:-} == ok ]] || continue
+  [[ ${toolchain_state[$version]:-} == ok ]] || continue
   label="kernel core $version $build"
   if [[ -n $kernel_why ]]; then
     skip "$label ($kernel_why)"

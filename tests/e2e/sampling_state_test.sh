@@ -195,15 +195,10 @@ cli_case() {
   stop_target "${name}_off"
 }
 
-declare -A state
+declare -A toolchain_state
+e2e_toolchain_states wanted
 for version in $(toolchain_versions); do
-  wanted "$version" || continue
-  read -r s why <<<"$(go_programs_status "$version")"
-  state[$version]=$s
-  if [[ $s != ok ]]; then
-    [[ $s == skip ]] && skip "$version ($why)" || fail "$version ($why)"
-    continue
-  fi
+  [[ ${toolchain_state[$version]:-} == ok ]] || continue
   for exe in "${binaries[@]}"; do
     if [[ ! -x $(go_program "$version" "$exe") ]]; then
       fail "$version $exe (not built by the go_programs fixture)"
@@ -226,7 +221,7 @@ receiver=$work/bin/pushreceiver
 receiver_build=$!
 targets=()
 for version in "${agent_versions[@]}"; do
-  wanted "$version" && [[ ${state[$version]:-} == ok ]] || continue
+  wanted "$version" && [[ ${toolchain_state[$version]:-} == ok ]] || continue
   for exe in "${binaries[@]}"; do
     name=a_${version//./_}_${exe//-/_}
     start_target "$name" "$(go_program "$version" "$exe")" -setrate 1 \
@@ -337,7 +332,7 @@ done
 # Its baseline capture fails with exit 7, but enable-sampling may turn
 # sampling on while it is watched: a trigger after that captures it.
 version=go1.26.8
-if wanted "$version" && [[ ${state[$version]:-} == ok ]]; then
+if wanted "$version" && [[ ${toolchain_state[$version]:-} == ok ]]; then
   echo "== watch, then enable-sampling (${SECONDS}s)"
   start_target w_off "$(go_program "$version" sampling-amd64-exe)"
   pid=$w_off_pid
