@@ -243,9 +243,10 @@ void CheckSamplingState(CaptureSource& source, const ExecutableAnalysis& analysi
 // A repeated capture whose previous one read another rate: buckets sampled
 // at the old rate are scaled with the new one. The state remembers the old
 // rate for as long as it lasts, since allocation counters never forget.
-void CheckRateChange(ProcessCaptureState& state, std::optional<int64_t> previous, pid_t pid,
+// `refreshed`: the state held a capture, whose rate was `previous`.
+void CheckRateChange(ProcessCaptureState& state, bool refreshed, int64_t previous, pid_t pid,
                      int64_t rate, CaptureReport& report) {
-  if (previous && *previous != rate) state.other_rate = *previous;
+  if (refreshed && previous != rate) state.other_rate = previous;
   if (!state.other_rate || *state.other_rate == rate) return;
   report.mixed_rates.push_back(
       Concat("runtime.MemProfileRate is ", rate, " now, but an earlier capture of process ", pid,
@@ -456,9 +457,10 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
   // 3. Walk the bucket list (and the rate and cycle) consistently.
   HeapSnapshot local;
   HeapSnapshot& snap = state != nullptr ? state->snapshot : local;
-  // The rate of the state's last capture, which the walk overwrites.
-  const std::optional<int64_t> previous_rate =
-      refresh ? std::optional<int64_t>(snap.rate) : std::nullopt;
+  // The rate of the state's last capture (when refresh), which the walk
+  // overwrites. Not an optional: GCC 12 at -O2 warns that its value may be
+  // used uninitialized.
+  const int64_t previous_rate = snap.rate;
   // Only a one-shot capture reserves by the bound: a state keeps its
   // buckets, and an agent's memory budget counts their capacity.
   const uint64_t bound = state == nullptr ? BucketCountBound(source, analysis, bias) : 0;
@@ -488,7 +490,7 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
   //    scaled with.
   CheckSamplingState(source, analysis, bias, snap, report);
   if (state != nullptr) {
-    CheckRateChange(*state, previous_rate, source.identity().pid, snap.rate, report);
+    CheckRateChange(*state, refresh, previous_rate, source.identity().pid, snap.rate, report);
   }
   report.warnings.insert(report.warnings.end(), report.mixed_rates.begin(),
                          report.mixed_rates.end());
