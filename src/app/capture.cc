@@ -182,7 +182,7 @@ void RefuseRateZero(const CaptureSource& source, std::optional<bool> flag, size_
     throw Error(ErrorKind::kSamplingDisabled, "heap profiling is compiled out of process ", pid,
                 ": the linker set runtime.disableMemoryProfiling because the program never uses "
                 "runtime/pprof or runtime.MemProfile, and runtime.MemProfileRate is 0 (",
-                buckets, " bucket(s) from runtime start-up only)")
+                buckets, " bucket(s), sampled at start-up or while the rate was last above 0)")
         .WithHint(enable +
                   "link runtime/pprof into the program (e.g. import _ \"net/http/pprof\") and "
                   "restart it");

@@ -140,9 +140,13 @@ std::string DescribeChange(const SamplingChange& c) {
                   ": nothing written");
   }
   if (w.new_rate == 0) {
+    // The capture refuses while the rate is 0 (the state the runtime shows
+    // then is "sampling off"); the buckets stay in the process.
     return Concat(kVariable, " ", w.old_rate, " -> 0 in process ", c.pid,
-                  ": allocations from now on are not sampled; those sampled before stay in the "
-                  "profile");
+                  ": allocations from now on are not sampled, and a capture refuses while the "
+                  "rate is 0; what was sampled stays in the process: turn sampling back on with "
+                  "--rate ",
+                  w.old_rate, " to capture it");
   }
   return Concat(kVariable, " ", w.old_rate, " -> ", w.new_rate, " in process ", c.pid,
                 ": allocations from now on are sampled; allocations made before are not "

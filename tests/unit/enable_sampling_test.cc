@@ -148,9 +148,10 @@ TEST(DescribeChange, SaysWhatChangedAndWhatCannotBeRecovered) {
             "runtime.MemProfileRate 0 -> 524288 in process 42: allocations from now on are "
             "sampled; allocations made before are not recoverable");
   c.write = {524288, 0, 1};
-  EXPECT_NE(DescribeChange(c).find("524288 -> 0 in process 42: allocations from now on are not "
-                                   "sampled"),
-            std::string::npos);
+  EXPECT_EQ(DescribeChange(c),
+            "runtime.MemProfileRate 524288 -> 0 in process 42: allocations from now on are not "
+            "sampled, and a capture refuses while the rate is 0; what was sampled stays in the "
+            "process: turn sampling back on with --rate 524288 to capture it");
   c.write = {1, 1, 0};
   EXPECT_EQ(DescribeChange(c),
             "runtime.MemProfileRate is already 1 in process 42: nothing written");
