@@ -15,8 +15,6 @@
 #include <sstream>
 
 #include "agent/common/cgroup.h"
-#include "app/executable_analysis.h"
-#include "app/process_source.h"
 #include "base/error.h"
 #include "proc/procfs.h"
 
@@ -206,19 +204,6 @@ std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& fil
                                              const std::vector<std::string>& want_env,
                                              bool* forbidden) {
   return ReadFacts(pid, filter, want_env, forbidden, std::nullopt);
-}
-
-ExeInfo ProbeGoExecutable(pid_t pid, const AnalysisFor& analysis_for) {
-  const ProcessIdentity id = IdentifyLiveProcess(pid);
-  const std::unique_ptr<CaptureSource> source = OpenProcessSource(id, {});
-  const std::shared_ptr<const ExecutableAnalysis> analysis =
-      analysis_for ? analysis_for(*source) : ExecutableAnalysis::Create(source->executable().elf);
-  ExeInfo info;
-  info.go_version = analysis->go_version();
-  info.build_id = analysis->elf().GoBuildId();
-  if (info.build_id.empty()) info.build_id = source->executable().gnu_build_id;
-  info.is_go = !info.go_version.empty();
-  return info;
 }
 
 ExeInfo ExeInfoForFailure(bool process_vanished, std::string message) {

@@ -3,10 +3,9 @@
 // --allow-uid, --allow-cgroup and --deny-pid (a filtered process is
 // invisible: answered as if it did not exist), with the facts discovery
 // labels need. Whether an executable is Go (its version, build ID) is
-// learnt once per executable identity (device, inode, size, mtime) by
-// ProbeGoExecutable, the one Go-process test (serve runs it in a capture
-// worker, never in the server; watch in-process), and kept in a bounded
-// cache.
+// learnt once per executable identity (device, inode, size, mtime) by the
+// probe the role supplies (a capture worker's WorkerOp::kProbe, never the
+// server itself), and kept in a bounded cache.
 //
 //   Discovery d(options, probe);
 //   d.Scan();  // or d.Start() for a background scan every interval
@@ -107,20 +106,6 @@ struct GoProcess {
 std::optional<ProcessFacts> ReadProcessFacts(pid_t pid, const ProcessFilter& filter,
                                              const std::vector<std::string>& want_env,
                                              bool* forbidden = nullptr);
-
-class CaptureSource;
-class ExecutableAnalysis;
-// Supplies the analysis of a source's executable (a worker's cache); empty:
-// a fresh ExecutableAnalysis::Create.
-using AnalysisFor =
-    std::function<std::shared_ptr<const ExecutableAnalysis>(const CaptureSource& source)>;
-
-// The Go-process test of every agent: the Go version and build ID the
-// engine finds in pid's executable, i.e. what a capture would use. Throws
-// what opening a capture throws (kNoSuchProcess, kPermission, kNotGo,
-// kUnsupported, ...). It parses the executable, which the target's owner
-// controls.
-ExeInfo ProbeGoExecutable(pid_t pid, const AnalysisFor& analysis_for = {});
 
 // A failed probe as discovery keeps it: a process that vanished says nothing
 // about its executable (not cached: asked again at the next scan); any

@@ -363,15 +363,19 @@ std::unique_ptr<CaptureSource> OpenSource(pid_t pid, const std::optional<ServeSe
   return WithServeSeams(OpenProcessSource(id, Executable()), seam);
 }
 
-// Discovery's Go-process test, here so that the analysis it makes is kept
-// for the captures that follow.
+// Discovery's Go-process test: the Go version and build ID the engine finds
+// in pid's executable, i.e. what a capture would use. Here, in the worker,
+// because it parses the executable, which the target's owner controls, and
+// so that the analysis it makes is kept for the captures that follow.
+// Throws what opening a capture throws (kNoSuchProcess, kNotGo, ...).
 void Probe(pid_t pid, WorkerReply& reply) {
-  const ExeInfo info = ProbeGoExecutable(pid, [&](const CaptureSource& source) {
-    auto [analysis, fresh] = Analyses().Get(source);
-    reply.analyses = fresh ? 1 : 0;
-    return analysis;
-  });
-  reply.body = "go_version=" + info.go_version + "\nbuild_id=" + info.build_id + "\n";
+  const ProcessIdentity id = IdentifyLiveProcess(pid);
+  const std::unique_ptr<CaptureSource> source = OpenProcessSource(id, {});
+  auto [analysis, fresh] = Analyses().Get(*source);
+  reply.analyses = fresh ? 1 : 0;
+  std::string build_id = analysis->elf().GoBuildId();
+  if (build_id.empty()) build_id = source->executable().gnu_build_id;
+  reply.body = "go_version=" + analysis->go_version() + "\nbuild_id=" + build_id + "\n";
 }
 
 // The capture `profile` minus the base profile the request carries, gzipped.
