@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "agent/common/go_metrics_text.h"
+#include "agent/serve/go_metrics_text.h"
 #include "agent/worker/runtime_stats_wire.h"
 #include "base/error.h"
 

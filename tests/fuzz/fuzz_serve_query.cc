@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "agent/common/query.h"
+#include "agent/serve/query.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace goheap2pprof;

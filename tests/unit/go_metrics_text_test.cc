@@ -4,7 +4,7 @@
 // time.Duration.Seconds (go1.26.8); the expected names are those
 // client_golang v1.25.0's own tests list for go1.26. The e2e suite
 // serve_metrics_test.sh feeds real output to promtool and Prometheus.
-#include "agent/common/go_metrics_text.h"
+#include "agent/serve/go_metrics_text.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 
 #include <limits>
 
-#include "agent/common/query.h"
+#include "agent/serve/query.h"
 
 namespace goheap2pprof {
 namespace {

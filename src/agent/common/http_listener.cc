@@ -27,7 +27,7 @@
 #include <span>
 #include <thread>
 
-#include "agent/common/query.h"
+#include "agent/common/go_query.h"
 #include "base/error.h"
 #include "pprof/output.h"
 

@@ -1,7 +1,7 @@
 // The Prometheus text exposition format (0.0.4) as every /metrics of the
 // agent writes it: serve's and push's own health (agent/common/metrics.h,
 // agent/push/metrics.h) and a process's Go runtime metrics
-// (agent/common/go_metrics_text.h). Debian has no C++ client library and the
+// (agent/serve/go_metrics_text.h). Debian has no C++ client library and the
 // format is small; the tests check it with Prometheus's own parser
 // (promtool).
 //

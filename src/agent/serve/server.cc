@@ -21,12 +21,12 @@
 #include <vector>
 
 #include "agent/common/discovery.h"
-#include "agent/common/go_metrics_text.h"
 #include "agent/common/http_listener.h"
 #include "agent/common/metrics.h"
-#include "agent/common/query.h"
 #include "agent/common/service_name.h"
 #include "agent/common/signals.h"
+#include "agent/serve/go_metrics_text.h"
+#include "agent/serve/query.h"
 #include "agent/worker/pool.h"
 #include "agent/worker/runtime_stats_wire.h"
 #include "app/capture.h"

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "agent/common/discovery.h"
+#include "agent/common/go_query.h"
 #include "agent/common/liveness.h"
-#include "agent/common/query.h"
 #include "agent/worker/push_wire.h"
 #include "agent/worker/runtime_stats_wire.h"
 #include "agent/worker/sandbox.h"

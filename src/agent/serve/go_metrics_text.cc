@@ -1,4 +1,4 @@
-#include "agent/common/go_metrics_text.h"
+#include "agent/serve/go_metrics_text.h"
 
 #include <algorithm>
 #include <cmath>
