@@ -8,7 +8,6 @@
 #include <memory>
 #include <string>
 
-#include "agent/common/cgroup.h"
 #include "app/core_source.h"
 #include "app/executable_analysis.h"
 #include "app/mem_report.h"
@@ -17,6 +16,7 @@
 #include "base/error.h"
 #include "cli/command.h"
 #include "pprof/output.h"
+#include "proc/cgroup.h"
 #include "proc/procfs.h"
 
 namespace goheap2pprof {

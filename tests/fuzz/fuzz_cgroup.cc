@@ -5,8 +5,8 @@
 #include <string>
 #include <string_view>
 
-#include "agent/common/cgroup.h"
 #include "agent/watch/process.h"
+#include "proc/cgroup.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace goheap2pprof;

@@ -2,7 +2,7 @@
 // lines (v1, v2, hybrid), nested cgroups with the limit on an ancestor,
 // cgroup namespaces (our own, and a target outside ours reached through
 // /proc/<pid>/root), and the counters watch reads.
-#include "agent/common/cgroup.h"
+#include "proc/cgroup.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -14,8 +14,8 @@
 #include <set>
 #include <sstream>
 
-#include "agent/common/cgroup.h"
 #include "base/error.h"
+#include "proc/cgroup.h"
 #include "proc/procfs.h"
 
 namespace goheap2pprof {

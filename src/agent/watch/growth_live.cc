@@ -9,11 +9,11 @@
 #include <ostream>
 #include <thread>
 
-#include "agent/common/cgroup.h"
 #include "app/capture.h"
 #include "app/runtime_stats.h"
 #include "base/error.h"
 #include "pprof/output.h"
+#include "proc/cgroup.h"
 #include "proc/procfs.h"
 
 namespace goheap2pprof {

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <optional>
 
-#include "agent/common/cgroup.h"
 #include "agent/common/duration.h"
 #include "base/error.h"
+#include "proc/cgroup.h"
 
 namespace goheap2pprof {
 namespace {

@@ -18,7 +18,6 @@
 #include <ostream>
 #include <set>
 
-#include "agent/common/cgroup.h"
 #include "agent/common/discovery.h"
 #include "agent/common/metrics.h"
 #include "agent/common/pod_identity.h"
@@ -34,6 +33,7 @@
 #include "base/error.h"
 #include "base/unique_fd.h"
 #include "base/utf8.h"
+#include "proc/cgroup.h"
 #include "proc/procfs.h"
 
 namespace goheap2pprof {

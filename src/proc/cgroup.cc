@@ -1,4 +1,4 @@
-#include "agent/common/cgroup.h"
+#include "proc/cgroup.h"
 
 #include <dirent.h>
 #include <fcntl.h>

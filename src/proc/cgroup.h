@@ -1,6 +1,6 @@
-// Finding and reading the memory cgroup of a process, for `watch`: which
-// directory holds its counters (cgroup v1 or v2, nested, across cgroup
-// namespaces), which ancestor carries the finite limit the OOM killer
+// Finding and reading the memory cgroup of a process, for `mem`, `growth`,
+// `watch` and discovery's --allow-cgroup: which directory holds its counters (cgroup v1 or v2,
+// nested, across cgroup namespaces), which ancestor carries the finite limit the OOM killer
 // enforces, and what the usage, limit, events and OOM-kill counters say now.
 //
 // Every path goes through a filesystem root so tests run on a fake tree:
