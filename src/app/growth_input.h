@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "pprof/growth_sites.h"
+#include "pprof/growth/sites.h"
 
 namespace goheap2pprof {
 

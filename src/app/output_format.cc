@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "pprof/flame_graph.h"
+#include "pprof/flame_graph/flame_graph.h"
 #include "pprof/output.h"
 #include "pprof/text_top.h"
 

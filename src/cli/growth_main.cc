@@ -1,5 +1,5 @@
 // `goheap2pprof growth`: option parsing, the choice between a live process
-// and profile files, and the outputs; the analysis is pprof/growth_report.h,
+// and profile files, and the outputs; the analysis is pprof/growth/report.h,
 // the live loop agent/watch/growth_live.h, the files app/growth_input.h.
 #include "cli/growth_main.h"
 
@@ -16,7 +16,7 @@
 #include "app/growth_input.h"
 #include "base/error.h"
 #include "cli/command.h"
-#include "pprof/growth_report.h"
+#include "pprof/growth/report.h"
 #include "pprof/output.h"
 #include "proc/procfs.h"
 

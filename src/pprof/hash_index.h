@@ -1,6 +1,6 @@
 // An open-addressing index from byte-string keys to entry numbers, for the
 // growth collector's lookups that run once per sample of every profile
-// (growth_sites.h, growth_decode.cc): a slot holds a 64-bit hash and an
+// (pprof/growth/sites.h, pprof/growth/decode.cc): a slot holds a 64-bit hash and an
 // entry number, the keys stay with the caller's entries (key_of(entry)), and
 // a hash match is confirmed by comparing the keys. It replaced an
 // unordered_map keyed by each stack as a std::string, whose find

@@ -6,7 +6,7 @@
 
 #include "base/saturating.h"
 #include "base/utf8.h"
-#include "pprof/profile_view.h"
+#include "pprof/profile/view.h"
 
 namespace goheap2pprof {
 

@@ -1,5 +1,5 @@
 // A bounds-checked reader of protobuf wire format, for the compact profile
-// decoders (profile_delta.cc, growth_decode.cc) that read serialized pprof
+// decoders (pprof/profile/delta.cc, pprof/growth/decode.cc) that read serialized pprof
 // profiles without building pb::Profile messages: a 100k-sample profile
 // parsed as messages costs a memory allocation per sample, location and
 // line. Every read is checked against the end of its message, and a

@@ -1,5 +1,5 @@
 // Fuzz target: the growth report's compact decoder of heap profile files
-// (GrowthCollector::AddSerialized, pprof/growth_decode.cc). The files are
+// (GrowthCollector::AddSerialized, pprof/growth/decode.cc). The files are
 // anyone's (a directory of profiles handed to `goheap2pprof growth`): any
 // bytes must end in Error(kMalformed) or a snapshot, never in a crash; and
 // when libprotobuf parses them too, the message path (GrowthCollector::Add)
@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "base/error.h"
-#include "pprof/growth_sites.h"
+#include "pprof/growth/sites.h"
 #include "proto/profile.pb.h"
 
 namespace {

@@ -1,6 +1,6 @@
 // Fuzz target: the ?seconds=N delta on two profiles. The capture worker
 // decodes the base profile that the server hands back to it (it could have
-// been damaged or forged) with the compact decoder of pprof/profile_delta.h:
+// been damaged or forged) with the compact decoder of pprof/profile/delta.h:
 // any bytes must end in Error, never in a crash, and what it encodes it must
 // decode again. When both inputs parse as profiles, the message entry point
 // is checked too.
@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "base/error.h"
-#include "pprof/profile_delta.h"
+#include "pprof/profile/delta.h"
 #include "two_profiles.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -2,7 +2,7 @@
 // hand-built profiles, the merging that bounds it, escaping of hostile
 // names in every context of the page, and byte-for-byte determinism.
 // (tests/e2e/flamegraph_test.sh renders the pages in headless Chromium.)
-#include "pprof/flame_graph.h"
+#include "pprof/flame_graph/flame_graph.h"
 
 #include <gtest/gtest.h>
 

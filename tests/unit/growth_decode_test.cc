@@ -1,5 +1,5 @@
 // The compact decoder of the growth report (GrowthCollector::AddSerialized,
-// pprof/growth_decode.cc) against the message path (GrowthCollector::Add on
+// pprof/growth/decode.cc) against the message path (GrowthCollector::Add on
 // a parsed pb::Profile): the same sites, locations, points and snapshots,
 // on real heap profiles (testdata/fuzz/growth_decode: ours and the
 // runtime's own, of testdata/growthtarget) and on hand-made ones with what
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "pprof/growth_sites.h"
+#include "pprof/growth/sites.h"
 #include "proto/profile.pb.h"
 
 namespace goheap2pprof {

@@ -1,8 +1,6 @@
-// The growth report's renderings (pprof/growth_report.h): the ranking, the
+// The growth report's renderings (pprof/growth/report.h): the ranking, the
 // --fail-above test, the JSON fields and the growth profile's sample types
 // and values, on snapshots made by hand.
-#include "pprof/growth_report.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,7 +10,8 @@
 #include <vector>
 
 #include "base/utf8.h"
-#include "pprof/profile_view.h"
+#include "pprof/growth/report.h"
+#include "pprof/profile/view.h"
 
 namespace goheap2pprof {
 namespace {

@@ -1,7 +1,7 @@
-// The growth analysis (pprof/growth.h): one synthetic series per class, the
+// The growth analysis (pprof/growth/growth.h): one synthetic series per class, the
 // sampling-noise rule, and the collection of sites across profiles whose ids
-// differ (pprof/growth_sites.h).
-#include "pprof/growth.h"
+// differ (pprof/growth/sites.h).
+#include "pprof/growth/growth.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "pprof/growth_sites.h"
+#include "pprof/growth/sites.h"
 
 namespace goheap2pprof {
 namespace {

@@ -1,7 +1,5 @@
 // DeltaProfile: net/http/pprof's ?seconds=N delta (p0 scaled by -1, merged
 // with p1 by internal/profile's rules).
-#include "pprof/profile_delta.h"
-
 #include <gtest/gtest.h>
 
 #include <map>
@@ -9,6 +7,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "pprof/profile/delta.h"
 
 namespace goheap2pprof {
 namespace {

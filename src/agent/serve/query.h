@@ -32,7 +32,7 @@ struct ProfileRequest {
   int64_t debug = 0;    // != 0: the legacy text format
 };
 
-// A flame graph page (pprof/flame_graph.h) of a fresh heap capture.
+// A flame graph page (pprof/flame_graph/flame_graph.h) of a fresh heap capture.
 struct FlamegraphRequest {
   pid_t pid = 0;
   std::string sample_index = "inuse_space";  // one of the heap profile's four types

@@ -32,7 +32,7 @@
 #include "app/capture.h"
 #include "base/error.h"
 #include "base/utf8.h"
-#include "pprof/flame_graph.h"
+#include "pprof/flame_graph/flame_graph.h"
 #include "pprof/output.h"
 #include "proc/address_space.h"
 #include "proc/procfs.h"

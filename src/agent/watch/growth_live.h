@@ -3,7 +3,7 @@
 // since the last kept one (the heap profile changes only then), with the
 // process's RSS, its memory cgroup's usage and the runtime's
 // /gc/heap/live:bytes (app/runtime_stats.h) at the first and last kept
-// snapshot, analysed into a growth report (pprof/growth_report.h).
+// snapshot, analysed into a growth report (pprof/growth/report.h).
 //
 //   GrowthLiveOptions o{.pid = 1234, .every = 30s, .duration = 10min};
 //   GrowthReport r = RunLiveGrowth(o, std::cerr);
@@ -16,7 +16,7 @@
 #include <string>
 
 #include "app/process_source.h"
-#include "pprof/growth_report.h"
+#include "pprof/growth/report.h"
 
 namespace goheap2pprof {
 

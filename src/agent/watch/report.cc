@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "app/growth_input.h"
-#include "pprof/growth_report.h"
+#include "pprof/growth/report.h"
 #include "pprof/output.h"
 
 namespace goheap2pprof {

@@ -1,5 +1,5 @@
 // `watch --report`: when a watched process ends (the OOM kill included) or
-// the watch does, the growth report (pprof/growth_report.h) over the
+// the watch does, the growth report (pprof/growth/report.h) over the
 // profiles this watch wrote of it, written beside them as
 // <program>-<pid>-growth.txt, .json and .pb.gz. Its header compares the
 // profiled growth with what watch read beside each profile: the runtime's

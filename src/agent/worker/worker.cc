@@ -39,7 +39,7 @@
 #include "pprof/heap_debug_text.h"
 #include "pprof/memstats_text.h"
 #include "pprof/output.h"
-#include "pprof/profile_delta.h"
+#include "pprof/profile/delta.h"
 #include "proc/procfs.h"
 
 namespace goheap2pprof {

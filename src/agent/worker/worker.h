@@ -43,14 +43,14 @@ enum class WorkerOp : uint32_t {
   kHeapDebugText = 4,  // the ?debug=1 text
   // ?seconds=N: a capture now minus the base profile that the payload
   // carries (an earlier kHeap/kAllocs reply), gzipped, as net/http/pprof's
-  // serveDeltaProfile computes it (pprof/profile_delta.h). Computed here so
+  // serveDeltaProfile computes it (pprof/profile/delta.h). Computed here so
   // that its memory is the worker's, confined and given back.
   kHeapDelta = 5,
   kAllocsDelta = 6,
   // The Go runtime's memory statistics (app/runtime_stats.h), encoded as
   // agent/worker/runtime_stats_wire.h says: serve's /pid/N/metrics, watch's records.
   kRuntimeStats = 7,
-  // The flame graph page (pprof/flame_graph.h) of a heap capture, for the
+  // The flame graph page (pprof/flame_graph/flame_graph.h) of a heap capture, for the
   // sample type the payload names; rendered here, so that the privileged
   // server never parses a profile.
   kFlamegraph = 8,

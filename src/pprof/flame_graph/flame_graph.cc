@@ -1,4 +1,4 @@
-#include "pprof/flame_graph.h"
+#include "pprof/flame_graph/flame_graph.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include "base/error.h"
 #include "base/saturating.h"
 #include "base/utf8.h"
-#include "pprof/profile_view.h"
+#include "pprof/profile/view.h"
 #include "pprof/text_top.h"
 
 namespace goheap2pprof {

@@ -1,4 +1,4 @@
-#include "pprof/growth_report.h"
+#include "pprof/growth/report.h"
 
 #include <algorithm>
 #include <cmath>

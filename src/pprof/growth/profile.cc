@@ -1,11 +1,11 @@
-// GrowthProfile (growth_report.h): the growth report as a pprof profile.
+// GrowthProfile (report.h): the growth report as a pprof profile.
 #include <cmath>
 #include <map>
 #include <tuple>
 #include <unordered_map>
 
 #include "base/saturating.h"
-#include "pprof/growth_report.h"
+#include "pprof/growth/report.h"
 
 namespace goheap2pprof {
 

@@ -1,5 +1,5 @@
 // The page of a flame graph: its HTML skeleton, style and script, and the
-// graph as JSON data the script draws (pprof/flame_graph.h). Written for
+// graph as JSON data the script draws (pprof/flame_graph/flame_graph.h). Written for
 // this project; the script uses no library.
 //
 // Why HTML with an inline SVG, not a bare SVG file: an HTML page has a real
@@ -18,7 +18,7 @@
 
 #include "base/error.h"
 #include "base/utf8.h"
-#include "pprof/flame_graph.h"
+#include "pprof/flame_graph/flame_graph.h"
 
 namespace goheap2pprof {
 

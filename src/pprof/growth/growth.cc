@@ -1,4 +1,4 @@
-#include "pprof/growth.h"
+#include "pprof/growth/growth.h"
 
 #include <algorithm>
 #include <cmath>

@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "pprof/growth.h"
-#include "pprof/growth_sites.h"
+#include "pprof/growth/growth.h"
+#include "pprof/growth/sites.h"
 #include "proto/profile.pb.h"
 
 namespace goheap2pprof {

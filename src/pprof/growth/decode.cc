@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "pprof/growth_sites.h"
+#include "pprof/growth/sites.h"
 #include "pprof/hash_index.h"
 #include "pprof/proto_wire.h"
 

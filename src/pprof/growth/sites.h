@@ -1,5 +1,5 @@
 // The allocation sites of N heap profiles of one program and each site's
-// in-use series, for the growth report (growth.h, growth_report.h). A site
+// in-use series, for the growth report (growth.h, report.h). A site
 // is a sample's stack, the allocation site and its caller chain: locations
 // are matched across profiles by their source lines (function, file, line;
 // the address for an unsymbolized location), so the profiles may come from
@@ -32,9 +32,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "pprof/growth.h"
+#include "pprof/growth/growth.h"
 #include "pprof/hash_index.h"
-#include "pprof/profile_view.h"
+#include "pprof/profile/view.h"
 #include "proto/profile.pb.h"
 
 namespace goheap2pprof {
@@ -115,7 +115,7 @@ class GrowthCollector {
   void Add(const pb::Profile& profile, std::string name,
            std::optional<uint32_t> cycle = std::nullopt);
   // Adds one serialized (not gzipped) heap profile as Add would after
-  // parsing it, reading only the fields the sites need (growth_decode.cc).
+  // parsing it, reading only the fields the sites need (decode.cc).
   // Returns false, adding nothing, for a growth profile (one with an
   // inuse_space_per_hour sample type: the report's own output). Throws
   // Error(kMalformed) naming `name` as Add does, and for bytes that are not

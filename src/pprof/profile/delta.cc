@@ -1,4 +1,4 @@
-#include "pprof/profile_delta.h"
+#include "pprof/profile/delta.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "pprof/profile_view.h"
+#include "pprof/profile/view.h"
 
 #include "base/error.h"
 

@@ -1,4 +1,4 @@
-#include "pprof/growth_sites.h"
+#include "pprof/growth/sites.h"
 
 #include <algorithm>
 #include <charconv>
@@ -6,7 +6,7 @@
 
 #include "base/error.h"
 #include "base/saturating.h"
-#include "pprof/profile_view.h"
+#include "pprof/profile/view.h"
 
 namespace goheap2pprof {
 
