@@ -333,10 +333,10 @@ std::string ElfFile::GnuBuildId() const {
 std::string ElfFile::GoBuildId() const {
   // cmd/link writes the Go build ID as a note with owner "Go" and type 4
   // (ELF_NOTE_GOBUILDID_TAG).
-  constexpr uint32_t kGoBuildIdTag = 4;
+  constexpr uint32_t kGoBuildIdNoteType = 4;
   std::string id;
   ForEachNote([&](std::string_view owner, uint32_t type, Bytes desc) {
-    if (owner != "Go" || type != kGoBuildIdTag) return false;
+    if (owner != "Go" || type != kGoBuildIdNoteType) return false;
     id.assign(reinterpret_cast<const char*>(desc.data()), desc.size());
     while (!id.empty() && id.back() == '\0') id.pop_back();
     return true;

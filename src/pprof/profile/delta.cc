@@ -206,7 +206,10 @@ class Decoder {
   void Collect() {
     Wire w(bytes_);
     while (!w.Done()) {
-      auto [field, type] = w.Tag();
+      // Copied out of the binding: a lambda may not capture a structured
+      // binding before C++20's P1091 (clang 14 refuses it).
+      const auto [field, tag_type] = w.Tag();
+      const auto type = tag_type;
       auto msg = [&](std::vector<std::string_view>& to) {
         if (type != 2) throw Malformed("a message field is not length-delimited");
         to.push_back(w.Bytes());
