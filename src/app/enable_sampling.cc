@@ -52,8 +52,9 @@ void ProveWritable(const ElfFile& elf, uint64_t link_addr, uint64_t addr,
               " is in no writable mapping of the process: refusing to write there");
 }
 
-// Fails closed for a Go version no row of runtime/sampling_switch.h proves.
-void ProveSwitch(const ExecutableAnalysis& analysis) {
+// Fails closed for a Go version no row of runtime/sampling_switch.h proves;
+// returns the row's reason why the rate alone takes effect.
+std::string_view ProveSwitch(const ExecutableAnalysis& analysis) {
   const std::optional<SamplingSwitch> rule = SamplingSwitchFor(analysis.traits().version);
   if (!rule) {
     throw Error(ErrorKind::kUnsupported, "enable-sampling: what makes a new ", kVariable,
@@ -63,6 +64,7 @@ void ProveSwitch(const ExecutableAnalysis& analysis) {
                 analysis.go_version())
         .WithHint("capture it as it is, or link runtime/pprof into the program and restart it");
   }
+  return rule->why;
 }
 
 }  // namespace
@@ -118,7 +120,7 @@ SamplingChange SetSamplingRate(pid_t pid, const EnableSamplingOptions& options,
       OpenProcessSource(IdentifyLiveProcess(pid), options.executable);
   const std::shared_ptr<const ExecutableAnalysis> analysis =
       ExecutableAnalysis::Create(source->executable().elf, options.executable.assume_go_layout);
-  ProveSwitch(*analysis);
+  const std::string_view why = ProveSwitch(*analysis);
   const uint64_t bias =
       ComputeLoadBias(analysis->elf(), source->mappings(), source->executable().running);
   const RuntimeVariable& var = analysis->variables().mem_profile_rate;
@@ -127,6 +129,7 @@ SamplingChange SetSamplingRate(pid_t pid, const EnableSamplingOptions& options,
   ProveWritable(analysis->elf(), var.addr, c.address, source->mappings());
   log(Concat(analysis->go_version(), ", load bias ", Hex(bias), ", ", kVariable, " at ",
              Hex(c.address), " (", var.source, ")"));
+  log(Concat("the rate alone takes effect: ", why));
   ProcessWordWriter writer(pid);
   source->CheckSameProcess();
   c.write = WriteRate(source->memory(), writer, c.address, options.rate, log);

@@ -1,22 +1,21 @@
 #include "runtime/sampling_switch.h"
 
+#include <iterator>
+
+#include "base/error.h"
+
 namespace goheap2pprof {
 namespace {
 
 // Read in each toolchain's src/runtime/malloc.go (line numbers per toolchain
 // in docs/enable-sampling.md).
+// The why of each row is the rule its toolchains' mallocgc and profilealloc
+// follow; enable-sampling prints it in -v.
 constexpr SamplingSwitch kSwitches[] = {
-    // mallocgc samples only under `if rate := MemProfileRate; rate > 0`, and
-    // then when `rate != 1 && size < c.nextSample` is false. An mcache made
-    // while the rate was 0 holds nextSample = fastexprand(0) = 0 and is never
-    // decremented at rate 0, so the first allocation after the rate is
-    // written reaches profilealloc, which draws nextSample at the new rate.
     {18, 23, SamplingWrites::kRateOnly,
      "mallocgc samples when MemProfileRate > 0 and size >= c.nextSample; an mcache made at "
-     "rate 0 holds nextSample = fastexprand(0) = 0, so its next allocation draws a new one"},
-    // mallocgc calls profilealloc when `c.nextSample < 0 || MemProfileRate
-    // != c.memProfRate`, and profilealloc stores c.memProfRate =
-    // MemProfileRate: each P follows a new rate at its next allocation.
+     "rate 0 holds nextSample = fastexprand(0) = 0 and is not decremented at rate 0, so its "
+     "next allocation draws a new one"},
     {24, 27, SamplingWrites::kRateOnly,
      "mallocgc samples when c.nextSample < 0 || MemProfileRate != c.memProfRate, and "
      "profilealloc takes the new rate, so each P follows it at its next allocation"},
@@ -32,6 +31,8 @@ std::optional<SamplingSwitch> SamplingSwitchFor(const GoVersion& v) {
   return std::nullopt;
 }
 
-std::string_view ProvenSamplingSwitchVersions() { return "Go 1.18 to 1.27"; }
+std::string ProvenSamplingSwitchVersions() {
+  return Concat("Go 1.", kSwitches[0].first_minor, " to 1.", std::end(kSwitches)[-1].last_minor);
+}
 
 }  // namespace goheap2pprof

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "gobin/buildinfo.h"
@@ -33,6 +34,6 @@ struct SamplingSwitch {
 std::optional<SamplingSwitch> SamplingSwitchFor(const GoVersion& v);
 
 // "Go 1.18 to 1.27", for the refusal's message.
-std::string_view ProvenSamplingSwitchVersions();
+std::string ProvenSamplingSwitchVersions();
 
 }  // namespace goheap2pprof
