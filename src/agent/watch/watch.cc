@@ -25,7 +25,7 @@
 #include "agent/common/signals.h"
 #include "agent/watch/files.h"
 #include "agent/watch/go_memory_record.h"
-#include "agent/watch/growth_live.h"
+#include "app/growth_live.h"
 #include "agent/watch/process.h"
 #include "agent/watch/report.h"
 #include "agent/worker/pool.h"

@@ -1,4 +1,4 @@
-#include "agent/watch/growth_live.h"
+#include "app/growth_live.h"
 
 #include <unistd.h>
 
