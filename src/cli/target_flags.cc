@@ -41,10 +41,12 @@ void CheckTargetFlags(TargetFlags& flags) {
   }
 }
 
-pid_t TargetPid(const TargetFlags& flags) {
+pid_t TargetPid(const TargetFlags& flags, const std::string& hint) {
   std::optional<pid_t> pid = ParsePid(flags.pid_text);
-  if (!pid) throw Error(ErrorKind::kUsage, "\"", flags.pid_text, "\" is not a process id");
-  return *pid;
+  if (pid) return *pid;
+  Error e(ErrorKind::kUsage, "\"", flags.pid_text, "\" is not a process id");
+  if (!hint.empty()) e.WithHint(hint);
+  throw e;
 }
 
 }  // namespace goheap2pprof

@@ -63,7 +63,8 @@ void AddExecutableFlags(CLI::App& app, TargetFlags& flags, const TargetFlagHelp&
 // Error(kUsage).
 void CheckTargetFlags(TargetFlags& flags);
 
-// The pid given, or Error(kUsage) "\"x\" is not a process id".
-pid_t TargetPid(const TargetFlags& flags);
+// The pid given, or Error(kUsage) "\"x\" is not a process id" (with
+// `hint`, when not empty).
+pid_t TargetPid(const TargetFlags& flags, const std::string& hint = "");
 
 }  // namespace goheap2pprof
