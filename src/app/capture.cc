@@ -419,6 +419,49 @@ ProcessCaptureState::Key StateKey(const CaptureSource& source,
                                   .mappings = source.ProfileMappings()};
 }
 
+// A state of another process (or of this pid before an exec) is dropped;
+// it becomes valid again only when this capture completes. Returns whether
+// the state's buckets are this process's, to be refreshed.
+bool AcceptState(ProcessCaptureState& state, ProcessCaptureState::Key key, CaptureReport& report) {
+  std::string mismatch = state.Mismatch(key);
+  const bool refresh = mismatch.empty();
+  if (!refresh) {
+    report.notes.push_back("repeated capture: starting afresh: " + mismatch);
+    state.Reset(std::move(mismatch));
+  }
+  state.valid = false;
+  state.Accept(std::move(key));
+  return refresh;
+}
+
+// What the walk did with a state's buckets, for its counters.
+void CountWalk(ProcessCaptureState& state, bool repeated, bool refresh) {
+  if (repeated) {
+    state.CountReuse();
+    return;
+  }
+  if (refresh) state.CountFresh("the remembered buckets are no longer the process's");
+  state.DropTables();
+}
+
+// Pass 3, with what the layout check says: a layout the DWARF refuses
+// explains a failed walk, and is said instead. (Waiting for the layout
+// check, if it is slower than the walk, counts as walking.)
+void WalkProvingLayout(CaptureSource& source, const ExecutableAnalysis& analysis,
+                       const HeapAddresses& addrs, uint64_t bound,
+                       const ReportPosition& analysis_notes, CaptureReport& report,
+                       HeapSnapshot& snap, bool refresh, ProcessCaptureState* state) {
+  const ReportPosition walk_notes{report.notes.size(), report.warnings.size()};
+  try {
+    WalkHeap(source, addrs, analysis.traits(), bound, report, snap, refresh);
+  } catch (const Error&) {
+    ProvenLayout(analysis, analysis_notes, walk_notes, report);
+    throw;
+  }
+  if (state != nullptr) CountWalk(*state, report.repeated, refresh);
+  ProvenLayout(analysis, analysis_notes, walk_notes, report);
+}
+
 }  // namespace
 
 namespace {
@@ -437,21 +480,8 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
   const uint64_t bias =
       ComputeLoadBias(analysis.elf(), source.mappings(), source.executable().running);
   const HeapAddresses addrs = LocateVariables(analysis, bias, report);
-  // A state of another process (or of this pid before an exec) is dropped;
-  // it becomes valid again only when this capture completes.
-  bool refresh = false;
-  if (state != nullptr) {
-    ProcessCaptureState::Key key = StateKey(source, shared_analysis, bias);
-    std::string mismatch = state->Mismatch(key);
-    if (mismatch.empty()) {
-      refresh = true;
-    } else {
-      report.notes.push_back("repeated capture: starting afresh: " + mismatch);
-      state->Reset(std::move(mismatch));
-    }
-    state->valid = false;
-    state->Accept(std::move(key));
-  }
+  const bool refresh =
+      state != nullptr && AcceptState(*state, StateKey(source, shared_analysis, bias), report);
   timer.Done("identify");
 
   // 3. Walk the bucket list (and the rate and cycle) consistently.
@@ -465,24 +495,7 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
   // buckets, and an agent's memory budget counts their capacity.
   const uint64_t bound = state == nullptr ? BucketCountBound(source, analysis, bias) : 0;
   if (bound != 0) report.notes.push_back(Concat("room reserved for ", bound, " heap buckets"));
-  const ReportPosition walk_notes{report.notes.size(), report.warnings.size()};
-  try {
-    WalkHeap(source, addrs, analysis.traits(), bound, report, snap, refresh);
-  } catch (const Error&) {
-    // A layout the DWARF refuses explains a failed walk: that is said instead.
-    ProvenLayout(analysis, analysis_notes, walk_notes, report);
-    throw;
-  }
-  if (state != nullptr) {
-    if (report.repeated) {
-      state->CountReuse();
-    } else {
-      if (refresh) state->CountFresh("the remembered buckets are no longer the process's");
-      state->DropTables();
-    }
-  }
-  // (Waiting for the layout check, if it is slower than the walk, counts as walking.)
-  ProvenLayout(analysis, analysis_notes, walk_notes, report);
+  WalkProvingLayout(source, analysis, addrs, bound, analysis_notes, report, snap, refresh, state);
   timer.Done("walk");
 
   // 4. Refuse a target whose heap sampling is off; warn when it is empty, or

@@ -2,9 +2,13 @@
 
 #include <chrono>
 
+#include "app/runtime_stats.h"
 #include "pprof/flame_graph/flame_graph.h"
+#include "pprof/heap_debug_text.h"
+#include "pprof/memstats_text.h"
 #include "pprof/output.h"
 #include "pprof/text_top.h"
+#include "proc/procfs.h"
 
 namespace goheap2pprof {
 
@@ -43,6 +47,14 @@ std::string FlameGraphTitle(const pb::Profile& profile, const OutputOptions& out
   return exe + pid + " " + out.sample_index;
 }
 
+// MaxRSS as the runtime prints it, ru_maxrss × 1024; from outside, the
+// peak resident set the kernel keeps in /proc/<pid>/status (VmHWM), which
+// differs from ru_maxrss by a few hundred KiB at most.
+std::optional<uint64_t> MaxRss(pid_t pid) {
+  std::optional<ProcStatusMemory> m = ReadProcStatusMemory(pid);
+  return m ? m->vm_hwm : std::nullopt;
+}
+
 }  // namespace
 
 std::string_view CounterSourceName(CounterSource counters) {
@@ -69,7 +81,7 @@ std::string RenderOutput(const pb::Profile& profile, const OutputOptions& out,
       return TextTop(profile,
                      {.sample_index = out.sample_index, .node_count = static_cast<int>(out.top)});
     case OutputFormat::kDebugText:
-      break;  // needs the records, not the profile: RunCapture writes it
+      break;  // needs the records, not the profile: FormattedCapture makes it
     case OutputFormat::kFlamegraph:
       return FlameGraphHtml(profile, {.sample_index = out.sample_index,
                                       .title = FlameGraphTitle(profile, out, context),
@@ -87,6 +99,34 @@ std::string RenderOutput(const pb::Profile& profile, const OutputOptions& out,
     }
   }
   throw Error(ErrorKind::kInternal, "unknown output format ", static_cast<int>(out.format));
+}
+
+void FormattedCapture::Prepare(CaptureSource& source, const ExecutableAnalysis& analysis,
+                               CaptureOptions& options, CaptureReport& report) {
+  options.counters = out_.counters;
+  if (out_.format != OutputFormat::kDebugText) return;
+  snapshot_ = source.is_snapshot();
+  // writeHeapInternal reads MemStats first, then the records.
+  OptionalRuntimeStats stats = ReadOptionalGoRuntimeStats(source, analysis);
+  if (stats.stats) {
+    report.warnings.insert(report.warnings.end(), stats.stats->warnings.begin(),
+                           stats.stats->warnings.end());
+    mem_ = stats.stats->mem;
+  } else {
+    report.warnings.push_back("no runtime.MemStats block: " + stats.absent_reason);
+  }
+  options.on_records = [this, &analysis](std::span<const MemProfileRecord> records, int64_t rate,
+                                         uint64_t load_bias) {
+    debug_text_ = HeapDebugText(records, rate, analysis.traits(), analysis.symbolizer(), load_bias);
+  };
+}
+
+std::string FormattedCapture::Render(const pb::Profile& profile, const RenderContext& context) {
+  if (out_.format != OutputFormat::kDebugText) return RenderOutput(profile, out_, context);
+  std::string text = std::move(debug_text_);
+  // Without the block (statistics absent), the text ends where the records end.
+  if (mem_) text += MemStatsBlock(*mem_, snapshot_ ? std::nullopt : MaxRss(context.pid));
+  return text;
 }
 
 std::string RenderFailureJson(const OutputOptions& out, const RenderContext& context,

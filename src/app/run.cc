@@ -10,10 +10,7 @@
 #include <utility>
 
 #include "app/core_source.h"
-#include "app/runtime_stats.h"
 #include "base/error.h"
-#include "pprof/heap_debug_text.h"
-#include "pprof/memstats_text.h"
 #include "pprof/output.h"
 #include "proc/procfs.h"
 
@@ -64,6 +61,7 @@ class SeamSource : public CaptureSource {
   const TargetExecutable& executable() const override { return inner_->executable(); }
   std::vector<ProfileMapping> ProfileMappings() const override { return inner_->ProfileMappings(); }
   MemoryReader& memory() override { return memory_; }
+  bool is_snapshot() const override { return inner_->is_snapshot(); }
 
   void CheckSameProcess() const override {
     if (seams_.pause_after_walk_ms > 0) {
@@ -89,30 +87,6 @@ class SeamSource : public CaptureSource {
 
 bool AnySeam(const TestSeams& s) {
   return s.pause_mid_walk_ms > 0 || s.pause_after_walk_ms > 0 || s.pid_reuse;
-}
-
-// The MemStats of the debug text's block. When they cannot be read (a
-// layout not proven for this Go), the records are still written, and a
-// warning says the block is missing.
-std::optional<MemStats> MemStatsForDebugText(CaptureSource& source,
-                                             const ExecutableAnalysis& analysis,
-                                             CaptureReport& report) {
-  try {
-    GoRuntimeStats stats = ReadGoRuntimeStats(source, analysis);
-    report.warnings.insert(report.warnings.end(), stats.warnings.begin(), stats.warnings.end());
-    return stats.mem;
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kNoSuchProcess || e.kind() == ErrorKind::kPermission) throw;
-    report.warnings.push_back(std::string("no runtime.MemStats block: ") + e.what());
-    return std::nullopt;
-  }
-}
-
-// ru_maxrss × 1024 as the runtime prints it; from outside, the kernel's
-// peak resident set (VmHWM), a few hundred KiB from ru_maxrss at most.
-std::optional<uint64_t> MaxRss(pid_t pid) {
-  std::optional<ProcStatusMemory> m = ReadProcStatusMemory(pid);
-  return m ? m->vm_hwm : std::nullopt;
 }
 
 }  // namespace
@@ -179,87 +153,88 @@ void PrintReport(const CaptureReport& report, bool verbose, std::ostream& log) {
   }
 }
 
-std::string RunCapture(const RunOptions& options, std::ostream& log, CaptureReport& report) {
+namespace {
+
+// The target opened as a source, and the output path, checked writable
+// before the target is read.
+struct OpenedRun {
   std::unique_ptr<CaptureSource> source;
   std::string path;
+};
+
+OpenedRun OpenRun(const RunOptions& options, CaptureReport& report) {
   const std::string_view suffix =
       options.output_format.format == OutputFormat::kFlamegraph ? ".heap.html" : ".heap.pb.gz";
+  OpenedRun run;
   if (!options.core.empty()) {
     // A core is read whole before the output is checked: its identity (for
     // the default name) is in its notes, and reading it changes nothing.
     std::unique_ptr<CoreSource> core = OpenCoreSource(options.core, options.executable);
     report.notes.insert(report.notes.end(), core->description().begin(), core->description().end());
     const ProcessIdentity& id = core->identity();
-    path = options.output.empty()
-               ? DefaultOutputName(id.comm.empty() ? "core" : id.comm, id.pid, suffix)
-               : options.output;
-    CheckOutputWritable(path);
-    source = std::move(core);
+    run.path = options.output.empty()
+                   ? DefaultOutputName(id.comm.empty() ? "core" : id.comm, id.pid, suffix)
+                   : options.output;
+    CheckOutputWritable(run.path);
+    run.source = std::move(core);
   } else {
     // Who the pid is, first: a bad pid is reported before a bad output path.
     const ProcessIdentity id = IdentifyLiveProcess(options.pid);
-    path = options.output.empty() ? DefaultOutputName(id.comm, id.pid, suffix) : options.output;
+    run.path = options.output.empty() ? DefaultOutputName(id.comm, id.pid, suffix) : options.output;
     // Fail on an unusable output before touching the target.
-    CheckOutputWritable(path);
-    source = OpenProcessSource(id, options.executable);
+    CheckOutputWritable(run.path);
+    run.source = OpenProcessSource(id, options.executable);
   }
-  const ProcessIdentity& id = source->identity();
-  if (AnySeam(options.seams)) {
-    source = std::make_unique<SeamSource>(std::move(source), options.seams, log);
-  }
+  return run;
+}
+
+double MsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+std::string RunCapture(const RunOptions& options, std::ostream& log, CaptureReport& report) {
+  OpenedRun run = OpenRun(options, report);
+  run.source = WithTestSeams(std::move(run.source), options.seams, log);
+  CaptureSource& source = *run.source;
   const Clock::time_point analysis_start = Clock::now();
   const std::shared_ptr<const ExecutableAnalysis> analysis = ExecutableAnalysis::Create(
-      source->executable().elf, options.executable.assume_go_layout, LayoutCheck::kInBackground);
-  const double analysis_ms =
-      std::chrono::duration<double, std::milli>(Clock::now() - analysis_start).count();
-  CaptureOptions capture_options{.counters = options.output_format.counters};
-  const bool debug_text = options.output_format.format == OutputFormat::kDebugText;
-  std::string text;
-  std::optional<MemStats> mem;
-  if (debug_text) {
-    // writeHeapInternal reads MemStats first, then the records.
-    mem = MemStatsForDebugText(*source, *analysis, report);
-    capture_options.on_records = [&](std::span<const MemProfileRecord> records, int64_t rate,
-                                     uint64_t load_bias) {
-      text = HeapDebugText(records, rate, analysis->traits(), analysis->symbolizer(), load_bias);
-    };
-  }
+      source.executable().elf, options.executable.assume_go_layout, LayoutCheck::kInBackground);
+  const double analysis_ms = MsSince(analysis_start);
+  FormattedCapture as(options.output_format);
+  CaptureOptions capture_options;
+  as.Prepare(source, *analysis, capture_options, report);
   std::optional<CaptureResult> result;
   Clock::time_point write_start;
   const bool pprof = options.output_format.format == OutputFormat::kPprof;
-  const bool streamed = pprof && WritesAtomically(path);
+  const bool streamed = pprof && WritesAtomically(run.path);
   if (streamed) {
     // The samples are gzipped on the other threads while the rest are built;
     // a failed capture discards the temporary file.
-    WriteGzippedProfile(path, [&](google::protobuf::io::ZeroCopyOutputStream* out) {
+    WriteGzippedProfile(run.path, [&](google::protobuf::io::ZeroCopyOutputStream* out) {
       capture_options.sample_stream = out;
       capture_options.keep_streamed_samples = false;  // only the remainder is written below
-      result.emplace(Capture(*source, *analysis, capture_options, report));
+      result.emplace(Capture(source, *analysis, capture_options, report));
       write_start = Clock::now();
       return result->profile.SerializeRemainderTo(out);
     });
   } else {
-    result.emplace(Capture(*source, *analysis, capture_options, report));
+    result.emplace(Capture(source, *analysis, capture_options, report));
     write_start = Clock::now();
   }
   // The analysis is the first part of identifying the target.
   if (!report.phase_ms.empty()) report.phase_ms.front().second += analysis_ms;
-
   if (pprof) {
-    if (!streamed) WriteProfile(path, result->profile);
-  } else if (debug_text) {
-    // The runtime takes MaxRSS last; a core has no such figure.
-    if (mem) text += MemStatsBlock(*mem, options.core.empty() ? MaxRss(id.pid) : std::nullopt);
-    WriteOutput(path, text);
+    if (!streamed) WriteProfile(run.path, result->profile);
   } else {
-    WriteOutput(path, RenderOutput(result->profile.get(), options.output_format,
-                                   {.pid = id.pid,
-                                    .report = &report,
-                                    .runtime_prefixes = analysis->traits().hidden_prefixes}));
+    WriteOutput(run.path, as.Render(result->profile.get(),
+                                    {.pid = source.identity().pid,
+                                     .report = &report,
+                                     .runtime_prefixes = analysis->traits().hidden_prefixes}));
   }
-  report.phase_ms.emplace_back(
-      "write", std::chrono::duration<double, std::milli>(Clock::now() - write_start).count());
-  return path;
+  report.phase_ms.emplace_back("write", MsSince(write_start));
+  return run.path;
 }
 
 }  // namespace goheap2pprof

@@ -94,4 +94,14 @@ GoRuntimeStats ReadGoRuntimeStats(CaptureSource& source, const ExecutableAnalysi
   return out;
 }
 
+OptionalRuntimeStats ReadOptionalGoRuntimeStats(CaptureSource& source,
+                                                const ExecutableAnalysis& analysis) {
+  try {
+    return {.stats = ReadGoRuntimeStats(source, analysis), .absent_reason = ""};
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kNoSuchProcess || e.kind() == ErrorKind::kPermission) throw;
+    return {.stats = std::nullopt, .absent_reason = e.what()};
+  }
+}
+
 }  // namespace goheap2pprof

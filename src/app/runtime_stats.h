@@ -10,6 +10,9 @@
 //   uint64_t heap = s.mem.heap_alloc;
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "app/executable_analysis.h"
 #include "app/source.h"
 #include "memstats/go_runtime_stats.h"
@@ -22,5 +25,20 @@ namespace goheap2pprof {
 // as the source's memory does. `notes` of the result say, for -v, where each
 // variable was found, where the layout came from and what the read cost.
 GoRuntimeStats ReadGoRuntimeStats(CaptureSource& source, const ExecutableAnalysis& analysis);
+
+// Beside a heap capture, memory statistics are optional: the records are
+// worth having without them (the debug=1 text then ends where the records
+// end, growth leaves /gc/heap/live:bytes out). The one rule for when they
+// are absent rather than failing the caller: kNoSuchProcess and kPermission
+// propagate, since they say the target is gone or closed to us and the
+// capture beside would fail the same way; every other kind (kUnsupported: a
+// layout or variable not proven for this Go; kMalformed: no consistent read;
+// anything else the read throws) makes them absent, with the reason.
+struct OptionalRuntimeStats {
+  std::optional<GoRuntimeStats> stats;
+  std::string absent_reason;  // without stats: the error's message
+};
+OptionalRuntimeStats ReadOptionalGoRuntimeStats(CaptureSource& source,
+                                                const ExecutableAnalysis& analysis);
 
 }  // namespace goheap2pprof

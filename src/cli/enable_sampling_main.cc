@@ -11,6 +11,7 @@
 #include "app/enable_sampling.h"
 #include "base/error.h"
 #include "cli/command.h"
+#include "cli/target_flags.h"
 #include "proc/memory_reader.h"
 #include "proc/memory_writer.h"
 #include "proc/procfs.h"
@@ -19,7 +20,7 @@ namespace goheap2pprof {
 namespace {
 
 struct EnableSamplingFlags {
-  std::string pid_text;
+  TargetFlags target;
   std::string rate = "512KiB";
   bool off = false;
   bool verbose = false;
@@ -45,13 +46,13 @@ void RunTestCycles(const SamplingChange& c, int64_t rate, const WriteLog& log) {
 #endif
 
 int RunEnableSampling(EnableSamplingFlags& f) {
-  const std::optional<pid_t> pid = ParsePid(f.pid_text);
-  if (!pid) throw Error(ErrorKind::kUsage, "\"", f.pid_text, "\" is not a process id");
+  const pid_t pid = TargetPid(f.target);
+  f.options.executable = f.target.executable;
   f.options.rate = f.off ? 0 : ParseSamplingRate(f.rate);
   const WriteLog log = [&f](const std::string& line) {
     if (f.verbose) std::cerr << "goheap2pprof enable-sampling: " << line << "\n";
   };
-  const SamplingChange change = SetSamplingRate(*pid, f.options, log);
+  const SamplingChange change = SetSamplingRate(pid, f.options, log);
 #if GOHEAP2PPROF_TEST_SEAMS
   RunTestCycles(change, f.options.rate, log);
 #endif
@@ -78,7 +79,12 @@ Command AddEnableSamplingCommand(CLI::App& root) {
       "stripped binary whose variable cannot be proven (nothing is written then).");
   auto shared = std::make_shared<EnableSamplingFlags>();
   EnableSamplingFlags& f = *shared;
-  app.add_option("pid", f.pid_text, "process id of the Go program")->required();
+  const TargetFlagHelp help{.pid = "process id of the Go program",
+                            .pid_required = true,
+                            .exe =
+                                "as for a single capture: read the executable's tables from "
+                                "this file (e.g. the unstripped build of a stripped binary)"};
+  AddTargetFlags(app, f.target, help);
   CLI::Option* rate =
       app.add_option("--rate", f.rate,
                      "average bytes between samples: bytes, or with a unit (512KiB, 4MiB); 1 "
@@ -89,14 +95,9 @@ Command AddEnableSamplingCommand(CLI::App& root) {
   app.add_flag("-v,--verbose", f.verbose,
                "print the Go version, the address of runtime.MemProfileRate and how it was "
                "found, and every write: old -> new, and what was read back");
-  CLI::Option* exe = app.add_option("--exe", f.options.executable.path,
-                                    "as for a single capture: read the executable's tables from "
-                                    "this file (e.g. the unstripped build of a stripped binary)");
-  app.add_flag("--force", f.options.executable.force, "as for a single capture");
-  return {&app, [shared, exe] {
-            if (shared->options.executable.force && exe->count() == 0) {
-              throw Error(ErrorKind::kUsage, "--force requires --exe");
-            }
+  AddExecutableFlags(app, f.target, help);
+  return {&app, [shared] {
+            CheckTargetFlags(shared->target);
             return RunEnableSampling(*shared);
           }};
 }

@@ -1,6 +1,6 @@
 // `goheap2pprof growth`: option parsing, the choice between a live process
 // and profile files, and the outputs; the analysis is pprof/growth/report.h,
-// the live loop agent/watch/growth_live.h, the files app/growth_input.h.
+// the live loop app/growth_live.h, the files app/growth_input.h.
 #include "cli/growth_main.h"
 
 #include <CLI/CLI.hpp>
@@ -11,11 +11,12 @@
 #include <vector>
 
 #include "agent/common/duration.h"
-#include "agent/watch/growth_live.h"
 #include "agent/watch/watch.h"
 #include "app/growth_input.h"
+#include "app/growth_live.h"
 #include "base/error.h"
 #include "cli/command.h"
+#include "cli/target_flags.h"
 #include "pprof/growth/report.h"
 #include "pprof/output.h"
 #include "proc/procfs.h"
@@ -35,6 +36,7 @@ struct GrowthArgs {
   std::string every = "30s", duration = "10m", warm_up, fail_above, format = "text";
   std::string profile_output, keep_dir;
   int top = 10;
+  TargetFlags target;  // --exe and --force; the pid is one of the inputs
   GrowthLiveOptions live;
 };
 
@@ -61,6 +63,7 @@ std::chrono::milliseconds Millis(std::string_view option, std::string_view text)
 GrowthReport Collect(GrowthArgs& a) {
   if (std::optional<pid_t> pid = LivePid(a.inputs)) {
     a.live.pid = *pid;
+    a.live.executable = a.target.executable;
     a.live.every = Millis("--every", a.every);
     a.live.duration = Millis("--for", a.duration);
     if (!a.warm_up.empty()) a.live.warm_up = Millis("--warm-up", a.warm_up);
@@ -133,8 +136,10 @@ Command AddGrowthCommand(CLI::App& root) {
   app.add_option("--fail-above", a.fail_above,
                  "BYTES_PER_HOUR (e.g. 10MiB/h): exit 20 when a STEADY GROWTH site's slope - "
                  "2 sigma is above it");
-  app.add_option("--exe", a.live.executable.path, "live: as for a single capture");
-  app.add_flag("--force", a.live.executable.force, "live: as for a single capture");
+  AddExecutableFlags(app, a.target,
+                     {.exe = "live: as for a single capture",
+                      .force = "live: as for a single capture",
+                      .force_needs_exe = false});
   app.add_flag("-v,--verbose", a.live.verbose, "live: report each snapshot kept or skipped");
   return {&app, [shared] { return Run(*shared); }};
 }

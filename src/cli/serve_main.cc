@@ -11,6 +11,7 @@
 #include "agent/worker/worker.h"
 #include "base/error.h"
 #include "cli/agent_flags.h"
+#include "cli/target_flags.h"
 
 namespace goheap2pprof {
 
@@ -59,18 +60,17 @@ Command AddServeWorkerCommand(CLI::App& root) {
   struct Args {
     int fd = -1;
     WorkerLimits limits;
-    ExecutableOptions executable;
+    TargetFlags target;  // --exe and --force, as the agent passes them on
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--fd", a->fd)->required();
   cmd->add_option("--address-space", a->limits.address_space_bytes);
   cmd->add_option("--cpu-seconds", a->limits.cpu_seconds);
-  cmd->add_option("--exe", a->executable.path);
-  cmd->add_flag("--force", a->executable.force);
+  AddExecutableFlags(*cmd, a->target, {.exe = "", .force = "", .force_needs_exe = false});
   cmd->add_option("--max-reply-bytes", a->limits.max_reply_bytes);
   cmd->add_option("--uid", a->limits.uid);
   cmd->add_option("--gid", a->limits.gid);
-  return {cmd, [a] { return RunServeWorker(a->fd, a->limits, a->executable); }};
+  return {cmd, [a] { return RunServeWorker(a->fd, a->limits, a->target.executable); }};
 }
 
 }  // namespace goheap2pprof

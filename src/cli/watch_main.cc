@@ -10,6 +10,7 @@
 #include "agent/watch/watch.h"
 #include "base/error.h"
 #include "cli/agent_flags.h"
+#include "cli/target_flags.h"
 #include "proc/procfs.h"
 
 namespace goheap2pprof {
@@ -26,6 +27,7 @@ Command AddWatchCommand(CLI::App& root) {
     std::vector<std::string> pids;
     WatchArgs triggers;
     WatchOptions w;
+    TargetFlags target;  // --exe and --force; the pids are watch's own
   };
   auto a = std::make_shared<Args>();
   WatchOptions& w = a->w;
@@ -33,8 +35,7 @@ Command AddWatchCommand(CLI::App& root) {
   cmd->add_flag("--all", w.all, "watch every Go process we may read, found again every --poll");
   cmd->add_option("-o,--output", w.dir, "directory for the profiles and watch.jsonl")->required();
   AddWatchTriggerOptions(*cmd, a->triggers, w);
-  cmd->add_option("--exe", w.capture.executable.path, "as for a single capture");
-  cmd->add_flag("--force", w.capture.executable.force, "as for a single capture");
+  AddExecutableFlags(*cmd, a->target, {.force_needs_exe = false});
   AddWorkerOptions(*cmd, {.max_concurrent = nullptr,
                           .capture_timeout_seconds = &w.capture_timeout_seconds,
                           .limits = &w.worker_limits,
@@ -44,6 +45,7 @@ Command AddWatchCommand(CLI::App& root) {
   cmd->add_flag("-v,--verbose", w.verbose, "report skipped triggers");
   return {cmd, [a] {
             WatchOptions& watch = a->w;
+            watch.capture.executable = a->target.executable;
             for (const std::string& text : a->pids) {
               std::optional<pid_t> pid = ParsePid(text);
               if (!pid) throw Error(ErrorKind::kUsage, "\"", text, "\" is not a process id");

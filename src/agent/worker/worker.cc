@@ -36,8 +36,6 @@
 #include "app/run.h"
 #include "app/runtime_stats.h"
 #include "base/error.h"
-#include "pprof/heap_debug_text.h"
-#include "pprof/memstats_text.h"
 #include "pprof/output.h"
 #include "pprof/profile/delta.h"
 #include "proc/procfs.h"
@@ -424,28 +422,17 @@ void PushConvert(const WorkerRequest& request, WorkerReply& reply) {
       MakePushProfiles(std::move(cumulative), work, std::nullopt, PushStateBound(raw.size())));
 }
 
-// The MemStats of the ?debug=1 block, or nullopt when this target's
-// statistics cannot be read (a layout not proven for its Go version): the
-// records are still worth serving, as they were before the block existed,
-// and the text then ends where the records end.
-std::optional<MemStats> MemStatsForDebugText(CaptureSource& source,
-                                             const ExecutableAnalysis& analysis) {
-  try {
-    return ReadGoRuntimeStats(source, analysis).mem;
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kNoSuchProcess) throw;
-    std::cerr << "goheap2pprof worker: pid " << source.identity().pid
-              << ": no runtime.MemStats block: " << e.what() << "\n";
-    return std::nullopt;
+// The output format an op's reply is rendered in, where it is one of the
+// command line's (app/output_format.h); the other ops have their own bodies.
+OutputFormat FormatOf(WorkerOp op) {
+  switch (op) {
+    case WorkerOp::kHeapDebugText:
+      return OutputFormat::kDebugText;
+    case WorkerOp::kFlamegraph:
+      return OutputFormat::kFlamegraph;
+    default:
+      return OutputFormat::kPprof;
   }
-}
-
-// MaxRSS as the runtime prints it, ru_maxrss × 1024; from outside, the
-// peak resident set the kernel keeps in /proc/<pid>/status (VmHWM), which
-// differs from ru_maxrss by a few hundred KiB at most (the facts, section 8).
-std::optional<uint64_t> MaxRss(pid_t pid) {
-  std::optional<ProcStatusMemory> m = ReadProcStatusMemory(pid);
-  return m ? m->vm_hwm : std::nullopt;
 }
 
 // What a capture and a memory-statistics read both begin with: the
@@ -484,26 +471,20 @@ OpenedTarget OpenForRead(const WorkerRequest& request, const std::optional<Serve
 void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam, WorkerReply& reply,
              bool* identified) {
   OpenedTarget t = OpenForRead(request, seam, reply, identified, "capture");
+  FormattedCapture as(OutputOptions{
+      .format = FormatOf(request.op), .sample_index = request.payload, .sample_type_links = true});
   CaptureOptions options;
-  std::string text;
-  std::optional<MemStats> mem;
-  if (request.op == WorkerOp::kHeapDebugText) {
-    // writeHeapInternal reads MemStats first, then the records.
-    mem = MemStatsForDebugText(*t.source, *t.analysis);
-    options.on_records = [&](std::span<const MemProfileRecord> records, int64_t rate,
-                             uint64_t load_bias) {
-      text =
-          HeapDebugText(records, rate, t.analysis->traits(), t.analysis->symbolizer(), load_bias);
-    };
-  }
   CaptureReport report;
+  as.Prepare(*t.source, *t.analysis, options, report);
+  for (const std::string& w : report.warnings) {
+    std::cerr << "goheap2pprof worker: pid " << request.pid << ": " << w << "\n";
+  }
   CaptureResult result = Capture(*t.source, t.analysis, options, report, States().For(request.pid));
   reply.bytes_read = result.report.bytes_read;
   reply.cycle = result.report.cycle;
   reply.tables = static_cast<uint32_t>(result.report.tables);
   if (request.op == WorkerOp::kHeapDebugText) {
-    // The runtime takes MaxRSS last, after the records.
-    if (mem) text += MemStatsBlock(*mem, MaxRss(request.pid));
+    const std::string text = as.Render(result.profile.get(), {.pid = request.pid});
     // Gzipped: the text is many times the profile (184 MB at 131k
     // buckets), and the server relays it inflated a chunk at a time.
     reply.inflated_size = text.size();
@@ -513,11 +494,7 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
   } else if (request.op == WorkerOp::kPush) {
     reply.body = PushBody(request, result.profile, reply.cycle);
   } else if (request.op == WorkerOp::kFlamegraph) {
-    reply.body = RenderOutput(result.profile.get(),
-                              {.format = OutputFormat::kFlamegraph,
-                               .sample_index = request.payload,
-                               .sample_type_links = true},
-                              {.pid = request.pid});
+    reply.body = as.Render(result.profile.get(), {.pid = request.pid});
   } else if (request.op == WorkerOp::kAllocs) {
     // The runtime's writeAlloc differs from writeHeap only here.
     result.profile.SetDefaultSampleType("alloc_space");

@@ -1,4 +1,4 @@
-#include "agent/watch/growth_live.h"
+#include "app/growth_live.h"
 
 #include <unistd.h>
 
@@ -84,13 +84,10 @@ struct LiveRun {
 // /gc/heap/live:bytes from the runtime's memory statistics; nullopt when
 // this Go version's cannot be read (the report then leaves it out).
 std::optional<int64_t> HeapLive(LiveRun& run) {
-  try {
-    const GoRuntimeStats stats = ReadGoRuntimeStats(*run.source, *run.analysis);
-    if (std::optional<uint64_t> live = stats.Uint("/gc/heap/live:bytes")) {
-      return static_cast<int64_t>(*live);
-    }
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kNoSuchProcess) throw;
+  const OptionalRuntimeStats read = ReadOptionalGoRuntimeStats(*run.source, *run.analysis);
+  if (!read.stats) return std::nullopt;
+  if (std::optional<uint64_t> live = read.stats->Uint("/gc/heap/live:bytes")) {
+    return static_cast<int64_t>(*live);
   }
   return std::nullopt;
 }
