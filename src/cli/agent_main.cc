@@ -44,11 +44,8 @@ Command AddAgentCommand(CLI::App& root) {
   for (const char* name : {"--above", "--rss-above", "--on-event", "--psi", "--every"}) {
     triggers.push_back(cmd->get_option(name));
   }
-  AddDiscoveryOptions(*cmd, o.filter, o.service_name_from, o.discover_interval_seconds, "capture",
-                      o.host_root, o.node_name);
-  AddWorkerOptions(*cmd, {.max_concurrent = &o.max_concurrent,
-                          .capture_timeout_seconds = &o.capture_timeout_seconds,
-                          .limits = &o.worker_limits,
+  AddDiscoveryOptions(*cmd, o.discovery, "capture");
+  AddWorkerOptions(*cmd, {.settings = &o.workers,
                           .on_timeout = "the capture fails (serve answers 504)",
                           .on_too_large = "fail"});
   cmd->add_flag("-v,--verbose", o.verbose, "log one line per request, push and skipped trigger");

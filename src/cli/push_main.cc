@@ -42,11 +42,8 @@ Command AddPushCommand(CLI::App& root) {
   AddPushBackendOptions(*cmd, o, a->labels);
   AddPushMetricsListenOptions(*cmd, o);
   cmd->add_option("--pid", o.pids, "push only this process (repeatable; default: every one)");
-  AddDiscoveryOptions(*cmd, o.filter, o.service_name_from, o.discover_interval_seconds, "push",
-                      o.host_root, o.node_name);
-  AddWorkerOptions(*cmd, {.max_concurrent = &o.max_concurrent,
-                          .capture_timeout_seconds = &o.capture_timeout_seconds,
-                          .limits = &o.worker_limits,
+  AddDiscoveryOptions(*cmd, o.discovery, "push");
+  AddWorkerOptions(*cmd, {.settings = &o.workers,
                           .on_timeout = "the profile is not pushed",
                           .on_too_large = "are dropped"});
   cmd->add_flag("-v,--verbose", o.verbose, "log one line per push");

@@ -35,12 +35,11 @@ Command AddWatchCommand(CLI::App& root) {
   AddWatchTriggerOptions(*cmd, a->triggers, w);
   cmd->add_option("--exe", w.capture.executable.path, "as for a single capture");
   cmd->add_flag("--force", w.capture.executable.force, "as for a single capture");
-  AddWorkerOptions(*cmd, {.max_concurrent = nullptr,
-                          .capture_timeout_seconds = &w.capture_timeout_seconds,
-                          .limits = &w.worker_limits,
+  AddWorkerOptions(*cmd, {.settings = &w.workers,
+                          .max_concurrent = false,
                           .on_timeout = "the capture recorded as failed",
                           .on_too_large = "are recorded as failed"});
-  AddIdentityOptions(*cmd, w.host_root, w.node_name);
+  AddIdentityOptions(*cmd, w.discovery);
   cmd->add_flag("-v,--verbose", w.verbose, "report skipped triggers");
   return {cmd, [a] {
             WatchOptions& watch = a->w;
@@ -52,7 +51,7 @@ Command AddWatchCommand(CLI::App& root) {
             if (watch.all && !watch.pids.empty()) {
               throw Error(ErrorKind::kUsage, "give pids or --all, not both");
             }
-            if (!(watch.capture_timeout_seconds > 0)) {
+            if (watch.workers.capture_timeout <= watch.workers.capture_timeout.zero()) {
               throw Error(ErrorKind::kUsage, "--capture-timeout must be positive");
             }
             FinishWatchTriggers(a->triggers, watch);

@@ -38,10 +38,10 @@ TEST(NodeAgent, SharedValuesAreChecked) {
   AgentOptions o;
   o.watch_on = true;
   o.watch.dir = "/";
-  o.max_concurrent = 0;  // the one pool's slots: serve's rule, 1..64
+  o.workers.max_concurrent = 0;  // the one pool's slots: serve's rule, 1..64
   EXPECT_EQ(AgentKindOf(o), ErrorKind::kUsage);
-  o.max_concurrent = 2;
-  o.service_name_from = "bogus";
+  o.workers.max_concurrent = 2;
+  o.discovery.service_name_from = "bogus";
   EXPECT_EQ(AgentKindOf(o), ErrorKind::kUsage);
 }
 

@@ -197,7 +197,7 @@ TEST(PushDelivery, OptionsThatCannotWork) {
   o.queue_limit = 0;
   EXPECT_THROW(ValidatePushOptions(o), Error);
   o.queue_limit = 1;
-  o.service_name_from = "env:";
+  o.discovery.service_name_from = "env:";
   EXPECT_THROW(ValidatePushOptions(o), Error);
 }
 

@@ -48,11 +48,11 @@ TEST(ServeOptions, NonLoopbackNeedsATokenOrExplicitInsecurity) {
   o.insecure_listen = true;
   EXPECT_NO_THROW(ValidateServeOptions(o));
   o = ServeOptions();
-  o.service_name_from = "env:";
+  o.discovery.service_name_from = "env:";
   EXPECT_THROW(ValidateServeOptions(o), Error);
-  o.service_name_from = "env:SERVICE";
+  o.discovery.service_name_from = "env:SERVICE";
   EXPECT_NO_THROW(ValidateServeOptions(o));
-  o.max_concurrent = 0;
+  o.workers.max_concurrent = 0;
   EXPECT_THROW(ValidateServeOptions(o), Error);
   o = ServeOptions();
   o.max_deltas = 0;

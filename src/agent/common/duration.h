@@ -33,4 +33,9 @@ std::chrono::microseconds DurationOption(
     std::string_view option, std::string_view text,
     std::chrono::microseconds min = std::chrono::microseconds(1));
 
+// d in seconds, for messages and Prometheus values ("did not finish in 10 s").
+inline double Seconds(std::chrono::milliseconds d) {
+  return std::chrono::duration<double>(d).count();
+}
+
 }  // namespace goheap2pprof

@@ -21,47 +21,19 @@
 #include "agent/push/labels.h"
 #include "agent/push/sender.h"
 #include "agent/watch/files.h"
+#include "agent/worker/role_parts.h"
 #include "base/error.h"
 #include "base/unique_fd.h"
 
 namespace goheap2pprof {
 namespace {
 
-// The agent's values in each role's options: one filter, one naming, one
-// pool's limits, whatever the role's own defaults were.
-AgentOptions WithSharedValues(const AgentOptions& in) {
-  AgentOptions o = in;
-  ServeOptions& s = o.serve;
-  s.filter = o.filter;
-  s.service_name_from = o.service_name_from;
-  s.host_root = o.host_root;
-  s.node_name = o.node_name;
-  s.discover_interval_seconds = o.discover_interval_seconds;
-  s.max_concurrent = o.max_concurrent;
-  s.capture_timeout_seconds = o.capture_timeout_seconds;
-  s.worker_limits = o.worker_limits;
-  s.verbose = s.verbose || o.verbose;
-  PushOptions& p = o.push;
-  p.filter = o.filter;
-  p.service_name_from = o.service_name_from;
-  p.host_root = o.host_root;
-  p.node_name = o.node_name;
-  p.discover_interval_seconds = o.discover_interval_seconds;
-  p.max_concurrent = o.max_concurrent;
-  p.capture_timeout_seconds = o.capture_timeout_seconds;
-  p.worker_limits = o.worker_limits;
-  p.metrics_listen.clear();  // the one /metrics is serve's
-  p.verbose = p.verbose || o.verbose;
-  WatchOptions& w = o.watch;
-  w.all = true;  // every process the one discovery admits
-  w.filter = o.filter;
-  w.host_root = o.host_root;
-  w.node_name = o.node_name;
-  w.pids.clear();
-  w.capture_timeout_seconds = o.capture_timeout_seconds;
-  w.worker_limits = o.worker_limits;
-  w.verbose = w.verbose || o.verbose;
-  return o;
+// The agent's settings in one role's options.
+template <typename Role>
+void Share(const AgentOptions& agent, Role& role) {
+  role.discovery = agent.discovery;
+  role.workers = agent.workers;
+  role.verbose = role.verbose || agent.verbose;
 }
 
 void Validate(const AgentOptions& o) {
@@ -129,8 +101,19 @@ std::string PoolMetricsText(const PoolStats& stats, int workers) {
   return out + PoolUnreapedText(stats);
 }
 
+AgentOptions RoleOptions(const AgentOptions& options) {
+  AgentOptions o = options;
+  Share(o, o.serve);
+  Share(o, o.push);
+  o.push.metrics_listen.clear();  // the one /metrics is serve's
+  Share(o, o.watch);
+  o.watch.all = true;  // every process the one discovery admits
+  o.watch.pids.clear();
+  return o;
+}
+
 int RunAgent(const AgentOptions& options, std::ostream& log) {
-  AgentOptions o = WithSharedValues(options);
+  AgentOptions o = RoleOptions(options);
   Validate(o);
   if (o.push_on) HttpClientGlobalInit();  // before the first thread
   sigset_t signals = BlockStopSignals();
@@ -139,22 +122,15 @@ int RunAgent(const AgentOptions& options, std::ostream& log) {
   // The shared parts: one pool (serve's requests wait at most --timeout for
   // a worker, push's and watch's wait their turn), one discovery whose
   // probes run in that pool, one set of capture metrics.
-  ServeMetrics metrics;
   // With serve's clients in the pool, one worker is kept for push's rounds
   // and watch's triggers (PoolRole).
-  WorkerPool pool(
-      PoolOptions{.workers = o.max_concurrent,
-                  .self_exe = "/proc/self/exe",
-                  .queue_timeout_ms = static_cast<int64_t>(o.serve.timeout_seconds * 1000),
-                  .capture_timeout_ms = static_cast<int64_t>(o.capture_timeout_seconds * 1000),
-                  .limits = o.worker_limits,
-                  .reserve_for_priority = o.serve_on && (o.push_on || o.watch_on)});
-  Discovery::Options found =
-      Discovery::Options::For(o.filter, o.discover_interval_seconds, o.service_name_from);
-  found.host_root = o.host_root;
-  found.node_name = o.node_name;
-  Discovery discovery(found, [&](pid_t pid) { return ProbeInWorker(pool, metrics, pid); });
-  SharedParts shared{&pool, &discovery, &metrics, {}};
+  RoleParts parts(nullptr, {.workers = o.workers,
+                            .queue_timeout = o.serve.timeout,
+                            .discovery = Discovery::Options::From(o.discovery),
+                            .reserve_for_priority = o.serve_on && (o.push_on || o.watch_on)});
+  WorkerPool& pool = parts.pool();
+  Discovery& discovery = parts.discovery();
+  SharedParts shared{&pool, &discovery, &parts.metrics(), {}};
   o.serve.shared = o.push.shared = o.watch.shared = &shared;
 
   std::unique_ptr<ServeRole> serve;
@@ -163,7 +139,7 @@ int RunAgent(const AgentOptions& options, std::ostream& log) {
   if (o.push_on) push = std::make_unique<PushRole>(o.push, log);
   shared.more_metrics = [&] {
     return (push ? push->PushMetricsText() : std::string()) +
-           PoolMetricsText(pool.stats(), o.max_concurrent);
+           PoolMetricsText(pool.stats(), o.workers.max_concurrent);
   };
   UniqueFd stop(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!stop.valid()) throw Error(ErrorKind::kInternal, "eventfd: ", std::strerror(errno));
@@ -206,7 +182,7 @@ int RunAgent(const AgentOptions& options, std::ostream& log) {
         << (o.serve.tls.enabled() ? " (TLS)" : "") << "\n";
   }
   log << "goheap2pprof agent: roles:" << (serve ? " serve on " + serve->address() : "")
-      << (push ? " push" : "") << (o.watch_on ? " watch" : "") << "; " << o.max_concurrent
+      << (push ? " push" : "") << (o.watch_on ? " watch" : "") << "; " << o.workers.max_concurrent
       << " capture workers\n"
       << std::flush;
   std::exception_ptr serve_failure;

@@ -55,21 +55,14 @@ struct PushOptions {
   std::string metrics_probe_path;
   bool insecure_listen = false;
   std::vector<std::string> allowed_hosts;
-  ProcessFilter filter;
   std::vector<pid_t> pids;  // empty: every discovered process
-  std::string service_name_from = "auto";
-  // As ServeOptions': the Kubernetes identity's sources.
-  std::string host_root = "/";
-  std::string node_name;
-  double discover_interval_seconds = 10;
-  int max_concurrent = 2;
-  double capture_timeout_seconds = 10;
-  WorkerLimits worker_limits;
+  DiscoverySettings discovery;
+  WorkerSettings workers;
   PushLimits limits;
   bool verbose = false;
   // In `goheap2pprof agent`: the pool, discovery and metrics of the agent,
-  // used instead of push's own (then --max-concurrent, the worker limits
-  // and the discovery options here are the agent's, unused).
+  // used instead of push's own (RoleParts; then workers and discovery are
+  // the agent's, read for the round's width and the labels only).
   const SharedParts* shared = nullptr;
 };
 

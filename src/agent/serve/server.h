@@ -12,6 +12,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
@@ -34,23 +35,15 @@ struct ServeOptions {
   std::string probe_path;                  // answered without a token; empty: none
   TlsFiles tls;
   ListenerLimits limits;
-  int max_deltas = 4;  // ?seconds=N windows open at once; more get 503
-  ProcessFilter filter;
-  int max_concurrent = 2;
-  double timeout_seconds = 10;          // waiting for a worker (503 after)
-  double capture_timeout_seconds = 10;  // a worker's answer (504 after)
-  double discover_interval_seconds = 10;
+  int max_deltas = 4;                        // ?seconds=N windows open at once; more get 503
+  std::chrono::milliseconds timeout{10000};  // waiting for a worker (503 after)
   int64_t max_delta_seconds = 300;
-  std::string service_name_from = "auto";  // auto | exe | comm | cgroup | env:VAR
-  // The node's filesystem (for the runtimes' bundles) and name: the
-  // processes' Kubernetes identity (pod_identity.h).
-  std::string host_root = "/";
-  std::string node_name;  // else $NODE_NAME
+  DiscoverySettings discovery;
+  WorkerSettings workers;  // capture_timeout: a worker's answer (504 after)
   bool verbose = false;
-  WorkerLimits worker_limits;
   // In `goheap2pprof agent`: the pool, discovery and metrics of the agent,
-  // used instead of serve's own (then --max-concurrent, the worker limits
-  // and the discovery options here are the agent's, unused).
+  // used instead of serve's own (RoleParts; then workers and discovery are
+  // the agent's, read for messages only).
   const SharedParts* shared = nullptr;
 };
 
