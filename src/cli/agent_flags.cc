@@ -7,10 +7,11 @@
 
 namespace goheap2pprof {
 
-void AddListenerOptions(CLI::App& app, std::vector<std::string>& allowed_hosts,
-                        std::string& probe_path, TlsFiles& tls, ListenerLimits& limits,
-                        const std::string& what, bool with_pool) {
-  app.add_option("--allowed-host", allowed_hosts,
+void AddListenerOptions(CLI::App& app, ListenerFlags& flags, const std::string& what,
+                        bool with_pool) {
+  TlsFiles& tls = flags.tls;
+  ListenerLimits& limits = flags.limits;
+  app.add_option("--allowed-host", flags.allowed_hosts,
                  "on a loopback listener" + what +
                      ", a Host header (name or name:port) accepted besides the listen address, "
                      "localhost and IP literals; others get 421 (DNS rebinding) (repeatable)");
@@ -23,7 +24,7 @@ void AddListenerOptions(CLI::App& app, std::vector<std::string>& allowed_hosts,
                  "with --tls-client-ca-file, accept only client certificates that carry this "
                  "name as a subjectAltName DNS or URI entry or as their subject CN (repeatable; "
                  "none: any certificate the CAs signed)");
-  app.add_option("--probe-path", probe_path,
+  app.add_option("--probe-path", flags.probe_path,
                  "a path" + what +
                      " (e.g. /healthz) the listener answers 200 without a token, for liveness "
                      "probes; it gets through while clients without credentials fill the "

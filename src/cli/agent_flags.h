@@ -25,9 +25,8 @@ namespace goheap2pprof {
 // limits; what names the listener in the help ("" for serve's --listen).
 // with_pool adds --handler-threads and --handler-queue (only serve has
 // blocking handlers).
-void AddListenerOptions(CLI::App& app, std::vector<std::string>& allowed_hosts,
-                        std::string& probe_path, TlsFiles& tls, ListenerLimits& limits,
-                        const std::string& what, bool with_pool);
+void AddListenerOptions(CLI::App& app, ListenerFlags& flags, const std::string& what,
+                        bool with_pool);
 
 // Which processes are found and how they are named: --allow-uid,
 // --allow-cgroup, --deny-pid, --service-name-from, --discover-interval, and the

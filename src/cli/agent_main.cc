@@ -34,7 +34,7 @@ Command AddAgentCommand(CLI::App& root) {
   };
   auto a = std::make_shared<Args>();
   AgentOptions& o = a->o;
-  o.serve.listen.clear();  // serve is on only when --listen is given
+  o.serve.listener.listen.clear();  // serve is on only when --listen is given
   AddServeListenOptions(*cmd, o.serve);
   AddPushBackendOptions(*cmd, o.push, a->labels);
   cmd->add_option("-o,--output", o.watch.dir,
@@ -51,7 +51,7 @@ Command AddAgentCommand(CLI::App& root) {
   cmd->add_flag("-v,--verbose", o.verbose, "log one line per request, push and skipped trigger");
   return {cmd, [a, triggers] {
             AgentOptions& agent = a->o;
-            agent.serve_on = !agent.serve.listen.empty();
+            agent.serve_on = !agent.serve.listener.listen.empty();
             agent.push_on = !agent.push.pyroscope_url.empty() || !agent.push.parca_url.empty();
             agent.watch_on = !agent.watch.dir.empty();
             for (const CLI::Option* t : triggers) agent.watch_on = agent.watch_on || t->count() > 0;

@@ -103,16 +103,12 @@ CLI::Option* AddDurationOption(CLI::App& app, const std::string& name,
                                std::chrono::milliseconds& duration,
                                const std::string& description) {
   CLI::Validator duration_text(
-      [](const std::string& text) { return DurationOrSeconds(text) ? "" : DurationError(text); },
-      "");
+      [](const std::string& text) { return MillisOrSeconds(text) ? "" : DurationError(text); }, "");
   std::ostringstream default_seconds;
   default_seconds << Seconds(duration);
   return app
       .add_option_function<std::string>(
-          name,
-          [&duration](const std::string& text) {
-            duration = std::chrono::round<std::chrono::milliseconds>(*DurationOrSeconds(text));
-          },
+          name, [&duration](const std::string& text) { duration = *MillisOrSeconds(text); },
           description)
       ->check(duration_text)
       ->type_name("DURATION")

@@ -15,12 +15,12 @@
 namespace goheap2pprof {
 
 void AddServeListenOptions(CLI::App& cmd, ServeOptions& o) {
-  cmd.add_option("--listen", o.listen, "address to listen on")->capture_default_str();
-  cmd.add_option("--token-file", o.token_file,
+  cmd.add_option("--listen", o.listener.listen, "address to listen on")->capture_default_str();
+  cmd.add_option("--token-file", o.listener.token_file,
                  "require Authorization: Bearer <the first line of FILE> on every request");
-  cmd.add_flag("--insecure-listen", o.insecure_listen,
+  cmd.add_flag("--insecure-listen", o.listener.insecure_listen,
                "allow a non-loopback --listen without TLS and a token or client certificates");
-  AddListenerOptions(cmd, o.allowed_hosts, o.probe_path, o.tls, o.limits, "", /*with_pool=*/true);
+  AddListenerOptions(cmd, o.listener, "", /*with_pool=*/true);
   cmd.add_option("--max-deltas", o.max_deltas,
                  "?seconds=N delta windows open at once; more get 503 with Retry-After")
       ->capture_default_str();

@@ -27,6 +27,10 @@ std::optional<std::chrono::microseconds> ParseDuration(std::string_view text);
 // (within kMaxDuration).
 std::optional<std::chrono::microseconds> DurationOrSeconds(std::string_view text);
 
+// DurationOrSeconds to the nearest millisecond: what the agent's settings
+// hold (DiscoverySettings, WorkerSettings).
+std::optional<std::chrono::milliseconds> MillisOrSeconds(std::string_view text);
+
 // An option's value: DurationOrSeconds, at least `min`. Throws
 // Error(kUsage) naming the option and an example otherwise.
 std::chrono::microseconds DurationOption(

@@ -45,7 +45,7 @@ void Validate(const AgentOptions& o) {
   // serve's and push's checks cover the shared values; run serve's even
   // without the role, for those.
   ServeOptions s = o.serve;
-  if (!o.serve_on) s.listen = "127.0.0.1:0";
+  if (!o.serve_on) s.listener.listen = "127.0.0.1:0";
   ValidateServeOptions(s);
   if (o.push_on) ValidatePushOptions(o.push);
   if (o.push_on && o.watch_on && o.push.labels.size() + kAgentLabels + 1 > kMaxLabelsPerSeries) {
@@ -105,7 +105,7 @@ AgentOptions RoleOptions(const AgentOptions& options) {
   AgentOptions o = options;
   Share(o, o.serve);
   Share(o, o.push);
-  o.push.metrics_listen.clear();  // the one /metrics is serve's
+  o.push.metrics_listener.listen.clear();  // the one /metrics is serve's
   Share(o, o.watch);
   o.watch.all = true;  // every process the one discovery admits
   o.watch.pids.clear();
@@ -121,13 +121,11 @@ int RunAgent(const AgentOptions& options, std::ostream& log) {
 
   // The shared parts: one pool (serve's requests wait at most --timeout for
   // a worker, push's and watch's wait their turn), one discovery whose
-  // probes run in that pool, one set of capture metrics.
-  // With serve's clients in the pool, one worker is kept for push's rounds
-  // and watch's triggers (PoolRole).
-  RoleParts parts(nullptr, {.workers = o.workers,
-                            .queue_timeout = o.serve.timeout,
-                            .discovery = Discovery::Options::From(o.discovery),
-                            .reserve_for_priority = o.serve_on && (o.push_on || o.watch_on)});
+  // probes run in that pool, one set of capture metrics. With serve's
+  // clients in the pool, one worker is kept for push's rounds and watch's
+  // triggers (PoolRole).
+  RoleParts parts(nullptr, o.workers, o.serve.timeout, Discovery::Options::From(o.discovery),
+                  /*reserve_for_priority=*/o.serve_on && (o.push_on || o.watch_on));
   WorkerPool& pool = parts.pool();
   Discovery& discovery = parts.discovery();
   SharedParts shared{&pool, &discovery, &parts.metrics(), {}};
@@ -179,7 +177,7 @@ int RunAgent(const AgentOptions& options, std::ostream& log) {
   if (serve) {
     // The line serve prints, which scripts and probes wait for.
     log << "goheap2pprof agent: listening on " << serve->address()
-        << (o.serve.tls.enabled() ? " (TLS)" : "") << "\n";
+        << (o.serve.listener.tls.enabled() ? " (TLS)" : "") << "\n";
   }
   log << "goheap2pprof agent: roles:" << (serve ? " serve on " + serve->address() : "")
       << (push ? " push" : "") << (o.watch_on ? " watch" : "") << "; " << o.workers.max_concurrent

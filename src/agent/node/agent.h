@@ -8,7 +8,7 @@
 // same roles, each with its own parts.
 //
 //   AgentOptions o;
-//   o.serve_on = true;  o.serve.listen = "127.0.0.1:6061";
+//   o.serve_on = true;  o.serve.listener.listen = "127.0.0.1:6061";
 //   o.push_on = true;   o.push.pyroscope_url = "http://pyroscope:4040";
 //   o.watch_on = true;  o.watch.dir = "/var/lib/goheap2pprof";
 //   return RunAgent(o, std::cerr);  // until SIGTERM or SIGINT
@@ -27,7 +27,7 @@
 namespace goheap2pprof {
 
 struct AgentOptions {
-  // The roles: serve answers on serve.listen (which also carries the one
+  // The roles: serve answers on serve.listener (which also carries the one
   // /metrics), push sends to push's backends, watch captures on its
   // triggers into watch.dir (optional: without it, triggered profiles are
   // only pushed).

@@ -58,9 +58,8 @@ class Agent {
   Agent(const PushOptions& options, std::ostream& log)
       : options_(options),
         log_(log),
-        parts_(options.shared, {.workers = options.workers,
-                                .queue_timeout = WaitTurnTimeout(options.workers),
-                                .discovery = Discovery::Options::From(options.discovery)}),
+        parts_(options.shared, options.workers, WaitTurnTimeout(options.workers),
+               Discovery::Options::From(options.discovery)),
         own_start_(ReadProcStat(getpid()).start_time) {
     auto log_line = [this](const std::string& line) { Log("goheap2pprof push: " + line); };
     if (!options.pyroscope_url.empty()) {
@@ -432,11 +431,6 @@ std::string RandomUuid() {
   return out;
 }
 
-ListenerFlags MetricsListener(const PushOptions& o) {
-  return {"--metrics-listen", o.metrics_listen, o.metrics_token_file, o.insecure_listen,
-          o.allowed_hosts,    o.metrics_tls,    o.metrics_limits,     o.metrics_probe_path};
-}
-
 namespace {
 
 // The host of a URL ParsePushUrl accepted: "h" of http://h:port, "v6" of
@@ -495,7 +489,7 @@ void ValidatePushOptions(const PushOptions& o) {
   }
   CheckExtraLabels(o.labels);
   ValidateServiceNameFrom(o.discovery.service_name_from);
-  if (!o.metrics_listen.empty()) MetricsListener(o).Validate();
+  if (!o.metrics_listener.listen.empty()) o.metrics_listener.Validate();
 }
 
 namespace {
@@ -580,8 +574,8 @@ int RunPush(const PushOptions& options, std::ostream& log) {
 
   std::unique_ptr<HttpListener> metrics_server;
   std::string metrics_address;
-  if (!options.metrics_listen.empty()) {
-    HttpListenerOptions listen = MetricsListener(options).Options();
+  if (!options.metrics_listener.listen.empty()) {
+    HttpListenerOptions listen = options.metrics_listener.Options();
     // /metrics never blocks: one handler thread that stays idle.
     listen.limits.handler_threads = 1;
     listen.limits.handler_queue = 0;

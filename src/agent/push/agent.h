@@ -47,14 +47,9 @@ struct PushOptions {
   double backoff_initial_seconds = 0.5;
   double backoff_max_seconds = 30;
   double retry_after_max_seconds = 60;
-  std::string metrics_listen = "127.0.0.1:6062";  // empty: no listener
-  // The metrics listener's clients: serve's rule (ValidateListenSecurity).
-  std::string metrics_token_file;
-  TlsFiles metrics_tls;
-  ListenerLimits metrics_limits;
-  std::string metrics_probe_path;
-  bool insecure_listen = false;
-  std::vector<std::string> allowed_hosts;
+  // --metrics-listen (empty: no listener) and its clients' rules, serve's
+  // (ValidateListenSecurity).
+  ListenerFlags metrics_listener = ListenerFlags::Named("--metrics-listen", "127.0.0.1:6062");
   std::vector<pid_t> pids;  // empty: every discovered process
   DiscoverySettings discovery;
   WorkerSettings workers;
@@ -65,9 +60,6 @@ struct PushOptions {
   // the agent's, read for the round's width and the labels only).
   const SharedParts* shared = nullptr;
 };
-
-// The --metrics-listen flags as the listener takes them.
-ListenerFlags MetricsListener(const PushOptions& options);
 
 // Throws Error(kUsage) for options that cannot work.
 void ValidatePushOptions(const PushOptions& options);

@@ -124,9 +124,8 @@ class Service {
       : options_(options),
         log_(log),
         listen_address_(std::move(listen_address)),
-        parts_(options.shared, {.workers = options.workers,
-                                .queue_timeout = options.timeout,
-                                .discovery = Discovery::Options::From(options.discovery)}),
+        parts_(options.shared, options.workers, options.timeout,
+               Discovery::Options::From(options.discovery)),
         boot_time_(BootTimeSeconds()),
         clock_ticks_(sysconf(_SC_CLK_TCK)) {}
 
@@ -613,13 +612,8 @@ class ServeHandler : public HttpHandler {
 
 }  // namespace
 
-ListenerFlags ServeListener(const ServeOptions& o) {
-  return {"--listen",      o.listen, o.token_file, o.insecure_listen,
-          o.allowed_hosts, o.tls,    o.limits,     o.probe_path};
-}
-
 void ValidateServeOptions(const ServeOptions& o) {
-  ServeListener(o).Validate();
+  o.listener.Validate();
   if (o.workers.max_concurrent < 1 || o.workers.max_concurrent > 64) {
     throw Error(ErrorKind::kUsage, "--max-concurrent must be 1..64");
   }
@@ -633,7 +627,7 @@ void ValidateServeOptions(const ServeOptions& o) {
 
 struct ServeRole::Impl {
   Impl(const ServeOptions& options, std::ostream& log)
-      : server(ServeListener(options).Options()),
+      : server(options.listener.Options()),
         service(options, log, server.address()),
         handler(service, options.verbose) {}
 
@@ -678,7 +672,7 @@ int RunServe(const ServeOptions& options, std::ostream& log) {
     role.Stop();
   });
   log << "goheap2pprof serve: listening on " << role.address()
-      << (options.tls.enabled() ? " (TLS)" : "") << "\n"
+      << (options.listener.tls.enabled() ? " (TLS)" : "") << "\n"
       << std::flush;
   role.Run();
   // Run returns after Stop, or by an exception; wake the signal thread

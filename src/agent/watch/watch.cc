@@ -712,11 +712,7 @@ int Watcher::Run() {
   worker.max_concurrent = 1;
   worker.executable = options_.capture.executable;
   // One capture at a time: never busy.
-  parts_ = std::make_unique<RoleParts>(options_.shared,
-                                       RolePartsOptions{.workers = worker,
-                                                        .queue_timeout = WaitTurnTimeout(worker),
-                                                        .discovery = {},
-                                                        .reserve_for_priority = false});
+  parts_ = std::make_unique<RoleParts>(options_.shared, worker, WaitTurnTimeout(worker));
 
   // Named pids must all be watchable; check them all before capturing any.
   std::vector<std::pair<pid_t, ProcStat>> named;

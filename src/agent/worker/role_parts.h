@@ -5,10 +5,9 @@
 // build their own. Either way the role holds one RoleParts, and this is the
 // one place a pool's options are made.
 //
-//   RoleParts parts(options.shared, {.workers = options.workers,
-//                                     .queue_timeout = options.timeout,
-//                                     .discovery = Discovery::Options::From(options.discovery)});
-//   parts.StartOwnDiscovery();  // the agent starts its shared one itself
+//   RoleParts parts(options.shared, options.workers, options.timeout,
+//                   Discovery::Options::From(options.discovery));
+//   if (Discovery* own = parts.own_discovery()) own->Start();  // else the agent's
 //   RunCounted(parts.pool(), parts.metrics(), request, affinity);
 #pragma once
 
@@ -21,21 +20,15 @@
 
 namespace goheap2pprof {
 
-// What a role builds when it has no shared parts.
-struct RolePartsOptions {
-  WorkerSettings workers;
-  // How long a request waits for a free worker unless its PoolCall says.
-  std::chrono::milliseconds queue_timeout{10000};
-  Discovery::Options discovery;
-  // Keep a worker for the node's own requests (PoolOptions): the agent's.
-  bool reserve_for_priority = false;
-};
-
 class RoleParts {
  public:
-  // Borrows shared's parts when shared is given (options unused), else
-  // builds a pool (which starts its workers now) and a discovery.
-  RoleParts(const SharedParts* shared, const RolePartsOptions& options);
+  // Borrows shared's parts when shared is given (the rest unused). Else
+  // builds a pool of `workers` (which starts them now), whose requests wait
+  // at most queue_timeout for a free worker unless their PoolCall says, and
+  // a discovery; reserve_for_priority as PoolOptions' (the agent's).
+  RoleParts(const SharedParts* shared, const WorkerSettings& workers,
+            std::chrono::milliseconds queue_timeout, const Discovery::Options& discovery = {},
+            bool reserve_for_priority = false);
   RoleParts(const RoleParts&) = delete;
   RoleParts& operator=(const RoleParts&) = delete;
 
