@@ -45,11 +45,10 @@ void AddListenerOptions(CLI::App& app, ListenerFlags& flags, const std::string& 
   AddSecondsOption(app, "--write-timeout", limits.write_timeout_seconds,
                    "time to write one reply, fixed when its write begins (a client that reads "
                    "slowly does not extend it)");
-  app.add_option("--max-reply-bytes-in-flight", limits.max_reply_bytes_in_flight,
-                 "bytes of replies" + what +
-                     " waiting for clients to read them (a reply shared by several clients "
-                     "counted once); more get 503 with Retry-After")
-      ->capture_default_str()
+  AddSizeOption(app, "--max-reply-bytes-in-flight", limits.max_reply_bytes_in_flight,
+                "bytes of replies" + what +
+                    " waiting for clients to read them (a reply shared by several clients "
+                    "counted once); more get 503 with Retry-After")
       ->check(CLI::Range(kMinReplyBytesInFlight, uint64_t{1} << 40));
   if (!with_pool) return;
   app.add_option("--handler-threads", limits.handler_threads,
@@ -101,7 +100,7 @@ void AddWorkerOptions(CLI::App& app, const WorkerFlags& flags) {
       "time a capture may take; its confined worker is then stopped and " + flags.on_timeout);
   WorkerLimits& limits = settings.limits;
   AddSizeOption(app, "--worker-memory", limits.address_space_bytes,
-                "address-space limit of a capture worker, bytes (or 2GiB, 512MiB...)");
+                "address-space limit of a capture worker");
   app.add_option("--worker-cpu", limits.cpu_seconds,
                  "CPU-time limit of a capture worker over its life, seconds (it is replaced "
                  "after using half)")
@@ -124,10 +123,10 @@ void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::strin
   app.add_option("--parca", o.parca_url,
                  "Parca base URL, e.g. http://parca:7070 (its HTTP API under /api is used; give "
                  "a path to use another prefix)");
-  AddSecondsOption(app, "--interval", o.interval_seconds, "time between captures of each process");
+  AddDurationOption(app, "--interval", o.interval, "time between captures of each process");
   app.add_option("--label", labels, "extra series label NAME=VALUE (repeatable)");
   app.add_option("--tenant", o.tenant, "X-Scope-OrgID header for a multi-tenant Pyroscope");
-  app.add_option("--ca-file", o.ca_file,
+  app.add_option("--ca-file", o.delivery.ca_file,
                  "PEM file of CA certificates for https URLs (default: the system store)");
   app.add_option("--pyroscope-token-file", o.pyroscope_token_file,
                  "send Authorization: Bearer <first line of FILE> to Pyroscope");
@@ -140,19 +139,19 @@ void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::strin
   app.add_flag("--allow-insecure-credentials", o.allow_insecure_credentials,
                "send a token or basic auth over an http:// URL to a host other than loopback, "
                "in clear text (refused without it)");
-  AddSecondsOption(app, "--push-timeout", o.push_timeout_seconds, "time limit of one push attempt");
-  app.add_option("--queue", o.queue_limit,
+  AddDurationOption(app, "--push-timeout", o.delivery.timeout, "time limit of one push attempt");
+  app.add_option("--queue", o.delivery.queue_limit,
                  "profiles waiting per backend; when full the oldest is dropped")
       ->capture_default_str();
-  AddSizeOption(app, "--max-queue-bytes", o.queue_bytes_limit,
+  AddSizeOption(app, "--max-queue-bytes", o.delivery.queue_bytes_limit,
                 "request bytes waiting per backend; over it the oldest profiles are dropped");
-  app.add_option("--attempts", o.max_attempts,
+  app.add_option("--attempts", o.delivery.max_attempts,
                  "attempts per profile on 5xx, 408 and 429 answers and connection errors (other "
                  "4xx: one)")
       ->capture_default_str();
-  AddSecondsOption(app, "--backoff-max", o.backoff_max_seconds, "longest wait between attempts");
-  AddSecondsOption(app, "--retry-after-max", o.retry_after_max_seconds,
-                   "longest Retry-After of a 429, 408 or 5xx answer obeyed");
+  AddDurationOption(app, "--backoff-max", o.delivery.backoff_max, "longest wait between attempts");
+  AddDurationOption(app, "--retry-after-max", o.delivery.retry_after_max,
+                    "longest Retry-After of a 429, 408 or 5xx answer obeyed");
   app.add_option("--max-samples", o.limits.max_samples,
                  "trim Pyroscope profiles to this many samples (the server's default limit)")
       ->capture_default_str();

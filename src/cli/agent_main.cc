@@ -25,7 +25,7 @@ Command AddAgentCommand(CLI::App& root) {
       "--pyroscope or --parca push, -o or a trigger (--above, --rss-above, --on-event, --psi, "
       "--every) watch; a capture a trigger fires is written to -o DIR if given and pushed at "
       "once with the process's labels plus trigger=\"<name>\" (e.g. above90). Durations are "
-      "written 10s, 5m, 250ms (or seconds). docs/agent.md");
+      "written 10s, 5m, 250ms (or seconds), sizes 64MiB, 512KiB, 1.5G (or bytes). docs/agent.md");
   cmd->footer("Exit codes: 0 on SIGINT/SIGTERM; otherwise those of goheap2pprof --help.");
   struct Args {
     AgentOptions o;

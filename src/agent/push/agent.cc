@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/common/duration.h"
 #include "agent/common/http_listener.h"
 #include "agent/common/liveness.h"
 #include "agent/common/metrics.h"
@@ -211,14 +212,7 @@ class Agent {
     BackendOptions b;
     b.name = name;
     b.url = url;
-    b.ca_file = o.ca_file;
-    b.timeout_seconds = o.push_timeout_seconds;
-    b.queue_limit = o.queue_limit;
-    b.queue_bytes_limit = o.queue_bytes_limit;
-    b.retry_after_max_seconds = o.retry_after_max_seconds;
-    b.max_attempts = o.max_attempts;
-    b.backoff_initial_seconds = o.backoff_initial_seconds;
-    b.backoff_max_seconds = o.backoff_max_seconds;
+    b.delivery = o.delivery;
     return b;
   }
 
@@ -470,20 +464,22 @@ void ValidatePushOptions(const PushOptions& o) {
   CheckCredentialsInClear(o, o.pyroscope_url, "pyroscope", o.pyroscope_token_file,
                           o.pyroscope_basic_auth_file);
   CheckCredentialsInClear(o, o.parca_url, "parca", o.parca_token_file, o.parca_basic_auth_file);
-  if (!(o.interval_seconds >= 0.1)) throw Error(ErrorKind::kUsage, "--interval must be >= 100ms");
-  if (!(o.push_timeout_seconds > 0) || o.discovery.interval <= o.discovery.interval.zero() ||
+  if (o.interval < std::chrono::milliseconds(100))
+    throw Error(ErrorKind::kUsage, "--interval must be >= 100ms");
+  if (o.delivery.timeout <= o.delivery.timeout.zero() ||
+      o.discovery.interval <= o.discovery.interval.zero() ||
       o.workers.capture_timeout <= o.workers.capture_timeout.zero()) {
     throw Error(ErrorKind::kUsage,
                 "--push-timeout, --discover-interval and --capture-timeout must be positive");
   }
-  if (o.queue_limit < 1) throw Error(ErrorKind::kUsage, "--queue must be at least 1");
-  if (o.queue_bytes_limit < 1) {
+  if (o.delivery.queue_limit < 1) throw Error(ErrorKind::kUsage, "--queue must be at least 1");
+  if (o.delivery.queue_bytes_limit < 1) {
     throw Error(ErrorKind::kUsage, "--max-queue-bytes must be at least 1");
   }
-  if (!(o.retry_after_max_seconds >= 0)) {
+  if (o.delivery.retry_after_max < o.delivery.retry_after_max.zero()) {
     throw Error(ErrorKind::kUsage, "--retry-after-max must not be negative");
   }
-  if (o.max_attempts < 1) throw Error(ErrorKind::kUsage, "--attempts must be at least 1");
+  if (o.delivery.max_attempts < 1) throw Error(ErrorKind::kUsage, "--attempts must be at least 1");
   if (o.workers.max_concurrent < 1 || o.workers.max_concurrent > 64) {
     throw Error(ErrorKind::kUsage, "--max-concurrent must be 1..64");
   }
@@ -530,8 +526,7 @@ PushRole::~PushRole() = default;
 void PushRole::Run() {
   Agent& agent = impl_->agent;
   agent.Start();
-  const auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(impl_->options.interval_seconds));
+  const std::chrono::steady_clock::duration interval = impl_->options.interval;
   auto next = std::chrono::steady_clock::now() + interval;
   while (true) {
     {
@@ -548,7 +543,7 @@ void PushRole::Run() {
     auto now = std::chrono::steady_clock::now();
     while (next <= now) next += interval;
   }
-  agent.Stop(impl_->options.push_timeout_seconds);
+  agent.Stop(Seconds(impl_->options.delivery.timeout));
 }
 
 void PushRole::Stop() {
@@ -596,7 +591,7 @@ int RunPush(const PushOptions& options, std::ostream& log) {
     role.Stop();
   });
 
-  role.Log("goheap2pprof push: pushing every " + std::to_string(options.interval_seconds) + " s" +
+  role.Log("goheap2pprof push: pushing every " + std::to_string(Seconds(options.interval)) + " s" +
            (options.pyroscope_url.empty() ? "" : " to Pyroscope " + options.pyroscope_url) +
            (options.parca_url.empty() ? "" : " to Parca " + options.parca_url) +
            (metrics_address.empty() ? "" : "; metrics on " + metrics_address));
