@@ -80,6 +80,51 @@ std::thread RoleThread(const char* role, std::ostream& log, std::atomic<bool>& f
   });
 }
 
+// watch's on_profile in the agent: a triggered profile goes to the backends
+// with the labels of the process as discovery knows it (the same as its
+// periodic series).
+auto PushTriggeredTo(PushRole& push, const Discovery& discovery) {
+  return [&push, &discovery](pid_t pid, uint64_t start_time, const std::string& trigger,
+                             const std::string& profile) {
+    for (const GoProcess& p : discovery.Processes()) {
+      if (p.facts.pid == pid && p.facts.start_time == start_time) {
+        push.PushTriggered(p, profile, trigger);
+        return;
+      }
+    }
+    throw Error(ErrorKind::kNoSuchProcess, "process ", pid, " is no longer discovered");
+  };
+}
+
+// Waits for SIGTERM or SIGINT (SIGHUP reloads serve's files), then stops
+// the roles: serve and push by Stop, watch by its stop eventfd.
+std::thread StopThread(const sigset_t& signals, std::ostream& log, ServeRole* serve, PushRole* push,
+                       int stop_fd) {
+  return std::thread([signals, &log, serve, push, stop_fd] {
+    const int sig = WaitForStop(signals, [&] {
+      if (serve) serve->Reload();
+    });
+    log << "goheap2pprof agent: signal " << sig << ", shutting down\n" << std::flush;
+    if (serve) serve->Stop();
+    if (push) push->Stop();
+    const uint64_t one = 1;
+    (void)!::write(stop_fd, &one, sizeof(one));
+  });
+}
+
+void LogRoles(std::ostream& log, const AgentOptions& o, const ServeRole* serve,
+              const PushRole* push) {
+  if (serve) {
+    // The line serve prints, which scripts and probes wait for.
+    log << "goheap2pprof agent: listening on " << serve->address()
+        << (o.serve.listener.tls.enabled() ? " (TLS)" : "") << "\n";
+  }
+  log << "goheap2pprof agent: roles:" << (serve ? " serve on " + serve->address() : "")
+      << (push ? " push" : "") << (o.watch_on ? " watch" : "") << "; " << o.workers.max_concurrent
+      << " capture workers\n"
+      << std::flush;
+}
+
 }  // namespace
 
 std::string PoolMetricsText(const PoolStats& stats, int workers) {
@@ -142,20 +187,7 @@ int RunAgent(const AgentOptions& options, std::ostream& log) {
   UniqueFd stop(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!stop.valid()) throw Error(ErrorKind::kInternal, "eventfd: ", std::strerror(errno));
   o.watch.stop_fd = stop.get();
-  if (push) {
-    // A triggered profile goes to the backends with the labels of the
-    // process as discovery knows it (the same as its periodic series).
-    o.watch.on_profile = [&](pid_t pid, uint64_t start_time, const std::string& trigger,
-                             const std::string& profile) {
-      for (const GoProcess& p : discovery.Processes()) {
-        if (p.facts.pid == pid && p.facts.start_time == start_time) {
-          push->PushTriggered(p, profile, trigger);
-          return;
-        }
-      }
-      throw Error(ErrorKind::kNoSuchProcess, "process ", pid, " is no longer discovered");
-    };
-  }
+  if (push) o.watch.on_profile = PushTriggeredTo(*push, discovery);
 
   discovery.Start();
   std::atomic<bool> failed{false};
@@ -164,25 +196,8 @@ int RunAgent(const AgentOptions& options, std::ostream& log) {
   if (o.watch_on) {
     roles.push_back(RoleThread("watch", log, failed, [&] { RunWatch(o.watch, log); }));
   }
-  std::thread signal_thread([&] {
-    const int sig = WaitForStop(signals, [&] {
-      if (serve) serve->Reload();
-    });
-    log << "goheap2pprof agent: signal " << sig << ", shutting down\n" << std::flush;
-    if (serve) serve->Stop();
-    if (push) push->Stop();
-    const uint64_t one = 1;
-    (void)!::write(stop.get(), &one, sizeof(one));
-  });
-  if (serve) {
-    // The line serve prints, which scripts and probes wait for.
-    log << "goheap2pprof agent: listening on " << serve->address()
-        << (o.serve.listener.tls.enabled() ? " (TLS)" : "") << "\n";
-  }
-  log << "goheap2pprof agent: roles:" << (serve ? " serve on " + serve->address() : "")
-      << (push ? " push" : "") << (o.watch_on ? " watch" : "") << "; " << o.workers.max_concurrent
-      << " capture workers\n"
-      << std::flush;
+  std::thread signal_thread = StopThread(signals, log, serve.get(), push.get(), stop.get());
+  LogRoles(log, o, serve.get(), push.get());
   std::exception_ptr serve_failure;
   if (serve) {
     try {

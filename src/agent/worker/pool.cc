@@ -45,6 +45,22 @@ std::vector<std::string> WorkerEnvironment() {
   return env;
 }
 
+// A worker's command line: what __serve-worker reads (cli/serve_main.cc).
+std::vector<std::string> WorkerArguments(const WorkerSettings& w) {
+  std::vector<std::string> args = {
+      "goheap2pprof",
+      "__serve-worker",
+      "--fd=3",
+      "--address-space=" + std::to_string(w.limits.address_space_bytes),
+      "--cpu-seconds=" + std::to_string(w.limits.cpu_seconds),
+      "--max-reply-bytes=" + std::to_string(w.limits.max_reply_bytes),
+      "--uid=" + std::to_string(w.limits.uid),
+      "--gid=" + std::to_string(w.limits.gid)};
+  if (!w.executable.path.empty()) args.push_back("--exe=" + w.executable.path);
+  if (w.executable.force) args.push_back("--force");
+  return args;
+}
+
 // How a request is named in the worker's stderr lines.
 std::string RequestLabel(const WorkerRequest& request) {
   std::string op;
@@ -239,40 +255,24 @@ void WorkerPool::Start(Worker& w) {
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
   posix_spawn_file_actions_addclosefrom_np(&actions, 4);
 #endif
-  std::string fd_arg = "--fd=3";
-  std::string as_arg =
-      "--address-space=" + std::to_string(options_.workers.limits.address_space_bytes);
-  std::string cpu_arg = "--cpu-seconds=" + std::to_string(options_.workers.limits.cpu_seconds);
-  std::string exe_arg = "--exe=" + options_.workers.executable.path;
-  std::string reply_arg =
-      "--max-reply-bytes=" + std::to_string(options_.workers.limits.max_reply_bytes);
-  std::string uid_arg = "--uid=" + std::to_string(options_.workers.limits.uid);
-  std::string gid_arg = "--gid=" + std::to_string(options_.workers.limits.gid);
-  std::vector<char*> argv = {const_cast<char*>("goheap2pprof"),
-                             const_cast<char*>("__serve-worker"),
-                             fd_arg.data(),
-                             as_arg.data(),
-                             cpu_arg.data(),
-                             reply_arg.data(),
-                             uid_arg.data(),
-                             gid_arg.data()};
-  if (!options_.workers.executable.path.empty()) argv.push_back(exe_arg.data());
-  if (options_.workers.executable.force) argv.push_back(const_cast<char*>("--force"));
+  std::vector<std::string> arg_strings = WorkerArguments(options_.workers);
+  std::vector<char*> argv;
+  for (std::string& a : arg_strings) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = -1;
   std::vector<std::string> env_strings = WorkerEnvironment();
   std::vector<char*> envp;
   for (std::string& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
-  int rc = posix_spawn(&pid, options_.workers.self_exe.c_str(), &actions, nullptr, argv.data(),
-                       envp.data());
+  const std::string& exe = options_.workers.self_exe;
+  int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   close(sv[1]);
   close(err[1]);
   if (rc != 0) {
     close(sv[0]);
     close(err[0]);
-    throw Error(ErrorKind::kInternal, "cannot start a capture worker (", options_.workers.self_exe,
+    throw Error(ErrorKind::kInternal, "cannot start a capture worker (", exe,
                 "): ", std::strerror(rc));
   }
   // Not w.busy: the slot stays with the Run that (re)starts it. Marking it
