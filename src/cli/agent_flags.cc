@@ -101,10 +101,9 @@ void AddWorkerOptions(CLI::App& app, const WorkerFlags& flags) {
   WorkerLimits& limits = settings.limits;
   AddSizeOption(app, "--worker-memory", limits.address_space_bytes,
                 "address-space limit of a capture worker");
-  app.add_option("--worker-cpu", limits.cpu_seconds,
-                 "CPU-time limit of a capture worker over its life, seconds (it is replaced "
-                 "after using half)")
-      ->capture_default_str();
+  AddWholeSecondsOption(app, "--worker-cpu", limits.cpu_seconds,
+                        "CPU-time limit of a capture worker over its life (it is replaced after "
+                        "using half)");
   AddSizeOption(
       app, "--max-capture-bytes", limits.max_reply_bytes,
       "largest gzipped profile a capture may produce (larger ones " + flags.on_too_large + ")")

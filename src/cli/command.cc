@@ -99,6 +99,28 @@ CLI::Option* AddSecondsOption(CLI::App& app, const std::string& name, double& se
       ->capture_default_str();
 }
 
+CLI::Option* AddWholeSecondsOption(CLI::App& app, const std::string& name, uint64_t& seconds,
+                                   const std::string& description) {
+  // As AddSecondsOption: the text becomes the count CLI11 converts.
+  CLI::Validator to_seconds(
+      [](std::string& text) -> std::string {
+        // Bare seconds as before, past kMaxDuration too.
+        if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) return "";
+        std::optional<std::chrono::milliseconds> d = MillisOrSeconds(text);
+        if (!d) return DurationError(text);
+        const auto whole = std::chrono::duration_cast<std::chrono::seconds>(*d);
+        if (whole != *d)
+          return "expected whole seconds such as 60, 60s or 2m, not \"" + text + "\"";
+        text = std::to_string(whole.count());
+        return "";
+      },
+      "");
+  return app.add_option(name, seconds, description)
+      ->transform(to_seconds)
+      ->type_name("DURATION")
+      ->capture_default_str();
+}
+
 CLI::Option* AddDurationOption(CLI::App& app, const std::string& name,
                                std::chrono::milliseconds& duration,
                                const std::string& description) {

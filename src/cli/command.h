@@ -40,6 +40,10 @@ int RunCommand(const std::string& command, const std::function<int()>& run);
 // "250ms", "1h" or a bare number of seconds (what the options took before).
 CLI::Option* AddSecondsOption(CLI::App& app, const std::string& name, double& seconds,
                               const std::string& description);
+// The same syntax into a whole number of seconds ("1m", "90", not "1.5s"):
+// an option the kernel takes in seconds (RLIMIT_CPU).
+CLI::Option* AddWholeSecondsOption(CLI::App& app, const std::string& name, uint64_t& seconds,
+                                   const std::string& description);
 // The same syntax into a std::chrono duration (rounded to the nearest
 // millisecond); --help shows the default in seconds, as before.
 CLI::Option* AddDurationOption(CLI::App& app, const std::string& name,

@@ -86,6 +86,11 @@ expect_usage "watch --poll takes the same syntax and checks it" \
 expect_usage "agent --interval takes the same syntax" \
   "^goheap2pprof agent: .*--interval.*expected a duration" agent --interval 1x
 
+expect_usage "--worker-cpu takes the same syntax, in whole seconds" \
+  "--max-concurrent must be 1..64" serve --worker-cpu 2m --max-concurrent 0
+expect_usage "--worker-cpu refuses a fraction of a second by name" \
+  "^goheap2pprof serve: --worker-cpu: expected whole seconds" serve --worker-cpu 1.5s
+
 # --- 4. one size syntax -----------------------------------------------------
 # As for durations: a size that parses gets as far as the next check.
 for b in 2GiB 512M 1.5G 2147483648; do
