@@ -7,10 +7,11 @@
 
 namespace goheap2pprof {
 
-void AddListenerOptions(CLI::App& app, std::vector<std::string>& allowed_hosts,
-                        std::string& probe_path, TlsFiles& tls, ListenerLimits& limits,
-                        const std::string& what, bool with_pool) {
-  app.add_option("--allowed-host", allowed_hosts,
+void AddListenerOptions(CLI::App& app, ListenerFlags& flags, const std::string& what,
+                        bool with_pool) {
+  TlsFiles& tls = flags.tls;
+  ListenerLimits& limits = flags.limits;
+  app.add_option("--allowed-host", flags.allowed_hosts,
                  "on a loopback listener" + what +
                      ", a Host header (name or name:port) accepted besides the listen address, "
                      "localhost and IP literals; others get 421 (DNS rebinding) (repeatable)");
@@ -23,7 +24,7 @@ void AddListenerOptions(CLI::App& app, std::vector<std::string>& allowed_hosts,
                  "with --tls-client-ca-file, accept only client certificates that carry this "
                  "name as a subjectAltName DNS or URI entry or as their subject CN (repeatable; "
                  "none: any certificate the CAs signed)");
-  app.add_option("--probe-path", probe_path,
+  app.add_option("--probe-path", flags.probe_path,
                  "a path" + what +
                      " (e.g. /healthz) the listener answers 200 without a token, for liveness "
                      "probes; it gets through while clients without credentials fill the "
@@ -44,11 +45,10 @@ void AddListenerOptions(CLI::App& app, std::vector<std::string>& allowed_hosts,
   AddSecondsOption(app, "--write-timeout", limits.write_timeout_seconds,
                    "time to write one reply, fixed when its write begins (a client that reads "
                    "slowly does not extend it)");
-  app.add_option("--max-reply-bytes-in-flight", limits.max_reply_bytes_in_flight,
-                 "bytes of replies" + what +
-                     " waiting for clients to read them (a reply shared by several clients "
-                     "counted once); more get 503 with Retry-After")
-      ->capture_default_str()
+  AddSizeOption(app, "--max-reply-bytes-in-flight", limits.max_reply_bytes_in_flight,
+                "bytes of replies" + what +
+                    " waiting for clients to read them (a reply shared by several clients "
+                    "counted once); more get 503 with Retry-After")
       ->check(CLI::Range(kMinReplyBytesInFlight, uint64_t{1} << 40));
   if (!with_pool) return;
   app.add_option("--handler-threads", limits.handler_threads,
@@ -59,18 +59,17 @@ void AddListenerOptions(CLI::App& app, std::vector<std::string>& allowed_hosts,
       ->capture_default_str();
 }
 
-void AddIdentityOptions(CLI::App& app, std::string& host_root, std::string& node_name) {
-  app.add_option("--host-root", host_root,
+void AddIdentityOptions(CLI::App& app, DiscoverySettings& settings) {
+  app.add_option("--host-root", settings.host_root,
                  "the node's root filesystem, where the container runtimes' state "
                  "(/run/containerd, /run/containers) is read for pod names")
       ->capture_default_str();
-  app.add_option("--node-name", node_name,
+  app.add_option("--node-name", settings.node_name,
                  "the node label of every process (default: $NODE_NAME, if set)");
 }
 
-void AddDiscoveryOptions(CLI::App& app, ProcessFilter& filter, std::string& service_name_from,
-                         double& discover_interval_seconds, const std::string& verb,
-                         std::string& host_root, std::string& node_name) {
+void AddDiscoveryOptions(CLI::App& app, DiscoverySettings& settings, const std::string& verb) {
+  ProcessFilter& filter = settings.filter;
   app.add_option("--allow-uid", filter.allow_uids,
                  verb + " only processes of these user ids (repeatable)");
   app.add_option("--allow-cgroup", filter.allow_cgroups,
@@ -78,38 +77,36 @@ void AddDiscoveryOptions(CLI::App& app, ProcessFilter& filter, std::string& serv
                      " only processes in this cgroup or below it (whole path elements; "
                      "repeatable)");
   app.add_option("--deny-pid", filter.deny_pids, "never " + verb + " this pid (repeatable)");
-  app.add_option("--service-name-from", service_name_from,
+  app.add_option("--service-name-from", settings.service_name_from,
                  "service_name label of /targets and pushes: auto (the pyroscope.io/service_name "
                  "annotation, else namespace/container, else the systemd unit, else exe), exe "
                  "(base name), comm, cgroup (last path element) or env:VAR (the process's "
                  "environment variable)")
       ->capture_default_str();
-  AddIdentityOptions(app, host_root, node_name);
-  AddSecondsOption(app, "--discover-interval", discover_interval_seconds,
-                   "time between scans of /proc for Go processes");
+  AddIdentityOptions(app, settings);
+  AddDurationOption(app, "--discover-interval", settings.interval,
+                    "time between scans of /proc for Go processes");
 }
 
 void AddWorkerOptions(CLI::App& app, const WorkerFlags& flags) {
+  WorkerSettings& settings = *flags.settings;
   if (flags.max_concurrent) {
-    app.add_option("--max-concurrent", *flags.max_concurrent,
+    app.add_option("--max-concurrent", settings.max_concurrent,
                    "captures running at once (one confined worker process each)")
         ->capture_default_str();
   }
-  AddSecondsOption(
-      app, "--capture-timeout", *flags.capture_timeout_seconds,
+  AddDurationOption(
+      app, "--capture-timeout", settings.capture_timeout,
       "time a capture may take; its confined worker is then stopped and " + flags.on_timeout);
-  WorkerLimits& limits = *flags.limits;
-  app.add_option("--worker-memory", limits.address_space_bytes,
-                 "address-space limit of a capture worker, bytes")
-      ->capture_default_str();
-  app.add_option("--worker-cpu", limits.cpu_seconds,
-                 "CPU-time limit of a capture worker over its life, seconds (it is replaced "
-                 "after using half)")
-      ->capture_default_str();
-  app.add_option(
-         "--max-capture-bytes", limits.max_reply_bytes,
-         "largest gzipped profile a capture may produce (larger ones " + flags.on_too_large + ")")
-      ->capture_default_str()
+  WorkerLimits& limits = settings.limits;
+  AddSizeOption(app, "--worker-memory", limits.address_space_bytes,
+                "address-space limit of a capture worker");
+  AddWholeSecondsOption(app, "--worker-cpu", limits.cpu_seconds,
+                        "CPU-time limit of a capture worker over its life (it is replaced after "
+                        "using half)");
+  AddSizeOption(
+      app, "--max-capture-bytes", limits.max_reply_bytes,
+      "largest gzipped profile a capture may produce (larger ones " + flags.on_too_large + ")")
       ->check(CLI::Range(uint64_t{64} << 10, uint64_t{1} << 31));
   app.add_option("--worker-uid", limits.uid,
                  "started as root, a capture worker becomes this user, keeping only "
@@ -125,10 +122,10 @@ void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::strin
   app.add_option("--parca", o.parca_url,
                  "Parca base URL, e.g. http://parca:7070 (its HTTP API under /api is used; give "
                  "a path to use another prefix)");
-  AddSecondsOption(app, "--interval", o.interval_seconds, "time between captures of each process");
+  AddDurationOption(app, "--interval", o.interval, "time between captures of each process");
   app.add_option("--label", labels, "extra series label NAME=VALUE (repeatable)");
   app.add_option("--tenant", o.tenant, "X-Scope-OrgID header for a multi-tenant Pyroscope");
-  app.add_option("--ca-file", o.ca_file,
+  app.add_option("--ca-file", o.delivery.ca_file,
                  "PEM file of CA certificates for https URLs (default: the system store)");
   app.add_option("--pyroscope-token-file", o.pyroscope_token_file,
                  "send Authorization: Bearer <first line of FILE> to Pyroscope");
@@ -141,26 +138,24 @@ void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::strin
   app.add_flag("--allow-insecure-credentials", o.allow_insecure_credentials,
                "send a token or basic auth over an http:// URL to a host other than loopback, "
                "in clear text (refused without it)");
-  AddSecondsOption(app, "--push-timeout", o.push_timeout_seconds, "time limit of one push attempt");
-  app.add_option("--queue", o.queue_limit,
+  AddDurationOption(app, "--push-timeout", o.delivery.timeout, "time limit of one push attempt");
+  app.add_option("--queue", o.delivery.queue_limit,
                  "profiles waiting per backend; when full the oldest is dropped")
       ->capture_default_str();
-  app.add_option("--max-queue-bytes", o.queue_bytes_limit,
-                 "request bytes waiting per backend; over it the oldest profiles are dropped")
-      ->capture_default_str();
-  app.add_option("--attempts", o.max_attempts,
+  AddSizeOption(app, "--max-queue-bytes", o.delivery.queue_bytes_limit,
+                "request bytes waiting per backend; over it the oldest profiles are dropped");
+  app.add_option("--attempts", o.delivery.max_attempts,
                  "attempts per profile on 5xx, 408 and 429 answers and connection errors (other "
                  "4xx: one)")
       ->capture_default_str();
-  AddSecondsOption(app, "--backoff-max", o.backoff_max_seconds, "longest wait between attempts");
-  AddSecondsOption(app, "--retry-after-max", o.retry_after_max_seconds,
-                   "longest Retry-After of a 429, 408 or 5xx answer obeyed");
+  AddDurationOption(app, "--backoff-max", o.delivery.backoff_max, "longest wait between attempts");
+  AddDurationOption(app, "--retry-after-max", o.delivery.retry_after_max,
+                    "longest Retry-After of a 429, 408 or 5xx answer obeyed");
   app.add_option("--max-samples", o.limits.max_samples,
                  "trim Pyroscope profiles to this many samples (the server's default limit)")
       ->capture_default_str();
-  app.add_option("--max-profile-bytes", o.limits.max_bytes,
-                 "trim Pyroscope profiles to this uncompressed size (the server's default limit)")
-      ->capture_default_str();
+  AddSizeOption(app, "--max-profile-bytes", o.limits.max_bytes,
+                "trim Pyroscope profiles to this uncompressed size (the server's default limit)");
 }
 
 void FinishPushOptions(const std::vector<std::string>& labels, PushOptions& o) {
@@ -189,12 +184,11 @@ void AddWatchTriggerOptions(CLI::App& app, WatchArgs& args, WatchOptions& w) {
                  "cgroup (system when the cgroup has none) or system")
       ->check(CLI::IsMember({"cgroup", "system"}))
       ->capture_default_str();
-  AddSecondsOption(app, "--every", args.every_seconds,
-                   "also capture periodically, e.g. 5m (0: never)");
-  AddSecondsOption(app, "--poll", args.poll_seconds, "how often usage and RSS are sampled");
-  AddSecondsOption(app, "--cooldown", args.cooldown_seconds,
-                   "minimum time between triggered captures; one higher level or memory event "
-                   "may fire inside it");
+  AddDurationOption(app, "--every", args.every, "also capture periodically, e.g. 5m (0: never)");
+  AddDurationOption(app, "--poll", args.poll, "how often usage and RSS are sampled");
+  AddDurationOption(app, "--cooldown", args.cooldown,
+                    "minimum time between triggered captures; one higher level or memory event "
+                    "may fire inside it");
   app.add_option("--max-files", w.max_files,
                  "keep the newest N profiles this watch wrote (it deletes no other file)")
       ->check(CLI::PositiveNumber)
@@ -209,11 +203,11 @@ void AddWatchTriggerOptions(CLI::App& app, WatchArgs& args, WatchOptions& w) {
 namespace {
 
 // A watch time: at least a millisecond (the trigger clock's unit).
-WatchMillis Millis(const std::string& option, double seconds) {
-  if (!(seconds >= 0.001) || seconds > 1e9) {
+WatchMillis Millis(const std::string& option, std::chrono::milliseconds d) {
+  if (d < std::chrono::milliseconds(1)) {
     throw Error(ErrorKind::kUsage, option, " must be at least 1ms");
   }
-  return WatchMillis(static_cast<int64_t>(seconds * 1000 + 0.5));
+  return d;
 }
 
 }  // namespace
@@ -228,9 +222,9 @@ void FinishWatchTriggers(const WatchArgs& args, WatchOptions& w) {
     t.psi = true;
   }
   w.psi_system = args.psi_scope == "system";
-  if (args.every_seconds != 0) t.every = Millis("--every", args.every_seconds);
-  w.poll = Millis("--poll", args.poll_seconds);
-  t.cooldown = Millis("--cooldown", args.cooldown_seconds);
+  if (args.every != args.every.zero()) t.every = Millis("--every", args.every);
+  w.poll = Millis("--poll", args.poll);
+  t.cooldown = Millis("--cooldown", args.cooldown);
   if (args.above.empty() && t.rss_above.empty() && !t.on_max && !t.on_oom && !t.psi && !t.every) {
     t.above_pct = {90};
   }

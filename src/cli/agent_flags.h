@@ -3,12 +3,12 @@
 // means and reads the same in every command (parca-agent keeps one flags
 // struct of embedded groups the same way).
 //
-//   AddDiscoveryOptions(*cmd, o.filter, o.service_name_from, o.discover_interval_seconds, "serve",
-//                       o.host_root, o.node_name);
-//   AddWorkerOptions(*cmd, {.max_concurrent = &o.max_concurrent, ...});
+//   AddDiscoveryOptions(*cmd, o.discovery, "serve");
+//   AddWorkerOptions(*cmd, {.settings = &o.workers, ...});
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -16,6 +16,7 @@
 #include "agent/common/http_listener.h"
 #include "agent/push/agent.h"
 #include "agent/watch/watch.h"
+#include "agent/worker/pool.h"
 #include "agent/worker/worker.h"
 
 namespace goheap2pprof {
@@ -24,30 +25,27 @@ namespace goheap2pprof {
 // limits; what names the listener in the help ("" for serve's --listen).
 // with_pool adds --handler-threads and --handler-queue (only serve has
 // blocking handlers).
-void AddListenerOptions(CLI::App& app, std::vector<std::string>& allowed_hosts,
-                        std::string& probe_path, TlsFiles& tls, ListenerLimits& limits,
-                        const std::string& what, bool with_pool);
+void AddListenerOptions(CLI::App& app, ListenerFlags& flags, const std::string& what,
+                        bool with_pool);
 
 // Which processes are found and how they are named: --allow-uid,
 // --allow-cgroup, --deny-pid, --service-name-from, --discover-interval, and the
 // Kubernetes identity's --host-root and --node-name.
 // verb says what the command does with them ("serve", "push").
-void AddDiscoveryOptions(CLI::App& app, ProcessFilter& filter, std::string& service_name_from,
-                         double& discover_interval_seconds, const std::string& verb,
-                         std::string& host_root, std::string& node_name);
+void AddDiscoveryOptions(CLI::App& app, DiscoverySettings& settings, const std::string& verb);
 
 // --host-root: where the node's filesystem is mounted when the agent runs in
 // a container (the runtimes' bundles are read below it); --node-name: the
 // node label (else $NODE_NAME, which a DaemonSet sets from the downward API).
 // Part of AddDiscoveryOptions; watch, which has no discovery options, adds
 // them alone.
-void AddIdentityOptions(CLI::App& app, std::string& host_root, std::string& node_name);
+void AddIdentityOptions(CLI::App& app, DiscoverySettings& settings);
 
-// The confined capture workers. max_concurrent may be null (watch runs one).
+// The confined capture workers: --max-concurrent (unless watch, which runs
+// one), --capture-timeout, and the limits; sizes take units (AddSizeOption).
 struct WorkerFlags {
-  int* max_concurrent = nullptr;
-  double* capture_timeout_seconds = nullptr;
-  WorkerLimits* limits = nullptr;
+  WorkerSettings* settings = nullptr;
+  bool max_concurrent = true;
   std::string on_timeout;    // what a capture over --capture-timeout costs
   std::string on_too_large;  // what a profile over --max-capture-bytes costs
 };
@@ -63,7 +61,7 @@ void FinishPushOptions(const std::vector<std::string>& labels, PushOptions& o);
 // parsers (which name the option in their errors).
 struct WatchArgs {
   std::string above, rss_above, on_event, psi;
-  double every_seconds = 0, poll_seconds = 1, cooldown_seconds = 30;
+  std::chrono::milliseconds every{0}, poll{1000}, cooldown{30000};
   std::string psi_scope = "cgroup";
   bool no_baseline = false;
 };

@@ -25,7 +25,7 @@ Command AddAgentCommand(CLI::App& root) {
       "--pyroscope or --parca push, -o or a trigger (--above, --rss-above, --on-event, --psi, "
       "--every) watch; a capture a trigger fires is written to -o DIR if given and pushed at "
       "once with the process's labels plus trigger=\"<name>\" (e.g. above90). Durations are "
-      "written 10s, 5m, 250ms (or seconds). docs/agent.md");
+      "written 10s, 5m, 250ms (or seconds), sizes 64MiB, 512KiB, 1.5G (or bytes). docs/agent.md");
   cmd->footer("Exit codes: 0 on SIGINT/SIGTERM; otherwise those of goheap2pprof --help.");
   struct Args {
     AgentOptions o;
@@ -34,7 +34,7 @@ Command AddAgentCommand(CLI::App& root) {
   };
   auto a = std::make_shared<Args>();
   AgentOptions& o = a->o;
-  o.serve.listen.clear();  // serve is on only when --listen is given
+  o.serve.listener.listen.clear();  // serve is on only when --listen is given
   AddServeListenOptions(*cmd, o.serve);
   AddPushBackendOptions(*cmd, o.push, a->labels);
   cmd->add_option("-o,--output", o.watch.dir,
@@ -44,17 +44,14 @@ Command AddAgentCommand(CLI::App& root) {
   for (const char* name : {"--above", "--rss-above", "--on-event", "--psi", "--every"}) {
     triggers.push_back(cmd->get_option(name));
   }
-  AddDiscoveryOptions(*cmd, o.filter, o.service_name_from, o.discover_interval_seconds, "capture",
-                      o.host_root, o.node_name);
-  AddWorkerOptions(*cmd, {.max_concurrent = &o.max_concurrent,
-                          .capture_timeout_seconds = &o.capture_timeout_seconds,
-                          .limits = &o.worker_limits,
+  AddDiscoveryOptions(*cmd, o.discovery, "capture");
+  AddWorkerOptions(*cmd, {.settings = &o.workers,
                           .on_timeout = "the capture fails (serve answers 504)",
                           .on_too_large = "fail"});
   cmd->add_flag("-v,--verbose", o.verbose, "log one line per request, push and skipped trigger");
   return {cmd, [a, triggers] {
             AgentOptions& agent = a->o;
-            agent.serve_on = !agent.serve.listen.empty();
+            agent.serve_on = !agent.serve.listener.listen.empty();
             agent.push_on = !agent.push.pyroscope_url.empty() || !agent.push.parca_url.empty();
             agent.watch_on = !agent.watch.dir.empty();
             for (const CLI::Option* t : triggers) agent.watch_on = agent.watch_on || t->count() > 0;

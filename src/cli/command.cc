@@ -4,6 +4,8 @@
 #include <optional>
 #include <sstream>
 
+#include "base/byte_size.h"
+
 #if !GOHEAP2PPROF_CAPTURE_ONLY
 #include "agent/common/duration.h"
 #endif
@@ -49,6 +51,10 @@ std::optional<double> ParseSeconds(const std::string& text) {
   if (!d) return std::nullopt;
   return static_cast<double>(d->count()) / 1e6;
 }
+
+std::string DurationError(const std::string& text) {
+  return "expected a duration such as 10s, 5m, 250ms or a number of seconds, not \"" + text + "\"";
+}
 #endif
 
 }  // namespace
@@ -84,8 +90,7 @@ CLI::Option* AddSecondsOption(CLI::App& app, const std::string& name, double& se
           text = out.str();
           return "";
         }
-        return "expected a duration such as 10s, 5m, 250ms or a number of seconds, not \"" + text +
-               "\"";
+        return DurationError(text);
       },
       "");  // no description: the type name alone says DURATION in --help
   return app.add_option(name, seconds, description)
@@ -93,7 +98,66 @@ CLI::Option* AddSecondsOption(CLI::App& app, const std::string& name, double& se
       ->type_name("DURATION")
       ->capture_default_str();
 }
+
+CLI::Option* AddWholeSecondsOption(CLI::App& app, const std::string& name, uint64_t& seconds,
+                                   const std::string& description) {
+  // As AddSecondsOption: the text becomes the count CLI11 converts.
+  CLI::Validator to_seconds(
+      [](std::string& text) -> std::string {
+        // Bare seconds as before, past kMaxDuration too.
+        if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) return "";
+        std::optional<std::chrono::milliseconds> d = MillisOrSeconds(text);
+        if (!d) return DurationError(text);
+        const auto whole = std::chrono::duration_cast<std::chrono::seconds>(*d);
+        if (whole != *d)
+          return "expected whole seconds such as 60, 60s or 2m, not \"" + text + "\"";
+        text = std::to_string(whole.count());
+        return "";
+      },
+      "");
+  return app.add_option(name, seconds, description)
+      ->transform(to_seconds)
+      ->type_name("DURATION")
+      ->capture_default_str();
+}
+
+CLI::Option* AddDurationOption(CLI::App& app, const std::string& name,
+                               std::chrono::milliseconds& duration,
+                               const std::string& description) {
+  CLI::Validator duration_text(
+      [](const std::string& text) { return MillisOrSeconds(text) ? "" : DurationError(text); }, "");
+  std::ostringstream default_seconds;
+  default_seconds << Seconds(duration);
+  return app
+      .add_option_function<std::string>(
+          name, [&duration](const std::string& text) { duration = *MillisOrSeconds(text); },
+          description)
+      ->check(duration_text)
+      ->type_name("DURATION")
+      ->default_str(default_seconds.str());
+}
 #endif
+
+CLI::Option* AddSizeOption(CLI::App& app, const std::string& name, uint64_t& bytes,
+                           const std::string& description) {
+  // As AddSecondsOption: the text becomes the bare count CLI11 converts, so
+  // a check added after (a range) sees bytes.
+  CLI::Validator to_bytes(
+      [](std::string& text) -> std::string {
+        std::optional<uint64_t> n = ParseByteSize(text);
+        if (!n) {
+          return "expected a size such as 64MiB, 512KiB, 1.5G or a number of bytes, not \"" + text +
+                 "\"";
+        }
+        text = std::to_string(*n);
+        return "";
+      },
+      "");
+  return app.add_option(name, bytes, description)
+      ->transform(to_bytes)
+      ->type_name("SIZE")
+      ->capture_default_str();
+}
 
 int ReportParseError(const CLI::App& root, const CLI::ParseError& e) {
   // The message names the command whose options were being read.

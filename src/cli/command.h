@@ -10,6 +10,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -38,7 +40,20 @@ int RunCommand(const std::string& command, const std::function<int()>& run);
 // "250ms", "1h" or a bare number of seconds (what the options took before).
 CLI::Option* AddSecondsOption(CLI::App& app, const std::string& name, double& seconds,
                               const std::string& description);
+// The same syntax into a whole number of seconds ("1m", "90", not "1.5s"):
+// an option the kernel takes in seconds (RLIMIT_CPU).
+CLI::Option* AddWholeSecondsOption(CLI::App& app, const std::string& name, uint64_t& seconds,
+                                   const std::string& description);
+// The same syntax into a std::chrono duration (rounded to the nearest
+// millisecond); --help shows the default in seconds, as before.
+CLI::Option* AddDurationOption(CLI::App& app, const std::string& name,
+                               std::chrono::milliseconds& duration, const std::string& description);
 #endif
+
+// A size option that takes one syntax everywhere: "64MiB", "512K", "1.5G" or
+// a bare number of bytes (what the options took before; base/byte_size.h).
+CLI::Option* AddSizeOption(CLI::App& app, const std::string& name, uint64_t& bytes,
+                           const std::string& description);
 
 // A parse error of the command line, as every command prints it.
 int ReportParseError(const CLI::App& root, const CLI::ParseError& e);

@@ -12,16 +12,16 @@
 namespace goheap2pprof {
 
 void AddPushMetricsListenOptions(CLI::App& cmd, PushOptions& o) {
-  cmd.add_option("--metrics-listen", o.metrics_listen,
+  ListenerFlags& listener = o.metrics_listener;
+  cmd.add_option("--metrics-listen", listener.listen,
                  "address of the agent's /metrics (empty: none)")
       ->capture_default_str();
-  cmd.add_option("--token-file", o.metrics_token_file,
+  cmd.add_option("--token-file", listener.token_file,
                  "require Authorization: Bearer <the first line of FILE> on --metrics-listen");
-  cmd.add_flag("--insecure-listen", o.insecure_listen,
+  cmd.add_flag("--insecure-listen", listener.insecure_listen,
                "allow a non-loopback --metrics-listen without TLS and a token or client "
                "certificates");
-  AddListenerOptions(cmd, o.allowed_hosts, o.metrics_probe_path, o.metrics_tls, o.metrics_limits,
-                     " of --metrics-listen", /*with_pool=*/false);
+  AddListenerOptions(cmd, listener, " of --metrics-listen", /*with_pool=*/false);
 }
 
 Command AddPushCommand(CLI::App& root) {
@@ -42,11 +42,8 @@ Command AddPushCommand(CLI::App& root) {
   AddPushBackendOptions(*cmd, o, a->labels);
   AddPushMetricsListenOptions(*cmd, o);
   cmd->add_option("--pid", o.pids, "push only this process (repeatable; default: every one)");
-  AddDiscoveryOptions(*cmd, o.filter, o.service_name_from, o.discover_interval_seconds, "push",
-                      o.host_root, o.node_name);
-  AddWorkerOptions(*cmd, {.max_concurrent = &o.max_concurrent,
-                          .capture_timeout_seconds = &o.capture_timeout_seconds,
-                          .limits = &o.worker_limits,
+  AddDiscoveryOptions(*cmd, o.discovery, "push");
+  AddWorkerOptions(*cmd, {.settings = &o.workers,
                           .on_timeout = "the profile is not pushed",
                           .on_too_large = "are dropped"});
   cmd->add_flag("-v,--verbose", o.verbose, "log one line per push");

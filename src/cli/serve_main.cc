@@ -16,17 +16,17 @@
 namespace goheap2pprof {
 
 void AddServeListenOptions(CLI::App& cmd, ServeOptions& o) {
-  cmd.add_option("--listen", o.listen, "address to listen on")->capture_default_str();
-  cmd.add_option("--token-file", o.token_file,
+  cmd.add_option("--listen", o.listener.listen, "address to listen on")->capture_default_str();
+  cmd.add_option("--token-file", o.listener.token_file,
                  "require Authorization: Bearer <the first line of FILE> on every request");
-  cmd.add_flag("--insecure-listen", o.insecure_listen,
+  cmd.add_flag("--insecure-listen", o.listener.insecure_listen,
                "allow a non-loopback --listen without TLS and a token or client certificates");
-  AddListenerOptions(cmd, o.allowed_hosts, o.probe_path, o.tls, o.limits, "", /*with_pool=*/true);
+  AddListenerOptions(cmd, o.listener, "", /*with_pool=*/true);
   cmd.add_option("--max-deltas", o.max_deltas,
                  "?seconds=N delta windows open at once; more get 503 with Retry-After")
       ->capture_default_str();
-  AddSecondsOption(cmd, "--timeout", o.timeout_seconds,
-                   "time a request may wait for a free worker before 503 with Retry-After");
+  AddDurationOption(cmd, "--timeout", o.timeout,
+                    "time a request may wait for a free worker before 503 with Retry-After");
   cmd.add_option("--max-delta-seconds", o.max_delta_seconds, "largest ?seconds=N accepted")
       ->capture_default_str();
 }
@@ -41,11 +41,8 @@ Command AddServeCommand(CLI::App& root) {
       "discovery (Parca, Grafana Alloy); /metrics is the server's own health.");
   auto o = std::make_shared<ServeOptions>();
   AddServeListenOptions(*cmd, *o);
-  AddDiscoveryOptions(*cmd, o->filter, o->service_name_from, o->discover_interval_seconds, "serve",
-                      o->host_root, o->node_name);
-  AddWorkerOptions(*cmd, {.max_concurrent = &o->max_concurrent,
-                          .capture_timeout_seconds = &o->capture_timeout_seconds,
-                          .limits = &o->worker_limits,
+  AddDiscoveryOptions(*cmd, o->discovery, "serve");
+  AddWorkerOptions(*cmd, {.settings = &o->workers,
                           .on_timeout = "504 is answered",
                           .on_too_large = "fail with 500; the server holds at most two per "
                                           "running capture"});

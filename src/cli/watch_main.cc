@@ -36,12 +36,11 @@ Command AddWatchCommand(CLI::App& root) {
   cmd->add_option("-o,--output", w.dir, "directory for the profiles and watch.jsonl")->required();
   AddWatchTriggerOptions(*cmd, a->triggers, w);
   AddExecutableFlags(*cmd, a->target, {.force_needs_exe = false});
-  AddWorkerOptions(*cmd, {.max_concurrent = nullptr,
-                          .capture_timeout_seconds = &w.capture_timeout_seconds,
-                          .limits = &w.worker_limits,
+  AddWorkerOptions(*cmd, {.settings = &w.workers,
+                          .max_concurrent = false,
                           .on_timeout = "the capture recorded as failed",
                           .on_too_large = "are recorded as failed"});
-  AddIdentityOptions(*cmd, w.host_root, w.node_name);
+  AddIdentityOptions(*cmd, w.discovery);
   cmd->add_flag("-v,--verbose", w.verbose, "report skipped triggers");
   return {cmd, [a] {
             WatchOptions& watch = a->w;
@@ -54,7 +53,7 @@ Command AddWatchCommand(CLI::App& root) {
             if (watch.all && !watch.pids.empty()) {
               throw Error(ErrorKind::kUsage, "give pids or --all, not both");
             }
-            if (!(watch.capture_timeout_seconds > 0)) {
+            if (watch.workers.capture_timeout <= watch.workers.capture_timeout.zero()) {
               throw Error(ErrorKind::kUsage, "--capture-timeout must be positive");
             }
             FinishWatchTriggers(a->triggers, watch);

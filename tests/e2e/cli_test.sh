@@ -7,6 +7,8 @@
 #      one-shot capture's own usage errors are unchanged.
 #   3. One duration syntax: a time option takes 10s, 5m, 250ms or a bare
 #      number of seconds in every command, and junk is refused by name.
+#   4. One size syntax: a byte option takes 64MiB, 512KiB, 1.5G or bare
+#      bytes in every command, its range checked in bytes, junk refused.
 # No Go program is needed: every case stops at parsing or option checks.
 #
 #   bash tests/e2e/cli_test.sh <path-to-goheap2pprof> <path-to-profdiff>
@@ -83,5 +85,25 @@ expect_usage "watch --poll takes the same syntax and checks it" \
   "^goheap2pprof watch: .*--poll.*expected a duration" watch 1 -o "$work" --poll soon
 expect_usage "agent --interval takes the same syntax" \
   "^goheap2pprof agent: .*--interval.*expected a duration" agent --interval 1x
+
+expect_usage "--worker-cpu takes the same syntax, in whole seconds" \
+  "--max-concurrent must be 1..64" serve --worker-cpu 2m --max-concurrent 0
+expect_usage "--worker-cpu refuses a fraction of a second by name" \
+  "^goheap2pprof serve: --worker-cpu: expected whole seconds" serve --worker-cpu 1.5s
+
+# --- 4. one size syntax -----------------------------------------------------
+# As for durations: a size that parses gets as far as the next check.
+for b in 2GiB 512M 1.5G 2147483648; do
+  expect_usage "serve --worker-memory $b parses" "--max-concurrent must be 1..64" \
+    serve --worker-memory "$b" --max-capture-bytes 64KiB --max-concurrent 0
+  expect_usage "push --max-queue-bytes $b parses (then: no backend)" "push needs --pyroscope" \
+    push --max-queue-bytes "$b" --max-profile-bytes "$b" --worker-memory "$b"
+done
+expect_usage "--max-capture-bytes is checked in bytes, whatever the unit" \
+  "^goheap2pprof serve: --max-capture-bytes: Value 65535 not in range" \
+  serve --max-capture-bytes 63.99999KiB
+expect_usage "a junk size is refused by name" \
+  "^goheap2pprof agent: --worker-memory: expected a size such as 64MiB" \
+  agent --worker-memory 2GB-ish
 
 e2e_finish

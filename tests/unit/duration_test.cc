@@ -70,5 +70,19 @@ TEST(Duration, BareNumbersAreSeconds) {
   EXPECT_EQ(DurationOrSeconds("9999999999"), std::nullopt);  // over kMaxDuration
 }
 
+// The settings hold milliseconds: what the options wrote, to the nearest
+// one, and back in seconds for messages.
+TEST(Duration, SettingsHoldMillisecondsAndPrintSeconds) {
+  EXPECT_EQ(MillisOrSeconds("1.5"), milliseconds(1500));
+  EXPECT_EQ(MillisOrSeconds("250ms"), milliseconds(250));
+  EXPECT_EQ(MillisOrSeconds("1m30s"), milliseconds(90000));
+  EXPECT_EQ(MillisOrSeconds("1600us"), milliseconds(2));
+  EXPECT_EQ(MillisOrSeconds("0"), milliseconds(0));
+  EXPECT_FALSE(MillisOrSeconds("10parsecs").has_value());
+  EXPECT_FALSE(MillisOrSeconds("-1").has_value());
+  EXPECT_EQ(Seconds(milliseconds(10000)), 10.0);
+  EXPECT_EQ(Seconds(milliseconds(250)), 0.25);
+}
+
 }  // namespace
 }  // namespace goheap2pprof

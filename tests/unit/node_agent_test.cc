@@ -2,8 +2,11 @@
 // the pool's metric families that show the roles share one pool.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdint>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "agent/node/agent.h"
 #include "agent/worker/pool.h"
@@ -38,10 +41,10 @@ TEST(NodeAgent, SharedValuesAreChecked) {
   AgentOptions o;
   o.watch_on = true;
   o.watch.dir = "/";
-  o.max_concurrent = 0;  // the one pool's slots: serve's rule, 1..64
+  o.workers.max_concurrent = 0;  // the one pool's slots: serve's rule, 1..64
   EXPECT_EQ(AgentKindOf(o), ErrorKind::kUsage);
-  o.max_concurrent = 2;
-  o.service_name_from = "bogus";
+  o.workers.max_concurrent = 2;
+  o.discovery.service_name_from = "bogus";
   EXPECT_EQ(AgentKindOf(o), ErrorKind::kUsage);
 }
 
@@ -72,6 +75,47 @@ TEST(NodeAgent, TriggeredPushesKeepRoomForTheTriggerLabel) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);
     EXPECT_NE(std::string(e.what()).find("trigger="), std::string::npos) << e.what();
   }
+}
+
+// Every setting the agent shares reaches every role, whatever the role's own
+// value was: one filter, one naming, one pool's limits.
+TEST(NodeAgent, SharedSettingsReachEveryRole) {
+  AgentOptions o;
+  o.discovery.interval = std::chrono::milliseconds(2500);
+  o.discovery.filter.deny_pids = {42};
+  o.discovery.service_name_from = "comm";
+  o.discovery.host_root = "/host";
+  o.discovery.node_name = "node-a";
+  o.workers.max_concurrent = 5;
+  o.workers.capture_timeout = std::chrono::milliseconds(7000);
+  o.workers.limits.address_space_bytes = uint64_t{3} << 30;
+  o.workers.limits.max_reply_bytes = uint64_t{1} << 20;
+  o.verbose = true;
+  o.watch.workers.capture_timeout = std::chrono::milliseconds(1);  // a role's own: overridden
+  o.push.metrics_listener.listen = "127.0.0.1:6062";
+  o.watch.pids = {7};
+  const AgentOptions roles = RoleOptions(o);
+  auto check = [&](const char* role, const DiscoverySettings& d, const WorkerSettings& w,
+                   bool verbose) {
+    SCOPED_TRACE(role);
+    EXPECT_EQ(d.interval, std::chrono::milliseconds(2500));
+    EXPECT_EQ(d.filter.deny_pids, std::vector<pid_t>{42});
+    EXPECT_EQ(d.service_name_from, "comm");
+    EXPECT_EQ(d.host_root, "/host");
+    EXPECT_EQ(d.node_name, "node-a");
+    EXPECT_EQ(w.max_concurrent, 5);
+    EXPECT_EQ(w.capture_timeout, std::chrono::milliseconds(7000));
+    EXPECT_EQ(w.limits.address_space_bytes, uint64_t{3} << 30);
+    EXPECT_EQ(w.limits.max_reply_bytes, uint64_t{1} << 20);
+    EXPECT_TRUE(verbose);
+  };
+  check("serve", roles.serve.discovery, roles.serve.workers, roles.serve.verbose);
+  check("push", roles.push.discovery, roles.push.workers, roles.push.verbose);
+  check("watch", roles.watch.discovery, roles.watch.workers, roles.watch.verbose);
+  // What sharing asks of each role.
+  EXPECT_TRUE(roles.push.metrics_listener.listen.empty());  // the one /metrics is serve's
+  EXPECT_TRUE(roles.watch.all);
+  EXPECT_TRUE(roles.watch.pids.empty());
 }
 
 TEST(NodeAgent, PoolMetricsNameEveryRoleAndTheSlots) {

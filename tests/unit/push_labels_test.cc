@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <regex>
 #include <set>
 
@@ -191,13 +192,13 @@ TEST(PushDelivery, OptionsThatCannotWork) {
   EXPECT_THROW(ValidatePushOptions(o), Error);  // no backend
   o.pyroscope_url = "http://127.0.0.1:4040";
   EXPECT_NO_THROW(ValidatePushOptions(o));
-  o.interval_seconds = 0.01;
+  o.interval = std::chrono::milliseconds(10);
   EXPECT_THROW(ValidatePushOptions(o), Error);
-  o.interval_seconds = 15;
-  o.queue_limit = 0;
+  o.interval = std::chrono::seconds(15);
+  o.delivery.queue_limit = 0;
   EXPECT_THROW(ValidatePushOptions(o), Error);
-  o.queue_limit = 1;
-  o.service_name_from = "env:";
+  o.delivery.queue_limit = 1;
+  o.discovery.service_name_from = "env:";
   EXPECT_THROW(ValidatePushOptions(o), Error);
 }
 

@@ -28,7 +28,7 @@ TEST(ServeOptions, LoopbackAndListenAddresses) {
 
 TEST(ServeOptions, NonLoopbackNeedsATokenOrExplicitInsecurity) {
   ServeOptions o;
-  o.listen = "0.0.0.0:6061";
+  o.listener.listen = "0.0.0.0:6061";
   try {
     ValidateServeOptions(o);
     FAIL() << "accepted";
@@ -36,29 +36,29 @@ TEST(ServeOptions, NonLoopbackNeedsATokenOrExplicitInsecurity) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);
   }
   // A token in clear text is not enough off loopback: TLS too.
-  o.token_file = "/some/file";
+  o.listener.token_file = "/some/file";
   EXPECT_THROW(ValidateServeOptions(o), Error);
-  o.tls = TlsFiles{"/some/cert.pem", "/some/key.pem", "", {}};
+  o.listener.tls = TlsFiles{"/some/cert.pem", "/some/key.pem", "", {}};
   EXPECT_NO_THROW(ValidateServeOptions(o));
-  o.token_file.clear();
+  o.listener.token_file.clear();
   EXPECT_THROW(ValidateServeOptions(o), Error);
-  o.tls.client_ca_file = "/some/ca.pem";
+  o.listener.tls.client_ca_file = "/some/ca.pem";
   EXPECT_NO_THROW(ValidateServeOptions(o));
-  o.tls = TlsFiles{};
-  o.insecure_listen = true;
+  o.listener.tls = TlsFiles{};
+  o.listener.insecure_listen = true;
   EXPECT_NO_THROW(ValidateServeOptions(o));
   o = ServeOptions();
-  o.service_name_from = "env:";
+  o.discovery.service_name_from = "env:";
   EXPECT_THROW(ValidateServeOptions(o), Error);
-  o.service_name_from = "env:SERVICE";
+  o.discovery.service_name_from = "env:SERVICE";
   EXPECT_NO_THROW(ValidateServeOptions(o));
-  o.max_concurrent = 0;
+  o.workers.max_concurrent = 0;
   EXPECT_THROW(ValidateServeOptions(o), Error);
   o = ServeOptions();
   o.max_deltas = 0;
   EXPECT_THROW(ValidateServeOptions(o), Error);
   o = ServeOptions();
-  o.limits.max_connections_per_address = 0;
+  o.listener.limits.max_connections_per_address = 0;
   EXPECT_THROW(ValidateServeOptions(o), Error);
 }
 

@@ -57,15 +57,15 @@ uint64_t Bytes(const std::string& value) {
 
 TEST(SystemdUnit, MemoryMaxHoldsEveryWorkerAtItsLimitAndTheServer) {
   const ServeOptions defaults;
-  const uint64_t want =
-      static_cast<uint64_t>(defaults.max_concurrent) * defaults.worker_limits.address_space_bytes +
-      kServerMemory;
+  const uint64_t want = static_cast<uint64_t>(defaults.workers.max_concurrent) *
+                            defaults.workers.limits.address_space_bytes +
+                        kServerMemory;
   std::map<std::string, std::string> unit = UnitSettings();
   ASSERT_TRUE(unit.count("MemoryMax"));
   EXPECT_EQ(Bytes(unit["MemoryMax"]), want)
       << "MemoryMax=" << unit["MemoryMax"] << ": want " << want / kUnitMiB << "M ("
-      << defaults.max_concurrent << " workers x "
-      << defaults.worker_limits.address_space_bytes / kUnitMiB << " MiB + "
+      << defaults.workers.max_concurrent << " workers x "
+      << defaults.workers.limits.address_space_bytes / kUnitMiB << " MiB + "
       << kServerMemory / kUnitMiB << " MiB)";
 }
 
@@ -74,7 +74,7 @@ TEST(SystemdUnit, TasksMaxFollowsTheWorkers) {
   std::map<std::string, std::string> unit = UnitSettings();
   ASSERT_TRUE(unit.count("TasksMax"));
   EXPECT_EQ(std::stoi(unit["TasksMax"]),
-            defaults.max_concurrent * kThreadsPerWorker + kServerThreads);
+            defaults.workers.max_concurrent * kThreadsPerWorker + kServerThreads);
 }
 
 TEST(SystemdUnit, DescriptorsAndOomAreSet) {
@@ -82,7 +82,7 @@ TEST(SystemdUnit, DescriptorsAndOomAreSet) {
   ASSERT_TRUE(unit.count("LimitNOFILE")) << "fd exhaustion must not be the node's default";
   // More than the 1,024 connections a select()-era default would allow,
   // with room for 2 per worker.
-  EXPECT_GT(std::stoi(unit["LimitNOFILE"]), 1024 + 2 * ServeOptions{}.max_concurrent);
+  EXPECT_GT(std::stoi(unit["LimitNOFILE"]), 1024 + 2 * ServeOptions{}.workers.max_concurrent);
   ASSERT_TRUE(unit.count("OOMScoreAdjust"));
   EXPECT_LT(std::stoi(unit["OOMScoreAdjust"]), 0) << "the server must not be the OOM victim";
 }

@@ -215,7 +215,7 @@ ExeInfo ExeInfoForFailure(bool process_vanished, std::string message) {
 Discovery::Discovery(Options options, Probe probe)
     : options_(std::move(options)),
       probe_(std::move(probe)),
-      identities_(options_.host_root, NodeName(options_.node_name)) {}
+      identities_(options_.settings.host_root, NodeName(options_.settings.node_name)) {}
 
 Discovery::~Discovery() {
   {
@@ -233,8 +233,7 @@ void Discovery::Start() {
       lock.unlock();
       Scan();
       lock.lock();
-      wake_.wait_for(lock, std::chrono::milliseconds(options_.interval_ms),
-                     [this] { return stop_; });
+      wake_.wait_for(lock, options_.settings.interval, [this] { return stop_; });
     }
   });
 }
@@ -267,7 +266,7 @@ std::vector<ProcessFacts> ListProcesses(const Discovery::Options& options,
     std::optional<ExeKey> key = ReadExeKey(dirfd(d.get()), std::string(e->d_name) + "/exe");
     if (key && known_not_go(*key)) continue;
     if (std::optional<ProcessFacts> f =
-            ReadFacts(*pid, options.filter, options.want_env, nullptr, key)) {
+            ReadFacts(*pid, options.settings.filter, options.want_env, nullptr, key)) {
       found.push_back(std::move(*f));
     }
   }
@@ -377,7 +376,7 @@ std::vector<GoProcess> Discovery::Processes() const {
 }
 
 std::optional<ProcessFacts> Discovery::Visible(pid_t pid, bool* forbidden) const {
-  return ReadProcessFacts(pid, options_.filter, options_.want_env, forbidden);
+  return ReadProcessFacts(pid, options_.settings.filter, options_.want_env, forbidden);
 }
 
 void Discovery::NoteSampling(pid_t pid, uint64_t start_time, const std::string& state) {

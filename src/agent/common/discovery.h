@@ -14,6 +14,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -97,6 +98,20 @@ struct GoProcess {
   std::string sampling;
 };
 
+// Which processes the agent finds and how it names them, as every role's
+// options hold it (cli/agent_flags.h: --allow-uid, --allow-cgroup,
+// --deny-pid, --service-name-from, --host-root, --node-name and
+// --discover-interval), typed once.
+struct DiscoverySettings {
+  ProcessFilter filter;
+  std::string service_name_from = "auto";  // auto | exe | comm | cgroup | env:VAR
+  // The node's filesystem (for the runtimes' bundles) and name: the
+  // processes' Kubernetes identity (pod_identity.h).
+  std::string host_root = "/";
+  std::string node_name;                      // else $NODE_NAME
+  std::chrono::milliseconds interval{10000};  // between scans
+};
+
 // Reads the facts of one pid; nullopt if it is gone, not readable, a
 // kernel thread, or filtered out; then *forbidden (if given) tells whether
 // the reason was that the server may not read its executable (a process
@@ -122,24 +137,18 @@ class Discovery {
   // executable identity.
   using Probe = std::function<ExeInfo(pid_t pid)>;
   struct Options {
-    ProcessFilter filter;
+    DiscoverySettings settings;
+    // The environment variable --service-name-from env:VAR reads (From).
     std::vector<std::string> want_env;
-    int64_t interval_ms = 10000;
     size_t max_executables = 4096;  // bound of the executable cache
-    // Where the node's runtime state is (--host-root) and its name
-    // (--node-name), for the processes' Kubernetes identity.
-    std::string host_root = "/";
-    std::string node_name;
 
-    // What serve and push both configure: the filter, the scan interval, and
-    // the environment variable that --service-name-from env:VAR reads.
-    static Options For(const ProcessFilter& filter, double interval_seconds,
-                       const std::string& service_name_from) {
+    // What serve, push and the agent configure: their settings, and the
+    // variable their service names read.
+    static Options From(const DiscoverySettings& settings) {
       Options d;
-      d.filter = filter;
-      d.interval_ms = static_cast<int64_t>(interval_seconds * 1000);
-      if (service_name_from.rfind("env:", 0) == 0)
-        d.want_env.push_back(service_name_from.substr(4));
+      d.settings = settings;
+      if (settings.service_name_from.rfind("env:", 0) == 0)
+        d.want_env.push_back(settings.service_name_from.substr(4));
       return d;
     }
   };

@@ -92,6 +92,12 @@ std::optional<std::chrono::microseconds> DurationOrSeconds(std::string_view text
   return std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6));
 }
 
+std::optional<std::chrono::milliseconds> MillisOrSeconds(std::string_view text) {
+  std::optional<std::chrono::microseconds> d = DurationOrSeconds(text);
+  if (!d) return std::nullopt;
+  return std::chrono::round<std::chrono::milliseconds>(*d);
+}
+
 std::chrono::microseconds DurationOption(std::string_view option, std::string_view text,
                                          std::chrono::microseconds min) {
   std::optional<std::chrono::microseconds> d = DurationOrSeconds(text);

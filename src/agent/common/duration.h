@@ -27,10 +27,19 @@ std::optional<std::chrono::microseconds> ParseDuration(std::string_view text);
 // (within kMaxDuration).
 std::optional<std::chrono::microseconds> DurationOrSeconds(std::string_view text);
 
+// DurationOrSeconds to the nearest millisecond: what the agent's settings
+// hold (DiscoverySettings, WorkerSettings).
+std::optional<std::chrono::milliseconds> MillisOrSeconds(std::string_view text);
+
 // An option's value: DurationOrSeconds, at least `min`. Throws
 // Error(kUsage) naming the option and an example otherwise.
 std::chrono::microseconds DurationOption(
     std::string_view option, std::string_view text,
     std::chrono::microseconds min = std::chrono::microseconds(1));
+
+// d in seconds, for messages and Prometheus values ("did not finish in 10 s").
+inline double Seconds(std::chrono::milliseconds d) {
+  return std::chrono::duration<double>(d).count();
+}
 
 }  // namespace goheap2pprof

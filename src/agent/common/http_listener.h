@@ -203,6 +203,13 @@ struct ListenerFlags {
   ListenerLimits limits;
   std::string probe_path;  // HttpListenerOptions::probe_path
 
+  // A role's listener: its option's name and default address.
+  static ListenerFlags Named(std::string flag_name, std::string address) {
+    ListenerFlags f;
+    f.flag = std::move(flag_name);
+    f.listen = std::move(address);
+    return f;
+  }
   // ValidateListenSecurity and ValidateListenerLimits; throws Error(kUsage).
   void Validate() const;
   // The listener's options, the token read from token_file (ReadTokenFile).

@@ -21,47 +21,19 @@
 #include "agent/push/labels.h"
 #include "agent/push/sender.h"
 #include "agent/watch/files.h"
+#include "agent/worker/role_parts.h"
 #include "base/error.h"
 #include "base/unique_fd.h"
 
 namespace goheap2pprof {
 namespace {
 
-// The agent's values in each role's options: one filter, one naming, one
-// pool's limits, whatever the role's own defaults were.
-AgentOptions WithSharedValues(const AgentOptions& in) {
-  AgentOptions o = in;
-  ServeOptions& s = o.serve;
-  s.filter = o.filter;
-  s.service_name_from = o.service_name_from;
-  s.host_root = o.host_root;
-  s.node_name = o.node_name;
-  s.discover_interval_seconds = o.discover_interval_seconds;
-  s.max_concurrent = o.max_concurrent;
-  s.capture_timeout_seconds = o.capture_timeout_seconds;
-  s.worker_limits = o.worker_limits;
-  s.verbose = s.verbose || o.verbose;
-  PushOptions& p = o.push;
-  p.filter = o.filter;
-  p.service_name_from = o.service_name_from;
-  p.host_root = o.host_root;
-  p.node_name = o.node_name;
-  p.discover_interval_seconds = o.discover_interval_seconds;
-  p.max_concurrent = o.max_concurrent;
-  p.capture_timeout_seconds = o.capture_timeout_seconds;
-  p.worker_limits = o.worker_limits;
-  p.metrics_listen.clear();  // the one /metrics is serve's
-  p.verbose = p.verbose || o.verbose;
-  WatchOptions& w = o.watch;
-  w.all = true;  // every process the one discovery admits
-  w.filter = o.filter;
-  w.host_root = o.host_root;
-  w.node_name = o.node_name;
-  w.pids.clear();
-  w.capture_timeout_seconds = o.capture_timeout_seconds;
-  w.worker_limits = o.worker_limits;
-  w.verbose = w.verbose || o.verbose;
-  return o;
+// The agent's settings in one role's options.
+template <typename Role>
+void Share(const AgentOptions& agent, Role& role) {
+  role.discovery = agent.discovery;
+  role.workers = agent.workers;
+  role.verbose = role.verbose || agent.verbose;
 }
 
 void Validate(const AgentOptions& o) {
@@ -73,7 +45,7 @@ void Validate(const AgentOptions& o) {
   // serve's and push's checks cover the shared values; run serve's even
   // without the role, for those.
   ServeOptions s = o.serve;
-  if (!o.serve_on) s.listen = "127.0.0.1:0";
+  if (!o.serve_on) s.listener.listen = "127.0.0.1:0";
   ValidateServeOptions(s);
   if (o.push_on) ValidatePushOptions(o.push);
   if (o.push_on && o.watch_on && o.push.labels.size() + kAgentLabels + 1 > kMaxLabelsPerSeries) {
@@ -108,6 +80,51 @@ std::thread RoleThread(const char* role, std::ostream& log, std::atomic<bool>& f
   });
 }
 
+// watch's on_profile in the agent: a triggered profile goes to the backends
+// with the labels of the process as discovery knows it (the same as its
+// periodic series).
+auto PushTriggeredTo(PushRole& push, const Discovery& discovery) {
+  return [&push, &discovery](pid_t pid, uint64_t start_time, const std::string& trigger,
+                             const std::string& profile) {
+    for (const GoProcess& p : discovery.Processes()) {
+      if (p.facts.pid == pid && p.facts.start_time == start_time) {
+        push.PushTriggered(p, profile, trigger);
+        return;
+      }
+    }
+    throw Error(ErrorKind::kNoSuchProcess, "process ", pid, " is no longer discovered");
+  };
+}
+
+// Waits for SIGTERM or SIGINT (SIGHUP reloads serve's files), then stops
+// the roles: serve and push by Stop, watch by its stop eventfd.
+std::thread StopThread(const sigset_t& signals, std::ostream& log, ServeRole* serve, PushRole* push,
+                       int stop_fd) {
+  return std::thread([signals, &log, serve, push, stop_fd] {
+    const int sig = WaitForStop(signals, [&] {
+      if (serve) serve->Reload();
+    });
+    log << "goheap2pprof agent: signal " << sig << ", shutting down\n" << std::flush;
+    if (serve) serve->Stop();
+    if (push) push->Stop();
+    const uint64_t one = 1;
+    (void)!::write(stop_fd, &one, sizeof(one));
+  });
+}
+
+void LogRoles(std::ostream& log, const AgentOptions& o, const ServeRole* serve,
+              const PushRole* push) {
+  if (serve) {
+    // The line serve prints, which scripts and probes wait for.
+    log << "goheap2pprof agent: listening on " << serve->address()
+        << (o.serve.listener.tls.enabled() ? " (TLS)" : "") << "\n";
+  }
+  log << "goheap2pprof agent: roles:" << (serve ? " serve on " + serve->address() : "")
+      << (push ? " push" : "") << (o.watch_on ? " watch" : "") << "; " << o.workers.max_concurrent
+      << " capture workers\n"
+      << std::flush;
+}
+
 }  // namespace
 
 std::string PoolMetricsText(const PoolStats& stats, int workers) {
@@ -129,8 +146,19 @@ std::string PoolMetricsText(const PoolStats& stats, int workers) {
   return out + PoolUnreapedText(stats);
 }
 
+AgentOptions RoleOptions(const AgentOptions& options) {
+  AgentOptions o = options;
+  Share(o, o.serve);
+  Share(o, o.push);
+  o.push.metrics_listener.listen.clear();  // the one /metrics is serve's
+  Share(o, o.watch);
+  o.watch.all = true;  // every process the one discovery admits
+  o.watch.pids.clear();
+  return o;
+}
+
 int RunAgent(const AgentOptions& options, std::ostream& log) {
-  AgentOptions o = WithSharedValues(options);
+  AgentOptions o = RoleOptions(options);
   Validate(o);
   if (o.push_on) HttpClientGlobalInit();  // before the first thread
   sigset_t signals = BlockStopSignals();
@@ -138,23 +166,14 @@ int RunAgent(const AgentOptions& options, std::ostream& log) {
 
   // The shared parts: one pool (serve's requests wait at most --timeout for
   // a worker, push's and watch's wait their turn), one discovery whose
-  // probes run in that pool, one set of capture metrics.
-  ServeMetrics metrics;
-  // With serve's clients in the pool, one worker is kept for push's rounds
-  // and watch's triggers (PoolRole).
-  WorkerPool pool(
-      PoolOptions{.workers = o.max_concurrent,
-                  .self_exe = "/proc/self/exe",
-                  .queue_timeout_ms = static_cast<int64_t>(o.serve.timeout_seconds * 1000),
-                  .capture_timeout_ms = static_cast<int64_t>(o.capture_timeout_seconds * 1000),
-                  .limits = o.worker_limits,
-                  .reserve_for_priority = o.serve_on && (o.push_on || o.watch_on)});
-  Discovery::Options found =
-      Discovery::Options::For(o.filter, o.discover_interval_seconds, o.service_name_from);
-  found.host_root = o.host_root;
-  found.node_name = o.node_name;
-  Discovery discovery(found, [&](pid_t pid) { return ProbeInWorker(pool, metrics, pid); });
-  SharedParts shared{&pool, &discovery, &metrics, {}};
+  // probes run in that pool, one set of capture metrics. With serve's
+  // clients in the pool, one worker is kept for push's rounds and watch's
+  // triggers (PoolRole).
+  RoleParts parts(nullptr, o.workers, o.serve.timeout, Discovery::Options::From(o.discovery),
+                  /*reserve_for_priority=*/o.serve_on && (o.push_on || o.watch_on));
+  WorkerPool& pool = parts.pool();
+  Discovery& discovery = parts.discovery();
+  SharedParts shared{&pool, &discovery, &parts.metrics(), {}};
   o.serve.shared = o.push.shared = o.watch.shared = &shared;
 
   std::unique_ptr<ServeRole> serve;
@@ -163,25 +182,12 @@ int RunAgent(const AgentOptions& options, std::ostream& log) {
   if (o.push_on) push = std::make_unique<PushRole>(o.push, log);
   shared.more_metrics = [&] {
     return (push ? push->PushMetricsText() : std::string()) +
-           PoolMetricsText(pool.stats(), o.max_concurrent);
+           PoolMetricsText(pool.stats(), o.workers.max_concurrent);
   };
   UniqueFd stop(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!stop.valid()) throw Error(ErrorKind::kInternal, "eventfd: ", std::strerror(errno));
   o.watch.stop_fd = stop.get();
-  if (push) {
-    // A triggered profile goes to the backends with the labels of the
-    // process as discovery knows it (the same as its periodic series).
-    o.watch.on_profile = [&](pid_t pid, uint64_t start_time, const std::string& trigger,
-                             const std::string& profile) {
-      for (const GoProcess& p : discovery.Processes()) {
-        if (p.facts.pid == pid && p.facts.start_time == start_time) {
-          push->PushTriggered(p, profile, trigger);
-          return;
-        }
-      }
-      throw Error(ErrorKind::kNoSuchProcess, "process ", pid, " is no longer discovered");
-    };
-  }
+  if (push) o.watch.on_profile = PushTriggeredTo(*push, discovery);
 
   discovery.Start();
   std::atomic<bool> failed{false};
@@ -190,25 +196,8 @@ int RunAgent(const AgentOptions& options, std::ostream& log) {
   if (o.watch_on) {
     roles.push_back(RoleThread("watch", log, failed, [&] { RunWatch(o.watch, log); }));
   }
-  std::thread signal_thread([&] {
-    const int sig = WaitForStop(signals, [&] {
-      if (serve) serve->Reload();
-    });
-    log << "goheap2pprof agent: signal " << sig << ", shutting down\n" << std::flush;
-    if (serve) serve->Stop();
-    if (push) push->Stop();
-    const uint64_t one = 1;
-    (void)!::write(stop.get(), &one, sizeof(one));
-  });
-  if (serve) {
-    // The line serve prints, which scripts and probes wait for.
-    log << "goheap2pprof agent: listening on " << serve->address()
-        << (o.serve.tls.enabled() ? " (TLS)" : "") << "\n";
-  }
-  log << "goheap2pprof agent: roles:" << (serve ? " serve on " + serve->address() : "")
-      << (push ? " push" : "") << (o.watch_on ? " watch" : "") << "; " << o.max_concurrent
-      << " capture workers\n"
-      << std::flush;
+  std::thread signal_thread = StopThread(signals, log, serve.get(), push.get(), stop.get());
+  LogRoles(log, o, serve.get(), push.get());
   std::exception_ptr serve_failure;
   if (serve) {
     try {

@@ -8,7 +8,7 @@
 // same roles, each with its own parts.
 //
 //   AgentOptions o;
-//   o.serve_on = true;  o.serve.listen = "127.0.0.1:6061";
+//   o.serve_on = true;  o.serve.listener.listen = "127.0.0.1:6061";
 //   o.push_on = true;   o.push.pyroscope_url = "http://pyroscope:4040";
 //   o.watch_on = true;  o.watch.dir = "/var/lib/goheap2pprof";
 //   return RunAgent(o, std::cerr);  // until SIGTERM or SIGINT
@@ -27,7 +27,7 @@
 namespace goheap2pprof {
 
 struct AgentOptions {
-  // The roles: serve answers on serve.listen (which also carries the one
+  // The roles: serve answers on serve.listener (which also carries the one
   // /metrics), push sends to push's backends, watch captures on its
   // triggers into watch.dir (optional: without it, triggered profiles are
   // only pushed).
@@ -35,19 +35,18 @@ struct AgentOptions {
   ServeOptions serve;
   PushOptions push;
   WatchOptions watch;
-  // Shared by every role; the roles' own fields of the same name are
-  // overwritten with these.
-  ProcessFilter filter;
-  std::string service_name_from = "auto";
-  // The Kubernetes identity's sources (pod_identity.h): --host-root, --node-name.
-  std::string host_root = "/";
-  std::string node_name;
-  double discover_interval_seconds = 10;
-  int max_concurrent = 2;
-  double capture_timeout_seconds = 10;
-  WorkerLimits worker_limits;
+  // Shared by every role: RoleOptions gives each role these, whatever its
+  // own were.
+  DiscoverySettings discovery;
+  WorkerSettings workers;
   bool verbose = false;
 };
+
+// The options each role runs with: its own, with the agent's discovery and
+// worker settings (and verbose), and what sharing asks of each: push has no
+// listener of its own (the one /metrics is serve's), watch watches every
+// process the one discovery admits.
+AgentOptions RoleOptions(const AgentOptions& options);
 
 // The agent's pool in the text exposition format: the requests each role
 // made of it, and the workers it started (the proof that the roles share it).

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/common/duration.h"
 #include "agent/common/http_listener.h"
 #include "agent/common/liveness.h"
 #include "agent/common/metrics.h"
@@ -29,6 +30,7 @@
 #include "agent/push/sender.h"
 #include "agent/worker/pool.h"
 #include "agent/worker/push_wire.h"
+#include "agent/worker/role_parts.h"
 #include "agent/worker/runtime_stats_wire.h"
 #include "base/error.h"
 #include "base/utf8.h"
@@ -57,19 +59,8 @@ class Agent {
   Agent(const PushOptions& options, std::ostream& log)
       : options_(options),
         log_(log),
-        own_pool_(options.shared
-                      ? nullptr
-                      : std::make_unique<WorkerPool>(PoolOptions{
-                            options.max_concurrent, "/proc/self/exe", QueueTimeoutMs(options),
-                            static_cast<int64_t>(options.capture_timeout_seconds * 1000),
-                            options.worker_limits})),
-        serve_metrics_(options.shared ? *options.shared->metrics : own_serve_metrics_),
-        pool_(options.shared ? *options.shared->pool : *own_pool_),
-        own_discovery_(options.shared
-                           ? nullptr
-                           : std::make_unique<Discovery>(DiscoveryOptions(options),
-                                                         [this](pid_t pid) { return Probe(pid); })),
-        discovery_(options.shared ? *options.shared->discovery : *own_discovery_),
+        parts_(options.shared, options.workers, WaitTurnTimeout(options.workers),
+               Discovery::Options::From(options.discovery)),
         own_start_(ReadProcStat(getpid()).start_time) {
     auto log_line = [this](const std::string& line) { Log("goheap2pprof push: " + line); };
     if (!options.pyroscope_url.empty()) {
@@ -94,7 +85,7 @@ class Agent {
 
   // The agent starts its shared discovery itself.
   void Start() {
-    if (own_discovery_) own_discovery_->Start();
+    if (Discovery* own = parts_.own_discovery()) own->Start();
   }
 
   // push's own families, for the agent's one /metrics.
@@ -145,7 +136,8 @@ class Agent {
       }
     };
     std::vector<std::thread> threads;
-    const size_t wanted = std::min(todo.size(), static_cast<size_t>(options_.max_concurrent));
+    const size_t wanted =
+        std::min(todo.size(), static_cast<size_t>(options_.workers.max_concurrent));
     for (size_t t = 1; t < wanted; ++t) threads.emplace_back(work);
     work();
     for (std::thread& t : threads) t.join();
@@ -201,11 +193,10 @@ class Agent {
   }
 
   // The loop waits its turn for a worker; no capture is refused as busy.
-  static int64_t QueueTimeoutMs(const PushOptions& o) {
-    return static_cast<int64_t>(o.capture_timeout_seconds * 1000) + 60000;
-  }
   PoolCall Call() const {
-    return {.role = PoolRole::kPush, .queue_timeout_ms = QueueTimeoutMs(options_), .cancelled = {}};
+    return {.role = PoolRole::kPush,
+            .queue_timeout = WaitTurnTimeout(options_.workers),
+            .cancelled = {}};
   }
 
   // What every push asks its worker to make.
@@ -217,30 +208,13 @@ class Agent {
     return work;
   }
 
-  static Discovery::Options DiscoveryOptions(const PushOptions& o) {
-    Discovery::Options d =
-        Discovery::Options::For(o.filter, o.discover_interval_seconds, o.service_name_from);
-    d.host_root = o.host_root;
-    d.node_name = o.node_name;
-    return d;
-  }
-
   static BackendOptions Backend(const PushOptions& o, const char* name, const std::string& url) {
     BackendOptions b;
     b.name = name;
     b.url = url;
-    b.ca_file = o.ca_file;
-    b.timeout_seconds = o.push_timeout_seconds;
-    b.queue_limit = o.queue_limit;
-    b.queue_bytes_limit = o.queue_bytes_limit;
-    b.retry_after_max_seconds = o.retry_after_max_seconds;
-    b.max_attempts = o.max_attempts;
-    b.backoff_initial_seconds = o.backoff_initial_seconds;
-    b.backoff_max_seconds = o.backoff_max_seconds;
+    b.delivery = o.delivery;
     return b;
   }
-
-  ExeInfo Probe(pid_t pid) { return ProbeInWorker(pool_, serve_metrics_, pid); }
 
   ProcessState& StateOf(const GoProcess& p) {
     // std::map keeps references valid across inserts; erasing happens only
@@ -266,7 +240,7 @@ class Agent {
     // A state too large for a request (it came in a reply of at most the
     // same limit, with the profiles beside it) would fail every push of the
     // process: it starts again from a baseline instead.
-    if (state.delta_state.size() + 4096 > options_.worker_limits.max_reply_bytes) {
+    if (state.delta_state.size() + 4096 > options_.workers.limits.max_reply_bytes) {
       state.from_zero = false;
       state.delta_state.clear();
     }
@@ -278,7 +252,7 @@ class Agent {
     // this process decodes no profile.
     PoolResult r =
         RunForProcess(pool_, serve_metrics_, {WorkerOp::kPush, pid, EncodePushWork(work)}, p.facts,
-                      options_.filter, Call());
+                      options_.discovery.filter, Call());
     const std::string outcome = PoolOutcomeName(r);
     if (outcome != "ok") {
       std::string why = r.outcome == PoolOutcome::kReplied ? r.reply.message : r.detail;
@@ -320,7 +294,7 @@ class Agent {
   // reads are counted on /metrics and, with -v, summed up in the log.
   void ReadMemoryStats(const GoProcess& p, const std::string& what) {
     PoolResult r = RunForProcess(pool_, serve_metrics_, {WorkerOp::kRuntimeStats, p.facts.pid, {}},
-                                 p.facts, options_.filter, Call());
+                                 p.facts, options_.discovery.filter, Call());
     std::optional<GoRuntimeStats> stats;
     if (PoolOutcomeName(r) == "ok") {
       try {
@@ -340,7 +314,8 @@ class Agent {
   }
 
   std::string ServiceNameOfProcess(const GoProcess& p) const {
-    for (const PushLabel& l : PushSeriesLabels(p, options_.service_name_from, {}, false)) {
+    for (const PushLabel& l :
+         PushSeriesLabels(p, options_.discovery.service_name_from, {}, false)) {
       if (l.first == "service_name") return l.second;
     }
     return "";
@@ -359,7 +334,7 @@ class Agent {
     goheap2pprof::pyroscope::push::PushRequest request;
     auto* series = request.add_series();
     for (const PushLabel& l :
-         PushSeriesLabels(p, options_.service_name_from, extras, /*pyroscope=*/true)) {
+         PushSeriesLabels(p, options_.discovery.service_name_from, extras, /*pyroscope=*/true)) {
       auto* pair = series->add_labels();
       pair->set_name(l.first);
       pair->set_value(l.second);
@@ -385,7 +360,7 @@ class Agent {
     request.set_normalized(false);
     auto* series = request.add_series();
     for (const PushLabel& l :
-         PushSeriesLabels(p, options_.service_name_from, extras, /*pyroscope=*/false)) {
+         PushSeriesLabels(p, options_.discovery.service_name_from, extras, /*pyroscope=*/false)) {
       auto* label = series->mutable_labels()->add_labels();
       label->set_name(l.first);
       label->set_value(l.second);
@@ -409,14 +384,12 @@ class Agent {
   const PushOptions& options_;
   std::ostream& log_;
   std::mutex log_mu_;
-  // push's own parts, or none when the agent shares its own (options_.shared).
-  ServeMetrics own_serve_metrics_;
   PushMetrics push_metrics_;
-  std::unique_ptr<WorkerPool> own_pool_;
-  ServeMetrics& serve_metrics_;
-  WorkerPool& pool_;
-  std::unique_ptr<Discovery> own_discovery_;
-  Discovery& discovery_;
+  // push's own parts, or the agent's (options_.shared).
+  RoleParts parts_;
+  ServeMetrics& serve_metrics_ = parts_.metrics();
+  WorkerPool& pool_ = parts_.pool();
+  Discovery& discovery_ = parts_.discovery();
   uint64_t own_start_;
   std::unique_ptr<BackendSender> pyroscope_, parca_;
   std::mutex states_mu_;
@@ -450,11 +423,6 @@ std::string RandomUuid() {
     out += kHex[b[i] & 15];
   }
   return out;
-}
-
-ListenerFlags MetricsListener(const PushOptions& o) {
-  return {"--metrics-listen", o.metrics_listen, o.metrics_token_file, o.insecure_listen,
-          o.allowed_hosts,    o.metrics_tls,    o.metrics_limits,     o.metrics_probe_path};
 }
 
 namespace {
@@ -496,26 +464,28 @@ void ValidatePushOptions(const PushOptions& o) {
   CheckCredentialsInClear(o, o.pyroscope_url, "pyroscope", o.pyroscope_token_file,
                           o.pyroscope_basic_auth_file);
   CheckCredentialsInClear(o, o.parca_url, "parca", o.parca_token_file, o.parca_basic_auth_file);
-  if (!(o.interval_seconds >= 0.1)) throw Error(ErrorKind::kUsage, "--interval must be >= 100ms");
-  if (!(o.push_timeout_seconds > 0) || !(o.discover_interval_seconds > 0) ||
-      !(o.capture_timeout_seconds > 0)) {
+  if (o.interval < std::chrono::milliseconds(100))
+    throw Error(ErrorKind::kUsage, "--interval must be >= 100ms");
+  if (o.delivery.timeout <= o.delivery.timeout.zero() ||
+      o.discovery.interval <= o.discovery.interval.zero() ||
+      o.workers.capture_timeout <= o.workers.capture_timeout.zero()) {
     throw Error(ErrorKind::kUsage,
                 "--push-timeout, --discover-interval and --capture-timeout must be positive");
   }
-  if (o.queue_limit < 1) throw Error(ErrorKind::kUsage, "--queue must be at least 1");
-  if (o.queue_bytes_limit < 1) {
+  if (o.delivery.queue_limit < 1) throw Error(ErrorKind::kUsage, "--queue must be at least 1");
+  if (o.delivery.queue_bytes_limit < 1) {
     throw Error(ErrorKind::kUsage, "--max-queue-bytes must be at least 1");
   }
-  if (!(o.retry_after_max_seconds >= 0)) {
+  if (o.delivery.retry_after_max < o.delivery.retry_after_max.zero()) {
     throw Error(ErrorKind::kUsage, "--retry-after-max must not be negative");
   }
-  if (o.max_attempts < 1) throw Error(ErrorKind::kUsage, "--attempts must be at least 1");
-  if (o.max_concurrent < 1 || o.max_concurrent > 64) {
+  if (o.delivery.max_attempts < 1) throw Error(ErrorKind::kUsage, "--attempts must be at least 1");
+  if (o.workers.max_concurrent < 1 || o.workers.max_concurrent > 64) {
     throw Error(ErrorKind::kUsage, "--max-concurrent must be 1..64");
   }
   CheckExtraLabels(o.labels);
-  ValidateServiceNameFrom(o.service_name_from);
-  if (!o.metrics_listen.empty()) MetricsListener(o).Validate();
+  ValidateServiceNameFrom(o.discovery.service_name_from);
+  if (!o.metrics_listener.listen.empty()) o.metrics_listener.Validate();
 }
 
 namespace {
@@ -556,8 +526,7 @@ PushRole::~PushRole() = default;
 void PushRole::Run() {
   Agent& agent = impl_->agent;
   agent.Start();
-  const auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(impl_->options.interval_seconds));
+  const std::chrono::steady_clock::duration interval = impl_->options.interval;
   auto next = std::chrono::steady_clock::now() + interval;
   while (true) {
     {
@@ -574,7 +543,7 @@ void PushRole::Run() {
     auto now = std::chrono::steady_clock::now();
     while (next <= now) next += interval;
   }
-  agent.Stop(impl_->options.push_timeout_seconds);
+  agent.Stop(Seconds(impl_->options.delivery.timeout));
 }
 
 void PushRole::Stop() {
@@ -600,8 +569,8 @@ int RunPush(const PushOptions& options, std::ostream& log) {
 
   std::unique_ptr<HttpListener> metrics_server;
   std::string metrics_address;
-  if (!options.metrics_listen.empty()) {
-    HttpListenerOptions listen = MetricsListener(options).Options();
+  if (!options.metrics_listener.listen.empty()) {
+    HttpListenerOptions listen = options.metrics_listener.Options();
     // /metrics never blocks: one handler thread that stays idle.
     listen.limits.handler_threads = 1;
     listen.limits.handler_queue = 0;
@@ -622,7 +591,7 @@ int RunPush(const PushOptions& options, std::ostream& log) {
     role.Stop();
   });
 
-  role.Log("goheap2pprof push: pushing every " + std::to_string(options.interval_seconds) + " s" +
+  role.Log("goheap2pprof push: pushing every " + std::to_string(Seconds(options.interval)) + " s" +
            (options.pyroscope_url.empty() ? "" : " to Pyroscope " + options.pyroscope_url) +
            (options.parca_url.empty() ? "" : " to Parca " + options.parca_url) +
            (metrics_address.empty() ? "" : "; metrics on " + metrics_address));

@@ -14,6 +14,7 @@
 //   return RunPush(o, std::cerr);  // until SIGTERM or SIGINT
 #pragma once
 
+#include <chrono>
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -22,6 +23,7 @@
 #include "agent/common/discovery.h"
 #include "agent/common/http_listener.h"
 #include "agent/push/labels.h"
+#include "agent/push/sender.h"
 #include "agent/worker/pool.h"
 #include "agent/worker/push_profile.h"
 #include "agent/worker/worker.h"
@@ -31,50 +33,28 @@ namespace goheap2pprof {
 struct PushOptions {
   std::string pyroscope_url;
   std::string parca_url;
-  double interval_seconds = 15;
+  std::chrono::milliseconds interval{15000};
   std::vector<PushLabel> labels;  // --label extras
   std::string tenant;             // X-Scope-OrgID
-  std::string ca_file;
   std::string pyroscope_token_file, pyroscope_basic_auth_file;
   std::string parca_token_file, parca_basic_auth_file;
   // --allow-insecure-credentials: send a token or basic auth over http://
   // to a host that is not loopback (refused otherwise: clear text).
   bool allow_insecure_credentials = false;
-  double push_timeout_seconds = 10;
-  size_t queue_limit = 64;
-  size_t queue_bytes_limit = 64ull << 20;
-  int max_attempts = 8;
-  double backoff_initial_seconds = 0.5;
-  double backoff_max_seconds = 30;
-  double retry_after_max_seconds = 60;
-  std::string metrics_listen = "127.0.0.1:6062";  // empty: no listener
-  // The metrics listener's clients: serve's rule (ValidateListenSecurity).
-  std::string metrics_token_file;
-  TlsFiles metrics_tls;
-  ListenerLimits metrics_limits;
-  std::string metrics_probe_path;
-  bool insecure_listen = false;
-  std::vector<std::string> allowed_hosts;
-  ProcessFilter filter;
+  DeliverySettings delivery;
+  // --metrics-listen (empty: no listener) and its clients' rules, serve's
+  // (ValidateListenSecurity).
+  ListenerFlags metrics_listener = ListenerFlags::Named("--metrics-listen", "127.0.0.1:6062");
   std::vector<pid_t> pids;  // empty: every discovered process
-  std::string service_name_from = "auto";
-  // As ServeOptions': the Kubernetes identity's sources.
-  std::string host_root = "/";
-  std::string node_name;
-  double discover_interval_seconds = 10;
-  int max_concurrent = 2;
-  double capture_timeout_seconds = 10;
-  WorkerLimits worker_limits;
+  DiscoverySettings discovery;
+  WorkerSettings workers;
   PushLimits limits;
   bool verbose = false;
   // In `goheap2pprof agent`: the pool, discovery and metrics of the agent,
-  // used instead of push's own (then --max-concurrent, the worker limits
-  // and the discovery options here are the agent's, unused).
+  // used instead of push's own (RoleParts; then workers and discovery are
+  // the agent's, read for the round's width and the labels only).
   const SharedParts* shared = nullptr;
 };
-
-// The --metrics-listen flags as the listener takes them.
-ListenerFlags MetricsListener(const PushOptions& options);
 
 // Throws Error(kUsage) for options that cannot work.
 void ValidatePushOptions(const PushOptions& options);

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <random>
 
+#include "agent/common/duration.h"
 #include "agent/push/curl_library.h"
 #include "base/error.h"
 
@@ -178,7 +179,7 @@ BackendSender::BackendSender(BackendOptions options, PushMetrics& metrics,
       headers_(options_.headers),
       metrics_(metrics),
       log_(std::move(log)),
-      queue_(options_.queue_limit, options_.queue_bytes_limit) {
+      queue_(options_.delivery.queue_limit, options_.delivery.queue_bytes_limit) {
   HttpClientGlobalInit();
   if (!options_.token_file.empty()) {
     bearer_token_ = FirstLine(options_.token_file, "bearer token");
@@ -193,9 +194,9 @@ BackendSender::BackendSender(BackendOptions options, PushMetrics& metrics,
     basic_user_ = credentials.substr(0, colon);
     basic_password_ = credentials.substr(colon + 1);
   }
-  if (!options_.ca_file.empty()) {
-    std::ifstream probe(options_.ca_file);
-    if (!probe) throw Error(ErrorKind::kIo, "cannot read the CA file ", options_.ca_file);
+  if (!options_.delivery.ca_file.empty()) {
+    std::ifstream probe(options_.delivery.ca_file);
+    if (!probe) throw Error(ErrorKind::kIo, "cannot read the CA file ", options_.delivery.ca_file);
   }
   curl_version_info_data* curl = Curl().version_info(CURLVERSION_NOW);
   if (url_.scheme_host_port.rfind("https:", 0) == 0 && !(curl->features & CURL_VERSION_SSL)) {
@@ -224,9 +225,10 @@ void BackendSender::Enqueue(PushItem item) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return;
   for (const PushItem& gone : queue_.Push(std::move(item))) {
-    log_(options_.name + ": queue over " + std::to_string(options_.queue_limit) + " profiles or " +
-         std::to_string(options_.queue_bytes_limit) + " bytes, dropped the oldest profile, " +
-         gone.what + " (" + std::to_string(gone.body.size()) + " bytes)");
+    log_(options_.name + ": queue over " + std::to_string(options_.delivery.queue_limit) +
+         " profiles or " + std::to_string(options_.delivery.queue_bytes_limit) +
+         " bytes, dropped the oldest profile, " + gone.what + " (" +
+         std::to_string(gone.body.size()) + " bytes)");
     metrics_.Outcome(options_.name, "dropped");
     metrics_.DroppedBytes(options_.name, gone.body.size());
   }
@@ -277,7 +279,7 @@ struct BackendSender::Attempt {
 };
 
 void BackendSender::Configure(void* curl) {
-  const long timeout_ms = std::max(1L, static_cast<long>(options_.timeout_seconds * 1000));
+  const long timeout_ms = std::max<long>(1, options_.delivery.timeout.count());
   const std::string url = url_.scheme_host_port + url_.path + options_.route;
   const CurlLibrary& lib = Curl();
   lib.easy_setopt(curl, CURLOPT_URL, url.c_str());  // libcurl copies strings
@@ -291,10 +293,10 @@ void BackendSender::Configure(void* curl) {
   lib.easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
   lib.easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
   lib.easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
-  if (!options_.ca_file.empty()) {
+  if (!options_.delivery.ca_file.empty()) {
     // The file replaces the store: Debian's libcurl also has a CA path
     // (/etc/ssl/certs), which would otherwise stay trusted beside it.
-    lib.easy_setopt(curl, CURLOPT_CAINFO, options_.ca_file.c_str());
+    lib.easy_setopt(curl, CURLOPT_CAINFO, options_.delivery.ca_file.c_str());
     lib.easy_setopt(curl, CURLOPT_CAPATH, nullptr);
   }
   if (!proxy_.empty()) lib.easy_setopt(curl, CURLOPT_PROXY, proxy_.c_str());
@@ -396,7 +398,7 @@ void BackendSender::Deliver(void* curl, const PushItem& item, bool draining) {
       log_(options_.name + ": rejected, not retried: " + item.what + ": " + why);
       return;
     }
-    if (draining || attempt >= options_.max_attempts) {
+    if (draining || attempt >= options_.delivery.max_attempts) {
       metrics_.Outcome(options_.name, "failed");
       log_(options_.name + ": gave up after " + std::to_string(attempt) +
            " attempts: " + item.what + ": " + why);
@@ -404,9 +406,10 @@ void BackendSender::Deliver(void* curl, const PushItem& item, bool draining) {
     }
     // The server's own word on when to come back beats our guess, up to a
     // limit: a Retry-After of a day must not stop delivery for a day.
-    double delay = retry_after ? std::min(*retry_after, options_.retry_after_max_seconds)
-                               : BackoffSeconds(attempt, options_.backoff_initial_seconds,
-                                                options_.backoff_max_seconds, unit(random));
+    const DeliverySettings& d = options_.delivery;
+    double delay = retry_after ? std::min(*retry_after, Seconds(d.retry_after_max))
+                               : BackoffSeconds(attempt, Seconds(d.backoff_initial),
+                                                Seconds(d.backoff_max), unit(random));
     metrics_.Retry(options_.name);
     log_(options_.name + ": attempt " + std::to_string(attempt) + " failed (" + why +
          "), retrying " + item.what + " in " + std::to_string(delay) + " s" +

@@ -18,6 +18,7 @@
 //   s.Stop(5);  // sends what is queued, for at most 5 s
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -34,22 +35,29 @@
 
 namespace goheap2pprof {
 
+// How push delivers to every backend, as PushOptions holds it (the
+// --ca-file, --push-timeout, --queue, --max-queue-bytes, --attempts,
+// --backoff-max and --retry-after-max flags), typed once.
+struct DeliverySettings {
+  std::string ca_file;                       // PEM bundle for https; empty: the system store
+  std::chrono::milliseconds timeout{10000};  // one attempt, connecting included
+  size_t queue_limit = 64;                   // profiles waiting
+  size_t queue_bytes_limit = 64ull << 20;    // their request bodies together
+  int max_attempts = 8;                      // first try included
+  std::chrono::milliseconds backoff_initial{500};
+  std::chrono::milliseconds backoff_max{30000};
+  std::chrono::milliseconds retry_after_max{60000};  // the longest Retry-After obeyed
+};
+
 struct BackendOptions {
   std::string name;          // "pyroscope" or "parca", for metrics and logs
   std::string url;           // scheme://host[:port][/prefix]
   std::string route;         // appended to the URL's path
   std::string content_type;  // of the request body
   std::vector<std::pair<std::string, std::string>> headers;
-  std::string ca_file;                     // PEM bundle for https; empty: the system store
-  std::string token_file;                  // Authorization: Bearer <first line>
-  std::string basic_auth_file;             // first line user:password
-  double timeout_seconds = 10;             // one attempt, connecting included
-  size_t queue_limit = 64;                 // profiles waiting
-  size_t queue_bytes_limit = 64ull << 20;  // their request bodies together
-  int max_attempts = 8;                    // first try included
-  double backoff_initial_seconds = 0.5;
-  double backoff_max_seconds = 30;
-  double retry_after_max_seconds = 60;  // the longest Retry-After obeyed
+  std::string token_file;       // Authorization: Bearer <first line>
+  std::string basic_auth_file;  // first line user:password
+  DeliverySettings delivery;
 };
 
 struct PushItem {

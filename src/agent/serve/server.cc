@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "agent/common/discovery.h"
+#include "agent/common/duration.h"
 #include "agent/common/http_listener.h"
 #include "agent/common/metrics.h"
 #include "agent/common/service_name.h"
@@ -28,6 +29,7 @@
 #include "agent/serve/go_metrics_text.h"
 #include "agent/serve/query.h"
 #include "agent/worker/pool.h"
+#include "agent/worker/role_parts.h"
 #include "agent/worker/runtime_stats_wire.h"
 #include "app/capture.h"
 #include "base/error.h"
@@ -122,25 +124,14 @@ class Service {
       : options_(options),
         log_(log),
         listen_address_(std::move(listen_address)),
-        own_pool_(options.shared ? nullptr
-                                 : std::make_unique<WorkerPool>(PoolOptions{
-                                       options.max_concurrent, "/proc/self/exe",
-                                       static_cast<int64_t>(options.timeout_seconds * 1000),
-                                       static_cast<int64_t>(options.capture_timeout_seconds * 1000),
-                                       options.worker_limits})),
-        metrics_(options.shared ? *options.shared->metrics : own_metrics_),
-        pool_(options.shared ? *options.shared->pool : *own_pool_),
-        own_discovery_(options.shared ? nullptr
-                                      : std::make_unique<Discovery>(
-                                            DiscoveryOptions(options),
-                                            [this](pid_t pid) { return ProbeExe(pid); })),
-        discovery_(options.shared ? *options.shared->discovery : *own_discovery_),
+        parts_(options.shared, options.workers, options.timeout,
+               Discovery::Options::From(options.discovery)),
         boot_time_(BootTimeSeconds()),
         clock_ticks_(sysconf(_SC_CLK_TCK)) {}
 
   // The agent starts its shared discovery itself.
   void Start() {
-    if (own_discovery_) own_discovery_->Start();
+    if (Discovery* own = parts_.own_discovery()) own->Start();
   }
 
   // Whether a request may wait for a capture or a delta window.
@@ -195,16 +186,6 @@ class Service {
     return limits;
   }
 
-  static Discovery::Options DiscoveryOptions(const ServeOptions& o) {
-    Discovery::Options d =
-        Discovery::Options::For(o.filter, o.discover_interval_seconds, o.service_name_from);
-    d.host_root = o.host_root;
-    d.node_name = o.node_name;
-    return d;
-  }
-
-  ExeInfo ProbeExe(pid_t pid) { return ProbeInWorker(pool_, metrics_, pid); }
-
   void discovery_stats_to_metrics() {
     // Processes first: the scan count read after it is never smaller than
     // the scan that found them.
@@ -248,9 +229,9 @@ class Service {
     }
     double seconds = 0;
     PoolResult result =
-        RunForProcess(pool_, metrics_, {op, pid, std::move(base)}, facts, options_.filter,
+        RunForProcess(pool_, metrics_, {op, pid, std::move(base)}, facts, options_.discovery.filter,
                       {.role = PoolRole::kServe,
-                       .queue_timeout_ms = static_cast<int64_t>(options_.timeout_seconds * 1000),
+                       .queue_timeout = options_.timeout,
                        .cancelled = [flight] { return flight->AllClientsGone(); }},
                       &seconds);
     if (options_.verbose) {
@@ -293,7 +274,8 @@ class Service {
     Captured c = SharedCapture(facts, op, may_join, std::move(base), gone);
     // A joiner's process is the leader's (same pid); kept again to its own.
     PoolResult& r = c.result;
-    if (r.outcome == PoolOutcome::kReplied) KeepToRequestedProcess(facts, options_.filter, r.reply);
+    if (r.outcome == PoolOutcome::kReplied)
+      KeepToRequestedProcess(facts, options_.discovery.filter, r.reply);
     // The body only goes with a success.
     if (r.outcome != PoolOutcome::kReplied || r.reply.error_kind != 0) {
       c.body = std::make_shared<const std::string>();
@@ -306,9 +288,9 @@ class Service {
     switch (r.outcome) {
       case PoolOutcome::kBusy:
         res.headers.emplace_back(
-            "Retry-After", std::to_string(static_cast<int>(std::ceil(options_.timeout_seconds))));
+            "Retry-After", std::to_string(static_cast<int>(std::ceil(Seconds(options_.timeout)))));
         ServeError(res, 503,
-                   "busy: " + (r.detail.empty() ? std::to_string(options_.max_concurrent) +
+                   "busy: " + (r.detail.empty() ? std::to_string(options_.workers.max_concurrent) +
                                                       " captures are running and none finished "
                                                       "within the timeout; retry later"
                                                 : r.detail));
@@ -323,7 +305,7 @@ class Service {
       case PoolOutcome::kTimedOut:
         ServeError(res, 504,
                    "capture of process " + std::to_string(pid) + " did not finish in " +
-                       std::to_string(options_.capture_timeout_seconds) +
+                       std::to_string(Seconds(options_.workers.capture_timeout)) +
                        " s; its worker was stopped");
         return true;
       case PoolOutcome::kReplied:
@@ -508,7 +490,7 @@ class Service {
   }
 
   std::string ServiceName(const GoProcess& p) const {
-    return ValidUtf8(ServiceNameOf(p.facts, options_.service_name_from));
+    return ValidUtf8(ServiceNameOf(p.facts, options_.discovery.service_name_from));
   }
 
   std::string StartTime(const GoProcess& p) const {
@@ -556,7 +538,7 @@ class Service {
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>goheap2pprof serve</title>"
         "</head><body>\n<h1>goheap2pprof serve</h1>\n<p>Go processes this server may read "
         "(rescanned every " +
-        EscapeHtml(std::to_string(options_.discover_interval_seconds)) +
+        EscapeHtml(std::to_string(Seconds(options_.discovery.interval))) +
         " s). <a href=\"/targets\">/targets</a> (Prometheus HTTP SD), "
         "<a href=\"/metrics\">/metrics</a>.</p>\n<table border=\"1\" cellpadding=\"4\">\n"
         "<tr><th>pid</th><th>service</th><th>pod</th><th>executable</th><th>Go</th>"
@@ -584,13 +566,11 @@ class Service {
   const ServeOptions& options_;
   std::ostream& log_;
   std::string listen_address_;
-  // Serve's own parts, or none when the agent shares its own (options_.shared).
-  ServeMetrics own_metrics_;
-  std::unique_ptr<WorkerPool> own_pool_;
-  ServeMetrics& metrics_;
-  WorkerPool& pool_;
-  std::unique_ptr<Discovery> own_discovery_;
-  Discovery& discovery_;
+  // Serve's own parts, or the agent's (options_.shared).
+  RoleParts parts_;
+  ServeMetrics& metrics_ = parts_.metrics();
+  WorkerPool& pool_ = parts_.pool();
+  Discovery& discovery_ = parts_.discovery();
   uint64_t boot_time_;
   long clock_ticks_;
   std::atomic<bool> stopping_{false};
@@ -632,27 +612,22 @@ class ServeHandler : public HttpHandler {
 
 }  // namespace
 
-ListenerFlags ServeListener(const ServeOptions& o) {
-  return {"--listen",      o.listen, o.token_file, o.insecure_listen,
-          o.allowed_hosts, o.tls,    o.limits,     o.probe_path};
-}
-
 void ValidateServeOptions(const ServeOptions& o) {
-  ServeListener(o).Validate();
-  if (o.max_concurrent < 1 || o.max_concurrent > 64) {
+  o.listener.Validate();
+  if (o.workers.max_concurrent < 1 || o.workers.max_concurrent > 64) {
     throw Error(ErrorKind::kUsage, "--max-concurrent must be 1..64");
   }
-  if (!(o.timeout_seconds > 0) || !(o.discover_interval_seconds > 0) ||
-      !(o.capture_timeout_seconds > 0)) {
+  if (o.timeout <= o.timeout.zero() || o.discovery.interval <= o.discovery.interval.zero() ||
+      o.workers.capture_timeout <= o.workers.capture_timeout.zero()) {
     throw Error(ErrorKind::kUsage, "--timeout and --discover-interval must be positive");
   }
-  ValidateServiceNameFrom(o.service_name_from);
+  ValidateServiceNameFrom(o.discovery.service_name_from);
   if (o.max_deltas < 1) throw Error(ErrorKind::kUsage, "--max-deltas must be at least 1");
 }
 
 struct ServeRole::Impl {
   Impl(const ServeOptions& options, std::ostream& log)
-      : server(ServeListener(options).Options()),
+      : server(options.listener.Options()),
         service(options, log, server.address()),
         handler(service, options.verbose) {}
 
@@ -697,7 +672,7 @@ int RunServe(const ServeOptions& options, std::ostream& log) {
     role.Stop();
   });
   log << "goheap2pprof serve: listening on " << role.address()
-      << (options.tls.enabled() ? " (TLS)" : "") << "\n"
+      << (options.listener.tls.enabled() ? " (TLS)" : "") << "\n"
       << std::flush;
   role.Run();
   // Run returns after Stop, or by an exception; wake the signal thread

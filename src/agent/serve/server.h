@@ -6,12 +6,13 @@
 // HTML index and a flame graph page per process (/pid/N/flamegraph). Captures run in confined
 // worker processes (agent/worker/pool.h); discovery scans /proc (agent/common/discovery.h).
 //
-//   ServeOptions o;  o.listen = "127.0.0.1:6061";
+//   ServeOptions o;  o.listener.listen = "127.0.0.1:6061";
 //   return RunServe(o, std::cerr);  // until SIGTERM or SIGINT
 #pragma once
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
@@ -26,36 +27,21 @@
 namespace goheap2pprof {
 
 struct ServeOptions {
-  std::string listen = "127.0.0.1:6061";
-  std::string token_file;  // bearer token required when set
-  // Allow a non-loopback address without authentication over TLS.
-  bool insecure_listen = false;
-  std::vector<std::string> allowed_hosts;  // Host names besides the listen address
-  std::string probe_path;                  // answered without a token; empty: none
-  TlsFiles tls;
-  ListenerLimits limits;
-  int max_deltas = 4;  // ?seconds=N windows open at once; more get 503
-  ProcessFilter filter;
-  int max_concurrent = 2;
-  double timeout_seconds = 10;          // waiting for a worker (503 after)
-  double capture_timeout_seconds = 10;  // a worker's answer (504 after)
-  double discover_interval_seconds = 10;
+  // --listen and its clients' rules: a bearer token when token_file is set;
+  // insecure_listen allows a non-loopback address without authentication
+  // over TLS; probe_path is answered without a token.
+  ListenerFlags listener = ListenerFlags::Named("--listen", "127.0.0.1:6061");
+  int max_deltas = 4;                        // ?seconds=N windows open at once; more get 503
+  std::chrono::milliseconds timeout{10000};  // waiting for a worker (503 after)
   int64_t max_delta_seconds = 300;
-  std::string service_name_from = "auto";  // auto | exe | comm | cgroup | env:VAR
-  // The node's filesystem (for the runtimes' bundles) and name: the
-  // processes' Kubernetes identity (pod_identity.h).
-  std::string host_root = "/";
-  std::string node_name;  // else $NODE_NAME
+  DiscoverySettings discovery;
+  WorkerSettings workers;  // capture_timeout: a worker's answer (504 after)
   bool verbose = false;
-  WorkerLimits worker_limits;
   // In `goheap2pprof agent`: the pool, discovery and metrics of the agent,
-  // used instead of serve's own (then --max-concurrent, the worker limits
-  // and the discovery options here are the agent's, unused).
+  // used instead of serve's own (RoleParts; then workers and discovery are
+  // the agent's, read for messages only).
   const SharedParts* shared = nullptr;
 };
-
-// The --listen flags as the listener takes them.
-ListenerFlags ServeListener(const ServeOptions& options);
 
 // Checks the options (a non-loopback --listen needs TLS with a token or
 // client certificates, or --insecure-listen: ValidateListenSecurity);

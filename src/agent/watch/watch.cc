@@ -19,6 +19,7 @@
 #include <set>
 
 #include "agent/common/discovery.h"
+#include "agent/common/duration.h"
 #include "agent/common/metrics.h"
 #include "agent/common/pod_identity.h"
 #include "agent/common/service_name.h"
@@ -28,8 +29,10 @@
 #include "agent/watch/process.h"
 #include "agent/watch/report.h"
 #include "agent/worker/pool.h"
+#include "agent/worker/role_parts.h"
 #include "agent/worker/runtime_stats_wire.h"
 #include "app/growth_live.h"
+#include "base/byte_size.h"
 #include "base/error.h"
 #include "base/unique_fd.h"
 #include "base/utf8.h"
@@ -142,9 +145,9 @@ class Watcher {
   Watcher(const WatchOptions& options, std::ostream& log)
       : options_(options),
         log_(log),
-        fs_(options.fs_root, TargetRootFor(options.host_root)),
+        fs_(options.fs_root, TargetRootFor(options.discovery.host_root)),
         rotation_(options.max_files),
-        identities_(options.host_root, NodeName(options.node_name)) {}
+        identities_(options.discovery.host_root, NodeName(options.discovery.node_name)) {}
 
   int Run();
 
@@ -203,10 +206,9 @@ class Watcher {
     return "process " + std::to_string(t.pid) + " started " + std::to_string(t.start_time);
   }
   PoolCall Call() const {
-    return {
-        .role = PoolRole::kWatch,
-        .queue_timeout_ms = static_cast<int64_t>(options_.capture_timeout_seconds * 1000) + 60000,
-        .cancelled = {}};
+    return {.role = PoolRole::kWatch,
+            .queue_timeout = WaitTurnTimeout(options_.workers),
+            .cancelled = {}};
   }
   std::optional<std::string> PsiFileFor(pid_t pid) const;
 
@@ -217,24 +219,16 @@ class Watcher {
   std::unique_ptr<OutputDir> dir_;
   std::unique_ptr<WatchLog> jsonl_;
   // The confined capture worker, one (watch captures one process at a
-  // time), started once the output directory is known to be usable.
-  ServeMetrics own_metrics_;  // ProbeInWorker counts there; not exported
-  ServeMetrics& metrics_ = options_.shared ? *options_.shared->metrics : own_metrics_;
-  std::unique_ptr<WorkerPool> own_pool_;
-  WorkerPool* pool_ = options_.shared ? options_.shared->pool : nullptr;
+  // time), started once the output directory is known to be usable; and
+  // for --all, serve's discovery, scanned at each poll, with no filter (the
+  // Go-process test reads the executable, so it runs in the worker too). In
+  // the agent, its pool and its one discovery (scanned on its own clock,
+  // with the agent's allow-lists) instead. ProbeInWorker counts in the
+  // parts' metrics: watch's own are not exported.
+  std::unique_ptr<RoleParts> parts_;
   std::map<pid_t, std::unique_ptr<Target>> targets_;
   UniqueFd inotify_;
   std::map<int, int> wd_refs_;  // inotify watch -> targets using it
-  // --all: serve's discovery, scanned at each poll, with no filter; the
-  // Go-process test reads the executable, so it runs in the worker too.
-  // In the agent, its one discovery (scanned on its own clock, with the
-  // agent's allow-lists) instead.
-  std::unique_ptr<Discovery> own_discovery_ =
-      options_.shared ? nullptr
-                      : std::make_unique<Discovery>(Discovery::Options{}, [this](pid_t pid) {
-                          return ProbeInWorker(*pool_, metrics_, pid);
-                        });
-  Discovery& discovery_ = options_.shared ? *options_.shared->discovery : *own_discovery_;
   // Processes --all found but cannot capture: (pid, start time).
   std::set<std::pair<pid_t, uint64_t>> ignored_;
   PodIdentityReader identities_;
@@ -393,8 +387,9 @@ void Watcher::Record(const json& record) {
 }
 
 std::string Watcher::CaptureInWorker(const Target& t, json& record, std::string& outcome) {
-  PoolResult r = RunCounted(*pool_, metrics_, {WorkerOp::kHeap, t.pid, {}}, RouteKey(t), Call());
-  // Counted on metrics_: in the agent, its one /metrics (every role's).
+  PoolResult r = RunCounted(parts_->pool(), parts_->metrics(), {WorkerOp::kHeap, t.pid, {}},
+                            RouteKey(t), Call());
+  // Counted on the parts' metrics: in the agent, its one /metrics (every role's).
   outcome = PoolOutcomeName(r);
   switch (r.outcome) {
     case PoolOutcome::kBusy:
@@ -406,7 +401,7 @@ std::string Watcher::CaptureInWorker(const Target& t, json& record, std::string&
       throw Error(ErrorKind::kInternal, r.detail);
     case PoolOutcome::kTimedOut:
       throw Error(ErrorKind::kInternal, "the capture did not finish within --capture-timeout ",
-                  options_.capture_timeout_seconds, " s; its worker was stopped");
+                  Seconds(options_.workers.capture_timeout), " s; its worker was stopped");
     case PoolOutcome::kReplied:
       break;
   }
@@ -433,7 +428,7 @@ std::optional<std::string> Watcher::Refused(const Target& t, const WorkerReply& 
   if (!reply.owner) {
     return "process " + std::to_string(t.pid) + ": the worker's reply names no owner";
   }
-  if (options_.filter.Admits(t.pid, *reply.owner)) return std::nullopt;
+  if (options_.discovery.filter.Admits(t.pid, *reply.owner)) return std::nullopt;
   return "process " + std::to_string(t.pid) +
          " is no longer admitted by the allow-list: as the capture found it, its effective uid "
          "is " +
@@ -441,8 +436,8 @@ std::optional<std::string> Watcher::Refused(const Target& t, const WorkerReply& 
 }
 
 json Watcher::GoMemory(const Target& t) {
-  PoolResult r =
-      RunCounted(*pool_, metrics_, {WorkerOp::kRuntimeStats, t.pid, {}}, RouteKey(t), Call());
+  PoolResult r = RunCounted(parts_->pool(), parts_->metrics(), {WorkerOp::kRuntimeStats, t.pid, {}},
+                            RouteKey(t), Call());
   if (r.outcome != PoolOutcome::kReplied) {
     return {{"error", PoolOutcomeName(r) + (r.detail.empty() ? "" : ": " + r.detail)}};
   }
@@ -659,8 +654,8 @@ void Watcher::Report(const Target& t) {
 }
 
 void Watcher::Discover() {
-  if (own_discovery_) own_discovery_->Scan();
-  for (const GoProcess& found : discovery_.Processes()) {
+  if (Discovery* own = parts_->own_discovery()) own->Scan();
+  for (const GoProcess& found : parts_->discovery().Processes()) {
     const ProcessFacts& p = found.facts;
     auto it = targets_.find(p.pid);
     if (it != targets_.end() && it->second->start_time == p.start_time) continue;
@@ -713,18 +708,11 @@ int Watcher::Run() {
     dir_ = std::make_unique<OutputDir>(options_.dir);
     jsonl_ = std::make_unique<WatchLog>(*dir_, "watch.jsonl");
   }
-  if (!pool_) {
-    const auto timeout_ms = static_cast<int64_t>(options_.capture_timeout_seconds * 1000);
-    PoolOptions pool;
-    pool.workers = 1;
-    pool.self_exe = options_.self_exe;
-    pool.queue_timeout_ms = timeout_ms + 60000;  // one capture at a time: never busy
-    pool.capture_timeout_ms = timeout_ms;
-    pool.limits = options_.worker_limits;
-    pool.executable = options_.capture.executable;
-    own_pool_ = std::make_unique<WorkerPool>(pool);
-    pool_ = own_pool_.get();
-  }
+  WorkerSettings worker = options_.workers;
+  worker.max_concurrent = 1;
+  worker.executable = options_.capture.executable;
+  // One capture at a time: never busy.
+  parts_ = std::make_unique<RoleParts>(options_.shared, worker, WaitTurnTimeout(worker));
 
   // Named pids must all be watchable; check them all before capturing any.
   std::vector<std::pair<pid_t, ProcStat>> named;
@@ -828,26 +816,12 @@ std::vector<double> ParsePercentList(std::string_view text) {
 std::vector<uint64_t> ParseSizeList(std::string_view text) {
   std::vector<uint64_t> out;
   for (std::string_view item : SplitList(text)) {
-    size_t unit_at = item.find_first_not_of("0123456789.");
-    std::optional<double> v = ParseNumber(item.substr(0, unit_at));
-    std::string_view unit = unit_at == std::string_view::npos ? "" : item.substr(unit_at);
-    double scale = 0;
-    if (unit.empty() || unit == "B") {
-      scale = 1;
-    } else if (unit == "K" || unit == "KB" || unit == "KiB" || unit == "k") {
-      scale = 1024.0;
-    } else if (unit == "M" || unit == "MB" || unit == "MiB") {
-      scale = 1024.0 * 1024;
-    } else if (unit == "G" || unit == "GB" || unit == "GiB") {
-      scale = 1024.0 * 1024 * 1024;
-    } else if (unit == "T" || unit == "TB" || unit == "TiB") {
-      scale = 1024.0 * 1024 * 1024 * 1024;
-    }
-    if (!v || scale == 0 || *v <= 0 || *v * scale >= 9.2e18) {
+    std::optional<uint64_t> v = ParseByteSize(item);
+    if (!v || *v == 0) {
       throw Error(ErrorKind::kUsage, "--rss-above \"", text,
                   "\": expected sizes such as 512M or 1.5G");
     }
-    out.push_back(static_cast<uint64_t>(*v * scale));
+    out.push_back(*v);
   }
   std::sort(out.begin(), out.end());
   return out;

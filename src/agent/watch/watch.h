@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/common/discovery.h"
 #include "agent/watch/psi.h"
 #include "agent/watch/trigger.h"
 #include "agent/worker/pool.h"
@@ -49,21 +50,19 @@ struct WatchOptions {
   bool report = false;
   // Template for each capture (pid and output are filled in): --exe, --force.
   RunOptions capture;
-  // A worker's answer; it is killed after this, and the capture fails.
-  double capture_timeout_seconds = 10;
-  WorkerLimits worker_limits;
-  std::string self_exe = "/proc/self/exe";  // what the workers run
+  // The capture worker (one: captures run one at a time; its
+  // capture_timeout fails a capture that overruns it). The executable is
+  // capture's (--exe, --force).
+  WorkerSettings workers;
   // Prefix of the cgroup and PSI paths (tests); "" is the real filesystem.
   std::string fs_root;
-  // The Kubernetes identity's sources (pod_identity.h): --host-root, --node-name.
-  std::string host_root = "/";
-  std::string node_name;
-  // The allow-list (the agent's --allow-uid, --allow-cgroup, --deny-pid),
-  // judged on the process each capture read, as serve and push judge it
-  // (docs/security/allow-list.md): a process admitted when discovery found
-  // it and refused since (an exec of a set-uid program in place) is not
-  // captured. Empty: every process.
-  ProcessFilter filter;
+  // Read by watch: the Kubernetes identity's sources (pod_identity.h:
+  // --host-root, --node-name), and the allow-list (the agent's --allow-uid,
+  // --allow-cgroup, --deny-pid), judged on the process each capture read, as
+  // serve and push judge it (docs/security/allow-list.md): a process admitted
+  // when discovery found it and refused since (an exec of a set-uid program
+  // in place) is not captured. An empty filter admits every process.
+  DiscoverySettings discovery;
   // In `goheap2pprof agent`: its pool, discovery (for all) and capture
   // metrics instead of watch's own; dir may then be empty (no files, no
   // watch.jsonl); the watch ends when stop_fd (an eventfd) becomes
@@ -84,8 +83,7 @@ int RunWatch(const WatchOptions& options, std::ostream& log);
 // Command-line values, parsed strictly; each throws kUsage naming the option.
 //   "70%,90" -> {70, 90}
 std::vector<double> ParsePercentList(std::string_view text);
-//   "512M,1.5G" -> bytes (K/M/G/T are powers of 1024; KiB, MiB... and KB,
-//   MB... are accepted as the same)
+//   "512M,1.5G" -> bytes (ParseByteSize's units; zero refused)
 std::vector<uint64_t> ParseSizeList(std::string_view text);
 //   "max,oom"
 void ParseEventList(std::string_view text, TriggerConfig& config);

@@ -45,6 +45,22 @@ std::vector<std::string> WorkerEnvironment() {
   return env;
 }
 
+// A worker's command line: what __serve-worker reads (cli/serve_main.cc).
+std::vector<std::string> WorkerArguments(const WorkerSettings& w) {
+  std::vector<std::string> args = {
+      "goheap2pprof",
+      "__serve-worker",
+      "--fd=3",
+      "--address-space=" + std::to_string(w.limits.address_space_bytes),
+      "--cpu-seconds=" + std::to_string(w.limits.cpu_seconds),
+      "--max-reply-bytes=" + std::to_string(w.limits.max_reply_bytes),
+      "--uid=" + std::to_string(w.limits.uid),
+      "--gid=" + std::to_string(w.limits.gid)};
+  if (!w.executable.path.empty()) args.push_back("--exe=" + w.executable.path);
+  if (w.executable.force) args.push_back("--force");
+  return args;
+}
+
 // How a request is named in the worker's stderr lines.
 std::string RequestLabel(const WorkerRequest& request) {
   std::string op;
@@ -158,7 +174,8 @@ bool IsPriorityRole(PoolRole role) {
 }
 
 WorkerPool::WorkerPool(PoolOptions options)
-    : options_(std::move(options)), workers_(static_cast<size_t>(std::max(1, options_.workers))) {
+    : options_(std::move(options)),
+      workers_(static_cast<size_t>(std::max(1, options_.workers.max_concurrent))) {
   // The server process relays profiles of up to --max-capture-bytes from
   // many handler threads. glibc's default raises its mmap threshold to the
   // size of any large block freed, after which such blocks come from the
@@ -238,38 +255,24 @@ void WorkerPool::Start(Worker& w) {
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
   posix_spawn_file_actions_addclosefrom_np(&actions, 4);
 #endif
-  std::string fd_arg = "--fd=3";
-  std::string as_arg = "--address-space=" + std::to_string(options_.limits.address_space_bytes);
-  std::string cpu_arg = "--cpu-seconds=" + std::to_string(options_.limits.cpu_seconds);
-  std::string exe_arg = "--exe=" + options_.executable.path;
-  std::string reply_arg = "--max-reply-bytes=" + std::to_string(options_.limits.max_reply_bytes);
-  std::string uid_arg = "--uid=" + std::to_string(options_.limits.uid);
-  std::string gid_arg = "--gid=" + std::to_string(options_.limits.gid);
-  std::vector<char*> argv = {const_cast<char*>("goheap2pprof"),
-                             const_cast<char*>("__serve-worker"),
-                             fd_arg.data(),
-                             as_arg.data(),
-                             cpu_arg.data(),
-                             reply_arg.data(),
-                             uid_arg.data(),
-                             gid_arg.data()};
-  if (!options_.executable.path.empty()) argv.push_back(exe_arg.data());
-  if (options_.executable.force) argv.push_back(const_cast<char*>("--force"));
+  std::vector<std::string> arg_strings = WorkerArguments(options_.workers);
+  std::vector<char*> argv;
+  for (std::string& a : arg_strings) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = -1;
   std::vector<std::string> env_strings = WorkerEnvironment();
   std::vector<char*> envp;
   for (std::string& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
-  int rc =
-      posix_spawn(&pid, options_.self_exe.c_str(), &actions, nullptr, argv.data(), envp.data());
+  const std::string& exe = options_.workers.self_exe;
+  int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   close(sv[1]);
   close(err[1]);
   if (rc != 0) {
     close(sv[0]);
     close(err[0]);
-    throw Error(ErrorKind::kInternal, "cannot start a capture worker (", options_.self_exe,
+    throw Error(ErrorKind::kInternal, "cannot start a capture worker (", exe,
                 "): ", std::strerror(rc));
   }
   // Not w.busy: the slot stays with the Run that (re)starts it. Marking it
@@ -435,8 +438,7 @@ WorkerPool::Worker* WorkerPool::WaitForWorker(std::unique_lock<std::mutex>& lock
                                               const std::string& affinity, const PoolCall& call,
                                               bool* cancelled) {
   const auto now = std::chrono::steady_clock::now();
-  const auto deadline =
-      now + std::chrono::milliseconds(call.queue_timeout_ms.value_or(options_.queue_timeout_ms));
+  const auto deadline = now + call.queue_timeout.value_or(options_.queue_timeout);
   const auto holder_deadline = std::min(deadline, now + kHolderWait);
   const bool priority = IsPriorityRole(call.role);
   if (priority) ++priority_waiting_;
@@ -501,7 +503,7 @@ void WorkerPool::Failed(Worker& w, ReplyReadError read_error, const std::string&
   if (read_error == ReplyReadError::kTooLarge) {
     // A worker refuses to send more itself: this one misbehaves.
     result.detail = "its reply was larger than the limit of " +
-                    std::to_string(options_.limits.max_reply_bytes) +
+                    std::to_string(options_.workers.limits.max_reply_bytes) +
                     " bytes (--max-capture-bytes); the worker was stopped";
   }
   if (read_error == ReplyReadError::kTimedOut) {
@@ -539,9 +541,9 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
   w->stderr_relay->BeginRequest(label, w->stderr_fd);
   ReplyReadError read_error = ReplyReadError::kBroken;
   if (WriteWorkerRequest(w->fd, request)) {
-    read_error =
-        ReadWorkerReply(w->fd, result.reply, MonotonicMillis() + options_.capture_timeout_ms,
-                        options_.limits.max_reply_bytes);
+    read_error = ReadWorkerReply(w->fd, result.reply,
+                                 MonotonicMillis() + options_.workers.capture_timeout.count(),
+                                 options_.workers.limits.max_reply_bytes);
   }
   const bool ok = read_error == ReplyReadError::kNone;
   if (!ok) {
@@ -661,7 +663,7 @@ PoolResult RunForProcess(WorkerPool& pool, ServeMetrics& metrics, const WorkerRe
 ExeInfo ProbeInWorker(WorkerPool& pool, ServeMetrics& metrics, pid_t pid) {
   PoolResult r =
       RunCounted(pool, metrics, {WorkerOp::kProbe, pid, {}}, "",
-                 {.role = PoolRole::kDiscovery, .queue_timeout_ms = std::nullopt, .cancelled = {}});
+                 {.role = PoolRole::kDiscovery, .queue_timeout = std::nullopt, .cancelled = {}});
   ExeInfo info;
   if (r.outcome != PoolOutcome::kReplied) {
     // A worker that could not start (no descriptors left) is no verdict on

@@ -18,7 +18,7 @@
 // first in the queue, and in the agent the last idle worker is kept for
 // them (PoolRole).
 //
-//   WorkerPool pool({.workers = 2, .self_exe = "/proc/self/exe"});
+//   WorkerPool pool({.workers = {.max_concurrent = 2}});
 //   PoolResult r = pool.Run({WorkerOp::kHeap, pid, {}}, exe_key);
 #pragma once
 
@@ -48,15 +48,25 @@
 
 namespace goheap2pprof {
 
-struct PoolOptions {
-  int workers = 2;
-  std::string self_exe = "/proc/self/exe";
-  int64_t queue_timeout_ms = 10000;
-  int64_t capture_timeout_ms = 10000;
+// The confined capture workers as every role's options hold them
+// (cli/agent_flags.h: --max-concurrent, --capture-timeout, --worker-memory,
+// --worker-cpu, --max-capture-bytes, --worker-uid, --worker-gid), typed once.
+struct WorkerSettings {
+  int max_concurrent = 2;  // the pool's workers
+  // A worker's answer; it is killed after this, and the capture fails.
+  std::chrono::milliseconds capture_timeout{10000};
   WorkerLimits limits;
+  std::string self_exe = "/proc/self/exe";  // what the workers run
   // watch's --exe and --force, given to every worker (serve and push leave
   // them empty: the running file is read).
   ExecutableOptions executable = {};
+};
+
+// Made in one place, RoleParts (agent/worker/role_parts.h).
+struct PoolOptions {
+  WorkerSettings workers;
+  // How long a request waits for an idle worker, unless its PoolCall says.
+  std::chrono::milliseconds queue_timeout{10000};
   // With two workers or more, keep one for push, watch and discovery
   // (PoolRole): set by the agent when serve's clients share the pool.
   bool reserve_for_priority = false;
@@ -106,13 +116,13 @@ bool IsPriorityRole(PoolRole role);
 
 // Who asks, and how long it may wait for a free worker: serve's requests
 // give up after --timeout (503), while push's rounds and watch's triggers
-// wait their turn. Unset: the pool's queue_timeout_ms. `cancelled`, when
+// wait their turn. Unset: the pool's queue_timeout. `cancelled`, when
 // set, is asked while the request waits for a worker: true once nobody
 // waits for the answer (its clients disconnected), and the request leaves
 // the queue (kCancelled).
 struct PoolCall {
   PoolRole role = PoolRole::kOther;
-  std::optional<int64_t> queue_timeout_ms;
+  std::optional<std::chrono::milliseconds> queue_timeout;
   std::function<bool()> cancelled;
 };
 
