@@ -130,82 +130,79 @@ std::optional<std::string> DumpedHeaderMismatch(const DumpedElfHeader& dumped,
   return std::nullopt;
 }
 
-CoreExecutable ChooseCoreExecutable(const CoreFile& core, std::vector<MapsEntry>& maps,
-                                    const CoreExecutableOptions& options) {
-  CoreExecutable out;
-  const std::optional<uint64_t> entry = core.auxv_entry();
-  if (!entry) {
-    throw Error(ErrorKind::kMalformed, core.name(),
-                " has no AT_ENTRY in an NT_AUXV note, so its executable cannot be placed");
-  }
-  // 1. Which file: --exe, or the one mapped at the entry point.
-  const CoreFileMapping* at_entry = core.FileMappingAt(*entry);
+namespace {
+
+// Step 1 of ChooseCoreExecutable: which file, --exe or the one mapped at the
+// entry point. Sets out's mapped_path and inode from the core's mappings.
+std::string ExecutablePath(const CoreFile& core, const std::vector<MapsEntry>& maps,
+                           const CoreExecutableOptions& options, uint64_t entry,
+                           CoreExecutable& out) {
+  const CoreFileMapping* at_entry = core.FileMappingAt(entry);
   if (at_entry != nullptr) {
     out.mapped_path = at_entry->path;
     for (const MapsEntry& e : maps) {
       if (e.path == at_entry->path && e.inode != 0) out.inode = e.inode;
     }
   }
-  std::string path = options.path;
-  if (path.empty()) {
-    if (!core.has_file_note()) {
-      throw Error(ErrorKind::kUsage, core.name(),
-                  " has no NT_FILE note, so it does not say which executable the process ran")
-          .WithHint("pass --exe FILE with the program the process ran");
-    }
-    if (at_entry == nullptr) {
-      throw Error(ErrorKind::kMalformed, core.name(), ": no NT_FILE mapping holds the entry point ",
-                  Hex(*entry));
-    }
-    path = WithoutDeleted(at_entry->path);
-    struct stat st;
-    if (stat(path.c_str(), &st) != 0) {
-      throw Error(ErrorKind::kUsage, "the executable the core names, ", path,
-                  ", does not exist here")
-          .WithHint("pass --exe FILE with a copy of the program the process ran");
-    }
-    out.notes.push_back(
-        Concat("executable ", path, " (NT_FILE mapping at AT_ENTRY ", Hex(*entry), ")"));
-  } else {
-    out.notes.push_back(Concat("executable ", path, " (--exe)"));
+  if (!options.path.empty()) {
+    out.notes.push_back(Concat("executable ", options.path, " (--exe)"));
+    return options.path;
   }
-  out.elf = std::make_shared<const ElfFile>(ElfFile::Open(path));
-  const ElfFile& elf = *out.elf;
+  if (!core.has_file_note()) {
+    throw Error(ErrorKind::kUsage, core.name(),
+                " has no NT_FILE note, so it does not say which executable the process ran")
+        .WithHint("pass --exe FILE with the program the process ran");
+  }
+  if (at_entry == nullptr) {
+    throw Error(ErrorKind::kMalformed, core.name(), ": no NT_FILE mapping holds the entry point ",
+                Hex(entry));
+  }
+  std::string path = WithoutDeleted(at_entry->path);
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    throw Error(ErrorKind::kUsage, "the executable the core names, ", path, ", does not exist here")
+        .WithHint("pass --exe FILE with a copy of the program the process ran");
+  }
+  out.notes.push_back(
+      Concat("executable ", path, " (NT_FILE mapping at AT_ENTRY ", Hex(entry), ")"));
+  return path;
+}
 
-  // 2. Is it the file the process ran? The core holds the first page of its
-  //    first mapping (the ELF header, program headers and build ID notes)
-  //    and its mappings; the load bias follows from the entry point.
-  std::vector<std::string> mismatches;
-  if (elf.machine() != core.machine()) mismatches.push_back("it is for another machine");
-  out.bias = *entry - elf.entry();
-  if (elf.type() == ET_EXEC && out.bias != 0) {
-    mismatches.push_back(Concat("it is a fixed-address executable with entry ", Hex(elf.entry()),
-                                " but the process entered at ", Hex(*entry)));
-  }
-  // AT_PAGESZ is the kernel's page size (4 KiB, or up to 64 KiB on arm64).
+// AT_PAGESZ is the kernel's page size (4 KiB, or up to 64 KiB on arm64).
+uint64_t KernelPageSize(const CoreFile& core) {
   uint64_t page_size = core.auxv(AT_PAGESZ).value_or(4096);
   if (page_size == 0 || (page_size & (page_size - 1)) != 0) page_size = 4096;
-  if (!core.has_file_note()) {
-    // Without NT_FILE the maps have no paths: the mappings that start where
-    // a PT_LOAD of the file lands at this bias are taken to be the file's.
-    uint64_t inode = 1;
-    for (const MapsEntry& e : maps) inode = std::max(inode, e.inode + 1);
-    for (MapsEntry& e : maps) {
-      if (!e.path.empty()) continue;
-      for (const ElfSegment& s : LoadsOf(elf)) {
-        if (e.start != (s.vaddr & ~(page_size - 1)) + out.bias) continue;
-        e.path = path;
-        e.offset = s.offset & ~(page_size - 1);
-        e.inode = inode;
-        out.mapped_path = path;
-        out.inode = inode;
-        break;
-      }
+  return page_size;
+}
+
+// Without NT_FILE the maps have no paths: the mappings that start where a
+// PT_LOAD of the file lands at this bias are taken to be the file's.
+void NameMappingsByLoads(const ElfFile& elf, const std::string& path, uint64_t page_size,
+                         std::vector<MapsEntry>& maps, CoreExecutable& out) {
+  uint64_t inode = 1;
+  for (const MapsEntry& e : maps) inode = std::max(inode, e.inode + 1);
+  for (MapsEntry& e : maps) {
+    if (!e.path.empty()) continue;
+    for (const ElfSegment& s : LoadsOf(elf)) {
+      if (e.start != (s.vaddr & ~(page_size - 1)) + out.bias) continue;
+      e.path = path;
+      e.offset = s.offset & ~(page_size - 1);
+      e.inode = inode;
+      out.mapped_path = path;
+      out.inode = inode;
+      break;
     }
-    out.notes.push_back(Concat("no NT_FILE note: the mappings of ", path,
-                               " are those where its PT_LOAD segments land at the load bias"));
   }
-  // The header page is the first page of the file's first mapping (offset 0).
+  out.notes.push_back(Concat("no NT_FILE note: the mappings of ", path,
+                             " are those where its PT_LOAD segments land at the load bias"));
+}
+
+// Compares the file with the core's copy of its ELF header page, the first
+// page of the file's first mapping (offset 0), if the core holds it; sets
+// out.gnu_build_id from it or else from the file.
+void CheckDumpedHeader(const CoreFile& core, const std::vector<MapsEntry>& maps, const ElfFile& elf,
+                       const std::string& path, CoreExecutable& out,
+                       std::vector<std::string>& mismatches) {
   std::optional<uint64_t> first;
   for (const MapsEntry& e : maps) {
     if (out.inode != 0 && e.inode == out.inode && e.offset == 0 && (!first || e.start < *first)) {
@@ -226,27 +223,30 @@ CoreExecutable ChooseCoreExecutable(const CoreFile& core, std::vector<MapsEntry>
                                   path, " is checked by its mappings only, not by build ID"));
   }
   if (out.gnu_build_id.empty()) out.gnu_build_id = elf.GnuBuildId();
-  if (auto why = MappingsMismatch(elf, maps, out.inode, out.bias, page_size)) {
-    mismatches.push_back(*why);
-  }
+}
 
-  if (!mismatches.empty()) {
-    std::string why;
-    for (const std::string& m : mismatches) why += (why.empty() ? "" : "; ") + m;
-    if (!options.force) {
-      throw Error(ErrorKind::kUsage, path, " is not the executable of ", core.name(), ": ", why)
-          .WithHint(
-              "pass --exe with the exact build the process ran (a stripped copy of it is "
-              "fine), or --force to use this one anyway");
-    }
-    out.warnings.push_back(Concat(path, " does not match ", core.name(), " (", why,
-                                  "); using it anyway because of --force"));
+// A file that is not the process's executable is refused, unless --force.
+void RefuseMismatches(const CoreFile& core, const std::string& path,
+                      const std::vector<std::string>& mismatches, bool force, CoreExecutable& out) {
+  if (mismatches.empty()) return;
+  std::string why;
+  for (const std::string& m : mismatches) why += (why.empty() ? "" : "; ") + m;
+  if (!force) {
+    throw Error(ErrorKind::kUsage, path, " is not the executable of ", core.name(), ": ", why)
+        .WithHint(
+            "pass --exe with the exact build the process ran (a stripped copy of it is "
+            "fine), or --force to use this one anyway");
   }
+  out.warnings.push_back(Concat(path, " does not match ", core.name(), " (", why,
+                                "); using it anyway because of --force"));
+}
 
-  // 3. Cross-check the load bias with libdwfl, which places the module from
-  //    the ELF header it finds in the core's memory.
-  if (std::optional<DwflCoreModule> mod = DwflModuleAt(core, path, *entry)) {
-    if (mod->bias && *mod->bias != out.bias && mismatches.empty()) {
+// Step 3: cross-checks the load bias with libdwfl, which places the module
+// from the ELF header it finds in the core's memory.
+void CrossCheckBias(const CoreFile& core, const std::string& path, uint64_t entry, bool mismatched,
+                    CoreExecutable& out) {
+  if (std::optional<DwflCoreModule> mod = DwflModuleAt(core, path, entry)) {
+    if (mod->bias && *mod->bias != out.bias && !mismatched) {
       throw Error(ErrorKind::kMalformed, "load bias of ", path, ": AT_ENTRY - e_entry gives ",
                   Hex(out.bias), " but libdwfl places the module at bias ", Hex(*mod->bias));
     }
@@ -255,8 +255,43 @@ CoreExecutable ChooseCoreExecutable(const CoreFile& core, std::vector<MapsEntry>
                mod->bias ? ", load bias " + Hex(*mod->bias) : ", its file not opened",
                mod->build_id.empty() ? "" : ", build ID " + mod->build_id));
   } else {
-    out.notes.push_back(Concat("libdwfl reports no module at the entry point ", Hex(*entry)));
+    out.notes.push_back(Concat("libdwfl reports no module at the entry point ", Hex(entry)));
   }
+}
+
+}  // namespace
+
+CoreExecutable ChooseCoreExecutable(const CoreFile& core, std::vector<MapsEntry>& maps,
+                                    const CoreExecutableOptions& options) {
+  CoreExecutable out;
+  const std::optional<uint64_t> entry = core.auxv_entry();
+  if (!entry) {
+    throw Error(ErrorKind::kMalformed, core.name(),
+                " has no AT_ENTRY in an NT_AUXV note, so its executable cannot be placed");
+  }
+  const std::string path = ExecutablePath(core, maps, options, *entry, out);
+  out.elf = std::make_shared<const ElfFile>(ElfFile::Open(path));
+  const ElfFile& elf = *out.elf;
+
+  // 2. Is it the file the process ran? The core holds the first page of its
+  //    first mapping (the ELF header, program headers and build ID notes)
+  //    and its mappings; the load bias follows from the entry point.
+  std::vector<std::string> mismatches;
+  if (elf.machine() != core.machine()) mismatches.push_back("it is for another machine");
+  out.bias = *entry - elf.entry();
+  if (elf.type() == ET_EXEC && out.bias != 0) {
+    mismatches.push_back(Concat("it is a fixed-address executable with entry ", Hex(elf.entry()),
+                                " but the process entered at ", Hex(*entry)));
+  }
+  const uint64_t page_size = KernelPageSize(core);
+  if (!core.has_file_note()) NameMappingsByLoads(elf, path, page_size, maps, out);
+  CheckDumpedHeader(core, maps, elf, path, out, mismatches);
+  if (auto why = MappingsMismatch(elf, maps, out.inode, out.bias, page_size)) {
+    mismatches.push_back(*why);
+  }
+  RefuseMismatches(core, path, mismatches, options.force, out);
+
+  CrossCheckBias(core, path, *entry, !mismatches.empty(), out);
   out.notes.push_back(Concat("load bias ", Hex(out.bias), " (AT_ENTRY ", Hex(*entry), " - e_entry ",
                              Hex(elf.entry()), ")"));
   return out;

@@ -40,7 +40,9 @@ ExecutableAnalysis::Layouts ExecutableAnalysis::CheckLayouts(
   try {
     out.memstats = JudgeMemstatsLayout(elf.name(), layout_traits, elf.machine(), types);
   } catch (const Error& e) {
-    out.memstats_error = e;  // a heap capture goes on; memstats() throws it
+    // Boundary: the memory statistics are an optional part of a capture; a
+    // heap capture goes on without them, and memstats() throws this.
+    out.memstats_error = e;
   }
   return out;
 }
@@ -84,7 +86,9 @@ ExecutableAnalysis::ExecutableAnalysis(std::shared_ptr<const ElfFile> elf,
     pclntab_ = std::make_unique<const Pclntab>(binary_.OpenPclntab(0));
     symbolizer_ = std::make_unique<Symbolizer>(*pclntab_, traits_);
   } catch (const Error&) {
-    AwaitLayoutCheck();  // a layout refused is said first, as in kInCreate
+    // Rollback: the background layout check is finished before the object
+    // is abandoned, and a layout it refused is said first, as in kInCreate.
+    AwaitLayoutCheck();
     throw;
   }
 }
@@ -106,6 +110,8 @@ void ExecutableAnalysis::AwaitLayoutCheck() const {
     try {
       TakeVerdict(layout_check_.get());
     } catch (const Error& e) {
+      // Boundary: the background check's failure, kept so that every later
+      // call throws it, not only the first.
       layout_error_ = e;
     } catch (const std::exception& e) {
       layout_error_ = Error(ErrorKind::kInternal, "checking the heap-bucket layout: ", e.what());
@@ -136,6 +142,8 @@ const MemstatsAnalysis& ExecutableAnalysis::memstats() const {
     try {
       memstats_->variables = LocateMemstatsVariables(binary_, traits_.memstats.variables);
     } catch (const Error& e) {
+      // Boundary: as in CheckLayouts, the memory statistics are optional;
+      // kept so that every call throws it.
       memstats_error_ = e;
     }
   });

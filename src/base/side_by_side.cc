@@ -1,43 +1,39 @@
 #include "base/side_by_side.h"
 
 #include <exception>
+#include <future>
 #include <system_error>
 #include <thread>
 
 namespace goheap2pprof {
 
 void RunSideBySide(const std::function<void()>& here, const std::function<void()>& there) {
-  std::exception_ptr there_error;
+  // The task keeps an exception from `there` in its future, on whichever
+  // thread it runs.
+  std::packaged_task<void()> there_task(there);
+  std::future<void> there_done = there_task.get_future();
   std::thread thread;
-  bool threaded = true;
   try {
-    thread = std::thread([&] {
-      try {
-        there();
-      } catch (...) {
-        there_error = std::current_exception();
-      }
-    });
+    thread = std::thread(std::ref(there_task));
   } catch (const std::system_error&) {
-    threaded = false;
+    // Boundary: no thread to be had (a limit on threads); `there` runs here
+    // after `here`, below.
   }
   std::exception_ptr here_error;
   try {
     here();
   } catch (...) {
+    // Boundary: `there` still runs (or is joined) before `here`'s error goes
+    // on; the thread reads the caller's state until then.
     here_error = std::current_exception();
   }
-  if (threaded) {
+  if (thread.joinable()) {
     thread.join();
   } else {
-    try {
-      there();
-    } catch (...) {
-      there_error = std::current_exception();
-    }
+    there_task();
   }
   if (here_error) std::rethrow_exception(here_error);
-  if (there_error) std::rethrow_exception(there_error);
+  there_done.get();
 }
 
 }  // namespace goheap2pprof

@@ -46,23 +46,13 @@ constexpr const char* kLinkage = "static";
 constexpr const char* kLinkage = "dynamic";
 #endif
 
-}  // namespace
-
-std::string VersionText() {
-  std::ostringstream out;
-  out << "goheap2pprof " << GOHEAP2PPROF_VERSION << "\n"
-      << "commit " << GOHEAP2PPROF_GIT_COMMIT << "\n"
-      << "linux/" << kArch << ", " << kLinkage << "ally linked\n";
-#if GOHEAP2PPROF_TEST_SEAMS
-  // The end-to-end suites that need the seams look for this line.
-  out << "test seams compiled in: not a release build\n";
-#endif
-  // Run-time versions where the library reports its own (what is really linked, also when a
-  // shared library was upgraded under us); header macros for the rest.
+// The capture's libraries. Run-time versions where the library reports its
+// own (what is really linked, also when a shared library was upgraded under
+// us); header macros for the rest.
+void WriteCaptureLibraries(std::ostream& out) {
   int capstone_major = 0, capstone_minor = 0;
   cs_version(&capstone_major, &capstone_minor);
-  out << "libraries:\n"
-      << "  protobuf " << google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION) << "\n"
+  out << "  protobuf " << google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION) << "\n"
       << "  zlib " << zlibVersion() << "\n"
       << "  elfutils (libelf, libdw) " << dwfl_version(nullptr) << "\n"
       << "  libdeflate " << LIBDEFLATE_VERSION_STRING << "\n"
@@ -70,9 +60,11 @@ std::string VersionText() {
       << "\n"
       << "  capstone " << capstone_major << "." << capstone_minor << "." << CS_VERSION_EXTRA
       << "\n";
-#if GOHEAP2PPROF_CAPTURE_ONLY
-  out << "  (the capture alone: built without the agent's commands and libraries)\n";
-#else
+}
+
+#if !GOHEAP2PPROF_CAPTURE_ONLY
+// The agent's libraries, as WriteCaptureLibraries.
+void WriteAgentLibraries(std::ostream& out) {
   const scmp_version* seccomp = seccomp_version();
   // A dynamic build loads libcurl only for push, and here.
   std::string curl_missing;
@@ -96,6 +88,26 @@ std::string VersionText() {
     out << curl->version << " ("
         << (curl->ssl_version != nullptr ? curl->ssl_version : "no TLS library") << ")\n";
   }
+}
+#endif
+
+}  // namespace
+
+std::string VersionText() {
+  std::ostringstream out;
+  out << "goheap2pprof " << GOHEAP2PPROF_VERSION << "\n"
+      << "commit " << GOHEAP2PPROF_GIT_COMMIT << "\n"
+      << "linux/" << kArch << ", " << kLinkage << "ally linked\n";
+#if GOHEAP2PPROF_TEST_SEAMS
+  // The end-to-end suites that need the seams look for this line.
+  out << "test seams compiled in: not a release build\n";
+#endif
+  out << "libraries:\n";
+  WriteCaptureLibraries(out);
+#if GOHEAP2PPROF_CAPTURE_ONLY
+  out << "  (the capture alone: built without the agent's commands and libraries)\n";
+#else
+  WriteAgentLibraries(out);
 #endif
   out << "  CLI11 " << CLI11_VERSION << "\n"
       << "  nlohmann-json " << NLOHMANN_JSON_VERSION_MAJOR << "." << NLOHMANN_JSON_VERSION_MINOR

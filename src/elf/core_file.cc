@@ -202,6 +202,20 @@ CoreFile CoreFile::FromBytes(std::vector<uint8_t> bytes, std::string display_nam
 }
 
 void CoreFile::Load() {
+  OpenElf();
+  std::vector<Bytes> notes = ReadProgramHeaders();
+  SortSegments();
+  if (notes.empty()) throw Error(ErrorKind::kMalformed, name_, ": core has no notes (PT_NOTE)");
+  for (Bytes n : notes) ParseNotes(n);
+
+  if (gdb_note_ || (has_file_note_ && file_page_size_ == 1)) {
+    producer_ = CoreProducer::kGdb;
+  } else if (has_file_note_ && file_page_size_ >= 4096) {
+    producer_ = CoreProducer::kKernel;
+  }
+}
+
+void CoreFile::OpenElf() {
   const Bytes all = image_.All();
   const uint8_t* data = all.data();
   const size_t size = all.size();
@@ -234,7 +248,10 @@ void CoreFile::Load() {
                 "; only x86-64 and aarch64 are supported");
   }
   machine_ = ehdr.e_machine;
+}
 
+std::vector<Bytes> CoreFile::ReadProgramHeaders() {
+  Elf* elf = elf_.get();
   size_t phnum = 0;
   if (elf_getphdrnum(elf, &phnum) != 0) {
     throw Error(ErrorKind::kMalformed, name_, ": bad program header count: ", ElfErrorText());
@@ -246,34 +263,42 @@ void CoreFile::Load() {
     if (gelf_getphdr(elf, static_cast<int>(i), &ph) == nullptr) {
       throw Error(ErrorKind::kMalformed, name_, ": bad program header ", i, ": ", ElfErrorText());
     }
-    if (ph.p_type != PT_LOAD && ph.p_type != PT_NOTE) continue;
-    // A producer cut short (RLIMIT_CORE, a systemd-coredump size cap, a full
-    // disk) leaves headers that promise bytes the file does not have.
-    std::optional<uint64_t> file_end = CheckedAdd(ph.p_offset, ph.p_filesz);
-    if (!file_end || *file_end > size) {
-      throw Error(ErrorKind::kMalformed, name_, " is truncated: ",
-                  ph.p_type == PT_NOTE ? "its notes" : "the segment at " + Hex(ph.p_vaddr),
-                  " (file bytes ", Hex(ph.p_offset), "..", Hex(ph.p_offset + ph.p_filesz),
-                  ") extend", ph.p_type == PT_NOTE ? "" : "s", " past the end of the ", size,
-                  "-byte file")
-          .WithHint(
-              "the core was cut short while it was written (a small `ulimit -c`, a "
-              "systemd-coredump size cap or a full disk); raise the limit and get a new "
-              "core");
-    }
-    if (ph.p_type == PT_NOTE) {
-      notes.push_back(Bytes(data + ph.p_offset, ph.p_filesz));
-      continue;
-    }
-    std::optional<uint64_t> mem_end = CheckedAdd(ph.p_vaddr, ph.p_memsz);
-    if (!mem_end) {
-      throw Error(ErrorKind::kMalformed, name_, ": segment at ", Hex(ph.p_vaddr), " size ",
-                  Hex(ph.p_memsz), " wraps around the address space");
-    }
-    if (ph.p_memsz == 0) continue;
-    segments_.push_back(CoreSegment{ph.p_vaddr, ph.p_memsz, ph.p_offset,
-                                    std::min(ph.p_filesz, ph.p_memsz), ph.p_flags});
+    AddProgramHeader(ph, notes);
   }
+  return notes;
+}
+
+void CoreFile::AddProgramHeader(const Elf64_Phdr& ph, std::vector<Bytes>& notes) {
+  if (ph.p_type != PT_LOAD && ph.p_type != PT_NOTE) return;
+  const Bytes all = image_.All();
+  // A producer cut short (RLIMIT_CORE, a systemd-coredump size cap, a full
+  // disk) leaves headers that promise bytes the file does not have.
+  std::optional<uint64_t> file_end = CheckedAdd(ph.p_offset, ph.p_filesz);
+  if (!file_end || *file_end > all.size()) {
+    throw Error(ErrorKind::kMalformed, name_, " is truncated: ",
+                ph.p_type == PT_NOTE ? "its notes" : "the segment at " + Hex(ph.p_vaddr),
+                " (file bytes ", Hex(ph.p_offset), "..", Hex(ph.p_offset + ph.p_filesz), ") extend",
+                ph.p_type == PT_NOTE ? "" : "s", " past the end of the ", all.size(), "-byte file")
+        .WithHint(
+            "the core was cut short while it was written (a small `ulimit -c`, a "
+            "systemd-coredump size cap or a full disk); raise the limit and get a new "
+            "core");
+  }
+  if (ph.p_type == PT_NOTE) {
+    notes.push_back(Bytes(all.data() + ph.p_offset, ph.p_filesz));
+    return;
+  }
+  std::optional<uint64_t> mem_end = CheckedAdd(ph.p_vaddr, ph.p_memsz);
+  if (!mem_end) {
+    throw Error(ErrorKind::kMalformed, name_, ": segment at ", Hex(ph.p_vaddr), " size ",
+                Hex(ph.p_memsz), " wraps around the address space");
+  }
+  if (ph.p_memsz == 0) return;
+  segments_.push_back(CoreSegment{ph.p_vaddr, ph.p_memsz, ph.p_offset,
+                                  std::min(ph.p_filesz, ph.p_memsz), ph.p_flags});
+}
+
+void CoreFile::SortSegments() {
   std::sort(segments_.begin(), segments_.end(),
             [](const CoreSegment& a, const CoreSegment& b) { return a.vaddr < b.vaddr; });
   for (size_t i = 1; i < segments_.size(); ++i) {
@@ -281,14 +306,6 @@ void CoreFile::Load() {
       throw Error(ErrorKind::kMalformed, name_, ": segments at ", Hex(segments_[i - 1].vaddr),
                   " and ", Hex(segments_[i].vaddr), " overlap");
     }
-  }
-  if (notes.empty()) throw Error(ErrorKind::kMalformed, name_, ": core has no notes (PT_NOTE)");
-  for (Bytes n : notes) ParseNotes(n);
-
-  if (gdb_note_ || (has_file_note_ && file_page_size_ == 1)) {
-    producer_ = CoreProducer::kGdb;
-  } else if (has_file_note_ && file_page_size_ >= 4096) {
-    producer_ = CoreProducer::kKernel;
   }
 }
 

@@ -15,6 +15,8 @@
 //   uint64_t head = mem.ReadU64(mbuckets, "runtime.mbuckets");
 #pragma once
 
+#include <elf.h>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -149,6 +151,13 @@ class CoreFile {
 
   CoreFile() = default;
   void Load();
+  // The steps of Load: checks the ELF header and opens it with libelf; reads
+  // the program headers into segments_ (sorted, none overlapping) and returns
+  // the notes.
+  void OpenElf();
+  std::vector<Bytes> ReadProgramHeaders();
+  void AddProgramHeader(const Elf64_Phdr& ph, std::vector<Bytes>& notes);
+  void SortSegments();
   void ParseNotes(Bytes notes);
   void ParseFileNote(Bytes desc);
   void ParseAuxv(Bytes desc);

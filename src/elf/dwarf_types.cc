@@ -160,6 +160,78 @@ void Inflate(const ElfFile& elf, const Inflation& job, MappedBytes& image,
   }
 }
 
+// Where each section we inflate goes: after the file's bytes (image_size on
+// entry), 8-aligned; image_size grows to hold them.
+std::vector<Inflation> PlanInflations(const ElfFile& elf, bool standard_headers,
+                                      uint64_t& image_size) {
+  std::vector<Inflation> inflations;
+  for (size_t i = 0; standard_headers && i < elf.sections().size(); ++i) {
+    const ElfSection& s = elf.sections()[i];
+    if (s.type == SHT_NOBITS || !IsTypeSection(s.name) || s.name.starts_with(".zdebug_")) continue;
+    if (std::optional<Inflation> job = PlanInflation(elf, s)) {
+      job->index = i;
+      job->image_offset = (image_size + 7) & ~uint64_t{7};
+      image_size = job->image_offset + job->size;
+      inflations.push_back(*job);
+    }
+  }
+  return inflations;
+}
+
+// Our copy of section i's header (standard_headers only).
+Elf64_Shdr ReadShdr(MappedBytes& image, const Elf64_Ehdr& ehdr, size_t i) {
+  Elf64_Shdr shdr;
+  std::memcpy(&shdr, image.writable_data() + ehdr.e_shoff + (i + 1) * sizeof(Elf64_Shdr),
+              sizeof(shdr));
+  return shdr;
+}
+
+void WriteShdr(MappedBytes& image, const Elf64_Ehdr& ehdr, size_t i, const Elf64_Shdr& shdr) {
+  std::memcpy(image.writable_data() + ehdr.e_shoff + (i + 1) * sizeof(Elf64_Shdr), &shdr,
+              sizeof(shdr));
+}
+
+// Puts into the image the sections libdw reads: the type sections (the
+// planned ones inflated, their headers saying so), the name tables and
+// Go 1.18's .zdebug_ sections; the other debug sections' headers say they
+// have no bytes.
+void WriteSections(const ElfFile& elf, const Elf64_Ehdr& ehdr, bool standard_headers,
+                   const std::vector<Inflation>& inflations, MappedBytes& image) {
+  std::unique_ptr<libdeflate_decompressor, DecompressorFree> decompressor;
+  if (!inflations.empty()) {
+    decompressor.reset(libdeflate_alloc_decompressor());
+    if (decompressor == nullptr) throw Error(ErrorKind::kIo, "out of memory for a decompressor");
+  }
+  size_t next_inflation = 0;
+  for (size_t i = 0; i < elf.sections().size(); ++i) {
+    const ElfSection& s = elf.sections()[i];
+    if (s.type == SHT_NOBITS) continue;
+    if (next_inflation < inflations.size() && inflations[next_inflation].index == i) {
+      const Inflation& job = inflations[next_inflation++];
+      Inflate(elf, job, image, decompressor.get());
+      Elf64_Shdr shdr = ReadShdr(image, ehdr, i);
+      shdr.sh_flags &= ~uint64_t{SHF_COMPRESSED};
+      shdr.sh_offset = job.image_offset;
+      shdr.sh_size = job.size;
+      shdr.sh_addralign = 1;
+      WriteShdr(image, ehdr, i, shdr);
+    } else if (IsTypeSection(s.name) || s.name == ".shstrtab") {
+      CopyRange(elf, image, s.offset, s.size);
+    } else if (s.name.starts_with(".zdebug_")) {
+      // Go 1.18's GNU-style compressed sections: libdw decompresses each one
+      // it sees and does not read a hidden .zdebug_ section as absent, so
+      // they are all copied (they are a few hundred KiB at that version).
+      CopyRange(elf, image, s.offset, s.size);
+    } else if (IsDebugSection(s.name) && standard_headers) {
+      // Not needed: our copy of its header says it has no bytes, which
+      // libdw skips instead of decompressing.
+      Elf64_Shdr shdr = ReadShdr(image, ehdr, i);
+      shdr.sh_type = SHT_NOBITS;
+      WriteShdr(image, ehdr, i, shdr);
+    }
+  }
+}
+
 }  // namespace
 
 void DwarfTypes::ElfEnd::operator()(Elf* elf) const { elf_end(elf); }
@@ -205,19 +277,8 @@ std::optional<DwarfTypes> DwarfTypes::Open(const ElfFile& elf,
   const bool standard_headers =
       ehdr.e_shentsize == sizeof(Elf64_Shdr) && ehdr.e_shoff <= elf.file_size() &&
       section_count * sizeof(Elf64_Shdr) <= elf.file_size() - ehdr.e_shoff;
-  // Where each section we inflate goes: after the file's bytes, 8-aligned.
-  std::vector<Inflation> inflations;
   uint64_t image_size = elf.file_size();
-  for (size_t i = 0; standard_headers && i < elf.sections().size(); ++i) {
-    const ElfSection& s = elf.sections()[i];
-    if (s.type == SHT_NOBITS || !IsTypeSection(s.name) || s.name.starts_with(".zdebug_")) continue;
-    if (std::optional<Inflation> job = PlanInflation(elf, s)) {
-      job->index = i;
-      job->image_offset = (image_size + 7) & ~uint64_t{7};
-      image_size = job->image_offset + job->size;
-      inflations.push_back(*job);
-    }
-  }
+  const std::vector<Inflation> inflations = PlanInflations(elf, standard_headers, image_size);
   types.image_ = MappedBytes::Zeroed(image_size, "the DWARF of " + elf.name());
   MappedBytes& image = types.image_;
   // The inflated sections fill their space whole (the file's part is sparse).
@@ -228,50 +289,7 @@ std::optional<DwarfTypes> DwarfTypes::Open(const ElfFile& elf,
   CopyRange(elf, image, 0, sizeof(ehdr));
   CopyRange(elf, image, ehdr.e_phoff, uint64_t{ehdr.e_phnum} * ehdr.e_phentsize);
   CopyRange(elf, image, ehdr.e_shoff, section_count * ehdr.e_shentsize);
-  // Our copy of section i's header (standard_headers only).
-  auto header = [&](size_t i) {
-    Elf64_Shdr shdr;
-    std::memcpy(&shdr, image.writable_data() + ehdr.e_shoff + (i + 1) * sizeof(Elf64_Shdr),
-                sizeof(shdr));
-    return shdr;
-  };
-  auto set_header = [&](size_t i, const Elf64_Shdr& shdr) {
-    std::memcpy(image.writable_data() + ehdr.e_shoff + (i + 1) * sizeof(Elf64_Shdr), &shdr,
-                sizeof(shdr));
-  };
-  std::unique_ptr<libdeflate_decompressor, DecompressorFree> decompressor;
-  if (!inflations.empty()) {
-    decompressor.reset(libdeflate_alloc_decompressor());
-    if (decompressor == nullptr) throw Error(ErrorKind::kIo, "out of memory for a decompressor");
-  }
-  size_t next_inflation = 0;
-  for (size_t i = 0; i < elf.sections().size(); ++i) {
-    const ElfSection& s = elf.sections()[i];
-    if (s.type == SHT_NOBITS) continue;
-    if (next_inflation < inflations.size() && inflations[next_inflation].index == i) {
-      const Inflation& job = inflations[next_inflation++];
-      Inflate(elf, job, image, decompressor.get());
-      Elf64_Shdr shdr = header(i);
-      shdr.sh_flags &= ~uint64_t{SHF_COMPRESSED};
-      shdr.sh_offset = job.image_offset;
-      shdr.sh_size = job.size;
-      shdr.sh_addralign = 1;
-      set_header(i, shdr);
-    } else if (IsTypeSection(s.name) || s.name == ".shstrtab") {
-      CopyRange(elf, image, s.offset, s.size);
-    } else if (s.name.starts_with(".zdebug_")) {
-      // Go 1.18's GNU-style compressed sections: libdw decompresses each one
-      // it sees and does not read a hidden .zdebug_ section as absent, so
-      // they are all copied (they are a few hundred KiB at that version).
-      CopyRange(elf, image, s.offset, s.size);
-    } else if (IsDebugSection(s.name) && standard_headers) {
-      // Not needed: our copy of its header says it has no bytes, which
-      // libdw skips instead of decompressing.
-      Elf64_Shdr shdr = header(i);
-      shdr.sh_type = SHT_NOBITS;
-      set_header(i, shdr);
-    }
-  }
+  WriteSections(elf, ehdr, standard_headers, inflations, image);
   // The name table under another name: find it by index.
   if (ehdr.e_shstrndx != SHN_UNDEF && ehdr.e_shstrndx < section_count) {
     const ElfSection& names = elf.sections()[ehdr.e_shstrndx - 1];

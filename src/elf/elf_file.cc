@@ -50,6 +50,32 @@ std::string MachineName(uint16_t machine) {
   }
 }
 
+// Identifies the file ourselves first so the error says exactly what it is:
+// not ELF, or not the class and byte order we read.
+std::optional<Error> CheckIdent(const MappedBytes& image, const std::string& name) {
+  static constexpr uint8_t kMagic[4] = {ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3};
+  std::optional<Bytes> ident = image.Range(0, EI_NIDENT);
+  if (!ident || std::memcmp(ident->data(), kMagic, 4) != 0) {
+    return Error(ErrorKind::kNotGo, name, " is not an ELF file");
+  }
+  const uint8_t elf_class = (*ident)[EI_CLASS];
+  const uint8_t elf_data = (*ident)[EI_DATA];
+  if (elf_class == ELFCLASS32) {
+    return Error(ErrorKind::kUnsupported, name, " is a 32-bit ELF; only 64-bit is supported");
+  }
+  if (elf_class != ELFCLASS64) {
+    return Error(ErrorKind::kMalformed, name, ": unknown ELF class ", int{elf_class});
+  }
+  if (elf_data == ELFDATA2MSB) {
+    return Error(ErrorKind::kUnsupported, name,
+                 " is a big-endian ELF; only little-endian is supported");
+  }
+  if (elf_data != ELFDATA2LSB) {
+    return Error(ErrorKind::kMalformed, name, ": unknown ELF data encoding ", int{elf_data});
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 void ElfFile::ElfEnd::operator()(Elf* elf) const { elf_end(elf); }
@@ -115,27 +141,7 @@ bool ElfFile::CopyFileRange(uint64_t offset, std::span<uint8_t> dst) const {
 }
 
 std::optional<Error> ElfFile::Load() {
-  // Identify the file ourselves first so the error says exactly what it is.
-  static constexpr uint8_t kMagic[4] = {ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3};
-  std::optional<Bytes> ident = image_.Range(0, EI_NIDENT);
-  if (!ident || std::memcmp(ident->data(), kMagic, 4) != 0) {
-    return Error(ErrorKind::kNotGo, name_, " is not an ELF file");
-  }
-  const uint8_t elf_class = (*ident)[EI_CLASS];
-  const uint8_t elf_data = (*ident)[EI_DATA];
-  if (elf_class == ELFCLASS32) {
-    return Error(ErrorKind::kUnsupported, name_, " is a 32-bit ELF; only 64-bit is supported");
-  }
-  if (elf_class != ELFCLASS64) {
-    return Error(ErrorKind::kMalformed, name_, ": unknown ELF class ", int{elf_class});
-  }
-  if (elf_data == ELFDATA2MSB) {
-    return Error(ErrorKind::kUnsupported, name_,
-                 " is a big-endian ELF; only little-endian is supported");
-  }
-  if (elf_data != ELFDATA2LSB) {
-    return Error(ErrorKind::kMalformed, name_, ": unknown ELF data encoding ", int{elf_data});
-  }
+  if (std::optional<Error> bad = CheckIdent(image_, name_)) return bad;
 
   InitLibelf();
   Elf* elf = nullptr;
@@ -169,6 +175,11 @@ std::optional<Error> ElfFile::Load() {
   machine_ = ehdr.e_machine;
   entry_ = ehdr.e_entry;
 
+  if (std::optional<Error> bad = ReadSegments(elf)) return bad;
+  return ReadSections(elf);
+}
+
+std::optional<Error> ElfFile::ReadSegments(Elf* elf) {
   size_t phnum = 0;
   if (elf_getphdrnum(elf, &phnum) != 0) {
     return Error(ErrorKind::kMalformed, name_, ": bad program header count: ", ElfErrorText());
@@ -182,7 +193,10 @@ std::optional<Error> ElfFile::Load() {
     segments_.push_back(ElfSegment{phdr.p_type, phdr.p_flags, phdr.p_offset, phdr.p_vaddr,
                                    phdr.p_filesz, phdr.p_memsz, phdr.p_align});
   }
+  return std::nullopt;
+}
 
+std::optional<Error> ElfFile::ReadSections(Elf* elf) {
   size_t shstrndx = 0;
   if (elf_getshdrstrndx(elf, &shstrndx) != 0) {
     return Error(ErrorKind::kMalformed, name_, ": bad section name table index: ", ElfErrorText());

@@ -122,6 +122,10 @@ class ElfFile {
   // Checks the identification bytes and reads the headers: nullopt when
   // all is well, else why the file cannot be used.
   std::optional<Error> Load();
+  // The steps of Load after the ELF header: the program headers into
+  // segments_, the section headers (with their names) into sections_.
+  std::optional<Error> ReadSegments(Elf* elf);
+  std::optional<Error> ReadSections(Elf* elf);
   void IndexSymbols() const;
   // Notes of SHT_NOTE sections: calls fn(owner, type, desc) for each until fn
   // returns true.

@@ -112,6 +112,54 @@ uint8_t Arm64AccessSize(std::string_view mnemonic, std::string_view reg_name) {
   return pair ? static_cast<uint8_t>(size * 2) : size;
 }
 
+// An access through the register an ADRP+ADD pair (the last ref in `out`)
+// left the variable's address in: it gives that ref its size and direction,
+// or, at a displacement, adds a ref to a field of the variable.
+void AddAccessThroughAdd(const cs_insn& insn, arm64_reg add_reg, std::string_view reg_name,
+                         std::vector<DataRef>& out) {
+  const cs_arm64& a = insn.detail->arm64;
+  const std::string_view mnemonic(insn.mnemonic);
+  for (uint8_t i = 0; i < a.op_count && i < 8; ++i) {
+    const cs_arm64_op& op = a.operands[i];
+    if (op.type == ARM64_OP_MEM && op.mem.base == add_reg && op.mem.index == ARM64_REG_INVALID) {
+      DataRef access = out.back();
+      access.size = Arm64AccessSize(mnemonic, reg_name);
+      access.write = mnemonic.starts_with("st") || mnemonic.starts_with("cas") ||
+                     mnemonic.starts_with("swp") || mnemonic.starts_with("ldadd");
+      if (op.mem.disp == 0) {
+        out.back() = access;  // the address-taking ADD was for this access
+      } else {
+        // A field of the variable (e.g. a string's length at +8).
+        access.insn_addr = insn.address;
+        access.target += static_cast<uint64_t>(static_cast<int64_t>(op.mem.disp));
+        out.push_back(access);
+      }
+      return;
+    }
+  }
+}
+
+// A load or store at an offset from the page the previous ADRP put in
+// `adrp_reg`: a ref to page + offset.
+void AddAccessThroughAdrp(const cs_insn& insn, arm64_reg adrp_reg, uint64_t adrp_page,
+                          std::string_view reg_name, std::vector<DataRef>& out) {
+  const cs_arm64& a = insn.detail->arm64;
+  const std::string_view mnemonic(insn.mnemonic);
+  for (uint8_t i = 0; i < a.op_count && i < 8; ++i) {
+    const cs_arm64_op& op = a.operands[i];
+    if (op.type != ARM64_OP_MEM || op.mem.base != adrp_reg || op.mem.index != ARM64_REG_INVALID) {
+      continue;
+    }
+    DataRef ref;
+    ref.insn_addr = insn.address;
+    ref.target = adrp_page + static_cast<uint64_t>(static_cast<int64_t>(op.mem.disp));
+    ref.size = Arm64AccessSize(mnemonic, reg_name);
+    ref.write = mnemonic.starts_with("st");
+    out.push_back(ref);
+    return;
+  }
+}
+
 void ScanArm64(Bytes code, uint64_t vaddr, size_t max_insns, std::vector<DataRef>& out) {
   CapstoneHandle cs(CS_ARCH_ARM64, CS_MODE_ARM);
   InsnPtr insn = AllocInsn(cs);
@@ -138,30 +186,11 @@ void ScanArm64(Bytes code, uint64_t vaddr, size_t max_insns, std::vector<DataRef
     const arm64_reg prev_add = add_reg;
     adrp_reg = ARM64_REG_INVALID;
     add_reg = ARM64_REG_INVALID;
-    std::string_view mnemonic(insn->mnemonic);
     const char* reg_name = a.op_count > 0 && a.operands[0].type == ARM64_OP_REG
                                ? cs_reg_name(cs.get(), a.operands[0].reg)
                                : nullptr;
     if (prev_add != ARM64_REG_INVALID && !out.empty()) {
-      for (uint8_t i = 0; i < a.op_count && i < 8; ++i) {
-        const cs_arm64_op& op = a.operands[i];
-        if (op.type == ARM64_OP_MEM && op.mem.base == prev_add &&
-            op.mem.index == ARM64_REG_INVALID) {
-          DataRef access = out.back();
-          access.size = Arm64AccessSize(mnemonic, reg_name ? reg_name : "");
-          access.write = mnemonic.starts_with("st") || mnemonic.starts_with("cas") ||
-                         mnemonic.starts_with("swp") || mnemonic.starts_with("ldadd");
-          if (op.mem.disp == 0) {
-            out.back() = access;  // the address-taking ADD was for this access
-          } else {
-            // A field of the variable (e.g. a string's length at +8).
-            access.insn_addr = insn->address;
-            access.target += static_cast<uint64_t>(static_cast<int64_t>(op.mem.disp));
-            out.push_back(access);
-          }
-          break;
-        }
-      }
+      AddAccessThroughAdd(*insn, prev_add, reg_name ? reg_name : "", out);
     }
     if (insn->id == ARM64_INS_ADRP && a.op_count == 2 && a.operands[0].type == ARM64_OP_REG &&
         a.operands[1].type == ARM64_OP_IMM) {
@@ -180,19 +209,7 @@ void ScanArm64(Bytes code, uint64_t vaddr, size_t max_insns, std::vector<DataRef
       if (a.operands[0].type == ARM64_OP_REG) add_reg = a.operands[0].reg;
       continue;
     }
-    for (uint8_t i = 0; i < a.op_count && i < 8; ++i) {
-      const cs_arm64_op& op = a.operands[i];
-      if (op.type != ARM64_OP_MEM || op.mem.base != prev_reg || op.mem.index != ARM64_REG_INVALID) {
-        continue;
-      }
-      DataRef ref;
-      ref.insn_addr = insn->address;
-      ref.target = adrp_page + static_cast<uint64_t>(static_cast<int64_t>(op.mem.disp));
-      ref.size = Arm64AccessSize(mnemonic, reg_name ? reg_name : "");
-      ref.write = mnemonic.starts_with("st");
-      out.push_back(ref);
-      break;
-    }
+    AddAccessThroughAdrp(*insn, prev_reg, adrp_page, reg_name ? reg_name : "", out);
   }
 }
 

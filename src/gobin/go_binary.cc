@@ -62,23 +62,8 @@ std::optional<uint64_t> GoBinary::SymbolAddress(std::string_view name) const {
 }
 
 std::optional<Error> GoBinary::FindVersion() {
-  // 1. Build info: the section when there is one (it starts with the blob),
-  // else debug/buildinfo's scan of the first writable data segment.
-  std::optional<Bytes> build_info_bytes = elf_.SectionData(".go.buildinfo");
-  if (!build_info_bytes) {
-    for (const ElfSegment& seg : elf_.segments()) {
-      if (seg.type != PT_LOAD || (seg.flags & PF_W) == 0 || (seg.flags & PF_X) != 0) continue;
-      build_info_bytes = elf_.ReadVaddr(seg.vaddr, std::min(seg.filesz, seg.memsz));
-      break;
-    }
-  }
-  if (build_info_bytes) {
-    // A blob that is there but does not parse ends the search: the binary
-    // is not one we read (a Go 1.17 pointer-format blob, or a corrupt one).
-    Expected<std::optional<BuildInfo>> found = TryFindBuildInfo(*build_info_bytes);
-    if (!found) return found.error();
-    build_info_ = std::move(*found);
-  }
+  // 1. Build info.
+  if (std::optional<Error> bad = ReadBuildInfo()) return bad;
   if (build_info_) {
     version_ = ParseGoVersion(build_info_->go_version);
     if (version_) {
@@ -87,25 +72,11 @@ std::optional<Error> GoBinary::FindVersion() {
     }
   }
 
-  // 2. runtime.buildVersion, a Go string header {ptr, len}. In externally
-  // linked PIEs the pointer is a dynamic relocation and reads as 0 here, so
-  // the read simply fails and we fall through.
-  if (std::optional<uint64_t> addr = SymbolAddress("runtime.buildVersion")) {
-    if (std::optional<Bytes> header = elf_.ReadVaddr(*addr, 16)) {
-      ByteView h(*header, "runtime.buildVersion");
-      uint64_t ptr = h.U64(0);
-      uint64_t len = h.U64(8);
-      if (ptr != 0 && len > 0 && len <= kMaxVersionLen) {
-        if (std::optional<Bytes> s = elf_.ReadVaddr(ptr, len)) {
-          version_ =
-              ParseGoVersion(std::string_view(reinterpret_cast<const char*>(s->data()), s->size()));
-          if (version_) {
-            version_source_ = "runtime.buildVersion";
-            return std::nullopt;
-          }
-        }
-      }
-    }
+  // 2. runtime.buildVersion.
+  version_ = ReadBuildVersionSymbol();
+  if (version_) {
+    version_source_ = "runtime.buildVersion";
+    return std::nullopt;
   }
 
   // The remaining sources need the pclntab and moduledata. They are
@@ -141,6 +112,42 @@ std::optional<Error> GoBinary::FindVersion() {
     }
   }
   return std::nullopt;
+}
+
+std::optional<Error> GoBinary::ReadBuildInfo() {
+  // The section when there is one (it starts with the blob), else
+  // debug/buildinfo's scan of the first writable data segment.
+  std::optional<Bytes> build_info_bytes = elf_.SectionData(".go.buildinfo");
+  if (!build_info_bytes) {
+    for (const ElfSegment& seg : elf_.segments()) {
+      if (seg.type != PT_LOAD || (seg.flags & PF_W) == 0 || (seg.flags & PF_X) != 0) continue;
+      build_info_bytes = elf_.ReadVaddr(seg.vaddr, std::min(seg.filesz, seg.memsz));
+      break;
+    }
+  }
+  if (!build_info_bytes) return std::nullopt;
+  // A blob that is there but does not parse ends the search: the binary
+  // is not one we read (a Go 1.17 pointer-format blob, or a corrupt one).
+  Expected<std::optional<BuildInfo>> found = TryFindBuildInfo(*build_info_bytes);
+  if (!found) return found.error();
+  build_info_ = std::move(*found);
+  return std::nullopt;
+}
+
+std::optional<GoVersion> GoBinary::ReadBuildVersionSymbol() const {
+  // A Go string header {ptr, len}. In externally linked PIEs the pointer is
+  // a dynamic relocation and reads as 0 here, so the read simply fails.
+  std::optional<uint64_t> addr = SymbolAddress("runtime.buildVersion");
+  if (!addr) return std::nullopt;
+  std::optional<Bytes> header = elf_.ReadVaddr(*addr, 16);
+  if (!header) return std::nullopt;
+  ByteView h(*header, "runtime.buildVersion");
+  uint64_t ptr = h.U64(0);
+  uint64_t len = h.U64(8);
+  if (ptr == 0 || len == 0 || len > kMaxVersionLen) return std::nullopt;
+  std::optional<Bytes> s = elf_.ReadVaddr(ptr, len);
+  if (!s) return std::nullopt;
+  return ParseGoVersion(std::string_view(reinterpret_cast<const char*>(s->data()), s->size()));
 }
 
 std::optional<GoVersion> GoBinary::RecoverBuildVersion() const {
@@ -186,67 +193,12 @@ const Expected<PclntabLocation>& GoBinary::TryLocatePclntab() const {
 
 Expected<PclntabLocation> GoBinary::FindPclntab() const {
   PclntabLocation loc;
-  for (std::string_view name : {".gopclntab", ".data.rel.ro.gopclntab"}) {
-    const ElfSection* s = elf_.FindSection(name);
-    if (s == nullptr || s->type == SHT_NOBITS) continue;
-    loc.vaddr = s->addr;
-    loc.table = *elf_.SectionData(name);
-    loc.source = name;
-    break;
-  }
+  FindPclntabSection(loc);
   if (loc.source.empty()) {
-    std::optional<uint64_t> start = SymbolAddress("runtime.pclntab");
-    std::optional<uint64_t> end = SymbolAddress("runtime.epclntab");
-    if (start && end) {
-      if (*end <= *start) {
-        return Error(ErrorKind::kMalformed, elf_.name(), ": runtime.epclntab ", Hex(*end),
-                     " is not after runtime.pclntab ", Hex(*start));
-      }
-      std::optional<Bytes> bytes = elf_.ReadVaddr(*start, *end - *start);
-      if (!bytes) {
-        return Error(ErrorKind::kMalformed, elf_.name(), ": pclntab [", Hex(*start), ", ",
-                     Hex(*end), ") is not backed by file bytes of one segment");
-      }
-      loc.vaddr = *start;
-      loc.table = *bytes;
-      loc.source = "runtime.pclntab symbol";
-    }
+    if (std::optional<Error> bad = FindPclntabBySymbols(loc)) return *bad;
   }
   if (loc.source.empty() && !elf_.HasSymtab()) {
-    // Stripped externally linked PIE before 1.26: the pclntab is somewhere in
-    // .data.rel.ro. A pcHeader-looking place counts only if a moduledata
-    // points to it and validates; exactly one must.
-    std::vector<uint64_t> headers = ScanForPclntabHeaders(elf_);
-    for (uint64_t vaddr : headers) {
-      std::optional<Bytes> bytes = elf_.ReadVaddrToSegmentEnd(vaddr);
-      if (!bytes) continue;
-      Expected<std::optional<ModuleData>> found =
-          FindModuleData(elf_, relocs_, vaddr, *bytes, std::nullopt);
-      if (!found) return found.error();
-      const std::optional<ModuleData>& md = *found;
-      if (!md) continue;
-      if (loc.moduledata) {
-        return Error(ErrorKind::kUnsupported, elf_.name(), ": two pclntabs validate, at ",
-                     Hex(loc.vaddr), " and ", Hex(vaddr), "; refusing to guess")
-            .WithHint(
-                "capture from an unstripped build of the same program (built without "
-                "-ldflags=-s)");
-      }
-      loc.vaddr = vaddr;
-      loc.table = *bytes;
-      loc.source = "pcHeader scan";
-      loc.moduledata = md;
-    }
-    if (loc.source.empty() && !headers.empty()) {
-      return Error(ErrorKind::kUnsupported, elf_.name(),
-                   " is stripped and has no pclntab "
-                   "section; none of the ",
-                   headers.size(), " pcHeader-like places (first at ", Hex(headers[0]),
-                   ") is referenced by a moduledata that validates")
-          .WithHint(
-              "capture from an unstripped build of the same program (built without "
-              "-ldflags=-s); Go 1.18 or newer is required");
-    }
+    if (std::optional<Error> bad = FindPclntabByScan(loc)) return *bad;
   }
   if (loc.source.empty()) {
     return Error(ErrorKind::kNotGo, elf_.name(),
@@ -254,32 +206,111 @@ Expected<PclntabLocation> GoBinary::FindPclntab() const {
                  "pcHeader referenced by a moduledata)");
   }
   if (!elf_.HasSymtab() && !loc.moduledata) {
+    if (std::optional<Error> bad = FindModuleDataOfStripped(loc)) return *bad;
+  }
+  if (std::optional<Error> bad = CheckModuleDataMatchesVersion(loc)) return *bad;
+  SetTextStart(loc);
+  SetGoFunc(loc);
+  return loc;
+}
+
+void GoBinary::FindPclntabSection(PclntabLocation& loc) const {
+  for (std::string_view name : {".gopclntab", ".data.rel.ro.gopclntab"}) {
+    const ElfSection* s = elf_.FindSection(name);
+    if (s == nullptr || s->type == SHT_NOBITS) continue;
+    loc.vaddr = s->addr;
+    loc.table = *elf_.SectionData(name);
+    loc.source = name;
+    return;
+  }
+}
+
+std::optional<Error> GoBinary::FindPclntabBySymbols(PclntabLocation& loc) const {
+  std::optional<uint64_t> start = SymbolAddress("runtime.pclntab");
+  std::optional<uint64_t> end = SymbolAddress("runtime.epclntab");
+  if (!start || !end) return std::nullopt;
+  if (*end <= *start) {
+    return Error(ErrorKind::kMalformed, elf_.name(), ": runtime.epclntab ", Hex(*end),
+                 " is not after runtime.pclntab ", Hex(*start));
+  }
+  std::optional<Bytes> bytes = elf_.ReadVaddr(*start, *end - *start);
+  if (!bytes) {
+    return Error(ErrorKind::kMalformed, elf_.name(), ": pclntab [", Hex(*start), ", ", Hex(*end),
+                 ") is not backed by file bytes of one segment");
+  }
+  loc.vaddr = *start;
+  loc.table = *bytes;
+  loc.source = "runtime.pclntab symbol";
+  return std::nullopt;
+}
+
+std::optional<Error> GoBinary::FindPclntabByScan(PclntabLocation& loc) const {
+  // Stripped externally linked PIE before 1.26: the pclntab is somewhere in
+  // .data.rel.ro. A pcHeader-looking place counts only if a moduledata
+  // points to it and validates; exactly one must.
+  std::vector<uint64_t> headers = ScanForPclntabHeaders(elf_);
+  for (uint64_t vaddr : headers) {
+    std::optional<Bytes> bytes = elf_.ReadVaddrToSegmentEnd(vaddr);
+    if (!bytes) continue;
     Expected<std::optional<ModuleData>> found =
-        FindModuleData(elf_, relocs_, loc.vaddr, loc.table, std::nullopt);
+        FindModuleData(elf_, relocs_, vaddr, *bytes, std::nullopt);
     if (!found) return found.error();
-    loc.moduledata = *found;
-    if (!loc.moduledata) {
-      return Error(ErrorKind::kUnsupported, elf_.name(),
-                   " is stripped and no runtime.firstmoduledata pointing to its pclntab at ",
-                   Hex(loc.vaddr), " (", loc.source, ") validates")
+    const std::optional<ModuleData>& md = *found;
+    if (!md) continue;
+    if (loc.moduledata) {
+      return Error(ErrorKind::kUnsupported, elf_.name(), ": two pclntabs validate, at ",
+                   Hex(loc.vaddr), " and ", Hex(vaddr), "; refusing to guess")
           .WithHint(
               "capture from an unstripped build of the same program (built without "
-              "-ldflags=-s); Go 1.18 or newer is required");
+              "-ldflags=-s)");
     }
+    loc.vaddr = vaddr;
+    loc.table = *bytes;
+    loc.source = "pcHeader scan";
+    loc.moduledata = md;
   }
-  if (loc.moduledata && version_ &&
-      (version_source_ == "buildinfo" || version_source_ == "runtime.buildVersion")) {
-    // The build info names the release; its layout family must be the one
-    // that validated, or one of the two is not what it seems.
-    if (ModuleDataLayoutFor(*version_) != loc.moduledata->layout) {
-      return Error(ErrorKind::kUnsupported, elf_.name(), ": the build info says ",
-                   FormatGoVersion(*version_), " but the moduledata at ",
-                   Hex(loc.moduledata->vaddr), " has the ",
-                   ModuleDataLayoutName(loc.moduledata->layout), " layout")
-          .WithHint("capture from an unstripped build of the same program");
-    }
+  if (loc.source.empty() && !headers.empty()) {
+    return Error(ErrorKind::kUnsupported, elf_.name(),
+                 " is stripped and has no pclntab "
+                 "section; none of the ",
+                 headers.size(), " pcHeader-like places (first at ", Hex(headers[0]),
+                 ") is referenced by a moduledata that validates")
+        .WithHint(
+            "capture from an unstripped build of the same program (built without "
+            "-ldflags=-s); Go 1.18 or newer is required");
   }
+  return std::nullopt;
+}
 
+std::optional<Error> GoBinary::FindModuleDataOfStripped(PclntabLocation& loc) const {
+  Expected<std::optional<ModuleData>> found =
+      FindModuleData(elf_, relocs_, loc.vaddr, loc.table, std::nullopt);
+  if (!found) return found.error();
+  loc.moduledata = *found;
+  if (loc.moduledata) return std::nullopt;
+  return Error(ErrorKind::kUnsupported, elf_.name(),
+               " is stripped and no runtime.firstmoduledata pointing to its pclntab at ",
+               Hex(loc.vaddr), " (", loc.source, ") validates")
+      .WithHint(
+          "capture from an unstripped build of the same program (built without "
+          "-ldflags=-s); Go 1.18 or newer is required");
+}
+
+std::optional<Error> GoBinary::CheckModuleDataMatchesVersion(const PclntabLocation& loc) const {
+  if (!loc.moduledata || !version_ ||
+      (version_source_ != "buildinfo" && version_source_ != "runtime.buildVersion")) {
+    return std::nullopt;
+  }
+  // The build info names the release; its layout family must be the one
+  // that validated, or one of the two is not what it seems.
+  if (ModuleDataLayoutFor(*version_) == loc.moduledata->layout) return std::nullopt;
+  return Error(ErrorKind::kUnsupported, elf_.name(), ": the build info says ",
+               FormatGoVersion(*version_), " but the moduledata at ", Hex(loc.moduledata->vaddr),
+               " has the ", ModuleDataLayoutName(loc.moduledata->layout), " layout")
+      .WithHint("capture from an unstripped build of the same program");
+}
+
+void GoBinary::SetTextStart(PclntabLocation& loc) const {
   // Never the .text section address: with external linking it is 0x100
   // below runtime.text.
   if (std::optional<uint64_t> text = SymbolAddress("runtime.text")) {
@@ -293,7 +324,9 @@ Expected<PclntabLocation> GoBinary::FindPclntab() const {
     loc.text_start = view.U64(24);
     loc.text_source = "pcHeader.textStart";
   }
+}
 
+void GoBinary::SetGoFunc(PclntabLocation& loc) const {
   for (std::string_view name : {"go:func.*", "go.func.*"}) {
     if (std::optional<uint64_t> gofunc = SymbolAddress(name)) {
       loc.gofunc_vaddr = *gofunc;
@@ -304,7 +337,6 @@ Expected<PclntabLocation> GoBinary::FindPclntab() const {
   if (loc.gofunc_vaddr != 0) {
     loc.gofunc = elf_.ReadVaddrToSegmentEnd(loc.gofunc_vaddr).value_or(Bytes());
   }
-  return loc;
 }
 
 Pclntab GoBinary::OpenPclntab(uint64_t load_bias) const {

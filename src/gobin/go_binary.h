@@ -111,7 +111,23 @@ class GoBinary {
   // that is present but does not parse. Other sources that fail to decode
   // are no evidence, not errors.
   std::optional<Error> FindVersion();
+  // Sets build_info_ from the blob, if there is one; returns its Error if
+  // it does not parse.
+  std::optional<Error> ReadBuildInfo();
+  // The version in runtime.buildVersion, read through its symbol.
+  std::optional<GoVersion> ReadBuildVersionSymbol() const;
   Expected<PclntabLocation> FindPclntab() const;
+  // The steps of FindPclntab, in order. Each Find* leaves loc.source empty
+  // if it found nothing; an Error means the binary's tables are not usable.
+  void FindPclntabSection(PclntabLocation& loc) const;
+  std::optional<Error> FindPclntabBySymbols(PclntabLocation& loc) const;
+  std::optional<Error> FindPclntabByScan(PclntabLocation& loc) const;
+  std::optional<Error> FindModuleDataOfStripped(PclntabLocation& loc) const;
+  std::optional<Error> CheckModuleDataMatchesVersion(const PclntabLocation& loc) const;
+  // Where the text starts (the pclntab's function offsets are relative to
+  // it) and where go:func.* is, from the best source there is.
+  void SetTextStart(PclntabLocation& loc) const;
+  void SetGoFunc(PclntabLocation& loc) const;
   // runtime.buildVersion located through runtime.schedinit's code.
   std::optional<GoVersion> RecoverBuildVersion() const;
 

@@ -68,6 +68,9 @@ bool IsExecutable(const ElfFile& elf, uint64_t vaddr) {
   return false;
 }
 
+bool FieldsAgree(const ElfFile& elf, const RelativeRelocs& relocs, const ModuleData& md,
+                 uint64_t textsect_len, uint64_t textsect_cap, const ByteView& header);
+
 // The moduledata at md_vaddr read with `layout`, if every field agrees with
 // the pclntab header and with itself.
 std::optional<ModuleData> Validate(const ElfFile& elf, const RelativeRelocs& relocs,
@@ -112,27 +115,37 @@ std::optional<ModuleData> Validate(const ElfFile& elf, const RelativeRelocs& rel
   const uint64_t textsect_len = word(offs.textsectmap + 8);
   const uint64_t textsect_cap = word(offs.textsectmap + 16);
   if (!ok) return std::nullopt;
+  if (!FieldsAgree(elf, relocs, md, textsect_len, textsect_cap, header)) return std::nullopt;
+  return md;
+}
 
-  if (md.text == 0 || md.etext <= md.text || !IsExecutable(elf, md.text)) return std::nullopt;
-  if (md.minpc < md.text || md.maxpc <= md.minpc || md.maxpc > md.etext) return std::nullopt;
+// Whether the fields read into `md` describe a module: text that is code,
+// ordered ranges, a sane text section count, funcdata in the file, and the
+// header's text start as its layout stores it.
+bool FieldsAgree(const ElfFile& elf, const RelativeRelocs& relocs, const ModuleData& md,
+                 uint64_t textsect_len, uint64_t textsect_cap, const ByteView& header) {
+  const LayoutOffsets offs = OffsetsOf(md.layout);
+  const uint64_t pclntab_vaddr = md.pclntab;
+  if (md.text == 0 || md.etext <= md.text || !IsExecutable(elf, md.text)) return false;
+  if (md.minpc < md.text || md.maxpc <= md.minpc || md.maxpc > md.etext) return false;
   if (md.enoptrdata < md.noptrdata || md.edata < md.data || md.ebss < md.bss ||
       md.enoptrbss < md.noptrbss) {
-    return std::nullopt;
+    return false;
   }
   if (textsect_len == 0 || textsect_len > kMaxTextSections || textsect_cap < textsect_len) {
-    return std::nullopt;
+    return false;
   }
   // Funcdata must be file bytes; from 1.26 on they are inside the pclntab.
-  if (md.gofunc == 0 || !elf.ReadVaddr(md.gofunc, 1)) return std::nullopt;
+  if (md.gofunc == 0 || !elf.ReadVaddr(md.gofunc, 1)) return false;
   if (offs.epclntab != 0 &&
       (md.epclntab <= pclntab_vaddr || md.gofunc < pclntab_vaddr || md.gofunc >= md.epclntab)) {
-    return std::nullopt;
+    return false;
   }
   // Until 1.25 the header stores text start; from 1.26 on it is always 0.
   const uint64_t header_text = relocs.ReadPointer(pclntab_vaddr + 24).value_or(header.U64(24));
-  const bool new_layout = layout == ModuleDataLayout::kGo126 || layout == ModuleDataLayout::kGo127;
-  if (new_layout ? header_text != 0 : header_text != md.text) return std::nullopt;
-  return md;
+  const bool new_layout =
+      md.layout == ModuleDataLayout::kGo126 || md.layout == ModuleDataLayout::kGo127;
+  return new_layout ? header_text == 0 : header_text == md.text;
 }
 
 }  // namespace
@@ -183,29 +196,16 @@ std::optional<GoVersion> VersionImpliedBy(ModuleDataLayout layout) {
   }
 }
 
-Expected<std::optional<ModuleData>> FindModuleData(const ElfFile& elf, const RelativeRelocs& relocs,
-                                                   uint64_t pclntab_vaddr, Bytes table,
-                                                   std::optional<GoVersion> version) {
-  const std::optional<ModuleData> none;
-  ByteView header(table, "pclntab header");
-  if (!header.Has(0, kPcHeaderSize)) return none;
-  const uint32_t magic = header.U32(0);
-  std::vector<ModuleDataLayout> layouts;
-  if (version) {
-    layouts.push_back(ModuleDataLayoutFor(*version));
-  } else {
-    for (ModuleDataLayout l : kAllLayouts) layouts.push_back(l);
-  }
-  // The pclntab magic separates 1.18-1.19 from the rest.
-  std::erase_if(layouts, [&](ModuleDataLayout l) {
-    return (magic == kPclntabMagicGo118) != (l == ModuleDataLayout::kGo118);
-  });
-  if (magic != kPclntabMagicGo118 && magic != kPclntabMagicGo120) return none;
+namespace {
 
-  // Candidate places: the .go.module section (1.26+ puts exactly
-  // runtime.firstmoduledata there), else every aligned word of writable file
-  // data equal to the pclntab address, and every RELATIVE relocation that
-  // would store it (a PIE may leave the word 0 in the file).
+// Candidate places: the .go.module section (1.26+ puts exactly
+// runtime.firstmoduledata there), else every aligned word of writable file
+// data equal to the pclntab address, and every RELATIVE relocation that
+// would store it (a PIE may leave the word 0 in the file). At most
+// kMaxCandidates; each with its source, or "" for a pointer to the pclntab.
+std::vector<std::pair<uint64_t, std::string>> ModuleDataCandidates(const ElfFile& elf,
+                                                                   const RelativeRelocs& relocs,
+                                                                   uint64_t pclntab_vaddr) {
   std::vector<std::pair<uint64_t, std::string>> candidates;
   if (const ElfSection* s = elf.FindSection(".go.module"); s != nullptr && s->type != SHT_NOBITS) {
     candidates.emplace_back(s->addr, ".go.module section");
@@ -227,6 +227,32 @@ Expected<std::optional<ModuleData>> FindModuleData(const ElfFile& elf, const Rel
       candidates.emplace_back(place, "");
     }
   }
+  return candidates;
+}
+
+}  // namespace
+
+Expected<std::optional<ModuleData>> FindModuleData(const ElfFile& elf, const RelativeRelocs& relocs,
+                                                   uint64_t pclntab_vaddr, Bytes table,
+                                                   std::optional<GoVersion> version) {
+  const std::optional<ModuleData> none;
+  ByteView header(table, "pclntab header");
+  if (!header.Has(0, kPcHeaderSize)) return none;
+  const uint32_t magic = header.U32(0);
+  std::vector<ModuleDataLayout> layouts;
+  if (version) {
+    layouts.push_back(ModuleDataLayoutFor(*version));
+  } else {
+    for (ModuleDataLayout l : kAllLayouts) layouts.push_back(l);
+  }
+  // The pclntab magic separates 1.18-1.19 from the rest.
+  std::erase_if(layouts, [&](ModuleDataLayout l) {
+    return (magic == kPclntabMagicGo118) != (l == ModuleDataLayout::kGo118);
+  });
+  if (magic != kPclntabMagicGo118 && magic != kPclntabMagicGo120) return none;
+
+  const std::vector<std::pair<uint64_t, std::string>> candidates =
+      ModuleDataCandidates(elf, relocs, pclntab_vaddr);
 
   std::optional<ModuleData> found;
   for (const auto& [vaddr, source] : candidates) {

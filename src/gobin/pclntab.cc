@@ -34,11 +34,7 @@ Expected<Pclntab> Pclntab::TryParse(Bytes table, uint64_t text_start, Bytes gofu
   return tab;
 }
 
-std::optional<Error> Pclntab::ParseHeader() {
-  if (!table_.Has(0, kPcHeaderSize)) {
-    return Error(ErrorKind::kMalformed, "pclntab: ", table_.size(),
-                 " bytes is too short for a pcHeader");
-  }
+std::optional<Error> Pclntab::ParseMagic() {
   magic_ = table_.U32(0);
   if (magic_ == kPclntabMagicGo118) {
     format_ = PclntabFormat::kGo118;
@@ -52,6 +48,15 @@ std::optional<Error> Pclntab::ParseHeader() {
   } else {
     return Error(ErrorKind::kMalformed, "pclntab: unknown magic ", Hex(magic_));
   }
+  return std::nullopt;
+}
+
+std::optional<Error> Pclntab::ParseHeader() {
+  if (!table_.Has(0, kPcHeaderSize)) {
+    return Error(ErrorKind::kMalformed, "pclntab: ", table_.size(),
+                 " bytes is too short for a pcHeader");
+  }
+  if (std::optional<Error> bad = ParseMagic()) return bad;
   if (table_.U8(4) != 0 || table_.U8(5) != 0) {
     return Error(ErrorKind::kMalformed, "pclntab: nonzero header padding");
   }

@@ -118,6 +118,9 @@ class Pclntab {
   Pclntab() = default;
   // Checks and decodes the pcHeader; the Error if it is not one we read.
   std::optional<Error> ParseHeader();
+  // Sets magic_ and format_; the Error of a magic we do not read (called
+  // once the header is known to be in the table).
+  std::optional<Error> ParseMagic();
   Expected<FuncHeader> ReadFunc(const FuncRef& f) const;
   uint32_t PcData(const FuncHeader& h, uint32_t index) const;  // 0 = no table
   // Offset of funcdata[index] from gofunc, or nullopt if absent.

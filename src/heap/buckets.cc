@@ -73,9 +73,92 @@ constexpr uint64_t kSpeculativeStackWords = 32;
 
 namespace {
 
+// Brent's cycle detection: O(1) memory, and a loop is found within a few
+// times its length.
+class LoopCheck {
+ public:
+  // Throws if addr, the next of `buckets` buckets walked, closes a loop.
+  void Visit(uint64_t addr, size_t buckets) {
+    if (addr == tortoise_) {
+      throw Error(ErrorKind::kMalformed, "heap bucket list loops back to bucket ", Hex(addr),
+                  " after ", buckets, " buckets");
+    }
+    if (++steps_ == power_) {
+      tortoise_ = addr;
+      power_ *= 2;
+      steps_ = 0;
+    }
+  }
+
+ private:
+  uint64_t tortoise_ = 0, power_ = 1, steps_ = 0;
+};
+
+// The first `guess` bytes of the bucket at addr, or, at the end of a
+// mapping, only its header; *have says how many. A caching reader lends its
+// bytes (View, valid until the next read) and nothing is copied; else they
+// are read into buf.
+const uint8_t* ReadBucketStart(MemoryReader& mem, uint64_t addr, uint64_t guess,
+                               std::vector<uint8_t>& buf, uint64_t* have, size_t buckets) {
+  *have = guess;
+  if (const uint8_t* data = mem.View(addr, guess)) return data;
+  buf.resize(guess);
+  if (!mem.TryRead(addr, buf)) {
+    buf.resize(kBucketHeaderSize);
+    if (!mem.TryRead(addr, buf)) {
+      throw Error(ErrorKind::kMalformed, "heap bucket at ", Hex(addr),
+                  " is not mapped in the target (after ", buckets, " buckets)");
+    }
+  }
+  *have = buf.size();
+  return buf.data();
+}
+
+struct BucketHeader {
+  uint64_t allnext;
+  uint64_t size;
+  uint64_t nstk;
+  uint64_t hash;
+};
+
+// The header's fields, once its type says it is a heap bucket and its
+// stack is within the limit.
+BucketHeader ReadBucketHeader(const uint8_t* h, uint64_t addr, const WalkLimits& limits) {
+  BucketHeader header;
+  header.allnext = LoadU64(h + kBucketAllnextOffset);
+  const uint64_t typ = LoadU64(h + kBucketTypOffset);
+  header.size = LoadU64(h + kBucketSizeOffset);
+  header.nstk = LoadU64(h + kBucketNstkOffset);
+  header.hash = LoadU64(h + kBucketHashOffset);
+  if (typ != kMemProfileBucketType) {
+    throw Error(ErrorKind::kMalformed, "bucket at ", Hex(addr), ": type ", typ,
+                " is not a heap bucket (1)");
+  }
+  if (header.nstk > limits.max_stack_words) {
+    throw Error(ErrorKind::kMalformed, "bucket at ", Hex(addr), ": nstk ", header.nstk, " exceeds ",
+                limits.max_stack_words);
+  }
+  return header;
+}
+
+// The whole bucket (header, stack and record, `total` bytes): `data` if the
+// first read got it all, else a second read. The header bytes read before
+// may not survive it.
+const uint8_t* ReadWholeBucket(MemoryReader& mem, uint64_t addr, uint64_t total, uint64_t nstk,
+                               const uint8_t* data, uint64_t have, std::vector<uint8_t>& buf) {
+  if (total <= have) return data;
+  if (const uint8_t* whole = mem.View(addr, total)) return whole;
+  buf.resize(total);
+  if (!mem.TryRead(addr, buf)) {
+    throw Error(ErrorKind::kMalformed, "bucket at ", Hex(addr), ": its ", nstk,
+                " stack words and record are not mapped");
+  }
+  return buf.data();
+}
+
 void Walk(MemoryReader& mem, uint64_t head, const WalkLimits& limits, StackStore& stacks,
           WalkResult& result) {
-  uint64_t tortoise = 0, power = 1, steps = 0;
+  LoopCheck loop;
   std::vector<uint8_t> buf;
   const uint64_t record_size = MemRecordSize(limits.record_layout);
   uint64_t addr = head;
@@ -87,83 +170,37 @@ void Walk(MemoryReader& mem, uint64_t head, const WalkLimits& limits, StackStore
       throw Error(ErrorKind::kMalformed, "heap bucket list has more than ", limits.max_buckets,
                   " buckets (stopped at ", Hex(addr), ")");
     }
-    // Brent's cycle detection: O(1) memory, and a loop is found within a
-    // few times its length.
-    if (addr == tortoise) {
-      throw Error(ErrorKind::kMalformed, "heap bucket list loops back to bucket ", Hex(addr),
-                  " after ", result.buckets.size(), " buckets");
-    }
-    if (++steps == power) {
-      tortoise = addr;
-      power *= 2;
-      steps = 0;
-    }
+    loop.Visit(addr, result.buckets.size());
     if ((addr & 7) != 0) {
       throw Error(ErrorKind::kMalformed, "heap bucket pointer ", Hex(addr), " is misaligned");
     }
     // One read for header + a typical stack + memRecord; a second only for
-    // deep stacks or at the end of a mapping. A caching reader lends its
-    // bytes (View, valid until the next read) and nothing is copied.
+    // deep stacks or at the end of a mapping.
     const uint64_t guess = kBucketHeaderSize + 8 * kSpeculativeStackWords + record_size;
-    const uint8_t* data = mem.View(addr, guess);
-    uint64_t have = guess;
-    if (data == nullptr) {
-      buf.resize(guess);
-      if (!mem.TryRead(addr, buf)) {
-        buf.resize(kBucketHeaderSize);
-        if (!mem.TryRead(addr, buf)) {
-          throw Error(ErrorKind::kMalformed, "heap bucket at ", Hex(addr),
-                      " is not mapped in the target (after ", result.buckets.size(), " buckets)");
-        }
-      }
-      data = buf.data();
-      have = buf.size();
-    }
-    const uint8_t* h = data;
-    uint64_t allnext = LoadU64(h + kBucketAllnextOffset);
-    uint64_t typ = LoadU64(h + kBucketTypOffset);
-    uint64_t size = LoadU64(h + kBucketSizeOffset);
-    uint64_t nstk = LoadU64(h + kBucketNstkOffset);
-    // Read now: h may not survive the second read below.
-    const uint64_t hash = LoadU64(h + kBucketHashOffset);
-    if (typ != kMemProfileBucketType) {
-      throw Error(ErrorKind::kMalformed, "bucket at ", Hex(addr), ": type ", typ,
-                  " is not a heap bucket (1)");
-    }
-    if (nstk > limits.max_stack_words) {
-      throw Error(ErrorKind::kMalformed, "bucket at ", Hex(addr), ": nstk ", nstk, " exceeds ",
-                  limits.max_stack_words);
-    }
+    uint64_t have = 0;
+    const uint8_t* data = ReadBucketStart(mem, addr, guess, buf, &have, result.buckets.size());
+    const BucketHeader header = ReadBucketHeader(data, addr, limits);
+    const uint64_t nstk = header.nstk;
     total_words += nstk;
     if (total_words > limits.max_total_stack_words) {
       throw Error(ErrorKind::kMalformed, "heap bucket stacks exceed ", limits.max_total_stack_words,
                   " words in total (at bucket ", Hex(addr), ", bucket ", result.buckets.size(),
                   ")");
     }
-    uint64_t total = kBucketHeaderSize + 8 * nstk + record_size;
-    if (total > have) {
-      data = mem.View(addr, total);
-      if (data == nullptr) {
-        buf.resize(total);
-        if (!mem.TryRead(addr, buf)) {
-          throw Error(ErrorKind::kMalformed, "bucket at ", Hex(addr), ": its ", nstk,
-                      " stack words and record are not mapped");
-        }
-        data = buf.data();
-      }
-    }
+    const uint64_t total = kBucketHeaderSize + 8 * nstk + record_size;
+    data = ReadWholeBucket(mem, addr, total, nstk, data, have, buf);
     Bucket b;
     b.addr = addr;
-    b.size = size;
-    b.allnext = allnext;
-    b.hash = hash;
+    b.size = header.size;
+    b.allnext = header.allnext;
+    b.hash = header.hash;
     // Buckets of one allocation site differ only in size: their stacks
     // are stored once.
     b.stack = stacks.Intern(data + kBucketHeaderSize, nstk);
     LoadRecord(data + kBucketHeaderSize + 8 * nstk, limits.record_layout, b, stacks);
     GrowWithHugePages(result.buckets, 1);
     result.buckets.push_back(b);
-    addr = allnext;
+    addr = header.allnext;
   }
   result.reached_stop = addr != 0 && addr == limits.stop_at;
 }

@@ -197,6 +197,40 @@ void HeapProfileBuilder::CheckFunctionFields(uint64_t id, const SymFrame& frame)
   order_independent_ &= same;
 }
 
+std::span<const uint64_t> HeapProfileBuilder::TakeCachedLocation(uint32_t index,
+                                                                 std::span<const uint64_t> stk,
+                                                                 std::vector<uint64_t>& out) {
+  const uint64_t addr = stk.front();
+  const LocInfo& l = loc_infos_[index];
+  // A cached PC may be a "fake" PC of an inline group still in the deck.
+  if (traits_.cached_location_deck_retry && !deck_.pcs.empty()) {
+    const PcFrames& first = sym_.FramesFor(l.pcs.front());
+    if (TryAdd(addr, first.frames, first.lookup_failed)) return stk.subspan(1);
+  }
+  if (order_independent_) CheckCachedUse(l, stk);
+  // EmitLocation may grow loc_infos_: take what we need from l first.
+  const uint64_t cached_id = l.id;
+  const size_t cached_pcs = l.pcs.size();
+  const bool cached_complete = l.complete;
+  const uint64_t emitted = EmitLocation();
+  if (emitted != 0) out.push_back(emitted);
+  out.push_back(cached_id);
+  // runtime/pprof skips as many PCs as the cached location covers without
+  // comparing them (it would panic on a too-short stack; we clamp).
+  stk = stk.subspan(std::min(cached_pcs, stk.size()));
+  // A recursion repeats one PC hundreds of times: while the next PC is
+  // this one again, the turn above would take the same complete one-PC
+  // location with an empty deck, and find it the stack's own (unless an
+  // emitted location just replaced the cached one).
+  if (emitted == 0 && cached_pcs == 1 && cached_complete) {
+    while (!stk.empty() && stk.front() == addr) {
+      out.push_back(cached_id);
+      stk = stk.subspan(1);
+    }
+  }
+  return stk;
+}
+
 void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
                                             std::vector<uint64_t>& out) {
   out.clear();
@@ -207,36 +241,7 @@ void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
   while (!stk.empty()) {
     const uint64_t addr = stk.front();
     if (const uint32_t* index = locs_.Find(addr)) {
-      const LocInfo& l = loc_infos_[*index];
-      // A cached PC may be a "fake" PC of an inline group still in the deck.
-      if (traits_.cached_location_deck_retry && !deck_.pcs.empty()) {
-        const PcFrames& first = sym_.FramesFor(l.pcs.front());
-        if (TryAdd(addr, first.frames, first.lookup_failed)) {
-          stk = stk.subspan(1);
-          continue;
-        }
-      }
-      if (order_independent_) CheckCachedUse(l, stk);
-      // EmitLocation may grow loc_infos_: take what we need from l first.
-      const uint64_t cached_id = l.id;
-      const size_t cached_pcs = l.pcs.size();
-      const bool cached_complete = l.complete;
-      const uint64_t emitted = EmitLocation();
-      if (emitted != 0) out.push_back(emitted);
-      out.push_back(cached_id);
-      // runtime/pprof skips as many PCs as the cached location covers without
-      // comparing them (it would panic on a too-short stack; we clamp).
-      stk = stk.subspan(std::min(cached_pcs, stk.size()));
-      // A recursion repeats one PC hundreds of times: while the next PC is
-      // this one again, the turn above would take the same complete one-PC
-      // location with an empty deck, and find it the stack's own (unless an
-      // emitted location just replaced the cached one).
-      if (emitted == 0 && cached_pcs == 1 && cached_complete) {
-        while (!stk.empty() && stk.front() == addr) {
-          out.push_back(cached_id);
-          stk = stk.subspan(1);
-        }
-      }
+      stk = TakeCachedLocation(*index, stk, out);
       continue;
     }
     const PcFrames& frames = sym_.FramesFor(addr);

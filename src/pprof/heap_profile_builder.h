@@ -158,6 +158,10 @@ class HeapProfileBuilder {
   void CheckFunctionFields(uint64_t id, const SymFrame& frame);
   // Location ids for a stack, into out (cleared first).
   void AppendLocsForStack(std::span<const uint64_t> stk, std::vector<uint64_t>& out);
+  // The turn of AppendLocsForStack whose first PC has a cached location
+  // (loc_infos_[index]): its ids into out; returns the rest of the stack.
+  std::span<const uint64_t> TakeCachedLocation(uint32_t index, std::span<const uint64_t> stk,
+                                               std::vector<uint64_t>& out);
   // The leading frames of a stack (runtime addresses) that runtime/pprof's
   // hideRuntime drops: those of functions with a hidden prefix, none if all
   // have one.

@@ -206,6 +206,8 @@ class ParallelGzipStream : public google::protobuf::io::ZeroCopyOutputStream {
         cv_.notify_all();
       }
     } catch (...) {
+      // Boundary: a compressing thread's failure is kept for Finish, which
+      // rethrows it on the caller's thread.
       std::lock_guard<std::mutex> lock(mu_);
       if (!error_) error_ = std::current_exception();
       cv_.notify_all();

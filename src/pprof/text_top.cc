@@ -287,20 +287,20 @@ std::string FormatPprofPercentage(int64_t value, int64_t total) {
   return Printf("%5.2g%%", ratio);
 }
 
-TopTable ComputeTop(const pb::Profile& profile, const TextTopOptions& options) {
-  const ProfileView view(profile);
-  const int index = view.SampleIndex(options.sample_index);
-  TopTable table;
-  table.sample_unit = view.Str(profile.sample_type(index).unit());
-  for (const pb::Sample& s : profile.sample()) {
-    if (s.value_size() > index) {
-      table.total = SaturatingAdd(table.total, SaturatingAbs(s.value(index)));
-    }
-  }
+namespace {
 
-  // newTrimmedGraph: drop nodes below the cum cutoff, sort, keep the top.
-  Graph g(view, index);
-  std::vector<size_t> nodes = g.Build(nullptr);
+// The graph's nodes as pprof's newTrimmedGraph keeps them: without those
+// below the cum cutoff, sorted, the top node_count, edges trimmed.
+struct TrimmedNodes {
+  std::vector<size_t> nodes;
+  int dropped_nodes = 0;  // below the cum cutoff
+  int orig_count = 0;     // before the top node_count were taken
+};
+
+TrimmedNodes TrimGraph(Graph& g, const TextTopOptions& options) {
+  TrimmedNodes out;
+  std::vector<size_t>& nodes = out.nodes;
+  nodes = g.Build(nullptr);
   int64_t graph_total = 0;
   for (size_t n : nodes) graph_total = SaturatingAdd(graph_total, g.node(n).flat);
   const int64_t node_cutoff =
@@ -309,18 +309,17 @@ TopTable ComputeTop(const pb::Profile& profile, const TextTopOptions& options) {
   // inline labels) survive.
   const int64_t edge_cutoff =
       SaturatingAbs(SaturatingFromDouble(static_cast<double>(graph_total) * 0.001));
-  int dropped_nodes = 0;
   if (node_cutoff > 0) {
     std::set<size_t> kept;
     for (size_t n : nodes) {
       if (SaturatingAbs(g.node(n).cum) >= node_cutoff) kept.insert(n);
     }
     if (kept.size() != nodes.size()) {
-      dropped_nodes = static_cast<int>(nodes.size() - kept.size());
+      out.dropped_nodes = static_cast<int>(nodes.size() - kept.size());
       nodes = g.Build(&kept);
     }
   }
-  const int orig_count = static_cast<int>(nodes.size());
+  out.orig_count = static_cast<int>(nodes.size());
   g.Sort(nodes);
   if (options.node_count > 0) {
     g.TrimEdges(nodes, edge_cutoff);
@@ -331,7 +330,11 @@ TopTable ComputeTop(const pb::Profile& profile, const TextTopOptions& options) {
     }
   }
   g.TrimEdges(nodes, edge_cutoff);
+  return out;
+}
 
+std::vector<TopRow> TopRows(Graph& g, const std::vector<size_t>& nodes) {
+  std::vector<TopRow> rows;
   for (size_t n : nodes) {
     TopRow row;
     row.name = g.key(n).Printable();
@@ -340,34 +343,35 @@ TopTable ComputeTop(const pb::Profile& profile, const TextTopOptions& options) {
     bool inline_in = false, call_in = false;
     for (const auto& [src, e] : g.node(n).in) (e.inline_call ? inline_in : call_in) = true;
     if (inline_in) row.inline_label = call_in ? "(partial-inline)" : "(inline)";
-    table.rows.push_back(std::move(row));
+    rows.push_back(std::move(row));
   }
+  return rows;
+}
 
-  // selectOutputUnit ("minimum"): the unit of the smallest non-zero value
-  // shown, or of 100x it when the total needs a larger unit.
-  table.output_unit = "minimum";
-  if (!table.rows.empty()) {
-    int64_t min_value = 0;
-    for (const TopRow& r : table.rows) {
-      int64_t v = SaturatingAbs(r.flat);
-      if (v == 0) v = SaturatingAbs(r.cum);
-      if (v > 0 && (min_value == 0 || v < min_value)) min_value = v;
-    }
-    const int64_t max_value = table.total;
-    if (min_value == 0) min_value = max_value;
-    const std::string min_unit = Scale(min_value, table.sample_unit, "minimum").second;
-    const std::string max_unit = Scale(max_value, table.sample_unit, "minimum").second;
-    std::string unit = min_unit;
-    if (min_unit != max_unit && SaturatingMul(min_value, 100) < max_value) {
-      unit = Scale(SaturatingMul(min_value, 100), table.sample_unit, "minimum").second;
-    }
-    table.output_unit = unit.empty() ? table.sample_unit : unit;
+// selectOutputUnit ("minimum"): the unit of the smallest non-zero value
+// shown, or of 100x it when the total needs a larger unit.
+std::string OutputUnit(const TopTable& table) {
+  if (table.rows.empty()) return "minimum";
+  int64_t min_value = 0;
+  for (const TopRow& r : table.rows) {
+    int64_t v = SaturatingAbs(r.flat);
+    if (v == 0) v = SaturatingAbs(r.cum);
+    if (v > 0 && (min_value == 0 || v < min_value)) min_value = v;
   }
-  auto format = [&](int64_t v) {
-    return FormatPprofValue(v, table.sample_unit, table.output_unit);
-  };
+  const int64_t max_value = table.total;
+  if (min_value == 0) min_value = max_value;
+  const std::string min_unit = Scale(min_value, table.sample_unit, "minimum").second;
+  const std::string max_unit = Scale(max_value, table.sample_unit, "minimum").second;
+  std::string unit = min_unit;
+  if (min_unit != max_unit && SaturatingMul(min_value, 100) < max_value) {
+    unit = Scale(SaturatingMul(min_value, 100), table.sample_unit, "minimum").second;
+  }
+  return unit.empty() ? table.sample_unit : unit;
+}
 
-  // ProfileLabels, then reportLabels.
+// pprof's ProfileLabels: the main binary, the comments, the type and time.
+void AddProfileLabels(const ProfileView& view, const TextTopOptions& options, TopTable& table) {
+  const pb::Profile& profile = view.profile();
   if (const pb::Mapping* m = MainMapping(view)) {
     if (!view.Str(m->filename()).empty()) {
       table.labels.push_back("File: " + BaseName(view.Str(m->filename())));
@@ -383,26 +387,53 @@ TopTable ComputeTop(const pb::Profile& profile, const TextTopOptions& options) {
   if (profile.time_nanos() != 0) {
     table.labels.push_back("Time: " + FormatGoLocalTime(profile.time_nanos()));
   }
+}
+
+// pprof's reportLabels: what the rows account for and what was left out.
+void AddReportLabels(const TextTopOptions& options, const TrimmedNodes& trimmed, TopTable& table) {
+  auto format = [&](int64_t v) {
+    return FormatPprofValue(v, table.sample_unit, table.output_unit);
+  };
   int64_t shown = 0;
   for (const TopRow& r : table.rows) shown = SaturatingAdd(shown, r.flat);
   std::string percent = FormatPprofPercentage(shown, table.total);
   percent.erase(0, percent.find_first_not_of(' '));
   table.labels.push_back("Showing nodes accounting for " + format(shown) + ", " + percent + " of " +
                          format(table.total) + " total");
-  if (table.total != 0) {
-    if (dropped_nodes > 0) {
-      table.labels.push_back("Dropped " + std::to_string(dropped_nodes) +
-                             (dropped_nodes > 1 ? " nodes" : " node") + " (cum <= " +
-                             format(SaturatingAbs(SaturatingFromDouble(
-                                 static_cast<double>(table.total) * options.node_fraction))) +
-                             ")");
-    }
-    const int node_count = static_cast<int>(table.rows.size());
-    if (node_count > 0 && node_count < orig_count) {
-      table.labels.push_back("Showing top " + std::to_string(node_count) + " nodes out of " +
-                             std::to_string(orig_count));
+  if (table.total == 0) return;
+  const int dropped_nodes = trimmed.dropped_nodes;
+  if (dropped_nodes > 0) {
+    table.labels.push_back("Dropped " + std::to_string(dropped_nodes) +
+                           (dropped_nodes > 1 ? " nodes" : " node") + " (cum <= " +
+                           format(SaturatingAbs(SaturatingFromDouble(
+                               static_cast<double>(table.total) * options.node_fraction))) +
+                           ")");
+  }
+  const int node_count = static_cast<int>(table.rows.size());
+  if (node_count > 0 && node_count < trimmed.orig_count) {
+    table.labels.push_back("Showing top " + std::to_string(node_count) + " nodes out of " +
+                           std::to_string(trimmed.orig_count));
+  }
+}
+
+}  // namespace
+
+TopTable ComputeTop(const pb::Profile& profile, const TextTopOptions& options) {
+  const ProfileView view(profile);
+  const int index = view.SampleIndex(options.sample_index);
+  TopTable table;
+  table.sample_unit = view.Str(profile.sample_type(index).unit());
+  for (const pb::Sample& s : profile.sample()) {
+    if (s.value_size() > index) {
+      table.total = SaturatingAdd(table.total, SaturatingAbs(s.value(index)));
     }
   }
+  Graph g(view, index);
+  const TrimmedNodes trimmed = TrimGraph(g, options);
+  table.rows = TopRows(g, trimmed.nodes);
+  table.output_unit = OutputUnit(table);
+  AddProfileLabels(view, options, table);
+  AddReportLabels(options, trimmed, table);
   return table;
 }
 

@@ -98,6 +98,33 @@ bool ProcessMemoryReader::TryRead(uint64_t addr, std::span<uint8_t> dst) {
   return r.ok;
 }
 
+void ProcessMemoryReader::ReadAlone(ReadRequest& request, ReadStats& stats) const {
+  iovec l{request.dst.data(), request.dst.size()};
+  iovec r{reinterpret_cast<void*>(request.addr), request.dst.size()};
+  ++stats.syscalls;
+  ssize_t g = process_vm_readv(pid_, &l, 1, &r, 1, 0);
+  if (g < 0 && errno != EFAULT && errno != EIO) ThrowFor(errno, request.addr, request.dst.size());
+  request.ok = g == static_cast<ssize_t>(request.dst.size());
+  if (g > 0) stats.bytes_read += static_cast<uint64_t>(g);
+}
+
+namespace {
+
+// Marks done the requests of a batch that `got` bytes fully cover, in order;
+// returns how many.
+size_t MarkCovered(std::span<ReadRequest> batch, size_t got) {
+  size_t covered = got;
+  size_t k = 0;
+  while (k < batch.size() && batch[k].dst.size() <= covered) {
+    covered -= batch[k].dst.size();
+    batch[k].ok = true;
+    ++k;
+  }
+  return k;
+}
+
+}  // namespace
+
 size_t ProcessMemoryReader::ReadVectored(std::span<ReadRequest> requests, ReadStats& stats) const {
   // Batch up to kMaxIov requests per process_vm_readv. The call stops at the
   // first remote iovec that faults, so on a short read the requests it
@@ -130,14 +157,7 @@ size_t ProcessMemoryReader::ReadVectored(std::span<ReadRequest> requests, ReadSt
           continue;
         }
         // Retry the first one alone to classify it.
-        ReadRequest& first = requests[i];
-        iovec l{first.dst.data(), first.dst.size()};
-        iovec r{reinterpret_cast<void*>(first.addr), first.dst.size()};
-        ++stats.syscalls;
-        ssize_t g = process_vm_readv(pid_, &l, 1, &r, 1, 0);
-        if (g < 0 && errno != EFAULT && errno != EIO) ThrowFor(errno, first.addr, first.dst.size());
-        first.ok = g == static_cast<ssize_t>(first.dst.size());
-        if (g > 0) stats.bytes_read += static_cast<uint64_t>(g);
+        ReadAlone(requests[i], stats);
         ++i;
         continue;
       }
@@ -155,23 +175,10 @@ size_t ProcessMemoryReader::ReadVectored(std::span<ReadRequest> requests, ReadSt
       continue;
     }
     // Partial: mark the fully covered prefix, then handle the next request alone.
-    size_t covered = static_cast<size_t>(got);
-    size_t k = 0;
-    while (k < n && requests[i + k].dst.size() <= covered) {
-      covered -= requests[i + k].dst.size();
-      requests[i + k].ok = true;
-      ++k;
-    }
+    const size_t k = MarkCovered(requests.subspan(i, n), static_cast<size_t>(got));
     i += k;
     if (k < n) {
-      ReadRequest& bad = requests[i];
-      iovec l{bad.dst.data(), bad.dst.size()};
-      iovec r{reinterpret_cast<void*>(bad.addr), bad.dst.size()};
-      ++stats.syscalls;
-      ssize_t g = process_vm_readv(pid_, &l, 1, &r, 1, 0);
-      if (g < 0 && errno != EFAULT && errno != EIO) ThrowFor(errno, bad.addr, bad.dst.size());
-      bad.ok = g == static_cast<ssize_t>(bad.dst.size());
-      if (g > 0) stats.bytes_read += static_cast<uint64_t>(g);
+      ReadAlone(requests[i], stats);
       ++i;
     }
   }

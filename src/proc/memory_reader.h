@@ -84,6 +84,9 @@ class ProcessMemoryReader : public MemoryReader {
   // ReadVectored of requests[0, split) here and of the rest on a second
   // thread; returns where a fallback must start, as ReadVectored does.
   size_t ReadHalves(std::span<ReadRequest> requests, size_t split);
+  // One request read by itself, after a batch faulted at it: ok if it is
+  // mapped whole; throws on an error other than a fault.
+  void ReadAlone(ReadRequest& request, ReadStats& stats) const;
   [[noreturn]] void ThrowFor(int err, uint64_t addr, size_t len) const;
 
   pid_t pid_;

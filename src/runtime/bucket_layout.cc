@@ -168,71 +168,65 @@ RuntimeTraits LayoutTraits(const RuntimeTraits& traits, std::optional<GoVersion>
   return out;
 }
 
-LayoutVerdict JudgeBucketLayout(std::string_view exe_name, const RuntimeTraits& traits,
-                                const DwarfLookup& dwarf, std::optional<GoVersion> assumed_layout) {
-  const GoVersion newest = NewestVerifiedVersion();
-  const GoVersion layout_version = LayoutVersion(traits, assumed_layout);
-  LayoutVerdict verdict;
-  verdict.traits = LayoutTraits(traits, assumed_layout);
-  const std::string version = FormatGoVersion(traits.version);
-  const std::string tested =
-      "the Go versions goheap2pprof is tested with (" + VerifiedVersionsText() + ")";
-  if (assumed_layout && !traits.newer_than_verified) {
-    verdict.notes.push_back("--assume-go-layout is ignored: " + version +
-                            "'s heap-bucket layout is in goheap2pprof's table");
-  }
-  const std::string layout = LayoutName(layout_version);
-  const std::vector<StructLayout> expected = ExpectedBucketLayout(verdict.traits);
-  const std::string structs = StructList(expected);
+namespace {
 
-  std::string unproven_because = "has no DWARF";
-  if (dwarf) {
-    std::vector<std::optional<DwarfStruct>> observed;
-    for (const StructLayout& s : expected) observed.push_back(dwarf(s));
-    const LayoutComparison cmp = CompareLayout(expected, observed);
-    if (!cmp.disagreements.empty()) {
-      // The first few name the cause (inner structs come first); the rest
-      // follow from it.
-      std::vector<std::string> shown(
-          cmp.disagreements.begin(),
-          cmp.disagreements.begin() + std::min<size_t>(cmp.disagreements.size(), 3));
-      if (cmp.disagreements.size() > shown.size()) {
-        shown.push_back("and " + std::to_string(cmp.disagreements.size() - 3) + " more");
-      }
-      throw Error(ErrorKind::kUnsupported, exe_name, ", built with ", version,
-                  ", does not lay out its heap profile the way goheap2pprof's table for ", layout,
-                  " does: ", Join(shown, "; "))
-          .WithHint(
-              "goheap2pprof refuses rather than read wrong numbers; the Go version in the "
-              "binary may be wrong, or its runtime modified. Please report it with the "
-              "output of `go version -m` on the executable");
-    }
-    if (cmp.missing.empty()) {
-      verdict.proof = LayoutProof::kDwarf;
-      verdict.notes.push_back("heap-bucket layout (" + structs + ") proven from DWARF to be " +
-                              layout + "'s");
-      if (traits.newer_than_verified) {
-        verdict.warnings.push_back(version + " is newer than " + tested +
-                                   "; its heap-bucket layout (" + structs +
-                                   ") was proven from the executable's DWARF to be " + layout +
-                                   "'s, so it is read that way");
-      } else if (!traits.verified) {
-        verdict.warnings.push_back(version + " is not one of " + tested +
-                                   "; its heap-bucket layout was proven from the executable's "
-                                   "DWARF to be the one goheap2pprof reads");
-      }
-      return verdict;
-    }
-    unproven_because = "its DWARF does not describe " + Join(cmp.missing, ", ");
-  }
-  verdict.notes.push_back("heap-bucket layout not checked: " + std::string(exe_name) + " " +
-                          unproven_because);
+// The words a verdict's messages use for the executable and its layout.
+struct LayoutWords {
+  std::string_view exe_name;
+  std::string version;  // the executable's Go version
+  std::string tested;   // "the Go versions goheap2pprof is tested with (...)"
+  std::string layout;   // the name of the table it is read with
+  std::string structs;  // the structs that table describes
+};
 
+[[noreturn]] void RefuseDisagreeingLayout(const LayoutWords& w,
+                                          const std::vector<std::string>& disagreements) {
+  // The first few name the cause (inner structs come first); the rest
+  // follow from it.
+  std::vector<std::string> shown(disagreements.begin(),
+                                 disagreements.begin() + std::min<size_t>(disagreements.size(), 3));
+  if (disagreements.size() > shown.size()) {
+    shown.push_back("and " + std::to_string(disagreements.size() - 3) + " more");
+  }
+  throw Error(ErrorKind::kUnsupported, w.exe_name, ", built with ", w.version,
+              ", does not lay out its heap profile the way goheap2pprof's table for ", w.layout,
+              " does: ", Join(shown, "; "))
+      .WithHint(
+          "goheap2pprof refuses rather than read wrong numbers; the Go version in the "
+          "binary may be wrong, or its runtime modified. Please report it with the "
+          "output of `go version -m` on the executable");
+}
+
+// The layout is proven from DWARF: read with the table, warning only that
+// the version is not one we test.
+void TakeDwarfProof(LayoutVerdict& verdict, const RuntimeTraits& traits, const LayoutWords& w) {
+  verdict.proof = LayoutProof::kDwarf;
+  verdict.notes.push_back("heap-bucket layout (" + w.structs + ") proven from DWARF to be " +
+                          w.layout + "'s");
+  if (traits.newer_than_verified) {
+    verdict.warnings.push_back(w.version + " is newer than " + w.tested +
+                               "; its heap-bucket layout (" + w.structs +
+                               ") was proven from the executable's DWARF to be " + w.layout +
+                               "'s, so it is read that way");
+  } else if (!traits.verified) {
+    verdict.warnings.push_back(w.version + " is not one of " + w.tested +
+                               "; its heap-bucket layout was proven from the executable's "
+                               "DWARF to be the one goheap2pprof reads");
+  }
+}
+
+// Without proof, a version in the table is read with it; a newer one only
+// if the user assumes a layout, and then with a warning that says so.
+void JudgeWithoutProof(LayoutVerdict& verdict, const RuntimeTraits& traits,
+                       std::optional<GoVersion> assumed_layout, const LayoutWords& w,
+                       const std::string& unproven_because) {
   if (traits.newer_than_verified) {
     if (!assumed_layout) {
-      throw Error(ErrorKind::kUnsupported, exe_name, " was built with ", version, ", newer than ",
-                  tested, ", and ", unproven_because, " to prove that its heap-bucket layout (",
-                  structs, ") is still ", layout, "'s")
+      const GoVersion newest = NewestVerifiedVersion();
+      throw Error(ErrorKind::kUnsupported, w.exe_name, " was built with ", w.version,
+                  ", newer than ", w.tested, ", and ", unproven_because,
+                  " to prove that its heap-bucket layout (", w.structs, ") is still ", w.layout,
+                  "'s")
           .WithHint(
               "give goheap2pprof the unstripped build with --exe (a binary built without "
               "-ldflags=-w keeps its DWARF); or, if you know that " +
@@ -241,18 +235,55 @@ LayoutVerdict JudgeBucketLayout(std::string_view exe_name, const RuntimeTraits& 
               std::to_string(newest.major) + "." + std::to_string(newest.minor));
     }
     verdict.proof = LayoutProof::kAssumed;
-    verdict.warnings.push_back(version + " is newer than " + tested + " and " +
-                               std::string(exe_name) + " " + unproven_because +
-                               "; its heap-bucket layout is assumed to be " + layout +
+    verdict.warnings.push_back(w.version + " is newer than " + w.tested + " and " +
+                               std::string(w.exe_name) + " " + unproven_because +
+                               "; its heap-bucket layout is assumed to be " + w.layout +
                                "'s (--assume-go-layout): if it is not, the numbers are wrong");
-    return verdict;
+    return;
   }
   verdict.proof = LayoutProof::kTable;
   if (!traits.verified) {
-    verdict.warnings.push_back(version + " is not one of " + tested +
+    verdict.warnings.push_back(w.version + " is not one of " + w.tested +
                                "; its heap-bucket layout is read from goheap2pprof's table for " +
-                               layout + " without proof (the executable " + unproven_because + ")");
+                               w.layout + " without proof (the executable " + unproven_because +
+                               ")");
   }
+}
+
+}  // namespace
+
+LayoutVerdict JudgeBucketLayout(std::string_view exe_name, const RuntimeTraits& traits,
+                                const DwarfLookup& dwarf, std::optional<GoVersion> assumed_layout) {
+  const GoVersion layout_version = LayoutVersion(traits, assumed_layout);
+  LayoutVerdict verdict;
+  verdict.traits = LayoutTraits(traits, assumed_layout);
+  LayoutWords w;
+  w.exe_name = exe_name;
+  w.version = FormatGoVersion(traits.version);
+  w.tested = "the Go versions goheap2pprof is tested with (" + VerifiedVersionsText() + ")";
+  if (assumed_layout && !traits.newer_than_verified) {
+    verdict.notes.push_back("--assume-go-layout is ignored: " + w.version +
+                            "'s heap-bucket layout is in goheap2pprof's table");
+  }
+  w.layout = LayoutName(layout_version);
+  const std::vector<StructLayout> expected = ExpectedBucketLayout(verdict.traits);
+  w.structs = StructList(expected);
+
+  std::string unproven_because = "has no DWARF";
+  if (dwarf) {
+    std::vector<std::optional<DwarfStruct>> observed;
+    for (const StructLayout& s : expected) observed.push_back(dwarf(s));
+    const LayoutComparison cmp = CompareLayout(expected, observed);
+    if (!cmp.disagreements.empty()) RefuseDisagreeingLayout(w, cmp.disagreements);
+    if (cmp.missing.empty()) {
+      TakeDwarfProof(verdict, traits, w);
+      return verdict;
+    }
+    unproven_because = "its DWARF does not describe " + Join(cmp.missing, ", ");
+  }
+  verdict.notes.push_back("heap-bucket layout not checked: " + std::string(exe_name) + " " +
+                          unproven_because);
+  JudgeWithoutProof(verdict, traits, assumed_layout, w, unproven_because);
   return verdict;
 }
 

@@ -46,19 +46,8 @@ MemstatsTraits MemstatsTraitsFor(const GoVersion& v) {
   return m;
 }
 
-}  // namespace
-
-RuntimeTraits TraitsForVersion(const GoVersion& v) {
-  if (v.major != 1 || v.minor < 18) {
-    throw Error(ErrorKind::kUnsupported, "target was built with ", FormatGoVersion(v),
-                "; goheap2pprof reads Go 1.18 and newer (older runtimes use other bucket "
-                "and pclntab layouts)");
-  }
-  RuntimeTraits t;
-  t.version = v;
-  for (const GoVersion& verified : kVerified) t.verified |= (v.minor == verified.minor);
-  t.newer_than_verified = v.minor > kVerified[std::size(kVerified) - 1].minor;
-
+// Where the heap profiler's variables are and how the cycle is encoded.
+void SetProfilerVariables(const GoVersion& v, RuntimeTraits& t) {
   // runtime/mprof.go declares mProf (1.18) or mProfCycle (1.19+). In 1.18
   // mbuckets is a *bucket and bucket is //go:notinheap, so the linker puts
   // it with the pointer-free zeroed data; 1.19 made it an
@@ -79,17 +68,40 @@ RuntimeTraits TraitsForVersion(const GoVersion& v) {
   t.variables.cycle = DataSection::kNoptrbss;
   t.variables.mem_profile_rate = From(v, 20) ? DataSection::kNoptrdata : DataSection::kNoptrbss;
   t.variables.disable_memory_profiling = DataSection::kNoptrbss;
+}
 
+uint64_t MaxStackWords(const GoVersion& v) {
   // maxStack = 32 up to 1.22; debug.profstackdepth (at most
   // maxProfStackDepth = 1024) from 1.23; mProf_Malloc records 2 more words
   // from 1.26.
-  if (!From(v, 23)) {
-    t.max_stack_words = 32;
-  } else if (!From(v, 26)) {
-    t.max_stack_words = 1024;
-  } else {
-    t.max_stack_words = 1024 + 2;
+  if (!From(v, 23)) return 32;
+  if (!From(v, 26)) return 1024;
+  return 1024 + 2;
+}
+
+FuncIds FuncIdsFor(const GoVersion& v) {
+  // FuncID numbering: runtime/symtab.go up to 1.20, internal/abi from 1.21.
+  if (!From(v, 22)) return {.gopanic = 9, .panicwrap = 14, .sigpanic = 18, .wrapper = 21};
+  if (!From(v, 25)) return {.gopanic = 10, .panicwrap = 15, .sigpanic = 19, .wrapper = 22};
+  return {.gopanic = 10, .panicwrap = 15, .sigpanic = 20, .wrapper = 23};
+}
+
+}  // namespace
+
+RuntimeTraits TraitsForVersion(const GoVersion& v) {
+  if (v.major != 1 || v.minor < 18) {
+    throw Error(ErrorKind::kUnsupported, "target was built with ", FormatGoVersion(v),
+                "; goheap2pprof reads Go 1.18 and newer (older runtimes use other bucket "
+                "and pclntab layouts)");
   }
+  RuntimeTraits t;
+  t.version = v;
+  for (const GoVersion& verified : kVerified) t.verified |= (v.minor == verified.minor);
+  t.newer_than_verified = v.minor > kVerified[std::size(kVerified) - 1].minor;
+
+  SetProfilerVariables(v, t);
+
+  t.max_stack_words = MaxStackWords(v);
 
   if (From(v, 27)) {
     t.record_layout = MemRecordLayout::kCountsOnly;
@@ -105,14 +117,7 @@ RuntimeTraits TraitsForVersion(const GoVersion& v) {
   t.deck_compares_printed_name = !From(v, 22);
   t.cached_location_deck_retry = From(v, 19);
 
-  // FuncID numbering: runtime/symtab.go up to 1.20, internal/abi from 1.21.
-  if (!From(v, 22)) {
-    t.func_ids = {.gopanic = 9, .panicwrap = 14, .sigpanic = 18, .wrapper = 21};
-  } else if (!From(v, 25)) {
-    t.func_ids = {.gopanic = 10, .panicwrap = 15, .sigpanic = 19, .wrapper = 22};
-  } else {
-    t.func_ids = {.gopanic = 10, .panicwrap = 15, .sigpanic = 20, .wrapper = 23};
-  }
+  t.func_ids = FuncIdsFor(v);
   t.memstats = MemstatsTraitsFor(v);
   return t;
 }

@@ -164,6 +164,8 @@ constexpr const char* kScript = R"js(
 
   function matcher() {
     if (!state.search) return null;
+    // Boundary: compiling is the only check of the user's pattern; one that
+    // does not compile is searched for as plain text.
     try {
       return new RegExp(state.search);
     } catch (e) {
@@ -205,6 +207,7 @@ constexpr const char* kScript = R"js(
     for (var k = 0; k < parts.length; k++) {
       var eq = parts[k].indexOf('='), key = parts[k].slice(0, eq), v = parts[k].slice(eq + 1);
       if (eq < 0) continue;
+      // Boundary: a hand-edited hash with a bad %-escape is skipped.
       try { v = decodeURIComponent(v); } catch (e) { continue; }
       if (key === 'zoom' && /^[0-9]+$/.test(v) && Number(v) < n) state.zoom = Number(v);
       if (key === 'search') state.search = v;
