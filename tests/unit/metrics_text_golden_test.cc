@@ -1,0 +1,118 @@
+// The agent's four Prometheus texts (serve's own metrics, push's, the pool's
+// in `agent`, a Go process's runtime metrics), byte for byte as they were
+// before they shared one writer (agent/common/prometheus_text.h): each is
+// rendered from fixed values and compared with its golden file in
+// testdata/metrics_text/. A mismatch writes what was rendered to
+// <build>/metrics_text/<name>.txt, to diff against the golden file.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "agent/common/metrics.h"
+#include "agent/node/agent.h"
+#include "agent/push/metrics.h"
+#include "agent/serve/go_metrics_text.h"
+#include "agent/worker/pool.h"
+
+namespace goheap2pprof {
+namespace {
+
+void ExpectGolden(const std::string& name, const std::string& text) {
+  const std::string path = std::string(GOHEAP2PPROF_SOURCE_DIR) + "/testdata/metrics_text/" + name;
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream golden;
+  golden << in.rdbuf();
+  if (golden.str() == text) return;
+  const std::filesystem::path out = std::string(GOHEAP2PPROF_BINARY_DIR) + "/metrics_text";
+  std::filesystem::create_directories(out);
+  std::ofstream(out / name, std::ios::binary) << text;
+  ADD_FAILURE() << name << " differs from " << path << "; rendered: " << (out / name).string();
+}
+
+TEST(MetricsTextGolden, Serve) {
+  ServeMetrics m;
+  m.CaptureDone("ok", 0.012, 4096);
+  m.CaptureDone("busy", 3, 0);
+  m.CaptureDone("odd\"\n\\", 0.0001, 1);
+  m.SetDiscovery(4, 10, 3, 7);
+  m.SetDiscoveryHealth(2, 1796170509.25);
+  m.SetIdentityFailures({{"no_bundle", 2}, {"other", 5}});
+  m.CaptureAnalyses(0);
+  m.CaptureAnalyses(2);
+  m.WorkerRestarted("crash");
+  m.WorkerRestarted("oom\"x");
+  m.MemoryStatsRead("gone");
+  m.RequestServed(200);
+  m.RequestServed(404);
+  m.RequestServed(200);
+  ExpectGolden("serve.txt", m.Render());
+}
+
+TEST(MetricsTextGolden, Push) {
+  PushMetrics m;
+  m.QueueLength("pyroscope", 3);
+  m.QueueLength("parca", 0);
+  m.Outcome("pyroscope", "sent");
+  m.Outcome("pyroscope", "sent");
+  m.Outcome("parca", "failed");
+  m.Outcome("parca", "odd\"one");
+  m.Retry("parca");
+  m.SentBytes("pyroscope", 12345);
+  m.QueueBytes("pyroscope", 999);
+  m.DroppedBytes("parca", 77);
+  m.Trimmed(5);
+  m.Trimmed(6);
+  m.Unchanged();
+  m.Resets(4);
+  m.Baseline();
+  ExpectGolden("push.txt", m.Render());
+}
+
+TEST(MetricsTextGolden, Pool) {
+  PoolStats stats;
+  stats.workers_started = 3;
+  stats.workers_unreaped = 1;
+  stats.requests["serve"] = 5;
+  stats.requests["watch"] = 2;
+  stats.requests[""] = 1;
+  stats.requests["x\"y"] = 4;
+  ExpectGolden("pool.txt", PoolMetricsText(stats, 2));
+}
+
+TEST(MetricsTextGolden, GoCollector) {
+  GoRuntimeStats s;
+  s.go_version = "go1.26.8\"\n";
+  auto add = [&](const char* name, uint64_t v) {
+    s.metrics.push_back({name, GoMetric::Kind::kUint64, v, 0});
+  };
+  add("/gc/gogc:percent", 100);
+  add("/gc/gomemlimit:bytes", 9223372036854775807ull);
+  add("/gc/heap/allocs:bytes", 5000000);
+  add("/gc/heap/allocs:objects", 700);
+  add("/gc/heap/frees:objects", 300);
+  add("/gc/heap/goal:bytes", 4194304);
+  add("/gc/heap/objects:objects", 400);
+  add("/gc/heap/tiny/allocs:objects", 50);
+  add("/memory/classes/heap/free:bytes", 1000);
+  add("/memory/classes/heap/newer-class:bytes", 12);
+  add("/memory/classes/heap/objects:bytes", 200000);
+  add("/memory/classes/heap/released:bytes", 30000);
+  add("/memory/classes/total:bytes", 7000000);
+  add("/sched/gomaxprocs:threads", 4);
+  s.metrics.push_back({"/memory/classes/float:bytes", GoMetric::Kind::kFloat64, 0, 0.5});
+  s.num_goroutine = 11;
+  s.threads = 6;
+  s.mem.num_gc = 3;
+  s.mem.pause_ns[0] = 21000;
+  s.mem.pause_ns[1] = 50000;
+  s.mem.pause_ns[2] = 10000;
+  s.mem.pause_total_ns = 81000;
+  s.mem.last_gc = 1764612345123456789;
+  ExpectGolden("go_collector.txt", GoCollectorText(s));
+}
+
+}  // namespace
+}  // namespace goheap2pprof
