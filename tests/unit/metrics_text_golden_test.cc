@@ -12,6 +12,7 @@
 #include <string>
 
 #include "agent/common/metrics.h"
+#include "agent/common/prometheus_text.h"
 #include "agent/node/agent.h"
 #include "agent/push/metrics.h"
 #include "agent/serve/go_metrics_text.h"
@@ -112,6 +113,33 @@ TEST(MetricsTextGolden, GoCollector) {
   s.mem.pause_total_ns = 81000;
   s.mem.last_gc = 1764612345123456789;
   ExpectGolden("go_collector.txt", GoCollectorText(s));
+}
+
+// A backend's name is configuration, but every label value is escaped
+// (prometheus_text.h): push's queue_bytes and dropped_bytes families wrote
+// it raw, so a name with a double quote ended the label and broke the scrape.
+TEST(MetricsText, PushEscapesTheBackendInEveryFamily) {
+  PushMetrics m;
+  m.QueueLength("a\"b", 1);
+  const std::string text = m.Render();
+  size_t series = 0;
+  for (size_t at = text.find("backend="); at != std::string::npos;
+       at = text.find("backend=", at + 1)) {
+    EXPECT_EQ(text.substr(at, 14), "backend=\"a\\\"b\"") << text;
+    ++series;
+  }
+  EXPECT_EQ(series, 10u);  // 5 outcomes and 5 families of one series
+}
+
+// HELP texts are ours, but the format escapes backslash and newline in them
+// (a newline would end the comment and start a line of samples); they went
+// out raw.
+TEST(MetricsText, HelpTextIsEscaped) {
+  PrometheusWriter w;
+  w.Family({"x_total", "counter", "A \\ B\nx_total 666"});
+  w.Sample(uint64_t{1});
+  EXPECT_EQ(std::move(w).Text(),
+            "# HELP x_total A \\\\ B\\nx_total 666\n# TYPE x_total counter\nx_total 1\n");
 }
 
 }  // namespace
