@@ -1,6 +1,9 @@
 #include "pprof/profile/decode.h"
 
 #include <algorithm>
+#include <initializer_list>
+#include <utility>
+#include <variant>
 
 #include "base/error.h"
 
@@ -45,18 +48,26 @@ void DecodeProfileField(FieldReader& r, ProfileFields& f) {
   }
 }
 
-LineFields DecodeLine(std::string_view m, WireTypes rule) {
-  LineFields l;
+// Reads a message whose fields are all numbers: each listed field into
+// where it points, the others skipped.
+using NumberField = std::variant<uint64_t*, int64_t*, bool*>;
+void ReadNumbers(std::string_view m, WireTypes rule,
+                 std::initializer_list<std::pair<uint64_t, NumberField>> fields) {
   FieldReader r(m, rule);
   while (r.Next()) {
-    if (r.field() == 1) {
-      r.Read(l.function_id);
-    } else if (r.field() == 2) {
-      r.Read(l.line);
-    } else {
+    const auto* it = std::find_if(fields.begin(), fields.end(),
+                                  [&](const auto& f) { return f.first == r.field(); });
+    if (it == fields.end()) {
       r.Skip();
+    } else {
+      std::visit([&](auto* to) { r.Read(*to); }, it->second);
     }
   }
+}
+
+LineFields DecodeLine(std::string_view m, WireTypes rule) {
+  LineFields l;
+  ReadNumbers(m, rule, {{1, &l.function_id}, {2, &l.line}});
   return l;
 }
 
@@ -115,84 +126,30 @@ ProfileFields DecodeProfile(std::string_view bytes, WireTypes rule, uint32_t sel
 }
 
 void DecodeValueType(std::string_view m, WireTypes rule, ValueTypeFields& into) {
-  FieldReader r(m, rule);
-  while (r.Next()) {
-    if (r.field() == 1) {
-      r.Read(into.type);
-    } else if (r.field() == 2) {
-      r.Read(into.unit);
-    } else {
-      r.Skip();
-    }
-  }
+  ReadNumbers(m, rule, {{1, &into.type}, {2, &into.unit}});
 }
 
 MappingFields DecodeMapping(std::string_view m, WireTypes rule) {
   MappingFields f;
-  FieldReader r(m, rule);
-  while (r.Next()) {
-    switch (r.field()) {
-      case 1:
-        r.Read(f.id);
-        break;
-      case 2:
-        r.Read(f.start);
-        break;
-      case 3:
-        r.Read(f.limit);
-        break;
-      case 4:
-        r.Read(f.offset);
-        break;
-      case 5:
-        r.Read(f.filename);
-        break;
-      case 6:
-        r.Read(f.build_id);
-        break;
-      case 7:
-        r.Read(f.has_functions);
-        break;
-      case 8:
-        r.Read(f.has_filenames);
-        break;
-      case 9:
-        r.Read(f.has_line_numbers);
-        break;
-      case 10:
-        r.Read(f.has_inline_frames);
-        break;
-      default:
-        r.Skip();
-    }
-  }
+  ReadNumbers(m, rule,
+              {{1, &f.id},
+               {2, &f.start},
+               {3, &f.limit},
+               {4, &f.offset},
+               {5, &f.filename},
+               {6, &f.build_id},
+               {7, &f.has_functions},
+               {8, &f.has_filenames},
+               {9, &f.has_line_numbers},
+               {10, &f.has_inline_frames}});
   return f;
 }
 
 FunctionFields DecodeFunction(std::string_view m, WireTypes rule) {
   FunctionFields f;
-  FieldReader r(m, rule);
-  while (r.Next()) {
-    switch (r.field()) {
-      case 1:
-        r.Read(f.id);
-        break;
-      case 2:
-        r.Read(f.name);
-        break;
-      case 3:
-        r.Read(f.system_name);
-        break;
-      case 4:
-        r.Read(f.filename);
-        break;
-      case 5:
-        r.Read(f.start_line);
-        break;
-      default:
-        r.Skip();
-    }
-  }
+  ReadNumbers(
+      m, rule,
+      {{1, &f.id}, {2, &f.name}, {3, &f.system_name}, {4, &f.filename}, {5, &f.start_line}});
   return f;
 }
 
@@ -246,38 +203,13 @@ void DecodeSample(std::string_view m, WireTypes rule, bool labels, SampleFields&
 
 LabelFields DecodeLabel(std::string_view m, WireTypes rule) {
   LabelFields l;
-  FieldReader r(m, rule);
-  while (r.Next()) {
-    switch (r.field()) {
-      case 1:
-        r.Read(l.key);
-        break;
-      case 2:
-        r.Read(l.str);
-        break;
-      case 3:
-        r.Read(l.num);
-        break;
-      case 4:
-        r.Read(l.unit);
-        break;
-      default:
-        r.Skip();
-    }
-  }
+  ReadNumbers(m, rule, {{1, &l.key}, {2, &l.str}, {3, &l.num}, {4, &l.unit}});
   return l;
 }
 
 uint64_t DecodeId(std::string_view m, WireTypes rule) {
   uint64_t id = 0;
-  FieldReader r(m, rule);
-  while (r.Next()) {
-    if (r.field() == 1) {
-      r.Read(id);
-    } else {
-      r.Skip();
-    }
-  }
+  ReadNumbers(m, rule, {{1, &id}});
   return id;
 }
 
