@@ -8,7 +8,7 @@
 //   ProtoWire w(bytes);
 //   while (!w.Done()) {
 //     auto [field, type] = w.Tag();
-//     if (field == 9) time = static_cast<int64_t>(w.Scalar(type)); else w.Skip(type);
+//     if (field == 9 && type == 0) time = static_cast<int64_t>(w.Varint()); else w.Skip(type);
 //   }
 #pragma once
 
@@ -86,12 +86,6 @@ class ProtoWire {
     }
     if (n > static_cast<size_t>(end_ - p_)) throw Malformed("truncated fixed-size field");
     p_ += n;
-  }
-
-  // A scalar field's value; its wire type must be a varint.
-  uint64_t Scalar(int wire_type) {
-    if (wire_type != 0) throw Malformed("a number field is not a varint");
-    return Varint();
   }
 
   // A repeated varint field, packed or not: calls add on each element.
