@@ -1,6 +1,6 @@
 // A bounds-checked reader of protobuf wire format, for the compact profile
-// decoders (pprof/profile/delta.cc, pprof/growth/decode.cc) that read serialized pprof
-// profiles without building pb::Profile messages: a 100k-sample profile
+// decoder (pprof/profile/decode.h) that reads serialized pprof profiles
+// without building pb::Profile messages: a 100k-sample profile
 // parsed as messages costs a memory allocation per sample, location and
 // line. Every read is checked against the end of its message, and a
 // truncated or malformed field throws Error(kMalformed).
@@ -8,7 +8,7 @@
 //   ProtoWire w(bytes);
 //   while (!w.Done()) {
 //     auto [field, type] = w.Tag();
-//     if (field == 9) time = static_cast<int64_t>(w.Scalar(type)); else w.Skip(type);
+//     if (field == 9 && type == 0) time = static_cast<int64_t>(w.Varint()); else w.Skip(type);
 //   }
 #pragma once
 
@@ -37,6 +37,13 @@ class ProtoWire {
       if ((b & 0x80) == 0) return v;
     }
     throw Malformed("varint longer than 10 bytes");
+  }
+
+  // A varint's own bytes: a packed repeated field of one element.
+  std::string_view VarintBytes() {
+    const uint8_t* start = p_;
+    Varint();
+    return {reinterpret_cast<const char*>(start), static_cast<size_t>(p_ - start)};
   }
 
   // The next field's number and wire type.
@@ -79,12 +86,6 @@ class ProtoWire {
     }
     if (n > static_cast<size_t>(end_ - p_)) throw Malformed("truncated fixed-size field");
     p_ += n;
-  }
-
-  // A scalar field's value; its wire type must be a varint.
-  uint64_t Scalar(int wire_type) {
-    if (wire_type != 0) throw Malformed("a number field is not a varint");
-    return Varint();
   }
 
   // A repeated varint field, packed or not: calls add on each element.

@@ -5,6 +5,58 @@
 #include "agent/common/prometheus_text.h"
 
 namespace goheap2pprof {
+namespace {
+
+// ServeMetrics' families, in the order Render writes them.
+constexpr MetricFamily kCaptures{"goheap2pprof_captures_total", "counter",
+                                 "Profile requests answered, by outcome of the capture."};
+constexpr MetricFamily kMemoryStatsReads{
+    "goheap2pprof_memory_stats_reads_total", "counter",
+    "Reads of a process's Go memory statistics (/pid/N/metrics), by outcome."};
+constexpr MetricFamily kCaptureDuration{
+    "goheap2pprof_capture_duration_seconds", "histogram",
+    "Wall time of captures, from the request to the finished profile."};
+constexpr MetricFamily kTargetBytesRead{"goheap2pprof_target_bytes_read_total", "counter",
+                                        "Bytes of target memory read by captures."};
+constexpr MetricFamily kProcessesDiscovered{"goheap2pprof_processes_discovered", "gauge",
+                                            "Go processes found by the last discovery scan."};
+constexpr MetricFamily kDiscoveryScans{"goheap2pprof_discovery_scans_total", "counter",
+                                       "Completed scans of /proc."};
+constexpr MetricFamily kDiscoveryScanErrors{
+    "goheap2pprof_discovery_scan_errors_total", "counter",
+    "Scans of /proc that failed (e.g. out of file descriptors); the processes found by the "
+    "last good scan are kept."};
+constexpr MetricFamily kDiscoveryLastSuccess{
+    "goheap2pprof_discovery_last_success_timestamp_seconds", "gauge",
+    "When the last successful scan of /proc ended, in seconds since the epoch (0: none yet)."};
+constexpr MetricFamily kPodIdentityFailures{
+    "goheap2pprof_pod_identity_failures_total", "counter",
+    "Go processes of a pod or a containerd/cri-o container whose names (namespace, pod, "
+    "container) could not be read from the runtime's bundle, by reason: no_bundle, "
+    "unreadable, malformed (they keep their other labels), cgroup_mismatch (not in the "
+    "cgroup the bundle names: no pod or container labels at all)."};
+constexpr MetricFamily kExecutableAnalyses{
+    "goheap2pprof_executable_analyses_total", "counter",
+    "Analyses of executable files (Go version, build ID, runtime tables), by who needed "
+    "them: discovery (once per executable) or a capture."};
+constexpr MetricFamily kAnalysisCacheHits{
+    "goheap2pprof_analysis_cache_hits_total", "counter",
+    "Processes or captures served from an executable analysis made earlier."};
+constexpr MetricFamily kWorkerRestarts{"goheap2pprof_worker_restarts_total", "counter",
+                                       "Capture workers replaced after a crash or a timeout."};
+constexpr MetricFamily kHttpRequests{"goheap2pprof_http_requests_total", "counter",
+                                     "HTTP requests by status code."};
+
+// A family's samples by one label, from counts; every value of `always`
+// is written, 0 before its first event, so that its series exists.
+void ByLabel(PrometheusWriter& w, const MetricFamily& family, std::string_view label,
+             std::map<std::string, uint64_t> counts, std::initializer_list<const char*> always) {
+  w.Family(family);
+  for (const char* value : always) counts.emplace(value, 0);
+  for (const auto& [value, n] : counts) w.Sample({{label, value}}, n);
+}
+
+}  // namespace
 
 void ServeMetrics::CaptureDone(const std::string& outcome, double seconds, uint64_t bytes_read) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -60,97 +112,44 @@ void ServeMetrics::RequestServed(int status) {
 
 std::string ServeMetrics::Render() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::string out;
-  PrometheusFamily(out, "goheap2pprof_captures_total", "counter",
-                   "Profile requests answered, by outcome of the capture.");
-  // Every outcome is listed, so a series exists before its first event.
-  std::map<std::string, uint64_t> captures = captures_;
-  for (const char* o : {"ok", "sampling_off", "not_found", "forbidden", "gone", "busy",
-                        "worker_crash", "worker_timeout", "error"}) {
-    captures.emplace(o, 0);
-  }
-  for (const auto& [outcome, n] : captures) {
-    out += "goheap2pprof_captures_total{outcome=\"" + PrometheusLabelValue(outcome) + "\"} " +
-           std::to_string(n) + "\n";
-  }
-  PrometheusFamily(out, "goheap2pprof_memory_stats_reads_total", "counter",
-                   "Reads of a process's Go memory statistics (/pid/N/metrics), by outcome.");
-  std::map<std::string, uint64_t> reads = memory_stats_reads_;
-  reads.emplace("ok", 0);
-  for (const auto& [outcome, n] : reads) {
-    out += "goheap2pprof_memory_stats_reads_total{outcome=\"" + PrometheusLabelValue(outcome) +
-           "\"} " + std::to_string(n) + "\n";
-  }
-  PrometheusFamily(out, "goheap2pprof_capture_duration_seconds", "histogram",
-                   "Wall time of captures, from the request to the finished profile.");
+  PrometheusWriter w;
+  ByLabel(w, kCaptures, "outcome", captures_,
+          {"ok", "sampling_off", "not_found", "forbidden", "gone", "busy", "worker_crash",
+           "worker_timeout", "error"});
+  ByLabel(w, kMemoryStatsReads, "outcome", memory_stats_reads_, {"ok"});
+  w.Family(kCaptureDuration);
   for (size_t i = 0; i < kBuckets.size(); ++i) {
-    out += "goheap2pprof_capture_duration_seconds_bucket{le=\"" + PrometheusFloat(kBuckets[i]) +
-           "\"} " + std::to_string(duration_counts_[i]) + "\n";
+    w.Sample("_bucket", {{"le", PrometheusFloat(kBuckets[i])}}, duration_counts_[i]);
   }
-  out += "goheap2pprof_capture_duration_seconds_bucket{le=\"+Inf\"} " +
-         std::to_string(duration_count_) + "\n";
-  out += "goheap2pprof_capture_duration_seconds_sum " + PrometheusFloat(duration_sum_) + "\n";
-  out += "goheap2pprof_capture_duration_seconds_count " + std::to_string(duration_count_) + "\n";
-  PrometheusFamily(out, "goheap2pprof_target_bytes_read_total", "counter",
-                   "Bytes of target memory read by captures.");
-  out += "goheap2pprof_target_bytes_read_total " + std::to_string(bytes_read_) + "\n";
-  PrometheusFamily(out, "goheap2pprof_processes_discovered", "gauge",
-                   "Go processes found by the last discovery scan.");
-  out += "goheap2pprof_processes_discovered " + std::to_string(processes_) + "\n";
-  PrometheusFamily(out, "goheap2pprof_discovery_scans_total", "counter",
-                   "Completed scans of /proc.");
-  out += "goheap2pprof_discovery_scans_total " + std::to_string(scans_) + "\n";
-  PrometheusFamily(
-      out, "goheap2pprof_discovery_scan_errors_total", "counter",
-      "Scans of /proc that failed (e.g. out of file descriptors); the processes found by the "
-      "last good scan are kept.");
-  out += "goheap2pprof_discovery_scan_errors_total " + std::to_string(scan_errors_) + "\n";
-  PrometheusFamily(
-      out, "goheap2pprof_discovery_last_success_timestamp_seconds", "gauge",
-      "When the last successful scan of /proc ended, in seconds since the epoch (0: none yet).");
-  out += "goheap2pprof_discovery_last_success_timestamp_seconds " +
-         PrometheusFloat(last_scan_success_seconds_) + "\n";
-  PrometheusFamily(
-      out, "goheap2pprof_pod_identity_failures_total", "counter",
-      "Go processes of a pod or a containerd/cri-o container whose names (namespace, pod, "
-      "container) could not be read from the runtime's bundle, by reason: no_bundle, "
-      "unreadable, malformed (they keep their other labels), cgroup_mismatch (not in the "
-      "cgroup the bundle names: no pod or container labels at all).");
+  w.Sample("_bucket", {{"le", "+Inf"}}, duration_count_);
+  w.Sample("_sum", {}, duration_sum_);
+  w.Sample("_count", {}, duration_count_);
+  w.Family(kTargetBytesRead);
+  w.Sample(bytes_read_);
+  w.Family(kProcessesDiscovered);
+  w.Sample(processes_);
+  w.Family(kDiscoveryScans);
+  w.Sample(scans_);
+  w.Family(kDiscoveryScanErrors);
+  w.Sample(scan_errors_);
+  w.Family(kDiscoveryLastSuccess);
+  w.Sample(last_scan_success_seconds_);
+  // Only the reasons Discovery has (identity_failures_ is copied from it).
+  w.Family(kPodIdentityFailures);
   for (const char* reason : {"cgroup_mismatch", "malformed", "no_bundle", "unreadable"}) {
     auto it = identity_failures_.find(reason);
-    out += std::string("goheap2pprof_pod_identity_failures_total{reason=\"") + reason + "\"} " +
-           std::to_string(it == identity_failures_.end() ? 0 : it->second) + "\n";
+    w.Sample({{"reason", reason}}, it == identity_failures_.end() ? 0 : it->second);
   }
-  PrometheusFamily(
-      out, "goheap2pprof_executable_analyses_total", "counter",
-      "Analyses of executable files (Go version, build ID, runtime tables), by who needed "
-      "them: discovery (once per executable) or a capture.");
-  out += "goheap2pprof_executable_analyses_total{phase=\"discovery\"} " +
-         std::to_string(discovery_analyses_) + "\n";
-  out += "goheap2pprof_executable_analyses_total{phase=\"capture\"} " +
-         std::to_string(capture_analyses_) + "\n";
-  PrometheusFamily(out, "goheap2pprof_analysis_cache_hits_total", "counter",
-                   "Processes or captures served from an executable analysis made earlier.");
-  out += "goheap2pprof_analysis_cache_hits_total{phase=\"discovery\"} " +
-         std::to_string(discovery_cache_hits_) + "\n";
-  out += "goheap2pprof_analysis_cache_hits_total{phase=\"capture\"} " +
-         std::to_string(capture_cache_hits_) + "\n";
-  PrometheusFamily(out, "goheap2pprof_worker_restarts_total", "counter",
-                   "Capture workers replaced after a crash or a timeout.");
-  std::map<std::string, uint64_t> restarts = worker_restarts_;
-  restarts.emplace("crash", 0);
-  restarts.emplace("timeout", 0);
-  for (const auto& [reason, n] : restarts) {
-    out += "goheap2pprof_worker_restarts_total{reason=\"" + PrometheusLabelValue(reason) + "\"} " +
-           std::to_string(n) + "\n";
-  }
-  PrometheusFamily(out, "goheap2pprof_http_requests_total", "counter",
-                   "HTTP requests by status code.");
-  for (const auto& [code, n] : requests_) {
-    out += "goheap2pprof_http_requests_total{code=\"" + std::to_string(code) + "\"} " +
-           std::to_string(n) + "\n";
-  }
-  return out;
+  w.Family(kExecutableAnalyses);
+  w.Sample({{"phase", "discovery"}}, discovery_analyses_);
+  w.Sample({{"phase", "capture"}}, capture_analyses_);
+  w.Family(kAnalysisCacheHits);
+  w.Sample({{"phase", "discovery"}}, discovery_cache_hits_);
+  w.Sample({{"phase", "capture"}}, capture_cache_hits_);
+  ByLabel(w, kWorkerRestarts, "reason", worker_restarts_, {"crash", "timeout"});
+  w.Family(kHttpRequests);
+  for (const auto& [code, n] : requests_) w.Sample({{"code", std::to_string(code)}}, n);
+  return std::move(w).Text();
 }
 
 }  // namespace goheap2pprof

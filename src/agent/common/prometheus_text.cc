@@ -1,7 +1,9 @@
 #include "agent/common/prometheus_text.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <utility>
 
 #include "base/utf8.h"
 
@@ -39,10 +41,13 @@ std::string PrometheusFloat(double v) {
   return out;
 }
 
-std::string PrometheusLabelValue(std::string_view value) {
+namespace {
+
+// Label values escape the double quote that ends them, HELP texts do not.
+std::string Escaped(std::string_view text, bool quote) {
   std::string out;
-  for (char c : ValidUtf8(value)) {
-    if (c == '\\' || c == '"') {
+  for (char c : ValidUtf8(text)) {
+    if (c == '\\' || (quote && c == '"')) {
       out += '\\';
       out += c;
     } else if (c == '\n') {
@@ -54,10 +59,44 @@ std::string PrometheusLabelValue(std::string_view value) {
   return out;
 }
 
+}  // namespace
+
+std::string PrometheusLabelValue(std::string_view value) { return Escaped(value, true); }
+
 void PrometheusFamily(std::string& out, std::string_view name, std::string_view type,
                       std::string_view help) {
-  out.append("# HELP ").append(name).append(" ").append(help).append("\n# TYPE ");
+  out.append("# HELP ").append(name).append(" ").append(Escaped(help, false)).append("\n# TYPE ");
   out.append(name).append(" ").append(type).append("\n");
+}
+
+void PrometheusWriter::Family(const MetricFamily& family) {
+  families_.push_back({std::string(family.name), {}});
+  PrometheusFamily(families_.back().text, family.name, family.type, family.help);
+}
+
+void PrometheusWriter::Sample(std::string_view suffix, MetricLabels labels, MetricValue v) {
+  Written& f = families_.back();
+  f.text.append(f.name).append(suffix);
+  const char* sep = "{";
+  for (const MetricLabel& l : labels) {
+    f.text.append(sep).append(l.name).append("=\"").append(PrometheusLabelValue(l.value));
+    f.text += '"';
+    sep = ",";
+  }
+  if (labels.size() != 0) f.text += '}';
+  f.text.append(" ").append(v.text()).append("\n");
+}
+
+std::string PrometheusWriter::Text() && {
+  std::string out;
+  for (const Written& f : families_) out += f.text;
+  return out;
+}
+
+std::string PrometheusWriter::SortedText() && {
+  std::stable_sort(families_.begin(), families_.end(),
+                   [](const Written& a, const Written& b) { return a.name < b.name; });
+  return std::move(*this).Text();
 }
 
 }  // namespace goheap2pprof

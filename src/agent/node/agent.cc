@@ -125,25 +125,29 @@ void LogRoles(std::ostream& log, const AgentOptions& o, const ServeRole* serve,
       << std::flush;
 }
 
+// The agent's pool families, in the order PoolMetricsText writes them.
+constexpr MetricFamily kPoolRequests{
+    "goheap2pprof_pool_requests_total", "counter",
+    "Requests to the agent's one pool of capture workers, by the role that made them."};
+constexpr MetricFamily kPoolWorkers{"goheap2pprof_pool_workers", "gauge",
+                                    "Worker slots of the agent's one pool (--max-concurrent)."};
+constexpr MetricFamily kPoolWorkersStarted{
+    "goheap2pprof_pool_workers_started_total", "counter",
+    "Worker processes the pool started (first starts and replacements)."};
+
 }  // namespace
 
 std::string PoolMetricsText(const PoolStats& stats, int workers) {
-  std::string out;
-  PrometheusFamily(out, "goheap2pprof_pool_requests_total", "counter",
-                   "Requests to the agent's one pool of capture workers, by the role that made "
-                   "them.");
+  PrometheusWriter w;
+  w.Family(kPoolRequests);
   for (const auto& [caller, n] : stats.requests) {
-    out += "goheap2pprof_pool_requests_total{role=\"" +
-           PrometheusLabelValue(caller.empty() ? "other" : caller) + "\"} " + std::to_string(n) +
-           "\n";
+    w.Sample({{"role", caller.empty() ? "other" : caller}}, n);
   }
-  PrometheusFamily(out, "goheap2pprof_pool_workers", "gauge",
-                   "Worker slots of the agent's one pool (--max-concurrent).");
-  out += "goheap2pprof_pool_workers " + std::to_string(workers) + "\n";
-  PrometheusFamily(out, "goheap2pprof_pool_workers_started_total", "counter",
-                   "Worker processes the pool started (first starts and replacements).");
-  out += "goheap2pprof_pool_workers_started_total " + std::to_string(stats.workers_started) + "\n";
-  return out + PoolUnreapedText(stats);
+  w.Family(kPoolWorkers);
+  w.Sample(workers);
+  w.Family(kPoolWorkersStarted);
+  w.Sample(stats.workers_started);
+  return std::move(w).Text() + PoolUnreapedText(stats);
 }
 
 AgentOptions RoleOptions(const AgentOptions& options) {

@@ -73,7 +73,9 @@ std::vector<PushLabel> PushSeriesLabels(const GoProcess& process,
   if (!process.exe.go_version.empty())
     labels.emplace_back("go_version", ValidUtf8(process.exe.go_version));
   if (pyroscope) labels.emplace_back("__delta__", "false");
-  for (auto& [name, value] : IdentityLabels(process.facts.identity)) {
+  for (auto& [identity_name, value] : IdentityLabels(process.facts.identity)) {
+    // A name for the binding: clang 14 refuses a lambda capturing a binding.
+    const std::string& name = identity_name;
     const bool given = std::any_of(extras.begin(), extras.end(),
                                    [&](const PushLabel& e) { return e.first == name; });
     if (!given) labels.emplace_back(name, ValidUtf8(value));

@@ -3,6 +3,60 @@
 #include "agent/common/prometheus_text.h"
 
 namespace goheap2pprof {
+namespace {
+
+// PushMetrics' families, in the order Render writes them.
+constexpr MetricFamily kProfiles{
+    "goheap2pprof_push_profiles_total", "counter",
+    "Profiles per backend by outcome: sent (2xx), rejected (4xx but 408 and 429, never "
+    "retried), failed (5xx, 408, 429 or connection errors after the last retry), dropped "
+    "(queue over its profiles or bytes bound, oldest first), shutdown (still queued at "
+    "exit)."};
+constexpr MetricFamily kRetries{
+    "goheap2pprof_push_retries_total", "counter",
+    "Attempts repeated after a 5xx, 408 or 429 answer or a connection error."};
+constexpr MetricFamily kSentBytes{"goheap2pprof_push_sent_bytes_total", "counter",
+                                  "Request body bytes of the pushes the backend accepted."};
+constexpr MetricFamily kQueueLength{"goheap2pprof_push_queue_length", "gauge",
+                                    "Profiles waiting for their backend."};
+constexpr MetricFamily kQueueBytes{"goheap2pprof_push_queue_bytes", "gauge",
+                                   "Request body bytes of the profiles waiting for their backend."};
+constexpr MetricFamily kDroppedBytes{
+    "goheap2pprof_push_dropped_bytes_total", "counter",
+    "Request body bytes of the profiles dropped from a full queue."};
+constexpr MetricFamily kTrimmedProfiles{
+    "goheap2pprof_push_trimmed_profiles_total", "counter",
+    "Pyroscope profiles trimmed to fit the server's sample and size limits."};
+constexpr MetricFamily kTrimmedSamples{
+    "goheap2pprof_push_trimmed_samples_total", "counter",
+    "Samples left out of Pyroscope profiles to fit the limits (their allocations are "
+    "pushed later)."};
+constexpr MetricFamily kUnchanged{
+    "goheap2pprof_push_unchanged_total", "counter",
+    "Captures not pushed because the process's profile cycle had not advanced."};
+constexpr MetricFamily kAllocResets{
+    "goheap2pprof_push_alloc_resets_total", "counter",
+    "Stacks whose cumulative alloc values decreased (treated as a reset, godeltaprof's "
+    "rule)."};
+constexpr MetricFamily kBaselines{
+    "goheap2pprof_push_baselines_total", "counter",
+    "First profiles of processes older than the agent, pushed with no alloc delta."};
+
+// A family with one sample per backend (the backends are the queues'):
+// its count, 0 when it has none.
+void PerBackend(PrometheusWriter& w, const MetricFamily& family,
+                const std::map<std::string, uint64_t>& backends,
+                const std::map<std::string, uint64_t>& counts) {
+  w.Family(family);
+  for (const auto& [backend, unused] : backends) {
+    (void)unused;
+    auto it = counts.find(backend);
+    w.Sample({{"backend", backend}}, it == counts.end() ? 0 : it->second);
+  }
+}
+
+}  // namespace
+
 void PushMetrics::Outcome(const std::string& backend, const std::string& outcome) {
   std::lock_guard<std::mutex> lock(mu_);
   ++outcomes_[backend][outcome];
@@ -64,81 +118,29 @@ uint64_t PushMetrics::Get(const std::string& backend, const std::string& outcome
 
 std::string PushMetrics::Render() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::string out;
-  PrometheusFamily(
-      out, "goheap2pprof_push_profiles_total", "counter",
-      "Profiles per backend by outcome: sent (2xx), rejected (4xx but 408 and 429, never "
-      "retried), failed (5xx, 408, 429 or connection errors after the last retry), dropped "
-      "(queue over its profiles or bytes bound, oldest first), shutdown (still queued at "
-      "exit).");
-  for (const auto& [backend, outcomes] : queue_) {
-    (void)outcomes;
+  PrometheusWriter w;
+  w.Family(kProfiles);
+  for (const auto& [backend, unused] : queue_) {
+    (void)unused;
     std::map<std::string, uint64_t> all;
     if (auto it = outcomes_.find(backend); it != outcomes_.end()) all = it->second;
     for (const char* o : {"sent", "rejected", "failed", "dropped", "shutdown"}) all.emplace(o, 0);
-    for (const auto& [outcome, n] : all) {
-      out += "goheap2pprof_push_profiles_total{backend=\"" + PrometheusLabelValue(backend) +
-             "\",outcome=\"" + PrometheusLabelValue(outcome) + "\"} " + std::to_string(n) + "\n";
-    }
+    for (const auto& [outcome, n] : all) w.Sample({{"backend", backend}, {"outcome", outcome}}, n);
   }
-  PrometheusFamily(out, "goheap2pprof_push_retries_total", "counter",
-                   "Attempts repeated after a 5xx, 408 or 429 answer or a connection error.");
-  for (const auto& [backend, n] : queue_) {
-    (void)n;
-    auto it = retries_.find(backend);
-    out += "goheap2pprof_push_retries_total{backend=\"" + PrometheusLabelValue(backend) + "\"} " +
-           std::to_string(it == retries_.end() ? 0 : it->second) + "\n";
+  PerBackend(w, kRetries, queue_, retries_);
+  PerBackend(w, kSentBytes, queue_, bytes_);
+  PerBackend(w, kQueueLength, queue_, queue_);
+  PerBackend(w, kQueueBytes, queue_, queue_bytes_);
+  PerBackend(w, kDroppedBytes, queue_, dropped_bytes_);
+  for (const auto& [family, n] : {std::pair{&kTrimmedProfiles, trimmed_profiles_},
+                                  {&kTrimmedSamples, trimmed_samples_},
+                                  {&kUnchanged, unchanged_},
+                                  {&kAllocResets, resets_},
+                                  {&kBaselines, baselines_}}) {
+    w.Family(*family);
+    w.Sample(n);
   }
-  PrometheusFamily(out, "goheap2pprof_push_sent_bytes_total", "counter",
-                   "Request body bytes of the pushes the backend accepted.");
-  for (const auto& [backend, n] : queue_) {
-    (void)n;
-    auto it = bytes_.find(backend);
-    out += "goheap2pprof_push_sent_bytes_total{backend=\"" + PrometheusLabelValue(backend) +
-           "\"} " + std::to_string(it == bytes_.end() ? 0 : it->second) + "\n";
-  }
-  PrometheusFamily(out, "goheap2pprof_push_queue_length", "gauge",
-                   "Profiles waiting for their backend.");
-  for (const auto& [backend, n] : queue_) {
-    out += "goheap2pprof_push_queue_length{backend=\"" + PrometheusLabelValue(backend) + "\"} " +
-           std::to_string(n) + "\n";
-  }
-  PrometheusFamily(out, "goheap2pprof_push_queue_bytes", "gauge",
-                   "Request body bytes of the profiles waiting for their backend.");
-  for (const auto& [backend, n] : queue_) {
-    (void)n;
-    auto it = queue_bytes_.find(backend);
-    out += "goheap2pprof_push_queue_bytes{backend=\"" + backend + "\"} " +
-           std::to_string(it == queue_bytes_.end() ? 0 : it->second) + "\n";
-  }
-  PrometheusFamily(out, "goheap2pprof_push_dropped_bytes_total", "counter",
-                   "Request body bytes of the profiles dropped from a full queue.");
-  for (const auto& [backend, n] : queue_) {
-    (void)n;
-    auto it = dropped_bytes_.find(backend);
-    out += "goheap2pprof_push_dropped_bytes_total{backend=\"" + backend + "\"} " +
-           std::to_string(it == dropped_bytes_.end() ? 0 : it->second) + "\n";
-  }
-  PrometheusFamily(out, "goheap2pprof_push_trimmed_profiles_total", "counter",
-                   "Pyroscope profiles trimmed to fit the server's sample and size limits.");
-  out += "goheap2pprof_push_trimmed_profiles_total " + std::to_string(trimmed_profiles_) + "\n";
-  PrometheusFamily(
-      out, "goheap2pprof_push_trimmed_samples_total", "counter",
-      "Samples left out of Pyroscope profiles to fit the limits (their allocations are "
-      "pushed later).");
-  out += "goheap2pprof_push_trimmed_samples_total " + std::to_string(trimmed_samples_) + "\n";
-  PrometheusFamily(out, "goheap2pprof_push_unchanged_total", "counter",
-                   "Captures not pushed because the process's profile cycle had not advanced.");
-  out += "goheap2pprof_push_unchanged_total " + std::to_string(unchanged_) + "\n";
-  PrometheusFamily(
-      out, "goheap2pprof_push_alloc_resets_total", "counter",
-      "Stacks whose cumulative alloc values decreased (treated as a reset, godeltaprof's "
-      "rule).");
-  out += "goheap2pprof_push_alloc_resets_total " + std::to_string(resets_) + "\n";
-  PrometheusFamily(out, "goheap2pprof_push_baselines_total", "counter",
-                   "First profiles of processes older than the agent, pushed with no alloc delta.");
-  out += "goheap2pprof_push_baselines_total " + std::to_string(baselines_) + "\n";
-  return out;
+  return std::move(w).Text();
 }
 
 }  // namespace goheap2pprof

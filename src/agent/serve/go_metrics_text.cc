@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <set>
 #include <vector>
 
@@ -61,168 +60,145 @@ std::string HelpOfRuntimeMetric(std::string_view name) {
   return "Go runtime metric " + std::string(name) + ", as runtime/metrics reads it.";
 }
 
-// The runtime/metrics values client_golang's memStatsFromRM reads, zero
-// when the target's Go lacks one (its lookupOrZero).
-class Lookup {
- public:
-  explicit Lookup(const GoRuntimeStats& stats) : stats_(stats) {}
-  uint64_t operator()(std::string_view name) const { return stats_.Uint(name).value_or(0); }
-
- private:
-  const GoRuntimeStats& stats_;
-};
-
-struct MemstatsMetric {
-  std::string_view name;  // after "go_memstats_"
-  std::string_view help;
-  bool counter;
-  // In uint64 arithmetic, as the collector's runtime.MemStats fields are.
-  std::function<uint64_t(const Lookup&)> value;
-};
-
 constexpr std::string_view kObjects = "/memory/classes/heap/objects:bytes";
 constexpr std::string_view kUnused = "/memory/classes/heap/unused:bytes";
 constexpr std::string_view kReleased = "/memory/classes/heap/released:bytes";
 constexpr std::string_view kFree = "/memory/classes/heap/free:bytes";
 constexpr std::string_view kTiny = "/gc/heap/tiny/allocs:objects";
+constexpr std::string_view kStacks = "/memory/classes/heap/stacks:bytes";
+constexpr std::string_view kMspanInuse = "/memory/classes/metadata/mspan/inuse:bytes";
+constexpr std::string_view kMcacheInuse = "/memory/classes/metadata/mcache/inuse:bytes";
+
+// A go_memstats_* family and the runtime/metrics values whose sum it is, as
+// client_golang's memStatsFromRM reads them: each 0 when the target's Go
+// lacks it (its lookupOrZero), added in uint64 arithmetic as the
+// collector's runtime.MemStats fields are.
+struct MemstatsMetric {
+  MetricFamily family;
+  std::array<std::string_view, 4> sum_of;
+};
 
 // client_golang's goRuntimeMemStats over memStatsFromRM (v1.25.0), in its
 // order and with its names and types (the interface dashboards query); the
 // HELP texts are our own words (the project copies no one's prose).
-const std::vector<MemstatsMetric>& MemstatsMetrics() {
-  static const std::vector<MemstatsMetric> kMetrics = {
-      {"alloc_bytes",
-       "Heap bytes in objects not yet reclaimed (live, or dead and unswept); from "
-       "/memory/classes/heap/objects:bytes.",
-       false, [](const Lookup& l) { return l(kObjects); }},
-      {"alloc_bytes_total",
-       "Cumulative heap bytes allocated since the process started, freed ones included; from "
-       "/gc/heap/allocs:bytes.",
-       true, [](const Lookup& l) { return l("/gc/heap/allocs:bytes"); }},
-      {"sys_bytes",
-       "All memory the Go runtime has mapped from the OS, every class together; from "
-       "/memory/classes/total:bytes.",
-       false, [](const Lookup& l) { return l("/memory/classes/total:bytes"); }},
-      {"mallocs_total",
-       "Cumulative heap objects allocated, tiny allocations included; /gc/heap/allocs:objects plus "
-       "/gc/heap/tiny/allocs:objects.",
-       true, [](const Lookup& l) { return l("/gc/heap/allocs:objects") + l(kTiny); }},
-      {"frees_total",
-       "Cumulative heap objects reclaimed, with tiny allocations counted as reclaimed; "
-       "/gc/heap/frees:objects plus /gc/heap/tiny/allocs:objects.",
-       true, [](const Lookup& l) { return l("/gc/heap/frees:objects") + l(kTiny); }},
-      {"heap_alloc_bytes",
-       "Heap bytes in objects not yet reclaimed, the same value as go_memstats_alloc_bytes; from "
-       "/memory/classes/heap/objects:bytes.",
-       false, [](const Lookup& l) { return l(kObjects); }},
-      {"heap_sys_bytes",
-       "Heap memory the runtime holds, in use, idle or given back to the OS; sum of the heap "
-       "objects, unused, released and free classes.",
-       false, [](const Lookup& l) { return l(kObjects) + l(kUnused) + l(kReleased) + l(kFree); }},
-      {"heap_idle_bytes",
-       "Heap memory in spans without objects, kept or given back to the OS; sum of the heap "
-       "released and free classes.",
-       false, [](const Lookup& l) { return l(kReleased) + l(kFree); }},
-      {"heap_inuse_bytes",
-       "Heap memory in spans holding objects, their free slots included; sum of the heap objects "
-       "and unused classes.",
-       false, [](const Lookup& l) { return l(kObjects) + l(kUnused); }},
-      {"heap_released_bytes",
-       "Idle heap memory given back to the OS; from /memory/classes/heap/released:bytes.", false,
-       [](const Lookup& l) { return l(kReleased); }},
-      {"heap_objects", "Heap objects not yet reclaimed; from /gc/heap/objects:objects.", false,
-       [](const Lookup& l) { return l("/gc/heap/objects:objects"); }},
-      {"stack_inuse_bytes",
-       "Heap spans set aside for stacks; from /memory/classes/heap/stacks:bytes.", false,
-       [](const Lookup& l) { return l("/memory/classes/heap/stacks:bytes"); }},
-      {"stack_sys_bytes",
-       "Stack memory from the heap and from the OS together; /memory/classes/heap/stacks:bytes "
-       "plus /memory/classes/os-stacks:bytes.",
-       false,
-       [](const Lookup& l) {
-         return l("/memory/classes/heap/stacks:bytes") + l("/memory/classes/os-stacks:bytes");
-       }},
-      {"mspan_inuse_bytes",
-       "Span descriptors (mspan) in use; from /memory/classes/metadata/mspan/inuse:bytes.", false,
-       [](const Lookup& l) { return l("/memory/classes/metadata/mspan/inuse:bytes"); }},
-      {"mspan_sys_bytes",
-       "Memory for span descriptors (mspan), used or reserved; sum of the mspan inuse and free "
-       "classes.",
-       false,
-       [](const Lookup& l) {
-         return l("/memory/classes/metadata/mspan/inuse:bytes") +
-                l("/memory/classes/metadata/mspan/free:bytes");
-       }},
-      {"mcache_inuse_bytes",
-       "Per-P allocation caches (mcache) in use; from /memory/classes/metadata/mcache/inuse:bytes.",
-       false, [](const Lookup& l) { return l("/memory/classes/metadata/mcache/inuse:bytes"); }},
-      {"mcache_sys_bytes",
-       "Memory for per-P allocation caches (mcache), used or reserved; sum of the mcache inuse and "
-       "free classes.",
-       false,
-       [](const Lookup& l) {
-         return l("/memory/classes/metadata/mcache/inuse:bytes") +
-                l("/memory/classes/metadata/mcache/free:bytes");
-       }},
-      {"buck_hash_sys_bytes",
-       "The profilers' table of stack-trace buckets; from /memory/classes/profiling/buckets:bytes.",
-       false, [](const Lookup& l) { return l("/memory/classes/profiling/buckets:bytes"); }},
-      {"gc_sys_bytes",
-       "Runtime metadata outside mspan and mcache, mostly the garbage collector's; from "
-       "/memory/classes/metadata/other:bytes.",
-       false, [](const Lookup& l) { return l("/memory/classes/metadata/other:bytes"); }},
-      {"other_sys_bytes",
-       "Runtime memory that fits no other class; from /memory/classes/other:bytes.", false,
-       [](const Lookup& l) { return l("/memory/classes/other:bytes"); }},
-      {"next_gc_bytes",
-       "Heap size the garbage collector aims to end its next cycle at; from /gc/heap/goal:bytes.",
-       false, [](const Lookup& l) { return l("/gc/heap/goal:bytes"); }},
-  };
-  return kMetrics;
-}
-
-struct Family {
-  std::string name;
-  std::string_view type;
-  std::string help;
-  std::string samples;  // complete lines
+constexpr MemstatsMetric kMemstatsMetrics[] = {
+    {{"go_memstats_alloc_bytes", "gauge",
+      "Heap bytes in objects not yet reclaimed (live, or dead and unswept); from "
+      "/memory/classes/heap/objects:bytes."},
+     {kObjects}},
+    {{"go_memstats_alloc_bytes_total", "counter",
+      "Cumulative heap bytes allocated since the process started, freed ones included; from "
+      "/gc/heap/allocs:bytes."},
+     {"/gc/heap/allocs:bytes"}},
+    {{"go_memstats_sys_bytes", "gauge",
+      "All memory the Go runtime has mapped from the OS, every class together; from "
+      "/memory/classes/total:bytes."},
+     {"/memory/classes/total:bytes"}},
+    {{"go_memstats_mallocs_total", "counter",
+      "Cumulative heap objects allocated, tiny allocations included; /gc/heap/allocs:objects plus "
+      "/gc/heap/tiny/allocs:objects."},
+     {"/gc/heap/allocs:objects", kTiny}},
+    {{"go_memstats_frees_total", "counter",
+      "Cumulative heap objects reclaimed, with tiny allocations counted as reclaimed; "
+      "/gc/heap/frees:objects plus /gc/heap/tiny/allocs:objects."},
+     {"/gc/heap/frees:objects", kTiny}},
+    {{"go_memstats_heap_alloc_bytes", "gauge",
+      "Heap bytes in objects not yet reclaimed, the same value as go_memstats_alloc_bytes; from "
+      "/memory/classes/heap/objects:bytes."},
+     {kObjects}},
+    {{"go_memstats_heap_sys_bytes", "gauge",
+      "Heap memory the runtime holds, in use, idle or given back to the OS; sum of the heap "
+      "objects, unused, released and free classes."},
+     {kObjects, kUnused, kReleased, kFree}},
+    {{"go_memstats_heap_idle_bytes", "gauge",
+      "Heap memory in spans without objects, kept or given back to the OS; sum of the heap "
+      "released and free classes."},
+     {kReleased, kFree}},
+    {{"go_memstats_heap_inuse_bytes", "gauge",
+      "Heap memory in spans holding objects, their free slots included; sum of the heap objects "
+      "and unused classes."},
+     {kObjects, kUnused}},
+    {{"go_memstats_heap_released_bytes", "gauge",
+      "Idle heap memory given back to the OS; from /memory/classes/heap/released:bytes."},
+     {kReleased}},
+    {{"go_memstats_heap_objects", "gauge",
+      "Heap objects not yet reclaimed; from /gc/heap/objects:objects."},
+     {"/gc/heap/objects:objects"}},
+    {{"go_memstats_stack_inuse_bytes", "gauge",
+      "Heap spans set aside for stacks; from /memory/classes/heap/stacks:bytes."},
+     {kStacks}},
+    {{"go_memstats_stack_sys_bytes", "gauge",
+      "Stack memory from the heap and from the OS together; /memory/classes/heap/stacks:bytes "
+      "plus /memory/classes/os-stacks:bytes."},
+     {kStacks, "/memory/classes/os-stacks:bytes"}},
+    {{"go_memstats_mspan_inuse_bytes", "gauge",
+      "Span descriptors (mspan) in use; from /memory/classes/metadata/mspan/inuse:bytes."},
+     {kMspanInuse}},
+    {{"go_memstats_mspan_sys_bytes", "gauge",
+      "Memory for span descriptors (mspan), used or reserved; sum of the mspan inuse and free "
+      "classes."},
+     {kMspanInuse, "/memory/classes/metadata/mspan/free:bytes"}},
+    {{"go_memstats_mcache_inuse_bytes", "gauge",
+      "Per-P allocation caches (mcache) in use; from /memory/classes/metadata/mcache/inuse:bytes."},
+     {kMcacheInuse}},
+    {{"go_memstats_mcache_sys_bytes", "gauge",
+      "Memory for per-P allocation caches (mcache), used or reserved; sum of the mcache inuse and "
+      "free classes."},
+     {kMcacheInuse, "/memory/classes/metadata/mcache/free:bytes"}},
+    {{"go_memstats_buck_hash_sys_bytes", "gauge",
+      "The profilers' table of stack-trace buckets; from /memory/classes/profiling/buckets:bytes."},
+     {"/memory/classes/profiling/buckets:bytes"}},
+    {{"go_memstats_gc_sys_bytes", "gauge",
+      "Runtime metadata outside mspan and mcache, mostly the garbage collector's; from "
+      "/memory/classes/metadata/other:bytes."},
+     {"/memory/classes/metadata/other:bytes"}},
+    {{"go_memstats_other_sys_bytes", "gauge",
+      "Runtime memory that fits no other class; from /memory/classes/other:bytes."},
+     {"/memory/classes/other:bytes"}},
+    {{"go_memstats_next_gc_bytes", "gauge",
+      "Heap size the garbage collector aims to end its next cycle at; from /gc/heap/goal:bytes."},
+     {"/gc/heap/goal:bytes"}},
 };
 
-void AddSample(Family& f, std::string_view suffix, std::string_view labels, double v) {
-  f.samples += f.name;
-  f.samples += suffix;
-  f.samples += labels;
-  f.samples += ' ';
-  f.samples += PrometheusFloat(v);
-  f.samples += '\n';
+// The families every exposition has besides go_memstats_*.
+constexpr MetricFamily kGcDuration{
+    "go_gc_duration_seconds", "summary",
+    "Stop-the-world pauses of the garbage collector, in seconds: quantiles of the last 256 "
+    "pauses at most, sum and count over all cycles."};
+constexpr MetricFamily kGoroutines{"go_goroutines", "gauge",
+                                   "Goroutines the process has when read."};
+constexpr MetricFamily kThreads{"go_threads", "gauge", "OS threads the Go runtime has created."};
+constexpr MetricFamily kLastGc{
+    "go_memstats_last_gc_time_seconds", "gauge",
+    "End of the latest garbage collection, in Unix seconds; 0 before the first."};
+constexpr MetricFamily kInfo{"go_info", "gauge",
+                             "Always 1; the label names the Go version the process runs."};
+
+void WriteMemstats(const GoRuntimeStats& stats, PrometheusWriter& w) {
+  for (const MemstatsMetric& m : kMemstatsMetrics) {
+    uint64_t sum = 0;
+    for (std::string_view name : m.sum_of) {
+      if (!name.empty()) sum += stats.Uint(name).value_or(0);
+    }
+    w.Family(m.family);
+    w.Sample(static_cast<double>(sum));
+  }
 }
 
-Family Single(std::string name, std::string_view type, std::string help, double v) {
-  Family f{std::move(name), type, std::move(help), {}};
-  AddSample(f, "", "", v);
-  return f;
-}
-
-Family GcDurationSummary(const MemStats& mem) {
-  Family f{"go_gc_duration_seconds",
-           "summary",
-           "Stop-the-world pauses of the garbage collector, in seconds: quantiles of the last "
-           "256 pauses at most, sum and count over all cycles.",
-           {}};
+void WriteGcDurationSummary(const MemStats& mem, PrometheusWriter& w) {
+  w.Family(kGcDuration);
   const std::array<uint64_t, 5> q = GcPauseQuantiles(mem);
   constexpr std::array<std::string_view, 5> kLabels = {"0", "0.25", "0.5", "0.75", "1"};
   for (size_t i = 0; i < q.size(); ++i) {
-    AddSample(f, "", "{quantile=\"" + std::string(kLabels[i]) + "\"}",
-              GoDurationSeconds(static_cast<int64_t>(q[i])));
+    w.Sample({{"quantile", kLabels[i]}}, GoDurationSeconds(static_cast<int64_t>(q[i])));
   }
-  AddSample(f, "_sum", "", GoDurationSeconds(static_cast<int64_t>(mem.pause_total_ns)));
-  AddSample(f, "_count", "", static_cast<double>(mem.num_gc));
-  return f;
+  w.Sample("_sum", {}, GoDurationSeconds(static_cast<int64_t>(mem.pause_total_ns)));
+  w.Sample("_count", {}, static_cast<double>(mem.num_gc));
 }
 
 // The runtime/metrics gauges: the collector's default three, and every
 // memory class.
-void AddRuntimeMetricGauges(const GoRuntimeStats& stats, std::vector<Family>& out) {
+void WriteRuntimeMetricGauges(const GoRuntimeStats& stats, PrometheusWriter& w) {
   std::set<std::string> seen;
   for (const GoMetric& m : stats.metrics) {
     const bool wanted = m.name.starts_with("/memory/classes/") || m.name == "/gc/gogc:percent" ||
@@ -231,8 +207,9 @@ void AddRuntimeMetricGauges(const GoRuntimeStats& stats, std::vector<Family>& ou
     std::optional<std::string> name = PrometheusNameOfRuntimeMetric(m.name, false);
     // A worker's reply is bounded but not trusted: one family per name.
     if (!name || !seen.insert(*name).second) continue;
-    const double v = m.kind == GoMetric::Kind::kUint64 ? static_cast<double>(m.u) : m.f;
-    out.push_back(Single(*name, "gauge", HelpOfRuntimeMetric(m.name), v));
+    const std::string help = HelpOfRuntimeMetric(m.name);
+    w.Family({*name, "gauge", help});
+    w.Sample(m.kind == GoMetric::Kind::kUint64 ? static_cast<double>(m.u) : m.f);
   }
 }
 
@@ -302,33 +279,19 @@ std::optional<std::string> PrometheusNameOfRuntimeMetric(std::string_view name, 
 }
 
 std::string GoCollectorText(const GoRuntimeStats& stats) {
-  std::vector<Family> families;
-  families.push_back(GcDurationSummary(stats.mem));
-  families.push_back(Single("go_goroutines", "gauge", "Goroutines the process has when read.",
-                            static_cast<double>(stats.num_goroutine)));
-  families.push_back(Single("go_threads", "gauge", "OS threads the Go runtime has created.",
-                            static_cast<double>(stats.threads)));
-  families.push_back(
-      Single("go_memstats_last_gc_time_seconds", "gauge",
-             "End of the latest garbage collection, in Unix seconds; 0 before the first.",
-             static_cast<double>(static_cast<int64_t>(stats.mem.last_gc)) / 1e9));
-  Family info{"go_info", "gauge", "Always 1; the label names the Go version the process runs.", {}};
-  AddSample(info, "", "{version=\"" + PrometheusLabelValue(stats.go_version) + "\"}", 1);
-  families.push_back(std::move(info));
-  const Lookup lookup(stats);
-  for (const MemstatsMetric& m : MemstatsMetrics()) {
-    families.push_back(Single("go_memstats_" + std::string(m.name), m.counter ? "counter" : "gauge",
-                              std::string(m.help), static_cast<double>(m.value(lookup))));
-  }
-  AddRuntimeMetricGauges(stats, families);
-  std::stable_sort(families.begin(), families.end(),
-                   [](const Family& a, const Family& b) { return a.name < b.name; });
-  std::string out;
-  for (const Family& f : families) {
-    PrometheusFamily(out, f.name, f.type, f.help);
-    out += f.samples;
-  }
-  return out;
+  PrometheusWriter w;
+  WriteGcDurationSummary(stats.mem, w);
+  w.Family(kGoroutines);
+  w.Sample(static_cast<double>(stats.num_goroutine));
+  w.Family(kThreads);
+  w.Sample(static_cast<double>(stats.threads));
+  w.Family(kLastGc);
+  w.Sample(static_cast<double>(static_cast<int64_t>(stats.mem.last_gc)) / 1e9);
+  w.Family(kInfo);
+  w.Sample({{"version", stats.go_version}}, 1.0);
+  WriteMemstats(stats, w);
+  WriteRuntimeMetricGauges(stats, w);
+  return std::move(w).SortedText();
 }
 
 }  // namespace goheap2pprof

@@ -579,12 +579,14 @@ std::vector<pid_t> WorkerPool::worker_pids() const {
 }
 
 std::string PoolUnreapedText(const PoolStats& stats) {
-  std::string out;
-  PrometheusFamily(out, "goheap2pprof_workers_unreaped", "gauge",
-                   "Capture workers killed that have not ended (uninterruptible sleep, e.g. on a "
-                   "hung mount); each is reaped when it ends.");
-  out += "goheap2pprof_workers_unreaped " + std::to_string(stats.workers_unreaped) + "\n";
-  return out;
+  static constexpr MetricFamily kUnreaped{
+      "goheap2pprof_workers_unreaped", "gauge",
+      "Capture workers killed that have not ended (uninterruptible sleep, e.g. on a hung "
+      "mount); each is reaped when it ends."};
+  PrometheusWriter w;
+  w.Family(kUnreaped);
+  w.Sample(stats.workers_unreaped);
+  return std::move(w).Text();
 }
 
 std::string PoolOutcomeName(const PoolResult& r) {

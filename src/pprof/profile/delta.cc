@@ -12,17 +12,13 @@
 #include <vector>
 
 #include "base/error.h"
-#include "pprof/proto_wire.h"
+#include "pprof/profile/decode.h"
 
 namespace goheap2pprof {
 namespace {
 
 // Indexes into the compact tables; kNone for an absent mapping or function.
 constexpr uint32_t kNone = UINT32_MAX;
-
-Error Malformed(std::string_view what) { return Error(ErrorKind::kMalformed, "profile: ", what); }
-
-using Wire = ProtoWire;
 
 struct ValueType {
   std::string_view type, unit;
@@ -145,352 +141,143 @@ class LabelSets {
   std::vector<std::vector<Label>> sets_;
 };
 
-// Ids of one table, for resolving references to it.
-class IdIndex {
- public:
-  void Add(uint64_t id, uint32_t index, const char* what) {
-    if (id == 0 || !index_.emplace(id, index).second) {
-      throw Error(ErrorKind::kMalformed, "profile: ", what, " id ", id, " is 0 or repeated");
-    }
-  }
-  uint32_t Find(uint64_t id, const char* what) const {
-    auto it = index_.find(id);
-    if (it == index_.end())
-      throw Error(ErrorKind::kMalformed, "profile: no ", what, " with id ", id);
-    return it->second;
-  }
-
- private:
-  std::unordered_map<uint64_t, uint32_t> index_;
-};
-
-// Decodes serialized bytes into the compact Profile. Fields may come in any
-// order (a capture writes its tables first and its strings last), so the
-// first pass only collects the string table and the spans of the messages.
+// Decodes serialized bytes (pprof/profile/decode.h, strictly: a field of a
+// known number but another wire type is malformed) into the compact Profile.
 class Decoder {
  public:
-  Decoder(std::string_view bytes, LabelSets& label_sets) : bytes_(bytes), sets_(label_sets) {}
+  Decoder(std::string_view bytes, LabelSets& label_sets)
+      : f_(DecodeProfile(Bounded(bytes), kRule)), sets_(label_sets) {}
 
   Profile Decode(bool negate) {
-    // Counts below are uint32: bounded by the input, itself bounded here.
-    if (bytes_.size() > (size_t{1} << 31)) throw Malformed("larger than 2 GiB");
-    Collect();
     Profile out;
-    for (std::string_view vt : sample_types_) {
-      int64_t type = 0, unit = 0;
-      Vt(vt, type, unit);
-      out.sample_types.push_back({Str(type), Str(unit)});
-    }
-    // A message field that appears twice is merged, as protobuf does.
-    int64_t period_type = 0, period_unit = 0;
-    for (std::string_view vt : period_types_) Vt(vt, period_type, period_unit);
-    out.period_type = {Str(period_type), Str(period_unit)};
-    out.period = period_;
-    out.time_nanos = time_nanos_;
-    out.duration_nanos = duration_nanos_;
-    out.drop_frames = Str(drop_frames_);
-    out.keep_frames = Str(keep_frames_);
-    out.default_sample_type = Str(default_sample_type_);
-    for (int64_t c : comments_) out.comments.push_back(Str(c));
-    IdIndex mappings, functions, locations;
-    for (std::string_view m : mapping_msgs_) DecodeMapping(m, out, mappings);
-    for (std::string_view f : function_msgs_) DecodeFunction(f, out, functions);
-    for (std::string_view l : location_msgs_)
-      DecodeLocation(l, out, mappings, functions, locations);
+    DecodeHeader(out);
+    const IdIndex mappings = DecodeMappings(out);
+    const IdIndex functions = DecodeFunctions(out);
+    const IdIndex locations = DecodeLocations(out, mappings, functions);
+    SampleFields fields;
     std::vector<Label> labels;
-    for (std::string_view s : sample_msgs_) DecodeSample(s, out, locations, labels, negate);
+    for (std::string_view s : f_.samples) {
+      DecodeSample(s, kRule, /*labels=*/true, fields);
+      AddSample(fields, out, locations, labels, negate);
+    }
     return out;
   }
 
  private:
-  void Collect() {
-    Wire w(bytes_);
-    while (!w.Done()) {
-      // Copied out of the binding: a lambda may not capture a structured
-      // binding before C++20's P1091 (clang 14 refuses it).
-      const auto [field, tag_type] = w.Tag();
-      const auto type = tag_type;
-      auto msg = [&](std::vector<std::string_view>& to) {
-        if (type != 2) throw Malformed("a message field is not length-delimited");
-        to.push_back(w.Bytes());
-      };
-      auto num = [&] { return static_cast<int64_t>(w.Scalar(type)); };
-      switch (field) {
-        case 1:
-          msg(sample_types_);
-          break;
-        case 2:
-          msg(sample_msgs_);
-          break;
-        case 3:
-          msg(mapping_msgs_);
-          break;
-        case 4:
-          msg(location_msgs_);
-          break;
-        case 5:
-          msg(function_msgs_);
-          break;
-        case 6:
-          if (type != 2) throw Malformed("a string is not length-delimited");
-          strings_.push_back(w.Bytes());
-          break;
-        case 7:
-          drop_frames_ = num();
-          break;
-        case 8:
-          keep_frames_ = num();
-          break;
-        case 9:
-          time_nanos_ = num();
-          break;
-        case 10:
-          duration_nanos_ = num();
-          break;
-        case 11:
-          msg(period_types_);
-          break;
-        case 12:
-          period_ = num();
-          break;
-        case 13:
-          w.Repeated(type, [&](uint64_t v) { comments_.push_back(static_cast<int64_t>(v)); });
-          break;
-        case 14:
-          default_sample_type_ = num();
-          break;
-        default:
-          w.Skip(type);
+  static constexpr WireTypes kRule = WireTypes::kStrict;
+
+  // Counts below are uint32: bounded by the input, itself bounded here.
+  static std::string_view Bounded(std::string_view bytes) {
+    if (bytes.size() > (size_t{1} << 31)) {
+      throw Error(ErrorKind::kMalformed, "profile: larger than 2 GiB");
+    }
+    return bytes;
+  }
+
+  std::string_view Str(int64_t i) const { return f_.Str(i); }
+
+  void DecodeHeader(Profile& out) const {
+    for (std::string_view m : f_.sample_types) {
+      ValueTypeFields vt;
+      DecodeValueType(m, kRule, vt);
+      out.sample_types.push_back({Str(vt.type), Str(vt.unit)});
+    }
+    // A message field that appears twice is merged, as protobuf does.
+    ValueTypeFields period_type;
+    for (std::string_view m : f_.period_types) DecodeValueType(m, kRule, period_type);
+    out.period_type = {Str(period_type.type), Str(period_type.unit)};
+    out.period = f_.period;
+    out.time_nanos = f_.time_nanos;
+    out.duration_nanos = f_.duration_nanos;
+    out.drop_frames = Str(f_.drop_frames);
+    out.keep_frames = Str(f_.keep_frames);
+    out.default_sample_type = Str(f_.default_sample_type);
+    for (int64_t c : f_.comments) out.comments.push_back(Str(c));
+  }
+
+  IdIndex DecodeMappings(Profile& out) const {
+    std::vector<uint64_t> ids;
+    for (std::string_view bytes : f_.mappings) {
+      const MappingFields m = DecodeMapping(bytes, kRule);
+      ids.push_back(m.id);
+      out.mappings.push_back({.start = m.start,
+                              .limit = m.limit,
+                              .offset = m.offset,
+                              .file = Str(m.filename),
+                              .build_id = Str(m.build_id),
+                              .has_functions = m.has_functions,
+                              .has_filenames = m.has_filenames,
+                              .has_line_numbers = m.has_line_numbers,
+                              .has_inline_frames = m.has_inline_frames});
+    }
+    return IdIndex(ids, IdIndex::Repeats::kRefuse, "mapping");
+  }
+
+  IdIndex DecodeFunctions(Profile& out) const {
+    std::vector<uint64_t> ids;
+    for (std::string_view bytes : f_.functions) {
+      const FunctionFields f = DecodeFunction(bytes, kRule);
+      ids.push_back(f.id);
+      out.functions.push_back({Str(f.name), Str(f.system_name), Str(f.filename), f.start_line});
+    }
+    return IdIndex(ids, IdIndex::Repeats::kRefuse, "function");
+  }
+
+  IdIndex DecodeLocations(Profile& out, const IdIndex& mappings, const IdIndex& functions) const {
+    std::vector<uint64_t> ids;
+    LocationFields l;
+    for (std::string_view bytes : f_.locations) {
+      DecodeLocation(bytes, kRule, l);
+      ids.push_back(l.id);
+      Location loc{.mapping = kNone,
+                   .address = l.address,
+                   .is_folded = l.is_folded,
+                   .lines_at = static_cast<uint32_t>(out.lines.size()),
+                   .lines = static_cast<uint32_t>(l.lines.size())};
+      for (const LineFields& line : l.lines) {
+        const uint32_t function = line.function_id == 0 ? kNone : functions.Get(line.function_id);
+        out.lines.push_back({function, line.line});
       }
+      if (l.mapping_id != 0) loc.mapping = mappings.Get(l.mapping_id);
+      out.locations.push_back(loc);
     }
+    return IdIndex(ids, IdIndex::Repeats::kRefuse, "location");
   }
 
-  std::string_view Str(int64_t i) const {
-    if (i < 0 || static_cast<uint64_t>(i) >= strings_.size()) {
-      throw Error(ErrorKind::kMalformed, "profile: string index ", i, " out of range");
-    }
-    return strings_[static_cast<size_t>(i)];
-  }
-
-  static void Vt(std::string_view bytes, int64_t& type, int64_t& unit) {
-    Wire w(bytes);
-    while (!w.Done()) {
-      auto [field, t] = w.Tag();
-      if (field == 1) {
-        type = static_cast<int64_t>(w.Scalar(t));
-      } else if (field == 2) {
-        unit = static_cast<int64_t>(w.Scalar(t));
-      } else {
-        w.Skip(t);
-      }
-    }
-  }
-
-  void DecodeMapping(std::string_view bytes, Profile& out, IdIndex& ids) const {
-    Mapping m;
-    uint64_t id = 0;
-    int64_t file = 0, build_id = 0;
-    Wire w(bytes);
-    while (!w.Done()) {
-      auto [field, t] = w.Tag();
-      switch (field) {
-        case 1:
-          id = w.Scalar(t);
-          break;
-        case 2:
-          m.start = w.Scalar(t);
-          break;
-        case 3:
-          m.limit = w.Scalar(t);
-          break;
-        case 4:
-          m.offset = w.Scalar(t);
-          break;
-        case 5:
-          file = static_cast<int64_t>(w.Scalar(t));
-          break;
-        case 6:
-          build_id = static_cast<int64_t>(w.Scalar(t));
-          break;
-        case 7:
-          m.has_functions = w.Scalar(t) != 0;
-          break;
-        case 8:
-          m.has_filenames = w.Scalar(t) != 0;
-          break;
-        case 9:
-          m.has_line_numbers = w.Scalar(t) != 0;
-          break;
-        case 10:
-          m.has_inline_frames = w.Scalar(t) != 0;
-          break;
-        default:
-          w.Skip(t);
-      }
-    }
-    m.file = Str(file);
-    m.build_id = Str(build_id);
-    ids.Add(id, static_cast<uint32_t>(out.mappings.size()), "mapping");
-    out.mappings.push_back(m);
-  }
-
-  void DecodeFunction(std::string_view bytes, Profile& out, IdIndex& ids) const {
-    Function f;
-    uint64_t id = 0;
-    int64_t name = 0, system_name = 0, filename = 0;
-    Wire w(bytes);
-    while (!w.Done()) {
-      auto [field, t] = w.Tag();
-      switch (field) {
-        case 1:
-          id = w.Scalar(t);
-          break;
-        case 2:
-          name = static_cast<int64_t>(w.Scalar(t));
-          break;
-        case 3:
-          system_name = static_cast<int64_t>(w.Scalar(t));
-          break;
-        case 4:
-          filename = static_cast<int64_t>(w.Scalar(t));
-          break;
-        case 5:
-          f.start_line = static_cast<int64_t>(w.Scalar(t));
-          break;
-        default:
-          w.Skip(t);
-      }
-    }
-    f.name = Str(name);
-    f.system_name = Str(system_name);
-    f.filename = Str(filename);
-    ids.Add(id, static_cast<uint32_t>(out.functions.size()), "function");
-    out.functions.push_back(f);
-  }
-
-  void DecodeLocation(std::string_view bytes, Profile& out, const IdIndex& mappings,
-                      const IdIndex& functions, IdIndex& ids) const {
-    Location l;
-    uint64_t id = 0, mapping_id = 0;
-    l.lines_at = static_cast<uint32_t>(out.lines.size());
-    Wire w(bytes);
-    while (!w.Done()) {
-      auto [field, t] = w.Tag();
-      switch (field) {
-        case 1:
-          id = w.Scalar(t);
-          break;
-        case 2:
-          mapping_id = w.Scalar(t);
-          break;
-        case 3:
-          l.address = w.Scalar(t);
-          break;
-        case 4: {
-          if (t != 2) throw Malformed("a line is not length-delimited");
-          out.lines.push_back(DecodeLine(w.Bytes(), functions));
-          break;
-        }
-        case 5:
-          l.is_folded = w.Scalar(t) != 0;
-          break;
-        default:
-          w.Skip(t);
-      }
-    }
-    l.lines = static_cast<uint32_t>(out.lines.size()) - l.lines_at;
-    if (mapping_id != 0) l.mapping = mappings.Find(mapping_id, "mapping");
-    ids.Add(id, static_cast<uint32_t>(out.locations.size()), "location");
-    out.locations.push_back(l);
-  }
-
-  static Line DecodeLine(std::string_view bytes, const IdIndex& functions) {
-    Line line;
-    uint64_t function_id = 0;
-    Wire w(bytes);
-    while (!w.Done()) {
-      auto [field, t] = w.Tag();
-      if (field == 1) {
-        function_id = w.Scalar(t);
-      } else if (field == 2) {
-        line.line = static_cast<int64_t>(w.Scalar(t));
-      } else {
-        w.Skip(t);
-      }
-    }
-    if (function_id != 0) line.function = functions.Find(function_id, "function");
-    return line;
-  }
-
-  void DecodeSample(std::string_view bytes, Profile& out, const IdIndex& locations,
-                    std::vector<Label>& labels, bool negate) const {
+  void AddSample(const SampleFields& fields, Profile& out, const IdIndex& locations,
+                 std::vector<Label>& labels, bool negate) const {
     Sample s;
     s.locs_at = static_cast<uint32_t>(out.locs.size());
-    const size_t values_at = out.values.size();
-    labels.clear();
-    Wire w(bytes);
-    while (!w.Done()) {
-      auto [field, t] = w.Tag();
-      switch (field) {
-        case 1:
-          w.Repeated(t, [&](uint64_t id) { out.locs.push_back(locations.Find(id, "location")); });
-          break;
-        case 2:
-          w.Repeated(t, [&](uint64_t v) {
-            const int64_t value = static_cast<int64_t>(v);
-            out.values.push_back(negate ? GoNegate(value) : value);
-          });
-          break;
-        case 3:
-          if (t != 2) throw Malformed("a label is not length-delimited");
-          DecodeLabel(w.Bytes(), labels);
-          break;
-        default:
-          w.Skip(t);
-      }
+    for (std::string_view packed : fields.location_ids) {
+      ForEachVarint(packed, [&](uint64_t id) { out.locs.push_back(locations.Get(id)); });
     }
     s.locs = static_cast<uint32_t>(out.locs.size()) - s.locs_at;
-    if (out.values.size() - values_at != out.sample_types.size()) {
-      throw Error(ErrorKind::kMalformed, "profile: a sample has ", out.values.size() - values_at,
+    if (fields.values.size() != out.sample_types.size()) {
+      throw Error(ErrorKind::kMalformed, "profile: a sample has ", fields.values.size(),
                   " values for ", out.sample_types.size(), " sample types");
     }
+    for (uint64_t v : fields.values) {
+      const auto value = static_cast<int64_t>(v);
+      out.values.push_back(negate ? GoNegate(value) : value);
+    }
+    labels.clear();
+    for (std::string_view l : fields.labels) AddLabel(DecodeLabel(l, kRule), labels);
     s.labels = sets_.Intern(labels);
     out.samples.push_back(s);
   }
 
   // internal/profile's decoder: a string label if str is set, else a
   // numeric one if num or its unit is set, else none.
-  void DecodeLabel(std::string_view bytes, std::vector<Label>& labels) const {
-    int64_t key = 0, str = 0, num = 0, unit = 0;
-    Wire w(bytes);
-    while (!w.Done()) {
-      auto [field, t] = w.Tag();
-      switch (field) {
-        case 1:
-          key = static_cast<int64_t>(w.Scalar(t));
-          break;
-        case 2:
-          str = static_cast<int64_t>(w.Scalar(t));
-          break;
-        case 3:
-          num = static_cast<int64_t>(w.Scalar(t));
-          break;
-        case 4:
-          unit = static_cast<int64_t>(w.Scalar(t));
-          break;
-        default:
-          w.Skip(t);
-      }
-    }
+  void AddLabel(const LabelFields& f, std::vector<Label>& labels) const {
     Label l;
-    l.key = Str(key);
-    if (str != 0) {
+    l.key = Str(f.key);
+    if (f.str != 0) {
       l.is_str = true;
-      l.str = Str(str);
-    } else if (num != 0 || unit != 0) {
-      l.num = num;
-      if (unit != 0) {
-        l.unit = Str(unit);
+      l.str = Str(f.str);
+    } else if (f.num != 0 || f.unit != 0) {
+      l.num = f.num;
+      if (f.unit != 0) {
+        l.unit = Str(f.unit);
         l.has_unit = true;
       }
     } else {
@@ -499,13 +286,8 @@ class Decoder {
     labels.push_back(l);
   }
 
-  std::string_view bytes_;
+  ProfileFields f_;
   LabelSets& sets_;
-  std::vector<std::string_view> strings_, sample_types_, period_types_, sample_msgs_, mapping_msgs_,
-      location_msgs_, function_msgs_;
-  std::vector<int64_t> comments_;
-  int64_t drop_frames_ = 0, keep_frames_ = 0, time_nanos_ = 0, duration_nanos_ = 0, period_ = 0,
-          default_sample_type_ = 0;
 };
 
 bool IsZero(std::span<const int64_t> values) {
