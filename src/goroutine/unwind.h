@@ -1,0 +1,55 @@
+// Unwinding one parked goroutine's stack from a copy of it, the way the
+// runtime's tracebackPCs does (go-goroutine-facts.md §6.2, §7): physical
+// frames from pclntab SP deltas (amd64: fp = sp + pcsp(pc) + 8, return
+// address at fp-8), each expanded into its logical (inlined) frames, wrappers
+// elided. The result is the PC list the runtime's goroutine profile keys on:
+// return addresses, "entry+parentPc+1" for inlined levels, runtime.goexit's
+// last. Nothing here reads the target: the caller copies the stack first, so
+// one goroutine costs one read, and unwinding cannot be torn by the target
+// (the caller re-reads the g to learn whether the copy was stale).
+//
+//   StackCopy stack{.base = sp, .bytes = copied};
+//   UnwindResult r = UnwindGoroutine(pclntab, ids, bias, {pc, sp}, stack, 128);
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "gobin/pclntab.h"
+#include "runtime/runtime_traits.h"
+
+namespace goheap2pprof {
+
+// Bytes of the target's stack from `base` (runtime address) on.
+struct StackCopy {
+  uint64_t base = 0;
+  std::span<const uint8_t> bytes;
+};
+
+// Where unwinding starts: the saved PC and SP of a parked goroutine.
+struct UnwindStart {
+  uint64_t pc = 0;
+  uint64_t sp = 0;
+};
+
+enum class UnwindEnd {
+  kComplete,   // reached a top frame (runtime.goexit, mstart, ...)
+  kDepth,      // the logical-frame limit cut the stack (as the runtime's does)
+  kUnknownPc,  // a PC in no function: a stale copy, or not Go code
+  kOffStack,   // a return address outside the copied stack
+  kMalformed,  // the pclntab could not answer for a function
+};
+
+struct UnwindResult {
+  std::vector<uint64_t> pcs;  // logical frames, runtime addresses, innermost first
+  UnwindEnd end = UnwindEnd::kComplete;
+};
+
+// pclntab is in link-time addresses; bias = runtime - link-time. max_pcs:
+// the profile's depth (32 before Go 1.23, 128 after). Physical frames are
+// bounded by the copy itself (each one at least 8 bytes up the stack).
+UnwindResult UnwindGoroutine(const Pclntab& pclntab, const FuncIds& ids, uint64_t bias,
+                             UnwindStart start, const StackCopy& stack, size_t max_pcs);
+
+}  // namespace goheap2pprof
