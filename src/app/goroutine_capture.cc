@@ -92,4 +92,9 @@ pb::Profile GoroutineProfile(const CaptureSource& source, const ExecutableAnalys
                                capture.bias, capture.time_nanos, stacks, comments);
 }
 
+std::string GoroutineText(const ExecutableAnalysis& analysis, const GoroutineCapture& capture) {
+  const std::vector<GoroutineStack> stacks = CountGoroutineStacks(capture.snapshot.goroutines);
+  return GoroutineDebugText(analysis.symbolizer(), analysis.traits(), capture.bias, stacks);
+}
+
 }  // namespace goheap2pprof

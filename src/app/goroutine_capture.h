@@ -39,6 +39,9 @@ GoroutineCapture CaptureGoroutines(CaptureSource& source, const ExecutableAnalys
 pb::Profile GoroutineProfile(const CaptureSource& source, const ExecutableAnalysis& analysis,
                              const GoroutineCapture& capture);
 
+// The debug=1 text of the same goroutines (runtime/pprof's ?debug=1).
+std::string GoroutineText(const ExecutableAnalysis& analysis, const GoroutineCapture& capture);
+
 // "read 1014 goroutines of 1050 in allgs (30 dead, 6 system, 0 running);
 // retried 0, dropped 0, truncated 0; 1.2 MB read": for -v and the comments.
 std::string DescribeGoroutineRead(const GoroutineReadStats& stats, size_t goroutines);

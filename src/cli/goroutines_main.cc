@@ -29,15 +29,18 @@ struct GoroutinesFlags {
 int RunGoroutines(GoroutinesFlags& f) {
   const std::optional<pid_t> pid = ParsePid(f.pid_text);
   if (!pid) throw Error(ErrorKind::kUsage, "\"", f.pid_text, "\" is not a process id");
-  if (f.format != "pprof") {
-    // The other formats (debug1, debug2, text, json) are not built
-    // yet: refuse rather than print something that is not them.
+  if (f.format != "pprof" && f.format != "debug1") {
+    // The other formats (debug2, text, json) are not built yet:
+    // refuse rather than print something that is not them.
     throw Error(ErrorKind::kUsage, "--format ", f.format,
-                " is not available yet: goroutines writes the pprof profile only");
+                " is not available yet: goroutines writes pprof (the default) and debug1");
   }
   const ProcessIdentity id = IdentifyLiveProcess(*pid);
   const std::string path =
-      f.output.empty() ? DefaultOutputName(id.comm, id.pid, ".goroutine.pb.gz") : f.output;
+      f.output.empty()
+          ? DefaultOutputName(id.comm, id.pid,
+                              f.format == "pprof" ? ".goroutine.pb.gz" : ".goroutine.txt")
+          : f.output;
   CheckOutputWritable(path);
   std::unique_ptr<CaptureSource> source = OpenProcessSource(id, f.executable);
   const std::shared_ptr<const ExecutableAnalysis> analysis =
@@ -53,7 +56,11 @@ int RunGoroutines(GoroutinesFlags& f) {
     std::cerr << "goheap2pprof goroutines: "
               << DescribeGoroutineRead(s, capture.snapshot.goroutines.size()) << "\n";
   }
-  WriteProfile(path, GoroutineProfile(*source, *analysis, capture));
+  if (f.format == "debug1") {
+    WriteOutput(path, GoroutineText(*analysis, capture));
+  } else {
+    WriteProfile(path, GoroutineProfile(*source, *analysis, capture));
+  }
   if (path != "-") std::cerr << "goheap2pprof goroutines: wrote " << path << "\n";
   return 0;
 }
@@ -73,8 +80,10 @@ Command AddGoroutinesCommand(CLI::App& root) {
   app.add_option("pid", f.pid_text, "process id of the Go program")->required();
   app.add_option("-o,--output", f.output,
                  "where to write the profile (\"-\": standard output); default "
-                 "<program>-<pid>-<time>.goroutine.pb.gz");
-  app.add_option("--format", f.format, "pprof (the gzipped profile.proto); no other yet")
+                 "<program>-<pid>-<time>.goroutine.pb.gz (.goroutine.txt for debug1)");
+  app.add_option("--format", f.format,
+                 "pprof (the gzipped profile.proto, ?debug=0) or debug1 (the ?debug=1 text: "
+                 "counts per stack, with their labels); debug2, text and json are not built yet")
       ->capture_default_str();
   app.add_flag("-v,--verbose", f.verbose,
                "print how the runtime.g layout was proven and what was read, retried and dropped");

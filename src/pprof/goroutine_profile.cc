@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "heap/buckets.h"
+#include "pprof/heap_debug_text.h"
 
 namespace goheap2pprof {
 
@@ -130,6 +131,18 @@ pb::Profile BuildGoroutineProfile(Symbolizer& symbolizer, const RuntimeTraits& t
     }
   }
   return p;
+}
+
+std::string GoroutineDebugText(Symbolizer& symbolizer, const RuntimeTraits& traits, uint64_t bias,
+                               std::span<const GoroutineStack> stacks) {
+  int64_t total = 0;
+  for (const GoroutineStack& s : stacks) total += s.count;
+  std::string text = "goroutine profile: total " + std::to_string(total) + "\n";
+  for (const GoroutineStack& s : stacks) {
+    text += std::to_string(s.count) + " " + s.key + "\n";
+    AppendStackRecord(text, s.pcs, traits, symbolizer, bias, false);
+  }
+  return GoTabwriter(text);
 }
 
 }  // namespace goheap2pprof

@@ -7,6 +7,7 @@
 //
 //   std::vector<GoroutineStack> stacks = CountGoroutineStacks(snapshot.goroutines);
 //   pb::Profile p = BuildGoroutineProfile(sym, traits, mappings, bias, now_ns, stacks, notes);
+//   std::string text = GoroutineDebugText(sym, traits, bias, stacks);   // ?debug=1
 #pragma once
 
 #include <cstdint>
@@ -45,5 +46,11 @@ pb::Profile BuildGoroutineProfile(Symbolizer& symbolizer, const RuntimeTraits& t
                                   std::vector<ProfileMapping> mappings, uint64_t bias,
                                   int64_t time_nanos, std::span<const GoroutineStack> stacks,
                                   std::span<const std::string> comments);
+
+// The debug=1 text of those stacks (printCountProfile): "goroutine profile:
+// total N", then per stack its count and key and its frames, laid out by
+// text/tabwriter as Go does.
+std::string GoroutineDebugText(Symbolizer& symbolizer, const RuntimeTraits& traits, uint64_t bias,
+                               std::span<const GoroutineStack> stacks);
 
 }  // namespace goheap2pprof

@@ -3,12 +3,12 @@
 # tests/go_toolchains.txt, parks goroutines in known ways (channels, select,
 # mutex, WaitGroup, sleep, sync.Cond, network accept, an inlined frame, pprof
 # labels, 10,000 from one site), writes its own goroutine profile
-# (runtime/pprof at debug=0) and holds still; `goheap2pprof goroutines` must
-# then mean the same: every sample (stack, count, labels, locations,
-# functions, mappings) equal, except the goroutine that wrote the profile,
-# which the target's file shows inside runtime/pprof and ours shows parked
-# where it went next (select{} in main.main). Nothing else may differ, and
-# nothing may have been dropped.
+# (runtime/pprof at debug=0 and debug=1) and holds still; `goheap2pprof
+# goroutines` must then mean the same: every sample (stack, count, labels,
+# locations, functions, mappings) equal, and the debug=1 text byte for byte,
+# except the goroutine that wrote the profile, which the target's files show
+# inside runtime/pprof and ours shows parked where it went next (select{} in
+# main.main). Nothing else may differ, and nothing may have been dropped.
 #
 #   bash tests/e2e/goroutines_test.sh <path-to-goheap2pprof> <path-to-profdiff>
 #
@@ -46,6 +46,34 @@ sys.exit(0 if ok else "differences other than the writer goroutine")
 PY
 }
 
+# check_text <theirs.txt> <ours.txt>: the debug=1 texts are byte for byte
+# the same, in the same order, but for the writer's record in theirs and
+# main's (parked in select{}, its first frame main.main) in ours.
+check_text() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+def records(path, drop):
+    lines = open(path).read().split('\n')
+    header, body = lines[0], '\n'.join(lines[1:])
+    recs = [r for r in body.split('\n\n') if r.strip()]
+    kept = [r for r in recs if not drop(r)]
+    if len(kept) != len(recs) - 1:
+        sys.exit(f"{path}: {len(recs) - len(kept)} records to leave out, not 1")
+    return header, kept
+def first_frame(r):
+    frames = [l for l in r.split('\n') if l.startswith('#\t')]
+    return frames[0] if frames else ''
+theirs = records(sys.argv[1], lambda r: 'runtime/pprof.writeGoroutine' in r)
+ours = records(sys.argv[2], lambda r: '\tmain.main+' in first_frame(r))
+if theirs != ours:
+    for a, b in zip([theirs[0]] + theirs[1], [ours[0]] + ours[1]):
+        if a != b:
+            print("theirs:\n" + a + "\nours:\n" + b)
+            break
+    sys.exit("the debug=1 texts differ")
+PY
+}
+
 run_version() {
   local version=$1 dir=$work/$1 s why gocmd
   read -r s why <<<"$(go_programs_status "$version")"
@@ -78,11 +106,18 @@ run_version() {
   else
     "$profdiff" --ignore-comments "$dir/out/goroutine.pb.gz" "$dir/ours.pb.gz" >"$dir/profdiff.out" 2>&1
     if check_diff "$dir/profdiff.out" >"$dir/check.out" 2>&1; then
-      pass "$version: $(sed -n 's/^samples: //p' "$dir/profdiff.out"); only the writer differs"
+      pass "$version debug=0: $(sed -n 's/^samples: //p' "$dir/profdiff.out"); only the writer differs"
     else
       cat "$dir/check.out" >>"$dir/profdiff.out"
-      fail "$version: the profiles differ ($dir)" "$dir/profdiff.out"
+      fail "$version debug=0: the profiles differ ($dir)" "$dir/profdiff.out"
     fi
+  fi
+  if ! "$tool" goroutines "$pid" --format debug1 -o "$dir/ours.txt" 2>"$dir/tool1.err"; then
+    fail "$version debug=1: goheap2pprof goroutines failed" "$dir/tool1.err"
+  elif check_text "$dir/out/goroutine.txt" "$dir/ours.txt" >"$dir/check1.out" 2>&1; then
+    pass "$version debug=1: $(head -n 1 "$dir/ours.txt"), byte for byte but the writer's record"
+  else
+    fail "$version debug=1: the texts differ ($dir)" "$dir/check1.out"
   fi
   e2e_stop_pids
 }
