@@ -3,6 +3,7 @@
 #include <array>
 #include <span>
 #include <string_view>
+#include <unordered_map>
 
 #include "base/bytes.h"
 #include "base/error.h"
@@ -48,27 +49,42 @@ std::vector<uint64_t> ReadAllgs(MemoryReader& mem, const GoroutineContext& ctx,
               " reads: goroutines are created faster than they can be read");
 }
 
-bool IsSystemGoroutine(MemoryReader& mem, const GoroutineContext& ctx, std::span<const uint8_t> g,
-                       uint64_t startpc) {
+// What a goroutine's start function says about it (isSystemGoroutine).
+enum class StartKind { kUser, kSystem, kFinalizer, kCleanups };
+
+StartKind ClassifyStart(const GoroutineContext& ctx, uint64_t startpc) {
   std::optional<FuncRef> f = ctx.pclntab->FindFunc(startpc - ctx.bias);
-  if (!f) return false;
+  if (!f) return StartKind::kUser;
   Expected<std::string_view> name = ctx.pclntab->TryFuncName(*f);
-  if (!name) return false;
+  if (!name) return StartKind::kUser;
   if (*name == "runtime.main" || *name == "runtime.handleAsyncEvent" ||
       *name == "runtime.corostart") {
-    return false;
+    return StartKind::kUser;
   }
-  if (*name == ctx.layout.finalizer_function) {
-    if (ctx.fing == 0) return true;
-    uint32_t fing = 0;
-    std::span<uint8_t> dst(reinterpret_cast<uint8_t*>(&fing), ctx.fing_is_bool ? 1 : 4);
-    if (!mem.TryRead(ctx.fing, dst)) return true;
-    return ctx.fing_is_bool ? fing == 0 : (fing & 2) == 0;
+  if (*name == ctx.layout.finalizer_function) return StartKind::kFinalizer;
+  if (*name == "runtime.runCleanups" && ctx.layout.running_cleanups) return StartKind::kCleanups;
+  return name->starts_with("runtime.") ? StartKind::kSystem : StartKind::kUser;
+}
+
+// The finalizer goroutine counts as a user goroutine only while it runs a
+// finalizer; the cleanup goroutine (1.25+) while it runs cleanups.
+bool IsSystemGoroutine(MemoryReader& mem, const GoroutineContext& ctx, StartKind kind,
+                       std::span<const uint8_t> g) {
+  switch (kind) {
+    case StartKind::kUser:
+      return false;
+    case StartKind::kSystem:
+      return true;
+    case StartKind::kCleanups:
+      return g[*ctx.layout.running_cleanups] == 0;
+    case StartKind::kFinalizer:
+      break;
   }
-  if (*name == "runtime.runCleanups" && ctx.layout.running_cleanups) {
-    return g[*ctx.layout.running_cleanups] == 0;
-  }
-  return name->starts_with("runtime.");
+  if (ctx.fing == 0) return true;
+  uint32_t fing = 0;
+  std::span<uint8_t> dst(reinterpret_cast<uint8_t*>(&fing), ctx.fing_is_bool ? 1 : 4);
+  if (!mem.TryRead(ctx.fing, dst)) return true;
+  return ctx.fing_is_bool ? fing == 0 : (fing & 2) == 0;
 }
 
 // What must be equal in the two reads of a g for its stack to be the one
@@ -98,7 +114,7 @@ class Walk {
  public:
   Walk(MemoryReader& mem, const GoroutineContext& ctx, const GoroutineLimits& limits,
        GoroutineSnapshot& out)
-      : mem_(mem), ctx_(ctx), limits_(limits), out_(out) {}
+      : mem_(mem), ctx_(ctx), limits_(limits), out_(out), unwind_cache_(*ctx.pclntab) {}
 
   // Reads gs in batches; goroutines that moved go again, each at most
   // max_attempts times.
@@ -162,7 +178,10 @@ class Walk {
       p.first.clear();  // being scanned or moved: read it again
       return;
     }
-    if (IsSystemGoroutine(mem_, ctx_, g, U64At(g, l.startpc))) {
+    const uint64_t startpc = U64At(g, l.startpc);
+    auto [kind, inserted] = start_kinds_.try_emplace(startpc, StartKind::kUser);
+    if (inserted) kind->second = ClassifyStart(ctx_, startpc);
+    if (IsSystemGoroutine(mem_, ctx_, kind->second, g)) {
       ++out_.stats.system;
       return;
     }
@@ -212,7 +231,7 @@ class Walk {
                   .parent_goid = l.parent_goid ? U64At(g, *l.parent_goid) : 0,
                   .pcs = {},
                   .labels = {}};
-    UnwindResult r = UnwindGoroutine(*ctx_.pclntab, ctx_.func_ids, ctx_.bias, {p.pc, p.sp},
+    UnwindResult r = UnwindGoroutine(unwind_cache_, ctx_.func_ids, ctx_.bias, {p.pc, p.sp},
                                      {p.sp, p.stack}, ctx_.profile_depth);
     // A stack that ends anywhere but at its top frame or the depth came from
     // a stale copy, or was cut by the copy's bound.
@@ -267,6 +286,10 @@ class Walk {
   const GoroutineContext& ctx_;
   const GoroutineLimits& limits_;
   GoroutineSnapshot& out_;
+  UnwindCache unwind_cache_;
+  // By start PC: a program starts its goroutines from few functions (the
+  // map holds one entry per distinct startpc read, at most allglen).
+  std::unordered_map<uint64_t, StartKind> start_kinds_;
   int round_ = 0;
 };
 

@@ -19,33 +19,52 @@ std::optional<uint64_t> LoadWord(const StackCopy& stack, uint64_t addr) {
   return LoadU64(stack.bytes.data() + (addr - stack.base));
 }
 
-// Appends the logical frames of the physical frame at return address `pc`
-// (link-time) in f: tracebackPCs' inline walk. callee: the FuncID of the
-// frame below, carried across physical frames for wrapper elision. False
-// when the pclntab could not answer.
-bool AppendLogicalPcs(const Pclntab& tab, const FuncIds& ids, const FuncRef& f, uint64_t pc,
-                      uint64_t bias, uint8_t& callee, size_t max_pcs, std::vector<uint64_t>& out) {
-  uint64_t sym = pc > f.entry ? pc - 1 : pc;
-  // Each level moves to an outer inlined call: the tree has no cycles in a
-  // sane table, and the bound keeps a corrupt one finite.
-  for (int level = 0; level < 1024 && out.size() < max_pcs; ++level) {
-    Expected<PcFrame> frame = tab.TryFrameAt(f, sym);
-    if (!frame) return false;
+// Appends the logical frames of a physical frame: tracebackPCs' inline
+// walk, with wrapper elision. callee: the FuncID of the frame below, carried
+// across physical frames.
+void AppendLogicalPcs(const FuncIds& ids, const UnwindCache::Step& step, uint64_t bias,
+                      uint8_t& callee, size_t max_pcs, std::vector<uint64_t>& out) {
+  for (const UnwindCache::Level& level : step.levels) {
+    if (out.size() >= max_pcs) return;
     const bool elide =
         !(callee == ids.gopanic || callee == ids.sigpanic || callee == ids.panicwrap);
-    if (!(frame->func_id == ids.wrapper && elide)) out.push_back(sym + 1 + bias);
-    callee = frame->func_id;
-    Expected<std::optional<uint64_t>> parent = tab.TryInlineParentPc(f, sym);
-    if (!parent) return false;
-    if (!*parent) return true;
-    sym = **parent;
+    if (!(level.func_id == ids.wrapper && elide)) out.push_back(level.sym + 1 + bias);
+    callee = level.func_id;
   }
-  return true;
 }
 
 }  // namespace
 
-UnwindResult UnwindGoroutine(const Pclntab& tab, const FuncIds& ids, uint64_t bias,
+const UnwindCache::Step& UnwindCache::At(uint64_t pc) {
+  // Stale copies can bring any number of garbage PCs: keep the memory bounded.
+  if (steps_.size() >= kMaxSteps) steps_.clear();
+  auto [it, inserted] = steps_.try_emplace(pc);
+  Step& step = it->second;
+  if (!inserted) return step;
+  std::optional<FuncRef> f = tab_.FindFunc(pc);
+  if (!f) return step;
+  step.found = true;
+  Expected<uint8_t> flag = tab_.TryFuncFlag(*f);
+  Expected<int32_t> delta = tab_.TrySpDelta(*f, pc);
+  if (!flag || !delta || *delta < 0) return step;
+  step.flag = *flag;
+  step.sp_delta = *delta;
+  uint64_t sym = pc > f->entry ? pc - 1 : pc;
+  // Each level moves to an outer inlined call: a sane tree has no cycles,
+  // and the bound keeps a corrupt one finite.
+  for (int level = 0; level < 1024; ++level) {
+    Expected<PcFrame> frame = tab_.TryFrameAt(*f, sym);
+    Expected<std::optional<uint64_t>> parent = tab_.TryInlineParentPc(*f, sym);
+    if (!frame || !parent) return step;
+    step.levels.push_back({sym, frame->func_id});
+    if (!*parent) break;
+    sym = **parent;
+  }
+  step.ok = true;
+  return step;
+}
+
+UnwindResult UnwindGoroutine(UnwindCache& cache, const FuncIds& ids, uint64_t bias,
                              UnwindStart start, const StackCopy& stack, size_t max_pcs) {
   UnwindResult r;
   uint64_t pc = start.pc;
@@ -58,27 +77,18 @@ UnwindResult UnwindGoroutine(const Pclntab& tab, const FuncIds& ids, uint64_t bi
   }
   uint8_t callee = 0;  // FuncIDNormal
   while (true) {
-    std::optional<FuncRef> f = tab.FindFunc(pc - bias);
-    if (!f) {
-      r.end = UnwindEnd::kUnknownPc;
+    const UnwindCache::Step& step = cache.At(pc - bias);
+    if (!step.found || !step.ok) {
+      r.end = step.found ? UnwindEnd::kMalformed : UnwindEnd::kUnknownPc;
       return r;
     }
-    if (!AppendLogicalPcs(tab, ids, *f, pc - bias, bias, callee, max_pcs, r.pcs)) {
-      r.end = UnwindEnd::kMalformed;
-      return r;
-    }
-    Expected<uint8_t> flag = tab.TryFuncFlag(*f);
-    Expected<int32_t> delta = tab.TrySpDelta(*f, pc - bias);
-    if (!flag || !delta || *delta < 0) {
-      r.end = UnwindEnd::kMalformed;
-      return r;
-    }
-    if (*flag & (kFuncFlagTopFrame | kFuncFlagSpWrite)) return r;
+    AppendLogicalPcs(ids, step, bias, callee, max_pcs, r.pcs);
+    if (step.flag & (kFuncFlagTopFrame | kFuncFlagSpWrite)) return r;
     if (r.pcs.size() >= max_pcs) {
       r.end = UnwindEnd::kDepth;
       return r;
     }
-    const uint64_t fp = sp + static_cast<uint64_t>(*delta) + 8;
+    const uint64_t fp = sp + static_cast<uint64_t>(step.sp_delta) + 8;
     std::optional<uint64_t> lr = LoadWord(stack, fp - 8);
     if (!lr) {
       r.end = UnwindEnd::kOffStack;

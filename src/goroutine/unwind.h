@@ -9,11 +9,13 @@
 // (the caller re-reads the g to learn whether the copy was stale).
 //
 //   StackCopy stack{.base = sp, .bytes = copied};
-//   UnwindResult r = UnwindGoroutine(pclntab, ids, bias, {pc, sp}, stack, 128);
+//   UnwindCache cache(pclntab);   // one for every goroutine of a read
+//   UnwindResult r = UnwindGoroutine(cache, ids, bias, {pc, sp}, stack, 128);
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "gobin/pclntab.h"
@@ -46,10 +48,35 @@ struct UnwindResult {
   UnwindEnd end = UnwindEnd::kComplete;
 };
 
-// pclntab is in link-time addresses; bias = runtime - link-time. max_pcs:
-// the profile's depth (32 before Go 1.23, 128 after). Physical frames are
-// bounded by the copy itself (each one at least 8 bytes up the stack).
-UnwindResult UnwindGoroutine(const Pclntab& pclntab, const FuncIds& ids, uint64_t bias,
+// What the pclntab says about one return address (link-time): its function's
+// SP delta and flag there, and its inline chain, innermost first. Most
+// goroutines of a program are parked at a few dozen PCs: one decoding each.
+class UnwindCache {
+ public:
+  struct Level {
+    uint64_t sym = 0;  // the PC the level is symbolized at
+    uint8_t func_id = 0;
+  };
+  struct Step {
+    bool found = false;  // pc is in a function
+    bool ok = false;     // and the tables answered
+    int32_t sp_delta = 0;
+    uint8_t flag = 0;
+    std::vector<Level> levels;
+  };
+  explicit UnwindCache(const Pclntab& pclntab) : tab_(pclntab) {}
+  const Step& At(uint64_t pc);
+
+ private:
+  static constexpr size_t kMaxSteps = size_t{1} << 20;
+  const Pclntab& tab_;
+  std::unordered_map<uint64_t, Step> steps_;
+};
+
+// bias = runtime - link-time address (the cache's pclntab is link-time).
+// max_pcs: the profile's depth (32 before Go 1.23, 128 after). Physical
+// frames are bounded by the copy itself (each one at least 8 bytes up).
+UnwindResult UnwindGoroutine(UnwindCache& cache, const FuncIds& ids, uint64_t bias,
                              UnwindStart start, const StackCopy& stack, size_t max_pcs);
 
 }  // namespace goheap2pprof
