@@ -52,6 +52,7 @@ GoroutineContext MakeContext(const ExecutableAnalysis& analysis, uint64_t bias,
   ctx.func_ids = traits.func_ids;
   // debug.profstackdepth (128) from 1.23; the 32-word StackRecord before.
   ctx.profile_depth = traits.version.major == 1 && traits.version.minor <= 22 ? 32 : 128;
+  ctx.async_preempt_traps = !(traits.version.major == 1 && traits.version.minor <= 20);
   return ctx;
 }
 

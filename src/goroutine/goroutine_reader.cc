@@ -114,7 +114,11 @@ class Walk {
  public:
   Walk(MemoryReader& mem, const GoroutineContext& ctx, const GoroutineLimits& limits,
        GoroutineSnapshot& out)
-      : mem_(mem), ctx_(ctx), limits_(limits), out_(out), unwind_cache_(*ctx.pclntab) {}
+      : mem_(mem),
+        ctx_(ctx),
+        limits_(limits),
+        out_(out),
+        unwind_cache_(*ctx.pclntab, ctx.async_preempt_traps) {}
 
   // Reads gs in batches; goroutines that moved go again, each at most
   // max_attempts times.

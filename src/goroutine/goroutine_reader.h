@@ -51,7 +51,8 @@ struct GoroutineContext {
   uint64_t bias = 0;
   GoroutineLayout layout;
   FuncIds func_ids;
-  size_t profile_depth = 32;  // logical frames kept: 32 before 1.23, 128 from it
+  size_t profile_depth = 32;        // logical frames kept: 32 before 1.23, 128 from it
+  bool async_preempt_traps = true;  // 1.21+ (goroutine/unwind.h)
 };
 
 struct Goroutine {

@@ -35,10 +35,11 @@ void AppendLogicalPcs(const FuncIds& ids, const UnwindCache::Step& step, uint64_
 
 }  // namespace
 
-const UnwindCache::Step& UnwindCache::At(uint64_t pc) {
+const UnwindCache::Step& UnwindCache::At(uint64_t pc, bool trap) {
+  std::unordered_map<uint64_t, Step>& steps = steps_[trap ? 1 : 0];
   // Stale copies can bring any number of garbage PCs: keep the memory bounded.
-  if (steps_.size() >= kMaxSteps) steps_.clear();
-  auto [it, inserted] = steps_.try_emplace(pc);
+  if (steps.size() >= kMaxSteps) steps.clear();
+  auto [it, inserted] = steps.try_emplace(pc);
   Step& step = it->second;
   if (!inserted) return step;
   std::optional<FuncRef> f = tab_.FindFunc(pc);
@@ -49,7 +50,12 @@ const UnwindCache::Step& UnwindCache::At(uint64_t pc) {
   if (!flag || !delta || *delta < 0) return step;
   step.flag = *flag;
   step.sp_delta = *delta;
-  uint64_t sym = pc > f->entry ? pc - 1 : pc;
+  Expected<std::string_view> name = tab_.TryFuncName(*f);
+  if (!name) return step;
+  step.injects_trap =
+      *name == "runtime.sigpanic" ||
+      (async_preempt_traps_ && (*name == "runtime.asyncPreempt" || *name == "runtime.debugCallV2"));
+  uint64_t sym = !trap && pc > f->entry ? pc - 1 : pc;
   // Each level moves to an outer inlined call: a sane tree has no cycles,
   // and the bound keeps a corrupt one finite.
   for (int level = 0; level < 1024; ++level) {
@@ -76,8 +82,9 @@ UnwindResult UnwindGoroutine(UnwindCache& cache, const FuncIds& ids, uint64_t bi
     sp += 8;
   }
   uint8_t callee = 0;  // FuncIDNormal
+  bool trap = false;   // a saved gobuf is never a trap frame
   while (true) {
-    const UnwindCache::Step& step = cache.At(pc - bias);
+    const UnwindCache::Step& step = cache.At(pc - bias, trap);
     if (!step.found || !step.ok) {
       r.end = step.found ? UnwindEnd::kMalformed : UnwindEnd::kUnknownPc;
       return r;
@@ -95,6 +102,7 @@ UnwindResult UnwindGoroutine(UnwindCache& cache, const FuncIds& ids, uint64_t bi
       return r;
     }
     if (*lr == 0) return r;
+    trap = step.injects_trap;
     pc = *lr;
     sp = fp;
   }

@@ -9,7 +9,7 @@
 // (the caller re-reads the g to learn whether the copy was stale).
 //
 //   StackCopy stack{.base = sp, .bytes = copied};
-//   UnwindCache cache(pclntab);   // one for every goroutine of a read
+//   UnwindCache cache(pclntab, go121);   // one for every goroutine of a read
 //   UnwindResult r = UnwindGoroutine(cache, ids, bias, {pc, sp}, stack, 128);
 #pragma once
 
@@ -62,15 +62,24 @@ class UnwindCache {
     bool ok = false;     // and the tables answered
     int32_t sp_delta = 0;
     uint8_t flag = 0;
+    // The function was injected by a signal (sigpanic; from Go 1.21 also
+    // asyncPreempt and debugCallV2): its caller's PC is where the trap hit,
+    // not a return address, and is symbolized as it is.
+    bool injects_trap = false;
     std::vector<Level> levels;
   };
-  explicit UnwindCache(const Pclntab& pclntab) : tab_(pclntab) {}
-  const Step& At(uint64_t pc);
+  // async_preempt_traps: Go 1.21+, whose unwinder treats asyncPreempt and
+  // debugCallV2 like sigpanic (1.18-1.20's gentraceback only sigpanic).
+  UnwindCache(const Pclntab& pclntab, bool async_preempt_traps)
+      : tab_(pclntab), async_preempt_traps_(async_preempt_traps) {}
+  // trap: pc is where a trap hit (the frame above injects_trap).
+  const Step& At(uint64_t pc, bool trap);
 
  private:
   static constexpr size_t kMaxSteps = size_t{1} << 20;
   const Pclntab& tab_;
-  std::unordered_map<uint64_t, Step> steps_;
+  bool async_preempt_traps_;
+  std::unordered_map<uint64_t, Step> steps_[2];  // [trap]
 };
 
 // bias = runtime - link-time address (the cache's pclntab is link-time).

@@ -24,7 +24,7 @@ using testing_pclntab::HandTable;
 
 constexpr uint64_t kText = 0x400000;
 constexpr uint64_t kGopark = kText, kWorker = kText + 0x100, kGoexit = kText + 0x200,
-                   kBgsweep = kText + 0x300;
+                   kBgsweep = kText + 0x300, kAsyncPreempt = kText + 0x400;
 constexpr uint64_t kAllglen = 0x10000, kAllgptr = 0x10008, kArray = 0x20000;
 constexpr uint64_t kStackLo = 0x40000, kStackHi = 0x41000, kSp = 0x40f00;
 constexpr uint64_t kLabels = 0x50000;
@@ -38,6 +38,7 @@ HandTable Table() {
        .frame_size = 0x28},
       {.name = "runtime.goexit", .frame_size = 0, .flag = 1},  // FuncFlagTopFrame
       {.name = "runtime.bgsweep", .frame_size = 0x8},
+      {.name = "runtime.asyncPreempt", .frame_size = 0x10},
   });
 }
 
@@ -102,6 +103,7 @@ class GoroutineReaderTest : public ::testing::Test {
     ctx.layout = layout_;
     ctx.func_ids = traits_.func_ids;
     ctx.profile_depth = 128;
+    ctx.async_preempt_traps = async_preempt_traps_;
     return ReadGoroutines(mem_, ctx, limits);
   }
 
@@ -111,6 +113,7 @@ class GoroutineReaderTest : public ::testing::Test {
   GoroutineLayout layout_;
   TestMemory mem_;
   std::vector<uint64_t> gs_;
+  bool async_preempt_traps_ = true;
 };
 
 TEST_F(GoroutineReaderTest, UnwindsParkedGoroutineIntoLogicalFrames) {
@@ -126,6 +129,28 @@ TEST_F(GoroutineReaderTest, UnwindsParkedGoroutineIntoLogicalFrames) {
   EXPECT_EQ(g.labels, (Labels{{"job", "7"}}));
   EXPECT_EQ(s.stats.retried, 0u);
   EXPECT_EQ(s.stats.dropped, 0u);
+}
+
+TEST_F(GoroutineReaderTest, FrameInterruptedByAsyncPreemptionIsATrapFrame) {
+  // Preempted inside main.worker at +0x45 (in its inlined main.helper):
+  // asyncPreempt's frame holds the interrupted PC, not a return address.
+  AddG(kWaiting, 12, kWorker);
+  const uint64_t sp = kSp - 0x100;
+  mem_.PutU64(G(0) + layout_.sched_sp, sp);
+  mem_.PutU64(G(0) + layout_.sched_pc, kAsyncPreempt + 0x8);
+  mem_.PutU64(sp + 0x10, kWorker + 0x45);
+  mem_.PutU64(sp + 0x18 + 0x28, kGoexit + 1);
+  // Go 1.21+: symbolized at the PC itself, listed as PC+1.
+  GoroutineSnapshot s = Read();
+  ASSERT_EQ(s.goroutines.size(), 1u);
+  EXPECT_EQ(s.goroutines[0].pcs, (std::vector<uint64_t>{kAsyncPreempt + 0x8, kWorker + 0x46,
+                                                        kWorker + 0x31, kGoexit + 1}));
+  // Go 1.18-1.20: only sigpanic makes a trap; the PC is taken as a return address.
+  async_preempt_traps_ = false;
+  s = Read();
+  ASSERT_EQ(s.goroutines.size(), 1u);
+  EXPECT_EQ(s.goroutines[0].pcs, (std::vector<uint64_t>{kAsyncPreempt + 0x8, kWorker + 0x45,
+                                                        kWorker + 0x31, kGoexit + 1}));
 }
 
 TEST_F(GoroutineReaderTest, LeavesOutDeadSystemAndRunningGoroutines) {
