@@ -3,7 +3,11 @@
 // directory given as the first argument, then holds still for goheap2pprof
 // to read the same goroutines from outside.
 //
-//	goroutines <dir> [n]   # n goroutines from one site (default 10000)
+//	goroutines <dir> [n [churn]]   # n goroutines from one site (default 10000)
+//
+// With "churn", once the files are written, two spawners create goroutines
+// that sleep 10 ms and exit, up to 50,000 a second in all, so that a
+// capture from outside meets goroutines that start, park and die under it.
 //
 // <dir>/ready appears once the three files are complete. The main goroutine
 // writes them and then parks in select{}: it is the one goroutine whose
@@ -76,6 +80,17 @@ func accept(ln net.Listener) {
 	}
 }
 
+func churnOne() { time.Sleep(10 * time.Millisecond) }
+
+func spawn() {
+	for {
+		for i := 0; i < 250; i++ {
+			go churnOne()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func write(dir, name string, debug int) {
 	f, err := os.Create(filepath.Join(dir, name))
 	if err != nil {
@@ -125,6 +140,11 @@ func main() {
 	write(dir, "goroutine.pb.gz", 0)
 	write(dir, "goroutine.txt", 1)
 	write(dir, "goroutine2.txt", 2)
+	if len(os.Args) > 3 && os.Args[3] == "churn" {
+		go spawn()
+		go spawn()
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "ready"), nil, 0o644); err != nil {
 		panic(err)
 	}

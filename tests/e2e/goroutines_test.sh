@@ -12,8 +12,14 @@
 #
 #   bash tests/e2e/goroutines_test.sh <path-to-goheap2pprof> <path-to-profdiff>
 #
-# GOROUTINES_VERSIONS="go1.26.8 ..." picks toolchains; GOROUTINES_COUNT sets
-# the goroutines of the one site (10000). A toolchain that the go_programs
+# A busy variant of the target (its goroutines come and go, up to 50,000 a
+# second) is captured five times on two toolchains: every capture must
+# complete, keep every stable goroutine with its count, and return no stack
+# the target does not make; the retries and drops are reported.
+#
+# GOROUTINES_VERSIONS="go1.26.8 ..." picks toolchains (GOROUTINES_BUSY_VERSIONS
+# those of the busy case); GOROUTINES_COUNT sets the goroutines of the one
+# site (10000). A toolchain that the go_programs
 # fixture could not use fails, or skips when it was allowed to be missing.
 # Exit status: 0 all cases passed, 1 some failed, 77 nothing could run.
 set -u
@@ -74,6 +80,71 @@ if theirs != ours:
 PY
 }
 
+# check_busy <profdiff.out>: the target's stable goroutines are all there
+# with their counts; what differs is the writer (only in theirs) and, only in
+# ours, main parked in select{} and the churning goroutines and spawners.
+check_busy() {
+  python3 - "$1" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+if re.search(r'^(header differs|main mapping differs)', text, re.M):
+    sys.exit("header or main mapping differs")
+blocks = re.split(r'^(?=only in (?:expected|actual):)', text, flags=re.M)[1:]
+expected = [b for b in blocks if b.startswith('only in expected')]
+actual = [b for b in blocks if b.startswith('only in actual')]
+if len(expected) != 1 or 'runtime/pprof.writeGoroutine' not in expected[0]:
+    sys.exit("a stable goroutine of the target is missing or counted differently")
+# A stack only in ours must be one the target makes: runtime (or time)
+# frames, then exactly the function of one of its goroutines, outermost.
+def runtime(f):
+    return f.startswith(('runtime.', 'time.'))
+for b in actual:
+    funcs = [l.split()[1] for l in b.splitlines()[1:] if l.startswith('    0x')]
+    shape = ['main.main', 'runtime.main'] if funcs[-2:] == ['main.main', 'runtime.main'] else funcs[-1:]
+    if shape not in (['main.churnOne'], ['main.spawn'], ['main.main', 'runtime.main']) or \
+            not all(runtime(f) for f in funcs[:-len(shape)]):
+        sys.exit("a stack only in ours that the target does not make:\n" + b)
+PY
+}
+
+# busy <version>: the target also creates and ends goroutines, up to 50,000 a
+# second; five captures must complete, drop nothing of the stable goroutines,
+# and return no stack the target does not make.
+busy() {
+  local version=$1 dir=$work/$1-busy gocmd i retried=0 dropped=0 r d bad=""
+  read -r -a gocmd <<<"$(go_cmd "$version")"
+  mkdir -p "$dir/out"
+  if ! (cd "$src/testdata/goroutines" && CGO_ENABLED=0 "${gocmd[@]}" build -o "$dir/goroutines" .) \
+    >"$dir/build.log" 2>&1; then
+    fail "$version busy: go build of testdata/goroutines" "$dir/build.log"
+    return
+  fi
+  e2e_start "$dir/target.out" "$dir/target.err" "$dir/goroutines" "$dir/out" "$count" churn
+  local pid=$target_pid
+  if ! e2e_wait_until 120 test -e "$dir/out/ready"; then
+    fail "$version busy: the target did not write its profiles" "$dir/target.err"
+    e2e_stop_pids
+    return
+  fi
+  for i in 1 2 3 4 5; do
+    if ! "$tool" goroutines "$pid" -o "$dir/ours$i.pb.gz" -v >/dev/null 2>"$dir/tool$i.err"; then
+      bad="capture $i failed"
+      fail "$version busy: capture $i failed" "$dir/tool$i.err"
+      break
+    fi
+    read -r r d <<<"$(sed -n 's/.*retried \([0-9]*\), dropped \([0-9]*\),.*/\1 \2/p' "$dir/tool$i.err")"
+    retried=$((retried + ${r:-0})) dropped=$((dropped + ${d:-0}))
+    "$profdiff" --ignore-comments "$dir/out/goroutine.pb.gz" "$dir/ours$i.pb.gz" >"$dir/profdiff$i.out" 2>&1
+    if ! check_busy "$dir/profdiff$i.out" >>"$dir/profdiff$i.out" 2>&1; then
+      bad="capture $i"
+      fail "$version busy: capture $i returned other stacks ($dir)" "$dir/profdiff$i.out"
+      break
+    fi
+  done
+  [[ -z $bad ]] && pass "$version busy: 5 captures, every stable goroutine there, no stack the target does not make; retried $retried, dropped $dropped in all"
+  e2e_stop_pids
+}
+
 run_version() {
   local version=$1 dir=$work/$1 s why gocmd
   read -r s why <<<"$(go_programs_status "$version")"
@@ -124,5 +195,9 @@ run_version() {
 
 for version in ${GOROUTINES_VERSIONS:-$(toolchain_versions)}; do
   run_version "$version"
+done
+# The busy target on the oldest and the newest runtime layouts' toolchains.
+for version in ${GOROUTINES_BUSY_VERSIONS:-go1.18.10 go1.26.8}; do
+  [[ $(go_programs_status "$version") == ok ]] && busy "$version"
 done
 e2e_finish
