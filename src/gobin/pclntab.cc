@@ -191,6 +191,21 @@ Expected<std::string_view> Pclntab::TryFuncName(const FuncRef& f) const {
 
 uint8_t Pclntab::FuncId(const FuncRef& f) const { return ReadFunc(f).value().func_id; }
 
+Expected<int32_t> Pclntab::TrySpDelta(const FuncRef& f, uint64_t pc) const {
+  // _func.pcsp follows entryOff, nameOff, args and deferreturn in both layouts.
+  Expected<ByteView> field = table_.TrySub(f.func_off + 16, 4, "pclntab _func.pcsp");
+  if (!field) return field.error();
+  return PcValueAt(f.entry, field->U32(0), pc);
+}
+
+Expected<uint8_t> Pclntab::TryFuncFlag(const FuncRef& f) const {
+  // _func.flag is the byte after funcID: at 41 (1.20+, after startLine) or 37.
+  const uint64_t at = format_ == PclntabFormat::kGo120 ? 41 : 37;
+  Expected<ByteView> field = table_.TrySub(f.func_off + at, 1, "pclntab _func.flag");
+  if (!field) return field.error();
+  return field->U8(0);
+}
+
 Expected<std::string_view> Pclntab::NameAt(int32_t name_off) const {
   if (name_off < 0) {
     return Error(ErrorKind::kMalformed, "pclntab: negative function name offset ", name_off);

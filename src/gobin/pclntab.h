@@ -85,6 +85,12 @@ class Pclntab {
   // nullopt when the frame at pc is not inlined.
   std::optional<uint64_t> InlineParentPc(const FuncRef& f, uint64_t pc) const;
   Expected<std::optional<uint64_t>> TryInlineParentPc(const FuncRef& f, uint64_t pc) const;
+  // The goroutine unwinder's two facts about a function (runtime.funcInfo):
+  // the SP delta at pc (pcvalue of _func.pcsp: the frame's size there, the
+  // return address excluded) and _func.flag (FuncFlagTopFrame 1,
+  // FuncFlagSPWrite 2, FuncFlagAsm 4).
+  Expected<int32_t> TrySpDelta(const FuncRef& f, uint64_t pc) const;
+  Expected<uint8_t> TryFuncFlag(const FuncRef& f) const;
   // Functab entry i (for enumerating functions in tests and recovery).
   FuncRef FuncAt(uint32_t index) const;
 

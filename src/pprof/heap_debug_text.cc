@@ -107,8 +107,14 @@ bool HasHiddenPrefix(std::string_view name, const RuntimeTraits& traits) {
   return false;
 }
 
-// printStackRecord: CallersFrames over the stack, hiding runtime frames at
-// the start (and runtime.goexit anywhere), all frames if that hides all.
+int64_t Add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
+}  // namespace
+
+std::string GoTabwriter(std::string_view text) { return Tabwriter(text).Run(); }
+
 void AppendStackRecord(std::string& out, std::span<const uint64_t> stack,
                        const RuntimeTraits& traits, Symbolizer& sym, uint64_t bias,
                        bool all_frames) {
@@ -138,14 +144,6 @@ void AppendStackRecord(std::string& out, std::span<const uint64_t> stack,
   out += lines;
   out += "\n";
 }
-
-int64_t Add(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-}
-
-}  // namespace
-
-std::string GoTabwriter(std::string_view text) { return Tabwriter(text).Run(); }
 
 std::string HeapDebugText(std::span<const MemProfileRecord> records, int64_t rate,
                           const RuntimeTraits& traits, Symbolizer& symbolizer,

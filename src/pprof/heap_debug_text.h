@@ -29,6 +29,15 @@ std::string HeapDebugText(std::span<const MemProfileRecord> records, int64_t rat
                           const RuntimeTraits& traits, Symbolizer& symbolizer,
                           uint64_t symbolizer_bias);
 
+// runtime/pprof's printStackRecord (shared by the heap's and the goroutine
+// profile's debug=1 text): a "#\t<pc>\t<func>+<off>\t<file>:<line>" line per
+// frame of CallersFrames over the stack, hiding runtime frames at the start
+// (and runtime.goexit anywhere), all frames if that hides all; then an empty
+// line. Before GoTabwriter lays the text out.
+void AppendStackRecord(std::string& out, std::span<const uint64_t> stack,
+                       const RuntimeTraits& traits, Symbolizer& sym, uint64_t bias,
+                       bool all_frames);
+
 // Go's text/tabwriter with NewWriter(w, minwidth 1, tabwidth 8, padding 1,
 // padchar '\t', flags 0), applied to a whole text: cells are tab-terminated,
 // and each column of a run of lines that have a cell there is padded with

@@ -374,6 +374,7 @@ uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> stack, bool& 
 }
 
 size_t HeapProfileBuilder::HiddenFrames(std::span<const uint64_t> stack) {
+  if (!hide_runtime_) return 0;
   for (size_t i = 0; i < stack.size(); ++i) {
     const std::optional<std::string_view> name = sym_.FuncNameForPc(stack[i] - bias_);
     bool hidden = false;

@@ -91,6 +91,10 @@ class HeapProfileBuilder {
   // keeps them so). The same holds for AddStack's.
   void AddRecord(const MemProfileRecord& record);
   void AddComment(std::string_view text);
+  // For a count profile (goroutine): runtime/pprof's printCountProfile builds
+  // locations as writeHeapProto does but without hideRuntime. Before any
+  // record is added.
+  void KeepLeadingRuntimeFrames() { hide_runtime_ = false; }
   // Completes the profile (mappings, string table) and returns it as a
   // message (decoded from its encoding, which is what the tests check); it
   // lives as long as the builder. Nothing may be added after.
@@ -242,6 +246,7 @@ class HeapProfileBuilder {
   bool continuing_ = false;   // made by the continuing constructor
   int64_t base_strings_ = 0;  // continuing: string_table entries before profile_'s
   bool tables_done_ = false;  // CompleteTables ran
+  bool hide_runtime_ = true;  // hideRuntime (heap profiles), see KeepLeadingRuntimeFrames
 };
 
 struct HeapProfileBuilder::Seed {

@@ -176,6 +176,10 @@ struct HandFunc {
   uint8_t func_id = 0;
   // Nested calls come after their callers: the innermost call at a PC wins.
   std::vector<HandInline> inlines = {};
+  // The SP delta over the whole function (_func.pcsp), none when negative;
+  // and _func.flag (1 TopFrame, 2 SPWrite): for the goroutine unwinder.
+  int32_t frame_size = -1;
+  uint8_t flag = 0;
 };
 
 // A Go 1.20+ pclntab (and its go:func.* bytes, holding the inline trees) of
@@ -230,7 +234,7 @@ inline HandTable BuildGo120Table(const std::vector<HandFunc>& funcs) {
   };
 
   struct Laid {
-    uint32_t entry, pcln, pcfile, inl, tree_off;
+    uint32_t entry, pcln, pcfile, inl, tree_off, pcsp;
     int32_t name;
   };
   std::vector<Laid> laid;
@@ -258,6 +262,7 @@ inline HandTable BuildGo120Table(const std::vector<HandFunc>& funcs) {
     // The unknown file is a file number whose cutab entry is 0xffffffff.
     l.pcfile = add_table(PcTable({{file_no(f.file.empty() ? kUnknownFile : f.file), f.size}}));
     l.inl = f.inlines.empty() ? 0 : add_table(PcTable(runs_of(inl)));
+    l.pcsp = f.frame_size < 0 ? 0 : add_table(PcTable({{f.frame_size, f.size}}));
     l.tree_off = 0xffffffff;
     if (!f.inlines.empty()) {
       l.tree_off = static_cast<uint32_t>(gofunc.size());
@@ -305,12 +310,14 @@ inline HandTable BuildGo120Table(const std::vector<HandFunc>& funcs) {
     ft.resize(at + kFuncHdr + 3 * 4 + 4 * 4, 0);
     PutU32(ft, at + 0, l.entry);
     PutU32(ft, at + 4, static_cast<uint32_t>(l.name));
+    PutU32(ft, at + 16, l.pcsp);
     PutU32(ft, at + 20, l.pcfile);
     PutU32(ft, at + 24, l.pcln);
     PutU32(ft, at + 28, 3);  // npcdata
     PutU32(ft, at + 32, 0);  // cuOffset
     PutU32(ft, at + 36, static_cast<uint32_t>(f.start_line));
     ft[at + 40] = f.func_id;
+    ft[at + 41] = f.flag;
     ft[at + 43] = 4;                       // nfuncdata
     PutU32(ft, at + kFuncHdr + 8, l.inl);  // PCDATA_InlTreeIndex
     for (int k = 0; k < 4; ++k) PutU32(ft, at + kFuncHdr + 12 + 4 * k, 0xffffffff);

@@ -1,0 +1,3 @@
+module goheap2pprof.test/goroutines
+
+go 1.18

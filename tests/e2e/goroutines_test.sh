@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# The goroutine oracle: testdata/goroutines, built with every Go toolchain of
+# tests/go_toolchains.txt, parks goroutines in known ways (channels, select,
+# mutex, WaitGroup, sleep, sync.Cond, network accept, an inlined frame, pprof
+# labels, 10,000 from one site), writes its own goroutine profile
+# (runtime/pprof at debug=0 and debug=1) and holds still; `goheap2pprof
+# goroutines` must then mean the same: every sample (stack, count, labels,
+# locations, functions, mappings) equal, and the debug=1 text byte for byte,
+# except the goroutine that wrote the profile, which the target's files show
+# inside runtime/pprof and ours shows parked where it went next (select{} in
+# main.main). Nothing else may differ, and nothing may have been dropped.
+#
+#   bash tests/e2e/goroutines_test.sh <path-to-goheap2pprof> <path-to-profdiff>
+#
+# A busy variant of the target (its goroutines come and go, up to 50,000 a
+# second) is captured five times on two toolchains: every capture must
+# complete, keep every stable goroutine with its count, and return no stack
+# the target does not make; the retries and drops are reported.
+#
+# GOROUTINES_VERSIONS="go1.26.8 ..." picks toolchains (GOROUTINES_BUSY_VERSIONS
+# those of the busy case); GOROUTINES_COUNT sets the goroutines of the one
+# site (10000). A toolchain that the go_programs
+# fixture could not use fails, or skips when it was allowed to be missing.
+# Exit status: 0 all cases passed, 1 some failed, 77 nothing could run.
+set -u
+source "$(dirname "$0")/lib.sh"
+
+e2e_init "$@"
+e2e_require_executables "$tool" "$profdiff"
+e2e_make_work goroutines
+trap e2e_stop_pids EXIT
+trap 'exit 1' INT TERM
+count=${GOROUTINES_COUNT:-10000}
+
+# check_diff <profdiff.out>: the only differences are the writer goroutine
+# (only in the target's file, inside runtime/pprof.writeGoroutine) and main
+# parked in select{} (only in ours), one goroutine each.
+check_diff() {
+  python3 - "$1" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+if re.search(r'^(header differs|main mapping differs)', text, re.M):
+    sys.exit("header or main mapping differs")
+blocks = re.split(r'^(?=only in (?:expected|actual):)', text, flags=re.M)[1:]
+expected = [b for b in blocks if b.startswith('only in expected')]
+actual = [b for b in blocks if b.startswith('only in actual')]
+ok = (len(expected) == 1 and 'values [1]' in expected[0] and
+      'runtime/pprof.writeGoroutine' in expected[0] and
+      len(actual) == 1 and 'values [1]' in actual[0] and
+      'runtime.block' in actual[0] and 'main.main' in actual[0])
+sys.exit(0 if ok else "differences other than the writer goroutine")
+PY
+}
+
+# check_text <theirs.txt> <ours.txt>: the debug=1 texts are byte for byte
+# the same, in the same order, but for the writer's record in theirs and
+# main's (parked in select{}, its first frame main.main) in ours.
+check_text() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+def records(path, drop):
+    lines = open(path).read().split('\n')
+    header, body = lines[0], '\n'.join(lines[1:])
+    recs = [r for r in body.split('\n\n') if r.strip()]
+    kept = [r for r in recs if not drop(r)]
+    if len(kept) != len(recs) - 1:
+        sys.exit(f"{path}: {len(recs) - len(kept)} records to leave out, not 1")
+    return header, kept
+def first_frame(r):
+    frames = [l for l in r.split('\n') if l.startswith('#\t')]
+    return frames[0] if frames else ''
+theirs = records(sys.argv[1], lambda r: 'runtime/pprof.writeGoroutine' in r)
+ours = records(sys.argv[2], lambda r: '\tmain.main+' in first_frame(r))
+if theirs != ours:
+    for a, b in zip([theirs[0]] + theirs[1], [ours[0]] + ours[1]):
+        if a != b:
+            print("theirs:\n" + a + "\nours:\n" + b)
+            break
+    sys.exit("the debug=1 texts differ")
+PY
+}
+
+# check_busy <profdiff.out>: the target's stable goroutines are all there
+# with their counts; what differs is the writer (only in theirs) and, only in
+# ours, main parked in select{} and the churning goroutines and spawners.
+check_busy() {
+  python3 - "$1" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+if re.search(r'^(header differs|main mapping differs)', text, re.M):
+    sys.exit("header or main mapping differs")
+blocks = re.split(r'^(?=only in (?:expected|actual):)', text, flags=re.M)[1:]
+expected = [b for b in blocks if b.startswith('only in expected')]
+actual = [b for b in blocks if b.startswith('only in actual')]
+if len(expected) != 1 or 'runtime/pprof.writeGoroutine' not in expected[0]:
+    sys.exit("a stable goroutine of the target is missing or counted differently")
+# A stack only in ours must be one the target makes: runtime (or time)
+# frames, then exactly the function of one of its goroutines, outermost.
+def runtime(f):
+    return f.startswith(('runtime.', 'time.'))
+for b in actual:
+    funcs = [l.split()[1] for l in b.splitlines()[1:] if l.startswith('    0x')]
+    shape = ['main.main', 'runtime.main'] if funcs[-2:] == ['main.main', 'runtime.main'] else funcs[-1:]
+    if shape not in (['main.churnOne'], ['main.spawn'], ['main.main', 'runtime.main']) or \
+            not all(runtime(f) for f in funcs[:-len(shape)]):
+        sys.exit("a stack only in ours that the target does not make:\n" + b)
+PY
+}
+
+# busy <version>: the target also creates and ends goroutines, up to 50,000 a
+# second; five captures must complete, drop nothing of the stable goroutines,
+# and return no stack the target does not make.
+busy() {
+  local version=$1 dir=$work/$1-busy gocmd i retried=0 dropped=0 r d bad=""
+  read -r -a gocmd <<<"$(go_cmd "$version")"
+  mkdir -p "$dir/out"
+  if ! (cd "$src/testdata/goroutines" && CGO_ENABLED=0 "${gocmd[@]}" build -o "$dir/goroutines" .) \
+    >"$dir/build.log" 2>&1; then
+    fail "$version busy: go build of testdata/goroutines" "$dir/build.log"
+    return
+  fi
+  e2e_start "$dir/target.out" "$dir/target.err" "$dir/goroutines" "$dir/out" "$count" churn
+  local pid=$target_pid
+  if ! e2e_wait_until 120 test -e "$dir/out/ready"; then
+    fail "$version busy: the target did not write its profiles" "$dir/target.err"
+    e2e_stop_pids
+    return
+  fi
+  for i in 1 2 3 4 5; do
+    if ! "$tool" goroutines "$pid" -o "$dir/ours$i.pb.gz" -v >/dev/null 2>"$dir/tool$i.err"; then
+      bad="capture $i failed"
+      fail "$version busy: capture $i failed" "$dir/tool$i.err"
+      break
+    fi
+    read -r r d <<<"$(sed -n 's/.*retried \([0-9]*\), dropped \([0-9]*\),.*/\1 \2/p' "$dir/tool$i.err")"
+    retried=$((retried + ${r:-0})) dropped=$((dropped + ${d:-0}))
+    "$profdiff" --ignore-comments "$dir/out/goroutine.pb.gz" "$dir/ours$i.pb.gz" >"$dir/profdiff$i.out" 2>&1
+    if ! check_busy "$dir/profdiff$i.out" >>"$dir/profdiff$i.out" 2>&1; then
+      bad="capture $i"
+      fail "$version busy: capture $i returned other stacks ($dir)" "$dir/profdiff$i.out"
+      break
+    fi
+  done
+  [[ -z $bad ]] && pass "$version busy: 5 captures, every stable goroutine there, no stack the target does not make; retried $retried, dropped $dropped in all"
+  e2e_stop_pids
+}
+
+run_version() {
+  local version=$1 dir=$work/$1 s why gocmd
+  read -r s why <<<"$(go_programs_status "$version")"
+  if [[ $s != ok ]]; then
+    [[ $s == skip ]] && skip "$version ($why)" || fail "$version ($why)"
+    return
+  fi
+  if ! why=$(toolchain_ok "$version"); then
+    fail "$version: $why"
+    return
+  fi
+  read -r -a gocmd <<<"$(go_cmd "$version")"
+  mkdir -p "$dir/out"
+  if ! (cd "$src/testdata/goroutines" && CGO_ENABLED=0 "${gocmd[@]}" build -o "$dir/goroutines" .) \
+    >"$dir/build.log" 2>&1; then
+    fail "$version: go build of testdata/goroutines" "$dir/build.log"
+    return
+  fi
+  e2e_start "$dir/target.out" "$dir/target.err" "$dir/goroutines" "$dir/out" "$count"
+  local pid=$target_pid
+  if ! e2e_wait_until 120 test -e "$dir/out/ready"; then
+    fail "$version: the target did not write its profiles" "$dir/target.err"
+    e2e_stop_pids
+    return
+  fi
+  if ! "$tool" goroutines "$pid" -o "$dir/ours.pb.gz" -v >"$dir/tool.out" 2>"$dir/tool.err"; then
+    fail "$version: goheap2pprof goroutines failed" "$dir/tool.err"
+  elif ! grep -q 'retried [0-9]*, dropped 0,' "$dir/tool.err"; then
+    fail "$version: goroutines were dropped from a target that holds still" "$dir/tool.err"
+  else
+    "$profdiff" --ignore-comments "$dir/out/goroutine.pb.gz" "$dir/ours.pb.gz" >"$dir/profdiff.out" 2>&1
+    if check_diff "$dir/profdiff.out" >"$dir/check.out" 2>&1; then
+      pass "$version debug=0: $(sed -n 's/^samples: //p' "$dir/profdiff.out"); only the writer differs"
+    else
+      cat "$dir/check.out" >>"$dir/profdiff.out"
+      fail "$version debug=0: the profiles differ ($dir)" "$dir/profdiff.out"
+    fi
+  fi
+  if ! "$tool" goroutines "$pid" --format debug1 -o "$dir/ours.txt" 2>"$dir/tool1.err"; then
+    fail "$version debug=1: goheap2pprof goroutines failed" "$dir/tool1.err"
+  elif check_text "$dir/out/goroutine.txt" "$dir/ours.txt" >"$dir/check1.out" 2>&1; then
+    pass "$version debug=1: $(head -n 1 "$dir/ours.txt"), byte for byte but the writer's record"
+  else
+    fail "$version debug=1: the texts differ ($dir)" "$dir/check1.out"
+  fi
+  e2e_stop_pids
+}
+
+for version in ${GOROUTINES_VERSIONS:-$(toolchain_versions)}; do
+  run_version "$version"
+done
+# The busy target on the oldest and the newest runtime layouts' toolchains.
+for version in ${GOROUTINES_BUSY_VERSIONS:-go1.18.10 go1.26.8}; do
+  [[ $(go_programs_status "$version") == ok ]] && busy "$version"
+done
+e2e_finish

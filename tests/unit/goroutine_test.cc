@@ -1,0 +1,285 @@
+// The goroutine reader (goroutine/) and runtime.g's per-version layout
+// (runtime/goroutine_layout.h) on test memory and a hand-built pclntab: the
+// unwinding into logical frames, the filters, labels, and what a goroutine
+// that moves while it is read costs (a retry, then a drop).
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "base/error.h"
+#include "goroutine/goroutine_reader.h"
+#include "goroutine/labels.h"
+#include "hand_pclntab.h"
+#include "proc/memory_reader.h"
+#include "runtime/goroutine_layout.h"
+#include "runtime/runtime_traits.h"
+
+namespace goheap2pprof {
+namespace {
+
+using testing_pclntab::BuildGo120Table;
+using testing_pclntab::HandFunc;
+using testing_pclntab::HandInline;
+using testing_pclntab::HandTable;
+
+constexpr uint64_t kText = 0x400000;
+constexpr uint64_t kGopark = kText, kWorker = kText + 0x100, kGoexit = kText + 0x200,
+                   kBgsweep = kText + 0x300, kAsyncPreempt = kText + 0x400;
+constexpr uint64_t kAllglen = 0x10000, kAllgptr = 0x10008, kArray = 0x20000;
+constexpr uint64_t kStackLo = 0x40000, kStackHi = 0x41000, kSp = 0x40f00;
+constexpr uint64_t kLabels = 0x50000;
+constexpr uint32_t kWaiting = 4, kRunning = 2, kDead = 6, kCopystack = 8;
+
+HandTable Table() {
+  return BuildGo120Table({
+      {.name = "runtime.gopark", .frame_size = 0x18},
+      {.name = "main.worker",
+       .inlines = {{.name = "main.helper", .begin = 0x40, .end = 0x50, .parent_pc = 0x30}},
+       .frame_size = 0x28},
+      {.name = "runtime.goexit", .frame_size = 0, .flag = 1},  // FuncFlagTopFrame
+      {.name = "runtime.bgsweep", .frame_size = 0x8},
+      {.name = "runtime.asyncPreempt", .frame_size = 0x10},
+  });
+}
+
+uint64_t G(int i) { return 0x30000 + static_cast<uint64_t>(i) * 0x200; }
+
+class GoroutineReaderTest : public ::testing::Test {
+ protected:
+  GoroutineReaderTest()
+      : table_(Table()),
+        tab_(table_.table, kText, table_.gofunc),
+        traits_(TraitsForVersion({1, 26, 8})) {
+    layout_ = GoroutineLayoutForVersion(traits_.version);
+    // A parked worker's stack: gopark's frame, then main.worker's (inside
+    // its inlined call of main.helper), then goexit.
+    std::vector<uint8_t> stack(kStackHi - kStackLo, 0);
+    Put(stack, kSp + 0x18 - kStackLo, kWorker + 0x45);
+    Put(stack, kSp + 0x48 - kStackLo, kGoexit + 1);
+    mem_.Map(kStackLo, stack);
+    // Labels (1.24+): {ptr, len} -> [{key, value}].
+    std::vector<uint8_t> labels(0x300, 0);
+    Put(labels, 0, kLabels + 0x100);
+    Put(labels, 8, 1);
+    Put(labels, 0x100, kLabels + 0x200);
+    Put(labels, 0x108, 3);
+    Put(labels, 0x110, kLabels + 0x210);
+    Put(labels, 0x118, 1);
+    std::memcpy(&labels[0x200], "job", 3);
+    labels[0x210] = '7';
+    mem_.Map(kLabels, labels);
+  }
+
+  static void Put(std::vector<uint8_t>& b, uint64_t off, uint64_t v) {
+    std::memcpy(&b[off], &v, 8);
+  }
+
+  void AddG(uint32_t status, uint64_t goid, uint64_t startpc, uint64_t labels = 0) {
+    std::vector<uint8_t> g(0x200, 0);
+    Put(g, layout_.stack_lo, kStackLo);
+    Put(g, layout_.stack_hi, kStackHi);
+    Put(g, layout_.sched_sp, kSp);
+    Put(g, layout_.sched_pc, kGopark + 0x20);
+    std::memcpy(&g[layout_.atomicstatus], &status, 4);
+    Put(g, layout_.goid, goid);
+    Put(g, layout_.startpc, startpc);
+    Put(g, layout_.labels, labels);
+    mem_.Map(G(static_cast<int>(gs_.size())), g);
+    gs_.push_back(G(static_cast<int>(gs_.size())));
+  }
+
+  GoroutineSnapshot Read(GoroutineLimits limits = {}) {
+    std::vector<uint8_t> vars(16, 0);
+    Put(vars, 0, gs_.size());
+    Put(vars, 8, kArray);
+    mem_.Map(kAllglen, vars);
+    std::vector<uint8_t> array(gs_.size() * 8);
+    std::memcpy(array.data(), gs_.data(), array.size());
+    mem_.Map(kArray, array);
+    GoroutineContext ctx;
+    ctx.allglen = kAllglen;
+    ctx.allgptr = kAllgptr;
+    ctx.pclntab = &tab_;
+    ctx.layout = layout_;
+    ctx.func_ids = traits_.func_ids;
+    ctx.profile_depth = 128;
+    ctx.async_preempt_traps = async_preempt_traps_;
+    return ReadGoroutines(mem_, ctx, limits);
+  }
+
+  HandTable table_;
+  Pclntab tab_;
+  RuntimeTraits traits_;
+  GoroutineLayout layout_;
+  TestMemory mem_;
+  std::vector<uint64_t> gs_;
+  bool async_preempt_traps_ = true;
+};
+
+TEST_F(GoroutineReaderTest, UnwindsParkedGoroutineIntoLogicalFrames) {
+  AddG(kWaiting, 17, kWorker, kLabels);
+  const GoroutineSnapshot s = Read();
+  ASSERT_EQ(s.goroutines.size(), 1u);
+  const Goroutine& g = s.goroutines[0];
+  EXPECT_EQ(g.goid, 17u);
+  // gopark's return address; main.helper (inlined) then main.worker at its
+  // call site (entry + parentPc + 1); goexit.
+  EXPECT_EQ(g.pcs,
+            (std::vector<uint64_t>{kGopark + 0x20, kWorker + 0x45, kWorker + 0x31, kGoexit + 1}));
+  EXPECT_EQ(g.labels, (Labels{{"job", "7"}}));
+  EXPECT_EQ(s.stats.retried, 0u);
+  EXPECT_EQ(s.stats.dropped, 0u);
+}
+
+TEST_F(GoroutineReaderTest, FrameInterruptedByAsyncPreemptionIsATrapFrame) {
+  // Preempted inside main.worker at +0x45 (in its inlined main.helper):
+  // asyncPreempt's frame holds the interrupted PC, not a return address.
+  AddG(kWaiting, 12, kWorker);
+  const uint64_t sp = kSp - 0x100;
+  mem_.PutU64(G(0) + layout_.sched_sp, sp);
+  mem_.PutU64(G(0) + layout_.sched_pc, kAsyncPreempt + 0x8);
+  mem_.PutU64(sp + 0x10, kWorker + 0x45);
+  mem_.PutU64(sp + 0x18 + 0x28, kGoexit + 1);
+  // Go 1.21+: symbolized at the PC itself, listed as PC+1.
+  GoroutineSnapshot s = Read();
+  ASSERT_EQ(s.goroutines.size(), 1u);
+  EXPECT_EQ(s.goroutines[0].pcs, (std::vector<uint64_t>{kAsyncPreempt + 0x8, kWorker + 0x46,
+                                                        kWorker + 0x31, kGoexit + 1}));
+  // Go 1.18-1.20: only sigpanic makes a trap; the PC is taken as a return address.
+  async_preempt_traps_ = false;
+  s = Read();
+  ASSERT_EQ(s.goroutines.size(), 1u);
+  EXPECT_EQ(s.goroutines[0].pcs, (std::vector<uint64_t>{kAsyncPreempt + 0x8, kWorker + 0x45,
+                                                        kWorker + 0x31, kGoexit + 1}));
+}
+
+TEST_F(GoroutineReaderTest, LeavesOutDeadSystemAndRunningGoroutines) {
+  AddG(kDead, 1, kWorker);
+  AddG(kWaiting, 2, kBgsweep);  // started in runtime.*: a system goroutine
+  AddG(kRunning, 3, kWorker);   // on a CPU: its saved registers are stale
+  AddG(kWaiting, 4, kWorker);
+  const GoroutineSnapshot s = Read();
+  ASSERT_EQ(s.goroutines.size(), 1u);
+  EXPECT_EQ(s.goroutines[0].goid, 4u);
+  EXPECT_EQ(s.stats.allglen, 4u);
+  EXPECT_EQ(s.stats.dead, 1u);
+  EXPECT_EQ(s.stats.system, 1u);
+  EXPECT_EQ(s.stats.running, 1u);
+}
+
+TEST_F(GoroutineReaderTest, RereadsGoroutineThatMovedWhileUnwound) {
+  AddG(kWaiting, 5, kWorker);
+  int reads = 0;
+  mem_.SetReadHook([&](uint64_t addr, uint64_t) {
+    // The second read of the g (after unwinding) finds its saved BP changed.
+    if (addr == G(0) && ++reads == 2) mem_.PutU64(G(0) + layout_.sched_bp, 0x40f80);
+  });
+  const GoroutineSnapshot s = Read();
+  ASSERT_EQ(s.goroutines.size(), 1u);
+  EXPECT_EQ(s.stats.retried, 1u);
+  EXPECT_EQ(s.stats.dropped, 0u);
+}
+
+TEST_F(GoroutineReaderTest, DropsGoroutineThatKeepsMoving) {
+  AddG(kWaiting, 6, kWorker);
+  AddG(kWaiting, 7, kWorker);
+  uint64_t goid = 6;
+  mem_.SetReadHook([&](uint64_t addr, uint64_t) {
+    if (addr == G(0)) mem_.PutU64(G(0) + layout_.goid, ++goid);  // a new goroutine each time
+  });
+  const GoroutineSnapshot s = Read();
+  ASSERT_EQ(s.goroutines.size(), 1u);
+  EXPECT_EQ(s.goroutines[0].goid, 7u);
+  EXPECT_EQ(s.stats.retried, 1u);
+  EXPECT_EQ(s.stats.dropped, 1u);
+}
+
+TEST_F(GoroutineReaderTest, RetriesStackBeingCopied) {
+  AddG(kCopystack, 8, kWorker);
+  const GoroutineSnapshot s = Read({.max_attempts = 2});
+  EXPECT_TRUE(s.goroutines.empty());
+  EXPECT_EQ(s.stats.dropped, 1u);
+}
+
+TEST_F(GoroutineReaderTest, CountsStackCutByCopyBound) {
+  AddG(kWaiting, 9, kWorker);
+  // 0x40 bytes reach gopark's return address but not main.worker's.
+  const GoroutineSnapshot s = Read({.max_stack_bytes = 0x40});
+  ASSERT_EQ(s.goroutines.size(), 1u);
+  EXPECT_EQ(s.goroutines[0].pcs,
+            (std::vector<uint64_t>{kGopark + 0x20, kWorker + 0x45, kWorker + 0x31}));
+  EXPECT_EQ(s.stats.truncated, 1u);
+}
+
+TEST_F(GoroutineReaderTest, RefusesAllglenOverTheLimit) {
+  AddG(kWaiting, 10, kWorker);
+  AddG(kWaiting, 11, kWorker);
+  try {
+    Read({.max_goroutines = 1});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("over the limit of 1 goroutines"), std::string::npos);
+  }
+}
+
+TEST(GoroutineLabelsTest, ReadsMapOfGo123) {
+  // *labelMap -> hmap{count 2, B 0, buckets} -> one bucket with two slots.
+  TestMemory mem;
+  std::vector<uint8_t> b(0x1000, 0);
+  auto put = [&b](uint64_t off, uint64_t v) { std::memcpy(&b[off], &v, 8); };
+  const uint64_t base = 0x60000;
+  put(0, base + 0x100);  // the labelMap variable: the hmap pointer
+  put(0x100, 2);         // hmap.count
+  put(0x110, base + 0x200);
+  b[0x200] = 5;  // tophash of slot 0 and 1: live
+  b[0x201] = 9;
+  put(0x208, base + 0x400);  // keys[0]
+  put(0x210, 1);
+  put(0x218, base + 0x401);  // keys[1]
+  put(0x220, 1);
+  put(0x288, base + 0x402);  // values[0]
+  put(0x290, 1);
+  put(0x298, base + 0x403);  // values[1]
+  put(0x2a0, 1);
+  std::memcpy(&b[0x400], "abxy", 4);
+  mem.Map(base, b);
+  EXPECT_EQ(ReadLabels(mem, base, LabelsEncoding::kMap), (Labels{{"a", "x"}, {"b", "y"}}));
+  // A count that the buckets do not hold: a map being freed, not labels.
+  mem.PutU64(base + 0x100, 3);
+  EXPECT_EQ(ReadLabels(mem, base, LabelsEncoding::kMap), std::nullopt);
+}
+
+// go-goroutine-facts.md §3, one version of each family.
+TEST(GoroutineLayoutTest, TableHasTheFamiliesOfTheFacts) {
+  struct Row {
+    int minor;
+    uint64_t status, goid, gopc, startpc, labels, bp;
+  };
+  for (const Row& r : {Row{18, 144, 152, 296, 312, 360, 104}, Row{22, 144, 152, 280, 296, 344, 104},
+                       Row{23, 152, 160, 288, 304, 352, 104}, Row{25, 144, 152, 280, 296, 344, 96},
+                       Row{27, 144, 152, 288, 304, 352, 96}}) {
+    const GoroutineLayout l = GoroutineLayoutForVersion({1, r.minor, 0});
+    EXPECT_EQ(l.atomicstatus, r.status) << r.minor;
+    EXPECT_EQ(l.goid, r.goid) << r.minor;
+    EXPECT_EQ(l.gopc, r.gopc) << r.minor;
+    EXPECT_EQ(l.startpc, r.startpc) << r.minor;
+    EXPECT_EQ(l.labels, r.labels) << r.minor;
+    EXPECT_EQ(l.sched_bp, r.bp) << r.minor;
+  }
+  EXPECT_EQ(GoroutineLayoutForVersion({1, 20, 0}).parent_goid, std::nullopt);
+  EXPECT_EQ(GoroutineLayoutForVersion({1, 26, 0}).parent_goid, 280u);
+  EXPECT_EQ(GoroutineLayoutForVersion({1, 23, 0}).labels_encoding, LabelsEncoding::kMap);
+  EXPECT_EQ(GoroutineLayoutForVersion({1, 24, 0}).labels_encoding, LabelsEncoding::kSlice);
+}
+
+TEST(GoroutineLayoutTest, NewerGoWithoutDwarfIsRefused) {
+  RuntimeTraits traits = TraitsForVersion({1, 99, 0});
+  EXPECT_THROW(CheckGoroutineLayout("app", nullptr, traits), Error);
+  const GoroutineLayoutVerdict v =
+      CheckGoroutineLayout("app", nullptr, TraitsForVersion({1, 26, 8}));
+  EXPECT_EQ(v.proof, LayoutProof::kTable);
+}
+
+}  // namespace
+}  // namespace goheap2pprof
