@@ -85,6 +85,20 @@ std::optional<uint64_t> OwnPeakRssKb() {
   return *m->vm_hwm / 1024;
 }
 
+// Boundary: one step beside a capture or at a process's end (the memory
+// statistics read before the capture, the push of its profile, the growth
+// report) whose failure, ours or a library's, is recorded in its line while
+// the capture and watching go on. The failure's message, or nullopt.
+template <typename F>
+std::optional<std::string> FailureOf(F&& step) {
+  try {
+    step();
+    return std::nullopt;
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
 template <typename T>
 json OrNull(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
@@ -235,15 +249,14 @@ class Watcher {
 };
 
 void Watcher::ReadIdentity(Target& t) const {
-  const std::string proc = "/proc/" + std::to_string(t.pid);
-  const std::optional<std::string> cgroup = fs_.ReadSmallFile(fs_.Path(proc + "/cgroup"));
+  // Under the test seam's root, as every file watch reads.
+  const std::optional<std::string> cgroup = ReadSmallFile(fs_.Path(ProcPath(t.pid, "cgroup")));
   const PodIdentity id = identities_.Read(ParseCgroupIdentity(cgroup.value_or("")));
   for (const auto& [name, value] : IdentityLabels(id)) t.labels[name] = ValidUtf8(value);
   std::string service = DefaultServiceName(id);
   if (service.empty()) {
-    char exe[4096];
-    const ssize_t n = readlink(fs_.Path(proc + "/exe").c_str(), exe, sizeof(exe) - 1);
-    service = n > 0 ? PathBaseName(std::string(exe, static_cast<size_t>(n))) : t.comm;
+    const std::optional<std::string> exe = ReadExeLink(t.pid, nullptr, fs_.Path(""));
+    service = exe ? PathBaseName(*exe) : t.comm;
   }
   t.labels["service_name"] = ValidUtf8(service);
   t.identity_failure = id.failure;
@@ -446,13 +459,15 @@ json Watcher::GoMemory(const Target& t) {
     return {{"error", "process " + std::to_string(t.pid) + " was replaced under its pid"}};
   }
   if (std::optional<std::string> why = Refused(t, r.reply)) return {{"error", *why}};
-  try {
-    // The worker's bytes are decoded as untrusted (bounded, checked).
-    return GoMemoryRecord(DecodeRuntimeStats(r.reply.body), RssAnonBytes(t.pid));
-  } catch (const std::exception& e) {
-    // Boundary of one read: the trigger line says why and watching goes on.
-    return {{"error", e.what()}};
+  // The worker's bytes are decoded as untrusted (bounded, checked); a
+  // failure is this read's: the trigger line says why.
+  json record;
+  if (std::optional<std::string> why = FailureOf([&] {
+        record = GoMemoryRecord(DecodeRuntimeStats(r.reply.body), RssAnonBytes(t.pid));
+      })) {
+    return {{"error", *why}};
   }
+  return record;
 }
 
 void Watcher::WriteProfile(Target& t, const std::string& name, const std::string& profile,
@@ -490,10 +505,9 @@ std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, 
     if (options_.on_profile && reason != "baseline") {
       // The agent pushes it at once; a push that cannot even be queued
       // costs the push, not the file.
-      try {
-        options_.on_profile(t.pid, t.start_time, reason, profile);
-      } catch (const std::exception& e) {  // push's failure, whatever it is, is push's
-        record["push_error"] = e.what();
+      if (std::optional<std::string> why =
+              FailureOf([&] { options_.on_profile(t.pid, t.start_time, reason, profile); })) {
+        record["push_error"] = *why;  // push's failure, whatever it is, is push's
       }
     }
     if (dir_) {
@@ -504,7 +518,7 @@ std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, 
     record["bytes"] = profile.size();
     ++t.captures;
   } catch (const std::exception& e) {
-    // Boundary of one capture (a request of the long-running watcher): its
+    // Boundary: one capture (a request of the long-running watcher): its
     // failure, ours or a library's, is recorded and reported, and watching
     // (and in the agent, every other role) goes on.
     failed = KindOf(e);
@@ -628,7 +642,11 @@ void Watcher::Report(const Target& t) {
   if (!options_.report || !dir_) return;
   json record = Base(t);
   record["event"] = "growth-report";
-  try {
+  std::vector<std::string> names;
+  // Whatever fails the report (a profile it cannot read, a full disk, a
+  // library's exception), watching (or ending) goes on and, in the agent, so
+  // do serve and push.
+  std::optional<std::string> why = FailureOf([&] {
     // The pod, container and service_name, as on every watch.jsonl record.
     std::vector<std::pair<std::string, std::string>> labels;
     for (const auto& [name, value] : t.labels.items()) {
@@ -639,16 +657,15 @@ void Watcher::Report(const Target& t) {
                                  .process_start = ProcessStartUtc(t.start_time),
                                  .go_version = t.go_version,
                                  .labels = std::move(labels)};
-    const std::vector<std::string> names = WriteWatchGrowthReport(*dir_, t.files, t.readings, who);
+    names = WriteWatchGrowthReport(*dir_, t.files, t.readings, who);
+  });
+  if (why) {
+    record["files"] = nullptr;
+    record["error"] = *why;
+    Say("pid " + std::to_string(t.pid) + ": no growth report: " + *why);
+  } else {
     record["files"] = names;
     Say("pid " + std::to_string(t.pid) + ": growth report in " + names.front());
-  } catch (const std::exception& e) {
-    // Boundary of one report: whatever fails it (a profile it cannot read, a
-    // full disk, a library's exception), watching (or ending) goes on and,
-    // in the agent, so do serve and push.
-    record["files"] = nullptr;
-    record["error"] = e.what();
-    Say("pid " + std::to_string(t.pid) + ": no growth report: " + e.what());
   }
   Record(record);
 }
@@ -665,7 +682,7 @@ void Watcher::Discover() {
       if (stat.start_time != p.start_time) continue;
       Add(p.pid, stat, /*named=*/false);
     } catch (const std::exception& e) {
-      // Boundary of one discovered process (watch keeps running): gone
+      // Boundary: one discovered process (watch keeps running): gone
       // already, or not ours to read; the next scan decides again.
       if (KindOf(e) != ErrorKind::kNoSuchProcess) ignored_.insert({p.pid, p.start_time});
     }
