@@ -515,6 +515,12 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Evi
       Track(/*in_request=*/true);
     }
     if (!shared_.handler->Blocks(request_)) return Finish(Call(*shared_.handler, request_), false);
+    RunOnPool();
+  }
+
+  // A handler that blocks runs on the pool, its reply written on the I/O
+  // thread; a full queue answers 503 at once.
+  void RunOnPool() {
     // While the handler runs nothing is read, and the write sets its own
     // deadline.
     Lowest().expires_never();

@@ -183,6 +183,12 @@ class Watcher {
   // Starts watching; false (with a record) if the process cannot be watched
   // and we are discovering (--all); throws for a pid named on the command line.
   bool Add(pid_t pid, const ProcStat& stat, bool named);
+  // Add's parts, each adding to the start record and its notes: t's memory
+  // cgroup, its memory.events watch (--on-event), its PSI trigger (--psi;
+  // throws for a named pid that cannot have one).
+  void DescribeCgroup(Target& t, nlohmann::json& start, std::vector<std::string>& notes);
+  void WatchEvents(Target& t, nlohmann::json& start, std::vector<std::string>& notes);
+  void WatchPsi(Target& t, bool named, nlohmann::json& start, std::vector<std::string>& notes);
   void Remove(pid_t pid);
   // Reads the counters of t, runs its trigger machine and acts on it.
   void Sample(Target& t);
@@ -212,6 +218,14 @@ class Watcher {
   WatchReading ReadingBeside(Target& t, const json& go_memory) const;
   void Discover();
   void DrainInotify();
+  // Run's parts: the stop descriptor, inotify, the output directory, the
+  // worker and the first targets; one wait for the next event or sample,
+  // with the end reason when watching is to stop; the ends and PSI events
+  // it saw; the samples now due.
+  void Start();
+  std::optional<std::string> WaitOnce(WatchMillis next_poll);
+  void Handle(const std::vector<pollfd>& fds, const std::vector<pid_t>& order);
+  void SampleDue(WatchMillis& next_poll);
   // One capture at a time, each waiting its turn (a shared pool may be busy
   // with serve's and push's captures).
   // The pool's routing key of a target (agent/worker/routing.h): its
@@ -228,6 +242,8 @@ class Watcher {
 
   const WatchOptions& options_;
   std::ostream& log_;
+  UniqueFd sigfd_;    // our signals, when not in the agent
+  int stop_fd_ = -1;  // sigfd_, or the agent's stop eventfd
   CgroupFs fs_;
   FileRotation rotation_;
   std::unique_ptr<OutputDir> dir_;
@@ -277,64 +293,14 @@ bool Watcher::Add(pid_t pid, const ProcStat& stat, bool named) {
   t->end = std::make_unique<ProcessEndObserver>(pid, stat.start_time);
   t->cgroup = fs_.FindMemoryCgroup(pid);
   ReadIdentity(*t);
-  const TriggerConfig& tc = options_.triggers;
 
   json start = Base(*t);
   start["event"] = "start";
   if (!t->identity_failure.empty()) start["identity_failure"] = t->identity_failure;
   std::vector<std::string> notes;
-  if (t->cgroup) {
-    const MemoryCgroup& cg = *t->cgroup;
-    start["cgroup"] = {{"version", CgroupVersionName(cg.version)},
-                       {"path", cg.hierarchy_path},
-                       {"dir", cg.dir},
-                       {"limit_dir", cg.limit_dir ? json(*cg.limit_dir) : json(nullptr)}};
-    MemoryReading r = fs_.Read(cg);
-    start["limit"] = OrNull(r.limit);
-    start["usage"] = OrNull(r.usage);
-    t->oom_kills = t->oom_kills_at_start = r.oom_kills;
-    if (!cg.limit_dir && !tc.above_pct.empty()) {
-      notes.push_back(
-          "its memory cgroup and the ancestors we can see have no finite limit: "
-          "--above cannot fire (use --rss-above)");
-    }
-  } else {
-    start["cgroup"] = nullptr;
-    if (!tc.above_pct.empty()) {
-      notes.push_back("no memory cgroup found for it: --above cannot fire (use --rss-above)");
-    }
-  }
-  if (tc.on_max || tc.on_oom) {
-    std::optional<std::string> events = t->cgroup ? fs_.EventsFile(*t->cgroup) : std::nullopt;
-    if (!events) {
-      notes.push_back("--on-event needs cgroup v2 memory.events; its memory cgroup is " +
-                      std::string(t->cgroup ? "v1" : "not found") +
-                      ": event triggers are off for it");
-    } else {
-      int wd = inotify_add_watch(inotify_.get(), fs_.Path(*events).c_str(), IN_MODIFY);
-      if (wd < 0) {
-        notes.push_back("cannot watch " + *events + " (" + std::strerror(errno) +
-                        "): event triggers are off for it");
-      } else {
-        t->events_wd = wd;
-        ++wd_refs_[wd];
-        start["events_file"] = *events;
-      }
-    }
-  }
-  if (options_.psi) {
-    std::optional<std::string> file = PsiFileFor(pid);
-    Expected<UniqueFd> psi = TryRegisterPsiTrigger(fs_.Path(*file), *options_.psi);
-    if (psi) {
-      t->psi_fd = std::move(psi).value();
-      t->psi_file = *file;
-      start["psi_file"] = *file;
-    } else if (named) {
-      throw psi.error();
-    } else {
-      notes.push_back(std::string("no PSI trigger: ") + psi.error().what());
-    }
-  }
+  DescribeCgroup(*t, start, notes);
+  WatchEvents(*t, start, notes);
+  if (options_.psi) WatchPsi(*t, named, start, notes);
   for (const std::string& n : notes) Say("pid " + std::to_string(pid) + ": " + n);
   start["notes"] = notes;
   Record(start);
@@ -372,6 +338,64 @@ bool Watcher::Add(pid_t pid, const ProcStat& stat, bool named) {
   first.oom_events = r.oom_events;
   if (options_.baseline) target.machine->Prime(first);
   return true;
+}
+
+void Watcher::DescribeCgroup(Target& t, json& start, std::vector<std::string>& notes) {
+  const TriggerConfig& tc = options_.triggers;
+  if (!t.cgroup) {
+    start["cgroup"] = nullptr;
+    if (!tc.above_pct.empty()) {
+      notes.push_back("no memory cgroup found for it: --above cannot fire (use --rss-above)");
+    }
+    return;
+  }
+  const MemoryCgroup& cg = *t.cgroup;
+  start["cgroup"] = {{"version", CgroupVersionName(cg.version)},
+                     {"path", cg.hierarchy_path},
+                     {"dir", cg.dir},
+                     {"limit_dir", cg.limit_dir ? json(*cg.limit_dir) : json(nullptr)}};
+  MemoryReading r = fs_.Read(cg);
+  start["limit"] = OrNull(r.limit);
+  start["usage"] = OrNull(r.usage);
+  t.oom_kills = t.oom_kills_at_start = r.oom_kills;
+  if (!cg.limit_dir && !tc.above_pct.empty()) {
+    notes.push_back(
+        "its memory cgroup and the ancestors we can see have no finite limit: "
+        "--above cannot fire (use --rss-above)");
+  }
+}
+
+void Watcher::WatchEvents(Target& t, json& start, std::vector<std::string>& notes) {
+  if (!options_.triggers.on_max && !options_.triggers.on_oom) return;
+  std::optional<std::string> events = t.cgroup ? fs_.EventsFile(*t.cgroup) : std::nullopt;
+  if (!events) {
+    notes.push_back("--on-event needs cgroup v2 memory.events; its memory cgroup is " +
+                    std::string(t.cgroup ? "v1" : "not found") + ": event triggers are off for it");
+    return;
+  }
+  int wd = inotify_add_watch(inotify_.get(), fs_.Path(*events).c_str(), IN_MODIFY);
+  if (wd < 0) {
+    notes.push_back("cannot watch " + *events + " (" + std::strerror(errno) +
+                    "): event triggers are off for it");
+    return;
+  }
+  t.events_wd = wd;
+  ++wd_refs_[wd];
+  start["events_file"] = *events;
+}
+
+void Watcher::WatchPsi(Target& t, bool named, json& start, std::vector<std::string>& notes) {
+  std::optional<std::string> file = PsiFileFor(t.pid);
+  Expected<UniqueFd> psi = TryRegisterPsiTrigger(fs_.Path(*file), *options_.psi);
+  if (psi) {
+    t.psi_fd = std::move(psi).value();
+    t.psi_file = *file;
+    start["psi_file"] = *file;
+  } else if (named) {
+    throw psi.error();
+  } else {
+    notes.push_back(std::string("no PSI trigger: ") + psi.error().what());
+  }
 }
 
 void Watcher::Remove(pid_t pid) {
@@ -704,19 +728,18 @@ void Watcher::DrainInotify() {
   }
 }
 
-int Watcher::Run() {
+void Watcher::Start() {
   // Signals arrive as a readable descriptor, so a SIGTERM during a capture
   // waits until that capture's file is complete. In the agent, its stop
   // descriptor does the same (the agent takes the signals).
-  UniqueFd sigfd;
-  int stop_fd = options_.stop_fd;
+  stop_fd_ = options_.stop_fd;
   // A worker that dies while we write its request must not end the watch
   // (BlockStopSignals ignores SIGPIPE; the agent does the same).
-  if (stop_fd < 0) {
+  if (stop_fd_ < 0) {
     const sigset_t signals = BlockStopSignals();
-    sigfd.Reset(signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK));
-    if (!sigfd.valid()) throw Error(ErrorKind::kInternal, "signalfd: ", std::strerror(errno));
-    stop_fd = sigfd.get();
+    sigfd_.Reset(signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!sigfd_.valid()) throw Error(ErrorKind::kInternal, "signalfd: ", std::strerror(errno));
+    stop_fd_ = sigfd_.get();
   }
   inotify_.Reset(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
   if (!inotify_.valid()) throw Error(ErrorKind::kInternal, "inotify_init1: ", std::strerror(errno));
@@ -736,73 +759,88 @@ int Watcher::Run() {
   for (pid_t pid : options_.pids) named.emplace_back(pid, IdentifyProcess(pid));
   for (const auto& [pid, stat] : named) Add(pid, stat, /*named=*/true);
   if (options_.all) Discover();
+}
 
+std::optional<std::string> Watcher::WaitOnce(WatchMillis next_poll) {
+  WatchMillis wake = next_poll;
+  for (const auto& [pid, t] : targets_) {
+    if (std::optional<WatchMillis> e = t->machine->next_every()) wake = std::min(wake, *e);
+  }
+  std::vector<pollfd> fds;
+  fds.push_back({stop_fd_, POLLIN, 0});
+  fds.push_back({inotify_.get(), POLLIN, 0});
+  std::vector<pid_t> order;  // the target of each fds[i + 2]
+  for (const auto& [pid, t] : targets_) {
+    fds.push_back({t->end->fd(), POLLIN, 0});
+    order.push_back(pid);
+    if (t->psi_fd.valid()) {
+      fds.push_back({t->psi_fd.get(), POLLPRI, 0});
+      order.push_back(pid);
+    }
+  }
+  const long long timeout = std::max<long long>(0, (wake - Now()).count());
+  int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(timeout, 60000)));
+  if (n < 0 && errno != EINTR) throw Error(ErrorKind::kInternal, "poll: ", std::strerror(errno));
+
+  if (fds[0].revents & POLLIN) {
+    if (!sigfd_.valid()) return "the agent stopped";
+    signalfd_siginfo info{};
+    (void)::read(sigfd_.get(), &info, sizeof(info));
+    return info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
+  }
+  if (fds[1].revents & POLLIN) DrainInotify();
+  Handle(fds, order);
+  return std::nullopt;
+}
+
+void Watcher::Handle(const std::vector<pollfd>& fds, const std::vector<pid_t>& order) {
+  // Ends first: a process that exited is not sampled again.
+  std::vector<pid_t> gone;
+  for (size_t i = 2; i < fds.size(); ++i) {
+    Target& t = *targets_.at(order[i - 2]);
+    if (fds[i].fd == t.end->fd()) {
+      if (fds[i].revents & POLLIN) gone.push_back(t.pid);
+    } else if (fds[i].revents & POLLERR) {
+      Say("pid " + std::to_string(t.pid) + ": the PSI source " + t.psi_file +
+          " went away; PSI trigger off");
+      t.psi_fd.Reset();
+    } else if (fds[i].revents & POLLPRI) {
+      t.psi_fired = t.sample_now = true;
+    }
+  }
+  for (pid_t pid : gone) {
+    Ended(*targets_.at(pid));
+    Remove(pid);
+  }
+}
+
+void Watcher::SampleDue(WatchMillis& next_poll) {
+  const WatchMillis now = Now();
+  const bool poll_due = now >= next_poll;
+  if (poll_due) {
+    next_poll += options_.poll;
+    if (next_poll <= now) next_poll = now + options_.poll;
+    if (options_.all) Discover();
+  }
+  for (auto& [pid, t] : targets_) {
+    std::optional<WatchMillis> e = t->machine->next_every();
+    if (poll_due || t->sample_now || (e && now >= *e)) {
+      // A process that exited since the poll above is handled next round.
+      if (!t->end->Exited()) Sample(*t);
+    }
+  }
+}
+
+int Watcher::Run() {
+  Start();
   WatchMillis next_poll = Now() + options_.poll;
   std::string end_reason = "all watched processes are gone";
   while (options_.all || !targets_.empty()) {
-    WatchMillis wake = next_poll;
-    for (const auto& [pid, t] : targets_) {
-      if (std::optional<WatchMillis> e = t->machine->next_every()) wake = std::min(wake, *e);
-    }
-    std::vector<pollfd> fds;
-    fds.push_back({stop_fd, POLLIN, 0});
-    fds.push_back({inotify_.get(), POLLIN, 0});
-    std::vector<pid_t> order;
-    for (const auto& [pid, t] : targets_) {
-      fds.push_back({t->end->fd(), POLLIN, 0});
-      order.push_back(pid);
-      if (t->psi_fd.valid()) {
-        fds.push_back({t->psi_fd.get(), POLLPRI, 0});
-        order.push_back(pid);
-      }
-    }
-    const long long timeout = std::max<long long>(0, (wake - Now()).count());
-    int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(timeout, 60000)));
-    if (n < 0 && errno != EINTR) throw Error(ErrorKind::kInternal, "poll: ", std::strerror(errno));
-
-    if (fds[0].revents & POLLIN) {
-      if (!sigfd.valid()) {
-        end_reason = "the agent stopped";
-        break;
-      }
-      signalfd_siginfo info{};
-      (void)::read(sigfd.get(), &info, sizeof(info));
-      end_reason = info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
+    if (std::optional<std::string> stopped = WaitOnce(next_poll)) {
+      end_reason = *stopped;
       break;
     }
-    if (fds[1].revents & POLLIN) DrainInotify();
-    // Ends first: a process that exited is not sampled again.
-    std::vector<pid_t> gone;
-    for (size_t i = 2; i < fds.size(); ++i) {
-      Target& t = *targets_.at(order[i - 2]);
-      if (fds[i].fd == t.end->fd()) {
-        if (fds[i].revents & POLLIN) gone.push_back(t.pid);
-      } else if (fds[i].revents & POLLERR) {
-        Say("pid " + std::to_string(t.pid) + ": the PSI source " + t.psi_file +
-            " went away; PSI trigger off");
-        t.psi_fd.Reset();
-      } else if (fds[i].revents & POLLPRI) {
-        t.psi_fired = t.sample_now = true;
-      }
-    }
-    for (pid_t pid : gone) {
-      Ended(*targets_.at(pid));
-      Remove(pid);
-    }
-    const WatchMillis now = Now();
-    const bool poll_due = now >= next_poll;
-    if (poll_due) {
-      next_poll += options_.poll;
-      if (next_poll <= now) next_poll = now + options_.poll;
-      if (options_.all) Discover();
-    }
-    for (auto& [pid, t] : targets_) {
-      std::optional<WatchMillis> e = t->machine->next_every();
-      if (poll_due || t->sample_now || (e && now >= *e)) {
-        // A process that exited since the poll above is handled next round.
-        if (!t->end->Exited()) Sample(*t);
-      }
-    }
+    SampleDue(next_poll);
   }
   for (const auto& [pid, t] : targets_) Report(*t);
   json end{
