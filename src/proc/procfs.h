@@ -1,4 +1,6 @@
-// Parsing of /proc/<pid>/{stat,maps} and checks on the process itself. The
+// Parsing of /proc/<pid>/{stat,maps,status} and checks on the process itself,
+// and the process facts the agent's scans ask for (owner, executable,
+// environ), with the one bounded small-file reader for /proc and cgroupfs. The
 // parsers take text so they can be unit tested and fuzzed; the Read*
 // functions fetch the text for a live pid.
 #pragma once
