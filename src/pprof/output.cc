@@ -421,7 +421,9 @@ GunzipStream::GunzipStream(std::string_view gzipped) : state_(std::make_unique<S
 
 GunzipStream::~GunzipStream() = default;
 
-size_t GunzipStream::Read(std::span<char> out) {
+size_t GunzipStream::Read(std::span<char> out) { return TryRead(out).value(); }
+
+Expected<size_t> GunzipStream::TryRead(std::span<char> out) {
   z_stream* zs = state_->zs.get();
   size_t got = 0;
   while (got < out.size() && !state_->ended) {
@@ -434,14 +436,14 @@ size_t GunzipStream::Read(std::span<char> out) {
       // Another member may follow, as Gunzip reads them.
       state_->ended = zs->avail_in == 0;
       if (!state_->ended && inflateReset(zs) != Z_OK) {
-        throw Error(ErrorKind::kInternal, "zlib inflateReset failed");
+        return Error(ErrorKind::kInternal, "zlib inflateReset failed");
       }
       continue;
     }
     if (rc != Z_OK)
-      throw Error(ErrorKind::kMalformed, "gzip data is corrupt (zlib error ", rc, ")");
+      return Error(ErrorKind::kMalformed, "gzip data is corrupt (zlib error ", rc, ")");
     if (zs->avail_in == 0 && zs->avail_out != 0) {
-      throw Error(ErrorKind::kMalformed, "gzip data is truncated");
+      return Error(ErrorKind::kMalformed, "gzip data is truncated");
     }
   }
   return got;

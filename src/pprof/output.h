@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/expected.h"
 #include "pprof/finished_profile.h"
 #include "proto/profile.pb.h"
 
@@ -42,6 +43,9 @@ class GunzipStream {
   // (concatenated members are read as one). Throws Error(kMalformed) on a
   // corrupt or truncated stream.
   size_t Read(std::span<char> out);
+  // The same, with the Error returned: for a relay, to which a worker's bad
+  // stream is an expected outcome.
+  Expected<size_t> TryRead(std::span<char> out);
 
  private:
   struct State;

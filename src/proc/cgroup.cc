@@ -230,34 +230,8 @@ std::optional<uint64_t> MemoryReading::WorkingSet() const {
   return *usage > inactive ? *usage - inactive : 0;
 }
 
-UniqueFd OpenRegularFile(const std::string& path, bool read_write) {
-  UniqueFd fd(::open(path.c_str(), (read_write ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW |
-                                       O_NONBLOCK | O_NOCTTY));
-  if (!fd.valid()) return fd;
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return UniqueFd();
-  if (!S_ISREG(st.st_mode)) {
-    errno = EINVAL;
-    return UniqueFd();
-  }
-  return fd;
-}
-
 std::optional<std::string> CgroupFs::ReadSmallFile(const std::string& path) const {
-  UniqueFd fd = OpenRegularFile(Path(path));
-  if (!fd.valid()) return std::nullopt;
-  std::string out;
-  char buf[8192];
-  while (out.size() < kMaxFileBytes) {
-    ssize_t n = ::read(fd.get(), buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
+  return goheap2pprof::ReadSmallFile(Path(path), kMaxFileBytes);
 }
 
 std::optional<CgroupFs::Resolved> CgroupFs::Resolve(pid_t pid, CgroupVersion version,

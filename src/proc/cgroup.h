@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/unique_fd.h"
+#include "proc/procfs.h"
 
 namespace goheap2pprof {
 
@@ -156,12 +157,7 @@ class CgroupFs {
   mutable std::map<std::string, std::optional<std::vector<std::string>>> own_roots_;
 };
 
-// Opens path for reading (read_write: and writing, for a PSI trigger) the way
-// every cgroup file is opened: O_NOFOLLOW (a symlink as the last component
-// is refused), O_NONBLOCK (a FIFO cannot block the open or the read), and
-// then fstat must say a regular file (cgroupfs files are). An invalid fd
-// with errno set (ELOOP, ENXIO, EINVAL for a file that is not regular...)
-// otherwise.
-UniqueFd OpenRegularFile(const std::string& path, bool read_write = false);
+// OpenRegularFile (every cgroup file is opened that way) and ReadSmallFile
+// are in proc/procfs.h.
 
 }  // namespace goheap2pprof

@@ -1,5 +1,6 @@
 #include "proc/procfs.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <memory>
 
 #include "base/error.h"
 #include "base/unique_fd.h"
@@ -49,35 +51,7 @@ std::optional<pid_t> ParsePid(std::string_view text) {
   return pid;
 }
 
-ProcStat ParseProcStat(std::string_view text) {
-  // "pid (comm) state ppid ..." where comm may contain anything, so the comm
-  // ends at the LAST ')'.
-  size_t open = text.find('(');
-  size_t close = text.rfind(')');
-  if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
-    throw Error(ErrorKind::kMalformed, "/proc stat line has no (comm)");
-  }
-  ProcStat st;
-  std::string_view pid_text = text.substr(0, open);
-  while (!pid_text.empty() && pid_text.back() == ' ') pid_text.remove_suffix(1);
-  if (!ParseNumber(pid_text, &st.pid)) throw Error(ErrorKind::kMalformed, "/proc stat: bad pid");
-  st.comm = std::string(text.substr(open + 1, close - open - 1));
-  std::string_view rest = text.substr(close + 1);
-  // Fields after comm, numbered as in proc(5): 3 state, 4 ppid, ... 9 flags,
-  // ... 22 starttime.
-  std::string_view state = NextField(&rest);
-  if (state.size() != 1) throw Error(ErrorKind::kMalformed, "/proc stat: bad state");
-  st.state = state[0];
-  for (int field = 4; field <= 22; ++field) {
-    std::string_view f = NextField(&rest);
-    if (f.empty()) throw Error(ErrorKind::kMalformed, "/proc stat: only ", field - 1, " fields");
-    if (field == 9 && !ParseNumber(f, &st.flags))
-      throw Error(ErrorKind::kMalformed, "/proc stat: bad flags");
-    if (field == 22 && !ParseNumber(f, &st.start_time))
-      throw Error(ErrorKind::kMalformed, "/proc stat: bad starttime");
-  }
-  return st;
-}
+ProcStat ParseProcStat(std::string_view text) { return TryParseProcStat(text).value(); }
 
 std::vector<MapsEntry> ParseProcMaps(std::string_view text) {
   std::vector<MapsEntry> out;
@@ -275,6 +249,185 @@ uint64_t BootTimeSeconds() {
     in.ignore(1 << 20, '\n');
   }
   return 0;
+}
+
+// --- Process facts for the agent's scans.
+
+Expected<ProcStat> TryParseProcStat(std::string_view text) {
+  // "pid (comm) state ppid ..." where comm may contain anything, so the comm
+  // ends at the LAST ')'.
+  size_t open = text.find('(');
+  size_t close = text.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
+    return Error(ErrorKind::kMalformed, "/proc stat line has no (comm)");
+  }
+  ProcStat st;
+  std::string_view pid_text = text.substr(0, open);
+  while (!pid_text.empty() && pid_text.back() == ' ') pid_text.remove_suffix(1);
+  if (!ParseNumber(pid_text, &st.pid)) return Error(ErrorKind::kMalformed, "/proc stat: bad pid");
+  st.comm = std::string(text.substr(open + 1, close - open - 1));
+  std::string_view rest = text.substr(close + 1);
+  // Fields after comm, numbered as in proc(5): 3 state, 4 ppid, ... 9 flags,
+  // ... 22 starttime.
+  std::string_view state = NextField(&rest);
+  if (state.size() != 1) return Error(ErrorKind::kMalformed, "/proc stat: bad state");
+  st.state = state[0];
+  for (int field = 4; field <= 22; ++field) {
+    std::string_view f = NextField(&rest);
+    if (f.empty()) return Error(ErrorKind::kMalformed, "/proc stat: only ", field - 1, " fields");
+    if (field == 9 && !ParseNumber(f, &st.flags))
+      return Error(ErrorKind::kMalformed, "/proc stat: bad flags");
+    if (field == 22 && !ParseNumber(f, &st.start_time))
+      return Error(ErrorKind::kMalformed, "/proc stat: bad starttime");
+  }
+  return st;
+}
+
+std::optional<ProcStat> ReadLiveProcStat(pid_t pid) {
+  std::optional<std::string> text = ReadProcSmallFile(pid, "stat", 4096);
+  if (!text) return std::nullopt;
+  Expected<ProcStat> st = TryParseProcStat(*text);
+  if (!st || st->state == 'Z' || st->state == 'X' || (st->flags & kPfKthread) != 0) {
+    return std::nullopt;  // unparsable, zombie, dead, or a kernel thread
+  }
+  return std::move(st).value();
+}
+
+UniqueFd OpenRegularFile(const std::string& path, bool read_write) {
+  UniqueFd fd(::open(path.c_str(), (read_write ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW |
+                                       O_NONBLOCK | O_NOCTTY));
+  if (!fd.valid()) return fd;
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return UniqueFd();
+  if (!S_ISREG(st.st_mode)) {
+    errno = EINVAL;
+    return UniqueFd();
+  }
+  return fd;
+}
+
+std::optional<std::string> ReadSmallFile(const std::string& path, size_t max, int* error) {
+  if (error) *error = 0;
+  UniqueFd fd = OpenRegularFile(path);
+  if (!fd.valid()) {
+    if (error) *error = errno;
+    return std::nullopt;
+  }
+  std::string out;
+  char buf[8192];
+  while (out.size() < max) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      if (error) *error = errno;
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  if (out.size() > max) out.resize(max);
+  return out;
+}
+
+bool IsResourceError(int err) { return err == EMFILE || err == ENFILE || err == ENOMEM; }
+
+namespace {
+
+[[noreturn]] void ThrowReadError(const std::string& what, int err) {
+  throw Error(ErrorKind::kIo, "cannot read ", what, ": ", std::strerror(err));
+}
+
+}  // namespace
+
+std::optional<std::string> ReadProcSmallFile(pid_t pid, std::string_view name, size_t max,
+                                             const std::string& root) {
+  const std::string path = root + ProcPath(pid, name);
+  int err = 0;
+  std::optional<std::string> text = ReadSmallFile(path, max, &err);
+  if (!text && IsResourceError(err)) ThrowReadError(path, err);
+  return text;
+}
+
+std::optional<uid_t> ProcessUid(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid);
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (IsResourceError(errno)) ThrowReadError(dir, errno);
+    return std::nullopt;
+  }
+  return st.st_uid;
+}
+
+std::optional<std::string> ReadExeLink(pid_t pid, bool* denied, const std::string& root) {
+  if (denied) *denied = false;
+  char exe[4096];
+  const ssize_t n = ::readlink((root + ProcPath(pid, "exe")).c_str(), exe, sizeof(exe) - 1);
+  if (n <= 0) {
+    // EACCES/EPERM: ptrace access mode denied; ENOENT: a kernel thread.
+    if (denied) *denied = errno == EACCES || errno == EPERM;
+    return std::nullopt;
+  }
+  return std::string(exe, static_cast<size_t>(n));
+}
+
+std::optional<struct stat> StatProcExe(pid_t pid) {
+  struct stat st;
+  if (::stat(ProcPath(pid, "exe").c_str(), &st) != 0) return std::nullopt;
+  return st;
+}
+
+void ForEachProcess(const std::function<void(pid_t, const struct stat* exe)>& visit) {
+  std::unique_ptr<DIR, int (*)(DIR*)> d(opendir("/proc"), closedir);
+  if (!d) ThrowReadError("/proc", errno);
+  while (true) {
+    errno = 0;
+    dirent* e = readdir(d.get());
+    if (!e) {
+      if (errno != 0) ThrowReadError("/proc", errno);
+      return;
+    }
+    std::optional<pid_t> pid = ParsePid(e->d_name);
+    if (!pid || *pid == getpid()) continue;
+    // Relative to /proc's descriptor: the lookup starts at the pid.
+    struct stat st;
+    const std::string exe = std::string(e->d_name) + "/exe";
+    const bool have = fstatat(dirfd(d.get()), exe.c_str(), &st, 0) == 0;
+    visit(*pid, have ? &st : nullptr);
+  }
+}
+
+std::map<std::string, std::string> ParseEnviron(std::string_view text,
+                                                const std::vector<std::string>& wanted) {
+  std::map<std::string, std::string> found;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\0', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view kv = text.substr(start, end - start);
+    size_t eq = kv.find('=');
+    if (eq != std::string_view::npos) {
+      std::string key(kv.substr(0, eq));
+      if (std::find(wanted.begin(), wanted.end(), key) != wanted.end()) {
+        found.emplace(key, std::string(kv.substr(eq + 1)));
+      }
+    }
+    start = end + 1;
+  }
+  return found;
+}
+
+uint64_t OwnEffectiveCapabilities() {
+  std::optional<std::string> status = ReadSmallFile("/proc/self/status");
+  if (!status) return 0;
+  constexpr std::string_view kKey = "\nCapEff:";
+  const size_t at = status->find(kKey);
+  if (at == std::string::npos) return 0;
+  std::string_view value(*status);
+  value.remove_prefix(at + kKey.size());
+  value.remove_prefix(std::min(value.find_first_not_of(" \t"), value.size()));
+  value = value.substr(0, value.find('\n'));
+  uint64_t caps = 0;
+  return ParseNumber(value, &caps, 16) ? caps : 0;
 }
 
 }  // namespace goheap2pprof

@@ -1,16 +1,10 @@
 #include "agent/common/discovery.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -20,34 +14,6 @@
 
 namespace goheap2pprof {
 namespace {
-
-// Out of descriptors or memory: the failure is ours, not the process's.
-bool IsResourceError(int err) { return err == EMFILE || err == ENFILE || err == ENOMEM; }
-
-[[noreturn]] void ThrowReadError(const std::string& what, int err) {
-  throw Error(ErrorKind::kIo, "cannot read ", what, ": ", std::strerror(err));
-}
-
-// /proc text files are small; bound them anyway (a cgroup path is at most
-// a few KiB, environ at most the kernel's ARG_MAX-sized area). nullopt if
-// the file cannot be opened; throws kIo as ReadProcessOwner.
-std::optional<std::string> ReadSmallFile(const std::string& path, size_t max = 1 << 20) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    if (IsResourceError(errno)) ThrowReadError(path, errno);
-    return std::nullopt;
-  }
-  std::string data;
-  char buf[4096];
-  while (data.size() < max) {
-    ssize_t n = read(fd, buf, sizeof(buf));
-    if (n <= 0) break;
-    data.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  if (data.size() > max) data.resize(max);
-  return data;
-}
 
 bool IsHex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
 
@@ -100,17 +66,13 @@ namespace {
 // ReadProcessOwner, and what the whole cgroup file says into *where (if
 // given), from one read of it.
 std::optional<ProcessOwner> ReadOwner(pid_t pid, CgroupIdentity* where) {
-  const std::string dir = "/proc/" + std::to_string(pid);
-  struct stat st;
-  if (stat(dir.c_str(), &st) != 0) {
-    if (IsResourceError(errno)) ThrowReadError(dir, errno);
-    return std::nullopt;
-  }
+  std::optional<uid_t> uid = ProcessUid(pid);
+  if (!uid) return std::nullopt;
   ProcessOwner owner;
-  owner.uid = st.st_uid;
+  owner.uid = *uid;
   // No cgroup file (a kernel without cgroups): the empty path, which only
   // an allow-list of "/" admits.
-  if (std::optional<std::string> cg = ReadSmallFile(dir + "/cgroup", 65536)) {
+  if (std::optional<std::string> cg = ReadProcSmallFile(pid, "cgroup", 65536)) {
     owner.cgroup = ProcessCgroupPath(*cg);
     if (where) *where = ParseCgroupIdentity(*cg);
   }
@@ -123,15 +85,36 @@ std::optional<ProcessOwner> ReadProcessOwner(pid_t pid) { return ReadOwner(pid, 
 
 namespace {
 
-// The key of the executable that path ("<pid>/exe" under dir_fd, or a
-// whole path with AT_FDCWD) links to; nullopt if it cannot be stat'ed
-// (gone, a kernel thread, not ours to read).
-std::optional<ExeKey> ReadExeKey(int dir_fd, const std::string& path) {
-  struct stat st;
-  if (fstatat(dir_fd, path.c_str(), &st, 0) != 0) return std::nullopt;
+ExeKey KeyOf(const struct stat& st) {
   return ExeKey{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
                 static_cast<uint64_t>(st.st_size),
                 static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+// The facts ReadOwner and the filter leave to read: stat, exe and environ.
+// false if the process is gone, not a user process, or not ours to read.
+bool ReadRest(ProcessFacts& f, const std::vector<std::string>& want_env, bool* forbidden,
+              const std::optional<ExeKey>& key_read) {
+  std::optional<ProcStat> ps = ReadLiveProcStat(f.pid);
+  if (!ps) return false;
+  f.comm = ps->comm;
+  f.start_time = ps->start_time;
+  std::optional<std::string> exe = ReadExeLink(f.pid, forbidden);
+  if (!exe) return false;
+  f.exe = std::move(*exe);
+  if (key_read) {
+    f.key = *key_read;
+  } else if (std::optional<struct stat> st = StatProcExe(f.pid)) {
+    f.key = KeyOf(*st);
+  } else {
+    return false;
+  }
+  if (!want_env.empty()) {
+    if (std::optional<std::string> env = ReadProcSmallFile(f.pid, "environ")) {
+      f.environ_wanted = ParseEnviron(*env, want_env);
+    }
+  }
+  return true;
 }
 
 // ReadProcessFacts, with the executable's key taken from key_read if a
@@ -141,7 +124,6 @@ std::optional<ProcessFacts> ReadFacts(pid_t pid, const ProcessFilter& filter,
                                       const std::optional<ExeKey>& key_read) {
   if (forbidden) *forbidden = false;
   if (!filter.AdmitsPid(pid)) return std::nullopt;
-  const std::string dir = "/proc/" + std::to_string(pid);
   CgroupIdentity where;
   std::optional<ProcessOwner> owner = ReadOwner(pid, &where);
   if (!owner || !filter.AdmitsUid(owner->uid) || !filter.AdmitsCgroup(owner->cgroup)) {
@@ -151,50 +133,10 @@ std::optional<ProcessFacts> ReadFacts(pid_t pid, const ProcessFilter& filter,
   f.pid = pid;
   f.uid = owner->uid;
   f.cgroup = std::move(owner->cgroup);
-  std::optional<std::string> stat_text = ReadSmallFile(dir + "/stat", 4096);
-  if (!stat_text) return std::nullopt;
-  try {
-    ProcStat ps = ParseProcStat(*stat_text);
-    if (ps.state == 'Z' || ps.state == 'X' || (ps.flags & 0x00200000) != 0) {
-      return std::nullopt;  // zombie, dead, or a kernel thread (PF_KTHREAD)
-    }
-    f.comm = ps.comm;
-    f.start_time = ps.start_time;
-  } catch (const Error&) {
-    return std::nullopt;  // boundary of one process in the serve agent's scan: skip it
-  }
   f.container_id = ContainerIdFromCgroup(f.cgroup);
   f.identity.runtime = where.runtime;
   f.identity.cgroup = std::move(where);
-  char exe[4096];
-  ssize_t n = readlink((dir + "/exe").c_str(), exe, sizeof(exe) - 1);
-  if (n <= 0) {
-    // EACCES/EPERM: ptrace access mode denied; ENOENT: a kernel thread.
-    if (forbidden) *forbidden = errno == EACCES || errno == EPERM;
-    return std::nullopt;
-  }
-  f.exe.assign(exe, static_cast<size_t>(n));
-  std::optional<ExeKey> exe_key = key_read ? key_read : ReadExeKey(AT_FDCWD, dir + "/exe");
-  if (!exe_key) return std::nullopt;
-  f.key = *exe_key;
-  if (!want_env.empty()) {
-    if (std::optional<std::string> env = ReadSmallFile(dir + "/environ")) {
-      size_t start = 0;
-      while (start < env->size()) {
-        size_t end = env->find('\0', start);
-        if (end == std::string::npos) end = env->size();
-        std::string_view kv(env->data() + start, end - start);
-        size_t eq = kv.find('=');
-        if (eq != std::string_view::npos) {
-          std::string key(kv.substr(0, eq));
-          if (std::find(want_env.begin(), want_env.end(), key) != want_env.end()) {
-            f.environ_wanted.emplace(key, std::string(kv.substr(eq + 1)));
-          }
-        }
-        start = end + 1;
-      }
-    }
-  }
+  if (!ReadRest(f, want_env, forbidden, key_read)) return std::nullopt;
   return f;
 }
 
@@ -250,26 +192,17 @@ namespace {
 // for want of resources.
 std::vector<ProcessFacts> ListProcesses(const Discovery::Options& options,
                                         const std::function<bool(const ExeKey&)>& known_not_go) {
-  std::unique_ptr<DIR, int (*)(DIR*)> d(opendir("/proc"), closedir);
-  if (!d) ThrowReadError("/proc", errno);
   std::vector<ProcessFacts> found;
-  while (true) {
-    errno = 0;
-    dirent* e = readdir(d.get());
-    if (!e) {
-      if (errno != 0) ThrowReadError("/proc", errno);
-      return found;
-    }
-    std::optional<pid_t> pid = ParsePid(e->d_name);
-    if (!pid || *pid == getpid()) continue;
-    // Relative to /proc's descriptor: the lookup starts at the pid.
-    std::optional<ExeKey> key = ReadExeKey(dirfd(d.get()), std::string(e->d_name) + "/exe");
-    if (key && known_not_go(*key)) continue;
+  ForEachProcess([&](pid_t pid, const struct stat* exe) {
+    std::optional<ExeKey> key;
+    if (exe) key = KeyOf(*exe);
+    if (key && known_not_go(*key)) return;
     if (std::optional<ProcessFacts> f =
-            ReadFacts(*pid, options.settings.filter, options.want_env, nullptr, key)) {
+            ReadFacts(pid, options.settings.filter, options.want_env, nullptr, key)) {
       found.push_back(std::move(*f));
     }
-  }
+  });
+  return found;
 }
 
 }  // namespace
@@ -281,7 +214,7 @@ void Discovery::Scan() {
   try {
     ScanOrThrow();
   } catch (const std::exception&) {
-    // A long-running agent's scan: a failure to read /proc or to start a
+    // Boundary: one scan of a long-running agent: a failure to read /proc or to start a
     // worker for a probe (no descriptors left), or a library's exception,
     // keeps the last good list rather than emptying it, or ending the
     // discovery thread and with it the agent.

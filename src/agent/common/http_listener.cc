@@ -515,6 +515,12 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Evi
       Track(/*in_request=*/true);
     }
     if (!shared_.handler->Blocks(request_)) return Finish(Call(*shared_.handler, request_), false);
+    RunOnPool();
+  }
+
+  // A handler that blocks runs on the pool, its reply written on the I/O
+  // thread; a full queue answers 503 at once.
+  void RunOnPool() {
     // While the handler runs nothing is read, and the write sets its own
     // deadline.
     Lowest().expires_never();
@@ -542,7 +548,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Evi
     try {
       return handler.Handle(request);
     } catch (const std::exception& e) {
-      // One request's boundary: the server keeps serving.
+      // Boundary: one request; the server keeps serving.
       return handler.Error(500, std::string("internal error: ") + e.what());
     }
   }
@@ -631,15 +637,12 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Evi
   // the last one: at most one chunk per connection, however slow it reads.
   void WriteChunk() {
     if (unsent_ == 0) return Written({});
-    size_t n = 0;
-    try {
-      n = gunzip_->Read(std::span<char>(chunk_.data(), std::min<uint64_t>(chunk_.size(), unsent_)));
-    } catch (const Error&) {
-      // A worker's bad stream: the client sees a body short of its
-      // Content-Length.
-      return Abort();
-    }
-    if (n == 0) return Abort();
+    Expected<size_t> read = gunzip_->TryRead(
+        std::span<char>(chunk_.data(), std::min<uint64_t>(chunk_.size(), unsent_)));
+    // A worker's bad stream: the client sees a body short of its
+    // Content-Length.
+    if (!read || *read == 0) return Abort();
+    const size_t n = *read;
     unsent_ -= n;
     net::async_write(stream_, net::buffer(chunk_.data(), n),
                      [self = this->shared_from_this()](beast::error_code ec, size_t) {
@@ -1097,7 +1100,9 @@ std::string ReloadOnSignal(HttpListener& listener, const std::string& who) {
   try {
     listener.Reload();
     return who + ": SIGHUP: reloaded the token and TLS files";
-  } catch (const std::exception& e) {  // Error, or Asio's when OpenSSL fails
+  } catch (const std::exception& e) {
+    // Rollback: a failed reload (an Error, or Asio's when OpenSSL fails)
+    // keeps the files loaded before.
     return who + ": SIGHUP: reload failed, still using the token and TLS files loaded before: " +
            e.what();
   }

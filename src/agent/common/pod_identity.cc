@@ -59,9 +59,13 @@ std::string FirstOf(std::string a, std::string b) { return a.empty() ? b : a; }
 }  // namespace
 
 BundleAnnotations ParseBundleAnnotations(std::string_view config_json) {
+  return TryParseBundleAnnotations(config_json).value();
+}
+
+Expected<BundleAnnotations> TryParseBundleAnnotations(std::string_view config_json) {
   nlohmann::json doc = nlohmann::json::parse(config_json, nullptr, /*allow_exceptions=*/false);
   if (!doc.is_object()) {
-    throw Error(ErrorKind::kMalformed, "OCI bundle config.json is not a JSON object");
+    return Error(ErrorKind::kMalformed, "OCI bundle config.json is not a JSON object");
   }
   BundleAnnotations b;
   auto linux = doc.find("linux");
@@ -147,12 +151,12 @@ PodIdentity PodIdentityReader::Read(const CgroupIdentity& cgroup) const {
     id.failure = "unreadable";
     return id;
   }
-  try {
-    id.names = ParseBundleAnnotations(text);
-  } catch (const Error&) {
+  Expected<BundleAnnotations> names = TryParseBundleAnnotations(text);
+  if (!names) {
     id.failure = "malformed";  // one process's bundle: its names only
     return id;
   }
+  id.names = std::move(names).value();
   if (!CgroupPathMatchesBundle(cgroup, id.names.cgroups_path)) {
     // A container id is no secret: being in the container's cgroup is the
     // proof, and only the runtime can put a process there.

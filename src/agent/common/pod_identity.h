@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "agent/common/cgroup_path.h"
+#include "base/expected.h"
 
 namespace goheap2pprof {
 
@@ -42,6 +43,9 @@ struct BundleAnnotations {
 // Parses a config.json text. Throws Error(kMalformed) if it is not a JSON
 // object; annotations that are not strings are ignored.
 BundleAnnotations ParseBundleAnnotations(std::string_view config_json);
+// The same, with the Error returned: for the scan, to which one malformed
+// bundle is an expected outcome.
+Expected<BundleAnnotations> TryParseBundleAnnotations(std::string_view config_json);
 
 struct PodIdentity {
   CgroupIdentity cgroup;

@@ -72,13 +72,31 @@ std::thread RoleThread(const char* role, std::ostream& log, std::atomic<bool>& f
     try {
       f();
     } catch (const std::exception& e) {
-      // Boundary of a role: the agent ends, with the reason and exit 1.
+      // Boundary: one role; the agent ends, with the reason and exit 1.
       log << "goheap2pprof agent: " << role << " stopped: " << e.what() << "\n" << std::flush;
       failed = true;
       kill(getpid(), SIGTERM);
     }
   });
 }
+
+// The agent's threads, joined however RunAgent ends (serve's Run returning
+// or throwing): the signal thread first, woken when serve has ended (it then
+// stops push and watch), then the roles.
+struct AgentThreads {
+  std::thread signal;
+  std::vector<std::thread> roles;
+  bool wake_signal = false;
+
+  void Join() {
+    if (wake_signal && signal.joinable()) pthread_kill(signal.native_handle(), SIGTERM);
+    if (signal.joinable()) signal.join();
+    for (std::thread& t : roles) {
+      if (t.joinable()) t.join();
+    }
+  }
+  ~AgentThreads() { Join(); }
+};
 
 // watch's on_profile in the agent: a triggered profile goes to the backends
 // with the labels of the process as discovery knows it (the same as its
@@ -195,26 +213,20 @@ int RunAgent(const AgentOptions& options, std::ostream& log) {
 
   discovery.Start();
   std::atomic<bool> failed{false};
-  std::vector<std::thread> roles;
-  if (push) roles.push_back(RoleThread("push", log, failed, [&] { push->Run(); }));
+  AgentThreads threads;
+  if (push) threads.roles.push_back(RoleThread("push", log, failed, [&] { push->Run(); }));
   if (o.watch_on) {
-    roles.push_back(RoleThread("watch", log, failed, [&] { RunWatch(o.watch, log); }));
+    threads.roles.push_back(RoleThread("watch", log, failed, [&] { RunWatch(o.watch, log); }));
   }
-  std::thread signal_thread = StopThread(signals, log, serve.get(), push.get(), stop.get());
+  threads.signal = StopThread(signals, log, serve.get(), push.get(), stop.get());
   LogRoles(log, o, serve.get(), push.get());
-  std::exception_ptr serve_failure;
   if (serve) {
-    try {
-      serve->Run();
-    } catch (...) {
-      serve_failure = std::current_exception();
-    }
-    // Run returns after Stop, or by an exception: wake the signal thread.
-    pthread_kill(signal_thread.native_handle(), SIGTERM);
+    // Run returns after Stop, or by an exception: either way threads wakes
+    // the signal thread and joins every thread before the exception goes on.
+    threads.wake_signal = true;
+    serve->Run();
   }
-  signal_thread.join();
-  for (std::thread& t : roles) t.join();
-  if (serve_failure) std::rethrow_exception(serve_failure);
+  threads.Join();  // before failed is read: a role may fail while it stops
   return failed ? 1 : 0;
 }
 

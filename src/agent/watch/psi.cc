@@ -4,29 +4,19 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <fstream>
 #include <optional>
 
 #include "agent/common/duration.h"
 #include "base/error.h"
 #include "proc/cgroup.h"
+#include "proc/procfs.h"
 
 namespace goheap2pprof {
 namespace {
 
 // Whether we hold CAP_SYS_RESOURCE (bit 24 of CapEff): without it, Linux
 // 6.4+ accepts only PSI windows that are multiples of 2 s, and says EINVAL.
-bool HasCapSysResource() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("CapEff:", 0) == 0) {
-      uint64_t caps = std::stoull(line.substr(7), nullptr, 16);
-      return (caps >> 24) & 1;
-    }
-  }
-  return false;
-}
+bool HasCapSysResource() { return (OwnEffectiveCapabilities() >> 24) & 1; }
 
 }  // namespace
 

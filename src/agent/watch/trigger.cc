@@ -104,9 +104,9 @@ void TriggerMachine::Record(const Fired& f, WatchMillis now, bool escalation) {
   if (f.kind == Kind::kOom || f.kind == Kind::kMax) cooldown_event_ = true;
 }
 
-std::vector<TriggerDecision> TriggerMachine::Evaluate(const TriggerSample& s) {
-  // What fired, most severe first: an OOM is happening, the cgroup is at its
-  // limit, then the highest level crossed, then stalls.
+std::vector<TriggerMachine::Fired> TriggerMachine::WhatFired(const TriggerSample& s) {
+  // Most severe first: an OOM is happening, the cgroup is at its limit, then
+  // the highest level crossed, then stalls.
   std::vector<Fired> fired;
   auto rose = [](std::optional<uint64_t>& last, std::optional<uint64_t> now) {
     bool up = last && now && *now > *last;
@@ -153,7 +153,11 @@ std::vector<TriggerDecision> TriggerMachine::Evaluate(const TriggerSample& s) {
     }
   }
   if (s.psi_fired && config_.psi) fired.push_back({Kind::kPsi, 0, "psi"});
+  return fired;
+}
 
+std::vector<TriggerDecision> TriggerMachine::Evaluate(const TriggerSample& s) {
+  const std::vector<Fired> fired = WhatFired(s);
   std::vector<TriggerDecision> out;
   bool captured = false;
   std::string captured_reason;

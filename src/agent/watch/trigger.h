@@ -91,6 +91,8 @@ class TriggerMachine {
   bool Allowed(const Fired& f, WatchMillis now, bool& escalation, std::string& why) const;
   void Record(const Fired& f, WatchMillis now, bool escalation);
   std::optional<double> Ratio(const TriggerSample& s) const;
+  // What s fires, most severe first; re-arms and spends the levels.
+  std::vector<Fired> WhatFired(const TriggerSample& s);
 
   TriggerConfig config_;
   std::vector<bool> above_armed_;

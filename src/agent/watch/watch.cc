@@ -85,6 +85,20 @@ std::optional<uint64_t> OwnPeakRssKb() {
   return *m->vm_hwm / 1024;
 }
 
+// Boundary: one step beside a capture or at a process's end (the memory
+// statistics read before the capture, the push of its profile, the growth
+// report) whose failure, ours or a library's, is recorded in its line while
+// the capture and watching go on. The failure's message, or nullopt.
+template <typename F>
+std::optional<std::string> FailureOf(F&& step) {
+  try {
+    step();
+    return std::nullopt;
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
 template <typename T>
 json OrNull(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
@@ -169,6 +183,12 @@ class Watcher {
   // Starts watching; false (with a record) if the process cannot be watched
   // and we are discovering (--all); throws for a pid named on the command line.
   bool Add(pid_t pid, const ProcStat& stat, bool named);
+  // Add's parts, each adding to the start record and its notes: t's memory
+  // cgroup, its memory.events watch (--on-event), its PSI trigger (--psi;
+  // throws for a named pid that cannot have one).
+  void DescribeCgroup(Target& t, nlohmann::json& start, std::vector<std::string>& notes);
+  void WatchEvents(Target& t, nlohmann::json& start, std::vector<std::string>& notes);
+  void WatchPsi(Target& t, bool named, nlohmann::json& start, std::vector<std::string>& notes);
   void Remove(pid_t pid);
   // Reads the counters of t, runs its trigger machine and acts on it.
   void Sample(Target& t);
@@ -198,6 +218,14 @@ class Watcher {
   WatchReading ReadingBeside(Target& t, const json& go_memory) const;
   void Discover();
   void DrainInotify();
+  // Run's parts: the stop descriptor, inotify, the output directory, the
+  // worker and the first targets; one wait for the next event or sample,
+  // with the end reason when watching is to stop; the ends and PSI events
+  // it saw; the samples now due.
+  void Start();
+  std::optional<std::string> WaitOnce(WatchMillis next_poll);
+  void Handle(const std::vector<pollfd>& fds, const std::vector<pid_t>& order);
+  void SampleDue(WatchMillis& next_poll);
   // One capture at a time, each waiting its turn (a shared pool may be busy
   // with serve's and push's captures).
   // The pool's routing key of a target (agent/worker/routing.h): its
@@ -214,6 +242,8 @@ class Watcher {
 
   const WatchOptions& options_;
   std::ostream& log_;
+  UniqueFd sigfd_;    // our signals, when not in the agent
+  int stop_fd_ = -1;  // sigfd_, or the agent's stop eventfd
   CgroupFs fs_;
   FileRotation rotation_;
   std::unique_ptr<OutputDir> dir_;
@@ -235,15 +265,14 @@ class Watcher {
 };
 
 void Watcher::ReadIdentity(Target& t) const {
-  const std::string proc = "/proc/" + std::to_string(t.pid);
-  const std::optional<std::string> cgroup = fs_.ReadSmallFile(fs_.Path(proc + "/cgroup"));
+  // Under the test seam's root, as every file watch reads.
+  const std::optional<std::string> cgroup = ReadSmallFile(fs_.Path(ProcPath(t.pid, "cgroup")));
   const PodIdentity id = identities_.Read(ParseCgroupIdentity(cgroup.value_or("")));
   for (const auto& [name, value] : IdentityLabels(id)) t.labels[name] = ValidUtf8(value);
   std::string service = DefaultServiceName(id);
   if (service.empty()) {
-    char exe[4096];
-    const ssize_t n = readlink(fs_.Path(proc + "/exe").c_str(), exe, sizeof(exe) - 1);
-    service = n > 0 ? PathBaseName(std::string(exe, static_cast<size_t>(n))) : t.comm;
+    const std::optional<std::string> exe = ReadExeLink(t.pid, nullptr, fs_.Path(""));
+    service = exe ? PathBaseName(*exe) : t.comm;
   }
   t.labels["service_name"] = ValidUtf8(service);
   t.identity_failure = id.failure;
@@ -264,64 +293,14 @@ bool Watcher::Add(pid_t pid, const ProcStat& stat, bool named) {
   t->end = std::make_unique<ProcessEndObserver>(pid, stat.start_time);
   t->cgroup = fs_.FindMemoryCgroup(pid);
   ReadIdentity(*t);
-  const TriggerConfig& tc = options_.triggers;
 
   json start = Base(*t);
   start["event"] = "start";
   if (!t->identity_failure.empty()) start["identity_failure"] = t->identity_failure;
   std::vector<std::string> notes;
-  if (t->cgroup) {
-    const MemoryCgroup& cg = *t->cgroup;
-    start["cgroup"] = {{"version", CgroupVersionName(cg.version)},
-                       {"path", cg.hierarchy_path},
-                       {"dir", cg.dir},
-                       {"limit_dir", cg.limit_dir ? json(*cg.limit_dir) : json(nullptr)}};
-    MemoryReading r = fs_.Read(cg);
-    start["limit"] = OrNull(r.limit);
-    start["usage"] = OrNull(r.usage);
-    t->oom_kills = t->oom_kills_at_start = r.oom_kills;
-    if (!cg.limit_dir && !tc.above_pct.empty()) {
-      notes.push_back(
-          "its memory cgroup and the ancestors we can see have no finite limit: "
-          "--above cannot fire (use --rss-above)");
-    }
-  } else {
-    start["cgroup"] = nullptr;
-    if (!tc.above_pct.empty()) {
-      notes.push_back("no memory cgroup found for it: --above cannot fire (use --rss-above)");
-    }
-  }
-  if (tc.on_max || tc.on_oom) {
-    std::optional<std::string> events = t->cgroup ? fs_.EventsFile(*t->cgroup) : std::nullopt;
-    if (!events) {
-      notes.push_back("--on-event needs cgroup v2 memory.events; its memory cgroup is " +
-                      std::string(t->cgroup ? "v1" : "not found") +
-                      ": event triggers are off for it");
-    } else {
-      int wd = inotify_add_watch(inotify_.get(), fs_.Path(*events).c_str(), IN_MODIFY);
-      if (wd < 0) {
-        notes.push_back("cannot watch " + *events + " (" + std::strerror(errno) +
-                        "): event triggers are off for it");
-      } else {
-        t->events_wd = wd;
-        ++wd_refs_[wd];
-        start["events_file"] = *events;
-      }
-    }
-  }
-  if (options_.psi) {
-    std::optional<std::string> file = PsiFileFor(pid);
-    Expected<UniqueFd> psi = TryRegisterPsiTrigger(fs_.Path(*file), *options_.psi);
-    if (psi) {
-      t->psi_fd = std::move(psi).value();
-      t->psi_file = *file;
-      start["psi_file"] = *file;
-    } else if (named) {
-      throw psi.error();
-    } else {
-      notes.push_back(std::string("no PSI trigger: ") + psi.error().what());
-    }
-  }
+  DescribeCgroup(*t, start, notes);
+  WatchEvents(*t, start, notes);
+  if (options_.psi) WatchPsi(*t, named, start, notes);
   for (const std::string& n : notes) Say("pid " + std::to_string(pid) + ": " + n);
   start["notes"] = notes;
   Record(start);
@@ -359,6 +338,64 @@ bool Watcher::Add(pid_t pid, const ProcStat& stat, bool named) {
   first.oom_events = r.oom_events;
   if (options_.baseline) target.machine->Prime(first);
   return true;
+}
+
+void Watcher::DescribeCgroup(Target& t, json& start, std::vector<std::string>& notes) {
+  const TriggerConfig& tc = options_.triggers;
+  if (!t.cgroup) {
+    start["cgroup"] = nullptr;
+    if (!tc.above_pct.empty()) {
+      notes.push_back("no memory cgroup found for it: --above cannot fire (use --rss-above)");
+    }
+    return;
+  }
+  const MemoryCgroup& cg = *t.cgroup;
+  start["cgroup"] = {{"version", CgroupVersionName(cg.version)},
+                     {"path", cg.hierarchy_path},
+                     {"dir", cg.dir},
+                     {"limit_dir", cg.limit_dir ? json(*cg.limit_dir) : json(nullptr)}};
+  MemoryReading r = fs_.Read(cg);
+  start["limit"] = OrNull(r.limit);
+  start["usage"] = OrNull(r.usage);
+  t.oom_kills = t.oom_kills_at_start = r.oom_kills;
+  if (!cg.limit_dir && !tc.above_pct.empty()) {
+    notes.push_back(
+        "its memory cgroup and the ancestors we can see have no finite limit: "
+        "--above cannot fire (use --rss-above)");
+  }
+}
+
+void Watcher::WatchEvents(Target& t, json& start, std::vector<std::string>& notes) {
+  if (!options_.triggers.on_max && !options_.triggers.on_oom) return;
+  std::optional<std::string> events = t.cgroup ? fs_.EventsFile(*t.cgroup) : std::nullopt;
+  if (!events) {
+    notes.push_back("--on-event needs cgroup v2 memory.events; its memory cgroup is " +
+                    std::string(t.cgroup ? "v1" : "not found") + ": event triggers are off for it");
+    return;
+  }
+  int wd = inotify_add_watch(inotify_.get(), fs_.Path(*events).c_str(), IN_MODIFY);
+  if (wd < 0) {
+    notes.push_back("cannot watch " + *events + " (" + std::strerror(errno) +
+                    "): event triggers are off for it");
+    return;
+  }
+  t.events_wd = wd;
+  ++wd_refs_[wd];
+  start["events_file"] = *events;
+}
+
+void Watcher::WatchPsi(Target& t, bool named, json& start, std::vector<std::string>& notes) {
+  std::optional<std::string> file = PsiFileFor(t.pid);
+  Expected<UniqueFd> psi = TryRegisterPsiTrigger(fs_.Path(*file), *options_.psi);
+  if (psi) {
+    t.psi_fd = std::move(psi).value();
+    t.psi_file = *file;
+    start["psi_file"] = *file;
+  } else if (named) {
+    throw psi.error();
+  } else {
+    notes.push_back(std::string("no PSI trigger: ") + psi.error().what());
+  }
 }
 
 void Watcher::Remove(pid_t pid) {
@@ -446,13 +483,15 @@ json Watcher::GoMemory(const Target& t) {
     return {{"error", "process " + std::to_string(t.pid) + " was replaced under its pid"}};
   }
   if (std::optional<std::string> why = Refused(t, r.reply)) return {{"error", *why}};
-  try {
-    // The worker's bytes are decoded as untrusted (bounded, checked).
-    return GoMemoryRecord(DecodeRuntimeStats(r.reply.body), RssAnonBytes(t.pid));
-  } catch (const std::exception& e) {
-    // Boundary of one read: the trigger line says why and watching goes on.
-    return {{"error", e.what()}};
+  // The worker's bytes are decoded as untrusted (bounded, checked); a
+  // failure is this read's: the trigger line says why.
+  json record;
+  if (std::optional<std::string> why = FailureOf([&] {
+        record = GoMemoryRecord(DecodeRuntimeStats(r.reply.body), RssAnonBytes(t.pid));
+      })) {
+    return {{"error", *why}};
   }
+  return record;
 }
 
 void Watcher::WriteProfile(Target& t, const std::string& name, const std::string& profile,
@@ -490,10 +529,9 @@ std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, 
     if (options_.on_profile && reason != "baseline") {
       // The agent pushes it at once; a push that cannot even be queued
       // costs the push, not the file.
-      try {
-        options_.on_profile(t.pid, t.start_time, reason, profile);
-      } catch (const std::exception& e) {  // push's failure, whatever it is, is push's
-        record["push_error"] = e.what();
+      if (std::optional<std::string> why =
+              FailureOf([&] { options_.on_profile(t.pid, t.start_time, reason, profile); })) {
+        record["push_error"] = *why;  // push's failure, whatever it is, is push's
       }
     }
     if (dir_) {
@@ -504,7 +542,7 @@ std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, 
     record["bytes"] = profile.size();
     ++t.captures;
   } catch (const std::exception& e) {
-    // Boundary of one capture (a request of the long-running watcher): its
+    // Boundary: one capture (a request of the long-running watcher): its
     // failure, ours or a library's, is recorded and reported, and watching
     // (and in the agent, every other role) goes on.
     failed = KindOf(e);
@@ -628,7 +666,11 @@ void Watcher::Report(const Target& t) {
   if (!options_.report || !dir_) return;
   json record = Base(t);
   record["event"] = "growth-report";
-  try {
+  std::vector<std::string> names;
+  // Whatever fails the report (a profile it cannot read, a full disk, a
+  // library's exception), watching (or ending) goes on and, in the agent, so
+  // do serve and push.
+  std::optional<std::string> why = FailureOf([&] {
     // The pod, container and service_name, as on every watch.jsonl record.
     std::vector<std::pair<std::string, std::string>> labels;
     for (const auto& [name, value] : t.labels.items()) {
@@ -639,16 +681,15 @@ void Watcher::Report(const Target& t) {
                                  .process_start = ProcessStartUtc(t.start_time),
                                  .go_version = t.go_version,
                                  .labels = std::move(labels)};
-    const std::vector<std::string> names = WriteWatchGrowthReport(*dir_, t.files, t.readings, who);
+    names = WriteWatchGrowthReport(*dir_, t.files, t.readings, who);
+  });
+  if (why) {
+    record["files"] = nullptr;
+    record["error"] = *why;
+    Say("pid " + std::to_string(t.pid) + ": no growth report: " + *why);
+  } else {
     record["files"] = names;
     Say("pid " + std::to_string(t.pid) + ": growth report in " + names.front());
-  } catch (const std::exception& e) {
-    // Boundary of one report: whatever fails it (a profile it cannot read, a
-    // full disk, a library's exception), watching (or ending) goes on and,
-    // in the agent, so do serve and push.
-    record["files"] = nullptr;
-    record["error"] = e.what();
-    Say("pid " + std::to_string(t.pid) + ": no growth report: " + e.what());
   }
   Record(record);
 }
@@ -665,7 +706,7 @@ void Watcher::Discover() {
       if (stat.start_time != p.start_time) continue;
       Add(p.pid, stat, /*named=*/false);
     } catch (const std::exception& e) {
-      // Boundary of one discovered process (watch keeps running): gone
+      // Boundary: one discovered process (watch keeps running): gone
       // already, or not ours to read; the next scan decides again.
       if (KindOf(e) != ErrorKind::kNoSuchProcess) ignored_.insert({p.pid, p.start_time});
     }
@@ -687,19 +728,18 @@ void Watcher::DrainInotify() {
   }
 }
 
-int Watcher::Run() {
+void Watcher::Start() {
   // Signals arrive as a readable descriptor, so a SIGTERM during a capture
   // waits until that capture's file is complete. In the agent, its stop
   // descriptor does the same (the agent takes the signals).
-  UniqueFd sigfd;
-  int stop_fd = options_.stop_fd;
+  stop_fd_ = options_.stop_fd;
   // A worker that dies while we write its request must not end the watch
   // (BlockStopSignals ignores SIGPIPE; the agent does the same).
-  if (stop_fd < 0) {
+  if (stop_fd_ < 0) {
     const sigset_t signals = BlockStopSignals();
-    sigfd.Reset(signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK));
-    if (!sigfd.valid()) throw Error(ErrorKind::kInternal, "signalfd: ", std::strerror(errno));
-    stop_fd = sigfd.get();
+    sigfd_.Reset(signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!sigfd_.valid()) throw Error(ErrorKind::kInternal, "signalfd: ", std::strerror(errno));
+    stop_fd_ = sigfd_.get();
   }
   inotify_.Reset(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
   if (!inotify_.valid()) throw Error(ErrorKind::kInternal, "inotify_init1: ", std::strerror(errno));
@@ -719,73 +759,88 @@ int Watcher::Run() {
   for (pid_t pid : options_.pids) named.emplace_back(pid, IdentifyProcess(pid));
   for (const auto& [pid, stat] : named) Add(pid, stat, /*named=*/true);
   if (options_.all) Discover();
+}
 
+std::optional<std::string> Watcher::WaitOnce(WatchMillis next_poll) {
+  WatchMillis wake = next_poll;
+  for (const auto& [pid, t] : targets_) {
+    if (std::optional<WatchMillis> e = t->machine->next_every()) wake = std::min(wake, *e);
+  }
+  std::vector<pollfd> fds;
+  fds.push_back({stop_fd_, POLLIN, 0});
+  fds.push_back({inotify_.get(), POLLIN, 0});
+  std::vector<pid_t> order;  // the target of each fds[i + 2]
+  for (const auto& [pid, t] : targets_) {
+    fds.push_back({t->end->fd(), POLLIN, 0});
+    order.push_back(pid);
+    if (t->psi_fd.valid()) {
+      fds.push_back({t->psi_fd.get(), POLLPRI, 0});
+      order.push_back(pid);
+    }
+  }
+  const long long timeout = std::max<long long>(0, (wake - Now()).count());
+  int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(timeout, 60000)));
+  if (n < 0 && errno != EINTR) throw Error(ErrorKind::kInternal, "poll: ", std::strerror(errno));
+
+  if (fds[0].revents & POLLIN) {
+    if (!sigfd_.valid()) return "the agent stopped";
+    signalfd_siginfo info{};
+    (void)::read(sigfd_.get(), &info, sizeof(info));
+    return info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
+  }
+  if (fds[1].revents & POLLIN) DrainInotify();
+  Handle(fds, order);
+  return std::nullopt;
+}
+
+void Watcher::Handle(const std::vector<pollfd>& fds, const std::vector<pid_t>& order) {
+  // Ends first: a process that exited is not sampled again.
+  std::vector<pid_t> gone;
+  for (size_t i = 2; i < fds.size(); ++i) {
+    Target& t = *targets_.at(order[i - 2]);
+    if (fds[i].fd == t.end->fd()) {
+      if (fds[i].revents & POLLIN) gone.push_back(t.pid);
+    } else if (fds[i].revents & POLLERR) {
+      Say("pid " + std::to_string(t.pid) + ": the PSI source " + t.psi_file +
+          " went away; PSI trigger off");
+      t.psi_fd.Reset();
+    } else if (fds[i].revents & POLLPRI) {
+      t.psi_fired = t.sample_now = true;
+    }
+  }
+  for (pid_t pid : gone) {
+    Ended(*targets_.at(pid));
+    Remove(pid);
+  }
+}
+
+void Watcher::SampleDue(WatchMillis& next_poll) {
+  const WatchMillis now = Now();
+  const bool poll_due = now >= next_poll;
+  if (poll_due) {
+    next_poll += options_.poll;
+    if (next_poll <= now) next_poll = now + options_.poll;
+    if (options_.all) Discover();
+  }
+  for (auto& [pid, t] : targets_) {
+    std::optional<WatchMillis> e = t->machine->next_every();
+    if (poll_due || t->sample_now || (e && now >= *e)) {
+      // A process that exited since the poll above is handled next round.
+      if (!t->end->Exited()) Sample(*t);
+    }
+  }
+}
+
+int Watcher::Run() {
+  Start();
   WatchMillis next_poll = Now() + options_.poll;
   std::string end_reason = "all watched processes are gone";
   while (options_.all || !targets_.empty()) {
-    WatchMillis wake = next_poll;
-    for (const auto& [pid, t] : targets_) {
-      if (std::optional<WatchMillis> e = t->machine->next_every()) wake = std::min(wake, *e);
-    }
-    std::vector<pollfd> fds;
-    fds.push_back({stop_fd, POLLIN, 0});
-    fds.push_back({inotify_.get(), POLLIN, 0});
-    std::vector<pid_t> order;
-    for (const auto& [pid, t] : targets_) {
-      fds.push_back({t->end->fd(), POLLIN, 0});
-      order.push_back(pid);
-      if (t->psi_fd.valid()) {
-        fds.push_back({t->psi_fd.get(), POLLPRI, 0});
-        order.push_back(pid);
-      }
-    }
-    const long long timeout = std::max<long long>(0, (wake - Now()).count());
-    int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(timeout, 60000)));
-    if (n < 0 && errno != EINTR) throw Error(ErrorKind::kInternal, "poll: ", std::strerror(errno));
-
-    if (fds[0].revents & POLLIN) {
-      if (!sigfd.valid()) {
-        end_reason = "the agent stopped";
-        break;
-      }
-      signalfd_siginfo info{};
-      (void)::read(sigfd.get(), &info, sizeof(info));
-      end_reason = info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
+    if (std::optional<std::string> stopped = WaitOnce(next_poll)) {
+      end_reason = *stopped;
       break;
     }
-    if (fds[1].revents & POLLIN) DrainInotify();
-    // Ends first: a process that exited is not sampled again.
-    std::vector<pid_t> gone;
-    for (size_t i = 2; i < fds.size(); ++i) {
-      Target& t = *targets_.at(order[i - 2]);
-      if (fds[i].fd == t.end->fd()) {
-        if (fds[i].revents & POLLIN) gone.push_back(t.pid);
-      } else if (fds[i].revents & POLLERR) {
-        Say("pid " + std::to_string(t.pid) + ": the PSI source " + t.psi_file +
-            " went away; PSI trigger off");
-        t.psi_fd.Reset();
-      } else if (fds[i].revents & POLLPRI) {
-        t.psi_fired = t.sample_now = true;
-      }
-    }
-    for (pid_t pid : gone) {
-      Ended(*targets_.at(pid));
-      Remove(pid);
-    }
-    const WatchMillis now = Now();
-    const bool poll_due = now >= next_poll;
-    if (poll_due) {
-      next_poll += options_.poll;
-      if (next_poll <= now) next_poll = now + options_.poll;
-      if (options_.all) Discover();
-    }
-    for (auto& [pid, t] : targets_) {
-      std::optional<WatchMillis> e = t->machine->next_every();
-      if (poll_due || t->sample_now || (e && now >= *e)) {
-        // A process that exited since the poll above is handled next round.
-        if (!t->end->Exited()) Sample(*t);
-      }
-    }
+    SampleDue(next_poll);
   }
   for (const auto& [pid, t] : targets_) Report(*t);
   json end{
