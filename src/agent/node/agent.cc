@@ -95,7 +95,12 @@ struct AgentThreads {
       if (t.joinable()) t.join();
     }
   }
-  ~AgentThreads() { Join(); }
+  // Left by an exception (a role or a thread that could not start): the
+  // signal thread stops the roles that run, so that joining them ends.
+  ~AgentThreads() {
+    wake_signal = true;
+    Join();
+  }
 };
 
 // watch's on_profile in the agent: a triggered profile goes to the backends
@@ -214,11 +219,13 @@ int RunAgent(const AgentOptions& options, std::ostream& log) {
   discovery.Start();
   std::atomic<bool> failed{false};
   AgentThreads threads;
+  // The signal thread first: should a role's thread fail to start, it is
+  // there to stop those already running.
+  threads.signal = StopThread(signals, log, serve.get(), push.get(), stop.get());
   if (push) threads.roles.push_back(RoleThread("push", log, failed, [&] { push->Run(); }));
   if (o.watch_on) {
     threads.roles.push_back(RoleThread("watch", log, failed, [&] { RunWatch(o.watch, log); }));
   }
-  threads.signal = StopThread(signals, log, serve.get(), push.get(), stop.get());
   LogRoles(log, o, serve.get(), push.get());
   if (serve) {
     // Run returns after Stop, or by an exception: either way threads wakes
