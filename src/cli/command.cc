@@ -66,10 +66,14 @@ std::string HintFor(const Error& e, std::string_view command) {
 int RunCommand(const std::string& command, const std::function<int()>& run) {
   try {
     return run();
-  } catch (const Error& e) {
-    std::cerr << command << ": error: " << e.what() << "\nhint: " << HintFor(e, command) << "\n";
-    return static_cast<int>(e.kind());
   } catch (const std::exception& e) {
+    // Boundary: main's, for every command. An Error says what went wrong
+    // and exits with its kind; anything else is a bug.
+    if (const Error* error = dynamic_cast<const Error*>(&e)) {
+      std::cerr << command << ": error: " << error->what() << "\nhint: " << HintFor(*error, command)
+                << "\n";
+      return static_cast<int>(error->kind());
+    }
     std::cerr << command << ": unexpected failure: " << e.what()
               << "\nhint: please report this bug\n";
     return 1;

@@ -295,17 +295,15 @@ class Agent {
   void ReadMemoryStats(const GoProcess& p, const std::string& what) {
     PoolResult r = RunForProcess(pool_, serve_metrics_, {WorkerOp::kRuntimeStats, p.facts.pid, {}},
                                  p.facts, options_.discovery.filter, Call());
-    std::optional<GoRuntimeStats> stats;
-    if (PoolOutcomeName(r) == "ok") {
-      try {
-        stats = DecodeRuntimeStats(r.reply.body);
-      } catch (const Error& e) {
-        // One read's boundary: logged, the round goes on. Counted as the
-        // worker answered, as serve counts it.
-        Log("goheap2pprof push: memory statistics of " + what + ": " + e.what());
-      }
+    if (PoolOutcomeName(r) != "ok") return;
+    const Expected<GoRuntimeStats> stats = TryDecodeRuntimeStats(r.reply.body);
+    if (!stats) {
+      // Logged, the round goes on. Counted as the worker answered, as
+      // serve counts it.
+      Log("goheap2pprof push: memory statistics of " + what + ": " + stats.error().what());
+      return;
     }
-    if (!stats || !options_.verbose) return;
+    if (!options_.verbose) return;
     Log("goheap2pprof push: " + what + ": Go runtime total " +
         std::to_string(stats->Uint("/memory/classes/total:bytes").value_or(0)) +
         " bytes, heap objects " +

@@ -366,13 +366,15 @@ class Service {
     if (!facts) return;
     const Captured c = CaptureOf(*facts, WorkerOp::kRuntimeStats, gone);
     if (ServeFailure(c.result, pid, res)) return;
-    try {
-      const GoRuntimeStats stats = DecodeRuntimeStats(*c.body);
-      SetContent(res, GoCollectorText(stats), "text/plain; version=0.0.4; charset=utf-8");
-    } catch (const Error& e) {
-      // One request's boundary: a worker's bad reply fails this answer only.
-      ServeError(res, 500, "memory statistics of process " + std::to_string(pid) + ": " + e.what());
+    const Expected<GoRuntimeStats> stats = TryDecodeRuntimeStats(*c.body);
+    if (!stats) {
+      // A worker's bad reply fails this answer only.
+      ServeError(
+          res, 500,
+          "memory statistics of process " + std::to_string(pid) + ": " + stats.error().what());
+      return;
     }
+    SetContent(res, GoCollectorText(*stats), "text/plain; version=0.0.4; charset=utf-8");
   }
 
   // The page is made in the worker from a capture of its own; requests for

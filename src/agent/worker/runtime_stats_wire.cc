@@ -106,4 +106,14 @@ GoRuntimeStats DecodeRuntimeStats(std::string_view bytes) {
   return s;
 }
 
+Expected<GoRuntimeStats> TryDecodeRuntimeStats(std::string_view bytes) {
+  try {
+    return DecodeRuntimeStats(bytes);
+  } catch (const Error& e) {
+    // Boundary: one worker's reply, untrusted bytes; the caller says what
+    // failed (one answer, one log line).
+    return e;
+  }
+}
+
 }  // namespace goheap2pprof
