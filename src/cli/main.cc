@@ -129,7 +129,8 @@ int Main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // --help and --version end parsing with success: CLI11 prints them.
+    // Boundary: main's, for the command line. --help and --version end
+    // parsing with success: CLI11 prints them.
     return e.get_exit_code() == 0 ? app.exit(e) : ReportParseError(app, e);
   }
   for (const Command& c : commands) {

@@ -107,13 +107,7 @@ GoRuntimeStats DecodeRuntimeStats(std::string_view bytes) {
 }
 
 Expected<GoRuntimeStats> TryDecodeRuntimeStats(std::string_view bytes) {
-  try {
-    return DecodeRuntimeStats(bytes);
-  } catch (const Error& e) {
-    // Boundary: one worker's reply, untrusted bytes; the caller says what
-    // failed (one answer, one log line).
-    return e;
-  }
+  return TryDecodeReply([bytes] { return DecodeRuntimeStats(bytes); });
 }
 
 }  // namespace goheap2pprof

@@ -783,7 +783,8 @@ int RunServeWorker(int fd, const WorkerLimits& limits, const ExecutableOptions& 
   try {
     EnterCaptureSandbox({limits.address_space_bytes, limits.cpu_seconds, limits.uid, limits.gid});
   } catch (const Error& e) {
-    // The worker process's own main.
+    // Boundary: the worker process's own main (the pool reports its exit
+    // status).
     std::cerr << "goheap2pprof worker: " << e.what() << "\n";
     return 10;
   }
