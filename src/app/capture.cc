@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <iomanip>
+#include <iterator>
 #include <sstream>
 
 #include "base/bytes.h"
@@ -53,20 +54,30 @@ ReportPosition Identify(const CaptureSource& source, const ExecutableAnalysis& a
   return {report.notes.size(), report.warnings.size()};
 }
 
+// The entries of `lines` from `from` on, moved out of it.
+std::vector<std::string> TakeFrom(std::vector<std::string>& lines, size_t from) {
+  std::vector<std::string> taken(
+      std::make_move_iterator(lines.begin() + static_cast<ptrdiff_t>(from)),
+      std::make_move_iterator(lines.end()));
+  lines.resize(from);
+  return taken;
+}
+
 // Pass 3b: the heap-bucket layout the walk read with must be the
 // executable's. A one-shot capture checks it against the DWARF while it
 // walks; a refusal throws here, before anything is built or written, and
 // drops what the walk said (`walk`: where its notes and warnings start),
-// which a wrong layout makes meaningless (a cycle that "never settles").
+// which a wrong layout makes meaningless (a cycle that "never settles"):
+// it is set aside before the check and put back once the layout is proven.
 void ProvenLayout(const ExecutableAnalysis& analysis, ReportPosition at, ReportPosition walk,
                   CaptureReport& report) {
-  try {
-    analysis.AwaitLayoutCheck();
-  } catch (const Error&) {
-    report.notes.resize(walk.notes);
-    report.warnings.resize(walk.warnings);
-    throw;
-  }
+  std::vector<std::string> walk_notes = TakeFrom(report.notes, walk.notes);
+  std::vector<std::string> walk_warnings = TakeFrom(report.warnings, walk.warnings);
+  analysis.AwaitLayoutCheck();
+  report.notes.insert(report.notes.end(), std::make_move_iterator(walk_notes.begin()),
+                      std::make_move_iterator(walk_notes.end()));
+  report.warnings.insert(report.warnings.end(), std::make_move_iterator(walk_warnings.begin()),
+                         std::make_move_iterator(walk_warnings.end()));
   report.notes.insert(report.notes.begin() + static_cast<ptrdiff_t>(at.notes),
                       analysis.notes().begin(), analysis.notes().end());
   report.warnings.insert(report.warnings.begin() + static_cast<ptrdiff_t>(at.warnings),
@@ -455,6 +466,8 @@ void WalkProvingLayout(CaptureSource& source, const ExecutableAnalysis& analysis
   try {
     WalkHeap(source, addrs, analysis.traits(), bound, report, snap, refresh);
   } catch (const Error&) {
+    // Rollback: a walk that failed drops its notes if the layout is refused,
+    // and that refusal, which explains the failure, is thrown instead.
     ProvenLayout(analysis, analysis_notes, walk_notes, report);
     throw;
   }

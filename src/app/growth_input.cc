@@ -71,11 +71,9 @@ std::string ReadProfileBytes(const std::string& path) {
   std::string bytes = std::move(data).str();
   if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
       static_cast<unsigned char>(bytes[1]) == 0x8b) {
-    try {
-      bytes = Gunzip(bytes, kMaxProfileBytes);
-    } catch (const Error& e) {
-      throw Error(ErrorKind::kMalformed, path, ": ", e.what());
-    }
+    Expected<std::string> inflated = TryGunzip(bytes, kMaxProfileBytes);
+    if (!inflated) throw Error(ErrorKind::kMalformed, path, ": ", inflated.error().what());
+    bytes = std::move(inflated).value();
   }
   if (bytes.size() > kMaxProfileBytes) {
     throw Error(ErrorKind::kMalformed, path, ": larger than ", kMaxProfileBytes, " bytes");

@@ -164,6 +164,8 @@ GrowthReport RunLiveGrowth(const GrowthLiveOptions& o, std::ostream& log) {
     try {
       TakeSnapshot(run, o, outside, static_cast<int>(k + 1), log);
     } catch (const Error& e) {
+      // Boundary: one snapshot. The process ending mid-capture ends the
+      // window (what was kept is reported); any other error is the run's.
       if (e.kind() != ErrorKind::kNoSuchProcess) throw;
       log << "goheap2pprof growth: the process ended: " << e.what() << "\n";
       break;

@@ -99,6 +99,9 @@ OptionalRuntimeStats ReadOptionalGoRuntimeStats(CaptureSource& source,
   try {
     return {.stats = ReadGoRuntimeStats(source, analysis), .absent_reason = ""};
   } catch (const Error& e) {
+    // Boundary: the optional part of a capture. Statistics that cannot be
+    // read are absent, with why; a process gone or forbidden is the whole
+    // capture's error.
     if (e.kind() == ErrorKind::kNoSuchProcess || e.kind() == ErrorKind::kPermission) throw;
     return {.stats = std::nullopt, .absent_reason = e.what()};
   }

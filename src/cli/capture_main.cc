@@ -4,8 +4,10 @@
 #include "cli/capture_main.h"
 
 #include <cstdlib>
+#include <exception>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "app/output_format.h"
@@ -23,6 +25,8 @@ struct CaptureArgs {
   std::string format = "pprof", counters = "exact";
   CLI::Option* top = nullptr;
   CLI::Option* sample_index = nullptr;
+  // What the capture learned; set once it begins.
+  std::optional<CaptureReport> report;
 };
 
 #if GOHEAP2PPROF_CAPTURE_ONLY
@@ -113,8 +117,8 @@ void WriteFailureJson(const RunOptions& options, const CaptureReport& report, co
     WriteOutput(options.output, RenderFailureJson(options.output_format,
                                                   {.pid = options.pid, .report = &report}, error));
   } catch (const std::exception& e) {
-    // A failure to report the failure: said, and the capture's error stays
-    // the one the exit code and message give.
+    // Boundary: a failure to report the failure is said, and the capture's
+    // error stays the one the exit code and message give.
     std::cerr << "goheap2pprof: could not write the failure snapshot: " << e.what() << "\n";
   }
 }
@@ -126,26 +130,27 @@ int RunOneShot(CaptureArgs& a) {
   }
   SetOutputFormat(a);
   const RunOptions& options = a.options;
-  CaptureReport report;
-  try {
-    CheckFlags(a);
-    const std::string written = RunCapture(options, std::cerr, report);
-    PrintReport(report, options.verbose, std::cerr);
-    if (options.stats) std::cerr << FormatStats(report);
-    if (options.output.empty() || options.verbose) {
-      std::cerr << "goheap2pprof: wrote " << report.samples << " samples to " << written << "\n";
-    }
-    return 0;
-  } catch (const std::exception& e) {
-    // What a failed capture prints before RunCommand prints the error: what
-    // was learned (for an Error) and, for --format json, the document.
-    const Error* error = dynamic_cast<const Error*>(&e);
-    if (error != nullptr) PrintReport(report, options.verbose, std::cerr);
-    if (options.output_format.format == OutputFormat::kJson) {
-      WriteFailureJson(options, report,
-                       error != nullptr ? *error : Error(ErrorKind::kInternal, e.what()));
-    }
-    throw;
+  CaptureReport& report = a.report.emplace();
+  CheckFlags(a);
+  const std::string written = RunCapture(options, std::cerr, report);
+  PrintReport(report, options.verbose, std::cerr);
+  if (options.stats) std::cerr << FormatStats(report);
+  if (options.output.empty() || options.verbose) {
+    std::cerr << "goheap2pprof: wrote " << report.samples << " samples to " << written << "\n";
+  }
+  return 0;
+}
+
+// What a failed capture prints before RunCommand prints the error: what
+// was learned (for an Error) and, for --format json, the document.
+void ReportFailedCapture(const CaptureArgs& a, const std::exception& e) {
+  if (!a.report) return;  // it failed before the capture began
+  const RunOptions& options = a.options;
+  const Error* error = dynamic_cast<const Error*>(&e);
+  if (error != nullptr) PrintReport(*a.report, options.verbose, std::cerr);
+  if (options.output_format.format == OutputFormat::kJson) {
+    WriteFailureJson(options, *a.report,
+                     error != nullptr ? *error : Error(ErrorKind::kInternal, e.what()));
   }
 }
 
@@ -179,7 +184,8 @@ Command AddCaptureCommand(CLI::App& root) {
                 "print what the capture cost: buckets, bytes read, read system calls, walks and "
                 "the time of each phase");
   AddExecutableFlags(root, a->target, help);
-  return {&root, [a] { return RunOneShot(*a); }};
+  return {&root, [a] { return RunOneShot(*a); },
+          [a](const std::exception& e) { ReportFailedCapture(*a, e); }};
 }
 
 }  // namespace goheap2pprof

@@ -63,13 +63,19 @@ std::string HintFor(const Error& e, std::string_view command) {
   return e.hint().empty() ? DefaultHint(e.kind(), command) : e.hint();
 }
 
-int RunCommand(const std::string& command, const std::function<int()>& run) {
+int RunCommand(const std::string& command, const std::function<int()>& run,
+               const FailureReport& on_failure) {
   try {
     return run();
-  } catch (const Error& e) {
-    std::cerr << command << ": error: " << e.what() << "\nhint: " << HintFor(e, command) << "\n";
-    return static_cast<int>(e.kind());
   } catch (const std::exception& e) {
+    // Boundary: main's, for every command. An Error says what went wrong
+    // and exits with its kind; anything else is a bug.
+    if (on_failure) on_failure(e);
+    if (const Error* error = dynamic_cast<const Error*>(&e)) {
+      std::cerr << command << ": error: " << error->what() << "\nhint: " << HintFor(*error, command)
+                << "\n";
+      return static_cast<int>(error->kind());
+    }
     std::cerr << command << ": unexpected failure: " << e.what()
               << "\nhint: please report this bug\n";
     return 1;

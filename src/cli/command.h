@@ -12,9 +12,11 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "base/error.h"
 
@@ -22,18 +24,29 @@ namespace goheap2pprof {
 
 // A subcommand: its CLI11 app (owned by the root app) and its work, which
 // owns the state the options are bound to.
+// What a command says about a failure of its run(), before RunCommand
+// prints the error (the one-shot capture: what it learned, and for
+// --format json, the document). Must not throw.
+using FailureReport = std::function<void(const std::exception&)>;
+
 struct Command {
+  Command(CLI::App* command_app, std::function<int()> command_run,
+          FailureReport command_on_failure = {})
+      : app(command_app), run(std::move(command_run)), on_failure(std::move(command_on_failure)) {}
+
   CLI::App* app = nullptr;
   std::function<int()> run;
+  FailureReport on_failure;  // may be empty
 };
 
 // The error's hint, or the one for its kind (usage: "run <command> --help").
 std::string HintFor(const Error& e, std::string_view command);
 
 // Returns run()'s exit code; an Error or another exception from run() is
-// printed to standard error and answered with its exit code (the Error's
-// kind, 1).
-int RunCommand(const std::string& command, const std::function<int()>& run);
+// reported by on_failure (if any), printed to standard error and answered
+// with its exit code (the Error's kind, 1).
+int RunCommand(const std::string& command, const std::function<int()>& run,
+               const FailureReport& on_failure = {});
 
 #if !GOHEAP2PPROF_CAPTURE_ONLY
 // A seconds option that takes one duration syntax everywhere: "10s", "5m",

@@ -129,13 +129,16 @@ int Main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // --help and --version end parsing with success: CLI11 prints them.
+    // Boundary: main's, for the command line. --help and --version end
+    // parsing with success: CLI11 prints them.
     return e.get_exit_code() == 0 ? app.exit(e) : ReportParseError(app, e);
   }
   for (const Command& c : commands) {
-    if (c.app->parsed()) return RunCommand("goheap2pprof " + c.app->get_name(), c.run);
+    if (c.app->parsed()) {
+      return RunCommand("goheap2pprof " + c.app->get_name(), c.run, c.on_failure);
+    }
   }
-  return RunCommand("goheap2pprof", capture.run);
+  return RunCommand("goheap2pprof", capture.run, capture.on_failure);
 }
 
 }  // namespace

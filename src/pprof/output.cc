@@ -367,11 +367,11 @@ std::optional<std::string> GunzipOneMember(std::string_view data, size_t max_siz
 
 }  // namespace
 
-std::string Gunzip(std::string_view data, size_t max_size) {
+Expected<std::string> TryGunzip(std::string_view data, size_t max_size) {
   if (std::optional<std::string> out = GunzipOneMember(data, max_size)) return std::move(*out);
   InflateStream zs;
   if (inflateInit2(zs.get(), 15 + 32) != Z_OK) {
-    throw Error(ErrorKind::kInternal, "zlib inflateInit2 failed");
+    return Error(ErrorKind::kInternal, "zlib inflateInit2 failed");
   }
   zs.MarkInitialized();
   std::string out;
@@ -383,23 +383,28 @@ std::string Gunzip(std::string_view data, size_t max_size) {
     zs.get()->avail_out = sizeof(buf);
     int rc = inflate(zs.get(), Z_NO_FLUSH);
     if (rc != Z_OK && rc != Z_STREAM_END) {
-      throw Error(ErrorKind::kMalformed, "gzip data is corrupt (zlib error ", rc, ")");
+      return Error(ErrorKind::kMalformed, "gzip data is corrupt (zlib error ", rc, ")");
     }
     out.append(buf, sizeof(buf) - zs.get()->avail_out);
-    if (out.size() > max_size) throw Error(ErrorKind::kMalformed, "gzip data expands too far");
+    if (out.size() > max_size) return Error(ErrorKind::kMalformed, "gzip data expands too far");
     if (rc == Z_STREAM_END) {
       // Another member may follow (gzip readers, Go's among them, read
       // concatenated members as one stream).
       if (zs.get()->avail_in == 0) break;
-      if (inflateReset(zs.get()) != Z_OK)
-        throw Error(ErrorKind::kInternal, "zlib inflateReset failed");
+      if (inflateReset(zs.get()) != Z_OK) {
+        return Error(ErrorKind::kInternal, "zlib inflateReset failed");
+      }
       continue;
     }
     if (zs.get()->avail_in == 0 && zs.get()->avail_out != 0) {
-      throw Error(ErrorKind::kMalformed, "gzip data is truncated");
+      return Error(ErrorKind::kMalformed, "gzip data is truncated");
     }
   }
   return out;
+}
+
+std::string Gunzip(std::string_view data, size_t max_size) {
+  return TryGunzip(data, max_size).value();
 }
 
 struct GunzipStream::State {

@@ -25,6 +25,8 @@ std::string Gzip(std::string_view data);
 // Inverse (concatenated members too), for tests and tools; throws
 // Error(kMalformed) on a bad stream.
 std::string Gunzip(std::string_view data, size_t max_size = size_t{1} << 31);
+// The same with the Error returned, for callers that say whose bytes were bad.
+Expected<std::string> TryGunzip(std::string_view data, size_t max_size);
 
 // Gunzip a piece at a time, into the caller's buffer: for bytes relayed
 // without ever holding the whole of them inflated (serve's ?debug=1 text,

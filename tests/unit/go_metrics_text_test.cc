@@ -251,6 +251,20 @@ TEST(RuntimeStatsWire, RoundTrips) {
   EXPECT_EQ(GoCollectorText(back), GoCollectorText(s));
 }
 
+// The roles' form: a worker's bad reply is a returned Error, a good one the
+// value DecodeRuntimeStats gives.
+TEST(RuntimeStatsWire, TryDecodeReturnsTheErrorOfABadReply) {
+  const std::string good = EncodeRuntimeStats(Example());
+  const Expected<GoRuntimeStats> back = TryDecodeRuntimeStats(good);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(GoCollectorText(*back), GoCollectorText(DecodeRuntimeStats(good)));
+  const Expected<GoRuntimeStats> cut = TryDecodeRuntimeStats(good.substr(0, good.size() / 2));
+  ASSERT_FALSE(cut.has_value());
+  EXPECT_EQ(cut.error().kind(), ErrorKind::kMalformed);
+  EXPECT_NE(std::string(cut.error().what()).find("memory-statistics reply"), std::string::npos)
+      << cut.error().what();
+}
+
 TEST(RuntimeStatsWire, RefusesTruncatedTrailingAndOversized) {
   const std::string good = EncodeRuntimeStats(Example());
   for (size_t n = 0; n < good.size(); n += 7) {

@@ -294,6 +294,24 @@ TEST(Gzip, GunzipTrustsNoTrailer) {
   EXPECT_EQ(Gunzip(gz + Gzip("y")), data + "y");
 }
 
+// TryGunzip returns what Gunzip would throw, so that a caller can say whose
+// bytes were bad without a catch (growth names the file).
+TEST(Gzip, TryGunzipReturnsTheErrorInsteadOfThrowing) {
+  const std::string data(300000, 'x');
+  const std::string gz = Gzip(data);
+  const Expected<std::string> good = TryGunzip(gz, data.size());
+  ASSERT_TRUE(good.has_value());
+  EXPECT_EQ(*good, data);
+  for (const Expected<std::string>& bad :
+       {TryGunzip(gz.substr(0, gz.size() / 2), data.size()), TryGunzip(gz, data.size() - 1),
+        TryGunzip("not gzip at all", data.size())}) {
+    ASSERT_FALSE(bad.has_value());
+    EXPECT_EQ(bad.error().kind(), ErrorKind::kMalformed) << bad.error().what();
+  }
+  EXPECT_NE(std::string(TryGunzip(gz, 1000).error().what()).find("expands too far"),
+            std::string::npos);
+}
+
 TEST_F(OutputTest, AProfileOfManyChunksIsWrittenWhole) {
   pb::Profile p;
   p.add_string_table("");

@@ -32,7 +32,9 @@
 #include "agent/worker/push_wire.h"
 #include "agent/worker/role_parts.h"
 #include "agent/worker/runtime_stats_wire.h"
+#include "agent/worker/wire_codec.h"
 #include "base/error.h"
+#include "base/expected.h"
 #include "base/utf8.h"
 #include "proc/procfs.h"
 #include "proto/parca_profilestore.pb.h"
@@ -124,10 +126,10 @@ class Agent {
     std::atomic<size_t> next{0};
     auto work = [&] {
       for (size_t i = next++; i < todo.size() && !stop_; i = next++) {
-        // One process's failure (a worker that cannot be started, a /proc
-        // read that fails, a library's exception) is logged and the round
-        // goes on: the agent serves every other process on the node. On a
-        // thread of its own, an exception let through would end the agent.
+        // Boundary: one process. Its failure (a /proc read that fails, a
+        // library's exception) is logged and the round goes on: the agent serves every other
+        // process on the node. On a thread of its own, an exception let through would end the
+        // agent.
         try {
           CaptureAndPush(todo[i]);
         } catch (const std::exception& e) {
@@ -275,15 +277,15 @@ class Agent {
       push_metrics_.Unchanged();
       return;
     }
-    try {
-      PushMade made = DecodePushMade(r.reply.body, r.reply.body.size());
-      state.delta_state = std::move(made.state);
-      if (pyroscope_) PushPyroscope(p, what, made, options_.labels);
-      if (parca_) PushParca(p, what, made, options_.labels);
-    } catch (const Error& e) {
-      Log("goheap2pprof push: " + what + ": " + e.what());
+    Expected<PushMade> made =
+        TryDecodeReply([&r] { return DecodePushMade(r.reply.body, r.reply.body.size()); });
+    if (!made) {
+      Log("goheap2pprof push: " + what + ": " + made.error().what());
       return;
     }
+    state.delta_state = std::move(made->state);
+    if (pyroscope_) PushPyroscope(p, what, *made, options_.labels);
+    if (parca_ && !PushParca(p, what, *made, options_.labels)) return;
     state.pushed = true;
     state.pushed_cycle = r.reply.cycle;
     ReadMemoryStats(p, what);
@@ -295,17 +297,15 @@ class Agent {
   void ReadMemoryStats(const GoProcess& p, const std::string& what) {
     PoolResult r = RunForProcess(pool_, serve_metrics_, {WorkerOp::kRuntimeStats, p.facts.pid, {}},
                                  p.facts, options_.discovery.filter, Call());
-    std::optional<GoRuntimeStats> stats;
-    if (PoolOutcomeName(r) == "ok") {
-      try {
-        stats = DecodeRuntimeStats(r.reply.body);
-      } catch (const Error& e) {
-        // One read's boundary: logged, the round goes on. Counted as the
-        // worker answered, as serve counts it.
-        Log("goheap2pprof push: memory statistics of " + what + ": " + e.what());
-      }
+    if (PoolOutcomeName(r) != "ok") return;
+    const Expected<GoRuntimeStats> stats = TryDecodeRuntimeStats(r.reply.body);
+    if (!stats) {
+      // Logged, the round goes on. Counted as the worker answered, as
+      // serve counts it.
+      Log("goheap2pprof push: memory statistics of " + what + ": " + stats.error().what());
+      return;
     }
-    if (!stats || !options_.verbose) return;
+    if (!options_.verbose) return;
     Log("goheap2pprof push: " + what + ": Go runtime total " +
         std::to_string(stats->Uint("/memory/classes/total:bytes").value_or(0)) +
         " bytes, heap objects " +
@@ -352,7 +352,8 @@ class Agent {
     pyroscope_->Enqueue({std::move(body), what});
   }
 
-  void PushParca(const GoProcess& p, const std::string& what, const PushMade& made,
+  // False, said in the log, if the request cannot be made.
+  bool PushParca(const GoProcess& p, const std::string& what, const PushMade& made,
                  const std::vector<PushLabel>& extras) {
     goheap2pprof::parca::WriteRawRequest request;
     // Parca's scraper sends normalized_addresses (false by default) for a
@@ -372,13 +373,15 @@ class Agent {
     google::protobuf::util::JsonPrintOptions json;
     json.always_print_primitive_fields = true;
     if (!google::protobuf::util::MessageToJsonString(request, &body, json).ok()) {
-      throw Error(ErrorKind::kInternal, "cannot encode a WriteRaw request as JSON");
+      Log("goheap2pprof push: " + what + ": cannot encode a WriteRaw request as JSON");
+      return false;
     }
     if (options_.verbose) {
       Log("goheap2pprof push: parca: " + what + ": " + std::to_string(made.parca_samples) +
           " samples, request " + std::to_string(body.size()) + " bytes");
     }
     parca_->Enqueue({std::move(body), what});
+    return true;
   }
 
   const PushOptions& options_;

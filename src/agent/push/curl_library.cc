@@ -1,10 +1,10 @@
 #include "agent/push/curl_library.h"
 
-#include <mutex>
-#include <optional>
 #include <string>
+#include <utility>
 
 #include "base/error.h"
+#include "base/expected.h"
 
 #ifdef GOHEAP2PPROF_CURL_DLOPEN
 #include <dlfcn.h>
@@ -16,79 +16,67 @@ namespace goheap2pprof {
 
 namespace {
 
-// dlsym of `name` into `fn`, or the Error naming what is missing.
+// dlsym of `name` into `fn`; false if the library lacks it.
 template <typename Fn>
-void Resolve(void* handle, const char* soname, const char* name, Fn& fn) {
+bool Resolve(void* handle, const char* name, Fn& fn) {
   void* symbol = dlsym(handle, name);
-  if (symbol == nullptr) {
-    throw Error(ErrorKind::kUnsupported, soname, " has no function ", name,
-                ": it is not the libcurl push was built for");
-  }
-  fn = reinterpret_cast<Fn>(symbol);
+  if (symbol != nullptr) fn = reinterpret_cast<Fn>(symbol);
+  return symbol != nullptr;
 }
 
-}  // namespace
-
-CurlLibrary LoadCurlLibrary(const char* soname) {
+// LoadCurlLibrary, with the Error returned: Curl() keeps it for every
+// caller, TryCurl() reports it.
+Expected<CurlLibrary> TryLoadCurlLibrary(const char* soname) {
   // Never closed: libcurl's handles and threads may outlive any one user.
   void* handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
-    throw Error(ErrorKind::kUnsupported, "push needs libcurl, and ", soname,
-                " cannot be loaded: ", why != nullptr ? why : "no reason given")
+    return Error(ErrorKind::kUnsupported, "push needs libcurl, and ", soname,
+                 " cannot be loaded: ", why != nullptr ? why : "no reason given")
         .WithHint("install libcurl (Debian: apt-get install libcurl4), or use the static build");
   }
   CurlLibrary c{};
-  Resolve(handle, soname, "curl_global_init", c.global_init);
-  Resolve(handle, soname, "curl_easy_init", c.easy_init);
-  Resolve(handle, soname, "curl_easy_setopt", c.easy_setopt);
-  Resolve(handle, soname, "curl_easy_perform", c.easy_perform);
-  Resolve(handle, soname, "curl_easy_getinfo", c.easy_getinfo);
-  Resolve(handle, soname, "curl_easy_cleanup", c.easy_cleanup);
-  Resolve(handle, soname, "curl_easy_strerror", c.easy_strerror);
-  Resolve(handle, soname, "curl_slist_append", c.slist_append);
-  Resolve(handle, soname, "curl_slist_free_all", c.slist_free_all);
-  Resolve(handle, soname, "curl_version_info", c.version_info);
-  Resolve(handle, soname, "curl_getdate", c.getdate);
+  const std::pair<const char*, bool> resolved[] = {
+      {"curl_global_init", Resolve(handle, "curl_global_init", c.global_init)},
+      {"curl_easy_init", Resolve(handle, "curl_easy_init", c.easy_init)},
+      {"curl_easy_setopt", Resolve(handle, "curl_easy_setopt", c.easy_setopt)},
+      {"curl_easy_perform", Resolve(handle, "curl_easy_perform", c.easy_perform)},
+      {"curl_easy_getinfo", Resolve(handle, "curl_easy_getinfo", c.easy_getinfo)},
+      {"curl_easy_cleanup", Resolve(handle, "curl_easy_cleanup", c.easy_cleanup)},
+      {"curl_easy_strerror", Resolve(handle, "curl_easy_strerror", c.easy_strerror)},
+      {"curl_slist_append", Resolve(handle, "curl_slist_append", c.slist_append)},
+      {"curl_slist_free_all", Resolve(handle, "curl_slist_free_all", c.slist_free_all)},
+      {"curl_version_info", Resolve(handle, "curl_version_info", c.version_info)},
+      {"curl_getdate", Resolve(handle, "curl_getdate", c.getdate)},
+  };
+  for (const auto& [name, found] : resolved) {
+    if (!found) {
+      return Error(ErrorKind::kUnsupported, soname, " has no function ", name,
+                   ": it is not the libcurl push was built for");
+    }
+  }
   return c;
 }
 
-namespace {
-
 // The library, or the Error loading it gave; loaded once.
-struct Loaded {
-  std::optional<CurlLibrary> library;
-  std::optional<Error> error;
-};
-
-const Loaded& Load() {
-  static std::once_flag once;
-  static Loaded loaded;
-  std::call_once(once, [] {
-    try {
-      loaded.library = LoadCurlLibrary("libcurl.so.4");
-    } catch (const Error& e) {
-      loaded.error = e;
-    }
-  });
+const Expected<CurlLibrary>& Load() {
+  static const Expected<CurlLibrary> loaded = TryLoadCurlLibrary("libcurl.so.4");
   return loaded;
 }
 
 }  // namespace
 
-const CurlLibrary& Curl() {
-  const Loaded& loaded = Load();
-  if (loaded.error) throw *loaded.error;
-  return *loaded.library;
-}
+CurlLibrary LoadCurlLibrary(const char* soname) { return TryLoadCurlLibrary(soname).value(); }
+
+const CurlLibrary& Curl() { return Load().value(); }
 
 const CurlLibrary* TryCurl(std::string* why) {
-  const Loaded& loaded = Load();
-  if (loaded.error) {
-    *why = loaded.error->what();
+  const Expected<CurlLibrary>& loaded = Load();
+  if (!loaded) {
+    *why = loaded.error().what();
     return nullptr;
   }
-  return &*loaded.library;
+  return &loaded.value();
 }
 
 #else  // linked in

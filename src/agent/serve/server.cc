@@ -196,6 +196,20 @@ class Service {
     metrics_.SetIdentityFailures(discovery_.identity_failures());
   }
 
+  // With -v: what isolation costs, the round trip to the worker minus its
+  // own time, and whether the worker's state of the process spared the
+  // build.
+  void LogCaptureCost(pid_t pid, WorkerOp op, double seconds, const PoolResult& result) {
+    std::ostringstream line;
+    line << std::fixed << std::setprecision(2) << "goheap2pprof serve: capture pid " << pid
+         << " op " << static_cast<int>(op) << ": " << seconds * 1000 << " ms, "
+         << static_cast<double>(result.reply.worker_ns) / 1e6 << " ms in the worker, "
+         << result.reply.body.size() << (result.reply.inflated_size ? " bytes gzipped" : " bytes");
+    if (result.reply.error_kind == 0) line << ", tables " << TablesName(result.reply.tables);
+    line << "\n";
+    Log(line.str());
+  }
+
   // One capture per (pid, op) at a time (per sample index for a flame
   // graph): later requests wait for the running one and share its answer.
   // With may_join false the caller gets a capture of its own, begun now,
@@ -234,19 +248,7 @@ class Service {
                        .queue_timeout = options_.timeout,
                        .cancelled = [flight] { return flight->AllClientsGone(); }},
                       &seconds);
-    if (options_.verbose) {
-      // What isolation costs: the round trip to the worker minus its own time.
-      std::ostringstream line;
-      line << std::fixed << std::setprecision(2) << "goheap2pprof serve: capture pid " << pid
-           << " op " << static_cast<int>(op) << ": " << seconds * 1000 << " ms, "
-           << static_cast<double>(result.reply.worker_ns) / 1e6 << " ms in the worker, "
-           << result.reply.body.size()
-           << (result.reply.inflated_size ? " bytes gzipped" : " bytes");
-      // Whether the worker's state of the process spared the build.
-      if (result.reply.error_kind == 0) line << ", tables " << TablesName(result.reply.tables);
-      line << "\n";
-      Log(line.str());
-    }
+    if (options_.verbose) LogCaptureCost(pid, op, seconds, result);
     {
       std::lock_guard<std::mutex> lock(flights_mu_);
       auto it = flights_.find(key);
@@ -366,13 +368,15 @@ class Service {
     if (!facts) return;
     const Captured c = CaptureOf(*facts, WorkerOp::kRuntimeStats, gone);
     if (ServeFailure(c.result, pid, res)) return;
-    try {
-      const GoRuntimeStats stats = DecodeRuntimeStats(*c.body);
-      SetContent(res, GoCollectorText(stats), "text/plain; version=0.0.4; charset=utf-8");
-    } catch (const Error& e) {
-      // One request's boundary: a worker's bad reply fails this answer only.
-      ServeError(res, 500, "memory statistics of process " + std::to_string(pid) + ": " + e.what());
+    const Expected<GoRuntimeStats> stats = TryDecodeRuntimeStats(*c.body);
+    if (!stats) {
+      // A worker's bad reply fails this answer only.
+      ServeError(
+          res, 500,
+          "memory statistics of process " + std::to_string(pid) + ": " + stats.error().what());
+      return;
     }
+    SetContent(res, GoCollectorText(*stats), "text/plain; version=0.0.4; charset=utf-8");
   }
 
   // The page is made in the worker from a capture of its own; requests for

@@ -185,11 +185,11 @@ WorkerPool::WorkerPool(PoolOptions options)
   // more in its own mapping, returned to the system when it is freed.
   mallopt(M_MMAP_THRESHOLD, 256 << 10);
   reaper_ = std::thread([this] { ReapLoop(); });
-  try {
-    for (Worker& w : workers_) Start(w);
-  } catch (const Error&) {
-    Shutdown();
-    throw;
+  for (Worker& w : workers_) {
+    if (std::optional<Error> failed = Start(w)) {
+      Shutdown();
+      throw *failed;
+    }
   }
 }
 
@@ -233,16 +233,16 @@ void WorkerPool::Shutdown() {
   }
 }
 
-void WorkerPool::Start(Worker& w) {
+std::optional<Error> WorkerPool::Start(Worker& w) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-    throw Error(ErrorKind::kInternal, "socketpair: ", std::strerror(errno));
+    return Error(ErrorKind::kInternal, "socketpair: ", std::strerror(errno));
   }
   int err[2];
   if (pipe2(err, O_CLOEXEC) != 0) {
     close(sv[0]);
     close(sv[1]);
-    throw Error(ErrorKind::kInternal, "pipe2: ", std::strerror(errno));
+    return Error(ErrorKind::kInternal, "pipe2: ", std::strerror(errno));
   }
   // The worker's end becomes its fd 3 and the pipe its stderr (dup2 clears
   // close-on-exec); every other descriptor of the server (client sockets,
@@ -272,8 +272,8 @@ void WorkerPool::Start(Worker& w) {
   if (rc != 0) {
     close(sv[0]);
     close(err[0]);
-    throw Error(ErrorKind::kInternal, "cannot start a capture worker (", exe,
-                "): ", std::strerror(rc));
+    return Error(ErrorKind::kInternal, "cannot start a capture worker (", exe,
+                 "): ", std::strerror(rc));
   }
   // Not w.busy: the slot stays with the Run that (re)starts it. Marking it
   // idle here let a second Run take a worker the first was still using,
@@ -288,15 +288,7 @@ void WorkerPool::Start(Worker& w) {
   w.stderr_relay = std::make_unique<WorkerStderr>(pid, STDERR_FILENO);
   w.relay_thread = std::thread(RelayWorkerStderr, err[0], std::ref(*w.stderr_relay));
   ++workers_started_;
-}
-
-void WorkerPool::TryStart(Worker& w) {
-  try {
-    Start(w);
-  } catch (const Error&) {
-    // Boundary of this request's worker slot: started again on the next
-    // request that picks it.
-  }
+  return std::nullopt;
 }
 
 void WorkerPool::Forget(Worker& w) {
@@ -527,15 +519,13 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
   // running fails.
   bool restarted = w->pid < 0;
   int status = 0;
-  try {
-    if (w->pid > 0 && waitpid(w->pid, &status, WNOHANG) == w->pid) {
-      Forget(*w);
-      ++workers_crashed_;
-      restarted = true;
-    }
-    if (w->pid < 0) Start(*w);
-  } catch (const Error& e) {
-    return StartFailed(*w, call.role, e);
+  if (w->pid > 0 && waitpid(w->pid, &status, WNOHANG) == w->pid) {
+    Forget(*w);
+    ++workers_crashed_;
+    restarted = true;
+  }
+  if (w->pid < 0) {
+    if (std::optional<Error> failed = Start(*w)) return StartFailed(*w, call.role, *failed);
   }
   const std::string label = RequestLabel(request);
   w->stderr_relay->BeginRequest(label, w->stderr_fd);
@@ -552,7 +542,9 @@ PoolResult WorkerPool::Run(const WorkerRequest& request, const std::string& affi
     Reap(*w, false, kReapWaitMs, label, affinity);
   }
   const bool replaced = !ok || result.reply.retiring;
-  if (replaced && !w->park_pending) TryStart(*w);
+  // A worker that cannot start now is started by the next request that
+  // picks the slot.
+  if (replaced && !w->park_pending) (void)Start(*w);
   Release(*w, call.role, ok && !replaced ? &affinity : nullptr, restarted || replaced);
   return result;
 }

@@ -199,10 +199,11 @@ class WorkerPool {
   // the worker kept for push and watch); mu_ held.
   bool MayTake(PoolRole role) const;
   // Starts (or restarts) w, a slot the caller holds (busy); no lock needed.
-  void Start(Worker& w);
-  // Starts w, or leaves it stopped (pid -1) if that fails: the next request
-  // that picks the slot starts it.
-  void TryStart(Worker& w);
+  // A worker that cannot start is an outcome the callers handle (the
+  // request fails, or the slot waits for the next one), so it is returned:
+  // the Error saying why, or nullopt once w runs. w stays stopped (pid -1)
+  // on failure: the next request that picks the slot starts it.
+  std::optional<Error> Start(Worker& w);
   // Kills w if asked and waits at most wait_ms for it to end. Ended: its
   // slot is forgotten and how it ended is returned. Not ended: it is handed
   // to the reaper (and logged), and the slot is parked if too many are

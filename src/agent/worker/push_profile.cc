@@ -26,63 +26,90 @@ class Compactor {
 
   pb::Profile Run(const std::vector<pb::Sample>& samples,
                   const std::vector<std::string>& extra_comments = {}) {
-    // Mark what the samples use, then copy in source order so that ids are
-    // 1..N in the order of the source's tables.
-    std::vector<bool> use_location(src_.location_size()), use_function(src_.function_size()),
-        use_mapping(src_.mapping_size());
+    const Used used = MarkUsed(samples);
+    for (const pb::ValueType& t : src_.sample_type()) CopyValueType(t, out_.add_sample_type());
+    const NewIds ids = CopyTables(used);
+    for (const pb::Sample& s : samples) CopySample(s, ids);
+    CopyHeader(extra_comments);
+    return std::move(out_);
+  }
+
+ private:
+  // Which of the source's tables' entries the samples use, by index.
+  struct Used {
+    std::vector<bool> location, function, mapping;
+  };
+  // The source's ids of what is copied, to the copies' ids.
+  struct NewIds {
+    std::unordered_map<uint64_t, uint64_t> mapping, function, location;
+  };
+
+  Used MarkUsed(const std::vector<pb::Sample>& samples) const {
+    Used used{std::vector<bool>(src_.location_size()), std::vector<bool>(src_.function_size()),
+              std::vector<bool>(src_.mapping_size())};
     for (const pb::Sample& s : samples) {
-      for (uint64_t id : s.location_id()) use_location[LocationIndex(id)] = true;
+      for (uint64_t id : s.location_id()) used.location[LocationIndex(id)] = true;
     }
     for (int i = 0; i < src_.location_size(); ++i) {
-      if (!use_location[i]) continue;
+      if (!used.location[i]) continue;
       const pb::Location& l = src_.location(i);
-      if (l.mapping_id() != 0) use_mapping[MappingIndex(l.mapping_id())] = true;
+      if (l.mapping_id() != 0) used.mapping[MappingIndex(l.mapping_id())] = true;
       for (const pb::Line& line : l.line()) {
-        if (line.function_id() != 0) use_function[FunctionIndex(line.function_id())] = true;
+        if (line.function_id() != 0) used.function[FunctionIndex(line.function_id())] = true;
       }
     }
-    for (const pb::ValueType& t : src_.sample_type()) CopyValueType(t, out_.add_sample_type());
-    std::unordered_map<uint64_t, uint64_t> mapping_ids, function_ids, location_ids;
+    return used;
+  }
+
+  // Copies what is used in source order, so that ids are 1..N in the order
+  // of the source's tables.
+  NewIds CopyTables(const Used& used) {
+    NewIds ids;
     for (int i = 0; i < src_.mapping_size(); ++i) {
-      if (!use_mapping[i]) continue;
+      if (!used.mapping[i]) continue;
       pb::Mapping m = src_.mapping(i);
-      mapping_ids[m.id()] = static_cast<uint64_t>(out_.mapping_size()) + 1;
-      m.set_id(mapping_ids[m.id()]);
+      ids.mapping[m.id()] = static_cast<uint64_t>(out_.mapping_size()) + 1;
+      m.set_id(ids.mapping[m.id()]);
       m.set_filename(Str(m.filename()));
       m.set_build_id(Str(m.build_id()));
       *out_.add_mapping() = std::move(m);
     }
     for (int i = 0; i < src_.function_size(); ++i) {
-      if (!use_function[i]) continue;
+      if (!used.function[i]) continue;
       pb::Function f = src_.function(i);
-      function_ids[f.id()] = static_cast<uint64_t>(out_.function_size()) + 1;
-      f.set_id(function_ids[f.id()]);
+      ids.function[f.id()] = static_cast<uint64_t>(out_.function_size()) + 1;
+      f.set_id(ids.function[f.id()]);
       f.set_name(Str(f.name()));
       f.set_system_name(Str(f.system_name()));
       f.set_filename(Str(f.filename()));
       *out_.add_function() = std::move(f);
     }
     for (int i = 0; i < src_.location_size(); ++i) {
-      if (!use_location[i]) continue;
+      if (!used.location[i]) continue;
       pb::Location l = src_.location(i);
-      location_ids[l.id()] = static_cast<uint64_t>(out_.location_size()) + 1;
-      l.set_id(location_ids[l.id()]);
-      if (l.mapping_id() != 0) l.set_mapping_id(mapping_ids.at(l.mapping_id()));
+      ids.location[l.id()] = static_cast<uint64_t>(out_.location_size()) + 1;
+      l.set_id(ids.location[l.id()]);
+      if (l.mapping_id() != 0) l.set_mapping_id(ids.mapping.at(l.mapping_id()));
       for (pb::Line& line : *l.mutable_line()) {
-        if (line.function_id() != 0) line.set_function_id(function_ids.at(line.function_id()));
+        if (line.function_id() != 0) line.set_function_id(ids.function.at(line.function_id()));
       }
       *out_.add_location() = std::move(l);
     }
-    for (const pb::Sample& s : samples) {
-      pb::Sample* o = out_.add_sample();
-      *o = s;
-      for (uint64_t& id : *o->mutable_location_id()) id = location_ids.at(id);
-      for (pb::Label& label : *o->mutable_label()) {
-        label.set_key(Str(label.key()));
-        label.set_str(Str(label.str()));
-        label.set_num_unit(Str(label.num_unit()));
-      }
+    return ids;
+  }
+
+  void CopySample(const pb::Sample& s, const NewIds& ids) {
+    pb::Sample* o = out_.add_sample();
+    *o = s;
+    for (uint64_t& id : *o->mutable_location_id()) id = ids.location.at(id);
+    for (pb::Label& label : *o->mutable_label()) {
+      label.set_key(Str(label.key()));
+      label.set_str(Str(label.str()));
+      label.set_num_unit(Str(label.num_unit()));
     }
+  }
+
+  void CopyHeader(const std::vector<std::string>& extra_comments) {
     out_.set_drop_frames(Str(src_.drop_frames()));
     out_.set_keep_frames(Str(src_.keep_frames()));
     out_.set_time_nanos(src_.time_nanos());
@@ -97,10 +124,8 @@ class Compactor {
     }
     out_.set_default_sample_type(Str(src_.default_sample_type()));
     out_.set_doc_url(Str(src_.doc_url()));
-    return std::move(out_);
   }
 
- private:
   int64_t Str(int64_t index) {
     if (index == 0) return 0;
     if (index < 0 || index >= src_.string_table_size()) {
@@ -151,29 +176,58 @@ pb::Profile CompactProfile(const pb::Profile& source, const std::vector<pb::Samp
 
 // Friend of AllocDeltaState: the one place that reads and advances it.
 struct PyroscopeProfileMaker {
+  using AllocValues = AllocDeltaState::AllocValues;
+
+  // Where the four heap values are in a sample, and how many it has.
+  struct Columns {
+    int alloc_objects, alloc_space, inuse_objects, inuse_space, width;
+  };
+
+  // The key of a sample: its location addresses, then its object size.
+  // Entries refer to the input's samples rather than copy them: a profile
+  // of 100,000 buckets must not be held several times over.
+  struct Entry {
+    std::string key;
+    int sample;                  // the first input sample with this key
+    std::vector<int64_t> value;  // cumulative, then the values to push
+  };
+
+  // The entries to push, with their cumulative alloc values, and every
+  // key's baseline for the next push.
+  struct Deltas {
+    std::vector<size_t> kept;
+    std::vector<AllocValues> kept_now;
+    std::unordered_map<std::string, AllocValues> next;
+  };
+
   static PyroscopeProfile Make(const pb::Profile& in, AllocDeltaState& state,
                                const PushLimits& limits) {
-    const int alloc_objects = ValueIndex(in, "alloc_objects");
-    const int alloc_space = ValueIndex(in, "alloc_space");
-    const int inuse_objects = ValueIndex(in, "inuse_objects");
-    const int inuse_space = ValueIndex(in, "inuse_space");
-    const int width = in.sample_type_size();
+    const Columns c{ValueIndex(in, "alloc_objects"), ValueIndex(in, "alloc_space"),
+                    ValueIndex(in, "inuse_objects"), ValueIndex(in, "inuse_space"),
+                    in.sample_type_size()};
+    std::vector<Entry> entries = KeyedEntries(in, c.width);
+    PyroscopeProfile out;
+    out.samples_in = static_cast<uint64_t>(in.sample_size());
+    out.baseline = !state.primed_;
+    Deltas d = AllocDeltas(entries, state, c, out.resets);
+    out.nonzero = d.kept.size();
+    pb::Profile result = Trimmed(in, entries, c, limits, out.baseline, d);
+    out.trimmed = d.kept.size() - static_cast<size_t>(result.sample_size());
+    out.profile = std::move(result);
+    state.prev_ = std::move(d.next);
+    state.primed_ = true;
+    return out;
+  }
+
+  // The samples of `in` by key; samples with the same key (which the
+  // runtime never writes) are summed.
+  static std::vector<Entry> KeyedEntries(const pb::Profile& in, int width) {
     std::unordered_map<uint64_t, uint64_t> address;
     for (const pb::Location& l : in.location()) address[l.id()] = l.address();
     int64_t bytes_key = -1;
     for (int i = 0; i < in.string_table_size(); ++i) {
       if (in.string_table(i) == "bytes") bytes_key = i;
     }
-
-    // The key of each sample: its location addresses, then its object size.
-    // Samples with the same key (which the runtime never writes) are summed.
-    // Entries refer to the input's samples rather than copy them: a profile
-    // of 100,000 buckets must not be held several times over.
-    struct Entry {
-      std::string key;
-      int sample;                  // the first input sample with this key
-      std::vector<int64_t> value;  // cumulative, then the values to push
-    };
     std::vector<Entry> entries;
     std::unordered_map<std::string, size_t> by_key;
     for (int i = 0; i < in.sample_size(); ++i) {
@@ -182,20 +236,7 @@ struct PyroscopeProfileMaker {
         throw Error(ErrorKind::kMalformed, "profile from a worker: a sample has ", s.value_size(),
                     " values for ", width, " sample types");
       }
-      std::string key;
-      key.reserve(8 * (static_cast<size_t>(s.location_id_size()) + 1));
-      for (uint64_t id : s.location_id()) {
-        auto it = address.find(id);
-        if (it == address.end()) {
-          throw Error(ErrorKind::kMalformed, "profile from a worker: no location with id ", id);
-        }
-        key.append(reinterpret_cast<const char*>(&it->second), sizeof(uint64_t));
-      }
-      int64_t size = 0;
-      for (const pb::Label& l : s.label()) {
-        if (l.key() == bytes_key) size = l.num();
-      }
-      key.append(reinterpret_cast<const char*>(&size), sizeof(size));
+      std::string key = SampleKey(s, address, bytes_key);
       auto [it, added] = by_key.emplace(key, entries.size());
       if (added) {
         entries.push_back(
@@ -205,86 +246,88 @@ struct PyroscopeProfileMaker {
         for (int v = 0; v < width; ++v) sum[v] += s.value(v);
       }
     }
-    by_key.clear();
+    return entries;
+  }
 
-    PyroscopeProfile out;
-    out.samples_in = static_cast<uint64_t>(in.sample_size());
-    out.baseline = !state.primed_;
-    // The entries to push, with their cumulative alloc values.
-    std::vector<size_t> kept;
-    std::vector<AllocDeltaState::AllocValues> kept_now;
-    std::unordered_map<std::string, AllocDeltaState::AllocValues> next;
-    next.reserve(entries.size());
+  static std::string SampleKey(const pb::Sample& s,
+                               const std::unordered_map<uint64_t, uint64_t>& address,
+                               int64_t bytes_key) {
+    std::string key;
+    key.reserve(8 * (static_cast<size_t>(s.location_id_size()) + 1));
+    for (uint64_t id : s.location_id()) {
+      auto it = address.find(id);
+      if (it == address.end()) {
+        throw Error(ErrorKind::kMalformed, "profile from a worker: no location with id ", id);
+      }
+      key.append(reinterpret_cast<const char*>(&it->second), sizeof(uint64_t));
+    }
+    int64_t size = 0;
+    for (const pb::Label& l : s.label()) {
+      if (l.key() == bytes_key) size = l.num();
+    }
+    key.append(reinterpret_cast<const char*>(&size), sizeof(size));
+    return key;
+  }
+
+  // The entries' alloc values become deltas against the state; counters
+  // that went back (a reset) are counted in *resets and not pushed.
+  static Deltas AllocDeltas(std::vector<Entry>& entries, const AllocDeltaState& state,
+                            const Columns& c, uint64_t& resets) {
+    Deltas d;
+    d.next.reserve(entries.size());
     for (size_t e = 0; e < entries.size(); ++e) {
       std::vector<int64_t>& v = entries[e].value;
-      AllocDeltaState::AllocValues now{v[alloc_objects], v[alloc_space]};
-      AllocDeltaState::AllocValues before{};
+      AllocValues now{v[c.alloc_objects], v[c.alloc_space]};
+      AllocValues before{};
       if (!state.primed_) {
         before = now;
       } else if (auto it = state.prev_.find(entries[e].key); it != state.prev_.end()) {
         before = it->second;
       }
       if (now.objects < before.objects || now.bytes < before.bytes) {
-        ++out.resets;
-        next[entries[e].key] = now;
+        ++resets;
+        d.next[entries[e].key] = now;
         continue;
       }
-      v[alloc_objects] = now.objects - before.objects;
-      v[alloc_space] = now.bytes - before.bytes;
-      if (v[alloc_objects] == 0 && v[alloc_space] == 0 && v[inuse_objects] == 0 &&
-          v[inuse_space] == 0) {
-        next[entries[e].key] = now;
+      v[c.alloc_objects] = now.objects - before.objects;
+      v[c.alloc_space] = now.bytes - before.bytes;
+      if (v[c.alloc_objects] == 0 && v[c.alloc_space] == 0 && v[c.inuse_objects] == 0 &&
+          v[c.inuse_space] == 0) {
+        d.next[entries[e].key] = now;
         continue;
       }
-      // Until the sample is sent, its baseline stays (see trimming below).
-      next[entries[e].key] = before;
-      kept.push_back(e);
-      kept_now.push_back(now);
+      // Until the sample is sent, its baseline stays (see Trimmed).
+      d.next[entries[e].key] = before;
+      d.kept.push_back(e);
+      d.kept_now.push_back(now);
     }
-    out.nonzero = kept.size();
+    return d;
+  }
 
-    // Trim: the largest samples (alloc_space delta plus inuse_space, then
-    // objects) are kept, in their original order.
-    std::vector<size_t> order(kept.size());
+  // The profile of the kept entries that fits the limits: the largest
+  // samples (alloc_space delta plus inuse_space, then objects) are kept, in
+  // their original order. The samples sent advance their baselines in d.
+  static pb::Profile Trimmed(const pb::Profile& in, const std::vector<Entry>& entries,
+                             const Columns& c, const PushLimits& limits, bool baseline, Deltas& d) {
+    std::vector<size_t> order(d.kept.size());
     std::iota(order.begin(), order.end(), 0);
     auto weight = [&](size_t i) {
-      const std::vector<int64_t>& v = entries[kept[i]].value;
-      return std::make_pair(v[alloc_space] + v[inuse_space], v[alloc_objects] + v[inuse_objects]);
+      const std::vector<int64_t>& v = entries[d.kept[i]].value;
+      return std::make_pair(v[c.alloc_space] + v[c.inuse_space],
+                            v[c.alloc_objects] + v[c.inuse_objects]);
     };
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return weight(a) > weight(b); });
-    size_t keep = std::min(kept.size(), limits.max_samples);
-    pb::Profile result;
+    size_t keep = std::min(d.kept.size(), limits.max_samples);
     for (int attempt = 0;; ++attempt) {
       std::vector<size_t> chosen(order.begin(), order.begin() + static_cast<ptrdiff_t>(keep));
       std::sort(chosen.begin(), chosen.end());
-      std::vector<pb::Sample> samples;
-      samples.reserve(chosen.size());
-      for (size_t i : chosen) {
-        const Entry& e = entries[kept[i]];
-        pb::Sample& sample = samples.emplace_back(in.sample(e.sample));
-        for (int v = 0; v < width; ++v) sample.set_value(v, e.value[v]);
-      }
-      std::vector<std::string> comments;
-      if (keep < kept.size()) {
-        comments.push_back(
-            "goheap2pprof: " + std::to_string(kept.size() - keep) + " of " +
-            std::to_string(kept.size()) +
-            " samples were trimmed (the smallest by alloc_space delta plus inuse_space) to fit "
-            "the server's limits of " +
-            std::to_string(limits.max_samples) + " samples and " +
-            std::to_string(limits.max_bytes) + " bytes");
-      }
-      if (out.baseline) {
-        comments.push_back(
-            "goheap2pprof: first profile of a process older than the agent: alloc_* are a "
-            "baseline (zero), not a delta");
-      }
-      result = Compactor(in).Run(samples, comments);
+      pb::Profile result = Compactor(in).Run(ChosenSamples(in, entries, c.width, d, chosen),
+                                             TrimComments(d.kept.size(), keep, limits, baseline));
       size_t size = result.ByteSizeLong();
       if (size <= limits.max_bytes || keep == 0) {
-        for (size_t i : chosen) next[entries[kept[i]].key] = kept_now[i];
-        break;
+        for (size_t i : chosen) d.next[entries[d.kept[i]].key] = d.kept_now[i];
+        return result;
       }
       // Shrink in proportion to the excess, by at least one sample.
       size_t smaller =
@@ -293,11 +336,38 @@ struct PyroscopeProfileMaker {
       keep = std::min(keep - 1, smaller);
       if (attempt > 64) keep = 0;
     }
-    out.trimmed = kept.size() - static_cast<size_t>(result.sample_size());
-    out.profile = std::move(result);
-    state.prev_ = std::move(next);
-    state.primed_ = true;
-    return out;
+  }
+
+  static std::vector<pb::Sample> ChosenSamples(const pb::Profile& in,
+                                               const std::vector<Entry>& entries, int width,
+                                               const Deltas& d, const std::vector<size_t>& chosen) {
+    std::vector<pb::Sample> samples;
+    samples.reserve(chosen.size());
+    for (size_t i : chosen) {
+      const Entry& e = entries[d.kept[i]];
+      pb::Sample& sample = samples.emplace_back(in.sample(e.sample));
+      for (int v = 0; v < width; ++v) sample.set_value(v, e.value[v]);
+    }
+    return samples;
+  }
+
+  static std::vector<std::string> TrimComments(size_t kept, size_t keep, const PushLimits& limits,
+                                               bool baseline) {
+    std::vector<std::string> comments;
+    if (keep < kept) {
+      comments.push_back(
+          "goheap2pprof: " + std::to_string(kept - keep) + " of " + std::to_string(kept) +
+          " samples were trimmed (the smallest by alloc_space delta plus inuse_space) to fit "
+          "the server's limits of " +
+          std::to_string(limits.max_samples) + " samples and " + std::to_string(limits.max_bytes) +
+          " bytes");
+    }
+    if (baseline) {
+      comments.push_back(
+          "goheap2pprof: first profile of a process older than the agent: alloc_* are a "
+          "baseline (zero), not a delta");
+    }
+    return comments;
   }
 };
 

@@ -106,4 +106,8 @@ GoRuntimeStats DecodeRuntimeStats(std::string_view bytes) {
   return s;
 }
 
+Expected<GoRuntimeStats> TryDecodeRuntimeStats(std::string_view bytes) {
+  return TryDecodeReply([bytes] { return DecodeRuntimeStats(bytes); });
+}
+
 }  // namespace goheap2pprof

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/expected.h"
 #include "memstats/go_runtime_stats.h"
 
 namespace goheap2pprof {
@@ -30,5 +31,8 @@ struct RuntimeStatsWireLimits {
 std::string EncodeRuntimeStats(const GoRuntimeStats& stats);
 // Throws Error(kMalformed) naming what is wrong.
 GoRuntimeStats DecodeRuntimeStats(std::string_view bytes);
+// The same with the Error returned: for the roles, to whom a worker's bad
+// reply fails one answer or one log line, not the role.
+Expected<GoRuntimeStats> TryDecodeRuntimeStats(std::string_view bytes);
 
 }  // namespace goheap2pprof

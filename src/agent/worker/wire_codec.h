@@ -14,9 +14,11 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "base/bytes.h"
 #include "base/error.h"
+#include "base/expected.h"
 
 namespace goheap2pprof {
 
@@ -89,5 +91,19 @@ class WireReader {
   std::string_view what_;
   uint64_t at_ = 0;
 };
+
+// decode() of a peer's message, with the Error it throws returned: for the
+// roles, to whom a worker's bad reply fails one answer or one process's
+// push, not the role. Other exceptions pass.
+template <typename Decode>
+auto TryDecodeReply(Decode&& decode) -> Expected<decltype(decode())> {
+  try {
+    return std::forward<Decode>(decode)();
+  } catch (const Error& e) {
+    // Boundary: one worker's reply, untrusted bytes; the caller says what
+    // failed.
+    return e;
+  }
+}
 
 }  // namespace goheap2pprof

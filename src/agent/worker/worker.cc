@@ -126,8 +126,7 @@ class AnalysisCache {
     std::string key =
         exe.running.path + "\n" + std::to_string(exe.running.inode) + "\n" + exe.gnu_build_id;
     struct stat st {};
-    const std::string proc_exe = "/proc/" + std::to_string(source.identity().pid) + "/exe";
-    if (stat(proc_exe.c_str(), &st) == 0) {
+    if (stat(ProcPath(source.identity().pid, "exe").c_str(), &st) == 0) {
       key += "\n" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_size) + ":" +
              std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
     }
@@ -303,8 +302,7 @@ class CaptureStates {
     ++clock_;
     // States of processes that are gone are of no use any more.
     std::erase_if(entries_, [pid](const Entry& e) {
-      struct stat st {};
-      return e.pid != pid && stat(("/proc/" + std::to_string(e.pid)).c_str(), &st) != 0;
+      return e.pid != pid && ProcessLiveness(e.pid, std::nullopt) == Liveness::kGone;
     });
     size_t bytes = 0;
     for (const Entry& e : entries_) bytes += e.state->ApproximateBytes();
@@ -388,11 +386,16 @@ std::string DeltaBody(const WorkerRequest& request, FinishedProfile& profile) {
     // practice. The bound keeps a gzip bomb from filling the worker.
     const std::string base = Gunzip(request.payload, 2 * now.size() + (size_t{16} << 20));
     return Gzip(EncodedDeltaProfile(base, now));
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
+    // Boundary: the base the request carries, untrusted bytes. Whatever
+    // it made fail (its gzip, its decoding, the memory it took) fails this
+    // request as a bad base, said as such.
+    if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) {
+      throw Error(ErrorKind::kInternal,
+                  "failed to compute delta: it exceeded the worker's memory limit");
+    }
+    if (dynamic_cast<const Error*>(&e) == nullptr) throw;
     throw Error(ErrorKind::kMalformed, "failed to compute delta: ", e.what());
-  } catch (const std::bad_alloc&) {
-    throw Error(ErrorKind::kInternal,
-                "failed to compute delta: it exceeded the worker's memory limit");
   }
 }
 
@@ -528,6 +531,26 @@ void ReadStats(const WorkerRequest& request, const std::optional<ServeSeam>& sea
 // safe side of "replaced".
 bool PidIsLive(pid_t pid) { return ProcessLiveness(pid, std::nullopt) == Liveness::kRunning; }
 
+// The reply for a request that failed with e (an Error or bad_alloc;
+// anything else is rethrown, ending the worker as before).
+WorkerReply FailedReply(const WorkerRequest& request, const std::exception& e, uint64_t start_time,
+                        bool identified) {
+  WorkerReply failed;
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) {
+    failed.error_kind = static_cast<int32_t>(ErrorKind::kInternal);
+    failed.message = "the capture exceeded the worker's memory limit";
+    return failed;
+  }
+  const Error* error = dynamic_cast<const Error*>(&e);
+  if (error == nullptr) throw;
+  failed.start_time = start_time;
+  failed.error_kind = static_cast<int32_t>(error->kind());
+  failed.message = error->what();
+  failed.replaced =
+      error->kind() == ErrorKind::kNoSuchProcess && identified && PidIsLive(request.pid);
+  return failed;
+}
+
 WorkerReply Handle(const WorkerRequest& request) {
   WorkerReply reply;
   bool identified = false;
@@ -542,19 +565,10 @@ WorkerReply Handle(const WorkerRequest& request) {
       Capture(request, ServeSeamFor(request.pid), reply, &identified);
     }
     return reply;
-  } catch (const Error& e) {
-    // One request's boundary in the worker: the error is the reply.
-    WorkerReply failed;
-    failed.start_time = reply.start_time;
-    failed.error_kind = static_cast<int32_t>(e.kind());
-    failed.message = e.what();
-    failed.replaced = e.kind() == ErrorKind::kNoSuchProcess && identified && PidIsLive(request.pid);
-    return failed;
-  } catch (const std::bad_alloc&) {
-    WorkerReply failed;
-    failed.error_kind = static_cast<int32_t>(ErrorKind::kInternal);
-    failed.message = "the capture exceeded the worker's memory limit";
-    return failed;
+  } catch (const std::exception& e) {
+    // Boundary: one request in the worker. Its error, or running out of
+    // the worker's memory, is the reply; the worker serves the next.
+    return FailedReply(request, e, reply.start_time, identified);
   }
 }
 
@@ -769,7 +783,8 @@ int RunServeWorker(int fd, const WorkerLimits& limits, const ExecutableOptions& 
   try {
     EnterCaptureSandbox({limits.address_space_bytes, limits.cpu_seconds, limits.uid, limits.gid});
   } catch (const Error& e) {
-    // The worker process's own main.
+    // Boundary: the worker process's own main (the pool reports its exit
+    // status).
     std::cerr << "goheap2pprof worker: " << e.what() << "\n";
     return 10;
   }
