@@ -9,6 +9,11 @@
 # except the goroutine that wrote the profile, which the target's files show
 # inside runtime/pprof and ours shows parked where it went next (select{} in
 # main.main). Nothing else may differ, and nothing may have been dropped.
+# The debug=2 dump (runtime.Stack of every goroutine) must list the same
+# goroutines in the same order with the same headers (wait reasons; minutes
+# within one), frames, file:line +0xoff and created-by lines, argument lists
+# masked (we print "(...)"; the runtime prints stack slots), but for the
+# writer, which the target's dump shows [running] inside runtime/pprof.
 #
 #   bash tests/e2e/goroutines_test.sh <path-to-goheap2pprof> <path-to-profdiff>
 #
@@ -77,6 +82,46 @@ if theirs != ours:
             print("theirs:\n" + a + "\nours:\n" + b)
             break
     sys.exit("the debug=1 texts differ")
+PY
+}
+
+# check_dump <theirs2.txt> <ours2.txt>: the same goroutines in the same
+# order, each block equal with argument lists masked and the minutes of
+# the header within one; the writer (theirs: [running] in runtime/pprof;
+# ours: the same goroutine, parked since) is left out of both.
+check_dump() {
+  python3 - "$1" "$2" <<'PY'
+import re, sys
+def blocks(path):
+    out = {}
+    for b in open(path).read().split('\n\n'):
+        lines = b.strip('\n').split('\n')
+        m = re.match(r'goroutine (\d+) \[(.*)\]:$', lines[0])
+        if not m:
+            sys.exit(f"{path}: not a goroutine header: {lines[0]!r}")
+        status = m.group(2)
+        minutes = re.search(r', (\d+) minutes', status)
+        status = re.sub(r', \d+ minutes', '', status)
+        body = [l if l.startswith(('\t', 'created by ', '...')) else re.sub(r'\([^()]*\)$', '(...)', l)
+                for l in lines[1:]]
+        out[m.group(1)] = (status, int(minutes.group(1)) if minutes else 0, body)
+    return out
+theirs, ours = blocks(sys.argv[1]), blocks(sys.argv[2])
+writers = [g for g, (st, _, body) in theirs.items()
+           if st == 'running' and any('runtime/pprof.writeGoroutineStacks' in l for l in body)]
+if len(writers) != 1:
+    sys.exit(f"{len(writers)} writer goroutines in theirs, not 1")
+for d in (theirs, ours):
+    d.pop(writers[0], None)
+if list(theirs) != list(ours):
+    sys.exit(f"goroutine ids or order differ: {len(theirs)} theirs, {len(ours)} ours; "
+             f"only theirs {sorted(set(theirs) - set(ours))[:5]}, only ours {sorted(set(ours) - set(theirs))[:5]}")
+for g in theirs:
+    (s1, m1, b1), (s2, m2, b2) = theirs[g], ours[g]
+    if s1 != s2 or abs(m1 - m2) > 1 or b1 != b2:
+        sys.exit(f"goroutine {g} differs:\ntheirs [{s1}, {m1} minutes]\n" + '\n'.join(b1) +
+                 f"\nours [{s2}, {m2} minutes]\n" + '\n'.join(b2))
+print(f"{len(theirs)} goroutines")
 PY
 }
 
@@ -189,6 +234,13 @@ run_version() {
     pass "$version debug=1: $(head -n 1 "$dir/ours.txt"), byte for byte but the writer's record"
   else
     fail "$version debug=1: the texts differ ($dir)" "$dir/check1.out"
+  fi
+  if ! "$tool" goroutines "$pid" --format debug2 -o "$dir/ours2.txt" 2>"$dir/tool2.err"; then
+    fail "$version debug=2: goheap2pprof goroutines failed" "$dir/tool2.err"
+  elif check_dump "$dir/out/goroutine2.txt" "$dir/ours2.txt" >"$dir/check2.out" 2>&1; then
+    pass "$version debug=2: $(cat "$dir/check2.out") with the same headers, frames, +0x offsets and creators but the writer"
+  else
+    fail "$version debug=2: the dumps differ ($dir)" "$dir/check2.out"
   fi
   e2e_stop_pids
 }
