@@ -121,6 +121,9 @@ func main() {
 	go condForever()
 	go viaInline(make(chan int))
 	go deep(10)
+	// Past every frame limit: the profile's depth (32 before Go 1.23, 128
+	// from it) and the dump's (100 frames before 1.21, 50+50 from it).
+	go deep(130)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(err)

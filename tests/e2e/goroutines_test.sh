@@ -22,6 +22,10 @@
 # complete, keep every stable goroutine with its count, and return no stack
 # the target does not make; the retries and drops are reported.
 #
+# On two toolchains (GOROUTINES_CORE_VERSIONS) the target is also dumped
+# with gcore right after a live capture: `goroutines --core` must give the
+# same debug=1 and debug=2, byte for byte.
+#
 # GOROUTINES_VERSIONS="go1.26.8 ..." picks toolchains (GOROUTINES_BUSY_VERSIONS
 # those of the busy case); GOROUTINES_COUNT sets the goroutines of the one
 # site (10000). A toolchain that the go_programs
@@ -123,6 +127,37 @@ for g in theirs:
                  f"\nours [{s2}, {m2} minutes]\n" + '\n'.join(b2))
 print(f"{len(theirs)} goroutines")
 PY
+}
+
+# core_case <version> <dir> <pid>: gcore the target (it stops it for a
+# moment) right after a live debug=1 and debug=2 capture; the core's must
+# be the same, byte for byte.
+core_case() {
+  local version=$1 dir=$2 pid=$3 f
+  if ! command -v gcore >/dev/null; then
+    skip "$version core: no gcore (gdb) on this machine"
+    return
+  fi
+  for f in 1 2; do
+    "$tool" goroutines "$pid" --format "debug$f" -o "$dir/live$f.txt" 2>>"$dir/live.err" ||
+      { fail "$version core: the live capture failed" "$dir/live.err"; return; }
+  done
+  if ! timeout 120 gcore -o "$dir/core" "$pid" >"$dir/gcore.log" 2>&1; then
+    fail "$version core: gcore failed" "$dir/gcore.log"
+    return
+  fi
+  for f in 1 2; do
+    if ! "$tool" goroutines --core "$dir/core.$pid" --format "debug$f" -o "$dir/core$f.txt" \
+      2>"$dir/core$f.err"; then
+      fail "$version core debug=$f: goheap2pprof goroutines --core failed" "$dir/core$f.err"
+    elif cmp -s "$dir/live$f.txt" "$dir/core$f.txt"; then
+      pass "$version core debug=$f: the gcore core's is the live capture's, byte for byte"
+    else
+      diff "$dir/live$f.txt" "$dir/core$f.txt" | head -40 >"$dir/core$f.diff"
+      fail "$version core debug=$f: the core's differs from the live capture's" "$dir/core$f.diff"
+    fi
+  done
+  rm -f "$dir/core.$pid"
 }
 
 # check_busy <profdiff.out>: the target's stable goroutines are all there
@@ -242,6 +277,8 @@ run_version() {
   else
     fail "$version debug=2: the dumps differ ($dir)" "$dir/check2.out"
   fi
+  [[ " ${GOROUTINES_CORE_VERSIONS:-go1.18.10 go1.26.8} " == *" $version "* ]] &&
+    core_case "$version" "$dir" "$pid"
   e2e_stop_pids
 }
 

@@ -10,9 +10,11 @@
 #include "goroutine/goroutine_reader.h"
 #include "goroutine/labels.h"
 #include "hand_pclntab.h"
+#include "pprof/goroutine_dump.h"
 #include "proc/memory_reader.h"
 #include "runtime/goroutine_layout.h"
 #include "runtime/runtime_traits.h"
+#include "symbolize/symbolizer.h"
 
 namespace goheap2pprof {
 namespace {
@@ -104,6 +106,7 @@ class GoroutineReaderTest : public ::testing::Test {
     ctx.func_ids = traits_.func_ids;
     ctx.profile_depth = 128;
     ctx.async_preempt_traps = async_preempt_traps_;
+    ctx.keep_running = keep_running_;
     return ReadGoroutines(mem_, ctx, limits);
   }
 
@@ -114,6 +117,7 @@ class GoroutineReaderTest : public ::testing::Test {
   TestMemory mem_;
   std::vector<uint64_t> gs_;
   bool async_preempt_traps_ = true;
+  bool keep_running_ = false;
 };
 
 TEST_F(GoroutineReaderTest, UnwindsParkedGoroutineIntoLogicalFrames) {
@@ -165,6 +169,99 @@ TEST_F(GoroutineReaderTest, LeavesOutDeadSystemAndRunningGoroutines) {
   EXPECT_EQ(s.stats.dead, 1u);
   EXPECT_EQ(s.stats.system, 1u);
   EXPECT_EQ(s.stats.running, 1u);
+}
+
+TEST_F(GoroutineReaderTest, KeepsRunningGoroutinesForTheDumpInAllgsOrder) {
+  keep_running_ = true;
+  AddG(kWaiting, 4, kWorker);
+  AddG(kRunning, 3, kWorker);
+  AddG(kWaiting, 5, kWorker);
+  const GoroutineSnapshot s = Read();
+  ASSERT_EQ(s.goroutines.size(), 3u);
+  EXPECT_EQ(s.goroutines[1].goid, 3u);
+  EXPECT_TRUE(s.goroutines[1].on_cpu);
+  EXPECT_TRUE(s.goroutines[1].pcs.empty());
+  EXPECT_FALSE(s.goroutines[0].on_cpu);
+  EXPECT_EQ(s.goroutines[2].allgs_index, 2u);
+}
+
+// The debug=2 dump over the hand-built pclntab (pprof/goroutine_dump.h).
+class GoroutineDumpTest : public GoroutineReaderTest {
+ protected:
+  std::string Dump(const Goroutine& g, GoVersion v = {1, 26, 8}) {
+    const RuntimeTraits traits = TraitsForVersion(v);
+    Symbolizer sym(tab_, traits);
+    const GoroutineDumpInput in{.pclntab = &tab_,
+                                .symbolizer = &sym,
+                                .version = v,
+                                .bias = 0,
+                                .wait_reasons = {"", "GC assist marking", "IO wait"},
+                                .now = int64_t{10} * 60'000'000'000};
+    return GoroutineDumpText(in, std::span<const Goroutine>(&g, 1));
+  }
+};
+
+TEST_F(GoroutineDumpTest, HeaderFramesAndCreator) {
+  Goroutine g{.goid = 17,
+              .status = kWaiting,
+              .wait_reason = 2,
+              .wait_since = 60'000'000'000,
+              .gopc = kWorker + 0x10,
+              .parent_goid = 3,
+              .pcs = {kGopark + 0x20, kWorker + 0x45, kWorker + 0x31, kGoexit + 1}};
+  g.locked_to_thread = true;
+  const std::string d = Dump(g);
+  EXPECT_TRUE(
+      d.starts_with("goroutine 17 [IO wait, 9 minutes, locked to thread]:\nmain.helper(...)\n\t"))
+      << d;
+  // runtime.gopark and runtime.goexit are hidden; the inlined level has no
+  // offset; the physical one counts from its return address (+0x45), not
+  // from the inline parent's PC the list holds for it.
+  EXPECT_EQ(d.find("runtime."), std::string::npos) << d;
+  EXPECT_NE(d.find("\nmain.worker(...)\n\t"), std::string::npos) << d;
+  EXPECT_NE(d.find(" +0x45\ncreated by main.worker in goroutine 3\n\t"), std::string::npos) << d;
+  EXPECT_TRUE(d.ends_with(" +0x10\n")) << d;
+  // Before Go 1.21: no "in goroutine".
+  EXPECT_NE(Dump(g, {1, 20, 14}).find("created by main.worker\n"), std::string::npos);
+}
+
+TEST_F(GoroutineDumpTest, StatusWithoutWaitReasonOrClock) {
+  Goroutine g{.goid = 9, .status = kWaiting, .wait_reason = 40};
+  EXPECT_TRUE(Dump(g).starts_with("goroutine 9 [unknown wait reason]:\n"));
+  g.status = 10;  // _Gleaked, 1.26+
+  EXPECT_TRUE(Dump(g).starts_with("goroutine 9 [unknown wait reason (leaked)]:\n"));
+  g.status = 1;
+  EXPECT_TRUE(Dump(g).starts_with("goroutine 9 [runnable]:\n"));
+}
+
+TEST_F(GoroutineDumpTest, RunningGoroutineHasOnlyItsCreator) {
+  Goroutine g{.goid = 5, .status = kRunning, .gopc = kWorker + 0x10, .parent_goid = 1};
+  g.on_cpu = true;
+  const std::string d = Dump(g);
+  EXPECT_TRUE(
+      d.starts_with("goroutine 5 [running]:\n\tgoroutine running on other thread; "
+                    "stack unavailable"))
+      << d;
+  EXPECT_NE(d.find("\ncreated by main.worker in goroutine 1\n"), std::string::npos) << d;
+}
+
+TEST_F(GoroutineDumpTest, FrameLimitsOfEachVersion) {
+  Goroutine g{.goid = 2, .status = kWaiting};
+  g.pcs.assign(130, kWorker + 0x20);
+  // 1.21+: 50 innermost, the count, 50 outermost.
+  std::string d = Dump(g);
+  EXPECT_NE(d.find("\n...30 frames elided...\nmain.worker(...)"), std::string::npos) << d;
+  size_t frames = 0;
+  for (size_t at = d.find("main.worker("); at != std::string::npos;
+       at = d.find("main.worker(", at + 1)) {
+    ++frames;
+  }
+  EXPECT_EQ(frames, 100u);
+  // Up to 1.20: 100 physical frames, and the note when all were printed.
+  d = Dump(g, {1, 20, 14});
+  EXPECT_TRUE(d.ends_with("...additional frames elided...\n")) << d;
+  g.pcs.insert(g.pcs.begin(), kGopark + 0x20);  // a hidden frame counts too
+  EXPECT_EQ(Dump(g, {1, 20, 14}).find("elided"), std::string::npos);
 }
 
 TEST_F(GoroutineReaderTest, RereadsGoroutineThatMovedWhileUnwound) {
