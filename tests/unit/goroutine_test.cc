@@ -202,13 +202,14 @@ class GoroutineDumpTest : public GoroutineReaderTest {
 };
 
 TEST_F(GoroutineDumpTest, HeaderFramesAndCreator) {
-  Goroutine g{.goid = 17,
-              .status = kWaiting,
-              .wait_reason = 2,
-              .wait_since = 60'000'000'000,
-              .gopc = kWorker + 0x10,
-              .parent_goid = 3,
-              .pcs = {kGopark + 0x20, kWorker + 0x45, kWorker + 0x31, kGoexit + 1}};
+  Goroutine g;
+  g.goid = 17;
+  g.status = kWaiting;
+  g.wait_reason = 2;
+  g.wait_since = 60'000'000'000;
+  g.gopc = kWorker + 0x10;
+  g.parent_goid = 3;
+  g.pcs = {kGopark + 0x20, kWorker + 0x45, kWorker + 0x31, kGoexit + 1};
   g.locked_to_thread = true;
   const std::string d = Dump(g);
   EXPECT_TRUE(
@@ -226,7 +227,10 @@ TEST_F(GoroutineDumpTest, HeaderFramesAndCreator) {
 }
 
 TEST_F(GoroutineDumpTest, StatusWithoutWaitReasonOrClock) {
-  Goroutine g{.goid = 9, .status = kWaiting, .wait_reason = 40};
+  Goroutine g;
+  g.goid = 9;
+  g.status = kWaiting;
+  g.wait_reason = 40;
   EXPECT_TRUE(Dump(g).starts_with("goroutine 9 [unknown wait reason]:\n"));
   g.status = 10;  // _Gleaked, 1.26+
   EXPECT_TRUE(Dump(g).starts_with("goroutine 9 [unknown wait reason (leaked)]:\n"));
@@ -235,7 +239,11 @@ TEST_F(GoroutineDumpTest, StatusWithoutWaitReasonOrClock) {
 }
 
 TEST_F(GoroutineDumpTest, RunningGoroutineHasOnlyItsCreator) {
-  Goroutine g{.goid = 5, .status = kRunning, .gopc = kWorker + 0x10, .parent_goid = 1};
+  Goroutine g;
+  g.goid = 5;
+  g.status = kRunning;
+  g.gopc = kWorker + 0x10;
+  g.parent_goid = 1;
   g.on_cpu = true;
   const std::string d = Dump(g);
   EXPECT_TRUE(
@@ -246,7 +254,9 @@ TEST_F(GoroutineDumpTest, RunningGoroutineHasOnlyItsCreator) {
 }
 
 TEST_F(GoroutineDumpTest, FrameLimitsOfEachVersion) {
-  Goroutine g{.goid = 2, .status = kWaiting};
+  Goroutine g;
+  g.goid = 2;
+  g.status = kWaiting;
   g.pcs.assign(130, kWorker + 0x20);
   // 1.21+: 50 innermost, the count, 50 outermost.
   std::string d = Dump(g);
