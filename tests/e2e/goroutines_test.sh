@@ -24,7 +24,8 @@
 #
 # On two toolchains (GOROUTINES_CORE_VERSIONS) the target is also dumped
 # with gcore right after a live capture: `goroutines --core` must give the
-# same debug=1 and debug=2, byte for byte.
+# same debug=1 and debug=2, byte for byte; so must the kernel's core of a
+# second target, run with GOTRACEBACK=crash and killed with SIGABRT.
 #
 # GOROUTINES_VERSIONS="go1.26.8 ..." picks toolchains (GOROUTINES_BUSY_VERSIONS
 # those of the busy case); GOROUTINES_COUNT sets the goroutines of the one
@@ -160,6 +161,44 @@ core_case() {
   rm -f "$dir/core.$pid"
 }
 
+# abort_case <version> <dir>: a second target runs with GOTRACEBACK=crash
+# and no core size limit; after a live debug=1 and debug=2 capture it gets
+# SIGABRT, and the kernel's core (core_pattern permitting) must give the
+# same, byte for byte.
+abort_case() {
+  local version=$1 dir=$2/abort pid f i
+  mkdir -p "$dir/out"
+  e2e_start "$dir/target.out" "$dir/target.err" bash -c \
+    'ulimit -c unlimited && cd "$1" && exec env GOTRACEBACK=crash ../goroutines out "$2"' _ "$dir" "$count"
+  pid=$target_pid
+  if ! e2e_wait_until 120 test -e "$dir/out/ready"; then
+    fail "$version abort core: the target did not start" "$dir/target.err"
+    return
+  fi
+  for f in 1 2; do
+    "$tool" goroutines "$pid" --format "debug$f" -o "$dir/live$f.txt" 2>>"$dir/live.err" ||
+      { fail "$version abort core: the live capture failed" "$dir/live.err"; return; }
+  done
+  kill -ABRT "$pid"
+  e2e_wait_until 60 bash -c "! kill -0 $pid 2>/dev/null"
+  f=$(ls "$dir"/core* 2>/dev/null | head -n 1)
+  if [[ -z $f ]]; then
+    skip "$version abort core: the kernel wrote no core ($(cat /proc/sys/kernel/core_pattern))"
+    return
+  fi
+  for i in 1 2; do
+    if ! "$tool" goroutines --core "$f" --format "debug$i" -o "$dir/core$i.txt" 2>"$dir/core$i.err"; then
+      fail "$version abort core debug=$i: goroutines --core failed" "$dir/core$i.err"
+    elif cmp -s "$dir/live$i.txt" "$dir/core$i.txt"; then
+      pass "$version abort core debug=$i: the GOTRACEBACK=crash core's is the live capture's, byte for byte"
+    else
+      diff "$dir/live$i.txt" "$dir/core$i.txt" | head -40 >"$dir/core$i.diff"
+      fail "$version abort core debug=$i: the core's differs from the live capture's" "$dir/core$i.diff"
+    fi
+  done
+  rm -f "$f"
+}
+
 # check_busy <profdiff.out>: the target's stable goroutines are all there
 # with their counts; what differs is the writer (only in theirs) and, only in
 # ours, main parked in select{} and the churning goroutines and spawners.
@@ -277,8 +316,11 @@ run_version() {
   else
     fail "$version debug=2: the dumps differ ($dir)" "$dir/check2.out"
   fi
-  [[ " ${GOROUTINES_CORE_VERSIONS:-go1.18.10 go1.26.8} " == *" $version "* ]] &&
-    core_case "$version" "$dir" "$pid"
+  local core=0
+  [[ " ${GOROUTINES_CORE_VERSIONS:-go1.18.10 go1.26.8} " == *" $version "* ]] && core=1
+  ((core)) && core_case "$version" "$dir" "$pid"
+  e2e_stop_pids
+  ((core)) && abort_case "$version" "$dir"
   e2e_stop_pids
 }
 
