@@ -14,6 +14,7 @@
 #include "gobin/go_binary.h"
 #include "pprof/goroutine_dump.h"
 #include "pprof/goroutine_profile.h"
+#include "pprof/goroutine_report.h"
 #include "runtime/goroutine_layout.h"
 
 namespace goheap2pprof {
@@ -174,14 +175,30 @@ pb::Profile GoroutineProfile(const CaptureSource& source, const ExecutableAnalys
                                capture.bias, capture.time_nanos, stacks, comments);
 }
 
+namespace {
+
+GoroutineDumpInput DumpInput(const ExecutableAnalysis& analysis, const GoroutineCapture& capture) {
+  return {.pclntab = &analysis.pclntab(),
+          .symbolizer = &analysis.symbolizer(),
+          .version = analysis.traits().version,
+          .bias = capture.bias,
+          .wait_reasons = capture.wait_reasons,
+          .now = capture.now};
+}
+
+}  // namespace
+
 std::string GoroutineDump(const ExecutableAnalysis& analysis, const GoroutineCapture& capture) {
-  const GoroutineDumpInput in{.pclntab = &analysis.pclntab(),
-                              .symbolizer = &analysis.symbolizer(),
-                              .version = analysis.traits().version,
-                              .bias = capture.bias,
-                              .wait_reasons = capture.wait_reasons,
-                              .now = capture.now};
-  return GoroutineDumpText(in, capture.snapshot.goroutines);
+  return GoroutineDumpText(DumpInput(analysis, capture), capture.snapshot.goroutines);
+}
+
+std::string GoroutineTop(const ExecutableAnalysis& analysis, const GoroutineCapture& capture) {
+  return GoroutineTopText(DumpInput(analysis, capture), capture.snapshot);
+}
+
+std::string GoroutineJsonReport(const ExecutableAnalysis& analysis,
+                                const GoroutineCapture& capture) {
+  return GoroutineJson(DumpInput(analysis, capture), capture.snapshot);
 }
 
 std::string GoroutineText(const ExecutableAnalysis& analysis, const GoroutineCapture& capture) {

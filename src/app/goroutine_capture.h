@@ -58,8 +58,13 @@ pb::Profile GoroutineProfile(const CaptureSource& source, const ExecutableAnalys
 // The debug=1 text of the same goroutines (runtime/pprof's ?debug=1).
 std::string GoroutineText(const ExecutableAnalysis& analysis, const GoroutineCapture& capture);
 
-// The debug=2 dump of a capture taken with options.dump.
+// Of a capture taken with options.dump: the debug=2 dump, the top table of
+// creation sites and states (text), and the JSON for scripts
+// (pprof/goroutine_dump.h, pprof/goroutine_report.h).
 std::string GoroutineDump(const ExecutableAnalysis& analysis, const GoroutineCapture& capture);
+std::string GoroutineTop(const ExecutableAnalysis& analysis, const GoroutineCapture& capture);
+std::string GoroutineJsonReport(const ExecutableAnalysis& analysis,
+                                const GoroutineCapture& capture);
 
 // "read 1014 goroutines of 1050 in allgs (30 dead, 6 system, 0 running);
 // retried 0, dropped 0, truncated 0; 1.2 MB read": for -v and the comments.

@@ -59,14 +59,15 @@ void Report(const GoroutinesFlags& f, const GoroutineCapture& capture) {
 
 int RunGoroutines(GoroutinesFlags& f) {
   GoroutineCaptureOptions options;
-  options.dump = f.format == "debug2";
+  options.dump = f.format != "pprof" && f.format != "debug1";
   std::unique_ptr<CaptureSource> source = OpenTarget(f.target, options);
   const ProcessIdentity& id = source->identity();
-  const std::string path =
-      f.output.empty()
-          ? DefaultOutputName(id.comm, id.pid,
-                              f.format == "pprof" ? ".goroutine.pb.gz" : ".goroutine.txt")
-          : f.output;
+  const std::string path = f.output.empty()
+                               ? DefaultOutputName(id.comm, id.pid,
+                                                   f.format == "pprof"  ? ".goroutine.pb.gz"
+                                                   : f.format == "json" ? ".goroutine.json"
+                                                                        : ".goroutine.txt")
+                               : f.output;
   CheckOutputWritable(path);
   const std::shared_ptr<const ExecutableAnalysis> analysis =
       ExecutableAnalysis::Create(source->executable().elf, f.target.executable.assume_go_layout);
@@ -76,6 +77,10 @@ int RunGoroutines(GoroutinesFlags& f) {
     WriteOutput(path, GoroutineText(*analysis, capture));
   } else if (f.format == "debug2") {
     WriteOutput(path, GoroutineDump(*analysis, capture));
+  } else if (f.format == "text") {
+    WriteOutput(path, GoroutineTop(*analysis, capture));
+  } else if (f.format == "json") {
+    WriteOutput(path, GoroutineJsonReport(*analysis, capture));
   } else {
     WriteProfile(path, GoroutineProfile(*source, *analysis, capture));
   }
@@ -105,12 +110,14 @@ Command AddGoroutinesCommand(CLI::App& root) {
   AddTargetFlags(app, f.target, help);
   app.add_option("-o,--output", f.output,
                  "where to write the profile (\"-\": standard output); default "
-                 "<program>-<pid>-<time>.goroutine.pb.gz (.goroutine.txt for debug1 and debug2)");
+                 "<program>-<pid>-<time>.goroutine.pb.gz (.goroutine.txt for debug1, debug2 and "
+                 "text, .goroutine.json for json)");
   app.add_option("--format", f.format,
                  "pprof (the gzipped profile.proto, ?debug=0), debug1 (the ?debug=1 text: "
                  "counts per stack, with their labels) or debug2 (the ?debug=2 dump: every "
-                 "goroutine with its wait reason, frames and creator; arguments print as (...))")
-      ->check(CLI::IsMember({"pprof", "debug1", "debug2"}))
+                 "goroutine with its wait reason, frames and creator; arguments print as (...)), "
+                 "text (a top table of creation sites and wait reasons) or json (for scripts)")
+      ->check(CLI::IsMember({"pprof", "debug1", "debug2", "text", "json"}))
       ->capture_default_str();
   app.add_flag("-v,--verbose", f.verbose,
                "print how the runtime.g layout was proven and what was read, retried and dropped");

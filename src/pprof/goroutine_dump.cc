@@ -1,5 +1,6 @@
 #include "pprof/goroutine_dump.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <string_view>
@@ -65,15 +66,52 @@ bool ShowFunction(std::string_view name, bool first, const GoVersion& v) {
          (!name.starts_with("runtime.") || IsExportedRuntime(name, v));
 }
 
-// One logical frame of a goroutine's PC list, symbolized as traceback2 does.
-struct DumpFrame {
-  std::string text;       // "name(...)\n\tfile:line +0xoff\n"
-  bool shown = false;     // by showframe
-  bool physical = false;  // the last level of a physical frame
-};
+// "name(...)\n\tfile:line +0xoff\n", as traceback2 prints a frame.
+std::string FrameText(const GoroutineFrame& f) {
+  std::string text = f.function + "(...)\n\t" + f.file + ":" + std::to_string(f.line);
+  if (f.offset) text += " +" + RuntimeHex(*f.offset);
+  return text + "\n";
+}
 
-std::vector<DumpFrame> SymbolizeFrames(const GoroutineDumpInput& in, const Goroutine& g) {
-  std::vector<DumpFrame> out;
+// Up to 1.20 gentraceback walks 100 physical frames, shown or not, and
+// says "additional frames elided" when it printed exactly 100; from 1.21,
+// 50 innermost and 50 outermost shown frames with the count between.
+std::string FramesText(const std::vector<GoroutineFrame>& frames, bool all, const GoVersion& v) {
+  std::vector<const GoroutineFrame*> shown;
+  size_t physical = 0;
+  for (const GoroutineFrame& f : frames) {
+    if (!AtLeast(v, 21) && physical >= 100) break;
+    if (all || f.shown) shown.push_back(&f);
+    if (!f.inlined) ++physical;
+  }
+  std::string out;
+  if (!AtLeast(v, 21) || shown.size() <= 100) {
+    for (const GoroutineFrame* f : shown) out += FrameText(*f);
+    if (!AtLeast(v, 21) && shown.size() == 100) out += "...additional frames elided...\n";
+    return out;
+  }
+  for (size_t i = 0; i < 50; ++i) out += FrameText(*shown[i]);
+  out += "..." + std::to_string(shown.size() - 100) + " frames elided...\n";
+  for (size_t i = shown.size() - 50; i < shown.size(); ++i) out += FrameText(*shown[i]);
+  return out;
+}
+
+std::string CreatedByText(const GoroutineDumpInput& in, const Goroutine& g) {
+  std::optional<GoroutineCreator> c = GoroutineCreatedBy(in, g);
+  if (!c) return "";
+  std::string out = "created by " + c->function;
+  if (AtLeast(in.version, 21) && c->parent_goid != 0) {
+    out += " in goroutine " + std::to_string(c->parent_goid);
+  }
+  out += "\n\t" + c->file + ":" + std::to_string(c->line);
+  if (c->offset) out += " +" + RuntimeHex(*c->offset);
+  return out + "\n";
+}
+
+}  // namespace
+
+std::vector<GoroutineFrame> GoroutineFrames(const GoroutineDumpInput& in, const Goroutine& g) {
+  std::vector<GoroutineFrame> out;
   bool any_shown = false;
   // The first level listed for a physical frame is its return address (the
   // others are inline parents' "entry+parentPc+1"): the +0x offset's base.
@@ -92,71 +130,42 @@ std::vector<DumpFrame> SymbolizeFrames(const GoroutineDumpInput& in, const Gorou
       frame_pc = 0;
       continue;
     }
-    DumpFrame d;
-    d.physical = !frame->inlined;
+    GoroutineFrame d;
+    d.inlined = frame->inlined;
     d.shown = ShowFunction(frame->function, !any_shown, in.version);
     any_shown = any_shown || d.shown;
-    const std::string name = frame->function == "runtime.gopanic"
-                                 ? "panic"
-                                 : in.symbolizer->PrintedName(frame->function);
-    d.text = name + "(...)\n\t" + std::string(frame->file) + ":" + std::to_string(frame->line);
-    if (!frame->inlined && frame_pc > frame->entry) {
-      d.text += " +" + RuntimeHex(frame_pc - frame->entry);
-    }
+    d.function = frame->function == "runtime.gopanic" ? "panic"
+                                                      : in.symbolizer->PrintedName(frame->function);
+    d.file = frame->file;
+    d.line = frame->line;
+    if (!frame->inlined && frame_pc > frame->entry) d.offset = frame_pc - frame->entry;
     if (!frame->inlined) frame_pc = 0;
-    d.text += "\n";
     out.push_back(std::move(d));
   }
   return out;
 }
 
-// Up to 1.20 gentraceback walks 100 physical frames, shown or not, and
-// says "additional frames elided" when it printed exactly 100; from 1.21,
-// 50 innermost and 50 outermost shown frames with the count between.
-std::string FramesText(const std::vector<DumpFrame>& frames, bool all, const GoVersion& v) {
-  std::vector<const DumpFrame*> shown;
-  size_t physical = 0;
-  for (const DumpFrame& f : frames) {
-    if (!AtLeast(v, 21) && physical >= 100) break;
-    if (all || f.shown) shown.push_back(&f);
-    if (f.physical) ++physical;
-  }
-  std::string out;
-  if (!AtLeast(v, 21) || shown.size() <= 100) {
-    for (const DumpFrame* f : shown) out += f->text;
-    if (!AtLeast(v, 21) && shown.size() == 100) out += "...additional frames elided...\n";
-    return out;
-  }
-  for (size_t i = 0; i < 50; ++i) out += shown[i]->text;
-  out += "..." + std::to_string(shown.size() - 100) + " frames elided...\n";
-  for (size_t i = shown.size() - 50; i < shown.size(); ++i) out += shown[i]->text;
-  return out;
-}
-
-// printcreatedby: the physical function of the go statement, not expanded.
-std::string CreatedByText(const GoroutineDumpInput& in, const Goroutine& g) {
-  if (g.goid == 1) return "";
+std::optional<GoroutineCreator> GoroutineCreatedBy(const GoroutineDumpInput& in,
+                                                   const Goroutine& g) {
+  if (g.goid == 1) return std::nullopt;
   const uint64_t pc = g.gopc - in.bias;
   std::optional<FuncRef> f = in.pclntab->FindFunc(pc);
-  if (!f) return "";
+  if (!f) return std::nullopt;
   Expected<std::string_view> name = in.pclntab->TryFuncName(*f);
-  if (!name || !ShowFunction(*name, false, in.version)) return "";
+  if (!name || !ShowFunction(*name, false, in.version)) return std::nullopt;
   const bool past_entry = pc > f->entry;
   Expected<PcFrame> at = in.pclntab->TryFrameAt(*f, past_entry ? pc - 1 : pc);
-  if (!at) return "";
-  std::string out = "created by " + in.symbolizer->PrintedName(*name);
-  if (AtLeast(in.version, 21) && g.parent_goid != 0) {
-    out += " in goroutine " + std::to_string(g.parent_goid);
-  }
-  out += "\n\t" + std::string(at->file) + ":" + std::to_string(at->line);
-  if (past_entry) out += " +" + RuntimeHex(pc - f->entry);
-  return out + "\n";
+  if (!at) return std::nullopt;
+  GoroutineCreator c{.function = in.symbolizer->PrintedName(*name),
+                     .file = std::string(at->file),
+                     .line = at->line,
+                     .offset = std::nullopt,
+                     .parent_goid = g.parent_goid};
+  if (past_entry) c.offset = pc - f->entry;
+  return c;
 }
 
-}  // namespace
-
-std::string GoroutineStatusText(const GoroutineDumpInput& in, const Goroutine& g) {
-  const bool scan = (g.status & kGscan) != 0;
+std::string GoroutineState(const GoroutineDumpInput& in, const Goroutine& g) {
   const uint32_t status = g.status & ~kGscan;
   const bool leaked = AtLeast(in.version, 26) && status == kGleaked;
   std::string text = StatusName(status, in.version);
@@ -164,11 +173,20 @@ std::string GoroutineStatusText(const GoroutineDumpInput& in, const Goroutine& g
     text = g.wait_reason < in.wait_reasons.size() ? in.wait_reasons[g.wait_reason]
                                                   : "unknown wait reason";
   }
-  if (leaked) text += " (leaked)";
-  if (scan) text += " (scan)";
-  if ((status == kGwaiting || status == kGsyscall) && g.wait_since != 0 && in.now) {
-    const int64_t minutes = (*in.now - g.wait_since) / 60'000'000'000;
-    if (minutes >= 1) text += ", " + std::to_string(minutes) + " minutes";
+  return leaked ? text + " (leaked)" : text;
+}
+
+int64_t GoroutineWaitMinutes(const GoroutineDumpInput& in, const Goroutine& g) {
+  const uint32_t status = g.status & ~kGscan;
+  if ((status != kGwaiting && status != kGsyscall) || g.wait_since == 0 || !in.now) return 0;
+  return std::max<int64_t>(0, (*in.now - g.wait_since) / 60'000'000'000);
+}
+
+std::string GoroutineStatusText(const GoroutineDumpInput& in, const Goroutine& g) {
+  std::string text = GoroutineState(in, g);
+  if ((g.status & kGscan) != 0) text += " (scan)";
+  if (const int64_t minutes = GoroutineWaitMinutes(in, g); minutes >= 1) {
+    text += ", " + std::to_string(minutes) + " minutes";
   }
   if (g.locked_to_thread) text += ", locked to thread";
   return text;
@@ -185,7 +203,7 @@ std::string GoroutineDumpText(const GoroutineDumpInput& in, std::span<const Goro
           "\tgoroutine running on other thread; stack unavailable (goheap2pprof does not stop "
           "the target)\n";
     } else {
-      const std::vector<DumpFrame> frames = SymbolizeFrames(in, g);
+      const std::vector<GoroutineFrame> frames = GoroutineFrames(in, g);
       std::string text = FramesText(frames, false, in.version);
       out += text.empty() ? FramesText(frames, true, in.version) : text;
     }

@@ -38,6 +38,38 @@ struct GoroutineDumpInput {
   std::optional<int64_t> now;
 };
 
+// One logical frame as the dump prints it; `shown` is showframe's verdict
+// (unexported runtime frames are not).
+struct GoroutineFrame {
+  std::string function;  // as printed: pkg.F[...], "panic"
+  std::string file;
+  int64_t line = 0;
+  std::optional<uint64_t> offset;  // +0x.. from the entry; none for inlined frames
+  bool inlined = false;
+  bool shown = false;
+};
+
+// Every logical frame of g's PC list, innermost first.
+std::vector<GoroutineFrame> GoroutineFrames(const GoroutineDumpInput& in, const Goroutine& g);
+
+// The go statement that created g (printcreatedby): nullopt for goroutine 1
+// and for a creator the dump hides.
+struct GoroutineCreator {
+  std::string function;
+  std::string file;
+  int64_t line = 0;
+  std::optional<uint64_t> offset;
+  uint64_t parent_goid = 0;  // 0 before Go 1.21
+};
+std::optional<GoroutineCreator> GoroutineCreatedBy(const GoroutineDumpInput& in,
+                                                   const Goroutine& g);
+
+// The header's state: the wait reason of a waiting goroutine, else its
+// status ("runnable", "syscall", ...), with " (leaked)" (1.26+).
+std::string GoroutineState(const GoroutineDumpInput& in, const Goroutine& g);
+// Whole minutes since g.waitsince (0 without a clock or a waitsince).
+int64_t GoroutineWaitMinutes(const GoroutineDumpInput& in, const Goroutine& g);
+
 // The "[...]" part of a goroutine's header (without labels).
 std::string GoroutineStatusText(const GoroutineDumpInput& in, const Goroutine& g);
 

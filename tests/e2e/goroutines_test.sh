@@ -130,6 +130,28 @@ print(f"{len(theirs)} goroutines")
 PY
 }
 
+# check_reports <ours2.txt> <ours.json> <ours.top>: the JSON lists the
+# dump's goroutines in its order with its states, and both the JSON's sites
+# and the text table rank first the one site of $count goroutines.
+check_reports() {
+  python3 - "$1" "$2" "$3" "$count" <<'PY'
+import json, re, sys
+dump = re.findall(r'^goroutine (\d+) \[([^,\]]*)', open(sys.argv[1]).read(), re.M)
+j = json.load(open(sys.argv[2]))
+listed = [(str(g['id']), g['state']) for g in j['list']]
+if listed != dump or j['goroutines'] != len(dump):
+    sys.exit("the JSON's goroutines are not the dump's")
+n = int(sys.argv[4])
+top = j['sites'][0]
+if top['count'] != n or top['state'] != 'chan receive' or not top['created_by'].startswith('main.main at '):
+    sys.exit(f"the JSON's first site is {top}")
+row = open(sys.argv[3]).read().splitlines()[2].split()
+if row[0] != str(n) or 'main.main' not in row:
+    sys.exit(f"the table's first row is {row}")
+print(f"{len(dump)} goroutines as in the dump; first site {n} x chan receive from {top['created_by'].split()[0]}")
+PY
+}
+
 # core_case <version> <dir> <pid>: gcore the target (it stops it for a
 # moment) right after a live debug=1 and debug=2 capture; the core's must
 # be the same, byte for byte.
@@ -315,6 +337,14 @@ run_version() {
     pass "$version debug=2: $(cat "$dir/check2.out") with the same headers, frames, +0x offsets and creators but the writer"
   else
     fail "$version debug=2: the dumps differ ($dir)" "$dir/check2.out"
+  fi
+  if ! "$tool" goroutines "$pid" --format json -o "$dir/ours.json" 2>"$dir/toolj.err" ||
+    ! "$tool" goroutines "$pid" --format text -o "$dir/ours.top" 2>>"$dir/toolj.err"; then
+    fail "$version text/json: goheap2pprof goroutines failed" "$dir/toolj.err"
+  elif check_reports "$dir/ours2.txt" "$dir/ours.json" "$dir/ours.top" >"$dir/checkj.out" 2>&1; then
+    pass "$version text/json: $(cat "$dir/checkj.out")"
+  else
+    fail "$version text/json: they disagree with the dump" "$dir/checkj.out"
   fi
   local core=0
   [[ " ${GOROUTINES_CORE_VERSIONS:-go1.18.10 go1.26.8} " == *" $version "* ]] && core=1
