@@ -11,6 +11,7 @@
 #include "goroutine/labels.h"
 #include "hand_pclntab.h"
 #include "pprof/goroutine_dump.h"
+#include "pprof/goroutine_report.h"
 #include "proc/memory_reader.h"
 #include "runtime/goroutine_layout.h"
 #include "runtime/runtime_traits.h"
@@ -272,6 +273,39 @@ TEST_F(GoroutineDumpTest, FrameLimitsOfEachVersion) {
   EXPECT_TRUE(d.ends_with("...additional frames elided...\n")) << d;
   g.pcs.insert(g.pcs.begin(), kGopark + 0x20);  // a hidden frame counts too
   EXPECT_EQ(Dump(g, {1, 20, 14}).find("elided"), std::string::npos);
+}
+
+TEST_F(GoroutineDumpTest, TopTableAndJsonCountSitesAndStates) {
+  const RuntimeTraits traits = TraitsForVersion({1, 26, 8});
+  Symbolizer sym(tab_, traits);
+  const GoroutineDumpInput in{.pclntab = &tab_,
+                              .symbolizer = &sym,
+                              .version = {1, 26, 8},
+                              .bias = 0,
+                              .wait_reasons = {"", "GC assist marking", "IO wait"},
+                              .now = int64_t{10} * 60'000'000'000};
+  GoroutineSnapshot s;
+  for (uint64_t id : {4, 5, 6}) {
+    Goroutine g;
+    g.goid = id;
+    g.status = kWaiting;
+    g.wait_reason = 2;
+    g.gopc = kWorker + 0x10;
+    g.wait_since = id == 5 ? 60'000'000'000 : 0;  // 9 minutes
+    s.goroutines.push_back(g);
+  }
+  s.goroutines[2].wait_reason = 1;
+  const std::string top = GoroutineTopText(in, s);
+  // Two rows: 2 in IO wait (the oldest 9 minutes), then 1 GC assist marking.
+  const size_t io = top.find("         2  66.67%    9 min  IO wait ");
+  const size_t gc = top.find("         1  33.33%    0 min  GC assist marking ");
+  EXPECT_NE(io, std::string::npos) << top;
+  EXPECT_NE(gc, std::string::npos) << top;
+  EXPECT_LT(io, gc) << top;
+  const std::string json = GoroutineJson(in, s);
+  EXPECT_NE(json.find("\"goroutines\": 3"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"oldest_wait_minutes\": 9"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"function\": \"main.worker\""), std::string::npos) << json;
 }
 
 TEST_F(GoroutineReaderTest, RereadsGoroutineThatMovedWhileUnwound) {
