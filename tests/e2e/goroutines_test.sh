@@ -221,6 +221,35 @@ abort_case() {
   rm -f "$f"
 }
 
+# minutes <version>: the target runs the GC twice, waits 65 s and dumps
+# again: its headers say "1 minutes", and ours, read right after, must say
+# the same within one (check_dump), with at least one goroutine at 1.
+minutes() {
+  local version=$1 dir=$work/$1-minutes gocmd
+  read -r -a gocmd <<<"$(go_cmd "$version")"
+  mkdir -p "$dir/out"
+  if ! (cd "$src/testdata/goroutines" && CGO_ENABLED=0 "${gocmd[@]}" build -o "$dir/goroutines" .) \
+    >"$dir/build.log" 2>&1; then
+    fail "$version minutes: go build of testdata/goroutines" "$dir/build.log"
+    return
+  fi
+  e2e_start "$dir/target.out" "$dir/target.err" "$dir/goroutines" "$dir/out" 100 minutes
+  local pid=$target_pid
+  if ! e2e_wait_until 150 test -e "$dir/out/ready2"; then
+    fail "$version minutes: the target did not write its second dump" "$dir/target.err"
+  elif ! grep -q ', 1 minutes\]' "$dir/out/goroutine2m.txt"; then
+    fail "$version minutes: the target's dump has no minutes to compare" "$dir/out/goroutine2m.txt"
+  elif ! "$tool" goroutines "$pid" --format debug2 -o "$dir/ours2.txt" 2>"$dir/tool.err"; then
+    fail "$version minutes: goheap2pprof goroutines failed" "$dir/tool.err"
+  elif check_dump "$dir/out/goroutine2m.txt" "$dir/ours2.txt" >"$dir/check.out" 2>&1 &&
+    grep -q ', 1 minutes\]' "$dir/ours2.txt"; then
+    pass "$version minutes: $(grep -c ', 1 minutes\]' "$dir/ours2.txt") headers say 1 minutes, as the target's within one"
+  else
+    fail "$version minutes: the minutes differ ($dir)" "$dir/check.out"
+  fi
+  e2e_stop_pids
+}
+
 # check_busy <profdiff.out>: the target's stable goroutines are all there
 # with their counts; what differs is the writer (only in theirs) and, only in
 # ours, main parked in select{} and the churning goroutines and spawners.
@@ -360,5 +389,9 @@ done
 # The busy target on the oldest and the newest runtime layouts' toolchains.
 for version in ${GOROUTINES_BUSY_VERSIONS:-go1.18.10 go1.26.8}; do
   [[ $(go_programs_status "$version") == ok ]] && busy "$version"
+done
+# The minutes of the dump's headers (a 65 s wait) on one toolchain.
+for version in ${GOROUTINES_MINUTES_VERSIONS:-go1.26.8}; do
+  [[ $(go_programs_status "$version") == ok ]] && minutes "$version"
 done
 e2e_finish
