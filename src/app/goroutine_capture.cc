@@ -1,15 +1,20 @@
 #include "app/goroutine_capture.h"
 
 #include <elf.h>
+#include <time.h>
 
 #include <chrono>
+#include <fstream>
 #include <optional>
+#include <sstream>
 
 #include "base/error.h"
 #include "elf/dwarf_types.h"
 #include "elf/load_bias.h"
 #include "gobin/go_binary.h"
+#include "pprof/goroutine_dump.h"
 #include "pprof/goroutine_profile.h"
+#include "pprof/goroutine_report.h"
 #include "runtime/goroutine_layout.h"
 
 namespace goheap2pprof {
@@ -56,17 +61,94 @@ GoroutineContext MakeContext(const ExecutableAnalysis& analysis, uint64_t bias,
   return ctx;
 }
 
+// runtime.waitReasonStrings, a [N]string in the target's memory: the names
+// of wait reasons, whose numbers change in almost every release.
+std::vector<std::string> ReadWaitReasons(const ExecutableAnalysis& analysis, uint64_t bias,
+                                         MemoryReader& mem, GoroutineCapture& out) {
+  std::optional<ElfSymbol> sym = analysis.elf().FindSymbol("runtime.waitReasonStrings");
+  const uint64_t n = sym ? sym->size / 16 : 0;
+  if (n == 0 || n > 256) {
+    out.warnings.push_back(
+        "no runtime.waitReasonStrings symbol: wait reasons print as \"unknown wait reason\"");
+    return {};
+  }
+  std::vector<uint8_t> table(n * 16);
+  ReadRequest head{sym->value + bias, table, false};
+  mem.ReadMany({&head, 1});
+  std::vector<std::string> names(n);
+  std::vector<ReadRequest> reqs;
+  for (uint64_t i = 0; i < n; ++i) {
+    names[i].resize(std::min<uint64_t>(LoadU64(&table[i * 16 + 8]), 256));
+    if (!names[i].empty()) {
+      reqs.push_back({LoadU64(&table[i * 16]),
+                      {reinterpret_cast<uint8_t*>(names[i].data()), names[i].size()},
+                      false});
+    }
+  }
+  if (head.ok) mem.ReadMany(reqs);
+  for (const ReadRequest& r : reqs) {
+    if (!head.ok || !r.ok) {
+      out.warnings.push_back(
+          "runtime.waitReasonStrings could not be read: wait reasons print "
+          "as \"unknown wait reason\"");
+      return {};
+    }
+  }
+  return names;
+}
+
+int64_t ClockNanos(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// The "monotonic" offset of a time namespace, in ns (0 when unknown).
+int64_t MonotonicOffset(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string clock;
+    int64_t sec = 0, nsec = 0;
+    if (words >> clock >> sec >> nsec && clock == "monotonic") return sec * 1'000'000'000 + nsec;
+  }
+  return 0;
+}
+
+// The target's nanotime() (CLOCK_MONOTONIC in its time namespace) now, or
+// when a snapshot was taken (estimated from our clocks: right unless the
+// machine rebooted since).
+int64_t TargetNanotime(const CaptureSource& source, const GoroutineCaptureOptions& options) {
+  const int64_t mono = ClockNanos(CLOCK_MONOTONIC);
+  if (options.snapshot_realtime) {
+    return mono - (ClockNanos(CLOCK_REALTIME) - *options.snapshot_realtime);
+  }
+  const std::string pid = std::to_string(source.identity().pid);
+  return mono + MonotonicOffset("/proc/" + pid + "/timens_offsets") -
+         MonotonicOffset("/proc/self/timens_offsets");
+}
+
 }  // namespace
 
 GoroutineCapture CaptureGoroutines(CaptureSource& source, const ExecutableAnalysis& analysis,
-                                   const GoroutineLimits& limits) {
+                                   const GoroutineLimits& limits,
+                                   const GoroutineCaptureOptions& options) {
   if (analysis.elf().machine() != EM_X86_64) {
     throw Error(ErrorKind::kUnsupported, analysis.elf().name(),
                 ": goroutines are read from amd64 programs only so far");
   }
   GoroutineCapture out;
   out.bias = ComputeLoadBias(analysis.elf(), source.mappings(), source.executable().running);
-  const GoroutineContext ctx = MakeContext(analysis, out.bias, out);
+  GoroutineContext ctx = MakeContext(analysis, out.bias, out);
+  if (options.dump) {
+    // The dump lists goroutines on a CPU and cuts stacks by its own rule;
+    // the copy bound (max_stack_bytes) still bounds every unwind.
+    ctx.keep_running = true;
+    ctx.profile_depth = size_t{1} << 20;
+    out.wait_reasons = ReadWaitReasons(analysis, out.bias, source.memory(), out);
+    out.now = TargetNanotime(source, options);
+  }
   out.time_nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
@@ -91,6 +173,32 @@ pb::Profile GoroutineProfile(const CaptureSource& source, const ExecutableAnalys
   const std::vector<GoroutineStack> stacks = CountGoroutineStacks(capture.snapshot.goroutines);
   return BuildGoroutineProfile(analysis.symbolizer(), analysis.traits(), source.ProfileMappings(),
                                capture.bias, capture.time_nanos, stacks, comments);
+}
+
+namespace {
+
+GoroutineDumpInput DumpInput(const ExecutableAnalysis& analysis, const GoroutineCapture& capture) {
+  return {.pclntab = &analysis.pclntab(),
+          .symbolizer = &analysis.symbolizer(),
+          .version = analysis.traits().version,
+          .bias = capture.bias,
+          .wait_reasons = capture.wait_reasons,
+          .now = capture.now};
+}
+
+}  // namespace
+
+std::string GoroutineDump(const ExecutableAnalysis& analysis, const GoroutineCapture& capture) {
+  return GoroutineDumpText(DumpInput(analysis, capture), capture.snapshot.goroutines);
+}
+
+std::string GoroutineTop(const ExecutableAnalysis& analysis, const GoroutineCapture& capture) {
+  return GoroutineTopText(DumpInput(analysis, capture), capture.snapshot);
+}
+
+std::string GoroutineJsonReport(const ExecutableAnalysis& analysis,
+                                const GoroutineCapture& capture) {
+  return GoroutineJson(DumpInput(analysis, capture), capture.snapshot);
 }
 
 std::string GoroutineText(const ExecutableAnalysis& analysis, const GoroutineCapture& capture) {

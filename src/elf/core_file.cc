@@ -463,7 +463,13 @@ bool CoreMemoryReader::TryRead(uint64_t addr, std::span<uint8_t> dst) {
   while (done < dst.size()) {
     const uint64_t cur = addr + done;
     const CoreSegment* seg = core_.SegmentAt(cur);
-    if (seg == nullptr) return false;  // not mapped in the process
+    if (seg == nullptr) {
+      // Not in the core: gdb's gcore leaves out read-only file mappings
+      // (the executable's .rodata) that the kernel would list empty.
+      if (!ReadOnlyInExe(cur, dst.size() - done)) return false;
+      if (!ReadFromExe(cur, dst.subspan(done))) return false;
+      break;
+    }
     const uint64_t n = std::min<uint64_t>(dst.size() - done, seg->end() - cur);
     if (!ReadFromSegment(*seg, cur, dst.subspan(done, n))) return false;
     done += n;
@@ -485,6 +491,18 @@ bool CoreMemoryReader::ReadFromSegment(const CoreSegment& seg, uint64_t addr,
   // Not dumped. Only read-only file-backed memory equals the file.
   if (seg.flags & PF_W) return false;
   return ReadFromExe(addr + done, dst.subspan(done));
+}
+
+bool CoreMemoryReader::ReadOnlyInExe(uint64_t addr, uint64_t len) const {
+  if (exe_ == nullptr || addr < bias_) return false;
+  const uint64_t vaddr = addr - bias_;
+  for (const ElfSegment& s : exe_->segments()) {
+    if (s.type == PT_LOAD && vaddr >= s.vaddr && vaddr - s.vaddr < s.filesz &&
+        len <= s.filesz - (vaddr - s.vaddr)) {
+      return (s.flags & PF_W) == 0;
+    }
+  }
+  return false;
 }
 
 bool CoreMemoryReader::ReadFromExe(uint64_t addr, std::span<uint8_t> dst) {

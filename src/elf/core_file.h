@@ -203,6 +203,8 @@ class CoreMemoryReader : public MemoryReader {
   // Copies [addr, addr+dst.size()) that lies inside seg; false if unreadable.
   bool ReadFromSegment(const CoreSegment& seg, uint64_t addr, std::span<uint8_t> dst);
   bool ReadFromExe(uint64_t addr, std::span<uint8_t> dst);
+  // [addr, addr+len) lies in one read-only, file-backed PT_LOAD of exe.
+  bool ReadOnlyInExe(uint64_t addr, uint64_t len) const;
 
   const CoreFile& core_;
   const ElfFile* exe_;

@@ -1,5 +1,6 @@
 #include "goroutine/goroutine_reader.h"
 
+#include <algorithm>
 #include <array>
 #include <span>
 #include <string_view>
@@ -102,19 +103,22 @@ bool SameGoroutine(const GoroutineLayout& l, std::span<const uint8_t> a,
 // One goroutine of a batch between its reads.
 struct Pending {
   uint64_t g = 0;
+  size_t index = 0;  // in allgs
   int attempts = 0;
   std::vector<uint8_t> first;  // the g, first read
   std::vector<uint8_t> stack;  // from the SP up
   uint64_t sp = 0;
   uint64_t pc = 0;
   bool unwind = false;  // a goroutine the profile has
+  bool on_cpu = false;  // running, kept without a stack (keep_running)
 };
 
 class Walk {
  public:
   Walk(MemoryReader& mem, const GoroutineContext& ctx, const GoroutineLimits& limits,
-       GoroutineSnapshot& out)
-      : mem_(mem),
+       const std::vector<uint64_t>& allgs, GoroutineSnapshot& out)
+      : allgs_(allgs),
+        mem_(mem),
         ctx_(ctx),
         limits_(limits),
         out_(out),
@@ -122,15 +126,22 @@ class Walk {
 
   // Reads gs in batches; goroutines that moved go again, each at most
   // max_attempts times.
-  void Run(std::vector<uint64_t> gs) {
-    while (!gs.empty()) {
-      std::vector<uint64_t> again;
-      for (size_t at = 0; at < gs.size(); at += limits_.batch) {
-        const size_t n = std::min(limits_.batch, gs.size() - at);
-        Batch(std::span<const uint64_t>(gs).subspan(at, n), again);
+  void Run() {
+    std::vector<size_t> todo(allgs_.size());
+    for (size_t i = 0; i < todo.size(); ++i) todo[i] = i;
+    while (!todo.empty()) {
+      std::vector<size_t> again;
+      for (size_t at = 0; at < todo.size(); at += limits_.batch) {
+        const size_t n = std::min(limits_.batch, todo.size() - at);
+        Batch(std::span<const size_t>(todo).subspan(at, n), again);
       }
-      gs = std::move(again);
+      todo = std::move(again);
       ++round_;
+    }
+    if (out_.stats.retried != 0) {
+      std::stable_sort(
+          out_.goroutines.begin(), out_.goroutines.end(),
+          [](const Goroutine& a, const Goroutine& b) { return a.allgs_index < b.allgs_index; });
     }
   }
 
@@ -192,6 +203,7 @@ class Walk {
     const uint64_t syscallsp = U64At(g, l.syscallsp);
     if (status == kGrunning && syscallsp == 0) {
       ++out_.stats.running;
+      p.on_cpu = ctx_.keep_running;
       return;
     }
     const bool in_syscall = syscallsp != 0 || status == kGsyscall;
@@ -222,19 +234,29 @@ class Walk {
     }
   }
 
+  // What the g itself says, from its first read.
+  Goroutine Describe(const Pending& p) const {
+    const GoroutineLayout& l = ctx_.layout;
+    std::span<const uint8_t> g = p.first;
+    return Goroutine{.g = p.g,
+                     .goid = U64At(g, l.goid),
+                     .status = LoadU32(g.data() + l.atomicstatus),
+                     .wait_reason = g[l.waitreason],
+                     .wait_since = static_cast<int64_t>(U64At(g, l.waitsince)),
+                     .gopc = U64At(g, l.gopc),
+                     .startpc = U64At(g, l.startpc),
+                     .parent_goid = l.parent_goid ? U64At(g, *l.parent_goid) : 0,
+                     .pcs = {},
+                     .labels = {},
+                     .allgs_index = p.index,
+                     .locked_to_thread = U64At(g, l.lockedm) != 0,
+                     .on_cpu = p.on_cpu};
+  }
+
   std::optional<Goroutine> Unwind(const Pending& p) {
     const GoroutineLayout& l = ctx_.layout;
     std::span<const uint8_t> g = p.first;
-    Goroutine out{.g = p.g,
-                  .goid = U64At(g, l.goid),
-                  .status = LoadU32(g.data() + l.atomicstatus),
-                  .wait_reason = g[l.waitreason],
-                  .wait_since = static_cast<int64_t>(U64At(g, l.waitsince)),
-                  .gopc = U64At(g, l.gopc),
-                  .startpc = U64At(g, l.startpc),
-                  .parent_goid = l.parent_goid ? U64At(g, *l.parent_goid) : 0,
-                  .pcs = {},
-                  .labels = {}};
+    Goroutine out = Describe(p);
     UnwindResult r = UnwindGoroutine(unwind_cache_, ctx_.func_ids, ctx_.bias, {p.pc, p.sp},
                                      {p.sp, p.stack}, ctx_.profile_depth);
     // A stack that ends anywhere but at its top frame or the depth came from
@@ -254,9 +276,12 @@ class Walk {
     return out;
   }
 
-  void Batch(std::span<const uint64_t> gs, std::vector<uint64_t>& again) {
-    std::vector<Pending> batch(gs.size());
-    for (size_t i = 0; i < gs.size(); ++i) batch[i].g = gs[i];
+  void Batch(std::span<const size_t> todo, std::vector<size_t>& again) {
+    std::vector<Pending> batch(todo.size());
+    for (size_t i = 0; i < todo.size(); ++i) {
+      batch[i].index = todo[i];
+      batch[i].g = allgs_[todo[i]];
+    }
     ReadGs(batch, true);
     for (Pending& p : batch) {
       if (!p.first.empty()) Classify(p);
@@ -266,26 +291,28 @@ class Walk {
     for (size_t i = 0; i < batch.size(); ++i) {
       if (batch[i].unwind && !batch[i].first.empty()) results[i] = Unwind(batch[i]);
       if (batch[i].unwind && !results[i]) batch[i].first.clear();
+      if (batch[i].on_cpu && !batch[i].first.empty()) results[i] = Describe(batch[i]);
     }
     ReadGs(batch, false);
     for (size_t i = 0; i < batch.size(); ++i) {
       if (batch[i].first.empty()) {
-        Moved(batch[i].g, again);
+        Moved(batch[i].index, again);
       } else if (results[i]) {
         out_.goroutines.push_back(std::move(*results[i]));
       }
     }
   }
 
-  void Moved(uint64_t g, std::vector<uint64_t>& again) {
+  void Moved(size_t index, std::vector<size_t>& again) {
     if (round_ + 1 >= limits_.max_attempts) {
       ++out_.stats.dropped;
       return;
     }
     if (round_ == 0) ++out_.stats.retried;
-    again.push_back(g);
+    again.push_back(index);
   }
 
+  const std::vector<uint64_t>& allgs_;
   MemoryReader& mem_;
   const GoroutineContext& ctx_;
   const GoroutineLimits& limits_;
@@ -302,9 +329,9 @@ class Walk {
 GoroutineSnapshot ReadGoroutines(MemoryReader& mem, const GoroutineContext& ctx,
                                  const GoroutineLimits& limits) {
   GoroutineSnapshot out;
-  std::vector<uint64_t> gs = ReadAllgs(mem, ctx, limits);
+  const std::vector<uint64_t> gs = ReadAllgs(mem, ctx, limits);
   out.stats.allglen = gs.size();
-  Walk(mem, ctx, limits, out).Run(std::move(gs));
+  Walk(mem, ctx, limits, gs, out).Run();
   return out;
 }
 

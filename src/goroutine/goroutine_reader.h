@@ -51,7 +51,10 @@ struct GoroutineContext {
   uint64_t bias = 0;
   GoroutineLayout layout;
   FuncIds func_ids;
-  size_t profile_depth = 32;        // logical frames kept: 32 before 1.23, 128 from it
+  size_t profile_depth = 32;  // logical frames kept: 32 before 1.23, 128 from it
+  // Keep goroutines on a CPU too, without a stack (Goroutine::on_cpu): the
+  // debug=2 dump lists them, the profile does not.
+  bool keep_running = false;
   bool async_preempt_traps = true;  // 1.21+ (goroutine/unwind.h)
 };
 
@@ -66,13 +69,17 @@ struct Goroutine {
   uint64_t parent_goid = 0;
   std::vector<uint64_t> pcs;  // logical frames, runtime addresses, innermost first
   Labels labels;
+  uint64_t allgs_index = 0;       // where allgs lists it: the dump's order
+  bool locked_to_thread = false;  // g.lockedm != 0
+  // Running on a CPU (GoroutineContext::keep_running): no pcs, no labels.
+  bool on_cpu = false;
 };
 
 struct GoroutineReadStats {
   uint64_t allglen = 0;    // entries of allgs walked
   uint64_t dead = 0;       // dead, idle (or 1.26+ deadextra)
   uint64_t system = 0;     // left out as runtime/pprof does
-  uint64_t running = 0;    // on a CPU: no stable registers, left out
+  uint64_t running = 0;    // on a CPU: no stable registers (left out unless keep_running)
   uint64_t retried = 0;    // goroutines read again because they moved
   uint64_t dropped = 0;    // still moving after max_attempts reads
   uint64_t truncated = 0;  // stacks cut by the depth or the copy bound
@@ -80,7 +87,7 @@ struct GoroutineReadStats {
 };
 
 struct GoroutineSnapshot {
-  std::vector<Goroutine> goroutines;  // in allgs order
+  std::vector<Goroutine> goroutines;  // in allgs order (allgs_index)
   GoroutineReadStats stats;
 };
 

@@ -41,6 +41,7 @@ struct GoroutineLayout {
   uint64_t goid = 0;
   uint64_t waitsince = 0;
   uint64_t waitreason = 0;              // uint8
+  uint64_t lockedm = 0;                 // muintptr: non-zero while locked to a thread
   std::optional<uint64_t> parent_goid;  // 1.21+
   uint64_t gopc = 0;
   uint64_t startpc = 0;

@@ -3,11 +3,16 @@
 // directory given as the first argument, then holds still for goheap2pprof
 // to read the same goroutines from outside.
 //
-//	goroutines <dir> [n [churn]]   # n goroutines from one site (default 10000)
+//	goroutines <dir> [n [churn|minutes]]   # n goroutines from one site (default 10000)
 //
 // With "churn", once the files are written, two spawners create goroutines
 // that sleep 10 ms and exit, up to 50,000 a second in all, so that a
 // capture from outside meets goroutines that start, park and die under it.
+//
+// With "minutes", once ready, it runs the GC twice (the second stamps each
+// waiting goroutine's waitsince with the first's time), sleeps 65 s and
+// writes debug=2 again into goroutine2m.txt, then <dir>/ready2: its headers
+// then say "1 minutes".
 //
 // <dir>/ready appears once the three files are complete. The main goroutine
 // writes them and then parks in select{}: it is the one goroutine whose
@@ -19,6 +24,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"sync"
@@ -121,6 +127,9 @@ func main() {
 	go condForever()
 	go viaInline(make(chan int))
 	go deep(10)
+	// Past every frame limit: the profile's depth (32 before Go 1.23, 128
+	// from it) and the dump's (100 frames before 1.21, 50+50 from it).
+	go deep(130)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(err)
@@ -147,6 +156,15 @@ func main() {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "ready"), nil, 0o644); err != nil {
 		panic(err)
+	}
+	if len(os.Args) > 3 && os.Args[3] == "minutes" {
+		runtime.GC()
+		runtime.GC()
+		time.Sleep(65 * time.Second)
+		write(dir, "goroutine2m.txt", 2)
+		if err := os.WriteFile(filepath.Join(dir, "ready2"), nil, 0o644); err != nil {
+			panic(err)
+		}
 	}
 	select {}
 }

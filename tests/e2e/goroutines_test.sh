@@ -9,6 +9,11 @@
 # except the goroutine that wrote the profile, which the target's files show
 # inside runtime/pprof and ours shows parked where it went next (select{} in
 # main.main). Nothing else may differ, and nothing may have been dropped.
+# The debug=2 dump (runtime.Stack of every goroutine) must list the same
+# goroutines in the same order with the same headers (wait reasons; minutes
+# within one), frames, file:line +0xoff and created-by lines, argument lists
+# masked (we print "(...)"; the runtime prints stack slots), but for the
+# writer, which the target's dump shows [running] inside runtime/pprof.
 #
 #   bash tests/e2e/goroutines_test.sh <path-to-goheap2pprof> <path-to-profdiff>
 #
@@ -16,6 +21,11 @@
 # second) is captured five times on two toolchains: every capture must
 # complete, keep every stable goroutine with its count, and return no stack
 # the target does not make; the retries and drops are reported.
+#
+# On two toolchains (GOROUTINES_CORE_VERSIONS) the target is also dumped
+# with gcore right after a live capture: `goroutines --core` must give the
+# same debug=1 and debug=2, byte for byte; so must the kernel's core of a
+# second target, run with GOTRACEBACK=crash and killed with SIGABRT.
 #
 # GOROUTINES_VERSIONS="go1.26.8 ..." picks toolchains (GOROUTINES_BUSY_VERSIONS
 # those of the busy case); GOROUTINES_COUNT sets the goroutines of the one
@@ -78,6 +88,166 @@ if theirs != ours:
             break
     sys.exit("the debug=1 texts differ")
 PY
+}
+
+# check_dump <theirs2.txt> <ours2.txt>: the same goroutines in the same
+# order, each block equal with argument lists masked and the minutes of
+# the header within one; the writer (theirs: [running] in runtime/pprof;
+# ours: the same goroutine, parked since) is left out of both.
+check_dump() {
+  python3 - "$1" "$2" <<'PY'
+import re, sys
+def blocks(path):
+    out = {}
+    for b in open(path).read().split('\n\n'):
+        lines = b.strip('\n').split('\n')
+        m = re.match(r'goroutine (\d+) \[(.*)\]:$', lines[0])
+        if not m:
+            sys.exit(f"{path}: not a goroutine header: {lines[0]!r}")
+        status = m.group(2)
+        minutes = re.search(r', (\d+) minutes', status)
+        status = re.sub(r', \d+ minutes', '', status)
+        body = [l if l.startswith(('\t', 'created by ', '...')) else re.sub(r'\([^()]*\)$', '(...)', l)
+                for l in lines[1:]]
+        out[m.group(1)] = (status, int(minutes.group(1)) if minutes else 0, body)
+    return out
+theirs, ours = blocks(sys.argv[1]), blocks(sys.argv[2])
+writers = [g for g, (st, _, body) in theirs.items()
+           if st == 'running' and any('runtime/pprof.writeGoroutineStacks' in l for l in body)]
+if len(writers) != 1:
+    sys.exit(f"{len(writers)} writer goroutines in theirs, not 1")
+for d in (theirs, ours):
+    d.pop(writers[0], None)
+if list(theirs) != list(ours):
+    sys.exit(f"goroutine ids or order differ: {len(theirs)} theirs, {len(ours)} ours; "
+             f"only theirs {sorted(set(theirs) - set(ours))[:5]}, only ours {sorted(set(ours) - set(theirs))[:5]}")
+for g in theirs:
+    (s1, m1, b1), (s2, m2, b2) = theirs[g], ours[g]
+    if s1 != s2 or abs(m1 - m2) > 1 or b1 != b2:
+        sys.exit(f"goroutine {g} differs:\ntheirs [{s1}, {m1} minutes]\n" + '\n'.join(b1) +
+                 f"\nours [{s2}, {m2} minutes]\n" + '\n'.join(b2))
+print(f"{len(theirs)} goroutines")
+PY
+}
+
+# check_reports <ours2.txt> <ours.json> <ours.top>: the JSON lists the
+# dump's goroutines in its order with its states, and both the JSON's sites
+# and the text table rank first the one site of $count goroutines.
+check_reports() {
+  python3 - "$1" "$2" "$3" "$count" <<'PY'
+import json, re, sys
+dump = re.findall(r'^goroutine (\d+) \[([^,\]]*)', open(sys.argv[1]).read(), re.M)
+j = json.load(open(sys.argv[2]))
+listed = [(str(g['id']), g['state']) for g in j['list']]
+if listed != dump or j['goroutines'] != len(dump):
+    sys.exit("the JSON's goroutines are not the dump's")
+n = int(sys.argv[4])
+top = j['sites'][0]
+if top['count'] != n or top['state'] != 'chan receive' or not top['created_by'].startswith('main.main at '):
+    sys.exit(f"the JSON's first site is {top}")
+row = open(sys.argv[3]).read().splitlines()[2].split()
+if row[0] != str(n) or 'main.main' not in row:
+    sys.exit(f"the table's first row is {row}")
+print(f"{len(dump)} goroutines as in the dump; first site {n} x chan receive from {top['created_by'].split()[0]}")
+PY
+}
+
+# core_case <version> <dir> <pid>: gcore the target (it stops it for a
+# moment) right after a live debug=1 and debug=2 capture; the core's must
+# be the same, byte for byte.
+core_case() {
+  local version=$1 dir=$2 pid=$3 f
+  if ! command -v gcore >/dev/null; then
+    skip "$version core: no gcore (gdb) on this machine"
+    return
+  fi
+  for f in 1 2; do
+    "$tool" goroutines "$pid" --format "debug$f" -o "$dir/live$f.txt" 2>>"$dir/live.err" ||
+      { fail "$version core: the live capture failed" "$dir/live.err"; return; }
+  done
+  if ! timeout 120 gcore -o "$dir/core" "$pid" >"$dir/gcore.log" 2>&1; then
+    fail "$version core: gcore failed" "$dir/gcore.log"
+    return
+  fi
+  for f in 1 2; do
+    if ! "$tool" goroutines --core "$dir/core.$pid" --format "debug$f" -o "$dir/core$f.txt" \
+      2>"$dir/core$f.err"; then
+      fail "$version core debug=$f: goheap2pprof goroutines --core failed" "$dir/core$f.err"
+    elif cmp -s "$dir/live$f.txt" "$dir/core$f.txt"; then
+      pass "$version core debug=$f: the gcore core's is the live capture's, byte for byte"
+    else
+      diff "$dir/live$f.txt" "$dir/core$f.txt" | head -40 >"$dir/core$f.diff"
+      fail "$version core debug=$f: the core's differs from the live capture's" "$dir/core$f.diff"
+    fi
+  done
+  rm -f "$dir/core.$pid"
+}
+
+# abort_case <version> <dir>: a second target runs with GOTRACEBACK=crash
+# and no core size limit; after a live debug=1 and debug=2 capture it gets
+# SIGABRT, and the kernel's core (core_pattern permitting) must give the
+# same, byte for byte.
+abort_case() {
+  local version=$1 dir=$2/abort pid f i
+  mkdir -p "$dir/out"
+  e2e_start "$dir/target.out" "$dir/target.err" bash -c \
+    'ulimit -c unlimited && cd "$1" && exec env GOTRACEBACK=crash ../goroutines out "$2"' _ "$dir" "$count"
+  pid=$target_pid
+  if ! e2e_wait_until 120 test -e "$dir/out/ready"; then
+    fail "$version abort core: the target did not start" "$dir/target.err"
+    return
+  fi
+  for f in 1 2; do
+    "$tool" goroutines "$pid" --format "debug$f" -o "$dir/live$f.txt" 2>>"$dir/live.err" ||
+      { fail "$version abort core: the live capture failed" "$dir/live.err"; return; }
+  done
+  kill -ABRT "$pid"
+  e2e_wait_until 60 bash -c "! kill -0 $pid 2>/dev/null"
+  f=$(ls "$dir"/core* 2>/dev/null | head -n 1)
+  if [[ -z $f ]]; then
+    skip "$version abort core: the kernel wrote no core ($(cat /proc/sys/kernel/core_pattern))"
+    return
+  fi
+  for i in 1 2; do
+    if ! "$tool" goroutines --core "$f" --format "debug$i" -o "$dir/core$i.txt" 2>"$dir/core$i.err"; then
+      fail "$version abort core debug=$i: goroutines --core failed" "$dir/core$i.err"
+    elif cmp -s "$dir/live$i.txt" "$dir/core$i.txt"; then
+      pass "$version abort core debug=$i: the GOTRACEBACK=crash core's is the live capture's, byte for byte"
+    else
+      diff "$dir/live$i.txt" "$dir/core$i.txt" | head -40 >"$dir/core$i.diff"
+      fail "$version abort core debug=$i: the core's differs from the live capture's" "$dir/core$i.diff"
+    fi
+  done
+  rm -f "$f"
+}
+
+# minutes <version>: the target runs the GC twice, waits 65 s and dumps
+# again: its headers say "1 minutes", and ours, read right after, must say
+# the same within one (check_dump), with at least one goroutine at 1.
+minutes() {
+  local version=$1 dir=$work/$1-minutes gocmd
+  read -r -a gocmd <<<"$(go_cmd "$version")"
+  mkdir -p "$dir/out"
+  if ! (cd "$src/testdata/goroutines" && CGO_ENABLED=0 "${gocmd[@]}" build -o "$dir/goroutines" .) \
+    >"$dir/build.log" 2>&1; then
+    fail "$version minutes: go build of testdata/goroutines" "$dir/build.log"
+    return
+  fi
+  e2e_start "$dir/target.out" "$dir/target.err" "$dir/goroutines" "$dir/out" 100 minutes
+  local pid=$target_pid
+  if ! e2e_wait_until 150 test -e "$dir/out/ready2"; then
+    fail "$version minutes: the target did not write its second dump" "$dir/target.err"
+  elif ! grep -q ', 1 minutes\]' "$dir/out/goroutine2m.txt"; then
+    fail "$version minutes: the target's dump has no minutes to compare" "$dir/out/goroutine2m.txt"
+  elif ! "$tool" goroutines "$pid" --format debug2 -o "$dir/ours2.txt" 2>"$dir/tool.err"; then
+    fail "$version minutes: goheap2pprof goroutines failed" "$dir/tool.err"
+  elif check_dump "$dir/out/goroutine2m.txt" "$dir/ours2.txt" >"$dir/check.out" 2>&1 &&
+    grep -q ', 1 minutes\]' "$dir/ours2.txt"; then
+    pass "$version minutes: $(grep -c ', 1 minutes\]' "$dir/ours2.txt") headers say 1 minutes, as the target's within one"
+  else
+    fail "$version minutes: the minutes differ ($dir)" "$dir/check.out"
+  fi
+  e2e_stop_pids
 }
 
 # check_busy <profdiff.out>: the target's stable goroutines are all there
@@ -190,6 +360,26 @@ run_version() {
   else
     fail "$version debug=1: the texts differ ($dir)" "$dir/check1.out"
   fi
+  if ! "$tool" goroutines "$pid" --format debug2 -o "$dir/ours2.txt" 2>"$dir/tool2.err"; then
+    fail "$version debug=2: goheap2pprof goroutines failed" "$dir/tool2.err"
+  elif check_dump "$dir/out/goroutine2.txt" "$dir/ours2.txt" >"$dir/check2.out" 2>&1; then
+    pass "$version debug=2: $(cat "$dir/check2.out") with the same headers, frames, +0x offsets and creators but the writer"
+  else
+    fail "$version debug=2: the dumps differ ($dir)" "$dir/check2.out"
+  fi
+  if ! "$tool" goroutines "$pid" --format json -o "$dir/ours.json" 2>"$dir/toolj.err" ||
+    ! "$tool" goroutines "$pid" --format text -o "$dir/ours.top" 2>>"$dir/toolj.err"; then
+    fail "$version text/json: goheap2pprof goroutines failed" "$dir/toolj.err"
+  elif check_reports "$dir/ours2.txt" "$dir/ours.json" "$dir/ours.top" >"$dir/checkj.out" 2>&1; then
+    pass "$version text/json: $(cat "$dir/checkj.out")"
+  else
+    fail "$version text/json: they disagree with the dump" "$dir/checkj.out"
+  fi
+  local core=0
+  [[ " ${GOROUTINES_CORE_VERSIONS:-go1.18.10 go1.26.8} " == *" $version "* ]] && core=1
+  ((core)) && core_case "$version" "$dir" "$pid"
+  e2e_stop_pids
+  ((core)) && abort_case "$version" "$dir"
   e2e_stop_pids
 }
 
@@ -199,5 +389,9 @@ done
 # The busy target on the oldest and the newest runtime layouts' toolchains.
 for version in ${GOROUTINES_BUSY_VERSIONS:-go1.18.10 go1.26.8}; do
   [[ $(go_programs_status "$version") == ok ]] && busy "$version"
+done
+# The minutes of the dump's headers (a 65 s wait) on one toolchain.
+for version in ${GOROUTINES_MINUTES_VERSIONS:-go1.26.8}; do
+  [[ $(go_programs_status "$version") == ok ]] && minutes "$version"
 done
 e2e_finish

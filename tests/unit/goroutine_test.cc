@@ -10,9 +10,12 @@
 #include "goroutine/goroutine_reader.h"
 #include "goroutine/labels.h"
 #include "hand_pclntab.h"
+#include "pprof/goroutine_dump.h"
+#include "pprof/goroutine_report.h"
 #include "proc/memory_reader.h"
 #include "runtime/goroutine_layout.h"
 #include "runtime/runtime_traits.h"
+#include "symbolize/symbolizer.h"
 
 namespace goheap2pprof {
 namespace {
@@ -104,6 +107,7 @@ class GoroutineReaderTest : public ::testing::Test {
     ctx.func_ids = traits_.func_ids;
     ctx.profile_depth = 128;
     ctx.async_preempt_traps = async_preempt_traps_;
+    ctx.keep_running = keep_running_;
     return ReadGoroutines(mem_, ctx, limits);
   }
 
@@ -114,6 +118,7 @@ class GoroutineReaderTest : public ::testing::Test {
   TestMemory mem_;
   std::vector<uint64_t> gs_;
   bool async_preempt_traps_ = true;
+  bool keep_running_ = false;
 };
 
 TEST_F(GoroutineReaderTest, UnwindsParkedGoroutineIntoLogicalFrames) {
@@ -165,6 +170,142 @@ TEST_F(GoroutineReaderTest, LeavesOutDeadSystemAndRunningGoroutines) {
   EXPECT_EQ(s.stats.dead, 1u);
   EXPECT_EQ(s.stats.system, 1u);
   EXPECT_EQ(s.stats.running, 1u);
+}
+
+TEST_F(GoroutineReaderTest, KeepsRunningGoroutinesForTheDumpInAllgsOrder) {
+  keep_running_ = true;
+  AddG(kWaiting, 4, kWorker);
+  AddG(kRunning, 3, kWorker);
+  AddG(kWaiting, 5, kWorker);
+  const GoroutineSnapshot s = Read();
+  ASSERT_EQ(s.goroutines.size(), 3u);
+  EXPECT_EQ(s.goroutines[1].goid, 3u);
+  EXPECT_TRUE(s.goroutines[1].on_cpu);
+  EXPECT_TRUE(s.goroutines[1].pcs.empty());
+  EXPECT_FALSE(s.goroutines[0].on_cpu);
+  EXPECT_EQ(s.goroutines[2].allgs_index, 2u);
+}
+
+// The debug=2 dump over the hand-built pclntab (pprof/goroutine_dump.h).
+class GoroutineDumpTest : public GoroutineReaderTest {
+ protected:
+  std::string Dump(const Goroutine& g, GoVersion v = {1, 26, 8}) {
+    const RuntimeTraits traits = TraitsForVersion(v);
+    Symbolizer sym(tab_, traits);
+    const GoroutineDumpInput in{.pclntab = &tab_,
+                                .symbolizer = &sym,
+                                .version = v,
+                                .bias = 0,
+                                .wait_reasons = {"", "GC assist marking", "IO wait"},
+                                .now = int64_t{10} * 60'000'000'000};
+    return GoroutineDumpText(in, std::span<const Goroutine>(&g, 1));
+  }
+};
+
+TEST_F(GoroutineDumpTest, HeaderFramesAndCreator) {
+  Goroutine g;
+  g.goid = 17;
+  g.status = kWaiting;
+  g.wait_reason = 2;
+  g.wait_since = 60'000'000'000;
+  g.gopc = kWorker + 0x10;
+  g.parent_goid = 3;
+  g.pcs = {kGopark + 0x20, kWorker + 0x45, kWorker + 0x31, kGoexit + 1};
+  g.locked_to_thread = true;
+  const std::string d = Dump(g);
+  EXPECT_TRUE(
+      d.starts_with("goroutine 17 [IO wait, 9 minutes, locked to thread]:\nmain.helper(...)\n\t"))
+      << d;
+  // runtime.gopark and runtime.goexit are hidden; the inlined level has no
+  // offset; the physical one counts from its return address (+0x45), not
+  // from the inline parent's PC the list holds for it.
+  EXPECT_EQ(d.find("runtime."), std::string::npos) << d;
+  EXPECT_NE(d.find("\nmain.worker(...)\n\t"), std::string::npos) << d;
+  EXPECT_NE(d.find(" +0x45\ncreated by main.worker in goroutine 3\n\t"), std::string::npos) << d;
+  EXPECT_TRUE(d.ends_with(" +0x10\n")) << d;
+  // Before Go 1.21: no "in goroutine".
+  EXPECT_NE(Dump(g, {1, 20, 14}).find("created by main.worker\n"), std::string::npos);
+}
+
+TEST_F(GoroutineDumpTest, StatusWithoutWaitReasonOrClock) {
+  Goroutine g;
+  g.goid = 9;
+  g.status = kWaiting;
+  g.wait_reason = 40;
+  EXPECT_TRUE(Dump(g).starts_with("goroutine 9 [unknown wait reason]:\n"));
+  g.status = 10;  // _Gleaked, 1.26+
+  EXPECT_TRUE(Dump(g).starts_with("goroutine 9 [unknown wait reason (leaked)]:\n"));
+  g.status = 1;
+  EXPECT_TRUE(Dump(g).starts_with("goroutine 9 [runnable]:\n"));
+}
+
+TEST_F(GoroutineDumpTest, RunningGoroutineHasOnlyItsCreator) {
+  Goroutine g;
+  g.goid = 5;
+  g.status = kRunning;
+  g.gopc = kWorker + 0x10;
+  g.parent_goid = 1;
+  g.on_cpu = true;
+  const std::string d = Dump(g);
+  EXPECT_TRUE(
+      d.starts_with("goroutine 5 [running]:\n\tgoroutine running on other thread; "
+                    "stack unavailable"))
+      << d;
+  EXPECT_NE(d.find("\ncreated by main.worker in goroutine 1\n"), std::string::npos) << d;
+}
+
+TEST_F(GoroutineDumpTest, FrameLimitsOfEachVersion) {
+  Goroutine g;
+  g.goid = 2;
+  g.status = kWaiting;
+  g.pcs.assign(130, kWorker + 0x20);
+  // 1.21+: 50 innermost, the count, 50 outermost.
+  std::string d = Dump(g);
+  EXPECT_NE(d.find("\n...30 frames elided...\nmain.worker(...)"), std::string::npos) << d;
+  size_t frames = 0;
+  for (size_t at = d.find("main.worker("); at != std::string::npos;
+       at = d.find("main.worker(", at + 1)) {
+    ++frames;
+  }
+  EXPECT_EQ(frames, 100u);
+  // Up to 1.20: 100 physical frames, and the note when all were printed.
+  d = Dump(g, {1, 20, 14});
+  EXPECT_TRUE(d.ends_with("...additional frames elided...\n")) << d;
+  g.pcs.insert(g.pcs.begin(), kGopark + 0x20);  // a hidden frame counts too
+  EXPECT_EQ(Dump(g, {1, 20, 14}).find("elided"), std::string::npos);
+}
+
+TEST_F(GoroutineDumpTest, TopTableAndJsonCountSitesAndStates) {
+  const RuntimeTraits traits = TraitsForVersion({1, 26, 8});
+  Symbolizer sym(tab_, traits);
+  const GoroutineDumpInput in{.pclntab = &tab_,
+                              .symbolizer = &sym,
+                              .version = {1, 26, 8},
+                              .bias = 0,
+                              .wait_reasons = {"", "GC assist marking", "IO wait"},
+                              .now = int64_t{10} * 60'000'000'000};
+  GoroutineSnapshot s;
+  for (uint64_t id : {4, 5, 6}) {
+    Goroutine g;
+    g.goid = id;
+    g.status = kWaiting;
+    g.wait_reason = 2;
+    g.gopc = kWorker + 0x10;
+    g.wait_since = id == 5 ? 60'000'000'000 : 0;  // 9 minutes
+    s.goroutines.push_back(g);
+  }
+  s.goroutines[2].wait_reason = 1;
+  const std::string top = GoroutineTopText(in, s);
+  // Two rows: 2 in IO wait (the oldest 9 minutes), then 1 GC assist marking.
+  const size_t io = top.find("         2  66.67%    9 min  IO wait ");
+  const size_t gc = top.find("         1  33.33%    0 min  GC assist marking ");
+  EXPECT_NE(io, std::string::npos) << top;
+  EXPECT_NE(gc, std::string::npos) << top;
+  EXPECT_LT(io, gc) << top;
+  const std::string json = GoroutineJson(in, s);
+  EXPECT_NE(json.find("\"goroutines\": 3"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"oldest_wait_minutes\": 9"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"function\": \"main.worker\""), std::string::npos) << json;
 }
 
 TEST_F(GoroutineReaderTest, RereadsGoroutineThatMovedWhileUnwound) {

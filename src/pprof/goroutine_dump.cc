@@ -1,0 +1,215 @@
+#include "pprof/goroutine_dump.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <string_view>
+
+namespace goheap2pprof {
+
+namespace {
+
+constexpr uint32_t kGrunning = 2;
+constexpr uint32_t kGsyscall = 3;
+constexpr uint32_t kGwaiting = 4;
+constexpr uint32_t kGleaked = 10;  // 1.26+
+constexpr uint32_t kGscan = 0x1000;
+
+bool AtLeast(const GoVersion& v, int minor) {
+  return v.major > 1 || (v.major == 1 && v.minor >= minor);
+}
+
+// The runtime's hex(): 0x and lowercase digits.
+std::string RuntimeHex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+  return buf;
+}
+
+// gStatusStrings, indexed by status (empty slots print as empty strings,
+// as the runtime's array has them; 10 and 11 exist from 1.26).
+std::string StatusName(uint32_t status, const GoVersion& v) {
+  static constexpr std::string_view kNames[] = {
+      "idle", "runnable", "running",   "syscall",   "waiting", "",
+      "dead", "",         "copystack", "preempted", "leaked",  "waiting for cgo callback"};
+  const size_t known = AtLeast(v, 26) ? 12 : 10;
+  return status < known ? std::string(kNames[status]) : "???";
+}
+
+// isExportedRuntime: up to 1.22 the first letter after "runtime."; from
+// 1.23 the method and its receiver type must both be exported.
+bool IsExportedRuntime(std::string_view name, const GoVersion& v) {
+  constexpr std::string_view kPrefix = "runtime.";
+  if (!name.starts_with(kPrefix)) return false;
+  name.remove_prefix(kPrefix.size());
+  auto upper = [](char c) { return c >= 'A' && c <= 'Z'; };
+  if (!AtLeast(v, 23)) return !name.empty() && upper(name[0]);
+  std::string_view rcvr;
+  if (size_t dot = name.rfind('.'); dot != std::string_view::npos) {
+    rcvr = name.substr(0, dot);
+    name = name.substr(dot + 1);
+    if (rcvr.size() >= 3 && rcvr.starts_with("(*") && rcvr.ends_with(')')) {
+      rcvr = rcvr.substr(2, rcvr.size() - 3);
+    }
+  }
+  return !name.empty() && upper(name[0]) && (rcvr.empty() || upper(rcvr[0]));
+}
+
+// showfuncinfo at GOTRACEBACK=1, which runtime.Stack forces (wrappers are
+// already left out of the PC list, by the same rule).
+bool ShowFunction(std::string_view name, bool first, const GoVersion& v) {
+  if (AtLeast(v, 25) && (name == "runtime.runFinalizers" || name == "runtime.runCleanups")) {
+    return true;
+  }
+  if (name == "runtime.gopanic" && !first) return true;
+  return name.find('.') != std::string_view::npos &&
+         (!name.starts_with("runtime.") || IsExportedRuntime(name, v));
+}
+
+// "name(...)\n\tfile:line +0xoff\n", as traceback2 prints a frame.
+std::string FrameText(const GoroutineFrame& f) {
+  std::string text = f.function + "(...)\n\t" + f.file + ":" + std::to_string(f.line);
+  if (f.offset) text += " +" + RuntimeHex(*f.offset);
+  return text + "\n";
+}
+
+// Up to 1.20 gentraceback walks 100 physical frames, shown or not, and
+// says "additional frames elided" when it printed exactly 100; from 1.21,
+// 50 innermost and 50 outermost shown frames with the count between.
+std::string FramesText(const std::vector<GoroutineFrame>& frames, bool all, const GoVersion& v) {
+  std::vector<const GoroutineFrame*> shown;
+  size_t physical = 0;
+  for (const GoroutineFrame& f : frames) {
+    if (!AtLeast(v, 21) && physical >= 100) break;
+    if (all || f.shown) shown.push_back(&f);
+    if (!f.inlined) ++physical;
+  }
+  std::string out;
+  if (!AtLeast(v, 21) || shown.size() <= 100) {
+    for (const GoroutineFrame* f : shown) out += FrameText(*f);
+    if (!AtLeast(v, 21) && shown.size() == 100) out += "...additional frames elided...\n";
+    return out;
+  }
+  for (size_t i = 0; i < 50; ++i) out += FrameText(*shown[i]);
+  out += "..." + std::to_string(shown.size() - 100) + " frames elided...\n";
+  for (size_t i = shown.size() - 50; i < shown.size(); ++i) out += FrameText(*shown[i]);
+  return out;
+}
+
+std::string CreatedByText(const GoroutineDumpInput& in, const Goroutine& g) {
+  std::optional<GoroutineCreator> c = GoroutineCreatedBy(in, g);
+  if (!c) return "";
+  std::string out = "created by " + c->function;
+  if (AtLeast(in.version, 21) && c->parent_goid != 0) {
+    out += " in goroutine " + std::to_string(c->parent_goid);
+  }
+  out += "\n\t" + c->file + ":" + std::to_string(c->line);
+  if (c->offset) out += " +" + RuntimeHex(*c->offset);
+  return out + "\n";
+}
+
+}  // namespace
+
+std::vector<GoroutineFrame> GoroutineFrames(const GoroutineDumpInput& in, const Goroutine& g) {
+  std::vector<GoroutineFrame> out;
+  bool any_shown = false;
+  // The first level listed for a physical frame is its return address (the
+  // others are inline parents' "entry+parentPc+1"): the +0x offset's base.
+  uint64_t frame_pc = 0;
+  for (uint64_t pc : g.pcs) {
+    if (frame_pc == 0) frame_pc = pc - in.bias;
+    // The runtime lists sym+1 for every level: sym is where it symbolizes.
+    const uint64_t sym = pc - 1 - in.bias;
+    std::optional<FuncRef> f = in.pclntab->FindFunc(sym);
+    if (!f) {
+      frame_pc = 0;
+      continue;
+    }
+    Expected<PcFrame> frame = in.pclntab->TryFrameAt(*f, sym);
+    if (!frame) {
+      frame_pc = 0;
+      continue;
+    }
+    GoroutineFrame d;
+    d.inlined = frame->inlined;
+    d.shown = ShowFunction(frame->function, !any_shown, in.version);
+    any_shown = any_shown || d.shown;
+    d.function = frame->function == "runtime.gopanic" ? "panic"
+                                                      : in.symbolizer->PrintedName(frame->function);
+    d.file = frame->file;
+    d.line = frame->line;
+    if (!frame->inlined && frame_pc > frame->entry) d.offset = frame_pc - frame->entry;
+    if (!frame->inlined) frame_pc = 0;
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::optional<GoroutineCreator> GoroutineCreatedBy(const GoroutineDumpInput& in,
+                                                   const Goroutine& g) {
+  if (g.goid == 1) return std::nullopt;
+  const uint64_t pc = g.gopc - in.bias;
+  std::optional<FuncRef> f = in.pclntab->FindFunc(pc);
+  if (!f) return std::nullopt;
+  Expected<std::string_view> name = in.pclntab->TryFuncName(*f);
+  if (!name || !ShowFunction(*name, false, in.version)) return std::nullopt;
+  const bool past_entry = pc > f->entry;
+  Expected<PcFrame> at = in.pclntab->TryFrameAt(*f, past_entry ? pc - 1 : pc);
+  if (!at) return std::nullopt;
+  GoroutineCreator c{.function = in.symbolizer->PrintedName(*name),
+                     .file = std::string(at->file),
+                     .line = at->line,
+                     .offset = std::nullopt,
+                     .parent_goid = g.parent_goid};
+  if (past_entry) c.offset = pc - f->entry;
+  return c;
+}
+
+std::string GoroutineState(const GoroutineDumpInput& in, const Goroutine& g) {
+  const uint32_t status = g.status & ~kGscan;
+  const bool leaked = AtLeast(in.version, 26) && status == kGleaked;
+  std::string text = StatusName(status, in.version);
+  if ((status == kGwaiting || leaked) && g.wait_reason != 0) {
+    text = g.wait_reason < in.wait_reasons.size() ? in.wait_reasons[g.wait_reason]
+                                                  : "unknown wait reason";
+  }
+  return leaked ? text + " (leaked)" : text;
+}
+
+int64_t GoroutineWaitMinutes(const GoroutineDumpInput& in, const Goroutine& g) {
+  const uint32_t status = g.status & ~kGscan;
+  if ((status != kGwaiting && status != kGsyscall) || g.wait_since == 0 || !in.now) return 0;
+  return std::max<int64_t>(0, (*in.now - g.wait_since) / 60'000'000'000);
+}
+
+std::string GoroutineStatusText(const GoroutineDumpInput& in, const Goroutine& g) {
+  std::string text = GoroutineState(in, g);
+  if ((g.status & kGscan) != 0) text += " (scan)";
+  if (const int64_t minutes = GoroutineWaitMinutes(in, g); minutes >= 1) {
+    text += ", " + std::to_string(minutes) + " minutes";
+  }
+  if (g.locked_to_thread) text += ", locked to thread";
+  return text;
+}
+
+std::string GoroutineDumpText(const GoroutineDumpInput& in, std::span<const Goroutine> goroutines) {
+  std::string out;
+  for (const Goroutine& g : goroutines) {
+    if (!out.empty()) out += "\n";
+    out += "goroutine " + std::to_string(g.goid) + " [" + GoroutineStatusText(in, g) + "]:\n";
+    if (g.on_cpu && (g.status & ~kGscan) == kGrunning) {
+      // Its registers are on a thread; reading them would mean stopping it.
+      out +=
+          "\tgoroutine running on other thread; stack unavailable (goheap2pprof does not stop "
+          "the target)\n";
+    } else {
+      const std::vector<GoroutineFrame> frames = GoroutineFrames(in, g);
+      std::string text = FramesText(frames, false, in.version);
+      out += text.empty() ? FramesText(frames, true, in.version) : text;
+    }
+    out += CreatedByText(in, g);
+  }
+  return out;
+}
+
+}  // namespace goheap2pprof

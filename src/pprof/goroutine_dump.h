@@ -1,0 +1,79 @@
+// The ?debug=2 dump of goroutines (runtime.Stack(buf, true) as
+// runtime/pprof's writeGoroutineStacks calls it), as the target's own Go
+// version prints it (go-goroutine-facts.md §5, §6.5): per goroutine, in
+// allgs order, the header "goroutine N [wait reason, M minutes]:", its frames
+// with "\tfile:line +0xoff" (unexported runtime frames hidden, the version's
+// frame limit), and "created by F[ in goroutine K]". Argument values are not
+// printed: every frame shows "(...)", because the runtime prints spill slots
+// that are stale for register arguments and a reader from outside cannot
+// tell which are live. A goroutine on a CPU has no stack to print (we never
+// stop the target): it shows the runtime's own "stack unavailable" line.
+//
+//   GoroutineDumpInput in{.pclntab = &tab, .symbolizer = &sym, .version = v,
+//                         .bias = bias, .wait_reasons = reasons, .now = mono};
+//   std::string text = GoroutineDumpText(in, snapshot.goroutines);
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gobin/pclntab.h"
+#include "goroutine/goroutine_reader.h"
+#include "runtime/runtime_traits.h"
+#include "symbolize/symbolizer.h"
+
+namespace goheap2pprof {
+
+struct GoroutineDumpInput {
+  const Pclntab* pclntab = nullptr;  // link-time addresses
+  const Symbolizer* symbolizer = nullptr;
+  GoVersion version;
+  uint64_t bias = 0;  // runtime - link-time
+  // runtime.waitReasonStrings of the target (numbers change per version).
+  std::vector<std::string> wait_reasons;
+  // The target's nanotime() when it was read; nullopt prints no minutes.
+  std::optional<int64_t> now;
+};
+
+// One logical frame as the dump prints it; `shown` is showframe's verdict
+// (unexported runtime frames are not).
+struct GoroutineFrame {
+  std::string function;  // as printed: pkg.F[...], "panic"
+  std::string file;
+  int64_t line = 0;
+  std::optional<uint64_t> offset;  // +0x.. from the entry; none for inlined frames
+  bool inlined = false;
+  bool shown = false;
+};
+
+// Every logical frame of g's PC list, innermost first.
+std::vector<GoroutineFrame> GoroutineFrames(const GoroutineDumpInput& in, const Goroutine& g);
+
+// The go statement that created g (printcreatedby): nullopt for goroutine 1
+// and for a creator the dump hides.
+struct GoroutineCreator {
+  std::string function;
+  std::string file;
+  int64_t line = 0;
+  std::optional<uint64_t> offset;
+  uint64_t parent_goid = 0;  // 0 before Go 1.21
+};
+std::optional<GoroutineCreator> GoroutineCreatedBy(const GoroutineDumpInput& in,
+                                                   const Goroutine& g);
+
+// The header's state: the wait reason of a waiting goroutine, else its
+// status ("runnable", "syscall", ...), with " (leaked)" (1.26+).
+std::string GoroutineState(const GoroutineDumpInput& in, const Goroutine& g);
+// Whole minutes since g.waitsince (0 without a clock or a waitsince).
+int64_t GoroutineWaitMinutes(const GoroutineDumpInput& in, const Goroutine& g);
+
+// The "[...]" part of a goroutine's header (without labels).
+std::string GoroutineStatusText(const GoroutineDumpInput& in, const Goroutine& g);
+
+// The whole dump: one block per goroutine, blank lines between them.
+std::string GoroutineDumpText(const GoroutineDumpInput& in, std::span<const Goroutine> goroutines);
+
+}  // namespace goheap2pprof
