@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <fstream>
+#include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -47,9 +49,9 @@ TEST(HugePagesTest, AdviceOfOddRangesIsHarmless) {
   EXPECT_EQ(small, std::vector<uint8_t>(100, 1));
 }
 
-// The AnonHugePages of the mapping that holds `p`, in KiB, from
-// /proc/self/smaps; -1 if no mapping holds it.
-long AnonHugeKiB(const void* p) {
+// A field of the mapping that holds `p` in /proc/self/smaps ("AnonHugePages",
+// "VmFlags"), the text after its colon; nullopt if no mapping holds it.
+std::optional<std::string> SmapsField(const void* p, const std::string& field) {
   const auto addr = reinterpret_cast<uintptr_t>(p);
   std::ifstream smaps("/proc/self/smaps");
   std::string line;
@@ -62,11 +64,9 @@ long AnonHugeKiB(const void* p) {
       inside = lo <= addr && addr < hi;
       continue;
     }
-    if (inside && line.rfind("AnonHugePages:", 0) == 0) {
-      return std::stol(line.substr(line.find(':') + 1));
-    }
+    if (inside && line.rfind(field + ":", 0) == 0) return line.substr(field.size() + 1);
   }
-  return -1;
+  return std::nullopt;
 }
 
 TEST(HugePagesTest, AdvisedVectorIsBackedByHugePages) {
@@ -79,10 +79,16 @@ TEST(HugePagesTest, AdvisedVectorIsBackedByHugePages) {
   std::vector<uint64_t> v;
   GrowWithHugePages(v, 4 << 20);  // 32 MiB
   for (uint64_t i = 0; i < (4u << 20); ++i) v.push_back(i);
-  const long kib = AnonHugeKiB(v.data() + v.size() / 2);
-  ASSERT_GE(kib, 0) << "no mapping holds the vector";
-  // 32 MiB hold at least 15 whole 2 MiB pages; compaction may miss a few.
-  EXPECT_GE(kib, 8 * 2048) << "THP mode: " << mode;
+  // What is ours to do: the mapping carries MADV_HUGEPAGE ("hg"). Whether the
+  // kernel then backs it with huge pages depends on how fragmented free
+  // memory is at that moment (a loaded machine may give none), so that is
+  // printed, not asserted.
+  const std::optional<std::string> flags = SmapsField(v.data() + v.size() / 2, "VmFlags");
+  ASSERT_TRUE(flags.has_value()) << "no mapping holds the vector";
+  EXPECT_NE((" " + *flags + " ").find(" hg "), std::string::npos) << "VmFlags:" << *flags;
+  std::cout << "AnonHugePages:"
+            << SmapsField(v.data() + v.size() / 2, "AnonHugePages").value_or("?")
+            << " (THP mode: " << mode << ")\n";
 }
 
 TEST(HugePagesTest, WorkerTunablesAddMallocHugePagesOnce) {
