@@ -15,6 +15,7 @@
 #include "cli/version.h"
 #if !GOHEAP2PPROF_CAPTURE_ONLY
 #include "cli/agent_main.h"
+#include "cli/capture_worker_main.h"
 #include "cli/enable_sampling_main.h"
 #include "cli/goroutines_main.h"
 #include "cli/growth_main.h"
@@ -119,12 +120,12 @@ int Main(int argc, char** argv) {
   // A build of the capture alone (GOHEAP2PPROF_AGENT=OFF: scripts/demo.sh).
   const std::vector<Command> commands = {AddHelpCommand(app)};
 #else
-  const std::vector<Command> commands = {AddServeCommand(app),      AddPushCommand(app),
-                                         AddWatchCommand(app),      AddAgentCommand(app),
-                                         AddMemCommand(app),        AddGrowthCommand(app),
-                                         AddProbeCommand(app),      AddEnableSamplingCommand(app),
-                                         AddGoroutinesCommand(app), AddHelpCommand(app),
-                                         AddServeWorkerCommand(app)};
+  const std::vector<Command> commands = {AddServeCommand(app),        AddPushCommand(app),
+                                         AddWatchCommand(app),        AddAgentCommand(app),
+                                         AddMemCommand(app),          AddGrowthCommand(app),
+                                         AddProbeCommand(app),        AddEnableSamplingCommand(app),
+                                         AddGoroutinesCommand(app),   AddHelpCommand(app),
+                                         AddCaptureWorkerCommand(app)};
 #endif
   try {
     app.parse(argc, argv);

@@ -1,6 +1,5 @@
-// `goheap2pprof serve` and the hidden `goheap2pprof __serve-worker` that the
-// agents start for their captures: option parsing only; the server is
-// agent/serve/server.h, the worker agent/worker/worker.h.
+// `goheap2pprof serve`: option parsing only; the server is
+// agent/serve/server.h.
 #include "cli/serve_main.h"
 
 #include <iostream>
@@ -8,10 +7,8 @@
 #include <string>
 
 #include "agent/serve/server.h"
-#include "agent/worker/worker.h"
 #include "base/error.h"
 #include "cli/agent_flags.h"
-#include "cli/target_flags.h"
 
 namespace goheap2pprof {
 
@@ -48,26 +45,6 @@ Command AddServeCommand(CLI::App& root) {
                                           "running capture"});
   cmd->add_flag("-v,--verbose", o->verbose, "log one line per request");
   return {cmd, [o] { return RunServe(*o, std::cerr); }};
-}
-
-Command AddServeWorkerCommand(CLI::App& root) {
-  CLI::App* cmd =
-      root.add_subcommand("__serve-worker", "capture worker of the agents (started by them)");
-  cmd->group("");  // not for people: hidden from --help
-  struct Args {
-    int fd = -1;
-    WorkerLimits limits;
-    TargetFlags target;  // --exe and --force, as the agent passes them on
-  };
-  auto a = std::make_shared<Args>();
-  cmd->add_option("--fd", a->fd)->required();
-  cmd->add_option("--address-space", a->limits.address_space_bytes);
-  cmd->add_option("--cpu-seconds", a->limits.cpu_seconds);
-  AddExecutableFlags(*cmd, a->target, {.exe = "", .force = "", .force_needs_exe = false});
-  cmd->add_option("--max-reply-bytes", a->limits.max_reply_bytes);
-  cmd->add_option("--uid", a->limits.uid);
-  cmd->add_option("--gid", a->limits.gid);
-  return {cmd, [a] { return RunServeWorker(a->fd, a->limits, a->target.executable); }};
 }
 
 }  // namespace goheap2pprof

@@ -1,5 +1,4 @@
-// `goheap2pprof serve` and the hidden `goheap2pprof __serve-worker`, as
-// subcommands of the one app (cli/main.cc).
+// `goheap2pprof serve`, a subcommand of the one app (cli/main.cc).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -10,7 +9,6 @@
 namespace goheap2pprof {
 
 Command AddServeCommand(CLI::App& root);
-Command AddServeWorkerCommand(CLI::App& root);
 
 // serve's listener and request options (--listen, --token-file, TLS, the
 // connection limits, --timeout, the delta limits), for serve and agent.

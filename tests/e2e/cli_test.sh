@@ -37,7 +37,7 @@ for cmd in serve push watch agent mem growth probe; do
     fail "$cmd --help and help $cmd" "$work/$cmd.diff"
   fi
 done
-if ! grep -q "__serve-worker" "$work/help.out"; then
+if ! grep -q "__capture-worker" "$work/help.out"; then
   pass "the capture worker's subcommand is hidden from --help"
 else
   fail "the worker subcommand is listed" "$work/help.out"

@@ -32,7 +32,7 @@ fi
 # workers_of <pid>: the live capture workers of a server (its children).
 workers_of() {
   pgrep -P "$1" | while read -r w; do
-    [[ $(tr '\0' ' ' <"/proc/$w/cmdline" 2>/dev/null) == *__serve-worker* ]] && echo "$w"
+    [[ $(tr '\0' ' ' <"/proc/$w/cmdline" 2>/dev/null) == *__capture-worker* ]] && echo "$w"
   done
 }
 

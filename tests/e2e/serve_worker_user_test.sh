@@ -54,7 +54,7 @@ start_target other setpriv --reuid=1234 --regid=1234 --clear-groups
 # workers_of <pid>: the live capture workers of a server (its children).
 workers_of() {
   pgrep -P "$1" | while read -r w; do
-    [[ $(tr '\0' ' ' <"/proc/$w/cmdline" 2>/dev/null) == *__serve-worker* ]] && echo "$w"
+    [[ $(tr '\0' ' ' <"/proc/$w/cmdline" 2>/dev/null) == *__capture-worker* ]] && echo "$w"
   done
 }
 # confined_workers <server>: waits (at most 10 s) until it has workers that

@@ -1,14 +1,14 @@
 // /metrics of `goheap2pprof serve`: the exposition text. (The e2e test also
 // feeds it to promtool, Prometheus's own parser.)
-#include <gtest/gtest.h>
+#include "agent/worker/capture_metrics.h"
 
-#include "agent/common/metrics.h"
+#include <gtest/gtest.h>
 
 namespace goheap2pprof {
 namespace {
 
-TEST(ServeMetrics, CountsAndHistogramAreCumulative) {
-  ServeMetrics m;
+TEST(CaptureMetrics, CountsAndHistogramAreCumulative) {
+  CaptureMetrics m;
   m.CaptureDone("ok", 0.02, 100);
   m.CaptureDone("ok", 3, 50);
   m.CaptureDone("worker_crash", 0.001, 0);
@@ -52,8 +52,8 @@ TEST(PrometheusLabelValue, EscapesAndMakesValidUtf8) {
 namespace goheap2pprof {
 namespace {
 
-TEST(ServeMetrics, CountsMemoryStatsReadsApartFromCaptures) {
-  ServeMetrics m;
+TEST(CaptureMetrics, CountsMemoryStatsReadsApartFromCaptures) {
+  CaptureMetrics m;
   EXPECT_NE(m.Render().find("goheap2pprof_memory_stats_reads_total{outcome=\"ok\"} 0\n"),
             std::string::npos);
   m.MemoryStatsRead("ok");

@@ -11,11 +11,11 @@
 #include <sstream>
 #include <string>
 
-#include "agent/common/metrics.h"
 #include "agent/common/prometheus_text.h"
 #include "agent/node/agent.h"
 #include "agent/push/metrics.h"
 #include "agent/serve/go_metrics_text.h"
+#include "agent/worker/capture_metrics.h"
 #include "agent/worker/pool.h"
 
 namespace goheap2pprof {
@@ -34,7 +34,7 @@ void ExpectGolden(const std::string& name, const std::string& text) {
 }
 
 TEST(MetricsTextGolden, Serve) {
-  ServeMetrics m;
+  CaptureMetrics m;
   m.CaptureDone("ok", 0.012, 4096);
   m.CaptureDone("busy", 3, 0);
   m.CaptureDone("odd\"\n\\", 0.0001, 1);

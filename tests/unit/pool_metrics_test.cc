@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "agent/common/metrics.h"
+#include "agent/worker/capture_metrics.h"
 #include "agent/worker/pool.h"
 #include "base/error.h"
 
@@ -27,7 +27,7 @@ PoolResult Replied(int error_kind, uint64_t bytes_read, uint64_t analyses) {
 }
 
 TEST(CountPoolResult, ACaptureCountsOutcomeDurationBytesAndAnalyses) {
-  ServeMetrics m;
+  CaptureMetrics m;
   CountPoolResult(m, WorkerOp::kHeap, Replied(0, 4096, 1), 0.02);
   CountPoolResult(m, WorkerOp::kAllocs,
                   Replied(static_cast<int>(ErrorKind::kSamplingDisabled), 0, 0), 0.001);
@@ -42,7 +42,7 @@ TEST(CountPoolResult, ACaptureCountsOutcomeDurationBytesAndAnalyses) {
 }
 
 TEST(CountPoolResult, AMemoryStatisticsReadIsNotACapture) {
-  ServeMetrics m;
+  CaptureMetrics m;
   CountPoolResult(m, WorkerOp::kRuntimeStats, Replied(0, 512, 0), 0.003);
   const std::string t = m.Render();
   EXPECT_TRUE(Has(t, "goheap2pprof_memory_stats_reads_total{outcome=\"ok\"} 1")) << t;
@@ -52,7 +52,7 @@ TEST(CountPoolResult, AMemoryStatisticsReadIsNotACapture) {
 }
 
 TEST(CountPoolResult, RestartsOnlyOfStartedWorkersAndProbesCountOnlyThose) {
-  ServeMetrics m;
+  CaptureMetrics m;
   PoolResult crashed;
   crashed.outcome = PoolOutcome::kCrashed;
   CountPoolResult(m, WorkerOp::kHeap, crashed, 0.5);

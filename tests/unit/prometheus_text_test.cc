@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "agent/common/metrics.h"
+#include "agent/worker/capture_metrics.h"
 
 namespace goheap2pprof {
 namespace {
@@ -21,7 +21,7 @@ TEST(PrometheusText, FamilyWritesHelpThenType) {
 }
 
 TEST(PrometheusText, TheServerOwnValuesUseTheGoWritersForm) {
-  ServeMetrics m;
+  CaptureMetrics m;
   m.SetDiscoveryHealth(0, 1796170509.25);
   m.CaptureDone("ok", 0.00001, 0);
   const std::string t = m.Render();

@@ -1,5 +1,5 @@
 // The Prometheus text exposition format (0.0.4) as every /metrics of the
-// agent writes it: serve's and push's own health (agent/common/metrics.h,
+// agent writes it: serve's and push's own health (agent/worker/capture_metrics.h,
 // agent/push/metrics.h), the agent's pool (agent/node/agent.h) and a
 // process's Go runtime metrics (agent/serve/go_metrics_text.h), each
 // through one PrometheusWriter over a table of its families. Debian has no

@@ -15,12 +15,12 @@
 #include <thread>
 #include <vector>
 
-#include "agent/common/metrics.h"
 #include "agent/common/prometheus_text.h"
 #include "agent/common/signals.h"
 #include "agent/push/labels.h"
 #include "agent/push/sender.h"
 #include "agent/watch/files.h"
+#include "agent/worker/capture_metrics.h"
 #include "agent/worker/role_parts.h"
 #include "base/error.h"
 #include "base/unique_fd.h"

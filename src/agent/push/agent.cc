@@ -23,11 +23,11 @@
 #include "agent/common/duration.h"
 #include "agent/common/http_listener.h"
 #include "agent/common/liveness.h"
-#include "agent/common/metrics.h"
 #include "agent/common/service_name.h"
 #include "agent/common/signals.h"
 #include "agent/push/metrics.h"
 #include "agent/push/sender.h"
+#include "agent/worker/capture_metrics.h"
 #include "agent/worker/pool.h"
 #include "agent/worker/push_wire.h"
 #include "agent/worker/role_parts.h"
@@ -95,12 +95,13 @@ class Agent {
 
   std::string Metrics() {
     uint64_t processes = discovery_.Processes().size();
-    serve_metrics_.SetDiscovery(processes, discovery_.scans(), discovery_.analyses(),
-                                discovery_.cache_hits());
-    serve_metrics_.SetDiscoveryHealth(discovery_.scan_errors(), discovery_.last_success_seconds());
-    serve_metrics_.SetIdentityFailures(discovery_.identity_failures());
+    capture_metrics_.SetDiscovery(processes, discovery_.scans(), discovery_.analyses(),
+                                  discovery_.cache_hits());
+    capture_metrics_.SetDiscoveryHealth(discovery_.scan_errors(),
+                                        discovery_.last_success_seconds());
+    capture_metrics_.SetIdentityFailures(discovery_.identity_failures());
     // Lock-free reads only (--metrics-listen's I/O thread), the pool's too.
-    return serve_metrics_.Render() + push_metrics_.Render() + PoolUnreapedText(pool_.stats());
+    return capture_metrics_.Render() + push_metrics_.Render() + PoolUnreapedText(pool_.stats());
   }
 
   // A line names processes (their service name), which may hold terminal controls.
@@ -165,7 +166,7 @@ class Agent {
     work.from_zero = true;
     work.profile_gz = profile_gz;
     PoolResult r =
-        RunCounted(pool_, serve_metrics_,
+        RunCounted(pool_, capture_metrics_,
                    {WorkerOp::kPushConvert, p.facts.pid, EncodePushWork(work)}, "", Call());
     if (PoolOutcomeName(r) != "ok") {
       throw Error(ErrorKind::kInternal, "no profile to push: ",
@@ -253,8 +254,8 @@ class Agent {
     // as the worker found it, is pushed. The worker makes what is pushed:
     // this process decodes no profile.
     PoolResult r =
-        RunForProcess(pool_, serve_metrics_, {WorkerOp::kPush, pid, EncodePushWork(work)}, p.facts,
-                      options_.discovery.filter, Call());
+        RunForProcess(pool_, capture_metrics_, {WorkerOp::kPush, pid, EncodePushWork(work)},
+                      p.facts, options_.discovery.filter, Call());
     const std::string outcome = PoolOutcomeName(r);
     if (outcome != "ok") {
       std::string why = r.outcome == PoolOutcome::kReplied ? r.reply.message : r.detail;
@@ -295,8 +296,9 @@ class Agent {
   // is attached to the profile (the backends have no place for it); the
   // reads are counted on /metrics and, with -v, summed up in the log.
   void ReadMemoryStats(const GoProcess& p, const std::string& what) {
-    PoolResult r = RunForProcess(pool_, serve_metrics_, {WorkerOp::kRuntimeStats, p.facts.pid, {}},
-                                 p.facts, options_.discovery.filter, Call());
+    PoolResult r =
+        RunForProcess(pool_, capture_metrics_, {WorkerOp::kRuntimeStats, p.facts.pid, {}}, p.facts,
+                      options_.discovery.filter, Call());
     if (PoolOutcomeName(r) != "ok") return;
     const Expected<GoRuntimeStats> stats = TryDecodeRuntimeStats(r.reply.body);
     if (!stats) {
@@ -390,7 +392,7 @@ class Agent {
   PushMetrics push_metrics_;
   // push's own parts, or the agent's (options_.shared).
   RoleParts parts_;
-  ServeMetrics& serve_metrics_ = parts_.metrics();
+  CaptureMetrics& capture_metrics_ = parts_.metrics();
   WorkerPool& pool_ = parts_.pool();
   Discovery& discovery_ = parts_.discovery();
   uint64_t own_start_;

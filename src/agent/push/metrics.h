@@ -1,5 +1,5 @@
 // The push agent's own counters, rendered in the Prometheus text format
-// beside serve's capture and discovery metrics (agent/common/metrics.h) on the
+// beside serve's capture and discovery metrics (agent/worker/capture_metrics.h) on the
 // agent's /metrics: profiles per backend by outcome, retries, queue length
 // and drops, trimmed profiles and samples, captures skipped because the
 // profile cycle did not advance, alloc resets.

@@ -23,11 +23,11 @@
 #include "agent/common/discovery.h"
 #include "agent/common/duration.h"
 #include "agent/common/http_listener.h"
-#include "agent/common/metrics.h"
 #include "agent/common/service_name.h"
 #include "agent/common/signals.h"
 #include "agent/serve/go_metrics_text.h"
 #include "agent/serve/query.h"
+#include "agent/worker/capture_metrics.h"
 #include "agent/worker/pool.h"
 #include "agent/worker/role_parts.h"
 #include "agent/worker/runtime_stats_wire.h"
@@ -171,7 +171,7 @@ class Service {
     }
   }
 
-  ServeMetrics& metrics() { return metrics_; }
+  CaptureMetrics& metrics() { return metrics_; }
   // One whole line at a time: requests are handled on many threads.
   void Log(const std::string& line) {
     std::lock_guard<std::mutex> lock(log_mu_);
@@ -572,7 +572,7 @@ class Service {
   std::string listen_address_;
   // Serve's own parts, or the agent's (options_.shared).
   RoleParts parts_;
-  ServeMetrics& metrics_ = parts_.metrics();
+  CaptureMetrics& metrics_ = parts_.metrics();
   WorkerPool& pool_ = parts_.pool();
   Discovery& discovery_ = parts_.discovery();
   uint64_t boot_time_;

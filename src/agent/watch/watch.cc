@@ -20,7 +20,6 @@
 
 #include "agent/common/discovery.h"
 #include "agent/common/duration.h"
-#include "agent/common/metrics.h"
 #include "agent/common/pod_identity.h"
 #include "agent/common/service_name.h"
 #include "agent/common/signals.h"
@@ -28,6 +27,7 @@
 #include "agent/watch/go_memory_record.h"
 #include "agent/watch/process.h"
 #include "agent/watch/report.h"
+#include "agent/worker/capture_metrics.h"
 #include "agent/worker/pool.h"
 #include "agent/worker/role_parts.h"
 #include "agent/worker/runtime_stats_wire.h"

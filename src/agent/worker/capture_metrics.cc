@@ -1,4 +1,4 @@
-#include "agent/common/metrics.h"
+#include "agent/worker/capture_metrics.h"
 
 #include <cstdint>
 
@@ -7,7 +7,7 @@
 namespace goheap2pprof {
 namespace {
 
-// ServeMetrics' families, in the order Render writes them.
+// CaptureMetrics' families, in the order Render writes them.
 constexpr MetricFamily kCaptures{"goheap2pprof_captures_total", "counter",
                                  "Profile requests answered, by outcome of the capture."};
 constexpr MetricFamily kMemoryStatsReads{
@@ -58,7 +58,7 @@ void ByLabel(PrometheusWriter& w, const MetricFamily& family, std::string_view l
 
 }  // namespace
 
-void ServeMetrics::CaptureDone(const std::string& outcome, double seconds, uint64_t bytes_read) {
+void CaptureMetrics::CaptureDone(const std::string& outcome, double seconds, uint64_t bytes_read) {
   std::lock_guard<std::mutex> lock(mu_);
   ++captures_[outcome];
   for (size_t i = 0; i < kBuckets.size(); ++i) {
@@ -69,8 +69,8 @@ void ServeMetrics::CaptureDone(const std::string& outcome, double seconds, uint6
   bytes_read_ += bytes_read;
 }
 
-void ServeMetrics::SetDiscovery(uint64_t processes, uint64_t scans, uint64_t analyses,
-                                uint64_t cache_hits) {
+void CaptureMetrics::SetDiscovery(uint64_t processes, uint64_t scans, uint64_t analyses,
+                                  uint64_t cache_hits) {
   std::lock_guard<std::mutex> lock(mu_);
   processes_ = processes;
   scans_ = scans;
@@ -78,39 +78,39 @@ void ServeMetrics::SetDiscovery(uint64_t processes, uint64_t scans, uint64_t ana
   discovery_cache_hits_ = cache_hits;
 }
 
-void ServeMetrics::SetDiscoveryHealth(uint64_t scan_errors, double last_success_seconds) {
+void CaptureMetrics::SetDiscoveryHealth(uint64_t scan_errors, double last_success_seconds) {
   std::lock_guard<std::mutex> lock(mu_);
   scan_errors_ = scan_errors;
   last_scan_success_seconds_ = last_success_seconds;
 }
 
-void ServeMetrics::SetIdentityFailures(std::map<std::string, uint64_t> failures) {
+void CaptureMetrics::SetIdentityFailures(std::map<std::string, uint64_t> failures) {
   std::lock_guard<std::mutex> lock(mu_);
   identity_failures_ = std::move(failures);
 }
 
-void ServeMetrics::CaptureAnalyses(uint64_t analyses) {
+void CaptureMetrics::CaptureAnalyses(uint64_t analyses) {
   std::lock_guard<std::mutex> lock(mu_);
   capture_analyses_ += analyses;
   if (analyses == 0) ++capture_cache_hits_;
 }
 
-void ServeMetrics::WorkerRestarted(const std::string& reason) {
+void CaptureMetrics::WorkerRestarted(const std::string& reason) {
   std::lock_guard<std::mutex> lock(mu_);
   ++worker_restarts_[reason];
 }
 
-void ServeMetrics::MemoryStatsRead(const std::string& outcome) {
+void CaptureMetrics::MemoryStatsRead(const std::string& outcome) {
   std::lock_guard<std::mutex> lock(mu_);
   ++memory_stats_reads_[outcome];
 }
 
-void ServeMetrics::RequestServed(int status) {
+void CaptureMetrics::RequestServed(int status) {
   std::lock_guard<std::mutex> lock(mu_);
   ++requests_[status];
 }
 
-std::string ServeMetrics::Render() const {
+std::string CaptureMetrics::Render() const {
   std::lock_guard<std::mutex> lock(mu_);
   PrometheusWriter w;
   ByLabel(w, kCaptures, "outcome", captures_,

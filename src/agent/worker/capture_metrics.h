@@ -1,9 +1,9 @@
-// The server's own health in the Prometheus text exposition format (0.0.4):
-// captures by outcome, a capture duration histogram, target bytes read,
-// processes discovered, executable analyses and cache hits, worker
-// restarts; written with agent/common/prometheus_text.h.
+// The capture metrics every role keeps (serve, push, watch, the agent), in
+// the Prometheus text exposition format (0.0.4): captures by outcome, a capture duration histogram,
+// target bytes read, processes discovered, executable analyses and cache hits, worker restarts;
+// written with agent/common/prometheus_text.h.
 //
-//   ServeMetrics m;
+//   CaptureMetrics m;
 //   m.CaptureDone("ok", 0.012, 4096);
 //   std::string text = m.Render();
 #pragma once
@@ -19,7 +19,7 @@
 
 namespace goheap2pprof {
 
-class ServeMetrics {
+class CaptureMetrics {
  public:
   // Upper bounds of the duration histogram, in seconds.
   static constexpr std::array<double, 11> kBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,

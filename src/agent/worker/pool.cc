@@ -45,11 +45,11 @@ std::vector<std::string> WorkerEnvironment() {
   return env;
 }
 
-// A worker's command line: what __serve-worker reads (cli/serve_main.cc).
+// A worker's command line: what __capture-worker reads (cli/serve_main.cc).
 std::vector<std::string> WorkerArguments(const WorkerSettings& w) {
   std::vector<std::string> args = {
       "goheap2pprof",
-      "__serve-worker",
+      "__capture-worker",
       "--fd=3",
       "--address-space=" + std::to_string(w.limits.address_space_bytes),
       "--cpu-seconds=" + std::to_string(w.limits.cpu_seconds),
@@ -619,7 +619,7 @@ PoolResult TimedRun(WorkerPool& pool, const WorkerRequest& request, const std::s
 
 }  // namespace
 
-void CountPoolResult(ServeMetrics& metrics, WorkerOp op, const PoolResult& r, double seconds) {
+void CountPoolResult(CaptureMetrics& metrics, WorkerOp op, const PoolResult& r, double seconds) {
   if (op == WorkerOp::kRuntimeStats) {
     metrics.MemoryStatsRead(PoolOutcomeName(r));
   } else if (op != WorkerOp::kProbe && op != WorkerOp::kPushConvert) {
@@ -634,7 +634,7 @@ void CountPoolResult(ServeMetrics& metrics, WorkerOp op, const PoolResult& r, do
   if (r.outcome == PoolOutcome::kTimedOut) metrics.WorkerRestarted("timeout");
 }
 
-PoolResult RunCounted(WorkerPool& pool, ServeMetrics& metrics, const WorkerRequest& request,
+PoolResult RunCounted(WorkerPool& pool, CaptureMetrics& metrics, const WorkerRequest& request,
                       const std::string& affinity, const PoolCall& call, double* seconds) {
   double took = 0;
   PoolResult r = TimedRun(pool, request, affinity, call, took);
@@ -643,7 +643,7 @@ PoolResult RunCounted(WorkerPool& pool, ServeMetrics& metrics, const WorkerReque
   return r;
 }
 
-PoolResult RunForProcess(WorkerPool& pool, ServeMetrics& metrics, const WorkerRequest& request,
+PoolResult RunForProcess(WorkerPool& pool, CaptureMetrics& metrics, const WorkerRequest& request,
                          const ProcessFacts& facts, const ProcessFilter& filter,
                          const PoolCall& call, double* seconds) {
   double took = 0;
@@ -654,7 +654,7 @@ PoolResult RunForProcess(WorkerPool& pool, ServeMetrics& metrics, const WorkerRe
   return r;
 }
 
-ExeInfo ProbeInWorker(WorkerPool& pool, ServeMetrics& metrics, pid_t pid) {
+ExeInfo ProbeInWorker(WorkerPool& pool, CaptureMetrics& metrics, pid_t pid) {
   PoolResult r =
       RunCounted(pool, metrics, {WorkerOp::kProbe, pid, {}}, "",
                  {.role = PoolRole::kDiscovery, .queue_timeout = std::nullopt, .cancelled = {}});

@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "agent/common/discovery.h"
-#include "agent/common/metrics.h"
+#include "agent/worker/capture_metrics.h"
 #include "agent/worker/routing.h"
 #include "agent/worker/stderr.h"
 #include "agent/worker/worker.h"
@@ -252,7 +252,7 @@ class WorkerPool {
 struct SharedParts {
   WorkerPool* pool = nullptr;
   Discovery* discovery = nullptr;
-  ServeMetrics* metrics = nullptr;
+  CaptureMetrics* metrics = nullptr;
   // The other metric families of the one /metrics (push's, the pool's).
   std::function<std::string()> more_metrics;
 };
@@ -269,11 +269,11 @@ std::string PoolOutcomeName(const PoolResult& r);
 // outcome (a capture's with its duration and bytes read, or a
 // memory-statistics read's), the analyses it needed, a worker restarted.
 // A probe counts only the restart (discovery counts its analyses).
-void CountPoolResult(ServeMetrics& metrics, WorkerOp op, const PoolResult& r, double seconds);
+void CountPoolResult(CaptureMetrics& metrics, WorkerOp op, const PoolResult& r, double seconds);
 
 // pool.Run, then CountPoolResult. `seconds`, when given, gets the round trip
 // (waiting for a worker included).
-PoolResult RunCounted(WorkerPool& pool, ServeMetrics& metrics, const WorkerRequest& request,
+PoolResult RunCounted(WorkerPool& pool, CaptureMetrics& metrics, const WorkerRequest& request,
                       const std::string& affinity, const PoolCall& call = {},
                       double* seconds = nullptr);
 
@@ -281,13 +281,13 @@ PoolResult RunCounted(WorkerPool& pool, ServeMetrics& metrics, const WorkerReque
 // routed by its executable, and the reply kept to that process
 // (KeepToRequestedProcess) before it is counted, so that an answer from
 // another process counts as what it becomes.
-PoolResult RunForProcess(WorkerPool& pool, ServeMetrics& metrics, const WorkerRequest& request,
+PoolResult RunForProcess(WorkerPool& pool, CaptureMetrics& metrics, const WorkerRequest& request,
                          const ProcessFacts& facts, const ProcessFilter& filter,
                          const PoolCall& call = {}, double* seconds = nullptr);
 
 // Discovery's probe of one process, run in a worker (the executable is
 // untrusted): Go version and build ID, or why not. A worker that crashed or
 // hung on it is counted in `metrics` and the executable is not probed again.
-ExeInfo ProbeInWorker(WorkerPool& pool, ServeMetrics& metrics, pid_t pid);
+ExeInfo ProbeInWorker(WorkerPool& pool, CaptureMetrics& metrics, pid_t pid);
 
 }  // namespace goheap2pprof

@@ -15,7 +15,7 @@
 #include <memory>
 
 #include "agent/common/discovery.h"
-#include "agent/common/metrics.h"
+#include "agent/worker/capture_metrics.h"
 #include "agent/worker/pool.h"
 
 namespace goheap2pprof {
@@ -34,15 +34,15 @@ class RoleParts {
 
   WorkerPool& pool() const { return pool_; }
   Discovery& discovery() const { return discovery_; }
-  ServeMetrics& metrics() const { return metrics_; }
+  CaptureMetrics& metrics() const { return metrics_; }
   // The discovery when it is this role's own (nullptr when borrowed: its
   // owner starts and scans it).
   Discovery* own_discovery() const { return own_discovery_.get(); }
 
  private:
-  ServeMetrics own_metrics_;
+  CaptureMetrics own_metrics_;
   std::unique_ptr<WorkerPool> own_pool_;
-  ServeMetrics& metrics_;
+  CaptureMetrics& metrics_;
   WorkerPool& pool_;
   std::unique_ptr<Discovery> own_discovery_;
   Discovery& discovery_;

@@ -770,7 +770,7 @@ void TrimWhenIdle(int fd) {
 
 }  // namespace
 
-int RunServeWorker(int fd, const WorkerLimits& limits, const ExecutableOptions& executable) {
+int RunCaptureWorker(int fd, const WorkerLimits& limits, const ExecutableOptions& executable) {
   Executable() = executable;
   // Everything but the request socket and stderr is closed: the server's
   // listening socket and its clients' sockets must not be reachable from a

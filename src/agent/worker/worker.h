@@ -2,7 +2,7 @@
 // bytes it parses (the target's memory and executable) are controlled by
 // whoever runs the target, so no parsing happens in the server: each capture
 // runs in a worker process, a fresh exec of this binary (`goheap2pprof
-// __serve-worker`), that confines itself before reading anything:
+// __capture-worker`), that confines itself before reading anything:
 // RLIMIT_AS/RLIMIT_CPU/RLIMIT_NOFILE/RLIMIT_CORE, no_new_privs, and a seccomp
 // filter that allows only what a capture needs (see agent/worker/sandbox.h). The
 // server sends requests over a socket and relays the finished profile bytes.
@@ -157,7 +157,7 @@ ReplyReadError ReadWorkerReply(int fd, WorkerReply& reply, int64_t deadline_ms, 
 // The worker's main: confines itself, then serves requests on fd until EOF.
 // Every capture reads `executable` (watch's --exe, --force) when it names a
 // file. Returns the process exit code.
-int RunServeWorker(int fd, const WorkerLimits& limits, const ExecutableOptions& executable = {});
+int RunCaptureWorker(int fd, const WorkerLimits& limits, const ExecutableOptions& executable = {});
 
 int64_t MonotonicMillis();
 int64_t MonotonicNanos();
