@@ -7,7 +7,7 @@
 #include "base/byte_size.h"
 
 #if !GOHEAP2PPROF_CAPTURE_ONLY
-#include "agent/common/duration.h"
+#include "base/duration.h"
 #endif
 
 namespace goheap2pprof {
@@ -45,7 +45,7 @@ std::string DefaultHint(ErrorKind kind, std::string_view command) {
 
 #if !GOHEAP2PPROF_CAPTURE_ONLY
 // "10s", "5m", "250ms" or a bare number of seconds: the one syntax of
-// agent/common/duration.h.
+// base/duration.h.
 std::optional<double> ParseSeconds(const std::string& text) {
   std::optional<std::chrono::microseconds> d = DurationOrSeconds(text);
   if (!d) return std::nullopt;

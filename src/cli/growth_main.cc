@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "agent/common/duration.h"
 #include "agent/watch/watch.h"
 #include "app/growth_input.h"
 #include "app/growth_live.h"
+#include "base/duration.h"
 #include "base/error.h"
 #include "cli/command.h"
 #include "cli/target_flags.h"

@@ -1,6 +1,6 @@
-// The agent's one duration syntax (agent/common/duration.h): Go's
+// The agent's one duration syntax (base/duration.h): Go's
 // time.ParseDuration form, bounded.
-#include "agent/common/duration.h"
+#include "base/duration.h"
 
 #include <gtest/gtest.h>
 

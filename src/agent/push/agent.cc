@@ -20,7 +20,6 @@
 #include <thread>
 #include <vector>
 
-#include "agent/common/duration.h"
 #include "agent/common/http_listener.h"
 #include "agent/common/liveness.h"
 #include "agent/common/service_name.h"
@@ -33,6 +32,7 @@
 #include "agent/worker/role_parts.h"
 #include "agent/worker/runtime_stats_wire.h"
 #include "agent/worker/wire_codec.h"
+#include "base/duration.h"
 #include "base/error.h"
 #include "base/expected.h"
 #include "base/utf8.h"

@@ -11,8 +11,8 @@
 #include <mutex>
 #include <random>
 
-#include "agent/common/duration.h"
 #include "agent/push/curl_library.h"
+#include "base/duration.h"
 #include "base/error.h"
 
 namespace goheap2pprof {

@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "agent/common/discovery.h"
-#include "agent/common/duration.h"
 #include "agent/common/http_listener.h"
 #include "agent/common/service_name.h"
 #include "agent/common/signals.h"
@@ -32,6 +31,7 @@
 #include "agent/worker/role_parts.h"
 #include "agent/worker/runtime_stats_wire.h"
 #include "app/capture.h"
+#include "base/duration.h"
 #include "base/error.h"
 #include "base/utf8.h"
 #include "pprof/flame_graph/flame_graph.h"

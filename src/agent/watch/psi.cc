@@ -6,7 +6,7 @@
 #include <cstring>
 #include <optional>
 
-#include "agent/common/duration.h"
+#include "base/duration.h"
 #include "base/error.h"
 #include "proc/cgroup.h"
 #include "proc/procfs.h"

@@ -19,7 +19,6 @@
 #include <set>
 
 #include "agent/common/discovery.h"
-#include "agent/common/duration.h"
 #include "agent/common/pod_identity.h"
 #include "agent/common/service_name.h"
 #include "agent/common/signals.h"
@@ -33,6 +32,7 @@
 #include "agent/worker/runtime_stats_wire.h"
 #include "app/growth_live.h"
 #include "base/byte_size.h"
+#include "base/duration.h"
 #include "base/error.h"
 #include "base/unique_fd.h"
 #include "base/utf8.h"

@@ -1,4 +1,4 @@
-#include "agent/common/duration.h"
+#include "base/duration.h"
 
 #include <charconv>
 #include <cstdint>
