@@ -37,14 +37,14 @@ void AddListenerOptions(CLI::App& app, ListenerFlags& flags, const std::string& 
                      " from one source (all of loopback is one, IPv6 counts by /64); at a cap "
                      "the oldest connection not yet authenticated is closed to make room")
       ->capture_default_str();
-  AddSecondsOption(app, "--header-timeout", limits.header_timeout_seconds,
-                   "time from a connection (or a request's first byte) to its whole request "
-                   "head, TLS handshake included");
-  AddSecondsOption(app, "--idle-timeout", limits.idle_timeout_seconds,
-                   "time a keep-alive connection may wait for its next request");
-  AddSecondsOption(app, "--write-timeout", limits.write_timeout_seconds,
-                   "time to write one reply, fixed when its write begins (a client that reads "
-                   "slowly does not extend it)");
+  AddDurationOption(app, "--header-timeout", limits.header_timeout,
+                    "time from a connection (or a request's first byte) to its whole request "
+                    "head, TLS handshake included");
+  AddDurationOption(app, "--idle-timeout", limits.idle_timeout,
+                    "time a keep-alive connection may wait for its next request");
+  AddDurationOption(app, "--write-timeout", limits.write_timeout,
+                    "time to write one reply, fixed when its write begins (a client that reads "
+                    "slowly does not extend it)");
   AddSizeOption(app, "--max-reply-bytes-in-flight", limits.max_reply_bytes_in_flight,
                 "bytes of replies" + what +
                     " waiting for clients to read them (a reply shared by several clients "

@@ -44,14 +44,6 @@ std::string DefaultHint(ErrorKind kind, std::string_view command) {
 }
 
 #if !GOHEAP2PPROF_CAPTURE_ONLY
-// "10s", "5m", "250ms" or a bare number of seconds: the one syntax of
-// base/duration.h.
-std::optional<double> ParseSeconds(const std::string& text) {
-  std::optional<std::chrono::microseconds> d = DurationOrSeconds(text);
-  if (!d) return std::nullopt;
-  return static_cast<double>(d->count()) / 1e6;
-}
-
 std::string DurationError(const std::string& text) {
   return "expected a duration such as 10s, 5m, 250ms or a number of seconds, not \"" + text + "\"";
 }
@@ -83,31 +75,10 @@ int RunCommand(const std::string& command, const std::function<int()>& run,
 }
 
 #if !GOHEAP2PPROF_CAPTURE_ONLY
-CLI::Option* AddSecondsOption(CLI::App& app, const std::string& name, double& seconds,
-                              const std::string& description) {
-  // A transform runs before CLI11 converts the text to the double, so the
-  // option keeps its type and default while accepting the duration syntax.
-  CLI::Validator duration(
-      [](std::string& text) -> std::string {
-        if (std::optional<double> s = ParseSeconds(text)) {
-          std::ostringstream out;
-          out.precision(17);
-          out << *s;
-          text = out.str();
-          return "";
-        }
-        return DurationError(text);
-      },
-      "");  // no description: the type name alone says DURATION in --help
-  return app.add_option(name, seconds, description)
-      ->transform(duration)
-      ->type_name("DURATION")
-      ->capture_default_str();
-}
-
 CLI::Option* AddWholeSecondsOption(CLI::App& app, const std::string& name, uint64_t& seconds,
                                    const std::string& description) {
-  // As AddSecondsOption: the text becomes the count CLI11 converts.
+  // A transform runs before CLI11 converts the text, so the option keeps its
+  // type and default while accepting the duration syntax.
   CLI::Validator to_seconds(
       [](std::string& text) -> std::string {
         // Bare seconds as before, past kMaxDuration too.
@@ -146,7 +117,7 @@ CLI::Option* AddDurationOption(CLI::App& app, const std::string& name,
 
 CLI::Option* AddSizeOption(CLI::App& app, const std::string& name, uint64_t& bytes,
                            const std::string& description) {
-  // As AddSecondsOption: the text becomes the bare count CLI11 converts, so
+  // As AddWholeSecondsOption: the text becomes the bare count CLI11 converts, so
   // a check added after (a range) sees bytes.
   CLI::Validator to_bytes(
       [](std::string& text) -> std::string {

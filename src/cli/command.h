@@ -49,11 +49,9 @@ int RunCommand(const std::string& command, const std::function<int()>& run,
                const FailureReport& on_failure = {});
 
 #if !GOHEAP2PPROF_CAPTURE_ONLY
-// A seconds option that takes one duration syntax everywhere: "10s", "5m",
-// "250ms", "1h" or a bare number of seconds (what the options took before).
-CLI::Option* AddSecondsOption(CLI::App& app, const std::string& name, double& seconds,
-                              const std::string& description);
-// The same syntax into a whole number of seconds ("1m", "90", not "1.5s"):
+// Duration options take one syntax everywhere: "10s", "5m", "250ms", "1h" or
+// a bare number of seconds (what the options took before).
+// Into a whole number of seconds ("1m", "90", not "1.5s"):
 // an option the kernel takes in seconds (RLIMIT_CPU).
 CLI::Option* AddWholeSecondsOption(CLI::App& app, const std::string& name, uint64_t& seconds,
                                    const std::string& description);

@@ -18,7 +18,7 @@ struct ProbeOptions {
   std::string key_file;
   std::string ca_file;
   bool insecure_skip_verify = false;
-  double timeout_seconds = 5;
+  std::chrono::milliseconds timeout{5'000};
 };
 
 // The answer's body is not needed: dropped as it arrives (the timeout bounds
@@ -52,7 +52,7 @@ int RunProbe(const ProbeOptions& o) {
   const CurlLibrary& lib = Curl();
   std::unique_ptr<CURL, void (*)(CURL*)> h(lib.easy_init(), lib.easy_cleanup);
   if (!h) throw Error(ErrorKind::kInternal, "curl_easy_init failed");
-  const long timeout_ms = static_cast<long>(o.timeout_seconds * 1000);
+  const long timeout_ms = static_cast<long>(o.timeout.count());
   lib.easy_setopt(h.get(), CURLOPT_URL, url.c_str());
   lib.easy_setopt(h.get(), CURLOPT_PROTOCOLS_STR, "http,https");
   lib.easy_setopt(h.get(), CURLOPT_NOSIGNAL, 1L);
@@ -124,8 +124,7 @@ Command AddProbeCommand(CLI::App& root) {
                "do not verify the server's certificate: for the pod's own address, dialled "
                "from inside the pod's network namespace, where no one else can answer")
       ->excludes(ca);
-  AddSecondsOption(app, "--timeout", o.timeout_seconds, "give up after this long")
-      ->capture_default_str();
+  AddDurationOption(app, "--timeout", o.timeout, "give up after this long")->capture_default_str();
   return {&app, [shared] {
             if (shared->cert_file.empty() != shared->key_file.empty()) {
               throw Error(ErrorKind::kUsage, "--cert-file and --key-file go together");

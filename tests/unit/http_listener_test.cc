@@ -412,7 +412,7 @@ TEST(HttpListener, ManyEmptyFieldsRefusedBeforeTheHeadEnds) {
 
 TEST(HttpListener, HeadDeadlineClosesSlowClients) {
   HttpListenerOptions o;
-  o.limits.header_timeout_seconds = 1;
+  o.limits.header_timeout = std::chrono::seconds(1);
   Running r{o};
   int fd = Connect(r.port());
   auto start = std::chrono::steady_clock::now();
@@ -433,7 +433,7 @@ TEST(HttpListener, HeadDeadlineClosesSlowClients) {
 
 TEST(HttpListener, IdleKeepAliveConnectionsTimeOut) {
   HttpListenerOptions o;
-  o.limits.idle_timeout_seconds = 1;
+  o.limits.idle_timeout = std::chrono::seconds(1);
   Running r{o};
   int fd = Connect(r.port());
   std::string req = "GET /a HTTP/1.1\r\n\r\n";

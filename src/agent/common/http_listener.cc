@@ -58,11 +58,6 @@ std::string Lower(std::string_view s) {
 
 std::string_view View(beast::string_view s) { return {s.data(), s.size()}; }
 
-std::chrono::steady_clock::duration Seconds(double s) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(s));
-}
-
 // Threads for handlers that may block, with a bounded queue: a request
 // that finds it full is answered 503 at once instead of piling up.
 class BoundedPool {
@@ -372,7 +367,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Evi
     slot_ = slot;
     // One deadline from accept to the first whole head, the TLS
     // handshake included.
-    Lowest().expires_after(Seconds(shared_.options.limits.header_timeout_seconds));
+    Lowest().expires_after(shared_.options.limits.header_timeout);
     head_started_ = true;
     if constexpr (kTls) {
       stream_.async_handshake(ssl::stream_base::server,
@@ -421,7 +416,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Evi
     parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
     if (buffer_.size() > 0 && !head_started_) {
       head_started_ = true;
-      Lowest().expires_after(Seconds(shared_.options.limits.header_timeout_seconds));
+      Lowest().expires_after(shared_.options.limits.header_timeout);
     }
     if (buffer_.size() > 0) return Parse();
     ReadSome();
@@ -441,7 +436,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Evi
       // The first byte after an idle keep-alive period starts the head's
       // deadline.
       head_started_ = true;
-      Lowest().expires_after(Seconds(shared_.options.limits.header_timeout_seconds));
+      Lowest().expires_after(shared_.options.limits.header_timeout);
     }
     Parse();
   }
@@ -604,7 +599,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Evi
     // progress does not move it (beast's tcp_stream keeps the expiry
     // across its partial writes), so a client reading a byte now and then
     // cannot hold the reply longer.
-    Lowest().expires_after(Seconds(shared_.options.limits.write_timeout_seconds));
+    Lowest().expires_after(shared_.options.limits.write_timeout);
     if (!inflate) {
       const std::array<net::const_buffer, 2> buffers = {
           net::buffer(head_), body_ ? net::buffer(*body_) : net::const_buffer()};
@@ -657,7 +652,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>>, public Evi
     if (!keep_alive_) return Linger();
     request_ = HttpRequest{};
     head_started_ = false;
-    Lowest().expires_after(Seconds(shared_.options.limits.idle_timeout_seconds));
+    Lowest().expires_after(shared_.options.limits.idle_timeout);
     BeginRequest();
   }
 
@@ -1081,8 +1076,9 @@ void ValidateListenerLimits(const ListenerLimits& l) {
                 "--max-connections and --max-connections-per-address must be "
                 "at least 1");
   }
-  if (!(l.header_timeout_seconds > 0) || !(l.idle_timeout_seconds > 0) ||
-      !(l.write_timeout_seconds > 0)) {
+  using std::chrono::milliseconds;
+  if (l.header_timeout <= milliseconds::zero() || l.idle_timeout <= milliseconds::zero() ||
+      l.write_timeout <= milliseconds::zero()) {
     throw Error(ErrorKind::kUsage,
                 "--header-timeout, --idle-timeout and --write-timeout must be "
                 "positive");

@@ -95,11 +95,12 @@ struct TlsFiles {
 struct ListenerLimits {
   int max_connections = 512;
   int max_connections_per_address = 32;
-  double header_timeout_seconds = 10;  // accept (TLS handshake included) to a whole head
-  double idle_timeout_seconds = 60;    // a keep-alive connection between requests
-  double write_timeout_seconds = 60;   // one whole reply
-  int handler_threads = 16;            // blocking handlers at once
-  int handler_queue = 64;              // blocking requests waiting for a thread; more: 503
+  std::chrono::milliseconds header_timeout{
+      10'000};  // accept (TLS handshake included) to a whole head
+  std::chrono::milliseconds idle_timeout{60'000};   // a keep-alive connection between requests
+  std::chrono::milliseconds write_timeout{60'000};  // one whole reply
+  int handler_threads = 16;                         // blocking handlers at once
+  int handler_queue = 64;  // blocking requests waiting for a thread; more: 503
   // Bytes of replies being written, a body shared by several connections
   // counted once; a reply beyond gets 503 with Retry-After (one is always
   // let through when nothing else is held). Four of the largest captures
