@@ -116,7 +116,8 @@ expect_status "seconds with debug" 400 "seconds and debug params are incompatibl
 e2e_start "$work/sleep.out" "$work/sleep.err" sleep 300
 expect_status "not a Go program" 404 "is not a Go program" "$base?pid=$target_pid"
 expect_status "?seconds=1: a delta" 200 "" "$base?pid=$tpid&seconds=1"
-grep -qi 'filename="goroutine-delta"' "$work/headers" && pass "... named goroutine-delta" ||
+grep -qi 'filename="goroutine-delta"' "$work/headers" && gzip -t "$work/body" &&
+  pass "... named goroutine-delta, gzipped" ||
   fail "the delta's Content-Disposition" "$work/headers"
 kill "$serve_pid"
 
