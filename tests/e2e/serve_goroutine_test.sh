@@ -69,35 +69,38 @@ content_type() {
   fi
 }
 
+# check_profile <theirs.pb.gz> <ours.pb.gz>: check_diff of their profdiff.
+check_profile() {
+  "$profdiff" --ignore-comments "$1" "$2" >"$2.diff" 2>&1
+  check_diff "$2.diff" >>"$2.diff" 2>&1 && sed -n 's/^samples: //p' "$2.diff" ||
+    { cat "$2.diff"; return 1; }
+}
+
+# served <what> <url> <ours> <content-type> <check> <theirs>: fetches url
+# into ours; its status, Content-Type and `check theirs ours` must pass.
+served() {
+  local what=$1 url=$2 ours=$3 type=$4 check=$5 theirs=$6 got
+  got=$(curl -s -o "$ours" -D "$work/headers" -w '%{http_code}' "$url")
+  content_type "$type" "$what"
+  if [[ $got == 200 ]] && "$check" "$theirs" "$ours" >"$ours.check" 2>&1; then
+    pass "$what: as the target's own but the writer goroutine ($(head -c 200 "$ours.check"))"
+  else
+    fail "$what: status $got, or it differs from the target's ($dir)" "$ours.check"
+  fi
+}
+
 oracle() {
-  local version=$1 url got
+  local version=$1 url
   start_oracle "$version" || return
   url="http://$addr/debug/pprof/goroutine?pid=$tpid"
-  got=$(curl -s -o "$dir/ours.pb.gz" -D "$work/headers" -w '%{http_code}' "$url")
-  content_type "application/octet-stream" "$version debug=0"
+  served "$version debug=0" "$url" "$dir/ours.pb.gz" "application/octet-stream" \
+    check_profile "$dir/out/goroutine.pb.gz"
   grep -qi 'content-disposition: attachment; filename="goroutine"' "$work/headers" ||
     fail "$version debug=0: no Content-Disposition filename=\"goroutine\"" "$work/headers"
-  "$profdiff" --ignore-comments "$dir/out/goroutine.pb.gz" "$dir/ours.pb.gz" >"$dir/profdiff.out" 2>&1
-  if [[ $got == 200 ]] && check_diff "$dir/profdiff.out" >"$dir/check.out" 2>&1; then
-    pass "$version debug=0: $(sed -n 's/^samples: //p' "$dir/profdiff.out"); only the writer differs"
-  else
-    cat "$dir/check.out" >>"$dir/profdiff.out"
-    fail "$version debug=0: status $got, or the profiles differ ($dir)" "$dir/profdiff.out"
-  fi
-  got=$(curl -s -o "$dir/ours.txt" -D "$work/headers" -w '%{http_code}' "$url&debug=1")
-  content_type "text/plain; charset=utf-8" "$version debug=1"
-  if [[ $got == 200 ]] && check_text "$dir/out/goroutine.txt" "$dir/ours.txt" >"$dir/check1.out" 2>&1; then
-    pass "$version debug=1: $(head -n 1 "$dir/ours.txt"), byte for byte but the writer's record"
-  else
-    fail "$version debug=1: status $got, or the texts differ ($dir)" "$dir/check1.out"
-  fi
-  got=$(curl -s -o "$dir/ours2.txt" -D "$work/headers" -w '%{http_code}' "http://$addr/pid/$tpid/debug/pprof/goroutine?debug=2")
-  content_type "text/plain; charset=utf-8" "$version debug=2"
-  if [[ $got == 200 ]] && check_dump "$dir/out/goroutine2.txt" "$dir/ours2.txt" >"$dir/check2.out" 2>&1; then
-    pass "$version debug=2: $(cat "$dir/check2.out") with the same headers, frames and creators but the writer"
-  else
-    fail "$version debug=2: status $got, or the dumps differ ($dir)" "$dir/check2.out"
-  fi
+  served "$version debug=1" "$url&debug=1" "$dir/ours.txt" "text/plain; charset=utf-8" \
+    check_text "$dir/out/goroutine.txt"
+  served "$version debug=2" "http://$addr/pid/$tpid/debug/pprof/goroutine?debug=2" \
+    "$dir/ours2.txt" "text/plain; charset=utf-8" check_dump "$dir/out/goroutine2.txt"
 }
 
 start_serve main -- --max-concurrent 1
