@@ -34,6 +34,7 @@
 # Exit status: 0 all cases passed, 1 some failed, 77 nothing could run.
 set -u
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/goroutine_checks.sh"
 
 e2e_init "$@"
 e2e_require_executables "$tool" "$profdiff"
@@ -41,94 +42,6 @@ e2e_make_work goroutines
 trap e2e_stop_pids EXIT
 trap 'exit 1' INT TERM
 count=${GOROUTINES_COUNT:-10000}
-
-# check_diff <profdiff.out>: the only differences are the writer goroutine
-# (only in the target's file, inside runtime/pprof.writeGoroutine) and main
-# parked in select{} (only in ours), one goroutine each.
-check_diff() {
-  python3 - "$1" <<'PY'
-import re, sys
-text = open(sys.argv[1]).read()
-if re.search(r'^(header differs|main mapping differs)', text, re.M):
-    sys.exit("header or main mapping differs")
-blocks = re.split(r'^(?=only in (?:expected|actual):)', text, flags=re.M)[1:]
-expected = [b for b in blocks if b.startswith('only in expected')]
-actual = [b for b in blocks if b.startswith('only in actual')]
-ok = (len(expected) == 1 and 'values [1]' in expected[0] and
-      'runtime/pprof.writeGoroutine' in expected[0] and
-      len(actual) == 1 and 'values [1]' in actual[0] and
-      'runtime.block' in actual[0] and 'main.main' in actual[0])
-sys.exit(0 if ok else "differences other than the writer goroutine")
-PY
-}
-
-# check_text <theirs.txt> <ours.txt>: the debug=1 texts are byte for byte
-# the same, in the same order, but for the writer's record in theirs and
-# main's (parked in select{}, its first frame main.main) in ours.
-check_text() {
-  python3 - "$1" "$2" <<'PY'
-import sys
-def records(path, drop):
-    lines = open(path).read().split('\n')
-    header, body = lines[0], '\n'.join(lines[1:])
-    recs = [r for r in body.split('\n\n') if r.strip()]
-    kept = [r for r in recs if not drop(r)]
-    if len(kept) != len(recs) - 1:
-        sys.exit(f"{path}: {len(recs) - len(kept)} records to leave out, not 1")
-    return header, kept
-def first_frame(r):
-    frames = [l for l in r.split('\n') if l.startswith('#\t')]
-    return frames[0] if frames else ''
-theirs = records(sys.argv[1], lambda r: 'runtime/pprof.writeGoroutine' in r)
-ours = records(sys.argv[2], lambda r: '\tmain.main+' in first_frame(r))
-if theirs != ours:
-    for a, b in zip([theirs[0]] + theirs[1], [ours[0]] + ours[1]):
-        if a != b:
-            print("theirs:\n" + a + "\nours:\n" + b)
-            break
-    sys.exit("the debug=1 texts differ")
-PY
-}
-
-# check_dump <theirs2.txt> <ours2.txt>: the same goroutines in the same
-# order, each block equal with argument lists masked and the minutes of
-# the header within one; the writer (theirs: [running] in runtime/pprof;
-# ours: the same goroutine, parked since) is left out of both.
-check_dump() {
-  python3 - "$1" "$2" <<'PY'
-import re, sys
-def blocks(path):
-    out = {}
-    for b in open(path).read().split('\n\n'):
-        lines = b.strip('\n').split('\n')
-        m = re.match(r'goroutine (\d+) \[(.*)\]:$', lines[0])
-        if not m:
-            sys.exit(f"{path}: not a goroutine header: {lines[0]!r}")
-        status = m.group(2)
-        minutes = re.search(r', (\d+) minutes', status)
-        status = re.sub(r', \d+ minutes', '', status)
-        body = [l if l.startswith(('\t', 'created by ', '...')) else re.sub(r'\([^()]*\)$', '(...)', l)
-                for l in lines[1:]]
-        out[m.group(1)] = (status, int(minutes.group(1)) if minutes else 0, body)
-    return out
-theirs, ours = blocks(sys.argv[1]), blocks(sys.argv[2])
-writers = [g for g, (st, _, body) in theirs.items()
-           if st == 'running' and any('runtime/pprof.writeGoroutineStacks' in l for l in body)]
-if len(writers) != 1:
-    sys.exit(f"{len(writers)} writer goroutines in theirs, not 1")
-for d in (theirs, ours):
-    d.pop(writers[0], None)
-if list(theirs) != list(ours):
-    sys.exit(f"goroutine ids or order differ: {len(theirs)} theirs, {len(ours)} ours; "
-             f"only theirs {sorted(set(theirs) - set(ours))[:5]}, only ours {sorted(set(ours) - set(theirs))[:5]}")
-for g in theirs:
-    (s1, m1, b1), (s2, m2, b2) = theirs[g], ours[g]
-    if s1 != s2 or abs(m1 - m2) > 1 or b1 != b2:
-        sys.exit(f"goroutine {g} differs:\ntheirs [{s1}, {m1} minutes]\n" + '\n'.join(b1) +
-                 f"\nours [{s2}, {m2} minutes]\n" + '\n'.join(b2))
-print(f"{len(theirs)} goroutines")
-PY
-}
 
 # check_reports <ours2.txt> <ours.json> <ours.top>: the JSON lists the
 # dump's goroutines in its order with its states, and both the JSON's sites

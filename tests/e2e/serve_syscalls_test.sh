@@ -3,7 +3,7 @@
 # (packaging/goheap2pprof-serve.service, SystemCallFilter=; issue 38): every
 # system call that `goheap2pprof serve` and its capture workers make while
 # they start, discover, capture a Go target (a heap profile, a ?seconds=1
-# delta, memory statistics, a flame graph) and shut down, traced with
+# delta, memory statistics, a flame graph, a goroutine profile and dump) and shut down, traced with
 # strace -f, is in the set the unit allows, as systemd-analyze expands it.
 # A call outside would kill the server under the unit (SIGSYS).
 #
@@ -67,14 +67,15 @@ fi
 addr=$(sed -n 's/.*listening on //p' "$work/serve.log" | head -n 1)
 ok=0
 for path in "debug/pprof/heap?pid=$tpid" "debug/pprof/heap?pid=$tpid&seconds=1" \
-  "pid/$tpid/metrics" "debug/pprof/heap?pid=$tpid&debug=1" "pid/$tpid/flamegraph" targets metrics; do
+  "pid/$tpid/metrics" "debug/pprof/heap?pid=$tpid&debug=1" "pid/$tpid/flamegraph" targets metrics \
+  "debug/pprof/goroutine?pid=$tpid" "debug/pprof/goroutine?pid=$tpid&debug=2"; do
   code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 30 "http://$addr/$path")
   [[ $code == 200 ]] && ok=$((ok + 1)) || echo "    /$path: $code"
 done
-if ((ok == 7)); then
-  pass "serve answered 7 requests for the target under strace"
+if ((ok == 9)); then
+  pass "serve answered 9 requests for the target under strace"
 else
-  fail "serve answered only $ok of 7 requests under strace" "$work/serve.log"
+  fail "serve answered only $ok of 9 requests under strace" "$work/serve.log"
 fi
 # The signal goes to serve itself (strace, signalled, would detach from it
 # and leave it running), and strace ends with it.

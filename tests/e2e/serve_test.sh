@@ -164,7 +164,7 @@ if [[ -n ${last_target:-} ]]; then
   expect_status "gc=1" 400 "cannot be honoured" "$h&gc=1"
   expect_status "allocs ignores gc=1 as Go does" 200 "" "http://$main_addr/debug/pprof/allocs?pid=$tpid&gc=1"
   expect_status "missing pid" 400 "missing pid" "http://$main_addr/debug/pprof/heap"
-  expect_status "unknown profile" 404 "Unknown profile" "http://$main_addr/debug/pprof/goroutine?pid=$tpid"
+  expect_status "unknown profile" 404 "Unknown profile" "http://$main_addr/debug/pprof/block?pid=$tpid"
   sleep 0 & gone=$!
   wait $gone
   expect_status "pid of an exited process" 404 "no such process" "http://$main_addr/debug/pprof/heap?pid=$gone"

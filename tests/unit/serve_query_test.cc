@@ -77,9 +77,39 @@ TEST(ServeRoute, BadPidsAndUnknownProfiles) {
   EXPECT_EQ(ParseServeTarget("/debug/pprof/heap?pid=99999999999").error->status, 400);
   EXPECT_EQ(ParseServeTarget("/pid/x/debug/pprof/heap").error->status, 400);
   EXPECT_EQ(ParseServeTarget("/pid/5").error->status, 404);
-  ServeRoute r = ParseServeTarget("/debug/pprof/goroutine?pid=5");
-  EXPECT_EQ(r.error->status, 404);
-  EXPECT_EQ(r.error->text, "Unknown profile");
+  for (const char* other : {"block", "mutex", "threadcreate", "goroutines", "profile"}) {
+    ServeRoute r = ParseServeTarget(std::string("/debug/pprof/") + other + "?pid=5");
+    ASSERT_TRUE(r.error) << other;
+    EXPECT_EQ(r.error->status, 404);
+    EXPECT_EQ(r.error->text, "Unknown profile");
+  }
+}
+
+TEST(ServeRoute, GoroutineAsNetHttpPprofServesIt) {
+  ServeRoute r = ParseServeTarget("/debug/pprof/goroutine?pid=5&debug=2");
+  ASSERT_FALSE(r.error);
+  EXPECT_EQ(r.endpoint, Endpoint::kProfile);
+  EXPECT_EQ(r.profile.name, ProfileName::kGoroutine);
+  EXPECT_EQ(r.profile.pid, 5);
+  EXPECT_EQ(r.profile.debug, 2);
+  r = ParseServeTarget("/pid/6/debug/pprof/goroutine?debug=1");
+  ASSERT_FALSE(r.error);
+  EXPECT_EQ(r.profile.name, ProfileName::kGoroutine);
+  EXPECT_EQ(r.profile.pid, 6);
+  EXPECT_EQ(r.profile.debug, 1);
+  EXPECT_EQ(ParseServeTarget("/debug/pprof/goroutine").error->status, 400);
+  // gc is the heap's alone; Go ignores it for goroutine.
+  r = ParseServeTarget("/debug/pprof/goroutine?pid=5&gc=1");
+  ASSERT_FALSE(r.error);
+  EXPECT_EQ(r.profile.debug, 0);
+  // goroutine is in net/http/pprof's profileSupportsDelta: seconds=N is a
+  // delta, with the same checks as heap's.
+  r = ParseServeTarget("/debug/pprof/goroutine?pid=5&seconds=3");
+  ASSERT_FALSE(r.error);
+  EXPECT_EQ(r.profile.seconds, 3);
+  EXPECT_EQ(ParseServeTarget("/debug/pprof/goroutine?pid=5&seconds=3&debug=2").error->text,
+            "seconds and debug params are incompatible");
+  EXPECT_EQ(ParseServeTarget("/debug/pprof/goroutine?pid=5&seconds=0").error->status, 400);
 }
 
 TEST(ServeRoute, FlamegraphByPathOrQueryWithAKnownSampleType) {

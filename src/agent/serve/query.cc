@@ -137,9 +137,11 @@ ServeRoute ProfileRoute(std::string_view name, std::optional<std::string_view> p
     p.name = ProfileName::kHeap;
   } else if (name == "allocs") {
     p.name = ProfileName::kAllocs;
+  } else if (name == "goroutine") {
+    p.name = ProfileName::kGoroutine;
   } else {
-    // net/http/pprof's words for a profile it does not have. Only heap and
-    // allocs can be read from outside the process.
+    // net/http/pprof's words for a profile it does not have. Only heap,
+    // allocs and goroutine can be read from outside the process.
     route.error = HttpError{404, "Unknown profile"};
     return route;
   }

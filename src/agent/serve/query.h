@@ -23,7 +23,7 @@
 namespace goheap2pprof {
 
 enum class Endpoint { kIndex, kTargets, kMetrics, kProfile, kProcessMetrics, kFlamegraph };
-enum class ProfileName { kHeap, kAllocs };
+enum class ProfileName { kHeap, kAllocs, kGoroutine };
 
 struct ProfileRequest {
   ProfileName name = ProfileName::kHeap;
@@ -57,8 +57,10 @@ struct ServeQueryLimits {
 // Routes a request target ("/path?query", as on the request line):
 //   /                                   kIndex
 //   /targets, /metrics                  kTargets, kMetrics (the server's own)
-//   /debug/pprof/{heap,allocs}?pid=N    kProfile
-//   /pid/N/debug/pprof/{heap,allocs}    kProfile (a ?pid= is then ignored)
+//   /debug/pprof/{heap,allocs,goroutine}?pid=N
+//                                       kProfile
+//   /pid/N/debug/pprof/{heap,allocs,goroutine}
+//                                       kProfile (a ?pid= is then ignored)
 //   /metrics?pid=N, /pid/N/metrics      kProcessMetrics (the Go runtime's
 //                                       metrics of process N)
 //   /pid/N/flamegraph?sample_index=T    kFlamegraph (/flamegraph?pid=N too); T is
@@ -68,7 +70,8 @@ struct ServeQueryLimits {
 // order: a non-empty `seconds` must be a positive integer (400 with Go's
 // text), and may not be combined with `debug`; `gc` > 0 on heap asks for a
 // collection in the target, which cannot be done from outside (400 saying
-// so; allocs ignores gc, as Go does).
+// so; allocs and goroutine ignore gc, as Go does). goroutine takes `seconds`
+// as heap does: net/http/pprof serves it a delta too (profileSupportsDelta).
 ServeRoute ParseServeTarget(std::string_view target, const ServeQueryLimits& limits = {});
 
 }  // namespace goheap2pprof

@@ -395,25 +395,50 @@ class Service {
     SetContent(res, std::move(c.body), "text/html; charset=utf-8");
   }
 
+  // A profile's name and the worker ops of its forms: the profile, its text
+  // at debug=1 and at debug>=2 (goroutine's dump; heap's text again, as
+  // before), and its ?seconds=N delta.
+  struct ProfileOps {
+    const char* name;
+    WorkerOp profile, debug1, debug2, delta;
+  };
+  static ProfileOps OpsOf(ProfileName name) {
+    switch (name) {
+      case ProfileName::kAllocs:
+        return {"allocs", WorkerOp::kAllocs, WorkerOp::kHeapDebugText, WorkerOp::kHeapDebugText,
+                WorkerOp::kAllocsDelta};
+      case ProfileName::kGoroutine:
+        return {"goroutine", WorkerOp::kGoroutine, WorkerOp::kGoroutineDebug1,
+                WorkerOp::kGoroutineDebug2, WorkerOp::kGoroutineDelta};
+      case ProfileName::kHeap:
+        break;
+    }
+    return {"heap", WorkerOp::kHeap, WorkerOp::kHeapDebugText, WorkerOp::kHeapDebugText,
+            WorkerOp::kHeapDelta};
+  }
+
   void Profile(const ProfileRequest& p, const ClientGone& gone, HttpReply& res) {
     std::optional<ProcessFacts> facts = VisibleOrAnswer(p.pid, res);
     if (!facts) return;
-    const char* name = p.name == ProfileName::kHeap ? "heap" : "allocs";
-    const WorkerOp op = p.name == ProfileName::kHeap ? WorkerOp::kHeap : WorkerOp::kAllocs;
-    if (p.seconds > 0) return Delta(p, op, name, *facts, gone, res);
-    if (p.debug != 0) return DebugText(p.pid, *facts, gone, res);
-    Captured c = CaptureOf(*facts, op, gone);
-    NoteSampling(p.pid, c.result);
+    const ProfileOps ops = OpsOf(p.name);
+    if (p.seconds > 0) return Delta(p, ops, *facts, gone, res);
+    if (p.debug != 0) {
+      return DebugText(p.pid, p.debug >= 2 ? ops.debug2 : ops.debug1, *facts, gone, res);
+    }
+    Captured c = CaptureOf(*facts, ops.profile, gone);
+    // Whether heap profiling is on: a goroutine capture does not say.
+    if (p.name != ProfileName::kGoroutine) NoteSampling(p.pid, c.result);
     if (ServeFailure(c.result, p.pid, res)) return;
-    SetProfileHeaders(res, name);
+    SetProfileHeaders(res, ops.name);
     SetContent(res, std::move(c.body), "application/octet-stream");
   }
 
   // The worker sends the text gzipped (it is many times the profile: 184 MB
   // at 131k buckets, past --max-capture-bytes), and the connection inflates
   // it as the client reads, with the length the worker gave.
-  void DebugText(pid_t pid, const ProcessFacts& facts, const ClientGone& gone, HttpReply& res) {
-    Captured c = CaptureOf(facts, WorkerOp::kHeapDebugText, gone);
+  void DebugText(pid_t pid, WorkerOp op, const ProcessFacts& facts, const ClientGone& gone,
+                 HttpReply& res) {
+    Captured c = CaptureOf(facts, op, gone);
     if (ServeFailure(c.result, pid, res)) return;
     if (!c.result.reply.inflated_size) {
       ServeError(res, 500,
@@ -443,9 +468,9 @@ class Service {
 
   // net/http/pprof's serveDeltaProfile. The server keeps only the first
   // capture's gzipped bytes over the window; the worker that makes the
-  // second capture subtracts them (WorkerOp::kHeapDelta), so that no
+  // second capture subtracts them (WorkerOp::kHeapDelta and the like), so that no
   // profile is ever parsed here.
-  void Delta(const ProfileRequest& p, WorkerOp op, const char* name, const ProcessFacts& facts,
+  void Delta(const ProfileRequest& p, const ProfileOps& ops, const ProcessFacts& facts,
              const ClientGone& gone, HttpReply& res) {
     // At most max_deltas windows at once: each holds a handler thread for
     // its whole window.
@@ -463,7 +488,7 @@ class Service {
     const std::optional<AddressSpaceAnchor> anchor = AddressSpaceAnchor::TryOpen(p.pid);
     // The first capture must begin after the anchor: it joins no capture
     // that is already running.
-    const Captured c0 = CaptureOf(facts, op, gone, /*may_join=*/false);
+    const Captured c0 = CaptureOf(facts, ops.profile, gone, /*may_join=*/false);
     if (ServeFailure(c0.result, p.pid, res)) return;
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(p.seconds);
     while (std::chrono::steady_clock::now() < until) {
@@ -473,8 +498,7 @@ class Service {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    const WorkerOp delta_op = op == WorkerOp::kHeap ? WorkerOp::kHeapDelta : WorkerOp::kAllocsDelta;
-    Captured c1 = CaptureOf(facts, delta_op, gone, /*may_join=*/false, *c0.body);
+    Captured c1 = CaptureOf(facts, ops.delta, gone, /*may_join=*/false, *c0.body);
     if (ServeFailure(c1.result, p.pid, res)) return;
     if (!anchor) {
       ServeError(res, 500,
@@ -489,7 +513,7 @@ class Service {
                      " was replaced by another process during the delta window");
       return;
     }
-    SetProfileHeaders(res, std::string(name) + "-delta");
+    SetProfileHeaders(res, std::string(ops.name) + "-delta");
     SetContent(res, std::move(c1.body), "application/octet-stream");
   }
 
@@ -559,7 +583,9 @@ class Service {
               "</td><td><a href=\"/debug/pprof/heap?pid=" + pid +
               "\">heap</a> <a href=\"/debug/pprof/allocs?pid=" + pid +
               "\">allocs</a> <a href=\"/debug/pprof/heap?pid=" + pid +
-              "&amp;debug=1\">heap?debug=1</a> <a href=\"/pid/" + pid +
+              "&amp;debug=1\">heap?debug=1</a> <a href=\"/debug/pprof/goroutine?pid=" + pid +
+              "\">goroutine</a> <a href=\"/debug/pprof/goroutine?pid=" + pid +
+              "&amp;debug=2\">goroutine?debug=2</a> <a href=\"/pid/" + pid +
               "/metrics\">metrics</a> <a href=\"/pid/" + pid +
               "/flamegraph?sample_index=inuse_space\">flame graph</a></td></tr>\n";
     }

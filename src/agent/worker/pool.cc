@@ -89,6 +89,15 @@ std::string RequestLabel(const WorkerRequest& request) {
     case WorkerOp::kPushConvert:
       op = "push of a trigger's capture";
       break;
+    case WorkerOp::kGoroutine:
+      op = "goroutine";
+      break;
+    case WorkerOp::kGoroutineDebug1:
+      op = "goroutine debug=1";
+      break;
+    case WorkerOp::kGoroutineDebug2:
+      op = "goroutine debug=2";
+      break;
     default:
       op = "op " + std::to_string(static_cast<uint32_t>(request.op));
   }

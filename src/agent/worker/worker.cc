@@ -31,6 +31,7 @@
 #include "app/capture.h"
 #include "app/capture_state.h"
 #include "app/executable_analysis.h"
+#include "app/goroutine_capture.h"
 #include "app/output_format.h"
 #include "app/process_source.h"
 #include "app/run.h"
@@ -374,12 +375,11 @@ void Probe(pid_t pid, WorkerReply& reply) {
   reply.body = "go_version=" + analysis->go_version() + "\nbuild_id=" + build_id + "\n";
 }
 
-// The capture `profile` minus the base profile the request carries, gzipped.
-// The base went through the server, which got it from a worker: it is
-// decoded as untrusted bytes, and anything wrong with it fails this request.
-std::string DeltaBody(const WorkerRequest& request, FinishedProfile& profile) {
-  if (request.op == WorkerOp::kAllocsDelta) profile.SetDefaultSampleType("alloc_space");
-  const std::string now = profile.Serialize();
+// A capture (`now`, serialized) minus the base profile the request carries,
+// gzipped. The base went through the server, which got it from a worker: it
+// is decoded as untrusted bytes, and anything wrong with it fails this
+// request.
+std::string DeltaBody(const WorkerRequest& request, const std::string& now) {
   try {
     // The base is a capture of the same process moments earlier, and a
     // process's buckets only accumulate: it is no larger than this one in
@@ -493,7 +493,8 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
     reply.inflated_size = text.size();
     reply.body = Gzip(text);
   } else if (request.op == WorkerOp::kHeapDelta || request.op == WorkerOp::kAllocsDelta) {
-    reply.body = DeltaBody(request, result.profile);
+    if (request.op == WorkerOp::kAllocsDelta) result.profile.SetDefaultSampleType("alloc_space");
+    reply.body = DeltaBody(request, result.profile.Serialize());
   } else if (request.op == WorkerOp::kPush) {
     reply.body = PushBody(request, result.profile, reply.cycle);
   } else if (request.op == WorkerOp::kFlamegraph) {
@@ -508,6 +509,40 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
   MaybeBomb(seam, reply.body);
   // Only now, the final identity check having passed: a failed capture
   // carries no owner.
+  reply.owner = std::move(t.owner);
+}
+
+bool IsGoroutineOp(WorkerOp op) {
+  return op == WorkerOp::kGoroutine || op == WorkerOp::kGoroutineDebug1 ||
+         op == WorkerOp::kGoroutineDebug2 || op == WorkerOp::kGoroutineDelta;
+}
+
+// serve's /debug/pprof/goroutine: the CLI's one-shot capture under the rules
+// of a heap capture (seams, owner, final identity check), rendered by the
+// functions `goheap2pprof goroutines` uses. The texts go gzipped, as the
+// heap's debug=1 text: a dump of many goroutines is many times its gzip.
+void CaptureGoroutineProfile(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
+                             WorkerReply& reply, bool* identified) {
+  OpenedTarget t = OpenForRead(request, seam, reply, identified, "capture");
+  GoroutineCaptureOptions options;
+  options.dump = request.op == WorkerOp::kGoroutineDebug2;
+  const GoroutineCapture c = CaptureGoroutines(*t.source, *t.analysis, {}, options);
+  for (const std::string& w : c.warnings) {
+    std::cerr << "goheap2pprof worker: pid " << request.pid << ": " << w << "\n";
+  }
+  reply.bytes_read = c.snapshot.stats.bytes_read;
+  if (options.dump || request.op == WorkerOp::kGoroutineDebug1) {
+    const std::string text =
+        options.dump ? GoroutineDump(*t.analysis, c) : GoroutineText(*t.analysis, c);
+    reply.inflated_size = text.size();
+    reply.body = Gzip(text);
+  } else {
+    const pb::Profile profile = GoroutineProfile(*t.source, *t.analysis, c);
+    reply.body = request.op == WorkerOp::kGoroutineDelta
+                     ? DeltaBody(request, profile.SerializeAsString())
+                     : EncodeProfile(profile);
+  }
+  MaybeBomb(seam, reply.body);
   reply.owner = std::move(t.owner);
 }
 
@@ -561,6 +596,8 @@ WorkerReply Handle(const WorkerRequest& request) {
       PushConvert(request, reply);
     } else if (request.op == WorkerOp::kRuntimeStats) {
       ReadStats(request, ServeSeamFor(request.pid), reply, &identified);
+    } else if (IsGoroutineOp(request.op)) {
+      CaptureGoroutineProfile(request, ServeSeamFor(request.pid), reply, &identified);
     } else {
       Capture(request, ServeSeamFor(request.pid), reply, &identified);
     }

@@ -61,12 +61,21 @@ enum class WorkerOp : uint32_t {
   // The same made from the PushWork's profile (a watch trigger's capture)
   // rather than a capture: no process is read.
   kPushConvert = 10,
+  // The goroutine profile (app/goroutine_capture.h), as
+  // /debug/pprof/goroutine serves it: gzipped (debug=0), its ?debug=1 text
+  // and ?debug=2 dump (both gzipped text, relayed inflated as
+  // kHeapDebugText's), and ?seconds=N's delta against the payload's base
+  // (an earlier kGoroutine reply), rendered by the CLI's own functions.
+  kGoroutine = 11,
+  kGoroutineDebug1 = 12,
+  kGoroutineDebug2 = 13,
+  kGoroutineDelta = 14,
 };
 
 struct WorkerRequest {
   WorkerOp op = WorkerOp::kHeap;
   int32_t pid = 0;
-  // kHeapDelta/kAllocsDelta: the base profile, gzipped; kFlamegraph: the
+  // kHeapDelta/kAllocsDelta/kGoroutineDelta: the base profile, gzipped; kFlamegraph: the
   // sample type; kPush/kPushConvert: an encoded PushWork.
   std::string payload;
 };
@@ -75,7 +84,7 @@ struct WorkerReply {
   // 0 on success, else the ErrorKind of the failure, with its message.
   int32_t error_kind = 0;
   std::string message;
-  // The profile, for kHeapDebugText the text gzipped, for kProbe
+  // The profile, for kHeapDebugText and kGoroutineDebug1/2 the text gzipped, for kProbe
   // "key=value\n" lines, for kRuntimeStats an encoded GoRuntimeStats.
   std::string body;
   // Set when body is gzipped text that the server relays inflated (the
