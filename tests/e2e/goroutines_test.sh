@@ -334,6 +334,45 @@ busy() {
   e2e_stop_pids
 }
 
+# stripped_case <version>: the same target built as a stripped PIE
+# (-buildmode=pie -ldflags='-s -w': no .symtab, no DWARF), whose allgs,
+# finalizer state and wait reasons are recovered from the runtime's code;
+# its debug=1 must be the target's byte for byte, and its debug=2 the
+# target's, as for the plain build.
+stripped_case() {
+  local version=$1 dir=$work/$1-stripped gocmd
+  read -r -a gocmd <<<"$(go_cmd "$version")"
+  mkdir -p "$dir/out"
+  if ! (cd "$src/testdata/goroutines" &&
+    CGO_ENABLED=0 "${gocmd[@]}" build -buildmode=pie -ldflags='-s -w' -o "$dir/goroutines" .) \
+    >"$dir/build.log" 2>&1; then
+    fail "$version stripped: go build of testdata/goroutines" "$dir/build.log"
+    return
+  fi
+  if LC_ALL=C readelf -S "$dir/goroutines" | grep -q ' \.symtab '; then
+    fail "$version stripped: the build has a symbol table" "$dir/build.log"
+    return
+  fi
+  e2e_start "$dir/target.out" "$dir/target.err" "$dir/goroutines" "$dir/out" "$count"
+  if ! e2e_wait_until 120 test -e "$dir/out/ready"; then
+    fail "$version stripped: the target did not write its profiles" "$dir/target.err"
+  elif ! "$tool" goroutines "$target_pid" --format debug1 -o "$dir/ours.txt" 2>"$dir/tool1.err"; then
+    fail "$version stripped debug=1: goheap2pprof goroutines failed" "$dir/tool1.err"
+  elif check_text "$dir/out/goroutine.txt" "$dir/ours.txt" >"$dir/check1.out" 2>&1; then
+    pass "$version stripped PIE debug=1: $(head -n 1 "$dir/ours.txt"), byte for byte but the writer's record"
+  else
+    fail "$version stripped PIE debug=1: the texts differ ($dir)" "$dir/check1.out"
+  fi
+  if ! "$tool" goroutines "$target_pid" --format debug2 -o "$dir/ours2.txt" 2>"$dir/tool2.err"; then
+    fail "$version stripped debug=2: goheap2pprof goroutines failed" "$dir/tool2.err"
+  elif check_dump "$dir/out/goroutine2.txt" "$dir/ours2.txt" >"$dir/check2.out" 2>&1; then
+    pass "$version stripped PIE debug=2: $(cat "$dir/check2.out") as the target's but the writer"
+  else
+    fail "$version stripped PIE debug=2: the dumps differ ($dir)" "$dir/check2.out"
+  fi
+  e2e_stop_pids
+}
+
 run_version() {
   local version=$1 dir=$work/$1 s why gocmd
   read -r s why <<<"$(go_programs_status "$version")"
@@ -400,6 +439,7 @@ run_version() {
   e2e_stop_pids
   ((core)) && abort_case "$version" "$dir"
   e2e_stop_pids
+  stripped_case "$version"
 }
 
 for version in ${GOROUTINES_VERSIONS:-$(toolchain_versions)}; do

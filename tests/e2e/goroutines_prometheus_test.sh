@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# A real program's goroutines: Debian's prometheus (/usr/bin/prometheus, or
+# GOROUTINES_PROMETHEUS; stripped, go1.19.8, cgo, externally linked, so
+# runtime.text is above .text and every runtime variable the goroutine
+# reader needs is recovered from machine code) runs with a throwaway
+# configuration that scrapes itself. Its own /debug/pprof/goroutine?debug=1
+# and `goheap2pprof goroutines <pid> --format debug1`, taken right after,
+# must list every parked goroutine with the same stack, PCs, frames and
+# count, but for the request's own: the handler that writes the profile,
+# its connection's background read, and a goroutine the request just
+# created (only runtime.goexit). An idle server connection may differ by
+# one (the request's, parked until the client's close reaches it). A
+# scrape or a query running in between changes stacks: up to five pairs are
+# taken, and one must match.
+#
+#   bash tests/e2e/goroutines_prometheus_test.sh <path-to-goheap2pprof> <path-to-profdiff>
+#
+# Exit status: 0 passed, 1 failed, 77 skipped (no prometheus, no curl).
+set -u
+source "$(dirname "$0")/lib.sh"
+
+e2e_init "$@"
+e2e_require_executables "$tool"
+prometheus=${GOROUTINES_PROMETHEUS:-/usr/bin/prometheus}
+if [[ ! -x $prometheus ]]; then
+  echo "SKIP: no prometheus at $prometheus (Debian's package prometheus; GOROUTINES_PROMETHEUS=path)"
+  exit 77
+fi
+if ! command -v curl >/dev/null; then
+  echo "SKIP: no curl to ask prometheus for its own goroutine profile"
+  exit 77
+fi
+e2e_make_work goroutines_prometheus
+trap e2e_stop_pids EXIT
+trap 'exit 1' INT TERM
+
+# compare <theirs.txt> <ours.txt>: every record of theirs but the request's
+# is in ours with the same count, and ours has no other; a
+# net/http.(*conn).serve record may count one more or one less.
+compare() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+def records(path):
+    body = open(path).read().split('\n', 1)[1]
+    out = {}
+    for r in body.split('\n\n'):
+        if not r.strip():
+            continue
+        count, rest = r.strip('\n').split(' ', 1)
+        out[rest] = int(count)
+    return out
+def request_own(key):
+    frames = [l for l in key.split('\n') if l.startswith('#\t')]
+    return (not frames or 'runtime/pprof.writeGoroutine' in key or
+            'net/http.(*connReader).backgroundRead' in key)
+theirs = {k: n for k, n in records(sys.argv[1]).items() if not request_own(k)}
+ours = {k: n for k, n in records(sys.argv[2]).items() if not request_own(k)}
+bad = []
+for k in sorted(set(theirs) | set(ours)):
+    a, b = theirs.get(k, 0), ours.get(k, 0)
+    slack = 1 if 'net/http.(*conn).serve' in k else 0
+    if abs(a - b) > slack:
+        bad.append(f"theirs {a}, ours {b}:\n{k}")
+if bad:
+    sys.exit(f"{len(bad)} records differ; the first:\n" + bad[0])
+if len(theirs) < 10:
+    sys.exit(f"only {len(theirs)} records to compare")
+print(f"{len(theirs)} stacks of {sum(theirs.values())} parked goroutines")
+PY
+}
+
+dir=$work/prometheus
+mkdir -p "$dir"
+port=$(e2e_free_port)
+cat >"$dir/prometheus.yml" <<YAML
+global:
+  scrape_interval: 5s
+scrape_configs:
+  - job_name: self
+    static_configs:
+      - targets: ['127.0.0.1:$port']
+YAML
+e2e_start "$dir/prometheus.out" "$dir/prometheus.err" "$prometheus" \
+  --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/data" \
+  --web.listen-address="127.0.0.1:$port"
+pid=$target_pid
+base=http://127.0.0.1:$port
+# Ready, and its first scrape of itself done: the scrape's goroutines exist.
+if ! e2e_wait_until 60 bash -c "curl -sf '$base/api/v1/query?query=up' | grep -q '\"1\"\\]'"; then
+  fail "prometheus did not start or scrape itself" "$dir/prometheus.err"
+  e2e_finish
+fi
+version=$(LC_ALL=C "$prometheus" --version 2>&1 | head -n 1)
+matched=0
+for i in 1 2 3 4 5; do
+  curl -sf "$base/debug/pprof/goroutine?debug=1" -o "$dir/theirs$i.txt" ||
+    { fail "prometheus's own goroutine profile" "$dir/prometheus.err"; break; }
+  if ! "$tool" goroutines "$pid" --format debug1 -o "$dir/ours$i.txt" -v 2>"$dir/tool$i.err"; then
+    fail "goheap2pprof goroutines $pid (prometheus) failed" "$dir/tool$i.err"
+    break
+  fi
+  if compare "$dir/theirs$i.txt" "$dir/ours$i.txt" >"$dir/compare$i.out" 2>&1; then
+    matched=$i
+    break
+  fi
+  sleep 1
+done
+if ((matched)); then
+  pass "$version debug=1: $(cat "$dir/compare$matched.out") equal to its own endpoint's (pair $matched); $(grep -c 'recovered from' "$dir/tool$matched.err") variables recovered from code"
+elif [[ -e $dir/compare1.out ]]; then
+  fail "prometheus: no pair of five matched ($dir)" "$dir/compare5.out"
+fi
+e2e_stop_pids
+e2e_finish
