@@ -11,7 +11,11 @@
 # created (only runtime.goexit). An idle server connection may differ by
 # one (the request's, parked until the client's close reaches it). A
 # scrape or a query running in between changes stacks: up to five pairs are
-# taken, and one must match.
+# taken, and one must match. The same for its ?debug=2 dump: every goroutine
+# in both dumps but the request's has the same header (wait reason; minutes
+# within one), frames, +0x offsets and created-by lines, argument lists
+# masked (we print "(...)"), and at most the request's three are only in
+# its dump.
 #
 #   bash tests/e2e/goroutines_prometheus_test.sh <path-to-goheap2pprof> <path-to-profdiff>
 #
@@ -69,6 +73,43 @@ print(f"{len(theirs)} stacks of {sum(theirs.values())} parked goroutines")
 PY
 }
 
+# compare2 <theirs2.txt> <ours2.txt>: the dumps, as above.
+compare2() {
+  python3 - "$1" "$2" <<'PY'
+import re, sys
+def blocks(path):
+    out = {}
+    for b in open(path).read().split('\n\n'):
+        lines = b.strip('\n').split('\n')
+        m = re.match(r'goroutine (\d+) \[(.*)\]:$', lines[0])
+        if not m:
+            continue
+        status = m.group(2)
+        minutes = re.search(r', (\d+) minutes', status)
+        status = re.sub(r', \d+ minutes', '', status)
+        body = [l if l.startswith(('\t', 'created by ', '...')) else re.sub(r'\([^()]*\)$', '(...)', l)
+                for l in lines[1:]]
+        out[m.group(1)] = (status, int(minutes.group(1)) if minutes else 0, body)
+    return out
+def request_own(block):
+    status, _, body = block
+    text = '\n'.join(body)
+    return (status == 'running' or 'runtime/pprof.writeGoroutine' in text or
+            'net/http.(*connReader).backgroundRead' in text)
+theirs, ours = blocks(sys.argv[1]), blocks(sys.argv[2])
+shared = [g for g in theirs if g in ours and not request_own(theirs[g])]
+only = [g for g in theirs if g not in ours]
+for g in shared:
+    (s1, m1, b1), (s2, m2, b2) = theirs[g], ours[g]
+    if s1 != s2 or abs(m1 - m2) > 1 or b1 != b2:
+        sys.exit(f"goroutine {g} differs:\ntheirs [{s1}]\n" + '\n'.join(b1) +
+                 f"\nours [{s2}]\n" + '\n'.join(b2))
+if len(only) > 3 or len(shared) < 20:
+    sys.exit(f"{len(shared)} goroutines in both dumps, {len(only)} only in theirs: {only[:5]}")
+print(f"{len(shared)} goroutines")
+PY
+}
+
 dir=$work/prometheus
 mkdir -p "$dir"
 port=$(e2e_free_port)
@@ -91,24 +132,32 @@ if ! e2e_wait_until 60 bash -c "curl -sf '$base/api/v1/query?query=up' | grep -q
   e2e_finish
 fi
 version=$(LC_ALL=C "$prometheus" --version 2>&1 | head -n 1)
-matched=0
-for i in 1 2 3 4 5; do
-  curl -sf "$base/debug/pprof/goroutine?debug=1" -o "$dir/theirs$i.txt" ||
-    { fail "prometheus's own goroutine profile" "$dir/prometheus.err"; break; }
-  if ! "$tool" goroutines "$pid" --format debug1 -o "$dir/ours$i.txt" -v 2>"$dir/tool$i.err"; then
-    fail "goheap2pprof goroutines $pid (prometheus) failed" "$dir/tool$i.err"
-    break
+# pairs <debug 1|2> <compare function> <what>: up to five pairs of its
+# endpoint's and ours, taken right after; one must match.
+pairs() {
+  local d=$1 check=$2 what=$3 i matched=0
+  for i in 1 2 3 4 5; do
+    curl -sf "$base/debug/pprof/goroutine?debug=$d" -o "$dir/theirs$d-$i.txt" ||
+      { fail "prometheus's own goroutine profile" "$dir/prometheus.err"; return; }
+    if ! "$tool" goroutines "$pid" --format "debug$d" -o "$dir/ours$d-$i.txt" -v \
+      2>"$dir/tool$d-$i.err"; then
+      fail "goheap2pprof goroutines $pid (prometheus) failed" "$dir/tool$d-$i.err"
+      return
+    fi
+    if "$check" "$dir/theirs$d-$i.txt" "$dir/ours$d-$i.txt" >"$dir/compare$d-$i.out" 2>&1; then
+      matched=$i
+      break
+    fi
+    sleep 1
+  done
+  if ((matched)); then
+    pass "$version debug=$d: $(cat "$dir/compare$d-$matched.out") $what (pair $matched); $(grep -c 'recovered from' "$dir/tool$d-$matched.err") variables recovered from code"
+  else
+    fail "prometheus debug=$d: no pair of five matched ($dir)" "$dir/compare$d-5.out"
   fi
-  if compare "$dir/theirs$i.txt" "$dir/ours$i.txt" >"$dir/compare$i.out" 2>&1; then
-    matched=$i
-    break
-  fi
-  sleep 1
-done
-if ((matched)); then
-  pass "$version debug=1: $(cat "$dir/compare$matched.out") equal to its own endpoint's (pair $matched); $(grep -c 'recovered from' "$dir/tool$matched.err") variables recovered from code"
-elif [[ -e $dir/compare1.out ]]; then
-  fail "prometheus: no pair of five matched ($dir)" "$dir/compare5.out"
-fi
+}
+
+pairs 1 compare "equal to its own endpoint's"
+pairs 2 compare2 "with the same headers, frames, +0x offsets and creators as its own dump"
 e2e_stop_pids
 e2e_finish
