@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -58,6 +59,41 @@ TEST_P(GoroutineVariablesTest, RecoveredFromCodeEqualSymbols) {
   // neighbour's strings after it (never read: no wait reason is that large).
   EXPECT_GE(got.wait_reason_count, want.wait_reason_count);
   EXPECT_GT(want.wait_reason_count, 20u);
+}
+
+// The wait-reason table is accepted only when its strings are the first wait
+// reasons: with "GC assist marking" changed in the file, the one array
+// waitReason.String indexes is refused, not taken.
+TEST_P(GoroutineVariablesTest, WaitReasonTableCheckedByItsStrings) {
+  testing_go::GoProgram p = testing_go::FindGoProgram(*tc_, "frames-amd64-" + mode_->label);
+  if (!p.skip_reason.empty()) GTEST_SKIP() << p.skip_reason;
+  ASSERT_TRUE(p.error.empty()) << p.error;
+  testing_go::OpenedGoBinary bin = testing_go::OpenGoBinary(p.path);
+  size_t retyped = 0;
+  std::vector<uint8_t> bytes = testing_go::WithoutSymtab(*bin.elf, &retyped);
+  ASSERT_EQ(retyped, 1u);
+  const std::string_view text = "GC assist marking";
+  size_t changed = 0;
+  for (auto it = std::search(bytes.begin(), bytes.end(), text.begin(), text.end());
+       it != bytes.end(); it = std::search(it, bytes.end(), text.begin(), text.end())) {
+    it[text.size() - 1] = 'G';
+    ++changed;
+  }
+  ASSERT_GE(changed, 1u);
+  ElfFile view_elf = ElfFile::FromBytes(std::move(bytes), p.path);
+  GoBinary view(view_elf);
+  const GoroutineVariableLayout layout{
+      .fing_is_bool = tc_->minor <= 19,
+      .finalizer_function =
+          GoroutineLayoutForVersion({1, tc_->minor, tc_->patch}).finalizer_function};
+  try {
+    LocateGoroutineVariables(view, layout);
+    ADD_FAILURE() << "a wait-reason table without \"GC assist marking\" was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("runtime.waitReasonStrings"), std::string::npos)
+        << e.what();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Builds, GoroutineVariablesTest, testing_go::ToolchainCases(Modes),
