@@ -71,14 +71,6 @@ RuntimeVariable RecoverAllgptr(const GoBinary& bin, RuntimeCode& code, const Mod
       0, [&](uint64_t a) { return CheckPlacement(md, DataSection::kBss, 8, a); });
 }
 
-// Stored by allgadd, loaded by forEachGRace (as memstats_variables.cc).
-RuntimeVariable RecoverAllglen(const GoBinary& bin, RuntimeCode& code, const ModuleData& md) {
-  return RecoverVariable(
-      bin, code, "runtime.allglen",
-      {{{"runtime.allgadd"}, true, std::nullopt}, {{"runtime.forEachGRace"}, true, std::nullopt}},
-      0, [&](uint64_t a) { return CheckPlacement(md, DataSection::kNoptrbss, 8, a); });
-}
-
 // The finalizer state: set around each finalizer call by the finalizer
 // goroutine and read by isSystemGoroutine, a 1-byte bool (fingRunning) up
 // to 1.19 and a 4-byte atomic (fingStatus) from 1.20. isSystemGoroutine's
@@ -128,6 +120,14 @@ GoroutineVariables RecoverFromCode(const GoBinary& bin, const GoroutineVariableL
 }
 
 }  // namespace
+
+// Stored by allgadd, loaded by forEachGRace (atomicAllG).
+RuntimeVariable RecoverAllglen(const GoBinary& bin, RuntimeCode& code, const ModuleData& md) {
+  return RecoverVariable(
+      bin, code, "runtime.allglen",
+      {{{"runtime.allgadd"}, true, std::nullopt}, {{"runtime.forEachGRace"}, true, std::nullopt}},
+      0, [&](uint64_t a) { return CheckPlacement(md, DataSection::kNoptrbss, 8, a); });
+}
 
 GoroutineVariables LocateGoroutineVariables(const GoBinary& bin,
                                             const GoroutineVariableLayout& layout) {

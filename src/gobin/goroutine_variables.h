@@ -16,6 +16,7 @@
 
 #include "gobin/go_binary.h"
 #include "gobin/runtime_variables.h"
+#include "gobin/variable_recovery.h"
 
 namespace goheap2pprof {
 
@@ -46,5 +47,10 @@ struct GoroutineVariables {
 // stripped, when the code gives no single answer for the finalizer state).
 GoroutineVariables LocateGoroutineVariables(const GoBinary& bin,
                                             const GoroutineVariableLayout& layout);
+
+// runtime.allglen of a stripped binary: the uintptr (.noptrbss) that
+// allgadd stores and forEachGRace loads. Also the memory statistics'
+// (memstats_variables.cc).
+RuntimeVariable RecoverAllglen(const GoBinary& bin, RuntimeCode& code, const ModuleData& md);
 
 }  // namespace goheap2pprof
