@@ -75,22 +75,9 @@ PY
 
 # compare2 <theirs2.txt> <ours2.txt>: the dumps, as above.
 compare2() {
-  python3 - "$1" "$2" <<'PY'
-import re, sys
-def blocks(path):
-    out = {}
-    for b in open(path).read().split('\n\n'):
-        lines = b.strip('\n').split('\n')
-        m = re.match(r'goroutine (\d+) \[(.*)\]:$', lines[0])
-        if not m:
-            continue
-        status = m.group(2)
-        minutes = re.search(r', (\d+) minutes', status)
-        status = re.sub(r', \d+ minutes', '', status)
-        body = [l if l.startswith(('\t', 'created by ', '...')) else re.sub(r'\([^()]*\)$', '(...)', l)
-                for l in lines[1:]]
-        out[m.group(1)] = (status, int(minutes.group(1)) if minutes else 0, body)
-    return out
+  PYTHONPATH="$src/tests/e2e" python3 - "$1" "$2" <<'PY'
+import sys
+from goroutine_dump import blocks
 def request_own(block):
     status, _, body = block
     text = '\n'.join(body)
