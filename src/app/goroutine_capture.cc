@@ -12,6 +12,7 @@
 #include "elf/dwarf_types.h"
 #include "elf/load_bias.h"
 #include "gobin/go_binary.h"
+#include "gobin/goroutine_variables.h"
 #include "pprof/goroutine_dump.h"
 #include "pprof/goroutine_profile.h"
 #include "pprof/goroutine_report.h"
@@ -21,21 +22,28 @@ namespace goheap2pprof {
 
 namespace {
 
-uint64_t RequireSymbol(const GoBinary& bin, std::string_view name) {
-  std::optional<uint64_t> addr = bin.SymbolAddress(name);
-  if (!addr) {
-    throw Error(ErrorKind::kUnsupported, bin.elf().name(), " has no symbol ", name,
-                ": goroutines are read only from executables with a symbol table so far")
-        .WithHint("give goheap2pprof the unstripped build with --exe");
-  }
-  return *addr;
+// Where allgs, the finalizer state and the wait reasons are: from the
+// symbol table, or recovered from the runtime's code (gobin/).
+GoroutineVariables LocateVariables(const ExecutableAnalysis& analysis, GoroutineCapture& out) {
+  const GoBinary bin(analysis.elf());
+  const RuntimeTraits& traits = analysis.traits();
+  const GoroutineVariables v = LocateGoroutineVariables(
+      bin, {.fing_is_bool = traits.version.major == 1 && traits.version.minor <= 19,
+            .finalizer_function = GoroutineLayoutForVersion(traits.version).finalizer_function});
+  const auto note = [&](std::string_view name, const std::optional<RuntimeVariable>& var) {
+    out.notes.push_back(var ? Concat(name, " at ", Hex(var->addr), " (", var->source, ")")
+                            : Concat(name, " not found"));
+  };
+  note("runtime.allglen", v.allglen);
+  note("runtime.allgptr", v.allgptr);
+  note("the finalizer state", v.fing);
+  note("runtime.waitReasonStrings", v.wait_reasons);
+  return v;
 }
 
-// Where allgs and the finalizer state are, and how to read a g, for this
-// process.
-GoroutineContext MakeContext(const ExecutableAnalysis& analysis, uint64_t bias,
-                             GoroutineCapture& out) {
-  const GoBinary bin(analysis.elf());
+// How to read a g, and where the variables are, for this process.
+GoroutineContext MakeContext(const ExecutableAnalysis& analysis, const GoroutineVariables& vars,
+                             uint64_t bias, GoroutineCapture& out) {
   const RuntimeTraits& traits = analysis.traits();
   const std::optional<DwarfTypes> dwarf = DwarfTypes::Open(analysis.elf(), {"runtime"});
   GoroutineLayoutVerdict verdict =
@@ -43,13 +51,11 @@ GoroutineContext MakeContext(const ExecutableAnalysis& analysis, uint64_t bias,
   out.notes.insert(out.notes.end(), verdict.notes.begin(), verdict.notes.end());
   out.warnings.insert(out.warnings.end(), verdict.warnings.begin(), verdict.warnings.end());
   GoroutineContext ctx;
-  ctx.allglen = RequireSymbol(bin, "runtime.allglen") + bias;
-  ctx.allgptr = RequireSymbol(bin, "runtime.allgptr") + bias;
-  const bool old_fing = traits.version.major == 1 && traits.version.minor <= 19;
-  if (std::optional<uint64_t> fing =
-          bin.SymbolAddress(old_fing ? "runtime.fingRunning" : "runtime.fingStatus")) {
-    ctx.fing = *fing + bias;
-    ctx.fing_is_bool = old_fing;
+  ctx.allglen = vars.allglen.addr + bias;
+  ctx.allgptr = vars.allgptr.addr + bias;
+  if (vars.fing) {
+    ctx.fing = vars.fing->addr + bias;
+    ctx.fing_is_bool = traits.version.major == 1 && traits.version.minor <= 19;
   }
   ctx.pclntab = &analysis.pclntab();
   ctx.bias = bias;
@@ -61,19 +67,36 @@ GoroutineContext MakeContext(const ExecutableAnalysis& analysis, uint64_t bias,
   return ctx;
 }
 
+// An allgptr recovered from machine code is trusted only once the target
+// agrees: allgs[0] is the main goroutine, the first one created (goroutine
+// 1). A wrong address fails here rather than read garbage as goroutines.
+void CheckRecoveredAllgs(MemoryReader& mem, const GoroutineContext& ctx,
+                         const GoroutineVariables& vars) {
+  if (vars.allgptr.source == "symbol table") return;
+  const uint64_t array = mem.ReadU64(ctx.allgptr, "runtime.allgptr");
+  const uint64_t first = array == 0 ? 0 : mem.ReadU64(array, "allgs[0]");
+  const uint64_t goid = first == 0 ? 0 : mem.ReadU64(first + ctx.layout.goid, "allgs[0].goid");
+  if (goid != 1) {
+    throw Error(ErrorKind::kUnsupported, "runtime.allgptr, ", vars.allgptr.source, ", is ",
+                Hex(ctx.allgptr), " in the target, but its first goroutine is not goroutine 1 ",
+                "(allgs ", Hex(array), ", allgs[0] ", Hex(first), ", goid ", goid,
+                "): refusing to guess")
+        .WithHint("give goheap2pprof the unstripped build with --exe");
+  }
+}
+
 // runtime.waitReasonStrings, a [N]string in the target's memory: the names
 // of wait reasons, whose numbers change in almost every release.
-std::vector<std::string> ReadWaitReasons(const ExecutableAnalysis& analysis, uint64_t bias,
+std::vector<std::string> ReadWaitReasons(const GoroutineVariables& vars, uint64_t bias,
                                          MemoryReader& mem, GoroutineCapture& out) {
-  std::optional<ElfSymbol> sym = analysis.elf().FindSymbol("runtime.waitReasonStrings");
-  const uint64_t n = sym ? sym->size / 16 : 0;
+  const uint64_t n = vars.wait_reasons ? vars.wait_reason_count : 0;
   if (n == 0 || n > 256) {
     out.warnings.push_back(
-        "no runtime.waitReasonStrings symbol: wait reasons print as \"unknown wait reason\"");
+        "no runtime.waitReasonStrings: wait reasons print as \"unknown wait reason\"");
     return {};
   }
   std::vector<uint8_t> table(n * 16);
-  ReadRequest head{sym->value + bias, table, false};
+  ReadRequest head{vars.wait_reasons->addr + bias, table, false};
   mem.ReadMany({&head, 1});
   std::vector<std::string> names(n);
   std::vector<ReadRequest> reqs;
@@ -140,13 +163,15 @@ GoroutineCapture CaptureGoroutines(CaptureSource& source, const ExecutableAnalys
   }
   GoroutineCapture out;
   out.bias = ComputeLoadBias(analysis.elf(), source.mappings(), source.executable().running);
-  GoroutineContext ctx = MakeContext(analysis, out.bias, out);
+  const GoroutineVariables vars = LocateVariables(analysis, out);
+  GoroutineContext ctx = MakeContext(analysis, vars, out.bias, out);
+  CheckRecoveredAllgs(source.memory(), ctx, vars);
   if (options.dump) {
     // The dump lists goroutines on a CPU and cuts stacks by its own rule;
     // the copy bound (max_stack_bytes) still bounds every unwind.
     ctx.keep_running = true;
     ctx.profile_depth = size_t{1} << 20;
-    out.wait_reasons = ReadWaitReasons(analysis, out.bias, source.memory(), out);
+    out.wait_reasons = ReadWaitReasons(vars, out.bias, source.memory(), out);
     out.now = TargetNanotime(source, options);
   }
   out.time_nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(

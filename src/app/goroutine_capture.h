@@ -44,7 +44,8 @@ struct GoroutineCapture {
 };
 
 // Throws kUnsupported for an architecture other than amd64, a binary without
-// runtime.allglen/allgptr symbols (stripped: not yet), a runtime.g layout
+// runtime.allglen/allgptr (symbols, or recovered from a stripped binary's
+// code and checked against the target), a runtime.g layout
 // the DWARF contradicts; and what ReadGoroutines throws.
 GoroutineCapture CaptureGoroutines(CaptureSource& source, const ExecutableAnalysis& analysis,
                                    const GoroutineLimits& limits,

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "gobin/goroutine_variables.h"
 #include "gobin/variable_recovery.h"
 
 namespace goheap2pprof {
@@ -113,13 +114,8 @@ class Recovery {
                            });
   }
 
-  // Stored by allgadd, loaded by forEachGRace (atomicAllG).
-  RuntimeVariable Allglen() {
-    return RecoverVariable(
-        bin_, code_, "runtime.allglen",
-        {{{"runtime.allgadd"}, true, std::nullopt}, {{"runtime.forEachGRace"}, true, std::nullopt}},
-        0, Placed(DataSection::kNoptrbss, 8));
-  }
+  // The goroutine reader's recovery (goroutine_variables.h).
+  RuntimeVariable Allglen() { return RecoverAllglen(bin_, code_, md_); }
 
   // The head of the M list: prepended to by mcommoninit, unlinked by mexit
   // (address taken) and walked by schedtrace (an 8-byte load, which tells it

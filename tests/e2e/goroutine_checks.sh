@@ -59,22 +59,9 @@ PY
 # the header within one; the writer (theirs: [running] in runtime/pprof;
 # ours: the same goroutine, parked since) is left out of both.
 check_dump() {
-  python3 - "$1" "$2" <<'PY'
-import re, sys
-def blocks(path):
-    out = {}
-    for b in open(path).read().split('\n\n'):
-        lines = b.strip('\n').split('\n')
-        m = re.match(r'goroutine (\d+) \[(.*)\]:$', lines[0])
-        if not m:
-            sys.exit(f"{path}: not a goroutine header: {lines[0]!r}")
-        status = m.group(2)
-        minutes = re.search(r', (\d+) minutes', status)
-        status = re.sub(r', \d+ minutes', '', status)
-        body = [l if l.startswith(('\t', 'created by ', '...')) else re.sub(r'\([^()]*\)$', '(...)', l)
-                for l in lines[1:]]
-        out[m.group(1)] = (status, int(minutes.group(1)) if minutes else 0, body)
-    return out
+  PYTHONPATH="$src/tests/e2e" python3 - "$1" "$2" <<'PY'
+import sys
+from goroutine_dump import blocks
 theirs, ours = blocks(sys.argv[1]), blocks(sys.argv[2])
 writers = [g for g, (st, _, body) in theirs.items()
            if st == 'running' and any('runtime/pprof.writeGoroutineStacks' in l for l in body)]

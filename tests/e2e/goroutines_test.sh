@@ -17,6 +17,11 @@
 #
 #   bash tests/e2e/goroutines_test.sh <path-to-goheap2pprof> <path-to-profdiff>
 #
+# The same target built as a stripped PIE (no .symtab, no DWARF: the
+# runtime's variables recovered from its code) must give the same debug=1
+# and debug=2 on every toolchain; so must a stripped, externally linked cgo
+# PIE on GOROUTINES_CGO_VERSIONS (go1.19.8 go1.26.8).
+#
 # A busy variant of the target (its goroutines come and go, up to 50,000 a
 # second) is captured five times on two toolchains: every capture must
 # complete, keep every stable goroutine with its count, and return no stack
@@ -63,6 +68,36 @@ if row[0] != str(n) or 'main.main' not in row:
     sys.exit(f"the table's first row is {row}")
 print(f"{len(dump)} goroutines as in the dump; first site {n} x chan receive from {top['created_by'].split()[0]}")
 PY
+}
+
+# build_goroutines <version> <output> [go build flags...]: testdata/goroutines
+# built with that toolchain (CGO_ENABLED=$cgo, 0 unless set).
+build_goroutines() {
+  local version=$1 out=$2 gocmd
+  shift 2
+  read -r -a gocmd <<<"$(go_cmd "$version")"
+  (cd "$src/testdata/goroutines" && CGO_ENABLED=${cgo:-0} "${gocmd[@]}" build "$@" -o "$out" .)
+}
+
+# check_texts <label> <dir> <pid>: our debug=1 must be the target's
+# ($dir/out/goroutine.txt) byte for byte but the writer's record, and our
+# debug=2 its dump but the writer (check_text, check_dump).
+check_texts() {
+  local label=$1 dir=$2 pid=$3
+  if ! "$tool" goroutines "$pid" --format debug1 -o "$dir/ours.txt" 2>"$dir/tool1.err"; then
+    fail "$label debug=1: goheap2pprof goroutines failed" "$dir/tool1.err"
+  elif check_text "$dir/out/goroutine.txt" "$dir/ours.txt" >"$dir/check1.out" 2>&1; then
+    pass "$label debug=1: $(head -n 1 "$dir/ours.txt"), byte for byte but the writer's record"
+  else
+    fail "$label debug=1: the texts differ ($dir)" "$dir/check1.out"
+  fi
+  if ! "$tool" goroutines "$pid" --format debug2 -o "$dir/ours2.txt" 2>"$dir/tool2.err"; then
+    fail "$label debug=2: goheap2pprof goroutines failed" "$dir/tool2.err"
+  elif check_dump "$dir/out/goroutine2.txt" "$dir/ours2.txt" >"$dir/check2.out" 2>&1; then
+    pass "$label debug=2: $(cat "$dir/check2.out") with the same headers, frames, +0x offsets and creators but the writer"
+  else
+    fail "$label debug=2: the dumps differ ($dir)" "$dir/check2.out"
+  fi
 }
 
 # core_case <version> <dir> <pid>: gcore the target (it stops it for a
@@ -138,11 +173,9 @@ abort_case() {
 # again: its headers say "1 minutes", and ours, read right after, must say
 # the same within one (check_dump), with at least one goroutine at 1.
 minutes() {
-  local version=$1 dir=$work/$1-minutes gocmd
-  read -r -a gocmd <<<"$(go_cmd "$version")"
+  local version=$1 dir=$work/$1-minutes
   mkdir -p "$dir/out"
-  if ! (cd "$src/testdata/goroutines" && CGO_ENABLED=0 "${gocmd[@]}" build -o "$dir/goroutines" .) \
-    >"$dir/build.log" 2>&1; then
+  if ! build_goroutines "$version" "$dir/goroutines" >"$dir/build.log" 2>&1; then
     fail "$version minutes: go build of testdata/goroutines" "$dir/build.log"
     return
   fi
@@ -213,11 +246,9 @@ PY
 # second; five captures must complete, drop nothing of the stable goroutines,
 # and return no stack the target does not make.
 busy() {
-  local version=$1 dir=$work/$1-busy gocmd i retried=0 dropped=0 r d bad=""
-  read -r -a gocmd <<<"$(go_cmd "$version")"
+  local version=$1 dir=$work/$1-busy i retried=0 dropped=0 r d bad=""
   mkdir -p "$dir/out"
-  if ! (cd "$src/testdata/goroutines" && CGO_ENABLED=0 "${gocmd[@]}" build -o "$dir/goroutines" .) \
-    >"$dir/build.log" 2>&1; then
+  if ! build_goroutines "$version" "$dir/goroutines" >"$dir/build.log" 2>&1; then
     fail "$version busy: go build of testdata/goroutines" "$dir/build.log"
     return
   fi
@@ -247,8 +278,35 @@ busy() {
   e2e_stop_pids
 }
 
+# stripped_case <version> <cgo 0|1>: the same target built as a stripped PIE
+# (-buildmode=pie -ldflags='-s -w': no .symtab, no DWARF; with cgo, linked
+# externally, so .text starts 0x100 below runtime.text), whose allgs,
+# finalizer state and wait reasons are recovered from the runtime's code:
+# its debug=1 and debug=2 must be the target's, as for the plain build.
+stripped_case() {
+  local version=$1 cgo=$2 dir=$work/$1-stripped$2 label="$1 stripped PIE" ldflags="-s -w"
+  ((cgo)) && label+=" cgo" ldflags+=" -linkmode=external"
+  mkdir -p "$dir/out"
+  if ! build_goroutines "$version" "$dir/goroutines" -buildmode=pie "-ldflags=$ldflags" \
+    >"$dir/build.log" 2>&1; then
+    fail "$label: go build of testdata/goroutines" "$dir/build.log"
+    return
+  fi
+  if LC_ALL=C readelf -S "$dir/goroutines" | grep -q ' \.symtab '; then
+    fail "$label: the build has a symbol table" "$dir/build.log"
+    return
+  fi
+  e2e_start "$dir/target.out" "$dir/target.err" "$dir/goroutines" "$dir/out" "$count"
+  if e2e_wait_until 120 test -e "$dir/out/ready"; then
+    check_texts "$label" "$dir" "$target_pid"
+  else
+    fail "$label: the target did not write its profiles" "$dir/target.err"
+  fi
+  e2e_stop_pids
+}
+
 run_version() {
-  local version=$1 dir=$work/$1 s why gocmd
+  local version=$1 dir=$work/$1 s why
   read -r s why <<<"$(go_programs_status "$version")"
   if [[ $s != ok ]]; then
     [[ $s == skip ]] && skip "$version ($why)" || fail "$version ($why)"
@@ -258,10 +316,8 @@ run_version() {
     fail "$version: $why"
     return
   fi
-  read -r -a gocmd <<<"$(go_cmd "$version")"
   mkdir -p "$dir/out"
-  if ! (cd "$src/testdata/goroutines" && CGO_ENABLED=0 "${gocmd[@]}" build -o "$dir/goroutines" .) \
-    >"$dir/build.log" 2>&1; then
+  if ! build_goroutines "$version" "$dir/goroutines" >"$dir/build.log" 2>&1; then
     fail "$version: go build of testdata/goroutines" "$dir/build.log"
     return
   fi
@@ -285,20 +341,7 @@ run_version() {
       fail "$version debug=0: the profiles differ ($dir)" "$dir/profdiff.out"
     fi
   fi
-  if ! "$tool" goroutines "$pid" --format debug1 -o "$dir/ours.txt" 2>"$dir/tool1.err"; then
-    fail "$version debug=1: goheap2pprof goroutines failed" "$dir/tool1.err"
-  elif check_text "$dir/out/goroutine.txt" "$dir/ours.txt" >"$dir/check1.out" 2>&1; then
-    pass "$version debug=1: $(head -n 1 "$dir/ours.txt"), byte for byte but the writer's record"
-  else
-    fail "$version debug=1: the texts differ ($dir)" "$dir/check1.out"
-  fi
-  if ! "$tool" goroutines "$pid" --format debug2 -o "$dir/ours2.txt" 2>"$dir/tool2.err"; then
-    fail "$version debug=2: goheap2pprof goroutines failed" "$dir/tool2.err"
-  elif check_dump "$dir/out/goroutine2.txt" "$dir/ours2.txt" >"$dir/check2.out" 2>&1; then
-    pass "$version debug=2: $(cat "$dir/check2.out") with the same headers, frames, +0x offsets and creators but the writer"
-  else
-    fail "$version debug=2: the dumps differ ($dir)" "$dir/check2.out"
-  fi
+  check_texts "$version" "$dir" "$pid"
   if ! "$tool" goroutines "$pid" --format json -o "$dir/ours.json" 2>"$dir/toolj.err" ||
     ! "$tool" goroutines "$pid" --format text -o "$dir/ours.top" 2>>"$dir/toolj.err"; then
     fail "$version text/json: goheap2pprof goroutines failed" "$dir/toolj.err"
@@ -313,6 +356,8 @@ run_version() {
   e2e_stop_pids
   ((core)) && abort_case "$version" "$dir"
   e2e_stop_pids
+  stripped_case "$version" 0
+  [[ " ${GOROUTINES_CGO_VERSIONS:-go1.19.8 go1.26.8} " == *" $version "* ]] && stripped_case "$version" 1
 }
 
 for version in ${GOROUTINES_VERSIONS:-$(toolchain_versions)}; do

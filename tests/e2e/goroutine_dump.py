@@ -1,0 +1,33 @@
+#!/usr/bin/env python3
+"""Reads a debug=2 goroutine dump (runtime/pprof's ?debug=2, or ours) for the
+goroutine suites (goroutines_test.sh, goroutines_prometheus_test.sh):
+
+    from goroutine_dump import blocks
+    dump = blocks("goroutine2.txt")  # {"17": (state, minutes, lines), ...}
+
+in the dump's order. The state is the header's bracket without its
+", N minutes" (the minutes apart, 0 when absent); each frame line's argument
+list is masked as "(...)", since the runtime prints stack slots that a reader
+from outside cannot tell live from stale. A block that is no goroutine ends
+the caller with an error.
+"""
+import re
+import sys
+
+
+def blocks(path):
+    out = {}
+    for b in open(path).read().split('\n\n'):
+        if not b.strip():
+            continue
+        lines = b.strip('\n').split('\n')
+        m = re.match(r'goroutine (\d+) \[(.*)\]:$', lines[0])
+        if not m:
+            sys.exit(f"{path}: not a goroutine header: {lines[0]!r}")
+        state = m.group(2)
+        minutes = re.search(r', (\d+) minutes', state)
+        state = re.sub(r', \d+ minutes', '', state)
+        body = [l if l.startswith(('\t', 'created by ', '...')) else re.sub(r'\([^()]*\)$', '(...)', l)
+                for l in lines[1:]]
+        out[m.group(1)] = (state, int(minutes.group(1)) if minutes else 0, body)
+    return out
