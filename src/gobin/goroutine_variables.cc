@@ -18,13 +18,7 @@ constexpr uint64_t kMaxWaitReasons = 256;
 constexpr uint64_t kMaxWaitReasonLength = 64;
 
 RuntimeVariable GoroutineSymbol(const GoBinary& bin, std::string_view name) {
-  std::optional<uint64_t> addr = bin.SymbolAddress(name);
-  if (!addr) {
-    throw Error(ErrorKind::kUnsupported, bin.elf().name(), " has no symbol ", name,
-                "; this Go runtime's goroutines cannot be located")
-        .WithHint("goroutines are read from Go 1.18+ programs");
-  }
-  return {*addr, "symbol table"};
+  return SymbolOrRefuse(bin, name, "goroutines");
 }
 
 // The Go string {ptr, len} at a in the file, if it and its bytes are there

@@ -17,13 +17,7 @@ namespace {
 constexpr uint32_t kFixedStack = 2048;
 
 RuntimeVariable MemstatsSymbol(const GoBinary& bin, std::string_view name) {
-  std::optional<uint64_t> addr = bin.SymbolAddress(name);
-  if (!addr) {
-    throw Error(ErrorKind::kUnsupported, bin.elf().name(), " has no symbol ", name,
-                "; this Go runtime's memory statistics cannot be located")
-        .WithHint("memory statistics are read from Go 1.18+ programs");
-  }
-  return {*addr, "symbol table"};
+  return SymbolOrRefuse(bin, name, "memory statistics");
 }
 
 // The recovery of one binary: its code, moduledata and layout.

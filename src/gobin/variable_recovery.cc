@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <set>
+#include <string>
 
 namespace goheap2pprof {
 
@@ -52,6 +54,16 @@ bool RuntimeCode::References(std::string_view name, uint64_t target, std::option
   return std::any_of(refs->begin(), refs->end(), [&](const DataRef& r) {
     return r.target == target && (!size || r.size == *size);
   });
+}
+
+RuntimeVariable SymbolOrRefuse(const GoBinary& bin, std::string_view name, std::string_view what) {
+  std::optional<uint64_t> addr = bin.SymbolAddress(name);
+  if (!addr) {
+    throw Error(ErrorKind::kUnsupported, bin.elf().name(), " has no symbol ", name,
+                "; this Go runtime's ", what, " cannot be located")
+        .WithHint(std::string(what) + " are read from Go 1.18+ programs");
+  }
+  return {*addr, "symbol table"};
 }
 
 Error Unrecoverable(const GoBinary& bin, std::string_view variable, std::string why) {

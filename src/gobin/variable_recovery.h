@@ -74,6 +74,10 @@ std::string CheckSection(const ModuleData& md, DataSection section, uint64_t a);
 // "" if a is in the section and aligned to `align` bytes, else why not.
 std::string CheckPlacement(const ModuleData& md, DataSection section, uint64_t align, uint64_t a);
 
+// The symbol table's address of `name`, or kUnsupported saying that
+// `what` ("memory statistics", "goroutines") cannot be located.
+RuntimeVariable SymbolOrRefuse(const GoBinary& bin, std::string_view name, std::string_view what);
+
 // runtime.firstmoduledata of a stripped binary, or Unrecoverable naming
 // `variable`.
 const ModuleData& ModuleDataOrRefuse(const GoBinary& bin, const PclntabLocation& loc,
