@@ -1,5 +1,6 @@
 #include "cli/probe_main.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <memory>

@@ -21,6 +21,7 @@
 //   listener.Run(routes);                // until Stop() from another thread
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
