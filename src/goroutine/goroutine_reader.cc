@@ -4,6 +4,7 @@
 #include <array>
 #include <span>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 
 #include "base/bytes.h"
@@ -124,12 +125,17 @@ class Walk {
         out_(out),
         unwind_cache_(*ctx.pclntab, ctx.async_preempt_traps) {}
 
-  // Reads gs in batches; goroutines that moved go again, each at most
-  // max_attempts times.
+  // Reads gs in batches; goroutines that moved go again after a pause,
+  // each at most max_attempts times.
   void Run() {
     std::vector<size_t> todo(allgs_.size());
     for (size_t i = 0; i < todo.size(); ++i) todo[i] = i;
+    auto pause = limits_.retry_pause;
     while (!todo.empty()) {
+      if (round_ != 0) {
+        std::this_thread::sleep_for(pause);
+        pause *= 4;
+      }
       std::vector<size_t> again;
       for (size_t at = 0; at < todo.size(); at += limits_.batch) {
         const size_t n = std::min(limits_.batch, todo.size() - at);

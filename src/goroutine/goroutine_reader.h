@@ -14,6 +14,7 @@
 //   report(s.stats.retried, s.stats.dropped);
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -33,7 +34,11 @@ struct GoroutineLimits {
   uint64_t max_goroutines = 10'000'000;           // allglen above this is refused
   uint64_t max_stack_bytes = 256 * 1024;          // copied per goroutine, from its SP up
   uint64_t max_total_bytes = uint64_t{16} << 30;  // over the whole read
-  int max_attempts = 3;                           // reads of a goroutine that moves
+  int max_attempts = 5;                           // reads of a goroutine that moves
+  // Before each new round of reads of the goroutines that moved, a pause,
+  // four times longer each round (1, 4, 16, 64 ms): a GC scan or a stack
+  // copy lasts microseconds, so a goroutine it caught is still by then.
+  std::chrono::microseconds retry_pause{1000};
   size_t batch = 4096;                            // goroutines per ReadMany
 };
 
