@@ -39,7 +39,7 @@ struct GoroutineLimits {
   // four times longer each round (1, 4, 16, 64 ms): a GC scan or a stack
   // copy lasts microseconds, so a goroutine it caught is still by then.
   std::chrono::microseconds retry_pause{1000};
-  size_t batch = 4096;                            // goroutines per ReadMany
+  size_t batch = 4096;  // goroutines per ReadMany
 };
 
 // Where the runtime's goroutine variables are in this process (runtime
