@@ -1,10 +1,13 @@
 # The goroutine oracle's comparisons, shared by the suites that hold a
 # capture of testdata/goroutines against the target's own files
-# (goroutines_test.sh: the CLI; serve_goroutine_test.sh: serve's
-# /debug/pprof/goroutine). Not a test: sourced after lib.sh.
+# (goroutines_test.sh: the CLI; goroutines_arm64_test.sh: the CLI on arm64
+# under qemu; serve_goroutine_test.sh: serve's /debug/pprof/goroutine), and
+# the build of that target. Not a test: sourced after lib.sh.
 #
 #   check_diff <profdiff.out>; check_text <theirs.txt> <ours.txt>;
-#   check_dump <theirs2.txt> <ours2.txt>
+#   check_dump <theirs2.txt> <ours2.txt>;
+#   build_goroutines <version> <output> [flags];
+#   check_profile <label> <dir> <pid>; check_texts <label> <dir> <pid>
 
 # check_diff <profdiff.out>: the only differences are the writer goroutine
 # (only in the target's file, inside runtime/pprof.writeGoroutine) and main
@@ -79,4 +82,55 @@ for g in theirs:
                  f"\nours [{s2}, {m2} minutes]\n" + '\n'.join(b2))
 print(f"{len(theirs)} goroutines")
 PY
+}
+
+# build_goroutines <version> <output> [go build flags...]: testdata/goroutines
+# built with that toolchain (CGO_ENABLED=$cgo, 0 unless set; GOARCH from the
+# environment).
+build_goroutines() {
+  local version=$1 out=$2 gocmd
+  shift 2
+  read -r -a gocmd <<<"$(go_cmd "$version")"
+  (cd "$src/testdata/goroutines" && CGO_ENABLED=${cgo:-0} "${gocmd[@]}" build "$@" -o "$out" .)
+}
+
+# check_texts <label> <dir> <pid>: our debug=1 must be the target's
+# ($dir/out/goroutine.txt) byte for byte but the writer's record, and our
+# debug=2 its dump but the writer (check_text, check_dump).
+check_texts() {
+  local label=$1 dir=$2 pid=$3
+  if ! "$tool" goroutines "$pid" --format debug1 -o "$dir/ours.txt" 2>"$dir/tool1.err"; then
+    fail "$label debug=1: goheap2pprof goroutines failed" "$dir/tool1.err"
+  elif check_text "$dir/out/goroutine.txt" "$dir/ours.txt" >"$dir/check1.out" 2>&1; then
+    pass "$label debug=1: $(head -n 1 "$dir/ours.txt"), byte for byte but the writer's record"
+  else
+    fail "$label debug=1: the texts differ ($dir)" "$dir/check1.out"
+  fi
+  if ! "$tool" goroutines "$pid" --format debug2 -o "$dir/ours2.txt" 2>"$dir/tool2.err"; then
+    fail "$label debug=2: goheap2pprof goroutines failed" "$dir/tool2.err"
+  elif check_dump "$dir/out/goroutine2.txt" "$dir/ours2.txt" >"$dir/check2.out" 2>&1; then
+    pass "$label debug=2: $(cat "$dir/check2.out") with the same headers, frames, +0x offsets and creators but the writer"
+  else
+    fail "$label debug=2: the dumps differ ($dir)" "$dir/check2.out"
+  fi
+}
+
+# check_profile <label> <dir> <pid>: our pprof profile must be the target's
+# ($dir/out/goroutine.pb.gz) but the writer and main (check_diff), with
+# nothing dropped from a target that holds still.
+check_profile() {
+  local label=$1 dir=$2 pid=$3
+  if ! "$tool" goroutines "$pid" -o "$dir/ours.pb.gz" -v >"$dir/tool.out" 2>"$dir/tool.err"; then
+    fail "$label: goheap2pprof goroutines failed" "$dir/tool.err"
+  elif ! grep -q 'retried [0-9]*, dropped 0,' "$dir/tool.err"; then
+    fail "$label: goroutines were dropped from a target that holds still" "$dir/tool.err"
+  else
+    "$profdiff" --ignore-comments "$dir/out/goroutine.pb.gz" "$dir/ours.pb.gz" >"$dir/profdiff.out" 2>&1
+    if check_diff "$dir/profdiff.out" >"$dir/check.out" 2>&1; then
+      pass "$label debug=0: $(sed -n 's/^samples: //p' "$dir/profdiff.out"); only the writer differs"
+    else
+      cat "$dir/check.out" >>"$dir/profdiff.out"
+      fail "$label debug=0: the profiles differ ($dir)" "$dir/profdiff.out"
+    fi
+  fi
 }

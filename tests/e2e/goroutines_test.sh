@@ -70,36 +70,6 @@ print(f"{len(dump)} goroutines as in the dump; first site {n} x chan receive fro
 PY
 }
 
-# build_goroutines <version> <output> [go build flags...]: testdata/goroutines
-# built with that toolchain (CGO_ENABLED=$cgo, 0 unless set).
-build_goroutines() {
-  local version=$1 out=$2 gocmd
-  shift 2
-  read -r -a gocmd <<<"$(go_cmd "$version")"
-  (cd "$src/testdata/goroutines" && CGO_ENABLED=${cgo:-0} "${gocmd[@]}" build "$@" -o "$out" .)
-}
-
-# check_texts <label> <dir> <pid>: our debug=1 must be the target's
-# ($dir/out/goroutine.txt) byte for byte but the writer's record, and our
-# debug=2 its dump but the writer (check_text, check_dump).
-check_texts() {
-  local label=$1 dir=$2 pid=$3
-  if ! "$tool" goroutines "$pid" --format debug1 -o "$dir/ours.txt" 2>"$dir/tool1.err"; then
-    fail "$label debug=1: goheap2pprof goroutines failed" "$dir/tool1.err"
-  elif check_text "$dir/out/goroutine.txt" "$dir/ours.txt" >"$dir/check1.out" 2>&1; then
-    pass "$label debug=1: $(head -n 1 "$dir/ours.txt"), byte for byte but the writer's record"
-  else
-    fail "$label debug=1: the texts differ ($dir)" "$dir/check1.out"
-  fi
-  if ! "$tool" goroutines "$pid" --format debug2 -o "$dir/ours2.txt" 2>"$dir/tool2.err"; then
-    fail "$label debug=2: goheap2pprof goroutines failed" "$dir/tool2.err"
-  elif check_dump "$dir/out/goroutine2.txt" "$dir/ours2.txt" >"$dir/check2.out" 2>&1; then
-    pass "$label debug=2: $(cat "$dir/check2.out") with the same headers, frames, +0x offsets and creators but the writer"
-  else
-    fail "$label debug=2: the dumps differ ($dir)" "$dir/check2.out"
-  fi
-}
-
 # core_case <version> <dir> <pid>: gcore the target (it stops it for a
 # moment) right after a live debug=1 and debug=2 capture; the core's must
 # be the same, byte for byte.
@@ -323,19 +293,7 @@ run_version() {
     e2e_stop_pids
     return
   fi
-  if ! "$tool" goroutines "$pid" -o "$dir/ours.pb.gz" -v >"$dir/tool.out" 2>"$dir/tool.err"; then
-    fail "$version: goheap2pprof goroutines failed" "$dir/tool.err"
-  elif ! grep -q 'retried [0-9]*, dropped 0,' "$dir/tool.err"; then
-    fail "$version: goroutines were dropped from a target that holds still" "$dir/tool.err"
-  else
-    "$profdiff" --ignore-comments "$dir/out/goroutine.pb.gz" "$dir/ours.pb.gz" >"$dir/profdiff.out" 2>&1
-    if check_diff "$dir/profdiff.out" >"$dir/check.out" 2>&1; then
-      pass "$version debug=0: $(sed -n 's/^samples: //p' "$dir/profdiff.out"); only the writer differs"
-    else
-      cat "$dir/check.out" >>"$dir/profdiff.out"
-      fail "$version debug=0: the profiles differ ($dir)" "$dir/profdiff.out"
-    fi
-  fi
+  check_profile "$version" "$dir" "$pid"
   check_texts "$version" "$dir" "$pid"
   if ! "$tool" goroutines "$pid" --format json -o "$dir/ours.json" 2>"$dir/toolj.err" ||
     ! "$tool" goroutines "$pid" --format text -o "$dir/ours.top" 2>>"$dir/toolj.err"; then
