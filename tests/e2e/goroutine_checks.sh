@@ -6,8 +6,8 @@
 #
 #   check_diff <profdiff.out>; check_text <theirs.txt> <ours.txt>;
 #   check_dump <theirs2.txt> <ours2.txt>;
-#   build_goroutines <version> <output> [flags];
-#   check_profile <label> <dir> <pid>; check_texts <label> <dir> <pid>
+#   usable_toolchain <version>; build_goroutines <version> <output> [flags];
+#   check_goroutine_profile <label> <dir> <pid>; check_texts <label> <dir> <pid>
 
 # check_diff <profdiff.out>: the only differences are the writer goroutine
 # (only in the target's file, inside runtime/pprof.writeGoroutine) and main
@@ -84,6 +84,21 @@ print(f"{len(theirs)} goroutines")
 PY
 }
 
+# usable_toolchain <version>: true when the go_programs fixture has this
+# toolchain and it runs here; otherwise reports a skip or a failure.
+usable_toolchain() {
+  local s why
+  read -r s why <<<"$(go_programs_status "$1")"
+  if [[ $s != ok ]]; then
+    [[ $s == skip ]] && skip "$1 ($why)" || fail "$1 ($why)"
+    return 1
+  fi
+  if ! why=$(toolchain_ok "$1"); then
+    fail "$1: $why"
+    return 1
+  fi
+}
+
 # build_goroutines <version> <output> [go build flags...]: testdata/goroutines
 # built with that toolchain (CGO_ENABLED=$cgo, 0 unless set; GOARCH from the
 # environment).
@@ -115,10 +130,10 @@ check_texts() {
   fi
 }
 
-# check_profile <label> <dir> <pid>: our pprof profile must be the target's
-# ($dir/out/goroutine.pb.gz) but the writer and main (check_diff), with
-# nothing dropped from a target that holds still.
-check_profile() {
+# check_goroutine_profile <label> <dir> <pid>: our pprof profile must be
+# the target's ($dir/out/goroutine.pb.gz) but the writer and main
+# (check_diff), with nothing dropped from a target that holds still.
+check_goroutine_profile() {
   local label=$1 dir=$2 pid=$3
   if ! "$tool" goroutines "$pid" -o "$dir/ours.pb.gz" -v >"$dir/tool.out" 2>"$dir/tool.err"; then
     fail "$label: goheap2pprof goroutines failed" "$dir/tool.err"

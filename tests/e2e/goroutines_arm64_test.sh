@@ -44,7 +44,7 @@ arm64_case() {
   e2e_start "$dir/target.out" "$dir/target.err" "$qemu" -L "$qemu_sysroot" \
     "$dir/goroutines" "$dir/out" "$count"
   if e2e_wait_until 120 test -e "$dir/out/ready"; then
-    check_profile "$version arm64 $label" "$dir" "$target_pid"
+    check_goroutine_profile "$version arm64 $label" "$dir" "$target_pid"
     check_texts "$version arm64 $label" "$dir" "$target_pid"
   else
     fail "$version arm64 $label: the target did not write its profiles" "$dir/target.err"
@@ -54,15 +54,7 @@ arm64_case() {
 
 versions=(${GOROUTINES_ARM64_VERSIONS:-go1.18.10 go1.26.8})
 for version in "${versions[@]}"; do
-  read -r s why <<<"$(go_programs_status "$version")"
-  if [[ $s != ok ]]; then
-    [[ $s == skip ]] && skip "$version ($why)" || fail "$version ($why)"
-    continue
-  fi
-  if ! why=$(toolchain_ok "$version"); then
-    fail "$version: $why"
-    continue
-  fi
+  usable_toolchain "$version" || continue
   arm64_case "$version" exe
   [[ $version == "${versions[-1]}" ]] && arm64_case "$version" stripped-pie -buildmode=pie "-ldflags=-s -w"
 done

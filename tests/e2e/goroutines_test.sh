@@ -271,16 +271,8 @@ stripped_case() {
 }
 
 run_version() {
-  local version=$1 dir=$work/$1 s why
-  read -r s why <<<"$(go_programs_status "$version")"
-  if [[ $s != ok ]]; then
-    [[ $s == skip ]] && skip "$version ($why)" || fail "$version ($why)"
-    return
-  fi
-  if ! why=$(toolchain_ok "$version"); then
-    fail "$version: $why"
-    return
-  fi
+  local version=$1 dir=$work/$1
+  usable_toolchain "$version" || return
   mkdir -p "$dir/out"
   if ! build_goroutines "$version" "$dir/goroutines" >"$dir/build.log" 2>&1; then
     fail "$version: go build of testdata/goroutines" "$dir/build.log"
@@ -293,7 +285,7 @@ run_version() {
     e2e_stop_pids
     return
   fi
-  check_profile "$version" "$dir" "$pid"
+  check_goroutine_profile "$version" "$dir" "$pid"
   check_texts "$version" "$dir" "$pid"
   if ! "$tool" goroutines "$pid" --format json -o "$dir/ours.json" 2>"$dir/toolj.err" ||
     ! "$tool" goroutines "$pid" --format text -o "$dir/ours.top" 2>>"$dir/toolj.err"; then
