@@ -197,6 +197,31 @@ TEST_F(ArmUnwindTest, FrameNotOpenedYetReturnsToTheSavedLinkRegister) {
   EXPECT_EQ(s.goroutines[0].pcs, (std::vector<uint64_t>{kWorker + 1, kGoexit + 4}));
 }
 
+TEST_F(ArmUnwindTest, SystemCallStartsFromSyscallPcWithoutTheSavedLinkRegister) {
+  // In a system call the walk starts at syscallpc/syscallsp, with no LR
+  // (the runtime's lr0 = 0): the return address is the word at SP even
+  // where the SP delta is 0, whatever gobuf.lr holds.
+  Park(kGopark + 0x20, kBgsweep + 4, {{0, kGoexit + 4}});
+  mem_.PutU64(G(0) + layout_.syscallsp, kArmSp);
+  mem_.PutU64(G(0) + layout_.syscallpc, kWorker + 0x8);
+  const GoroutineSnapshot s = Read();
+  ASSERT_EQ(s.goroutines.size(), 1u);
+  EXPECT_EQ(s.goroutines[0].pcs, (std::vector<uint64_t>{kWorker + 0x8, kGoexit + 4}));
+}
+
+TEST_F(ArmUnwindTest, RereadsGoroutineWhoseLinkRegisterChanged) {
+  // Unwound from gobuf.lr, then found with another one: read again.
+  Park(kWorker, kGoexit + 4, {});
+  int reads = 0;
+  mem_.SetReadHook([&](uint64_t addr, uint64_t) {
+    if (addr == G(0) && ++reads == 2) mem_.PutU64(G(0) + layout_.sched_lr, kGoexit + 8);
+  });
+  const GoroutineSnapshot s = Read();
+  ASSERT_EQ(s.goroutines.size(), 1u);
+  EXPECT_EQ(s.goroutines[0].pcs, (std::vector<uint64_t>{kWorker + 1, kGoexit + 8}));
+  EXPECT_EQ(s.stats.retried, 1u);
+}
+
 TEST_F(ArmUnwindTest, AsyncPreemptionSkipsTheLinkRegisterThatTheSignalPushed) {
   // asyncPreempt's frame (0x10), then the 16 bytes where the signal handler
   // pushed the interrupted function's LR, then main.worker's frame.
