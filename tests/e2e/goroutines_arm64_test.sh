@@ -15,7 +15,9 @@
 # oldest and the newest runtime.g layouts, and both of the runtime's
 # unwinders, gentraceback up to 1.20 and the unwinder from 1.21); on the
 # last one also a stripped PIE, whose variables are recovered from arm64
-# code. GOROUTINES_COUNT sets the goroutines of the one site (10000).
+# code, and the busy target of goroutines_test.sh (goroutines created and
+# ending under the capture: five captures, nothing torn, nothing of the
+# stable goroutines dropped). GOROUTINES_COUNT sets the goroutines of the one site (10000).
 # Exit status: 0 all cases passed, 1 some failed, 77 nothing could run
 # (e.g. no qemu: the reason is printed).
 set -u
@@ -29,6 +31,7 @@ e2e_make_work goroutines-arm64
 trap e2e_stop_pids EXIT
 trap 'exit 1' INT TERM
 count=${GOROUTINES_COUNT:-10000}
+target_runner=("$qemu" -L "$qemu_sysroot")
 
 # arm64_case <version> <label> [go build flags...]: builds the target, runs
 # it under qemu until it has written its files, and checks our three
@@ -41,8 +44,8 @@ arm64_case() {
     fail "$version arm64 $label: go build of testdata/goroutines" "$dir/build.log"
     return
   fi
-  e2e_start "$dir/target.out" "$dir/target.err" "$qemu" -L "$qemu_sysroot" \
-    "$dir/goroutines" "$dir/out" "$count"
+  e2e_start "$dir/target.out" "$dir/target.err" "${target_runner[@]}" "$dir/goroutines" \
+    "$dir/out" "$count"
   if e2e_wait_until 120 test -e "$dir/out/ready"; then
     check_goroutine_profile "$version arm64 $label" "$dir" "$target_pid"
     check_texts "$version arm64 $label" "$dir" "$target_pid"
@@ -56,6 +59,9 @@ versions=(${GOROUTINES_ARM64_VERSIONS:-go1.18.10 go1.26.8})
 for version in "${versions[@]}"; do
   usable_toolchain "$version" || continue
   arm64_case "$version" exe
-  [[ $version == "${versions[-1]}" ]] && arm64_case "$version" stripped-pie -buildmode=pie "-ldflags=-s -w"
+  if [[ $version == "${versions[-1]}" ]]; then
+    arm64_case "$version" stripped-pie -buildmode=pie "-ldflags=-s -w"
+    GOARCH=arm64 busy "$version" "$version arm64"
+  fi
 done
 e2e_finish
