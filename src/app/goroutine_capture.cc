@@ -64,6 +64,8 @@ GoroutineContext MakeContext(const ExecutableAnalysis& analysis, const Goroutine
   // debug.profstackdepth (128) from 1.23; the 32-word StackRecord before.
   ctx.profile_depth = traits.version.major == 1 && traits.version.minor <= 22 ? 32 : 128;
   ctx.async_preempt_traps = !(traits.version.major == 1 && traits.version.minor <= 20);
+  ctx.call_arch =
+      analysis.elf().machine() == EM_AARCH64 ? CallArch::kLinkRegister : CallArch::kPushesReturn;
   return ctx;
 }
 
@@ -157,9 +159,10 @@ int64_t TargetNanotime(const CaptureSource& source, const GoroutineCaptureOption
 GoroutineCapture CaptureGoroutines(CaptureSource& source, const ExecutableAnalysis& analysis,
                                    const GoroutineLimits& limits,
                                    const GoroutineCaptureOptions& options) {
-  if (analysis.elf().machine() != EM_X86_64) {
+  const uint16_t machine = analysis.elf().machine();
+  if (machine != EM_X86_64 && machine != EM_AARCH64) {
     throw Error(ErrorKind::kUnsupported, analysis.elf().name(),
-                ": goroutines are read from amd64 programs only so far");
+                ": goroutines are read from amd64 and arm64 programs only");
   }
   GoroutineCapture out;
   out.bias = ComputeLoadBias(analysis.elf(), source.mappings(), source.executable().running);

@@ -93,8 +93,8 @@ bool IsSystemGoroutine(MemoryReader& mem, const GoroutineContext& ctx, StartKind
 // the goroutine had: status, id, saved registers, stack bounds, labels.
 bool SameGoroutine(const GoroutineLayout& l, std::span<const uint8_t> a,
                    std::span<const uint8_t> b) {
-  const uint64_t words[] = {l.stack_lo,  l.stack_hi,  l.sched_sp, l.sched_pc, l.sched_bp,
-                            l.syscallsp, l.syscallpc, l.goid,     l.labels};
+  const uint64_t words[] = {l.stack_lo, l.stack_hi,  l.sched_sp,  l.sched_pc, l.sched_lr,
+                            l.sched_bp, l.syscallsp, l.syscallpc, l.goid,     l.labels};
   for (uint64_t off : words) {
     if (U64At(a, off) != U64At(b, off)) return false;
   }
@@ -110,6 +110,7 @@ struct Pending {
   std::vector<uint8_t> stack;  // from the SP up
   uint64_t sp = 0;
   uint64_t pc = 0;
+  uint64_t lr = 0;      // gobuf.lr (arm64), none from the syscall registers
   bool unwind = false;  // a goroutine the profile has
   bool on_cpu = false;  // running, kept without a stack (keep_running)
 };
@@ -215,6 +216,7 @@ class Walk {
     const bool in_syscall = syscallsp != 0 || status == kGsyscall;
     p.sp = in_syscall ? syscallsp : U64At(g, l.sched_sp);
     p.pc = in_syscall ? U64At(g, l.syscallpc) : U64At(g, l.sched_pc);
+    p.lr = in_syscall ? 0 : U64At(g, l.sched_lr);
     const uint64_t lo = U64At(g, l.stack_lo);
     const uint64_t hi = U64At(g, l.stack_hi);
     if (p.sp < lo || p.sp >= hi) {
@@ -265,8 +267,8 @@ class Walk {
     const GoroutineLayout& l = ctx_.layout;
     std::span<const uint8_t> g = p.first;
     Goroutine out = Describe(p);
-    UnwindResult r = UnwindGoroutine(unwind_cache_, ctx_.func_ids, ctx_.bias, {p.pc, p.sp},
-                                     {p.sp, p.stack}, ctx_.profile_depth);
+    UnwindResult r = UnwindGoroutine(unwind_cache_, ctx_.func_ids, ctx_.bias, ctx_.call_arch,
+                                     {p.pc, p.sp, p.lr}, {p.sp, p.stack}, ctx_.profile_depth);
     // A stack that ends anywhere but at its top frame or the depth came from
     // a stale copy, or was cut by the copy's bound.
     if (r.end == UnwindEnd::kUnknownPc || r.end == UnwindEnd::kMalformed) return std::nullopt;

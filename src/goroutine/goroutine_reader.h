@@ -22,6 +22,7 @@
 
 #include "gobin/pclntab.h"
 #include "goroutine/labels.h"
+#include "goroutine/unwind.h"
 #include "proc/memory_reader.h"
 #include "runtime/goroutine_layout.h"
 #include "runtime/runtime_traits.h"
@@ -60,7 +61,8 @@ struct GoroutineContext {
   // Keep goroutines on a CPU too, without a stack (Goroutine::on_cpu): the
   // debug=2 dump lists them, the profile does not.
   bool keep_running = false;
-  bool async_preempt_traps = true;  // 1.21+ (goroutine/unwind.h)
+  bool async_preempt_traps = true;               // 1.21+ (goroutine/unwind.h)
+  CallArch call_arch = CallArch::kPushesReturn;  // amd64; arm64 kLinkRegister
 };
 
 struct Goroutine {

@@ -19,35 +19,9 @@ source "$(dirname "$0")/lib.sh"
 
 e2e_check_args "$@"
 here=$(cd "$(dirname "$0")" && pwd)
-qemu=$(command -v qemu-aarch64-static || true)
-sysroot=/usr/aarch64-linux-gnu
-if [[ -z $qemu ]]; then
-  echo "SKIP: qemu-aarch64-static is not installed (apt-get install qemu-user-static)"
-  exit 77
-fi
-if [[ ! -e $sysroot/lib/ld-linux-aarch64.so.1 ]]; then
-  echo "SKIP: $sysroot/lib/ld-linux-aarch64.so.1 is missing (apt-get install libc6-arm64-cross)"
-  exit 77
-fi
-# qemu must be able to run an arm64 program at all here (e.g. a seccomp
-# profile or a low vm.mmap_min_addr limit can stop it).
 e2e_go_cache_fallback "${GOHEAP2PPROF_BINARY_DIR:-$here/../../build}"
-probe_dir=$(mktemp -d)
-trap 'rm -rf "$probe_dir"' EXIT
-cat >"$probe_dir/main.go" <<'EOF'
-package main
-
-func main() { println("ok") }
-EOF
-if ! (cd "$probe_dir" && env GOTOOLCHAIN=local GOARCH=arm64 CGO_ENABLED=0 \
-  go build -o probe main.go) >"$probe_dir/log" 2>&1; then
-  echo "SKIP: cannot cross-build for arm64: $(tail -n 1 "$probe_dir/log")"
-  exit 77
-fi
-if ! out=$("$qemu" -L "$sysroot" "$probe_dir/probe" 2>&1) || [[ $out != ok ]]; then
-  echo "SKIP: $qemu cannot run an arm64 program here: $out"
-  exit 77
-fi
+e2e_require_qemu_arm64
+sysroot=$qemu_sysroot
 
 export ORACLE_GOARCH=arm64 ORACLE_RUNNER="$qemu -L $sysroot"
 # Rate-1 targets take ~10-25 s to reach READY under emulation.

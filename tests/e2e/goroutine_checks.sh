@@ -1,10 +1,14 @@
 # The goroutine oracle's comparisons, shared by the suites that hold a
 # capture of testdata/goroutines against the target's own files
-# (goroutines_test.sh: the CLI; serve_goroutine_test.sh: serve's
-# /debug/pprof/goroutine). Not a test: sourced after lib.sh.
+# (goroutines_test.sh: the CLI; goroutines_arm64_test.sh: the CLI on arm64
+# under qemu; serve_goroutine_test.sh: serve's /debug/pprof/goroutine), and
+# the build of that target. Not a test: sourced after lib.sh.
 #
 #   check_diff <profdiff.out>; check_text <theirs.txt> <ours.txt>;
-#   check_dump <theirs2.txt> <ours2.txt>
+#   check_dump <theirs2.txt> <ours2.txt>;
+#   usable_toolchain <version>; build_goroutines <version> <output> [flags];
+#   check_goroutine_profile <label> <dir> <pid>; check_texts <label> <dir> <pid>;
+#   check_busy <profdiff.out>; busy <version> [label]
 
 # check_diff <profdiff.out>: the only differences are the writer goroutine
 # (only in the target's file, inside runtime/pprof.writeGoroutine) and main
@@ -79,4 +83,150 @@ for g in theirs:
                  f"\nours [{s2}, {m2} minutes]\n" + '\n'.join(b2))
 print(f"{len(theirs)} goroutines")
 PY
+}
+
+# usable_toolchain <version>: true when the go_programs fixture has this
+# toolchain and it runs here; otherwise reports a skip or a failure.
+usable_toolchain() {
+  local s why
+  read -r s why <<<"$(go_programs_status "$1")"
+  if [[ $s != ok ]]; then
+    [[ $s == skip ]] && skip "$1 ($why)" || fail "$1 ($why)"
+    return 1
+  fi
+  if ! why=$(toolchain_ok "$1"); then
+    fail "$1: $why"
+    return 1
+  fi
+}
+
+# build_goroutines <version> <output> [go build flags...]: testdata/goroutines
+# built with that toolchain (CGO_ENABLED=$cgo, 0 unless set; GOARCH from the
+# environment).
+build_goroutines() {
+  local version=$1 out=$2 gocmd
+  shift 2
+  read -r -a gocmd <<<"$(go_cmd "$version")"
+  (cd "$src/testdata/goroutines" && CGO_ENABLED=${cgo:-0} "${gocmd[@]}" build "$@" -o "$out" .)
+}
+
+# check_texts <label> <dir> <pid>: our debug=1 must be the target's
+# ($dir/out/goroutine.txt) byte for byte but the writer's record, and our
+# debug=2 its dump but the writer (check_text, check_dump).
+check_texts() {
+  local label=$1 dir=$2 pid=$3
+  if ! "$tool" goroutines "$pid" --format debug1 -o "$dir/ours.txt" 2>"$dir/tool1.err"; then
+    fail "$label debug=1: goheap2pprof goroutines failed" "$dir/tool1.err"
+  elif check_text "$dir/out/goroutine.txt" "$dir/ours.txt" >"$dir/check1.out" 2>&1; then
+    pass "$label debug=1: $(head -n 1 "$dir/ours.txt"), byte for byte but the writer's record"
+  else
+    fail "$label debug=1: the texts differ ($dir)" "$dir/check1.out"
+  fi
+  if ! "$tool" goroutines "$pid" --format debug2 -o "$dir/ours2.txt" 2>"$dir/tool2.err"; then
+    fail "$label debug=2: goheap2pprof goroutines failed" "$dir/tool2.err"
+  elif check_dump "$dir/out/goroutine2.txt" "$dir/ours2.txt" >"$dir/check2.out" 2>&1; then
+    pass "$label debug=2: $(cat "$dir/check2.out") with the same headers, frames, +0x offsets and creators but the writer"
+  else
+    fail "$label debug=2: the dumps differ ($dir)" "$dir/check2.out"
+  fi
+}
+
+# check_goroutine_profile <label> <dir> <pid>: our pprof profile must be
+# the target's ($dir/out/goroutine.pb.gz) but the writer and main
+# (check_diff), with nothing dropped from a target that holds still.
+check_goroutine_profile() {
+  local label=$1 dir=$2 pid=$3
+  if ! "$tool" goroutines "$pid" -o "$dir/ours.pb.gz" -v >"$dir/tool.out" 2>"$dir/tool.err"; then
+    fail "$label: goheap2pprof goroutines failed" "$dir/tool.err"
+  elif ! grep -q 'retried [0-9]*, dropped 0,' "$dir/tool.err"; then
+    fail "$label: goroutines were dropped from a target that holds still" "$dir/tool.err"
+  else
+    "$profdiff" --ignore-comments "$dir/out/goroutine.pb.gz" "$dir/ours.pb.gz" >"$dir/profdiff.out" 2>&1
+    if check_diff "$dir/profdiff.out" >"$dir/check.out" 2>&1; then
+      pass "$label debug=0: $(sed -n 's/^samples: //p' "$dir/profdiff.out"); only the writer differs"
+    else
+      cat "$dir/check.out" >>"$dir/profdiff.out"
+      fail "$label debug=0: the profiles differ ($dir)" "$dir/profdiff.out"
+    fi
+  fi
+}
+
+# check_busy <profdiff.out>: the target's stable goroutines are all there
+# with their counts (the reader waits out a GC scan or a stack copy before it
+# reads a goroutine again, so none is dropped); what differs is the writer
+# (only in theirs) and, only in ours, main parked in select{} and the
+# churning goroutines and spawners.
+check_busy() {
+  python3 - "$1" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+if re.search(r'^(header differs|main mapping differs)', text, re.M):
+    sys.exit("header or main mapping differs")
+blocks = re.split(r'^(?=only in (?:expected|actual):)', text, flags=re.M)[1:]
+expected = [b for b in blocks if b.startswith('only in expected')]
+actual = [b for b in blocks if b.startswith('only in actual')]
+def count(b):
+    return int(re.match(r'only in \w+: values \[(\d+)\]', b).group(1))
+def frames(b):
+    return [l.split()[1:] for l in b.splitlines()[1:] if l.startswith('    0x')]
+writer = [b for b in expected if 'runtime/pprof.writeGoroutine' in b]
+if len(writer) != 1:
+    sys.exit("the writer of the target's profile is not the one goroutine only in theirs")
+for b in expected:
+    if b in writer:
+        continue
+    ours = [a for a in actual if frames(a) == frames(b)]
+    if len(ours) != 1 or count(ours[0]) != count(b):
+        sys.exit("a stable goroutine of the target is missing or counted differently:\n" + b)
+    actual.remove(ours[0])
+# A stack only in ours must be one the target makes: runtime (or time)
+# frames, then exactly the function of one of its goroutines, outermost.
+def runtime(f):
+    return f.startswith(('runtime.', 'time.'))
+for b in actual:
+    funcs = [l.split()[1] for l in b.splitlines()[1:] if l.startswith('    0x')]
+    shape = ['main.main', 'runtime.main'] if funcs[-2:] == ['main.main', 'runtime.main'] else funcs[-1:]
+    if shape not in (['main.churnOne'], ['main.spawn'], ['main.main', 'runtime.main']) or \
+            not all(runtime(f) for f in funcs[:-len(shape)]):
+        sys.exit("a stack only in ours that the target does not make:\n" + b)
+PY
+}
+
+# busy <version> [label]: the target also creates and ends goroutines, up to
+# 50,000 a second; five captures must complete, drop nothing of the stable
+# goroutines, and return no stack the target does not make. The target has
+# $count goroutines from one site, and runs under the command in the array
+# target_runner when it is set (qemu).
+busy() {
+  local version=$1 label=${2:-$1} dir=$work/$1-busy i retried=0 dropped=0 r d bad=""
+  mkdir -p "$dir/out"
+  if ! build_goroutines "$version" "$dir/goroutines" >"$dir/build.log" 2>&1; then
+    fail "$label busy: go build of testdata/goroutines" "$dir/build.log"
+    return
+  fi
+  e2e_start "$dir/target.out" "$dir/target.err" ${target_runner[@]+"${target_runner[@]}"} \
+    "$dir/goroutines" "$dir/out" "$count" churn
+  local pid=$target_pid
+  if ! e2e_wait_until 120 test -e "$dir/out/ready"; then
+    fail "$label busy: the target did not write its profiles" "$dir/target.err"
+    e2e_stop_pids
+    return
+  fi
+  for i in 1 2 3 4 5; do
+    if ! "$tool" goroutines "$pid" -o "$dir/ours$i.pb.gz" -v >/dev/null 2>"$dir/tool$i.err"; then
+      bad="capture $i failed"
+      fail "$label busy: capture $i failed" "$dir/tool$i.err"
+      break
+    fi
+    read -r r d <<<"$(sed -n 's/.*retried \([0-9]*\), dropped \([0-9]*\),.*/\1 \2/p' "$dir/tool$i.err")"
+    retried=$((retried + ${r:-0})) dropped=$((dropped + ${d:-0}))
+    "$profdiff" --ignore-comments "$dir/out/goroutine.pb.gz" "$dir/ours$i.pb.gz" >"$dir/profdiff$i.out" 2>&1
+    if ! check_busy "$dir/profdiff$i.out" >>"$dir/profdiff$i.out" 2>&1; then
+      bad="capture $i"
+      fail "$label busy: capture $i returned other stacks ($dir)" "$dir/profdiff$i.out"
+      break
+    fi
+  done
+  [[ -z $bad ]] && pass "$label busy: 5 captures, every stable goroutine there, no stack the target does not make; retried $retried, dropped $dropped in all"
+  e2e_stop_pids
 }

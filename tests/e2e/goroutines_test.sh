@@ -70,36 +70,6 @@ print(f"{len(dump)} goroutines as in the dump; first site {n} x chan receive fro
 PY
 }
 
-# build_goroutines <version> <output> [go build flags...]: testdata/goroutines
-# built with that toolchain (CGO_ENABLED=$cgo, 0 unless set).
-build_goroutines() {
-  local version=$1 out=$2 gocmd
-  shift 2
-  read -r -a gocmd <<<"$(go_cmd "$version")"
-  (cd "$src/testdata/goroutines" && CGO_ENABLED=${cgo:-0} "${gocmd[@]}" build "$@" -o "$out" .)
-}
-
-# check_texts <label> <dir> <pid>: our debug=1 must be the target's
-# ($dir/out/goroutine.txt) byte for byte but the writer's record, and our
-# debug=2 its dump but the writer (check_text, check_dump).
-check_texts() {
-  local label=$1 dir=$2 pid=$3
-  if ! "$tool" goroutines "$pid" --format debug1 -o "$dir/ours.txt" 2>"$dir/tool1.err"; then
-    fail "$label debug=1: goheap2pprof goroutines failed" "$dir/tool1.err"
-  elif check_text "$dir/out/goroutine.txt" "$dir/ours.txt" >"$dir/check1.out" 2>&1; then
-    pass "$label debug=1: $(head -n 1 "$dir/ours.txt"), byte for byte but the writer's record"
-  else
-    fail "$label debug=1: the texts differ ($dir)" "$dir/check1.out"
-  fi
-  if ! "$tool" goroutines "$pid" --format debug2 -o "$dir/ours2.txt" 2>"$dir/tool2.err"; then
-    fail "$label debug=2: goheap2pprof goroutines failed" "$dir/tool2.err"
-  elif check_dump "$dir/out/goroutine2.txt" "$dir/ours2.txt" >"$dir/check2.out" 2>&1; then
-    pass "$label debug=2: $(cat "$dir/check2.out") with the same headers, frames, +0x offsets and creators but the writer"
-  else
-    fail "$label debug=2: the dumps differ ($dir)" "$dir/check2.out"
-  fi
-}
-
 # core_case <version> <dir> <pid>: gcore the target (it stops it for a
 # moment) right after a live debug=1 and debug=2 capture; the core's must
 # be the same, byte for byte.
@@ -196,83 +166,6 @@ minutes() {
   e2e_stop_pids
 }
 
-# check_busy <profdiff.out>: the target's stable goroutines are all there
-# with their counts (the reader waits out a GC scan or a stack copy before it
-# reads a goroutine again, so none is dropped); what differs is the writer
-# (only in theirs) and, only in ours, main parked in select{} and the
-# churning goroutines and spawners.
-check_busy() {
-  python3 - "$1" <<'PY'
-import re, sys
-text = open(sys.argv[1]).read()
-if re.search(r'^(header differs|main mapping differs)', text, re.M):
-    sys.exit("header or main mapping differs")
-blocks = re.split(r'^(?=only in (?:expected|actual):)', text, flags=re.M)[1:]
-expected = [b for b in blocks if b.startswith('only in expected')]
-actual = [b for b in blocks if b.startswith('only in actual')]
-def count(b):
-    return int(re.match(r'only in \w+: values \[(\d+)\]', b).group(1))
-def frames(b):
-    return [l.split()[1:] for l in b.splitlines()[1:] if l.startswith('    0x')]
-writer = [b for b in expected if 'runtime/pprof.writeGoroutine' in b]
-if len(writer) != 1:
-    sys.exit("the writer of the target's profile is not the one goroutine only in theirs")
-for b in expected:
-    if b in writer:
-        continue
-    ours = [a for a in actual if frames(a) == frames(b)]
-    if len(ours) != 1 or count(ours[0]) != count(b):
-        sys.exit("a stable goroutine of the target is missing or counted differently:\n" + b)
-    actual.remove(ours[0])
-# A stack only in ours must be one the target makes: runtime (or time)
-# frames, then exactly the function of one of its goroutines, outermost.
-def runtime(f):
-    return f.startswith(('runtime.', 'time.'))
-for b in actual:
-    funcs = [l.split()[1] for l in b.splitlines()[1:] if l.startswith('    0x')]
-    shape = ['main.main', 'runtime.main'] if funcs[-2:] == ['main.main', 'runtime.main'] else funcs[-1:]
-    if shape not in (['main.churnOne'], ['main.spawn'], ['main.main', 'runtime.main']) or \
-            not all(runtime(f) for f in funcs[:-len(shape)]):
-        sys.exit("a stack only in ours that the target does not make:\n" + b)
-PY
-}
-
-# busy <version>: the target also creates and ends goroutines, up to 50,000 a
-# second; five captures must complete, drop nothing of the stable goroutines,
-# and return no stack the target does not make.
-busy() {
-  local version=$1 dir=$work/$1-busy i retried=0 dropped=0 r d bad=""
-  mkdir -p "$dir/out"
-  if ! build_goroutines "$version" "$dir/goroutines" >"$dir/build.log" 2>&1; then
-    fail "$version busy: go build of testdata/goroutines" "$dir/build.log"
-    return
-  fi
-  e2e_start "$dir/target.out" "$dir/target.err" "$dir/goroutines" "$dir/out" "$count" churn
-  local pid=$target_pid
-  if ! e2e_wait_until 120 test -e "$dir/out/ready"; then
-    fail "$version busy: the target did not write its profiles" "$dir/target.err"
-    e2e_stop_pids
-    return
-  fi
-  for i in 1 2 3 4 5; do
-    if ! "$tool" goroutines "$pid" -o "$dir/ours$i.pb.gz" -v >/dev/null 2>"$dir/tool$i.err"; then
-      bad="capture $i failed"
-      fail "$version busy: capture $i failed" "$dir/tool$i.err"
-      break
-    fi
-    read -r r d <<<"$(sed -n 's/.*retried \([0-9]*\), dropped \([0-9]*\),.*/\1 \2/p' "$dir/tool$i.err")"
-    retried=$((retried + ${r:-0})) dropped=$((dropped + ${d:-0}))
-    "$profdiff" --ignore-comments "$dir/out/goroutine.pb.gz" "$dir/ours$i.pb.gz" >"$dir/profdiff$i.out" 2>&1
-    if ! check_busy "$dir/profdiff$i.out" >>"$dir/profdiff$i.out" 2>&1; then
-      bad="capture $i"
-      fail "$version busy: capture $i returned other stacks ($dir)" "$dir/profdiff$i.out"
-      break
-    fi
-  done
-  [[ -z $bad ]] && pass "$version busy: 5 captures, every stable goroutine there, no stack the target does not make; retried $retried, dropped $dropped in all"
-  e2e_stop_pids
-}
-
 # stripped_case <version> <cgo 0|1>: the same target built as a stripped PIE
 # (-buildmode=pie -ldflags='-s -w': no .symtab, no DWARF; with cgo, linked
 # externally, so .text starts 0x100 below runtime.text), whose allgs,
@@ -301,16 +194,8 @@ stripped_case() {
 }
 
 run_version() {
-  local version=$1 dir=$work/$1 s why
-  read -r s why <<<"$(go_programs_status "$version")"
-  if [[ $s != ok ]]; then
-    [[ $s == skip ]] && skip "$version ($why)" || fail "$version ($why)"
-    return
-  fi
-  if ! why=$(toolchain_ok "$version"); then
-    fail "$version: $why"
-    return
-  fi
+  local version=$1 dir=$work/$1
+  usable_toolchain "$version" || return
   mkdir -p "$dir/out"
   if ! build_goroutines "$version" "$dir/goroutines" >"$dir/build.log" 2>&1; then
     fail "$version: go build of testdata/goroutines" "$dir/build.log"
@@ -323,19 +208,7 @@ run_version() {
     e2e_stop_pids
     return
   fi
-  if ! "$tool" goroutines "$pid" -o "$dir/ours.pb.gz" -v >"$dir/tool.out" 2>"$dir/tool.err"; then
-    fail "$version: goheap2pprof goroutines failed" "$dir/tool.err"
-  elif ! grep -q 'retried [0-9]*, dropped 0,' "$dir/tool.err"; then
-    fail "$version: goroutines were dropped from a target that holds still" "$dir/tool.err"
-  else
-    "$profdiff" --ignore-comments "$dir/out/goroutine.pb.gz" "$dir/ours.pb.gz" >"$dir/profdiff.out" 2>&1
-    if check_diff "$dir/profdiff.out" >"$dir/check.out" 2>&1; then
-      pass "$version debug=0: $(sed -n 's/^samples: //p' "$dir/profdiff.out"); only the writer differs"
-    else
-      cat "$dir/check.out" >>"$dir/profdiff.out"
-      fail "$version debug=0: the profiles differ ($dir)" "$dir/profdiff.out"
-    fi
-  fi
+  check_goroutine_profile "$version" "$dir" "$pid"
   check_texts "$version" "$dir" "$pid"
   if ! "$tool" goroutines "$pid" --format json -o "$dir/ours.json" 2>"$dir/toolj.err" ||
     ! "$tool" goroutines "$pid" --format text -o "$dir/ours.top" 2>>"$dir/toolj.err"; then

@@ -13,6 +13,7 @@
 #   e2e_go_cache_fallback          a Go cache when CTest runs us without HOME
 #   e2e_require_executables        skip unless the given files are executable
 #   e2e_require_command            skip unless a command is on PATH
+#   e2e_require_qemu_arm64         skip unless qemu-user runs arm64 Go programs; sets qemu
 #   e2e_require_seams              fail unless the tool was built with its test seams
 #   toolchain_versions, go_cmd, toolchain_ok, ...
 #                                  the Go toolchains (tests/go_toolchains.txt)
@@ -58,6 +59,40 @@ e2e_go_cache_fallback() {
   if [[ -z ${HOME:-} && -z ${GOCACHE:-} ]]; then
     export GOCACHE=$1/e2e/go-cache GOPATH=$1/e2e/go-path
   fi
+}
+
+# e2e_require_qemu_arm64: skips the test (exit 77, saying why) unless
+# qemu-user can run a cross-built arm64 Go program here, then sets qemu (the
+# emulator) and qemu_sysroot (for -L: Go's arm64 PIEs name its dynamic
+# loader). Needs qemu-user-static and libc6-arm64-cross
+# (scripts/install-deps.sh installs both); a seccomp profile or a low
+# vm.mmap_min_addr can still stop qemu, hence the probe.
+e2e_require_qemu_arm64() {
+  qemu=$(command -v qemu-aarch64-static || true)
+  qemu_sysroot=/usr/aarch64-linux-gnu
+  if [[ -z $qemu ]]; then
+    echo "SKIP: qemu-aarch64-static is not installed (apt-get install qemu-user-static)"
+    exit 77
+  fi
+  if [[ ! -e $qemu_sysroot/lib/ld-linux-aarch64.so.1 ]]; then
+    echo "SKIP: $qemu_sysroot/lib/ld-linux-aarch64.so.1 is missing (apt-get install libc6-arm64-cross)"
+    exit 77
+  fi
+  local probe out
+  probe=$(mktemp -d)
+  printf 'package main\n\nfunc main() { println("ok") }\n' >"$probe/main.go"
+  if ! (cd "$probe" && env GOTOOLCHAIN=local GOARCH=arm64 CGO_ENABLED=0 \
+    go build -o probe main.go) >"$probe/log" 2>&1; then
+    echo "SKIP: cannot cross-build for arm64: $(tail -n 1 "$probe/log")"
+    rm -rf "$probe"
+    exit 77
+  fi
+  if ! out=$("$qemu" -L "$qemu_sysroot" "$probe/probe" 2>&1) || [[ $out != ok ]]; then
+    echo "SKIP: $qemu cannot run an arm64 program here: $out"
+    rm -rf "$probe"
+    exit 77
+  fi
+  rm -rf "$probe"
 }
 
 # e2e_require_executables <file>...: skips the test (exit 77) unless every

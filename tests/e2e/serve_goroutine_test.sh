@@ -32,17 +32,9 @@ trap 'exit 1' INT TERM
 # start_oracle <version>: builds and starts testdata/goroutines; sets tpid
 # and dir, or fails and returns 1.
 start_oracle() {
-  local version=$1 s why gocmd
+  local version=$1 gocmd
   dir=$work/$version
-  read -r s why <<<"$(go_programs_status "$version")"
-  if [[ $s != ok ]]; then
-    [[ $s == skip ]] && skip "$version ($why)" || fail "$version ($why)"
-    return 1
-  fi
-  if ! why=$(toolchain_ok "$version"); then
-    fail "$version: $why"
-    return 1
-  fi
+  usable_toolchain "$version" || return 1
   read -r -a gocmd <<<"$(go_cmd "$version")"
   mkdir -p "$dir/out"
   if ! (cd "$src/testdata/goroutines" && CGO_ENABLED=0 "${gocmd[@]}" build -o "$dir/goroutines" .) \

@@ -1,7 +1,7 @@
 // The goroutine reader's variables recovered from machine code
 // (gobin/goroutine_variables.h) on every toolchain, non-PIE and PIE,
-// internally and externally linked: the same file's symbol table, hidden
-// from the recovery (stripped_view.h), is the answer.
+// internally and externally linked, amd64 and arm64: the same file's symbol
+// table, hidden from the recovery (stripped_view.h), is the answer.
 #include "gobin/goroutine_variables.h"
 
 #include <gtest/gtest.h>
@@ -22,17 +22,25 @@ namespace {
 
 struct Mode {
   std::string label;
+  std::string program;  // the go_programs fixture's name for it
 };
 
 const std::vector<Mode>& Modes() {
-  static const std::vector<Mode> kModes = {{"exe"}, {"pie"}, {"exe-cgo"}, {"pie-cgo"}};
+  // arm64: the heap variables' twins (-ldflags=-w: a symbol table, no
+  // DWARF), built on every toolchain.
+  static const std::vector<Mode> kModes = {{"exe", "frames-amd64-exe"},
+                                           {"pie", "frames-amd64-pie"},
+                                           {"exe-cgo", "frames-amd64-exe-cgo"},
+                                           {"pie-cgo", "frames-amd64-pie-cgo"},
+                                           {"arm64-exe", "heapvars-arm64-exe-twin"},
+                                           {"arm64-pie", "heapvars-arm64-pie-twin"}};
   return kModes;
 }
 
 class GoroutineVariablesTest : public testing_go::ToolchainTest<Mode, Modes> {};
 
 TEST_P(GoroutineVariablesTest, RecoveredFromCodeEqualSymbols) {
-  testing_go::GoProgram p = testing_go::FindGoProgram(*tc_, "frames-amd64-" + mode_->label);
+  testing_go::GoProgram p = testing_go::FindGoProgram(*tc_, mode_->program);
   if (!p.skip_reason.empty()) GTEST_SKIP() << p.skip_reason;
   ASSERT_TRUE(p.error.empty()) << p.error;
   testing_go::OpenedGoBinary bin = testing_go::OpenGoBinary(p.path);
@@ -65,7 +73,7 @@ TEST_P(GoroutineVariablesTest, RecoveredFromCodeEqualSymbols) {
 // reasons: with "GC assist marking" changed in the file, the one array
 // waitReason.String indexes is refused, not taken.
 TEST_P(GoroutineVariablesTest, WaitReasonTableCheckedByItsStrings) {
-  testing_go::GoProgram p = testing_go::FindGoProgram(*tc_, "frames-amd64-" + mode_->label);
+  testing_go::GoProgram p = testing_go::FindGoProgram(*tc_, mode_->program);
   if (!p.skip_reason.empty()) GTEST_SKIP() << p.skip_reason;
   ASSERT_TRUE(p.error.empty()) << p.error;
   testing_go::OpenedGoBinary bin = testing_go::OpenGoBinary(p.path);

@@ -38,7 +38,8 @@ HandTable Table() {
       {.name = "runtime.gopark", .frame_size = 0x18},
       {.name = "main.worker",
        .inlines = {{.name = "main.helper", .begin = 0x40, .end = 0x50, .parent_pc = 0x30}},
-       .frame_size = 0x28},
+       .frame_size = 0x28,
+       .prologue = 0x10},
       {.name = "runtime.goexit", .frame_size = 0, .flag = 1},  // FuncFlagTopFrame
       {.name = "runtime.bgsweep", .frame_size = 0x8},
       {.name = "runtime.asyncPreempt", .frame_size = 0x10},
@@ -108,6 +109,7 @@ class GoroutineReaderTest : public ::testing::Test {
     ctx.profile_depth = 128;
     ctx.async_preempt_traps = async_preempt_traps_;
     ctx.keep_running = keep_running_;
+    ctx.call_arch = call_arch_;
     return ReadGoroutines(mem_, ctx, limits);
   }
 
@@ -119,6 +121,7 @@ class GoroutineReaderTest : public ::testing::Test {
   std::vector<uint64_t> gs_;
   bool async_preempt_traps_ = true;
   bool keep_running_ = false;
+  CallArch call_arch_ = CallArch::kPushesReturn;
 };
 
 TEST_F(GoroutineReaderTest, UnwindsParkedGoroutineIntoLogicalFrames) {
@@ -156,6 +159,94 @@ TEST_F(GoroutineReaderTest, FrameInterruptedByAsyncPreemptionIsATrapFrame) {
   ASSERT_EQ(s.goroutines.size(), 1u);
   EXPECT_EQ(s.goroutines[0].pcs, (std::vector<uint64_t>{kAsyncPreempt + 0x8, kWorker + 0x45,
                                                         kWorker + 0x31, kGoexit + 1}));
+}
+
+// arm64 (a link register): the saved registers of goroutine 0 and the
+// words of its stack, from sp up.
+class ArmUnwindTest : public GoroutineReaderTest {
+ protected:
+  static constexpr uint64_t kArmSp = kSp - 0x100;
+  ArmUnwindTest() { call_arch_ = CallArch::kLinkRegister; }
+  void Park(uint64_t pc, uint64_t lr, std::initializer_list<std::pair<uint64_t, uint64_t>> words) {
+    AddG(kWaiting, 21, kWorker);
+    mem_.PutU64(G(0) + layout_.sched_sp, kArmSp);
+    mem_.PutU64(G(0) + layout_.sched_pc, pc);
+    mem_.PutU64(G(0) + layout_.sched_lr, lr);
+    for (auto [off, v] : words) mem_.PutU64(kArmSp + off, v);
+  }
+};
+
+TEST_F(ArmUnwindTest, EachFrameSavedItsReturnAddressAtItsOwnSp) {
+  // gopark's frame (0x18) holds main.worker's return address at 0(SP),
+  // main.worker's (0x28) goexit's: no return address above a frame as on
+  // amd64. gopark has opened its frame, so a stale gobuf.lr is ignored.
+  Park(kGopark + 0x20, kBgsweep + 0x4, {{0, kWorker + 0x45}, {0x18, kGoexit + 4}});
+  const GoroutineSnapshot s = Read();
+  ASSERT_EQ(s.goroutines.size(), 1u);
+  EXPECT_EQ(s.goroutines[0].pcs,
+            (std::vector<uint64_t>{kGopark + 0x20, kWorker + 0x45, kWorker + 0x31, kGoexit + 4}));
+  EXPECT_EQ(s.stats.truncated, 0u);
+}
+
+TEST_F(ArmUnwindTest, FrameNotOpenedYetReturnsToTheSavedLinkRegister) {
+  // A goroutine that has not run yet (gostartcall): PC at its function's
+  // entry, where SP delta is 0, and goexit in gobuf.lr.
+  Park(kWorker, kGoexit + 4, {});
+  const GoroutineSnapshot s = Read();
+  ASSERT_EQ(s.goroutines.size(), 1u);
+  EXPECT_EQ(s.goroutines[0].pcs, (std::vector<uint64_t>{kWorker + 1, kGoexit + 4}));
+}
+
+TEST_F(ArmUnwindTest, SystemCallStartsFromSyscallPcWithoutTheSavedLinkRegister) {
+  // In a system call the walk starts at syscallpc/syscallsp, with no LR
+  // (the runtime's lr0 = 0): the return address is the word at SP even
+  // where the SP delta is 0, whatever gobuf.lr holds.
+  Park(kGopark + 0x20, kBgsweep + 4, {{0, kGoexit + 4}});
+  mem_.PutU64(G(0) + layout_.syscallsp, kArmSp);
+  mem_.PutU64(G(0) + layout_.syscallpc, kWorker + 0x8);
+  const GoroutineSnapshot s = Read();
+  ASSERT_EQ(s.goroutines.size(), 1u);
+  EXPECT_EQ(s.goroutines[0].pcs, (std::vector<uint64_t>{kWorker + 0x8, kGoexit + 4}));
+}
+
+TEST_F(ArmUnwindTest, RereadsGoroutineWhoseLinkRegisterChanged) {
+  // Unwound from gobuf.lr, then found with another one: read again.
+  Park(kWorker, kGoexit + 4, {});
+  int reads = 0;
+  mem_.SetReadHook([&](uint64_t addr, uint64_t) {
+    if (addr == G(0) && ++reads == 2) mem_.PutU64(G(0) + layout_.sched_lr, kGoexit + 8);
+  });
+  const GoroutineSnapshot s = Read();
+  ASSERT_EQ(s.goroutines.size(), 1u);
+  EXPECT_EQ(s.goroutines[0].pcs, (std::vector<uint64_t>{kWorker + 1, kGoexit + 8}));
+  EXPECT_EQ(s.stats.retried, 1u);
+}
+
+TEST_F(ArmUnwindTest, AsyncPreemptionSkipsTheLinkRegisterThatTheSignalPushed) {
+  // asyncPreempt's frame (0x10), then the 16 bytes where the signal handler
+  // pushed the interrupted function's LR, then main.worker's frame.
+  Park(kAsyncPreempt + 0x8, 0, {{0, kWorker + 0x45}, {0x10, kBgsweep + 4}, {0x20, kGoexit + 4}});
+  GoroutineSnapshot s = Read();
+  ASSERT_EQ(s.goroutines.size(), 1u);
+  EXPECT_EQ(s.goroutines[0].pcs, (std::vector<uint64_t>{kAsyncPreempt + 0x8, kWorker + 0x46,
+                                                        kWorker + 0x31, kGoexit + 4}));
+  // Interrupted in main.worker's prologue: the pushed word is its LR.
+  mem_.PutU64(kArmSp, kWorker + 0x8);
+  mem_.PutU64(kArmSp + 0x10, kGoexit + 4);
+  mem_.PutU64(kArmSp + 0x20, kBgsweep + 4);
+  s = Read();
+  ASSERT_EQ(s.goroutines.size(), 1u);
+  EXPECT_EQ(s.goroutines[0].pcs,
+            (std::vector<uint64_t>{kAsyncPreempt + 0x8, kWorker + 0x9, kGoexit + 4}));
+}
+
+TEST_F(ArmUnwindTest, FramelessFrameThatReturnsToItselfIsDropped) {
+  // main.worker interrupted in its prologue whose pushed LR is its own PC:
+  // the runtime's "traceback stuck", not 128 copies of one frame.
+  Park(kAsyncPreempt + 0x8, 0, {{0, kWorker + 0x8}, {0x10, kWorker + 0x8}, {0x20, kWorker + 0x8}});
+  const GoroutineSnapshot s = Read({.max_attempts = 1});
+  EXPECT_TRUE(s.goroutines.empty());
+  EXPECT_EQ(s.stats.dropped, 1u);
 }
 
 TEST_F(GoroutineReaderTest, LeavesOutDeadSystemAndRunningGoroutines) {

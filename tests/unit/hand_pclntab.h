@@ -180,6 +180,9 @@ struct HandFunc {
   // and _func.flag (1 TopFrame, 2 SPWrite): for the goroutine unwinder.
   int32_t frame_size = -1;
   uint8_t flag = 0;
+  // Bytes at the entry whose SP delta is 0 (an arm64 prologue that has not
+  // opened the frame yet); frame_size over the rest.
+  uint32_t prologue = 0;
 };
 
 // A Go 1.20+ pclntab (and its go:func.* bytes, holding the inline trees) of
@@ -262,7 +265,10 @@ inline HandTable BuildGo120Table(const std::vector<HandFunc>& funcs) {
     // The unknown file is a file number whose cutab entry is 0xffffffff.
     l.pcfile = add_table(PcTable({{file_no(f.file.empty() ? kUnknownFile : f.file), f.size}}));
     l.inl = f.inlines.empty() ? 0 : add_table(PcTable(runs_of(inl)));
-    l.pcsp = f.frame_size < 0 ? 0 : add_table(PcTable({{f.frame_size, f.size}}));
+    l.pcsp = f.frame_size < 0 ? 0
+             : f.prologue == 0
+                 ? add_table(PcTable({{f.frame_size, f.size}}))
+                 : add_table(PcTable({{0, f.prologue}, {f.frame_size, f.size - f.prologue}}));
     l.tree_off = 0xffffffff;
     if (!f.inlines.empty()) {
       l.tree_off = static_cast<uint32_t>(gofunc.size());
