@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <iosfwd>
 #include <string>
 
@@ -37,6 +38,21 @@ struct GrowthLiveOptions {
 // window ends it early: the report covers the snapshots taken (at least
 // two, or Error(kNoSuchProcess)). Throws Error as a capture does.
 GrowthReport RunLiveGrowth(const GrowthLiveOptions& options, std::ostream& log);
+
+// --keep's directory, made if missing, and its first file checked before
+// the window rather than at its first snapshot.
+void PrepareKeepDir(const std::string& first_file);
+
+// The number of steps of the window (snapshots - 1); throws kUsage for an
+// --every or --for that make no window or too many snapshots.
+int64_t SnapshotSteps(const GrowthLiveOptions& options);
+
+// The window's loop, shared by the heap and goroutine growth: waits
+// --warm-up, then calls take(1), take(2), ... every --every for --for. A
+// take that finds the process gone (Error(kNoSuchProcess)) ends the window
+// early; any other error ends the run.
+void RunSnapshotWindow(const GrowthLiveOptions& options, const std::function<void(int)>& take,
+                       std::ostream& log);
 
 // The process's start time (ticks since boot, /proc/<pid>/stat's field 22)
 // in UTC, ISO 8601; "" when the boot time is unknown.
