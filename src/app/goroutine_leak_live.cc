@@ -16,19 +16,19 @@ namespace goheap2pprof {
 namespace {
 
 struct LeakRun {
-  std::unique_ptr<CaptureSource> source;
-  std::shared_ptr<const ExecutableAnalysis> analysis;
+  LiveTarget target;
   std::vector<GoroutineTally> tallies;
 };
 
 void TakeGoroutineSnapshot(LeakRun& run, const GrowthLiveOptions& o, int index, std::ostream& log) {
-  const GoroutineCapture c = CaptureGoroutines(*run.source, *run.analysis, {},
+  const ExecutableAnalysis& analysis = *run.target.analysis;
+  const GoroutineCapture c = CaptureGoroutines(*run.target.source, analysis, {},
                                                {.dump = true, .snapshot_realtime = std::nullopt});
-  const GoroutineDumpInput in = GoroutineDumpInputOf(*run.analysis, c);
+  const GoroutineDumpInput in = GoroutineDumpInputOf(analysis, c);
   run.tallies.push_back(TallyGoroutines(in, c.snapshot, c.time_nanos));
   if (!o.keep_dir.empty()) {
     WriteOutput(o.keep_dir + "/goroutine-" + std::to_string(index) + ".txt",
-                GoroutineDump(*run.analysis, c));
+                GoroutineDump(analysis, c));
   }
   if (o.verbose) {
     log << "goheap2pprof growth: snapshot " << index << ": "
@@ -41,13 +41,8 @@ bool MarksLeaks(const GoVersion& v) { return v.major > 1 || (v.major == 1 && v.m
 }  // namespace
 
 GoroutineLeakReport RunGoroutineLeakLive(const GrowthLiveOptions& o, std::ostream& log) {
-  SnapshotSteps(o);
-  const ProcessIdentity id = IdentifyLiveProcess(o.pid);
-  if (!o.keep_dir.empty()) PrepareKeepDir(o.keep_dir + "/goroutine-1.txt");
-  LeakRun run;
-  run.source = OpenProcessSource(id, o.executable);
-  run.analysis =
-      ExecutableAnalysis::Create(run.source->executable().elf, o.executable.assume_go_layout);
+  LeakRun run{.target = OpenLiveTarget(o, "goroutine-1.txt"), .tallies = {}};
+  const ExecutableAnalysis& analysis = *run.target.analysis;
   RunSnapshotWindow(
       o, [&](int index) { TakeGoroutineSnapshot(run, o, index, log); }, log);
   if (run.tallies.size() < 2) {
@@ -56,9 +51,9 @@ GoroutineLeakReport RunGoroutineLeakLive(const GrowthLiveOptions& o, std::ostrea
   }
   GoroutineLeakInfo info{.source = "pid " + std::to_string(o.pid),
                          .pid = o.pid,
-                         .process_start = ProcessStartUtc(id.start_time),
-                         .go_version = run.analysis->go_version(),
-                         .runtime_marks_leaks = MarksLeaks(run.analysis->traits().version)};
+                         .process_start = ProcessStartUtc(run.target.id.start_time),
+                         .go_version = analysis.go_version(),
+                         .runtime_marks_leaks = MarksLeaks(analysis.traits().version)};
   return AnalyzeGoroutineLeaks(std::move(run.tallies), std::move(info));
 }
 

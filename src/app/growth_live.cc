@@ -138,14 +138,6 @@ std::string ProcessStartUtc(uint64_t start_ticks) {
   return buf;
 }
 
-void PrepareKeepDir(const std::string& first_file) {
-  const std::string dir = std::filesystem::path(first_file).parent_path();
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw Error(ErrorKind::kIo, dir, ": cannot create: ", ec.message());
-  CheckOutputWritable(first_file);
-}
-
 int64_t SnapshotSteps(const GrowthLiveOptions& o) {
   if (o.every.count() <= 0) throw Error(ErrorKind::kUsage, "--every must be positive");
   const int64_t steps = o.duration.count() / o.every.count();
@@ -175,14 +167,28 @@ void RunSnapshotWindow(const GrowthLiveOptions& o, const std::function<void(int)
   }
 }
 
-GrowthReport RunLiveGrowth(const GrowthLiveOptions& o, std::ostream& log) {
+LiveTarget OpenLiveTarget(const GrowthLiveOptions& o, std::string_view keep_file) {
   SnapshotSteps(o);
-  const ProcessIdentity id = IdentifyLiveProcess(o.pid);
-  if (!o.keep_dir.empty()) PrepareKeepDir(o.keep_dir + "/heap-1.pb.gz");
+  LiveTarget t;
+  t.id = IdentifyLiveProcess(o.pid);
+  if (!o.keep_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.keep_dir, ec);
+    if (ec) throw Error(ErrorKind::kIo, o.keep_dir, ": cannot create: ", ec.message());
+    CheckOutputWritable(o.keep_dir + "/" + std::string(keep_file));
+  }
+  t.source = OpenProcessSource(t.id, o.executable);
+  t.analysis =
+      ExecutableAnalysis::Create(t.source->executable().elf, o.executable.assume_go_layout);
+  return t;
+}
+
+GrowthReport RunLiveGrowth(const GrowthLiveOptions& o, std::ostream& log) {
+  LiveTarget target = OpenLiveTarget(o, "heap-1.pb.gz");
+  const ProcessIdentity& id = target.id;
   LiveRun run;
-  run.source = OpenProcessSource(id, o.executable);
-  run.analysis =
-      ExecutableAnalysis::Create(run.source->executable().elf, o.executable.assume_go_layout);
+  run.source = std::move(target.source);
+  run.analysis = std::move(target.analysis);
   const OutsideReader outside(o.pid, o.fs_root);
   RunSnapshotWindow(
       o, [&](int index) { TakeSnapshot(run, o, outside, index, log); }, log);

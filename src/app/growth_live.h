@@ -14,8 +14,11 @@
 #include <chrono>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <string>
+#include <string_view>
 
+#include "app/executable_analysis.h"
 #include "app/process_source.h"
 #include "pprof/growth/report.h"
 
@@ -39,9 +42,18 @@ struct GrowthLiveOptions {
 // two, or Error(kNoSuchProcess)). Throws Error as a capture does.
 GrowthReport RunLiveGrowth(const GrowthLiveOptions& options, std::ostream& log);
 
-// --keep's directory, made if missing, and its first file checked before
-// the window rather than at its first snapshot.
-void PrepareKeepDir(const std::string& first_file);
+// The live process of a window, opened once for all its snapshots.
+struct LiveTarget {
+  ProcessIdentity id;
+  std::unique_ptr<CaptureSource> source;
+  std::shared_ptr<const ExecutableAnalysis> analysis;
+};
+
+// Checks --every and --for, identifies the process, makes --keep's
+// directory if missing and checks that its first file (keep_file, under
+// it) can be written, before the window rather than at its first snapshot;
+// then opens the process.
+LiveTarget OpenLiveTarget(const GrowthLiveOptions& options, std::string_view keep_file);
 
 // The number of steps of the window (snapshots - 1); throws kUsage for an
 // --every or --for that make no window or too many snapshots.

@@ -41,11 +41,17 @@ build_target() {
   (cd "$src/testdata/goroutineleak" && env CGO_ENABLED=0 "$@" "${gocmd[@]}" build -o "$out" .)
 }
 
-# start_target <label> <dir> <mode>: runs $dir/target in that mode and waits
-# for its ready file; sets pid, or reports a failure and returns 1.
-start_target() {
-  local label=$1 dir=$2 mode=$3
+# launch <label> <version> <dir> <mode> [VAR=value...]: builds the target
+# into <dir> (build_target), runs it in that mode and waits for its ready
+# file; sets pid, or reports a failure and returns 1.
+launch() {
+  local label=$1 version=$2 dir=$3 mode=$4
+  shift 4
   mkdir -p "$dir/out"
+  if ! build_target "$version" "$dir/target" "$@" >"$dir/build.log" 2>&1; then
+    fail "$label: go build of testdata/goroutineleak" "$dir/build.log"
+    return 1
+  fi
   e2e_start "$dir/target.out" "$dir/target.err" "$dir/target" "$dir/out" "$mode"
   pid=$target_pid
   if ! e2e_wait_until 60 test -e "$dir/out/ready"; then
@@ -90,12 +96,7 @@ PY
 
 growth_case() {
   local version=go1.26.8 dir=$work/growth pid
-  mkdir -p "$dir"
-  if ! build_target "$version" "$dir/target" >"$dir/build.log" 2>&1; then
-    fail "$version growth: go build of testdata/goroutineleak" "$dir/build.log"
-    return
-  fi
-  start_target "$version growth" "$dir" growth || return
+  launch "$version growth" "$version" "$dir" growth || return
   if ! "$tool" growth --goroutines "$pid" --every 500ms --for 3500ms --format json \
     >"$dir/report.json" 2>"$dir/report.err"; then
     fail "$version growth: goheap2pprof growth --goroutines failed" "$dir/report.err"
@@ -139,12 +140,7 @@ PY
 marked_case() {
   local label=$1 version=$2 dir=$work/marked-$1 pid
   shift 2
-  mkdir -p "$dir"
-  if ! build_target "$version" "$dir/target" "$@" >"$dir/build.log" 2>&1; then
-    fail "$label marked: go build of testdata/goroutineleak" "$dir/build.log"
-    return
-  fi
-  start_target "$label marked" "$dir" marked || return
+  launch "$label marked" "$version" "$dir" marked "$@" || return
   if [[ -e $dir/out/noleakprofile ]]; then
     fail "$label marked: the runtime has no goroutineleak profile"
   elif ! "$tool" growth --goroutines "$pid" --every 200ms --for 400ms --format json \
@@ -162,12 +158,7 @@ marked_case() {
 # Go 1.26 without the experiment: no leak profile, so nothing is marked.
 unmarked_case() {
   local version=go1.26.8 dir=$work/unmarked pid
-  mkdir -p "$dir"
-  if ! build_target "$version" "$dir/target" >"$dir/build.log" 2>&1; then
-    fail "$version unmarked: go build of testdata/goroutineleak" "$dir/build.log"
-    return
-  fi
-  start_target "$version unmarked" "$dir" marked || return
+  launch "$version unmarked" "$version" "$dir" marked || return
   if [[ ! -e $dir/out/noleakprofile ]]; then
     fail "$version unmarked: Go 1.26 has a goroutineleak profile without GOEXPERIMENT"
   elif ! "$tool" growth --goroutines "$pid" --every 200ms --for 400ms --format json \
