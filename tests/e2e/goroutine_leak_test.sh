@@ -8,7 +8,9 @@
 #   leaking site must rank first, as STEADY GROWTH at about 100 a second,
 #   and neither the pool nor the churn may be called growing; the pool's
 #   oldest wait (g.waitsince, stamped by the GC the target runs every 500 ms)
-#   must be there.
+#   must be there. A second, text run: the table's first row is the leak,
+#   --fail-above 100000/h (goroutines an hour) exits 20, and --keep writes
+#   each snapshot's debug=2 dump.
 # - marked (Go 1.27.3): 5 goroutines parked on channels nothing else holds,
 #   and the target's own goroutineleak profile written (at debug=1 and 2),
 #   which runs the GC that marks them _Gleaked: the report must list as
@@ -105,13 +107,20 @@ growth_case() {
   else
     fail "$version growth: the report is wrong ($dir)" "$dir/check.out"
   fi
-  if ! "$tool" growth --goroutines "$pid" --every 500ms --for 2s >"$dir/report.txt" \
-    2>"$dir/report_text.err"; then
-    fail "$version growth text: goheap2pprof growth --goroutines failed" "$dir/report_text.err"
-  elif grep -qE '^#1 +STEADY GROWTH .* chan receive, main\.leak at ' "$dir/report.txt"; then
-    pass "$version growth text: the table's first row is the leak, STEADY GROWTH"
-  else
+  # The text table, --fail-above in goroutines an hour (the leak is 360,000)
+  # and --keep's debug=2 dumps, one per snapshot.
+  "$tool" growth --goroutines "$pid" --every 500ms --for 2s --fail-above 100000/h \
+    --keep "$dir/keep" >"$dir/report.txt" 2>"$dir/report_text.err"
+  local status=$? kept
+  kept=$(grep -l '^goroutine 1 \[' "$dir"/keep/goroutine-{1,2,3,4,5}.txt 2>/dev/null | wc -l)
+  if ((status != 20)); then
+    fail "$version growth text: exit $status, not 20 (--fail-above 100000/h)" "$dir/report_text.err"
+  elif ! grep -qE '^#1 +STEADY GROWTH .* chan receive, main\.leak at ' "$dir/report.txt"; then
     fail "$version growth text: the first row is not the leak" "$dir/report.txt"
+  elif ((kept != 5)); then
+    fail "$version growth text: --keep wrote $kept of 5 dumps" "$dir/report_text.err"
+  else
+    pass "$version growth text: the first row is the leak, STEADY GROWTH; --fail-above exit 20; --keep wrote 5 dumps"
   fi
   e2e_stop_pids
 }
