@@ -147,11 +147,14 @@ TEST(GoroutineLeakReportTest, RanksTheLeakFirstAndCallsOnlyItGrowing) {
   EXPECT_TRUE(GroupsGrowingFaster(r, 1'000'000).empty());
 }
 
-TEST(GoroutineLeakReportTest, EqualGrowthRanksByKey) {
-  std::vector<GoroutineTally> ts = {Tally(0, {{"b", 5}, {"a", 5}}), Tally(1, {{"b", 5}, {"a", 5}})};
+TEST(GoroutineLeakReportTest, EqualGrowthRanksTheLargerGroupThenByKey) {
+  std::vector<GoroutineTally> ts = {Tally(0, {{"a", 1}, {"c", 5}, {"b", 5}}),
+                                    Tally(1, {{"a", 1}, {"c", 5}, {"b", 5}})};
   const GoroutineLeakReport r = AnalyzeGoroutineLeaks(std::move(ts), {});
-  ASSERT_EQ(r.groups.size(), 2u);
-  EXPECT_EQ(r.groups[0].key.created_by, "a");
+  ASSERT_EQ(r.groups.size(), 3u);
+  EXPECT_EQ(r.groups[0].key.created_by, "b");
+  EXPECT_EQ(r.groups[1].key.created_by, "c");
+  EXPECT_EQ(r.groups[2].key.created_by, "a");
 }
 
 TEST(GoroutineLeakReportTest, NeedsTwoSnapshots) {

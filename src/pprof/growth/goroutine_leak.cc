@@ -214,10 +214,13 @@ GoroutineLeakReport AnalyzeGoroutineLeaks(std::vector<GoroutineTally> ts, Gorout
     g.growth = AnalyzeSeries(hours, CountSeries(g.parked));
     r.groups.push_back(std::move(g));
   }
-  // Stable: equal growth keeps the key's order.
+  // Equal growth ranks the larger group first (a pool of 100,000 before a
+  // lone goroutine), then the key's order (the sort is stable).
   std::stable_sort(r.groups.begin(), r.groups.end(),
                    [](const GoroutineGroupGrowth& a, const GoroutineGroupGrowth& b) {
-                     return RanksBefore(a.growth, b.growth);
+                     if (RanksBefore(a.growth, b.growth)) return true;
+                     if (RanksBefore(b.growth, a.growth)) return false;
+                     return a.growth.last_objects > b.growth.last_objects;
                    });
   r.leaked = std::move(ts.back().leaked);
   return r;

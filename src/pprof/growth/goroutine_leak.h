@@ -89,11 +89,12 @@ struct GoroutineGroupGrowth {
 
 struct GoroutineLeakReport {
   GoroutineLeakInfo info;
-  std::vector<int64_t> times;                // of the snapshots, ns since the epoch
-  std::vector<int64_t> goroutines;           // read at each snapshot
-  std::vector<GoroutineGroupGrowth> groups;  // best first: RanksBefore, then by key
-  std::vector<LeakedGoroutine> leaked;       // at the last snapshot
-  uint64_t retried = 0, dropped = 0;         // over all snapshots
+  std::vector<int64_t> times;       // of the snapshots, ns since the epoch
+  std::vector<int64_t> goroutines;  // read at each snapshot
+  // Best first: RanksBefore, then the larger last count, then by key.
+  std::vector<GoroutineGroupGrowth> groups;
+  std::vector<LeakedGoroutine> leaked;  // at the last snapshot
+  uint64_t retried = 0, dropped = 0;    // over all snapshots
 };
 
 // Needs at least two tallies in time order (Error(kInternal) otherwise).
