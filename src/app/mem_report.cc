@@ -181,6 +181,51 @@ Json OrNull(const std::optional<T>& v) {
   return v ? Json(*v) : Json(nullptr);
 }
 
+constexpr size_t kTopStackSites = 10;
+
+void AppendStacks(std::string& out, const MemReport& r) {
+  if (!r.stacks) {
+    if (!r.stacks_error.empty()) out += "\nGoroutine stacks: not read (" + r.stacks_error + ")\n";
+    return;
+  }
+  const GoroutineStacks& g = *r.stacks;
+  const uint64_t inuse = r.stats.mem.stack_inuse;
+  out += "\nGoroutine stacks by creation site (g.stack.hi - g.stack.lo, summed):\n";
+  out += "  " + HumanSize(g.bytes) + " (" + std::to_string(g.bytes) + ") in " +
+         std::to_string(g.goroutines) + " goroutines, " + Percent(g.bytes, inuse) +
+         " of StackInuse " + HumanSize(inuse) + "\n";
+  out += "  the rest: " + std::to_string(g.system) + " system goroutines, " +
+         std::to_string(g.running) + " on a CPU and " + std::to_string(g.dropped) +
+         " unreadable (left out), each M's g0 and signal stacks, stacks kept for reuse\n";
+  out += "   SIZE           BYTES  GOROUTINES  CREATED BY\n";
+  for (size_t i = 0; i < g.sites.size() && i < kTopStackSites; ++i) {
+    const StackSite& s = g.sites[i];
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%7s %15" PRIu64 " %11" PRIu64 "  ", HumanSize(s.bytes).c_str(),
+                  s.bytes, s.goroutines);
+    out += buf + s.created_by + "\n";
+  }
+  if (g.sites.size() > kTopStackSites) {
+    out += "  ... " + std::to_string(g.sites.size() - kTopStackSites) +
+           " more sites (--format json lists them all)\n";
+  }
+}
+
+Json StacksJson(const MemReport& r) {
+  if (!r.stacks) return r.stacks_error.empty() ? Json(nullptr) : Json{{"error", r.stacks_error}};
+  const GoroutineStacks& g = *r.stacks;
+  Json sites = Json::array();
+  for (const StackSite& s : g.sites) {
+    sites.push_back(
+        {{"created_by", s.created_by}, {"goroutines", s.goroutines}, {"bytes", s.bytes}});
+  }
+  return {{"goroutines", g.goroutines},
+          {"bytes", g.bytes},
+          {"stack_inuse_bytes", r.stats.mem.stack_inuse},
+          {"left_out", {{"system", g.system}, {"running", g.running}, {"dropped", g.dropped}}},
+          {"sites", std::move(sites)}};
+}
+
 }  // namespace
 
 Json MemStatsJson(const MemStats& m) {
@@ -263,6 +308,7 @@ std::string RenderMemText(const MemReport& r) {
   out += ", " + r.stats.go_version + "\n\n";
   AppendRuntime(out, r);
   AppendHeap(out, r);
+  AppendStacks(out, r);
   AppendProcess(out, r);
   AppendCgroup(out, r);
   return ValidUtf8(out);  // comm, the cgroup's path and the version are the target's bytes
@@ -294,6 +340,7 @@ std::string RenderMemJson(const MemReport& r) {
     j["process"] = nullptr;
   }
   j["not_managed_by_go_bytes"] = OrNull(NotManagedByGo(r));
+  j["goroutine_stacks"] = StacksJson(r);
   if (r.cgroup) {
     j["cgroup"] = {{"version", r.cgroup->version},
                    {"dir", r.cgroup->dir},

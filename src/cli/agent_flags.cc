@@ -123,6 +123,12 @@ void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::strin
                  "Parca base URL, e.g. http://parca:7070 (its HTTP API under /api is used; give "
                  "a path to use another prefix)");
   AddDurationOption(app, "--interval", o.interval, "time between captures of each process");
+  app.add_option("--profiles", o.profiles,
+                 "profiles to push each --interval, comma-separated: heap (__name__=memory, "
+                 "when its profile cycle advanced) and goroutine (__name__=goroutine, every "
+                 "interval)")
+      ->delimiter(',')
+      ->capture_default_str();
   app.add_option("--label", labels, "extra series label NAME=VALUE (repeatable)");
   app.add_option("--tenant", o.tenant, "X-Scope-OrgID header for a multi-tenant Pyroscope");
   app.add_option("--ca-file", o.delivery.ca_file,

@@ -20,7 +20,9 @@ Command AddMemCommand(CLI::App& root) {
       "goheap2pprof mem: where a Go process's memory is, from outside it: the runtime's "
       "/memory/classes/ tree (as runtime/metrics reports it) with sizes and shares, the live "
       "heap against the GC goal and GOMEMLIMIT, the process's RSS, its cgroup's usage and "
-      "limit, and the resident memory the Go runtime does not manage (cgo, syscall.Mmap).\n"
+      "limit, the goroutine stacks by creation site against StackInuse, and the resident memory "
+      "the "
+      "Go runtime does not manage (cgo, syscall.Mmap).\n"
       "  goheap2pprof mem 1234\n"
       "  goheap2pprof mem --format json 1234 | jq '.metrics'\n"
       "  goheap2pprof mem --core core.1234 [--exe ./server]");

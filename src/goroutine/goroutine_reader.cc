@@ -256,7 +256,9 @@ class Walk {
                      .labels = {},
                      .allgs_index = p.index,
                      .locked_to_thread = U64At(g, l.lockedm) != 0,
-                     .on_cpu = p.on_cpu};
+                     .on_cpu = p.on_cpu,
+                     .stack_lo = U64At(g, l.stack_lo),
+                     .stack_hi = U64At(g, l.stack_hi)};
   }
 
   std::optional<Goroutine> Unwind(const Pending& p) {

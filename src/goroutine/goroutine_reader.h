@@ -78,6 +78,10 @@ struct Goroutine {
   bool locked_to_thread = false;  // g.lockedm != 0
   // Running on a CPU (GoroutineContext::keep_running): no pcs, no labels.
   bool on_cpu = false;
+  // g.stack: the bounds of its stack, [lo, hi), as the read saw them (the
+  // stack `mem` sums per creation site).
+  uint64_t stack_lo = 0;
+  uint64_t stack_hi = 0;
 };
 
 struct GoroutineReadStats {

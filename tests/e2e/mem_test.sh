@@ -12,6 +12,8 @@
 #    the text and in --format json;
 #  - --core on a gcore core gives the same total and no process figures, and
 #    the one-shot --format debug1 of it ends its MemStats block without MaxRSS;
+#  - the goroutine stacks by creation site of 10,000 parked goroutines sum
+#    to at most the runtime's StackInuse and at least 90 % of it;
 #  - errors: no such pid (3), not a Go process (5), a bad pid or no pid (2),
 #    each as "goheap2pprof mem: error: ..." with a hint.
 #
@@ -123,6 +125,32 @@ else
     fail "--core --format debug1" "$work/core-debug1.txt"
   fi
   rm -f "$work/core.$tpid"
+fi
+
+# --- goroutine stacks by creation site -----------------------------------------
+# testdata/goroutines parks 10,000 goroutines created by main.main at one
+# site, besides a dozen others: their stacks (g.stack.hi - g.stack.lo,
+# summed) are at most the runtime's StackInuse, and most of it; the rest is
+# system goroutines, each M's g0 and signal stacks, and stacks cached for reuse.
+if (cd "$src/testdata/goroutines" && CGO_ENABLED=0 "${go[@]}" build -o "$work/bin/goroutines" .) \
+  >"$work/build-g.log" 2>&1; then
+  mkdir -p "$work/g"
+  e2e_start "$work/g.out" "$work/g.err" "$work/bin/goroutines" "$work/g" 10000
+  gpid=$target_pid
+  e2e_wait_until 30 test -e "$work/g/ready"
+  "$tool" mem --format json "$gpid" >"$work/g.json" 2>"$work/g.err2"
+  "$tool" mem "$gpid" >"$work/g.txt" 2>&1
+  if jq -e '.goroutine_stacks as $s | .memstats.StackInuse as $in |
+      $s.bytes <= $in and $s.bytes >= 0.9 * $in and $s.goroutines >= 10000 and
+      ($s.sites[0].created_by | startswith("main.main at ")) and $s.sites[0].goroutines >= 10000' \
+    "$work/g.json" >/dev/null && grep -q "^Goroutine stacks by creation site" "$work/g.txt"; then
+    pass "goroutine stacks: $(jq -r '.goroutine_stacks | "\(.bytes) bytes in \(.goroutines) goroutines, \(.bytes * 1000 / .stack_inuse_bytes | round / 10)% of StackInuse \(.stack_inuse_bytes); top site \(.sites[0].goroutines) created by \(.sites[0].created_by)"' "$work/g.json")"
+  else
+    fail "goroutine stacks by site against StackInuse" "$work/g.json"
+  fi
+  e2e_stop_pids
+else
+  fail "go build of testdata/goroutines" "$work/build-g.log"
 fi
 
 # --- errors -------------------------------------------------------------------

@@ -5,7 +5,8 @@
 # Parca's query API: the series carries push's labels, and at each state of
 # a target at MemProfileRate 1 (collector off between its allocation
 # phases) the stored alloc_space and inuse_space totals equal the target's
-# own /debug/pprof/heap.
+# own /debug/pprof/heap; and with --profiles heap,goroutine the goroutine
+# profile is stored as Parca's goroutine type, its total a direct capture's.
 #
 # Parca is not in any package registry: scripts/install-deps.sh --test builds it
 # once per machine (or see tests/e2e/serve_parca_test.sh); without it, or
@@ -32,12 +33,14 @@ tpid=$target_pid
 e2e_wait_for_line "$work/t.out" "^READY" "$tpid" 20 || { fail "target start" "$work/t.err"; e2e_finish; }
 tport=$(awk '/^READY/ {print $3}' "$work/t.out")
 e2e_start "$work/push.out" "$work/push.log" "$tool" push --parca "http://127.0.0.1:$pport" \
-  --interval 1s --discover-interval 1 --pid "$tpid" --label env=e2e --metrics-listen "" -v
+  --interval 1s --discover-interval 1 --pid "$tpid" --label env=e2e --metrics-listen "" -v \
+  --profiles heap,goroutine
 
-# stored <sample type>: the newest value of the pid's series of that type.
+# stored <sample type> [profile type]: the newest value of the pid's series
+# of that type.
 stored() {
   curl -s -G "$papi/profiles/query_range" \
-    --data-urlencode "query=memory:$1:bytes:space:bytes{pid=\"$tpid\"}" \
+    --data-urlencode "query=${2:-memory:$1:bytes:space:bytes}{pid=\"$tpid\"}" \
     --data-urlencode "start=$(date -u -d '-10 min' +%Y-%m-%dT%H:%M:%SZ)" \
     --data-urlencode "end=$(date -u -d '+1 min' +%Y-%m-%dT%H:%M:%SZ)" \
     --data-urlencode "step=1s" >"$work/range-$1.json"
@@ -78,5 +81,21 @@ fi
 kill -USR1 "$tpid"
 e2e_wait_for_line "$work/t.out" "^PHASE2" "$tpid" 20
 expect_state "state 2"
+# The goroutine profile (--profiles goroutine) is stored as Parca's
+# goroutine type, its total the goroutines of a direct capture.
+for _ in $(seq 1 20); do
+  "$tool" goroutines "$tpid" -o "$work/own-g.pb.gz" 2>/dev/null
+  want_g=$("$work/bin/pushreceiver" total "$work/own-g.pb.gz" goroutine)
+  got_g=$(stored goroutine goroutine:goroutine:count:goroutine:count)
+  [[ $got_g == "$want_g" ]] && break
+  sleep 0.5
+done
+if [[ $got_g == "$want_g" ]] &&
+  jq -e '.series[0].labelset.labels | any(.name == "service_name" and .value == "target")' \
+    "$work/range-goroutine.json" >/dev/null 2>&1; then
+  pass "Parca stores goroutine:goroutine:count:goroutine:count for the pid: $got_g goroutines, as a direct capture"
+else
+  fail "Parca's goroutine series: ${got_g:-none} goroutines, a direct capture $want_g" "$work/range-goroutine.json"
+fi
 e2e_stop_pids
 e2e_finish

@@ -15,7 +15,10 @@
 #   bounded, the oldest dropped and counted); the agent restarted mid-run
 #   (its first push carries no alloc delta, and no allocation is pushed
 #   twice); https with --ca-file (and refused without it), bearer and basic
-#   auth from files.
+#   auth from files;
+# - goroutines: with --profiles heap,goroutine, a goroutine profile under
+#   __name__=goroutine reaches both backends with the goroutine counts per
+#   stack of a direct `goheap2pprof goroutines` capture.
 # The targets run as user 65534 so that the agent (--allow-uid 65534) leaves
 # the machine's other Go processes alone; that needs root.
 #
@@ -312,6 +315,45 @@ if e2e_wait_until 20 grep -q "gave up after 1 attempts.*SSL" "$work/agent4.log";
 else
   fail "https without --ca-file: no certificate error" "$work/agent4.log"
 fi
+
+echo "== goroutine profiles (--profiles heap,goroutine)"
+mkdir -p "$work/rec-g"
+e2e_start "$work/rec-g.out" "$work/rec-g.err" "$receiver" serve -dir "$work/rec-g"
+e2e_wait_for_line "$work/rec-g.out" "^LISTENING" "$target_pid" 10
+g_addr=$(sed -n 's/^LISTENING //p' "$work/rec-g.out")
+e2e_start "$work/agent5.out" "$work/agent5.log" "$tool" push --pyroscope "http://$g_addr" \
+  --parca "http://$g_addr" --profiles heap,goroutine --interval 1s --discover-interval 1 \
+  --allow-uid 65534 --metrics-listen "" --pid "$t2pid"
+g_count() { grep -c "\"__name__\":\"$1\".*\"pid\":\"$t2pid\"" "$work/rec-g/$2.jsonl" 2>/dev/null; }
+g_both() { (($(g_count goroutine pyroscope) > 0 && $(g_count goroutine parca) > 0 && $(g_count memory pyroscope) > 0)); }
+if e2e_wait_until 20 g_both; then
+  pass "the heap (__name__=memory) and the goroutine profile (__name__=goroutine) both pushed to both backends"
+else
+  fail "no goroutine push for pid $t2pid" "$work/agent5.log"
+fi
+gline=$(grep "\"__name__\":\"goroutine\".*\"pid\":\"$t2pid\"" "$work/rec-g/pyroscope.jsonl" | tail -n 1)
+want_g='"labels":{"__delta__":"false","__name__":"goroutine","go_version":"go1.26.8","pid":"'$t2pid'","service_name":"servetarget"}'
+if [[ $gline == *"$want_g"* ]]; then
+  pass "Pyroscope goroutine series labels ${want_g#\"labels\":}"
+else
+  echo "    $gline"
+  fail "Pyroscope goroutine labels: want $want_g"
+fi
+# The target holds still: a direct capture has the pushes' counts. A push
+# of the same second may race a goroutine's move, so a few tries.
+for backend in pyroscope parca; do
+  for _ in 1 2 3 4 5; do
+    "$tool" goroutines "$t2pid" -o "$work/own-g.pb.gz" 2>/dev/null
+    "$receiver" goroutines -dir "$work/rec-g" -pid "$t2pid" -backend "$backend" \
+      -own "$work/own-g.pb.gz" >"$work/check-g.txt" 2>&1 && break
+    sleep 1.2
+  done
+  if grep -q '^PASS' "$work/check-g.txt"; then
+    pass "$backend: $(sed -n 's/^PASS: //p' "$work/check-g.txt")"
+  else
+    fail "$backend: goroutine counts differ from a direct capture" "$work/check-g.txt"
+  fi
+done
 
 e2e_stop_pids
 e2e_finish

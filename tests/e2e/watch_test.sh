@@ -15,7 +15,8 @@
 #      there;
 #   3. --rss-above without any cgroup limit; the process exits by itself;
 #   4. --every 1s with --max-files 3: never more than 3 of our files, and a
-#      file that is not ours is never deleted; SIGTERM ends the watch with 0;
+#      file that is not ours is never deleted; each heap profile has its
+#      goroutine profile beside it, rotated with it; SIGTERM ends the watch with 0;
 #   5. --psi on /proc/pressure/memory: registered where PSI exists, a clear
 #      error otherwise; SIGINT ends the watch with 0;
 #   6. --all finds Go processes as they start and records their ends;
@@ -411,6 +412,22 @@ if start_grower everygrower - -max-mib 16; then
     pass "every: $written profiles written, the newest 3 kept (--max-files 3)"
   else
     fail "every: $written written, $ours on disk (want >= 5 and 3)" "$dir/watch.jsonl"
+  fi
+  # Each heap profile has its goroutine profile beside it, rotated with it;
+  # the grower's one goroutine (main.main, asleep) is in it.
+  paired=0
+  for f in "$dir"/oomgrower-*.heap.pb.gz; do
+    [[ -f ${f%.heap.pb.gz}.goroutine.pb.gz ]] && paired=$((paired + 1))
+  done
+  gfiles=$(find "$dir" -name 'oomgrower-*.goroutine.pb.gz' | wc -l)
+  gnamed=$(jq -r 'select(.event == "trigger" and .file != null) | .goroutine_file' "$dir/watch.jsonl" |
+    grep -c '\.goroutine\.pb\.gz$')
+  gnewest=$(find "$dir" -name 'oomgrower-*.goroutine.pb.gz' | sort | tail -n 1)
+  gtop=$("${go[@]}" tool pprof -traces "$gnewest" 2>/dev/null | grep -c 'main\.main')
+  if ((paired == 3 && gfiles == 3 && gnamed == written && gtop >= 1)); then
+    pass "every: each heap profile has its .goroutine.pb.gz beside it, rotated with it ($gfiles kept; main.main in it)"
+  else
+    fail "every: $paired of 3 heap files paired, $gfiles goroutine files, $gnamed of $written records name one, main.main $gtop" "$dir/watch.jsonl"
   fi
   if [[ -f $dir/foreign-1-20200101T000000.000Z-every.heap.pb.gz ]]; then
     pass "every: a file watch did not write is left alone"

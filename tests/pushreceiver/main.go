@@ -776,10 +776,11 @@ func compare(what string, want, got map[string][]int64) bool {
 	return false
 }
 
+// pidRecords: the heap profiles (__name__=memory) pushed for pid.
 func pidRecords(dir, pid string) []record {
 	var out []record
 	for _, rec := range readRecords(dir, "pyroscope") {
-		if rec.Labels["pid"] == pid {
+		if rec.Labels["pid"] == pid && rec.Labels["__name__"] == "memory" {
 			out = append(out, rec)
 		}
 	}
@@ -888,6 +889,33 @@ func check(args []string) {
 	}
 }
 
+// goroutines: the last goroutine profile (__name__=goroutine) pushed for a
+// pid to a backend has the goroutine counts per stack of a direct capture.
+func goroutines(args []string) {
+	fs := flag.NewFlagSet("goroutines", flag.ExitOnError)
+	dir := fs.String("dir", ".", "receiver directory")
+	pid := fs.String("pid", "", "target pid")
+	backend := fs.String("backend", "pyroscope", "pyroscope or parca")
+	own := fs.String("own", "", "a direct goroutine capture of the pid")
+	fs.Parse(args)
+	var last *record
+	for _, rec := range readRecords(*dir, *backend) {
+		if rec.Labels["pid"] == *pid && rec.Labels["__name__"] == "goroutine" {
+			r := rec
+			last = &r
+		}
+	}
+	if last == nil {
+		fmt.Printf("FAIL: no goroutine profile pushed to %s for pid %s\n", *backend, *pid)
+		os.Exit(1)
+	}
+	got := loadProfile(filepath.Join(*dir, last.File))
+	if !compare(fmt.Sprintf("goroutine counts of %s push %d equal a direct capture's", *backend, last.Seq),
+		values(loadProfile(*own), "goroutine"), values(got, "goroutine")) {
+		os.Exit(1)
+	}
+}
+
 func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, "usage: pushreceiver serve|check|count ...")
@@ -900,6 +928,8 @@ func main() {
 		proxy(os.Args[2:])
 	case "check":
 		check(os.Args[2:])
+	case "goroutines":
+		goroutines(os.Args[2:])
 	case "total":
 		// total FILE TYPE: the sum of one sample type over a profile.
 		if len(os.Args) != 4 {

@@ -121,6 +121,36 @@ TEST(RenderMemText, PrintsTheClassTreeLargestFirstWithFolderSums) {
       << text;
 }
 
+TEST(RenderMemText, GoroutineStacksBySiteAgainstStackInuse) {
+  MemReport r = SampleReport();
+  r.stats.mem.stack_inuse = 100 << 20;
+  r.stacks = GoroutineStacks{
+      .sites = {{"main.main at main.go:12", 10000, 80 << 20}, {"(no creator shown)", 1, 8192}},
+      .goroutines = 10001,
+      .bytes = (80 << 20) + 8192,
+      .system = 4};
+  const std::string text = RenderMemText(r);
+  EXPECT_NE(text.find("Goroutine stacks by creation site (g.stack.hi - g.stack.lo, summed):\n"
+                      "  81M (83894272) in 10001 goroutines, 80.0% of StackInuse 100M\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(" 80M        83886080       10000  main.main at main.go:12\n"),
+            std::string::npos)
+      << text;
+  const nlohmann::json j = nlohmann::json::parse(RenderMemJson(r));
+  EXPECT_EQ(j["goroutine_stacks"]["bytes"], 83894272);
+  EXPECT_EQ(j["goroutine_stacks"]["stack_inuse_bytes"], 100 << 20);
+  EXPECT_EQ(j["goroutine_stacks"]["left_out"]["system"], 4);
+  EXPECT_EQ(j["goroutine_stacks"]["sites"][0]["goroutines"], 10000);
+  // Where the goroutines cannot be read, the section says why.
+  r.stacks.reset();
+  r.stacks_error = "arm64 is not supported";
+  EXPECT_NE(RenderMemText(r).find("Goroutine stacks: not read (arm64 is not supported)"),
+            std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(RenderMemJson(r))["goroutine_stacks"]["error"],
+            "arm64 is not supported");
+}
+
 TEST(RenderMemText, PrintsHeapProcessNotGoAndCgroupLines) {
   const std::string text = RenderMemText(SampleReport());
   EXPECT_NE(

@@ -38,6 +38,28 @@ TEST(PushLabels, PyroscopeSeries) {
                                             {"service_name", "api-server"}}));
 }
 
+TEST(PushLabels, GoroutineSeriesIsNamedGoroutine) {
+  std::vector<PushLabel> labels = PushSeriesLabels(Process(), "exe", {}, false, "goroutine");
+  EXPECT_EQ(labels, (std::vector<PushLabel>{{"__name__", "goroutine"},
+                                            {"go_version", "go1.26.8"},
+                                            {"pid", "4321"},
+                                            {"service_name", "api-server"}}));
+}
+
+TEST(PushLabels, ProfilesOption) {
+  PushOptions o;
+  o.pyroscope_url = "http://127.0.0.1:4040";
+  EXPECT_TRUE(PushesProfile(o, "heap"));
+  EXPECT_FALSE(PushesProfile(o, "goroutine"));  // opt-in
+  o.profiles = {"heap", "goroutine"};
+  EXPECT_NO_THROW(ValidatePushOptions(o));
+  EXPECT_TRUE(PushesProfile(o, "goroutine"));
+  o.profiles = {"goroutines"};
+  EXPECT_THROW(ValidatePushOptions(o), Error);
+  o.profiles = {};
+  EXPECT_THROW(ValidatePushOptions(o), Error);
+}
+
 // A containerd pod's container, its names read from the bundle.
 GoProcess PodProcess() {
   GoProcess p = Process();

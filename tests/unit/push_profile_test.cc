@@ -257,6 +257,37 @@ TEST(PushProfile, MalformedInputIsRefused) {
 
 // What the agent keeps between pushes is bytes only a worker reads: the
 // delta through them is the delta through the state itself.
+// A goroutine profile is a gauge: trimmed to the limits, the largest
+// counts kept in their order, the rest said in a comment; Parca gets it
+// whole. Heap()'s first value stands for the goroutine count here.
+TEST(PushProfile, AGoroutineProfileKeepsTheLargestCountsWithinTheLimits) {
+  const pb::Profile in = Heap({{{0x401000}, 0, 5, 0, 0, 0},
+                               {{0x402000}, 0, 10000, 0, 0, 0},
+                               {{0x403000}, 0, 1, 0, 0, 0},
+                               {{0x404000}, 0, 7, 0, 0, 0}});
+  const TrimmedProfile out = TrimToLimits(in, {.max_samples = 2, .max_bytes = 1 << 20});
+  EXPECT_EQ(out.trimmed, 2u);
+  const auto v = Values(out.profile);
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v.at("4202496 ")[0], 10000);
+  EXPECT_EQ(v.at("4210688 ")[0], 7);
+  ASSERT_EQ(out.profile.comment_size(), 1);
+  EXPECT_NE(out.profile.string_table(static_cast<int>(out.profile.comment(0))).find("2 of 4"),
+            std::string::npos);
+  // Under the limits, nothing is dropped or said.
+  EXPECT_EQ(TrimToLimits(in, {}).trimmed, 0u);
+  EXPECT_EQ(TrimToLimits(in, {}).profile.comment_size(), 0);
+
+  PushWork work;
+  work.limits.max_samples = 3;
+  const PushMade made =
+      DecodePushMade(EncodePushMade(MakeGoroutinePushProfiles(in, work)), 1 << 20);
+  EXPECT_EQ(made.pyroscope_samples, 3u);
+  EXPECT_EQ(made.parca_samples, 4u);
+  EXPECT_EQ(made.trimmed, 1u);
+  EXPECT_TRUE(made.state.empty());
+}
+
 TEST(PushWire, TheDeltaGoesThroughTheStateBytes) {
   PushWork work;
   work.from_zero = true;

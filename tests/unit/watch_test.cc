@@ -97,6 +97,23 @@ TEST(FileRotation, LeavesAFileReplacedBySomeoneElse) {
   EXPECT_TRUE(fs::exists(a));
 }
 
+TEST(FileRotation, AGoroutineProfileGoesWithItsHeapProfile) {
+  EXPECT_EQ(GoroutineFileName("srv-42-20261130T214501.123Z-above90.heap.pb.gz"),
+            "srv-42-20261130T214501.123Z-above90.goroutine.pb.gz");
+  TempDir dir;
+  FileRotation rot(1);
+  rot.AddCompanion(dir.Touch("before-any"));  // nothing to attach to: ignored
+  EXPECT_TRUE(rot.Add(dir.Touch("a.heap.pb.gz")).empty());
+  rot.AddCompanion(dir.Touch("a.goroutine.pb.gz"));
+  std::vector<FileRotation::Written> drop = rot.Add(dir.Touch("b.heap.pb.gz"));
+  ASSERT_EQ(drop.size(), 1u);
+  ASSERT_EQ(drop[0].companions.size(), 1u);
+  EXPECT_EQ(fs::path(drop[0].companions[0].path).filename(), "a.goroutine.pb.gz");
+  EXPECT_TRUE(FileRotation::Delete(drop[0].companions[0]));
+  EXPECT_FALSE(fs::exists(dir.path() + "/a.goroutine.pb.gz"));
+  EXPECT_TRUE(fs::exists(dir.path() + "/before-any"));
+}
+
 TEST(WatchLog, AppendsOneLinePerRecord) {
   TempDir dir;
   const std::string path = dir.path() + "/watch.jsonl";

@@ -54,6 +54,7 @@ struct ProcessState {
   std::optional<uint32_t> pushed_cycle;
   bool pushed = false;
   std::string last_error;  // logged once until it changes
+  std::string last_goroutine_error;
 };
 
 class Agent {
@@ -236,10 +237,49 @@ class Agent {
     return it->second;
   }
 
+  // The profiles --profiles names, each on its own: a goroutine capture
+  // that fails costs only the goroutine push.
   void CaptureAndPush(const GoProcess& p) {
-    const pid_t pid = p.facts.pid;
-    const std::string what = "pid " + std::to_string(pid) + " (" + ServiceNameOfProcess(p) + ")";
+    const std::string what =
+        "pid " + std::to_string(p.facts.pid) + " (" + ServiceNameOfProcess(p) + ")";
     ProcessState& state = StateOf(p);
+    if (PushesProfile(options_, "heap")) PushHeap(p, what, state);
+    if (PushesProfile(options_, "goroutine")) PushGoroutines(p, what, state);
+  }
+
+  // A capture's outcome other than "ok", logged once until it changes; the
+  // state's last_error is per profile.
+  void LogFailure(const PoolResult& r, const std::string& what, std::string& last_error) {
+    std::string why = r.outcome == PoolOutcome::kReplied ? r.reply.message : r.detail;
+    if (why.empty()) why = PoolOutcomeName(r);
+    if (why != last_error) Log("goheap2pprof push: capture of " + what + ": " + why);
+    last_error = why;
+  }
+
+  // The goroutine profile, every round (a gauge: no delta, no cycle), to
+  // every backend under __name__=goroutine.
+  void PushGoroutines(const GoProcess& p, const std::string& what, ProcessState& state) {
+    PoolResult r = RunForProcess(pool_, capture_metrics_,
+                                 {WorkerOp::kPushGoroutine, p.facts.pid, EncodePushWork(Work())},
+                                 p.facts, options_.discovery.filter, Call());
+    if (PoolOutcomeName(r) != "ok") {
+      LogFailure(r, "the goroutines of " + what, state.last_goroutine_error);
+      return;
+    }
+    state.last_goroutine_error.clear();
+    if (r.reply.start_time != p.facts.start_time) return;  // pid reused since the scan
+    Expected<PushMade> made =
+        TryDecodeReply([&r] { return DecodePushMade(r.reply.body, r.reply.body.size()); });
+    if (!made) {
+      Log("goheap2pprof push: goroutines of " + what + ": " + made.error().what());
+      return;
+    }
+    if (pyroscope_) PushPyroscope(p, what, *made, options_.labels, "goroutine");
+    if (parca_) PushParca(p, what, *made, options_.labels, "goroutine");
+  }
+
+  void PushHeap(const GoProcess& p, const std::string& what, ProcessState& state) {
+    const pid_t pid = p.facts.pid;
     // A state too large for a request (it came in a reply of at most the
     // same limit, with the profiles beside it) would fail every push of the
     // process: it starts again from a baseline instead.
@@ -256,12 +296,8 @@ class Agent {
     PoolResult r =
         RunForProcess(pool_, capture_metrics_, {WorkerOp::kPush, pid, EncodePushWork(work)},
                       p.facts, options_.discovery.filter, Call());
-    const std::string outcome = PoolOutcomeName(r);
-    if (outcome != "ok") {
-      std::string why = r.outcome == PoolOutcome::kReplied ? r.reply.message : r.detail;
-      if (why.empty()) why = outcome;
-      if (why != state.last_error) Log("goheap2pprof push: capture of " + what + ": " + why);
-      state.last_error = why;
+    if (PoolOutcomeName(r) != "ok") {
+      LogFailure(r, what, state.last_error);
       // A state the worker could not read (a compromised worker wrote it)
       // is dropped: the next push is a baseline, which never pushes an
       // allocation twice.
@@ -324,19 +360,20 @@ class Agent {
   }
 
   void PushPyroscope(const GoProcess& p, const std::string& what, const PushMade& made,
-                     const std::vector<PushLabel>& extras) {
+                     const std::vector<PushLabel>& extras, std::string_view name = "memory") {
     if (made.trimmed > 0) {
       push_metrics_.Trimmed(made.trimmed);
-      Log("goheap2pprof push: " + what + ": trimmed " + std::to_string(made.trimmed) + " of " +
-          std::to_string(made.nonzero) + " samples to fit Pyroscope's limits");
+      Log("goheap2pprof push: " + what + (name == "memory" ? "" : " " + std::string(name)) +
+          ": trimmed " + std::to_string(made.trimmed) + " of " + std::to_string(made.nonzero) +
+          " samples to fit Pyroscope's limits");
     }
     if (made.resets > 0) push_metrics_.Resets(made.resets);
     if (made.baseline) push_metrics_.Baseline();
     if (made.pyroscope.empty()) return;
     goheap2pprof::pyroscope::push::PushRequest request;
     auto* series = request.add_series();
-    for (const PushLabel& l :
-         PushSeriesLabels(p, options_.discovery.service_name_from, extras, /*pyroscope=*/true)) {
+    for (const PushLabel& l : PushSeriesLabels(p, options_.discovery.service_name_from, extras,
+                                               /*pyroscope=*/true, name)) {
       auto* pair = series->add_labels();
       pair->set_name(l.first);
       pair->set_value(l.second);
@@ -347,8 +384,9 @@ class Agent {
     std::string body;
     request.SerializeToString(&body);
     if (options_.verbose) {
-      Log("goheap2pprof push: pyroscope: " + what + ": " + std::to_string(made.pyroscope_samples) +
-          " samples, " + std::to_string(sample->raw_profile().size()) + " bytes gzipped, request " +
+      Log("goheap2pprof push: pyroscope: " + what + ": " + std::string(name) + ", " +
+          std::to_string(made.pyroscope_samples) + " samples, " +
+          std::to_string(sample->raw_profile().size()) + " bytes gzipped, request " +
           std::to_string(body.size()) + " bytes");
     }
     pyroscope_->Enqueue({std::move(body), what});
@@ -356,14 +394,14 @@ class Agent {
 
   // False, said in the log, if the request cannot be made.
   bool PushParca(const GoProcess& p, const std::string& what, const PushMade& made,
-                 const std::vector<PushLabel>& extras) {
+                 const std::vector<PushLabel>& extras, std::string_view name = "memory") {
     goheap2pprof::parca::WriteRawRequest request;
     // Parca's scraper sends normalized_addresses (false by default) for a
     // raw Go pprof: addresses are the process's own PCs.
     request.set_normalized(false);
     auto* series = request.add_series();
-    for (const PushLabel& l :
-         PushSeriesLabels(p, options_.discovery.service_name_from, extras, /*pyroscope=*/false)) {
+    for (const PushLabel& l : PushSeriesLabels(p, options_.discovery.service_name_from, extras,
+                                               /*pyroscope=*/false, name)) {
       auto* label = series->mutable_labels()->add_labels();
       label->set_name(l.first);
       label->set_value(l.second);
@@ -379,8 +417,9 @@ class Agent {
       return false;
     }
     if (options_.verbose) {
-      Log("goheap2pprof push: parca: " + what + ": " + std::to_string(made.parca_samples) +
-          " samples, request " + std::to_string(body.size()) + " bytes");
+      Log("goheap2pprof push: parca: " + what + ": " + std::string(name) + ", " +
+          std::to_string(made.parca_samples) + " samples, request " + std::to_string(body.size()) +
+          " bytes");
     }
     parca_->Enqueue({std::move(body), what});
     return true;
@@ -460,9 +499,20 @@ void CheckCredentialsInClear(const PushOptions& o, const std::string& url, const
 
 }  // namespace
 
+bool PushesProfile(const PushOptions& o, std::string_view profile) {
+  return std::find(o.profiles.begin(), o.profiles.end(), profile) != o.profiles.end();
+}
+
 void ValidatePushOptions(const PushOptions& o) {
   if (o.pyroscope_url.empty() && o.parca_url.empty()) {
     throw Error(ErrorKind::kUsage, "push needs --pyroscope URL or --parca URL (or both)");
+  }
+  if (o.profiles.empty()) throw Error(ErrorKind::kUsage, "--profiles names no profile");
+  for (const std::string& name : o.profiles) {
+    if (name != "heap" && name != "goroutine") {
+      throw Error(ErrorKind::kUsage, "--profiles ", name, ": unknown profile")
+          .WithHint("give heap, goroutine or heap,goroutine");
+    }
   }
   if (!o.pyroscope_url.empty()) ParsePushUrl(o.pyroscope_url);
   if (!o.parca_url.empty()) ParsePushUrl(o.parca_url);

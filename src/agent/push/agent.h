@@ -5,7 +5,9 @@
 // serve's discovery, filters, service names and confined capture workers
 // (agent/common/discovery.h, agent/worker/pool.h); a process is pushed only when its profile
 // cycle advanced since its last push. Pyroscope gets alloc_* as deltas
-// (agent/worker/push_profile.h), Parca the cumulative profile, both made in
+// (agent/worker/push_profile.h), Parca the cumulative profile; with
+// --profiles goroutine, each process's goroutine profile too, as both
+// backends' goroutine profile type. All are made in
 // the capture worker (agent/worker/push_wire.h): push itself decodes no
 // profile. Delivery is per backend
 // (agent/push/sender.h). The agent's own health is on a loopback /metrics.
@@ -18,6 +20,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/common/discovery.h"
@@ -34,6 +37,11 @@ struct PushOptions {
   std::string pyroscope_url;
   std::string parca_url;
   std::chrono::milliseconds interval{15000};
+  // --profiles: which profiles each round pushes, "heap" (__name__=memory)
+  // and "goroutine" (__name__=goroutine, pushed every round: its counts
+  // change without a garbage collection). Only the heap by default: a
+  // goroutine capture walks every goroutine of every process each interval.
+  std::vector<std::string> profiles = {"heap"};
   std::vector<PushLabel> labels;  // --label extras
   std::string tenant;             // X-Scope-OrgID
   std::string pyroscope_token_file, pyroscope_basic_auth_file;
@@ -58,6 +66,9 @@ struct PushOptions {
 
 // Throws Error(kUsage) for options that cannot work.
 void ValidatePushOptions(const PushOptions& options);
+
+// Whether --profiles names `profile`.
+bool PushesProfile(const PushOptions& options, std::string_view profile);
 
 // The base URL of a Parca server's HTTP API: Parca serves its grpc-gateway
 // under /api, so a URL without a path gets it.

@@ -64,9 +64,10 @@ void CheckExtraLabels(const std::vector<PushLabel>& extras) {
 
 std::vector<PushLabel> PushSeriesLabels(const GoProcess& process,
                                         const std::string& service_name_from,
-                                        const std::vector<PushLabel>& extras, bool pyroscope) {
+                                        const std::vector<PushLabel>& extras, bool pyroscope,
+                                        std::string_view profile_name) {
   std::vector<PushLabel> labels = {
-      {"__name__", "memory"},
+      {"__name__", std::string(profile_name)},
       {"service_name", ValidUtf8(ServiceNameOf(process.facts, service_name_from))},
       {"pid", std::to_string(process.facts.pid)},
   };

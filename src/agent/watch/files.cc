@@ -54,19 +54,37 @@ std::string ProfileFileName(std::string_view program, pid_t pid,
          Safe(reason, "trigger") + ".heap.pb.gz";
 }
 
+std::string GoroutineFileName(std::string_view heap_name) {
+  constexpr std::string_view kHeap = ".heap.pb.gz";
+  if (heap_name.ends_with(kHeap)) heap_name.remove_suffix(kHeap.size());
+  return std::string(heap_name) + ".goroutine.pb.gz";
+}
+
 std::string GrowthReportBaseName(std::string_view program, pid_t pid) {
   return Safe(program, "go") + "-" + std::to_string(pid) + "-growth";
 }
 
-std::vector<FileRotation::Written> FileRotation::Add(const std::string& path) {
-  Written w;
+namespace {
+
+FileRotation::Written Stated(const std::string& path) {
+  FileRotation::Written w;
   w.path = path;
   struct stat st;
   if (::lstat(path.c_str(), &st) == 0) {
     w.dev = st.st_dev;
     w.ino = st.st_ino;
   }
-  files_.push_back(std::move(w));
+  return w;
+}
+
+}  // namespace
+
+void FileRotation::AddCompanion(const std::string& path) {
+  if (!files_.empty()) files_.back().companions.push_back(Stated(path));
+}
+
+std::vector<FileRotation::Written> FileRotation::Add(const std::string& path) {
+  files_.push_back(Stated(path));
   std::vector<Written> drop;
   while (files_.size() > max_files_) {
     drop.push_back(std::move(files_.front()));

@@ -1,8 +1,10 @@
 // What `watch` leaves in its directory: profiles named
-// <program>-<pid>-<UTC time>-<reason>.heap.pb.gz, the newest --max-files of
-// them kept (only files this watch wrote are ever deleted), and watch.jsonl,
-// one JSON object per line, appended and flushed line by line so a reader
-// (or a post-mortem) sees every record that was made.
+// <program>-<pid>-<UTC time>-<reason>.heap.pb.gz, each with the goroutine
+// profile captured just after it beside it, named the same with
+// .goroutine.pb.gz (a goroutine leak explains stack memory), the newest
+// --max-files heap profiles (and their goroutine profiles) kept (only files this watch wrote are
+// ever deleted), and watch.jsonl, one JSON object per line, appended and flushed line by line so a
+// reader (or a post-mortem) sees every record that was made.
 //
 //   std::string name = ProfileFileName("server", 42, system_clock::now(), "above90");
 //   FileRotation rot(10);
@@ -34,6 +36,9 @@ std::string UtcIsoTime(std::chrono::system_clock::time_point t);
 // bytes of program and reason replaced by '_'.
 std::string ProfileFileName(std::string_view program, pid_t pid,
                             std::chrono::system_clock::time_point t, std::string_view reason);
+// The goroutine profile's name beside the heap profile `heap_name`
+// (ProfileFileName's): .heap.pb.gz becomes .goroutine.pb.gz.
+std::string GoroutineFileName(std::string_view heap_name);
 // <program>-<pid>-growth, the growth report's files' name before the
 // extension, with program's unsafe bytes replaced as above.
 std::string GrowthReportBaseName(std::string_view program, pid_t pid);
@@ -49,9 +54,14 @@ class FileRotation {
     std::string path;
     uint64_t dev = 0;
     uint64_t ino = 0;
+    // Files written beside it (its goroutine profile), deleted with it.
+    std::vector<Written> companions;
   };
   // Records a file just written (stat'ed now); returns those to delete.
   std::vector<Written> Add(const std::string& path);
+  // Records a file written beside the newest one Add recorded, which goes
+  // when that one goes. Nothing is recorded before the first Add.
+  void AddCompanion(const std::string& path);
   // Removes the file if it is still ours; returns false (and removes
   // nothing) otherwise.
   static bool Delete(const Written& w);

@@ -202,7 +202,12 @@ class Watcher {
   // t's gzipped heap profile from a capture worker. Throws Error: the
   // worker's, or kInternal when it died or overran --capture-timeout (then
   // `outcome` says which: worker_crash, worker_timeout).
-  std::string CaptureInWorker(const Target& t, json& record, std::string& outcome);
+  std::string CaptureInWorker(const Target& t, json& record, std::string& outcome,
+                              WorkerOp op = WorkerOp::kHeap);
+  // t's goroutine profile, written beside the heap profile `heap_name`
+  // just written; the record says where, or why not (a failure costs only
+  // this file).
+  void WriteGoroutines(const Target& t, const std::string& heap_name, json& record);
   // Why the allow-list refuses the process a successful reply for t read
   // (its owner, as the worker found it under the capture's anchor), or
   // nullopt when it admits it.
@@ -423,9 +428,10 @@ void Watcher::Record(const json& record) {
   }
 }
 
-std::string Watcher::CaptureInWorker(const Target& t, json& record, std::string& outcome) {
-  PoolResult r = RunCounted(parts_->pool(), parts_->metrics(), {WorkerOp::kHeap, t.pid, {}},
-                            RouteKey(t), Call());
+std::string Watcher::CaptureInWorker(const Target& t, json& record, std::string& outcome,
+                                     WorkerOp op) {
+  PoolResult r =
+      RunCounted(parts_->pool(), parts_->metrics(), {op, t.pid, {}}, RouteKey(t), Call());
   // Counted on the parts' metrics: in the agent, its one /metrics (every role's).
   outcome = PoolOutcomeName(r);
   switch (r.outcome) {
@@ -506,8 +512,26 @@ void Watcher::WriteProfile(Target& t, const std::string& name, const std::string
   std::vector<std::string> deleted;
   for (const FileRotation::Written& old : rotation_.Add(options_.dir + "/" + name)) {
     if (FileRotation::Delete(old)) deleted.push_back(old.path.substr(options_.dir.size() + 1));
+    for (const FileRotation::Written& c : old.companions) {
+      if (FileRotation::Delete(c)) deleted.push_back(c.path.substr(options_.dir.size() + 1));
+    }
   }
   if (!deleted.empty()) record["deleted"] = deleted;
+}
+
+void Watcher::WriteGoroutines(const Target& t, const std::string& heap_name, json& record) {
+  const std::string name = GoroutineFileName(heap_name);
+  std::string outcome;
+  json scratch;
+  if (std::optional<std::string> why = FailureOf([&] {
+        dir_->WriteAtomically(name, CaptureInWorker(t, scratch, outcome, WorkerOp::kGoroutine));
+      })) {
+    record["goroutine_file"] = nullptr;
+    record["goroutine_error"] = *why;
+    return;
+  }
+  rotation_.AddCompanion(options_.dir + "/" + name);
+  record["goroutine_file"] = name;
 }
 
 std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, json record) {
@@ -536,6 +560,7 @@ std::optional<ErrorKind> Watcher::Capture(Target& t, const std::string& reason, 
     }
     if (dir_) {
       WriteProfile(t, name, profile, reading, record);
+      WriteGoroutines(t, name, record);
     } else {
       record["file"] = nullptr;  // the agent without an output directory
     }

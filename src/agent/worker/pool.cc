@@ -98,6 +98,9 @@ std::string RequestLabel(const WorkerRequest& request) {
     case WorkerOp::kGoroutineDebug2:
       op = "goroutine debug=2";
       break;
+    case WorkerOp::kPushGoroutine:
+      op = "goroutine push";
+      break;
     default:
       op = "op " + std::to_string(static_cast<uint32_t>(request.op));
   }

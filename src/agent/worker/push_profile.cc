@@ -174,6 +174,37 @@ pb::Profile CompactProfile(const pb::Profile& source, const std::vector<pb::Samp
   return Compactor(source).Run(samples);
 }
 
+TrimmedProfile TrimToLimits(const pb::Profile& in, const PushLimits& limits) {
+  std::vector<int> order(static_cast<size_t>(in.sample_size()));
+  std::iota(order.begin(), order.end(), 0);
+  auto first = [&in](int i) { return in.sample(i).value_size() > 0 ? in.sample(i).value(0) : 0; };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return first(a) > first(b); });
+  size_t keep = std::min(order.size(), limits.max_samples);
+  for (int attempt = 0;; ++attempt) {
+    std::vector<int> chosen(order.begin(), order.begin() + static_cast<ptrdiff_t>(keep));
+    std::sort(chosen.begin(), chosen.end());
+    std::vector<pb::Sample> samples;
+    samples.reserve(chosen.size());
+    for (int i : chosen) samples.push_back(in.sample(i));
+    std::vector<std::string> comments;
+    if (keep < order.size()) {
+      comments.push_back("goheap2pprof: " + std::to_string(order.size() - keep) + " of " +
+                         std::to_string(order.size()) +
+                         " samples were trimmed (the smallest) to fit the server's limits of " +
+                         std::to_string(limits.max_samples) + " samples and " +
+                         std::to_string(limits.max_bytes) + " bytes");
+    }
+    pb::Profile result = Compactor(in).Run(samples, comments);
+    const size_t size = result.ByteSizeLong();
+    if (size <= limits.max_bytes || keep == 0) return {std::move(result), order.size() - keep};
+    // Shrink in proportion to the excess, by at least one sample.
+    keep = std::min(keep - 1, static_cast<size_t>(static_cast<double>(keep) *
+                                                  static_cast<double>(limits.max_bytes) /
+                                                  static_cast<double>(size) * 0.95));
+    if (attempt > 64) keep = 0;
+  }
+}
+
 // Friend of AllocDeltaState: the one place that reads and advances it.
 struct PyroscopeProfileMaker {
   using AllocValues = AllocDeltaState::AllocValues;

@@ -82,6 +82,17 @@ struct PyroscopeProfile {
 PyroscopeProfile MakePyroscopeProfile(const pb::Profile& cumulative, AllocDeltaState& state,
                                       const PushLimits& limits);
 
+struct TrimmedProfile {
+  pb::Profile profile;
+  uint64_t trimmed = 0;  // samples dropped to fit the limits
+};
+
+// A profile of one gauge (a goroutine profile's counts) that fits the
+// limits: the samples with the largest first values are kept, in their
+// order in `in`, and a comment says how many were dropped. Ids are
+// renumbered 1..N as CompactProfile does.
+TrimmedProfile TrimToLimits(const pb::Profile& in, const PushLimits& limits);
+
 // A copy of `source` that keeps only `samples` (which refer to source's
 // ids and strings) and the mappings, locations, functions and strings they
 // use, renumbered 1..N in their order in source; string 0 is "".

@@ -100,4 +100,20 @@ PushMade MakePushProfiles(pb::Profile cumulative, const PushWork& work,
   return made;
 }
 
+PushMade MakeGoroutinePushProfiles(const pb::Profile& profile, const PushWork& work) {
+  PushMade made;
+  made.nonzero = static_cast<uint64_t>(profile.sample_size());
+  if (work.pyroscope) {
+    TrimmedProfile out = TrimToLimits(profile, work.limits);
+    made.trimmed = out.trimmed;
+    made.pyroscope_samples = static_cast<uint64_t>(out.profile.sample_size());
+    if (out.profile.sample_size() > 0) made.pyroscope = EncodeProfile(out.profile);
+  }
+  if (work.parca) {
+    made.parca_samples = static_cast<uint64_t>(profile.sample_size());
+    made.parca = EncodeProfile(profile);
+  }
+  return made;
+}
+
 }  // namespace goheap2pprof

@@ -64,4 +64,9 @@ PushMade DecodePushMade(std::string_view bytes, size_t max_bytes);
 PushMade MakePushProfiles(pb::Profile cumulative, const PushWork& work,
                           std::optional<uint32_t> cycle, size_t max_state_bytes);
 
+// In the worker: the pushes of a goroutine profile (op kPushGoroutine). A
+// goroutine count is a gauge, so both backends get the profile as it is,
+// Pyroscope's trimmed to its limits (TrimToLimits); no state is kept.
+PushMade MakeGoroutinePushProfiles(const pb::Profile& profile, const PushWork& work);
+
 }  // namespace goheap2pprof

@@ -514,7 +514,8 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
 
 bool IsGoroutineOp(WorkerOp op) {
   return op == WorkerOp::kGoroutine || op == WorkerOp::kGoroutineDebug1 ||
-         op == WorkerOp::kGoroutineDebug2 || op == WorkerOp::kGoroutineDelta;
+         op == WorkerOp::kGoroutineDebug2 || op == WorkerOp::kGoroutineDelta ||
+         op == WorkerOp::kPushGoroutine;
 }
 
 // serve's /debug/pprof/goroutine: the CLI's one-shot capture under the rules
@@ -538,9 +539,14 @@ void CaptureGoroutineProfile(const WorkerRequest& request, const std::optional<S
     reply.body = Gzip(text);
   } else {
     const pb::Profile profile = GoroutineProfile(*t.source, *t.analysis, c);
-    reply.body = request.op == WorkerOp::kGoroutineDelta
-                     ? DeltaBody(request, profile.SerializeAsString())
-                     : EncodeProfile(profile);
+    if (request.op == WorkerOp::kPushGoroutine) {
+      const PushWork work = DecodePushWork(request.payload, request.payload.size());
+      reply.body = EncodePushMade(MakeGoroutinePushProfiles(profile, work));
+    } else {
+      reply.body = request.op == WorkerOp::kGoroutineDelta
+                       ? DeltaBody(request, profile.SerializeAsString())
+                       : EncodeProfile(profile);
+    }
   }
   MaybeBomb(seam, reply.body);
   reply.owner = std::move(t.owner);

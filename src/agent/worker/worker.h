@@ -70,13 +70,17 @@ enum class WorkerOp : uint32_t {
   kGoroutineDebug1 = 12,
   kGoroutineDebug2 = 13,
   kGoroutineDelta = 14,
+  // push's goroutine profile (--profiles goroutine): the payload is a
+  // PushWork (its limits and backends), the body a PushMade of the
+  // kGoroutine profile, trimmed for Pyroscope (agent/worker/push_wire.h).
+  kPushGoroutine = 15,
 };
 
 struct WorkerRequest {
   WorkerOp op = WorkerOp::kHeap;
   int32_t pid = 0;
   // kHeapDelta/kAllocsDelta/kGoroutineDelta: the base profile, gzipped; kFlamegraph: the
-  // sample type; kPush/kPushConvert: an encoded PushWork.
+  // sample type; kPush/kPushConvert/kPushGoroutine: an encoded PushWork.
   std::string payload;
 };
 
