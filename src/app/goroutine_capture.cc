@@ -203,9 +203,8 @@ pb::Profile GoroutineProfile(const CaptureSource& source, const ExecutableAnalys
                                capture.bias, capture.time_nanos, stacks, comments);
 }
 
-namespace {
-
-GoroutineDumpInput DumpInput(const ExecutableAnalysis& analysis, const GoroutineCapture& capture) {
+GoroutineDumpInput GoroutineDumpInputOf(const ExecutableAnalysis& analysis,
+                                        const GoroutineCapture& capture) {
   return {.pclntab = &analysis.pclntab(),
           .symbolizer = &analysis.symbolizer(),
           .version = analysis.traits().version,
@@ -214,19 +213,17 @@ GoroutineDumpInput DumpInput(const ExecutableAnalysis& analysis, const Goroutine
           .now = capture.now};
 }
 
-}  // namespace
-
 std::string GoroutineDump(const ExecutableAnalysis& analysis, const GoroutineCapture& capture) {
-  return GoroutineDumpText(DumpInput(analysis, capture), capture.snapshot.goroutines);
+  return GoroutineDumpText(GoroutineDumpInputOf(analysis, capture), capture.snapshot.goroutines);
 }
 
 std::string GoroutineTop(const ExecutableAnalysis& analysis, const GoroutineCapture& capture) {
-  return GoroutineTopText(DumpInput(analysis, capture), capture.snapshot);
+  return GoroutineTopText(GoroutineDumpInputOf(analysis, capture), capture.snapshot);
 }
 
 std::string GoroutineJsonReport(const ExecutableAnalysis& analysis,
                                 const GoroutineCapture& capture) {
-  return GoroutineJson(DumpInput(analysis, capture), capture.snapshot);
+  return GoroutineJson(GoroutineDumpInputOf(analysis, capture), capture.snapshot);
 }
 
 std::string GoroutineText(const ExecutableAnalysis& analysis, const GoroutineCapture& capture) {

@@ -17,6 +17,7 @@
 #include "app/executable_analysis.h"
 #include "app/source.h"
 #include "goroutine/goroutine_reader.h"
+#include "pprof/goroutine_dump.h"
 #include "proto/profile.pb.h"
 
 namespace goheap2pprof {
@@ -58,6 +59,11 @@ pb::Profile GoroutineProfile(const CaptureSource& source, const ExecutableAnalys
 
 // The debug=1 text of the same goroutines (runtime/pprof's ?debug=1).
 std::string GoroutineText(const ExecutableAnalysis& analysis, const GoroutineCapture& capture);
+
+// What the renderers of a dump capture need: the symbol tables, the
+// version, the wait reasons' names and the target's clock.
+GoroutineDumpInput GoroutineDumpInputOf(const ExecutableAnalysis& analysis,
+                                        const GoroutineCapture& capture);
 
 // Of a capture taken with options.dump: the debug=2 dump, the top table of
 // creation sites and states (text), and the JSON for scripts

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <thread>
@@ -137,32 +138,25 @@ std::string ProcessStartUtc(uint64_t start_ticks) {
   return buf;
 }
 
-GrowthReport RunLiveGrowth(const GrowthLiveOptions& o, std::ostream& log) {
+int64_t SnapshotSteps(const GrowthLiveOptions& o) {
   if (o.every.count() <= 0) throw Error(ErrorKind::kUsage, "--every must be positive");
   const int64_t steps = o.duration.count() / o.every.count();
   if (steps < 1) throw Error(ErrorKind::kUsage, "--for must be at least one --every");
   if (steps >= kMaxSnapshots) {
     throw Error(ErrorKind::kUsage, "--for / --every gives more than ", kMaxSnapshots, " snapshots");
   }
-  const ProcessIdentity id = IdentifyLiveProcess(o.pid);
-  if (!o.keep_dir.empty()) {
-    // Made if missing, and checked before the window, not at its first snapshot.
-    std::error_code ec;
-    std::filesystem::create_directories(o.keep_dir, ec);
-    if (ec) throw Error(ErrorKind::kIo, o.keep_dir, ": cannot create: ", ec.message());
-    CheckOutputWritable(o.keep_dir + "/heap-1.pb.gz");
-  }
-  LiveRun run;
-  run.source = OpenProcessSource(id, o.executable);
-  run.analysis =
-      ExecutableAnalysis::Create(run.source->executable().elf, o.executable.assume_go_layout);
-  const OutsideReader outside(o.pid, o.fs_root);
+  return steps;
+}
+
+void RunSnapshotWindow(const GrowthLiveOptions& o, const std::function<void(int)>& take,
+                       std::ostream& log) {
+  const int64_t steps = SnapshotSteps(o);
   std::this_thread::sleep_for(o.warm_up);
   const Clock::time_point start = Clock::now();
   for (int64_t k = 0; k <= steps; ++k) {
     std::this_thread::sleep_until(start + k * o.every);
     try {
-      TakeSnapshot(run, o, outside, static_cast<int>(k + 1), log);
+      take(static_cast<int>(k + 1));
     } catch (const Error& e) {
       // Boundary: one snapshot. The process ending mid-capture ends the
       // window (what was kept is reported); any other error is the run's.
@@ -171,6 +165,33 @@ GrowthReport RunLiveGrowth(const GrowthLiveOptions& o, std::ostream& log) {
       break;
     }
   }
+}
+
+LiveTarget OpenLiveTarget(const GrowthLiveOptions& o, std::string_view keep_file) {
+  SnapshotSteps(o);
+  LiveTarget t;
+  t.id = IdentifyLiveProcess(o.pid);
+  if (!o.keep_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.keep_dir, ec);
+    if (ec) throw Error(ErrorKind::kIo, o.keep_dir, ": cannot create: ", ec.message());
+    CheckOutputWritable(o.keep_dir + "/" + std::string(keep_file));
+  }
+  t.source = OpenProcessSource(t.id, o.executable);
+  t.analysis =
+      ExecutableAnalysis::Create(t.source->executable().elf, o.executable.assume_go_layout);
+  return t;
+}
+
+GrowthReport RunLiveGrowth(const GrowthLiveOptions& o, std::ostream& log) {
+  LiveTarget target = OpenLiveTarget(o, "heap-1.pb.gz");
+  const ProcessIdentity& id = target.id;
+  LiveRun run;
+  run.source = std::move(target.source);
+  run.analysis = std::move(target.analysis);
+  const OutsideReader outside(o.pid, o.fs_root);
+  RunSnapshotWindow(
+      o, [&](int index) { TakeSnapshot(run, o, outside, index, log); }, log);
   if (run.collector.snapshots() < 2) {
     throw Error(ErrorKind::kUsage, "only ", run.collector.snapshots(),
                 " snapshot of a distinct GC cycle in the window (", run.skipped,

@@ -12,9 +12,13 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <iosfwd>
+#include <memory>
 #include <string>
+#include <string_view>
 
+#include "app/executable_analysis.h"
 #include "app/process_source.h"
 #include "pprof/growth/report.h"
 
@@ -37,6 +41,30 @@ struct GrowthLiveOptions {
 // window ends it early: the report covers the snapshots taken (at least
 // two, or Error(kNoSuchProcess)). Throws Error as a capture does.
 GrowthReport RunLiveGrowth(const GrowthLiveOptions& options, std::ostream& log);
+
+// The live process of a window, opened once for all its snapshots.
+struct LiveTarget {
+  ProcessIdentity id;
+  std::unique_ptr<CaptureSource> source;
+  std::shared_ptr<const ExecutableAnalysis> analysis;
+};
+
+// Checks --every and --for, identifies the process, makes --keep's
+// directory if missing and checks that its first file (keep_file, under
+// it) can be written, before the window rather than at its first snapshot;
+// then opens the process.
+LiveTarget OpenLiveTarget(const GrowthLiveOptions& options, std::string_view keep_file);
+
+// The number of steps of the window (snapshots - 1); throws kUsage for an
+// --every or --for that make no window or too many snapshots.
+int64_t SnapshotSteps(const GrowthLiveOptions& options);
+
+// The window's loop, shared by the heap and goroutine growth: waits
+// --warm-up, then calls take(1), take(2), ... every --every for --for. A
+// take that finds the process gone (Error(kNoSuchProcess)) ends the window
+// early; any other error ends the run.
+void RunSnapshotWindow(const GrowthLiveOptions& options, const std::function<void(int)>& take,
+                       std::ostream& log);
 
 // The process's start time (ticks since boot, /proc/<pid>/stat's field 22)
 // in UTC, ISO 8601; "" when the boot time is unknown.

@@ -11,12 +11,14 @@
 #include <vector>
 
 #include "agent/watch/watch.h"
+#include "app/goroutine_leak_live.h"
 #include "app/growth_input.h"
 #include "app/growth_live.h"
 #include "base/duration.h"
 #include "base/error.h"
 #include "cli/command.h"
 #include "cli/target_flags.h"
+#include "pprof/growth/goroutine_leak.h"
 #include "pprof/growth/report.h"
 #include "pprof/output.h"
 #include "proc/procfs.h"
@@ -27,15 +29,17 @@ namespace {
 
 constexpr const char* kFooter =
     R"(Exit codes: 0 report written; 20 a site of class STEADY GROWTH grows
-faster than --fail-above (its slope's lower bound, slope - 2 sigma, is above it); otherwise those
+faster than --fail-above (its slope's lower bound, slope - 2 sigma, is above it; with --goroutines,
+a group of parked goroutines in goroutines an hour); otherwise those
 of goheap2pprof --help (2 usage, 3 the process is gone before two snapshots, ...).
-The report is explained in docs/growth.md.)";
+The report is explained in docs/growth.md, the --goroutines report in docs/goroutines.md.)";
 
 struct GrowthArgs {
   std::vector<std::string> inputs;
   std::string every = "30s", duration = "10m", warm_up, fail_above, format = "text";
   std::string profile_output, keep_dir;
   int top = 10;
+  bool goroutines = false;
   TargetFlags target;  // --exe and --force; the pid is one of the inputs
   GrowthLiveOptions live;
 };
@@ -60,14 +64,19 @@ std::chrono::milliseconds Millis(std::string_view option, std::string_view text)
       DurationOption(option, text, std::chrono::milliseconds(1)));
 }
 
+// The live window's options from the flags.
+void SetLive(GrowthArgs& a, pid_t pid) {
+  a.live.pid = pid;
+  a.live.executable = a.target.executable;
+  a.live.every = Millis("--every", a.every);
+  a.live.duration = Millis("--for", a.duration);
+  if (!a.warm_up.empty()) a.live.warm_up = Millis("--warm-up", a.warm_up);
+  a.live.keep_dir = a.keep_dir;
+}
+
 GrowthReport Collect(GrowthArgs& a) {
   if (std::optional<pid_t> pid = LivePid(a.inputs)) {
-    a.live.pid = *pid;
-    a.live.executable = a.target.executable;
-    a.live.every = Millis("--every", a.every);
-    a.live.duration = Millis("--for", a.duration);
-    if (!a.warm_up.empty()) a.live.warm_up = Millis("--warm-up", a.warm_up);
-    a.live.keep_dir = a.keep_dir;
+    SetLive(a, *pid);
     return RunLiveGrowth(a.live, std::cerr);
   }
   if (!a.keep_dir.empty()) throw Error(ErrorKind::kUsage, "--keep applies to a live process");
@@ -84,9 +93,31 @@ GrowthReport Collect(GrowthArgs& a) {
   return AnalyzeGrowth(std::move(collector).Finish(), std::move(info));
 }
 
+// --goroutines: the leak report of a live process's parked goroutines.
+int RunGoroutineGrowth(GrowthArgs& a, const GrowthRenderOptions& render) {
+  const std::optional<pid_t> pid = LivePid(a.inputs);
+  if (!pid) throw Error(ErrorKind::kUsage, "--goroutines reads a live process: give one pid");
+  if (!a.profile_output.empty()) {
+    throw Error(ErrorKind::kUsage, "-o applies to heap growth")
+        .WithHint("--keep DIR keeps each goroutine snapshot's debug=2 dump");
+  }
+  SetLive(a, *pid);
+  const GoroutineLeakReport report = RunGoroutineLeakLive(a.live, std::cerr);
+  std::cout << (a.format == "json" ? GoroutineLeakJson(report, render)
+                                   : GoroutineLeakText(report, render));
+  std::cout.flush();
+  if (render.fail_above && !GroupsGrowingFaster(report, *render.fail_above).empty()) {
+    std::cerr << "goheap2pprof growth: a group of goroutines grows faster than --fail-above "
+              << *render.fail_above << "/h\n";
+    return kExitGrowthAbove;
+  }
+  return 0;
+}
+
 int Run(GrowthArgs& a) {
   GrowthRenderOptions render{.top = a.top, .fail_above = std::nullopt};
   if (!a.fail_above.empty()) render.fail_above = ParseBytesPerHour(a.fail_above);
+  if (a.goroutines) return RunGoroutineGrowth(a, render);
   if (!a.profile_output.empty()) CheckOutputWritable(a.profile_output);
   const GrowthReport report = Collect(a);
   if (!a.profile_output.empty()) WriteProfile(a.profile_output, GrowthProfile(report));
@@ -110,7 +141,8 @@ Command AddGrowthCommand(CLI::App& root) {
       "from profile files (goheap2pprof's, watch's, serve's, or the runtime's own "
       "/debug/pprof/heap), ordered by their time_nanos.\n"
       "  goheap2pprof growth 1234 --every 30s --for 10m -o growth.pb.gz\n"
-      "  goheap2pprof growth profiles/ --format json --fail-above 10MiB/h");
+      "  goheap2pprof growth profiles/ --format json --fail-above 10MiB/h\n"
+      "  goheap2pprof growth --goroutines 1234 --every 10s --for 5m");
   app.footer(kFooter);
   auto shared = std::make_shared<GrowthArgs>();
   GrowthArgs& a = *shared;
@@ -118,13 +150,18 @@ Command AddGrowthCommand(CLI::App& root) {
                  "a process id, or heap profile files and directories (a directory's *.pb.gz, "
                  "*.pb, *.pprof, *.prof and heap* files)")
       ->required();
+  app.add_flag("--goroutines", a.goroutines,
+               "live: which goroutines leak: parked goroutines per creation site and wait "
+               "reason over the snapshots, with how long the oldest waited and those the "
+               "runtime marked leaked (docs/goroutines.md)");
   app.add_option("--every", a.every, "live: time between snapshots")->capture_default_str();
   app.add_option("--for", a.duration, "live: length of the window")->capture_default_str();
   app.add_option("--warm-up", a.warm_up,
                  "live: wait this long before the first snapshot (default: none)");
   app.add_option(
       "--keep", a.keep_dir,
-      "live: also write each snapshot kept to DIR/heap-<n>.pb.gz (DIR is made if missing)");
+      "live: also write each snapshot kept to DIR/heap-<n>.pb.gz (with --goroutines, its "
+      "debug=2 dump to DIR/goroutine-<n>.txt; DIR is made if missing)");
   app.add_option("--format", a.format, "text or json, on standard output")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

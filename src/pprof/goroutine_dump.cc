@@ -165,15 +165,25 @@ std::optional<GoroutineCreator> GoroutineCreatedBy(const GoroutineDumpInput& in,
   return c;
 }
 
-std::string GoroutineState(const GoroutineDumpInput& in, const Goroutine& g) {
-  const uint32_t status = g.status & ~kGscan;
-  const bool leaked = AtLeast(in.version, 26) && status == kGleaked;
-  std::string text = StatusName(status, in.version);
-  if ((status == kGwaiting || leaked) && g.wait_reason != 0) {
-    text = g.wait_reason < in.wait_reasons.size() ? in.wait_reasons[g.wait_reason]
+bool GoroutineLeaked(const GoroutineDumpInput& in, const Goroutine& g) {
+  return AtLeast(in.version, 26) && (g.status & ~kGscan) == kGleaked;
+}
+
+bool GoroutineParked(const GoroutineDumpInput& in, const Goroutine& g) {
+  return (g.status & ~kGscan) == kGwaiting || GoroutineLeaked(in, g);
+}
+
+std::string GoroutineWaitReason(const GoroutineDumpInput& in, const Goroutine& g) {
+  if (GoroutineParked(in, g) && g.wait_reason != 0) {
+    return g.wait_reason < in.wait_reasons.size() ? in.wait_reasons[g.wait_reason]
                                                   : "unknown wait reason";
   }
-  return leaked ? text + " (leaked)" : text;
+  return StatusName(g.status & ~kGscan, in.version);
+}
+
+std::string GoroutineState(const GoroutineDumpInput& in, const Goroutine& g) {
+  std::string text = GoroutineWaitReason(in, g);
+  return GoroutineLeaked(in, g) ? text + " (leaked)" : text;
 }
 
 int64_t GoroutineWaitMinutes(const GoroutineDumpInput& in, const Goroutine& g) {

@@ -67,6 +67,13 @@ std::optional<GoroutineCreator> GoroutineCreatedBy(const GoroutineDumpInput& in,
 // The header's state: the wait reason of a waiting goroutine, else its
 // status ("runnable", "syscall", ...), with " (leaked)" (1.26+).
 std::string GoroutineState(const GoroutineDumpInput& in, const Goroutine& g);
+// The same without " (leaked)": a leaked goroutine's wait reason.
+std::string GoroutineWaitReason(const GoroutineDumpInput& in, const Goroutine& g);
+// Whether g is parked: waiting, or leaked (1.26+: waiting on something a
+// leak-detecting GC found unreachable, so forever).
+bool GoroutineParked(const GoroutineDumpInput& in, const Goroutine& g);
+// Whether a leak-detecting GC marked g leaked (_Gleaked, 1.26+).
+bool GoroutineLeaked(const GoroutineDumpInput& in, const Goroutine& g);
 // Whole minutes since g.waitsince (0 without a clock or a waitsince).
 int64_t GoroutineWaitMinutes(const GoroutineDumpInput& in, const Goroutine& g);
 

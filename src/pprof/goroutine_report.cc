@@ -21,15 +21,10 @@ struct Site {
   int64_t oldest_minutes = 0;
 };
 
-std::string CreatorText(const std::optional<GoroutineCreator>& c) {
-  if (!c) return "(no creator shown)";
-  return c->function + " at " + c->file + ":" + std::to_string(c->line);
-}
-
 std::vector<Site> Sites(const GoroutineDumpInput& in, const GoroutineSnapshot& s) {
   std::map<std::pair<std::string, std::string>, Site> by_key;
   for (const Goroutine& g : s.goroutines) {
-    std::string creator = CreatorText(GoroutineCreatedBy(in, g));
+    std::string creator = GoroutineCreatorText(in, g);
     std::string state = GoroutineState(in, g);
     Site& site = by_key[{creator, state}];
     if (site.count == 0) site = Site{std::move(creator), std::move(state), 0, 0};
@@ -78,6 +73,12 @@ nlohmann::ordered_json GoroutineJsonOf(const GoroutineDumpInput& in, const Gorou
 }
 
 }  // namespace
+
+std::string GoroutineCreatorText(const GoroutineDumpInput& in, const Goroutine& g) {
+  const std::optional<GoroutineCreator> c = GoroutineCreatedBy(in, g);
+  if (!c) return "(no creator shown)";
+  return c->function + " at " + c->file + ":" + std::to_string(c->line);
+}
 
 std::string GoroutineTopText(const GoroutineDumpInput& in, const GoroutineSnapshot& snapshot) {
   const int64_t total = static_cast<int64_t>(snapshot.goroutines.size());

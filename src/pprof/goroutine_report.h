@@ -16,6 +16,10 @@
 
 namespace goheap2pprof {
 
+// g's creation site as the table names it: "main.main at main.go:12", or
+// "(no creator shown)" for goroutine 1 and creators the dump hides.
+std::string GoroutineCreatorText(const GoroutineDumpInput& in, const Goroutine& g);
+
 // Goroutines per creation site and state, most first.
 std::string GoroutineTopText(const GoroutineDumpInput& in, const GoroutineSnapshot& snapshot);
 

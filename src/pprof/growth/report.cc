@@ -20,29 +20,6 @@ namespace {
 // Callers shown under a site in the text report.
 constexpr size_t kTextFrames = 6;
 
-std::string FormatUtcTime(int64_t nanos) {
-  const time_t secs = static_cast<time_t>(nanos / 1'000'000'000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string FormatDuration(double seconds) {
-  char buf[48];
-  if (seconds < 120) {
-    snprintf(buf, sizeof buf, "%.1fs", seconds);
-  } else if (seconds < 7200) {
-    snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(seconds / 60),
-             static_cast<int>(std::fmod(seconds, 60)));
-  } else {
-    snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(seconds / 3600),
-             static_cast<int>(std::fmod(seconds, 3600) / 60));
-  }
-  return buf;
-}
-
 std::string Signed(double bytes) { return (bytes > 0 ? "+" : "") + FormatBytes(bytes); }
 
 std::string FrameText(const GrowthLocation& loc, size_t line) {
@@ -277,6 +254,29 @@ nlohmann::ordered_json TotalsJson(const GrowthReport& r) {
 }
 
 }  // namespace
+
+std::string FormatUtcTime(int64_t nanos) {
+  const time_t secs = static_cast<time_t>(nanos / 1'000'000'000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string FormatDuration(double seconds) {
+  char buf[48];
+  if (seconds < 120) {
+    snprintf(buf, sizeof buf, "%.1fs", seconds);
+  } else if (seconds < 7200) {
+    snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(seconds / 60),
+             static_cast<int>(std::fmod(seconds, 60)));
+  } else {
+    snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(seconds / 3600),
+             static_cast<int>(std::fmod(seconds, 3600) / 60));
+  }
+  return buf;
+}
 
 std::string FormatBytes(double bytes) {
   static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};

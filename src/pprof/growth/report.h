@@ -103,5 +103,9 @@ pb::Profile GrowthProfile(const GrowthReport& report);
 
 // "1.5MiB", "-640B": bytes for people.
 std::string FormatBytes(double bytes);
+// "2026-12-05T07:55:00Z": a time in ns since the epoch, UTC.
+std::string FormatUtcTime(int64_t nanos);
+// "42.0s", "3m05s", "2h10m": a duration for people.
+std::string FormatDuration(double seconds);
 
 }  // namespace goheap2pprof

@@ -1,0 +1,3 @@
+module goheap2pprof.test/goroutineleak
+
+go 1.18
