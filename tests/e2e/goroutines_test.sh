@@ -27,13 +27,18 @@
 # complete, keep every stable goroutine with its count, and return no stack
 # the target does not make; the retries and drops are reported.
 #
+# No torn stack: the target's record mode churns goroutines that record
+# their own stacks before they park (GOROUTINES_TORN_VERSIONS, the busy
+# case's two toolchains); every goroutine five debug=2 captures show asleep
+# must have exactly one of the stacks it recorded.
+#
 # On two toolchains (GOROUTINES_CORE_VERSIONS) the target is also dumped
 # with gcore right after a live capture: `goroutines --core` must give the
 # same debug=1 and debug=2, byte for byte; so must the kernel's core of a
 # second target, run with GOTRACEBACK=crash and killed with SIGABRT.
 #
 # GOROUTINES_VERSIONS="go1.26.8 ..." picks toolchains (GOROUTINES_BUSY_VERSIONS
-# those of the busy case); GOROUTINES_COUNT sets the goroutines of the one
+# those of the busy case, GOROUTINES_TORN_VERSIONS of the torn one); GOROUTINES_COUNT sets the goroutines of the one
 # site (10000). A toolchain that the go_programs
 # fixture could not use fails, or skips when it was allowed to be missing.
 # Exit status: 0 all cases passed, 1 some failed, 77 nothing could run.
@@ -431,7 +436,7 @@ run_version() {
   [[ " ${GOROUTINES_CGO_VERSIONS:-go1.19.8 go1.26.8} " == *" $version "* ]] && stripped_case "$version" 1
 }
 
-# The busy and minutes cases first: a log cut to its first lines (as CI's
+# The busy, torn and minutes cases first: a log cut to its first lines (as CI's
 # summary is) then still shows the cases that depend on timing.
 # The busy target on the oldest and the newest runtime layouts' toolchains.
 for version in ${GOROUTINES_BUSY_VERSIONS:-go1.18.10 go1.26.8}; do
