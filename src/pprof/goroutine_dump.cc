@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <string_view>
 
+#include "pprof/hash_index.h"
+
 namespace goheap2pprof {
 
 namespace {
@@ -96,8 +98,9 @@ std::string FramesText(const std::vector<GoroutineFrame>& frames, bool all, cons
   return out;
 }
 
-std::string CreatedByText(const GoroutineDumpInput& in, const Goroutine& g) {
-  std::optional<GoroutineCreator> c = GoroutineCreatedBy(in, g);
+std::string CreatedByText(const GoroutineDumpInput& in, GoroutineSymbols& symbols,
+                          const Goroutine& g) {
+  std::optional<GoroutineCreator> c = symbols.CreatedBy(g);
   if (!c) return "";
   std::string out = "created by " + c->function;
   if (AtLeast(in.version, 21) && c->parent_goid != 0) {
@@ -110,59 +113,90 @@ std::string CreatedByText(const GoroutineDumpInput& in, const Goroutine& g) {
 
 }  // namespace
 
-std::vector<GoroutineFrame> GoroutineFrames(const GoroutineDumpInput& in, const Goroutine& g) {
+std::optional<GoroutineSymbols::Level> GoroutineSymbols::Decode(uint64_t sym) const {
+  std::optional<FuncRef> f = in_.pclntab->FindFunc(sym);
+  if (!f) return std::nullopt;
+  Expected<PcFrame> frame = in_.pclntab->TryFrameAt(*f, sym);
+  if (!frame) return std::nullopt;
+  return Level{.function = frame->function == "runtime.gopanic"
+                               ? "panic"
+                               : in_.symbolizer->PrintedName(frame->function),
+               .file = frame->file,
+               .line = frame->line,
+               .entry = frame->entry,
+               .inlined = frame->inlined,
+               .shown_first = ShowFunction(frame->function, true, in_.version),
+               .shown_later = ShowFunction(frame->function, false, in_.version)};
+}
+
+const GoroutineSymbols::Level* GoroutineSymbols::LevelAt(uint64_t sym) {
+  auto [it, inserted] = levels_.try_emplace(sym);
+  if (inserted) it->second = Decode(sym);
+  return it->second ? &*it->second : nullptr;
+}
+
+std::vector<GoroutineFrame> GoroutineSymbols::Frames(const Goroutine& g) {
   std::vector<GoroutineFrame> out;
   bool any_shown = false;
   // The first level listed for a physical frame is its return address (the
   // others are inline parents' "entry+parentPc+1"): the +0x offset's base.
   uint64_t frame_pc = 0;
   for (uint64_t pc : g.pcs) {
-    if (frame_pc == 0) frame_pc = pc - in.bias;
+    if (frame_pc == 0) frame_pc = pc - in_.bias;
     // The runtime lists sym+1 for every level: sym is where it symbolizes.
-    const uint64_t sym = pc - 1 - in.bias;
-    std::optional<FuncRef> f = in.pclntab->FindFunc(sym);
-    if (!f) {
+    const Level* level = LevelAt(pc - 1 - in_.bias);
+    if (level == nullptr) {
       frame_pc = 0;
       continue;
     }
-    Expected<PcFrame> frame = in.pclntab->TryFrameAt(*f, sym);
-    if (!frame) {
-      frame_pc = 0;
-      continue;
-    }
-    GoroutineFrame d;
-    d.inlined = frame->inlined;
-    d.shown = ShowFunction(frame->function, !any_shown, in.version);
+    GoroutineFrame d{.function = level->function,
+                     .file = std::string(level->file),
+                     .line = level->line,
+                     .offset = std::nullopt,
+                     .inlined = level->inlined,
+                     .shown = any_shown ? level->shown_later : level->shown_first};
     any_shown = any_shown || d.shown;
-    d.function = frame->function == "runtime.gopanic" ? "panic"
-                                                      : in.symbolizer->PrintedName(frame->function);
-    d.file = frame->file;
-    d.line = frame->line;
-    if (!frame->inlined && frame_pc > frame->entry) d.offset = frame_pc - frame->entry;
-    if (!frame->inlined) frame_pc = 0;
+    if (!level->inlined && frame_pc > level->entry) d.offset = frame_pc - level->entry;
+    if (!level->inlined) frame_pc = 0;
     out.push_back(std::move(d));
   }
   return out;
 }
 
-std::optional<GoroutineCreator> GoroutineCreatedBy(const GoroutineDumpInput& in,
-                                                   const Goroutine& g) {
-  if (g.goid == 1) return std::nullopt;
-  const uint64_t pc = g.gopc - in.bias;
-  std::optional<FuncRef> f = in.pclntab->FindFunc(pc);
+std::optional<GoroutineCreator> GoroutineSymbols::DecodeCreator(uint64_t pc) const {
+  std::optional<FuncRef> f = in_.pclntab->FindFunc(pc);
   if (!f) return std::nullopt;
-  Expected<std::string_view> name = in.pclntab->TryFuncName(*f);
-  if (!name || !ShowFunction(*name, false, in.version)) return std::nullopt;
+  Expected<std::string_view> name = in_.pclntab->TryFuncName(*f);
+  if (!name || !ShowFunction(*name, false, in_.version)) return std::nullopt;
   const bool past_entry = pc > f->entry;
-  Expected<PcFrame> at = in.pclntab->TryFrameAt(*f, past_entry ? pc - 1 : pc);
+  Expected<PcFrame> at = in_.pclntab->TryFrameAt(*f, past_entry ? pc - 1 : pc);
   if (!at) return std::nullopt;
-  GoroutineCreator c{.function = in.symbolizer->PrintedName(*name),
+  GoroutineCreator c{.function = in_.symbolizer->PrintedName(*name),
                      .file = std::string(at->file),
                      .line = at->line,
                      .offset = std::nullopt,
-                     .parent_goid = g.parent_goid};
+                     .parent_goid = 0};
   if (past_entry) c.offset = pc - f->entry;
   return c;
+}
+
+std::optional<GoroutineCreator> GoroutineSymbols::CreatedBy(const Goroutine& g) {
+  if (g.goid == 1) return std::nullopt;
+  const uint64_t pc = g.gopc - in_.bias;
+  auto [it, inserted] = creators_.try_emplace(pc);
+  if (inserted) it->second = DecodeCreator(pc);
+  std::optional<GoroutineCreator> c = it->second;
+  if (c) c->parent_goid = g.parent_goid;
+  return c;
+}
+
+std::vector<GoroutineFrame> GoroutineFrames(const GoroutineDumpInput& in, const Goroutine& g) {
+  return GoroutineSymbols(in).Frames(g);
+}
+
+std::optional<GoroutineCreator> GoroutineCreatedBy(const GoroutineDumpInput& in,
+                                                   const Goroutine& g) {
+  return GoroutineSymbols(in).CreatedBy(g);
 }
 
 bool GoroutineLeaked(const GoroutineDumpInput& in, const Goroutine& g) {
@@ -202,7 +236,56 @@ std::string GoroutineStatusText(const GoroutineDumpInput& in, const Goroutine& g
   return text;
 }
 
+namespace {
+
+// The frames text of each distinct stack, rendered once: most goroutines
+// of a program share their stack with many others (100,000 goroutines
+// parked at one site made a dump spend most of its time in rendering the
+// same frames again, before). The texts of the first kMaxStacks stacks are
+// kept, so that a dump of all different stacks does not hold its text twice.
+class StackTexts {
+ public:
+  explicit StackTexts(const GoroutineDumpInput& in) : in_(in), symbols_(in) {}
+
+  GoroutineSymbols& symbols() { return symbols_; }
+
+  // g's frames text; g must outlive this (its PCs are the key).
+  const std::string& For(const Goroutine& g) {
+    const std::string_view key(reinterpret_cast<const char*>(g.pcs.data()),
+                               g.pcs.size() * sizeof(uint64_t));
+    const auto key_of = [this](uint32_t entry) { return keys_[entry]; };
+    const uint32_t next = static_cast<uint32_t>(keys_.size());
+    const uint32_t at = index_.FindOrInsert(key, next, key_of);
+    if (at == next) {
+      keys_.push_back(key);
+      if (texts_.size() < kMaxStacks) texts_.push_back(Render(g));
+    }
+    if (at < texts_.size()) return texts_[at];
+    uncached_ = Render(g);
+    return uncached_;
+  }
+
+ private:
+  static constexpr size_t kMaxStacks = 16384;
+
+  std::string Render(const Goroutine& g) {
+    const std::vector<GoroutineFrame> frames = symbols_.Frames(g);
+    std::string text = FramesText(frames, false, in_.version);
+    return text.empty() ? FramesText(frames, true, in_.version) : text;
+  }
+
+  const GoroutineDumpInput& in_;
+  GoroutineSymbols symbols_;
+  HashIndex index_;
+  std::vector<std::string_view> keys_;  // each stack's PCs, as bytes
+  std::vector<std::string> texts_;
+  std::string uncached_;
+};
+
+}  // namespace
+
 std::string GoroutineDumpText(const GoroutineDumpInput& in, std::span<const Goroutine> goroutines) {
+  StackTexts stacks(in);
   std::string out;
   for (const Goroutine& g : goroutines) {
     if (!out.empty()) out += "\n";
@@ -213,11 +296,9 @@ std::string GoroutineDumpText(const GoroutineDumpInput& in, std::span<const Goro
           "\tgoroutine running on other thread; stack unavailable (goheap2pprof does not stop "
           "the target)\n";
     } else {
-      const std::vector<GoroutineFrame> frames = GoroutineFrames(in, g);
-      std::string text = FramesText(frames, false, in.version);
-      out += text.empty() ? FramesText(frames, true, in.version) : text;
+      out += stacks.For(g);
     }
-    out += CreatedByText(in, g);
+    out += CreatedByText(in, stacks.symbols(), g);
   }
   return out;
 }

@@ -23,8 +23,9 @@ struct Site {
 
 std::vector<Site> Sites(const GoroutineDumpInput& in, const GoroutineSnapshot& s) {
   std::map<std::pair<std::string, std::string>, Site> by_key;
+  GoroutineSymbols symbols(in);
   for (const Goroutine& g : s.goroutines) {
-    std::string creator = GoroutineCreatorText(in, g);
+    std::string creator = GoroutineCreatorText(symbols.CreatedBy(g));
     std::string state = GoroutineState(in, g);
     Site& site = by_key[{creator, state}];
     if (site.count == 0) site = Site{std::move(creator), std::move(state), 0, 0};
@@ -45,7 +46,8 @@ nlohmann::ordered_json ReadJson(const GoroutineReadStats& s) {
           {"truncated", s.truncated}, {"bytes_read", s.bytes_read}};
 }
 
-nlohmann::ordered_json GoroutineJsonOf(const GoroutineDumpInput& in, const Goroutine& g) {
+nlohmann::ordered_json GoroutineJsonOf(const GoroutineDumpInput& in, GoroutineSymbols& symbols,
+                                       const Goroutine& g) {
   nlohmann::ordered_json j{{"id", g.goid},
                            {"state", GoroutineState(in, g)},
                            {"wait_minutes", GoroutineWaitMinutes(in, g)},
@@ -54,14 +56,14 @@ nlohmann::ordered_json GoroutineJsonOf(const GoroutineDumpInput& in, const Gorou
   nlohmann::ordered_json labels = nlohmann::ordered_json::object();
   for (const auto& [k, v] : g.labels) labels[k] = v;
   j["labels"] = std::move(labels);
-  if (std::optional<GoroutineCreator> c = GoroutineCreatedBy(in, g)) {
+  if (std::optional<GoroutineCreator> c = symbols.CreatedBy(g)) {
     j["created_by"] = {{"function", c->function},
                        {"file", c->file},
                        {"line", c->line},
                        {"goroutine", c->parent_goid}};
   }
   nlohmann::ordered_json frames = nlohmann::ordered_json::array();
-  for (const GoroutineFrame& f : GoroutineFrames(in, g)) {
+  for (const GoroutineFrame& f : symbols.Frames(g)) {
     frames.push_back({{"function", f.function},
                       {"file", f.file},
                       {"line", f.line},
@@ -74,10 +76,13 @@ nlohmann::ordered_json GoroutineJsonOf(const GoroutineDumpInput& in, const Gorou
 
 }  // namespace
 
-std::string GoroutineCreatorText(const GoroutineDumpInput& in, const Goroutine& g) {
-  const std::optional<GoroutineCreator> c = GoroutineCreatedBy(in, g);
+std::string GoroutineCreatorText(const std::optional<GoroutineCreator>& c) {
   if (!c) return "(no creator shown)";
   return c->function + " at " + c->file + ":" + std::to_string(c->line);
+}
+
+std::string GoroutineCreatorText(const GoroutineDumpInput& in, const Goroutine& g) {
+  return GoroutineCreatorText(GoroutineCreatedBy(in, g));
 }
 
 std::string GoroutineTopText(const GoroutineDumpInput& in, const GoroutineSnapshot& snapshot) {
@@ -111,7 +116,8 @@ std::string GoroutineJson(const GoroutineDumpInput& in, const GoroutineSnapshot&
   }
   j["sites"] = std::move(sites);
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
-  for (const Goroutine& g : snapshot.goroutines) list.push_back(GoroutineJsonOf(in, g));
+  GoroutineSymbols symbols(in);
+  for (const Goroutine& g : snapshot.goroutines) list.push_back(GoroutineJsonOf(in, symbols, g));
   j["list"] = std::move(list);
   return JsonText(j, 1) + "\n";
 }

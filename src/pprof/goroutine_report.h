@@ -9,6 +9,7 @@
 //   std::string j = GoroutineJson(in, snapshot);
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "goroutine/goroutine_reader.h"
@@ -19,6 +20,7 @@ namespace goheap2pprof {
 // g's creation site as the table names it: "main.main at main.go:12", or
 // "(no creator shown)" for goroutine 1 and creators the dump hides.
 std::string GoroutineCreatorText(const GoroutineDumpInput& in, const Goroutine& g);
+std::string GoroutineCreatorText(const std::optional<GoroutineCreator>& c);
 
 // Goroutines per creation site and state, most first.
 std::string GoroutineTopText(const GoroutineDumpInput& in, const GoroutineSnapshot& snapshot);

@@ -3,7 +3,7 @@
 // directory given as the first argument, then holds still for goheap2pprof
 // to read the same goroutines from outside.
 //
-//	goroutines <dir> [n [churn|minutes]]   # n goroutines from one site (default 10000)
+//	goroutines <dir> [n [churn|minutes|record|bench]]   # n goroutines from one site (default 10000)
 //
 // With "churn", once the files are written, two spawners create goroutines
 // that sleep 10 ms and exit, up to 50,000 a second in all, so that a
@@ -13,6 +13,11 @@
 // waiting goroutine's waitsince with the first's time), sleeps 65 s and
 // writes debug=2 again into goroutine2m.txt, then <dir>/ready2: its headers
 // then say "1 minutes".
+//
+// With "record" (record.go), goroutines created and ending fast record
+// their own stacks before they park, for the torn-stack check. With
+// "bench" (bench.go), the n goroutines park under 30 frames and the target
+// times its own debug=1 and debug=2 before it says ready.
 //
 // <dir>/ready appears once the three files are complete. The main goroutine
 // writes them and then parks in select{}: it is the one goroutine whose
@@ -116,6 +121,10 @@ func main() {
 	if len(os.Args) > 2 {
 		n, _ = strconv.Atoi(os.Args[2])
 	}
+	mode := ""
+	if len(os.Args) > 3 {
+		mode = os.Args[3]
+	}
 	mu.Lock()
 	wg.Add(1)
 	go recvForever()
@@ -142,22 +151,34 @@ func main() {
 			}
 		})
 	for i := 0; i < n; i++ {
-		go fromOneSite()
+		if mode == "bench" {
+			go deep30()
+		} else {
+			go fromOneSite()
+		}
 	}
 	// Long enough for every goroutine to reach its park.
 	time.Sleep(time.Second)
-	write(dir, "goroutine.pb.gz", 0)
-	write(dir, "goroutine.txt", 1)
-	write(dir, "goroutine2.txt", 2)
-	if len(os.Args) > 3 && os.Args[3] == "churn" {
+	if mode != "bench" { // which times its own writes instead
+		write(dir, "goroutine.pb.gz", 0)
+		write(dir, "goroutine.txt", 1)
+		write(dir, "goroutine2.txt", 2)
+	}
+	switch mode {
+	case "churn":
 		go spawn()
 		go spawn()
 		time.Sleep(100 * time.Millisecond)
+	case "record":
+		startRecording(dir)
+		time.Sleep(100 * time.Millisecond)
+	case "bench":
+		timeOwnWrites(dir)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "ready"), nil, 0o644); err != nil {
 		panic(err)
 	}
-	if len(os.Args) > 3 && os.Args[3] == "minutes" {
+	if mode == "minutes" {
 		runtime.GC()
 		runtime.GC()
 		time.Sleep(65 * time.Second)

@@ -27,13 +27,18 @@
 # complete, keep every stable goroutine with its count, and return no stack
 # the target does not make; the retries and drops are reported.
 #
+# No torn stack: the target's record mode churns goroutines that record
+# their own stacks before they park (GOROUTINES_TORN_VERSIONS, the busy
+# case's two toolchains); every goroutine five debug=2 captures show asleep
+# must have exactly one of the stacks it recorded.
+#
 # On two toolchains (GOROUTINES_CORE_VERSIONS) the target is also dumped
 # with gcore right after a live capture: `goroutines --core` must give the
 # same debug=1 and debug=2, byte for byte; so must the kernel's core of a
 # second target, run with GOTRACEBACK=crash and killed with SIGABRT.
 #
 # GOROUTINES_VERSIONS="go1.26.8 ..." picks toolchains (GOROUTINES_BUSY_VERSIONS
-# those of the busy case); GOROUTINES_COUNT sets the goroutines of the one
+# those of the busy case, GOROUTINES_TORN_VERSIONS of the torn one); GOROUTINES_COUNT sets the goroutines of the one
 # site (10000). A toolchain that the go_programs
 # fixture could not use fails, or skips when it was allowed to be missing.
 # Exit status: 0 all cases passed, 1 some failed, 77 nothing could run.
@@ -166,6 +171,82 @@ minutes() {
   e2e_stop_pids
 }
 
+# check_torn <records.json> <ours2.txt>...: every goroutine of the record
+# mode that our dumps show asleep must have exactly one of the stacks it
+# recorded itself (its main.* frames, function and file:line, innermost
+# first); and enough of them must have been shown for the check to mean
+# something.
+check_torn() {
+  PYTHONPATH="$src/tests/e2e" python3 - "$@" <<'PY'
+import json, os, sys
+from goroutine_dump import blocks
+rec = json.load(open(sys.argv[1]))
+stacks = [tuple(s) for s in rec['stacks']]
+def main_frames(body):
+    out = []
+    for i, l in enumerate(body[:-1]):
+        if l.startswith('main.') and body[i + 1].startswith('\t'):
+            where = body[i + 1].strip().split(' ')[0]
+            out.append(l[:-len('(...)')] + ' ' + os.path.basename(where))
+    return tuple(out)
+checked = 0
+for path in sys.argv[2:]:
+    for goid, (state, _, body) in blocks(path).items():
+        if state != 'sleep' or not any(l.startswith('main.recorded(') for l in body):
+            continue
+        ours = main_frames(body)
+        theirs = [stacks[n] for n in rec['goroutines'].get(goid, []) if n >= 0]
+        if ours not in theirs:
+            sys.exit(f"{path}: goroutine {goid} is shown with a stack it never had:\n" +
+                     '\n'.join(ours) + "\nit recorded:\n" +
+                     '\n--\n'.join('\n'.join(t) for t in theirs))
+        checked += 1
+if checked < 50:
+    sys.exit(f"only {checked} recording goroutines were shown asleep")
+print(f"{checked} sleeping goroutines each with a stack it recorded")
+PY
+}
+
+# torn <version>: the record mode of the target (goroutines created and
+# ending fast, up to 50,000 a second, each parking twice under a random
+# depth and recording its own stack before each park); five debug=2
+# captures taken meanwhile may show each goroutine only with a stack it
+# recorded. A reader that accepted a goroutine that moved between its reads
+# (resumed, re-parked, exited, its g reused) would show a torn mix.
+torn() {
+  local version=$1 dir=$work/$1-torn i r d retried=0 dropped=0 pid
+  mkdir -p "$dir/out"
+  if ! build_goroutines "$version" "$dir/goroutines" >"$dir/build.log" 2>&1; then
+    fail "$version torn: go build of testdata/goroutines" "$dir/build.log"
+    return
+  fi
+  e2e_start "$dir/target.out" "$dir/target.err" "$dir/goroutines" "$dir/out" 100 record
+  pid=$target_pid
+  if ! e2e_wait_until 120 test -e "$dir/out/ready"; then
+    fail "$version torn: the target did not start" "$dir/target.err"
+    e2e_stop_pids
+    return
+  fi
+  for i in 1 2 3 4 5; do
+    if ! "$tool" goroutines "$pid" --format debug2 -o "$dir/ours$i.txt" -v 2>"$dir/tool$i.err"; then
+      fail "$version torn: capture $i failed" "$dir/tool$i.err"
+      e2e_stop_pids
+      return
+    fi
+    read -r r d <<<"$(sed -n 's/.*retried \([0-9]*\), dropped \([0-9]*\),.*/\1 \2/p' "$dir/tool$i.err")"
+    retried=$((retried + ${r:-0})) dropped=$((dropped + ${d:-0}))
+  done
+  kill -USR1 "$pid"
+  if ! e2e_wait_until 60 test -e "$dir/out/recorded"; then
+    fail "$version torn: the target did not write its records" "$dir/target.err"
+  elif check_torn "$dir/out/records.json" "$dir"/ours[1-5].txt >"$dir/check.out" 2>&1; then
+    pass "$version torn: 5 captures, $(cat "$dir/check.out"); retried $retried, dropped $dropped"
+  else
+    fail "$version torn: a torn stack ($dir)" "$dir/check.out"
+  fi
+  e2e_stop_pids
+}
+
 # stripped_case <version> <cgo 0|1>: the same target built as a stripped PIE
 # (-buildmode=pie -ldflags='-s -w': no .symtab, no DWARF; with cgo, linked
 # externally, so .text starts 0x100 below runtime.text), whose allgs,
@@ -228,11 +309,15 @@ run_version() {
   [[ " ${GOROUTINES_CGO_VERSIONS:-go1.19.8 go1.26.8} " == *" $version "* ]] && stripped_case "$version" 1
 }
 
-# The busy and minutes cases first: a log cut to its first lines (as CI's
+# The busy, torn and minutes cases first: a log cut to its first lines (as CI's
 # summary is) then still shows the cases that depend on timing.
 # The busy target on the oldest and the newest runtime layouts' toolchains.
 for version in ${GOROUTINES_BUSY_VERSIONS:-go1.18.10 go1.26.8}; do
   [[ $(go_programs_status "$version") == ok ]] && busy "$version"
+done
+# The torn-stack check on the same two toolchains.
+for version in ${GOROUTINES_TORN_VERSIONS:-go1.18.10 go1.26.8}; do
+  [[ $(go_programs_status "$version") == ok ]] && torn "$version"
 done
 # The minutes of the dump's headers (a 65 s wait) on one toolchain.
 for version in ${GOROUTINES_MINUTES_VERSIONS:-go1.26.8}; do
