@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every failure a user can meet, end to end: each case must end with the
-# documented exit code, exactly one "goheap2pprof: error: ..." line naming the
+# documented exit code, exactly one "goheap2pprof[ command]: error: ..." line naming the
 # problem plus one "hint: ..." line, no output file created, and an existing
 # -o file left byte-for-byte intact.
 #
@@ -64,7 +64,7 @@ check_case() {
   local msgs
   msgs=$(grep -v 'test seam:' "$err")
   local nerr nhint
-  nerr=$(grep -c '^goheap2pprof: error: ' <<< "$msgs")
+  nerr=$(grep -c -E '^goheap2pprof( [a-z-]+)?: error: ' <<< "$msgs")
   nhint=$(grep -c '^hint: ..' <<< "$msgs")
   [[ $nerr == 1 && $nhint == 1 && $(wc -l <<< "$msgs") == 2 ]] ||
     problems+=" stderr is not exactly one error line and one hint line;"
@@ -74,7 +74,7 @@ check_case() {
     cmp -s "$dir/keep.pb.gz" "$work/keep.orig" || problems+=" existing -o file was changed;"
   fi
   if [[ -z $problems ]]; then
-    pass "$name (exit $rc): $(grep '^goheap2pprof: error: ' "$err" | cut -c1-160)"
+    pass "$name (exit $rc): $(grep -E '^goheap2pprof( [a-z-]+)?: error: ' "$err" | cut -c1-160)"
   else
     fail "$name:$problems"
     sed 's/^/    /' "$err"
@@ -310,6 +310,16 @@ if command -v setpriv >/dev/null && [[ $(id -u) == 0 ]] &&
   check_case "output directory not writable" 9 "is not writable" "$d" "$?" "$work/stderr"
 else
   skip "output directory not writable: needs root and setpriv"
+fi
+
+# --- 9. a goroutine capture past its limits ----------------------------------
+# The bounds of `goroutines` (goroutines in allgs, bytes read in all) stop the
+# capture with a message naming the limit and the flag that raises it.
+if start "$work/glimits.out" "$work/quiet"; then
+  run_case "goroutines over --max-goroutines" 6 "over the limit of 2 goroutines" \
+    "$tool" goroutines "$TPID" --max-goroutines 2
+  run_case "goroutines over --max-bytes" 6 "passed the limit of 1000 bytes read" \
+    "$tool" goroutines "$TPID" --max-bytes 1000
 fi
 
 e2e_finish
