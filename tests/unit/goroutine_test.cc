@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <set>
 
 #include "base/error.h"
 #include "goroutine/goroutine_reader.h"
 #include "goroutine/labels.h"
 #include "hand_pclntab.h"
 #include "pprof/goroutine_dump.h"
+#include "pprof/goroutine_profile.h"
 #include "pprof/goroutine_report.h"
 #include "proc/memory_reader.h"
 #include "runtime/goroutine_layout.h"
@@ -306,6 +308,49 @@ TEST_F(GoroutineDumpTest, TopTableAndJsonCountSitesAndStates) {
   EXPECT_NE(json.find("\"goroutines\": 3"), std::string::npos) << json;
   EXPECT_NE(json.find("\"oldest_wait_minutes\": 9"), std::string::npos) << json;
   EXPECT_NE(json.find("\"function\": \"main.worker\""), std::string::npos) << json;
+}
+
+// The goroutine profile's string table holds only strings that a field
+// refers to: no heap sample types (alloc_objects, inuse_space, bytes) left
+// over from the builder it shares with the heap profile.
+TEST_F(GoroutineReaderTest, GoroutineProfileStringsAreAllReferenced) {
+  Goroutine labeled;
+  labeled.pcs = {kGopark + 0x20, kWorker + 0x45, kGoexit + 1};
+  labeled.labels = {{"job", "7"}};
+  Goroutine plain = labeled;
+  plain.labels.clear();
+  const std::vector<Goroutine> gs = {labeled, plain, plain};
+  for (GoVersion v : {GoVersion{1, 26, 8}, GoVersion{1, 27, 3}}) {
+    const RuntimeTraits traits = TraitsForVersion(v);
+    Symbolizer sym(tab_, traits);
+    const std::vector<GoroutineStack> stacks = CountGoroutineStacks(gs);
+    const std::string comments[] = {"retried 0, dropped 0"};
+    std::vector<ProfileMapping> mappings(1);
+    mappings[0] = {.start = kText, .limit = kText + 0x1000, .file = "/bin/t", .build_id = "b1"};
+    std::string wire;
+    ASSERT_TRUE(BuildGoroutineProfile(sym, traits, mappings, 0, 1, stacks, comments)
+                    .SerializeToString(&wire));
+    pb::Profile p;
+    ASSERT_TRUE(p.ParseFromString(wire));
+    std::set<int64_t> used = {p.period_type().type(), p.period_type().unit(),
+                              p.default_sample_type(), p.drop_frames(), p.keep_frames()};
+    for (const pb::ValueType& t : p.sample_type()) used.insert({t.type(), t.unit()});
+    for (const pb::Sample& s : p.sample()) {
+      for (const pb::Label& l : s.label()) used.insert({l.key(), l.str(), l.num_unit()});
+    }
+    for (const pb::Mapping& m : p.mapping()) used.insert({m.filename(), m.build_id()});
+    for (const pb::Function& f : p.function()) {
+      used.insert({f.name(), f.system_name(), f.filename()});
+    }
+    used.insert(p.comment().begin(), p.comment().end());
+    for (int i = 1; i < p.string_table_size(); ++i) {
+      EXPECT_TRUE(used.contains(i)) << "Go " << v.minor << ": string " << i << " \""
+                                    << p.string_table(i) << "\" is not referenced";
+    }
+    ASSERT_EQ(p.sample_type_size(), 1);
+    EXPECT_EQ(p.string_table(p.sample_type(0).type()), "goroutine");
+    EXPECT_EQ(p.period(), 1);
+  }
 }
 
 TEST_F(GoroutineReaderTest, RereadsGoroutineThatMovedWhileUnwound) {
