@@ -20,16 +20,8 @@
 namespace goheap2pprof {
 namespace {
 
-struct Mode {
-  std::string label;
-};
-
-const std::vector<Mode>& Modes() {
-  static const std::vector<Mode> kModes = {{"exe"}, {"pie"}, {"exe-cgo"}, {"pie-cgo"}};
-  return kModes;
-}
-
-class GoroutineVariablesTest : public testing_go::ToolchainTest<Mode, Modes> {};
+class GoroutineVariablesTest
+    : public testing_go::ToolchainTest<testing_go::FramesBuild, testing_go::FramesBuilds> {};
 
 TEST_P(GoroutineVariablesTest, RecoveredFromCodeEqualSymbols) {
   testing_go::GoProgram p = testing_go::FindGoProgram(*tc_, "frames-amd64-" + mode_->label);
@@ -96,8 +88,9 @@ TEST_P(GoroutineVariablesTest, WaitReasonTableCheckedByItsStrings) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Builds, GoroutineVariablesTest, testing_go::ToolchainCases(Modes),
-                         testing_go::CaseNamer(Modes));
+INSTANTIATE_TEST_SUITE_P(Builds, GoroutineVariablesTest,
+                         testing_go::ToolchainCases(testing_go::FramesBuilds),
+                         testing_go::CaseNamer(testing_go::FramesBuilds));
 
 }  // namespace
 }  // namespace goheap2pprof
