@@ -3,7 +3,8 @@
 # Go test program once per toolchain of tests/go_toolchains.txt and build
 # mode into <build>/go-programs/<version>/, where the suites that need them
 # (go_binary_tests, e2e.oracle_test, e2e.stripped_oracle_test,
-# e2e.arm64_qemu_test, ...) read them instead of building their own.
+# e2e.arm64_qemu_test, e2e.goroutines_test, ...) read them instead of
+# building their own.
 #
 #   bash tests/go_programs.sh <build-dir>
 #
@@ -43,10 +44,15 @@ build_one() {
   fi
   # The twin's -ldflags has the length of the stripped one's: build info
   # records the flags, and another length would move every data section.
+  local ldflags=""
   case $variant in
-    stripped) flags+=("-ldflags=-s -w") ;;
-    twin) flags+=("-ldflags=-w -w") ;;
+    stripped) ldflags="-s -w" ;;
+    twin) ldflags="-w -w" ;;
   esac
+  # testdata/goroutines has no C of its own: its cgo build is linked
+  # externally on purpose (.text then starts 0x100 below runtime.text).
+  [[ $program == goroutines && $cgo == 1 ]] && ldflags+="${ldflags:+ }-linkmode=external"
+  [[ -n $ldflags ]] && flags+=("-ldflags=$ldflags")
   [[ ($program == oracle || $program == memstats) && $cgo == 1 ]] && flags+=(-tags withcgo)
   key="$version_text|$arch|$mode|$cgo|${flags[*]}|$(cat "$src/testdata/$program"/*.go \
     "$src/testdata/$program/go.mod" | md5sum)"
@@ -114,6 +120,14 @@ build_all() {
   if toolchain_arm64_live "$version"; then
     build_one "$version" memstats arm64 exe 0 plain || ok=1
     build_one "$version" memstats arm64 pie 0 stripped || ok=1
+  fi
+  # The goroutine oracle (tests/e2e/goroutines_test.sh, serve_goroutine_test.sh):
+  # plain, as a stripped PIE and, on goroutines_cgo_versions (lib.sh), as a
+  # stripped externally linked cgo PIE.
+  build_one "$version" goroutines amd64 exe 0 plain || ok=1
+  build_one "$version" goroutines amd64 pie 0 stripped || ok=1
+  if [[ " $goroutines_cgo_versions " == *" $version "* ]]; then
+    build_one "$version" goroutines amd64 pie 1 stripped || ok=1
   fi
   # The target of the sampling-state and enable-sampling suites
   # (tests/e2e/sampling_state_test.sh, enable_sampling_test.sh): it links no

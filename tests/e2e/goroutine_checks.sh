@@ -3,8 +3,20 @@
 # (goroutines_test.sh: the CLI; serve_goroutine_test.sh: serve's
 # /debug/pprof/goroutine). Not a test: sourced after lib.sh.
 #
+#   goroutines_program <version> <build> <label>  # sets prog
 #   check_diff <profdiff.out>; check_text <theirs.txt> <ours.txt>;
 #   check_dump <theirs2.txt> <ours2.txt>
+
+# goroutines_program <version> <build> <label>: sets prog to the go_programs
+# fixture's build goroutines-amd64-<build> of testdata/goroutines for that
+# toolchain (tests/go_programs.sh: exe, pie-stripped, pie-cgo-stripped); fails
+# <label> and returns 1 when the fixture has none.
+goroutines_program() {
+  prog=$(go_program "$1" "goroutines-amd64-$2")
+  [[ -x $prog ]] && return 0
+  fail "$3: the go_programs fixture did not build $prog (bash tests/go_programs.sh $bin)"
+  return 1
+}
 
 # check_diff <profdiff.out>: the only differences are the writer goroutine
 # (only in the target's file, inside runtime/pprof.writeGoroutine) and main

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The goroutine oracle: testdata/goroutines, built with every Go toolchain of
+# The goroutine oracle: testdata/goroutines, as the go_programs fixture
+# (tests/go_programs.sh) built it with every Go toolchain of
 # tests/go_toolchains.txt, parks goroutines in known ways (channels, select,
 # mutex, WaitGroup, sleep, sync.Cond, network accept, an inlined frame, pprof
 # labels, 10,000 from one site), writes its own goroutine profile
@@ -20,7 +21,8 @@
 # The same target built as a stripped PIE (no .symtab, no DWARF: the
 # runtime's variables recovered from its code) must give the same debug=1
 # and debug=2 on every toolchain; so must a stripped, externally linked cgo
-# PIE on GOROUTINES_CGO_VERSIONS (go1.19.8 go1.26.8).
+# PIE on GOROUTINES_CGO_VERSIONS (by default lib.sh's goroutines_cgo_versions,
+# go1.19.8 go1.26.8: the toolchains the fixture makes that build with).
 #
 # A busy variant of the target (its goroutines come and go, up to 50,000 a
 # second) is captured five times on two toolchains: every capture must
@@ -68,15 +70,6 @@ if row[0] != str(n) or 'main.main' not in row:
     sys.exit(f"the table's first row is {row}")
 print(f"{len(dump)} goroutines as in the dump; first site {n} x chan receive from {top['created_by'].split()[0]}")
 PY
-}
-
-# build_goroutines <version> <output> [go build flags...]: testdata/goroutines
-# built with that toolchain (CGO_ENABLED=$cgo, 0 unless set).
-build_goroutines() {
-  local version=$1 out=$2 gocmd
-  shift 2
-  read -r -a gocmd <<<"$(go_cmd "$version")"
-  (cd "$src/testdata/goroutines" && CGO_ENABLED=${cgo:-0} "${gocmd[@]}" build "$@" -o "$out" .)
 }
 
 # check_texts <label> <dir> <pid>: our debug=1 must be the target's
@@ -136,10 +129,11 @@ core_case() {
 # SIGABRT, and the kernel's core (core_pattern permitting) must give the
 # same, byte for byte.
 abort_case() {
-  local version=$1 dir=$2/abort pid f i
+  local version=$1 dir=$2/abort pid f i prog
+  goroutines_program "$version" exe "$version abort core" || return
   mkdir -p "$dir/out"
   e2e_start "$dir/target.out" "$dir/target.err" bash -c \
-    'ulimit -c unlimited && cd "$1" && exec env GOTRACEBACK=crash ../goroutines out "$2"' _ "$dir" "$count"
+    'ulimit -c unlimited && cd "$1" && exec env GOTRACEBACK=crash "$3" out "$2"' _ "$dir" "$count" "$prog"
   pid=$target_pid
   if ! e2e_wait_until 120 test -e "$dir/out/ready"; then
     fail "$version abort core: the target did not start" "$dir/target.err"
@@ -173,13 +167,10 @@ abort_case() {
 # again: its headers say "1 minutes", and ours, read right after, must say
 # the same within one (check_dump), with at least one goroutine at 1.
 minutes() {
-  local version=$1 dir=$work/$1-minutes
+  local version=$1 dir=$work/$1-minutes prog
+  goroutines_program "$version" exe "$version minutes" || return
   mkdir -p "$dir/out"
-  if ! build_goroutines "$version" "$dir/goroutines" >"$dir/build.log" 2>&1; then
-    fail "$version minutes: go build of testdata/goroutines" "$dir/build.log"
-    return
-  fi
-  e2e_start "$dir/target.out" "$dir/target.err" "$dir/goroutines" "$dir/out" 100 minutes
+  e2e_start "$dir/target.out" "$dir/target.err" "$prog" "$dir/out" 100 minutes
   local pid=$target_pid
   if ! e2e_wait_until 150 test -e "$dir/out/ready2"; then
     fail "$version minutes: the target did not write its second dump" "$dir/target.err"
@@ -241,13 +232,10 @@ PY
 # second; five captures must complete, drop nothing of the stable goroutines,
 # and return no stack the target does not make.
 busy() {
-  local version=$1 dir=$work/$1-busy i retried=0 dropped=0 r d bad=""
+  local version=$1 dir=$work/$1-busy i retried=0 dropped=0 r d bad="" prog
+  goroutines_program "$version" exe "$version busy" || return
   mkdir -p "$dir/out"
-  if ! build_goroutines "$version" "$dir/goroutines" >"$dir/build.log" 2>&1; then
-    fail "$version busy: go build of testdata/goroutines" "$dir/build.log"
-    return
-  fi
-  e2e_start "$dir/target.out" "$dir/target.err" "$dir/goroutines" "$dir/out" "$count" churn
+  e2e_start "$dir/target.out" "$dir/target.err" "$prog" "$dir/out" "$count" churn
   local pid=$target_pid
   if ! e2e_wait_until 120 test -e "$dir/out/ready"; then
     fail "$version busy: the target did not write its profiles" "$dir/target.err"
@@ -279,19 +267,11 @@ busy() {
 # finalizer state and wait reasons are recovered from the runtime's code:
 # its debug=1 and debug=2 must be the target's, as for the plain build.
 stripped_case() {
-  local version=$1 cgo=$2 dir=$work/$1-stripped$2 label="$1 stripped PIE" ldflags="-s -w"
-  ((cgo)) && label+=" cgo" ldflags+=" -linkmode=external"
+  local version=$1 cgo=$2 dir=$work/$1-stripped$2 label="$1 stripped PIE" build=pie-stripped prog
+  ((cgo)) && label+=" cgo" build=pie-cgo-stripped
+  goroutines_program "$version" "$build" "$label" || return
   mkdir -p "$dir/out"
-  if ! build_goroutines "$version" "$dir/goroutines" -buildmode=pie "-ldflags=$ldflags" \
-    >"$dir/build.log" 2>&1; then
-    fail "$label: go build of testdata/goroutines" "$dir/build.log"
-    return
-  fi
-  if LC_ALL=C readelf -S "$dir/goroutines" | grep -q ' \.symtab '; then
-    fail "$label: the build has a symbol table" "$dir/build.log"
-    return
-  fi
-  e2e_start "$dir/target.out" "$dir/target.err" "$dir/goroutines" "$dir/out" "$count"
+  e2e_start "$dir/target.out" "$dir/target.err" "$prog" "$dir/out" "$count"
   if e2e_wait_until 120 test -e "$dir/out/ready"; then
     check_texts "$label" "$dir" "$target_pid"
   else
@@ -301,7 +281,7 @@ stripped_case() {
 }
 
 run_version() {
-  local version=$1 dir=$work/$1 s why
+  local version=$1 dir=$work/$1 s why prog
   read -r s why <<<"$(go_programs_status "$version")"
   if [[ $s != ok ]]; then
     [[ $s == skip ]] && skip "$version ($why)" || fail "$version ($why)"
@@ -311,12 +291,9 @@ run_version() {
     fail "$version: $why"
     return
   fi
+  goroutines_program "$version" exe "$version" || return
   mkdir -p "$dir/out"
-  if ! build_goroutines "$version" "$dir/goroutines" >"$dir/build.log" 2>&1; then
-    fail "$version: go build of testdata/goroutines" "$dir/build.log"
-    return
-  fi
-  e2e_start "$dir/target.out" "$dir/target.err" "$dir/goroutines" "$dir/out" "$count"
+  e2e_start "$dir/target.out" "$dir/target.err" "$prog" "$dir/out" "$count"
   local pid=$target_pid
   if ! e2e_wait_until 120 test -e "$dir/out/ready"; then
     fail "$version: the target did not write its profiles" "$dir/target.err"
@@ -352,7 +329,7 @@ run_version() {
   ((core)) && abort_case "$version" "$dir"
   e2e_stop_pids
   stripped_case "$version" 0
-  [[ " ${GOROUTINES_CGO_VERSIONS:-go1.19.8 go1.26.8} " == *" $version "* ]] && stripped_case "$version" 1
+  [[ " ${GOROUTINES_CGO_VERSIONS:-$goroutines_cgo_versions} " == *" $version "* ]] && stripped_case "$version" 1
 }
 
 # The busy and minutes cases first: a log cut to its first lines (as CI's

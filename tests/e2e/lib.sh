@@ -225,6 +225,13 @@ go_program() {
   echo "$bin/go-programs/$1/$2"
 }
 
+# The toolchains with which the go_programs fixture also builds
+# testdata/goroutines as a stripped, externally linked cgo PIE
+# (goroutines-amd64-pie-cgo-stripped): two, the external link being the
+# slowest build; go1.19.8 built Debian's prometheus, go1.26.8 is the newest
+# stable one.
+goroutines_cgo_versions="go1.19.8 go1.26.8"
+
 # e2e_require_go: sets the array go to the command that runs Go 1.26.8 (the
 # `go` on PATH), or skips the test (exit 77) when that is not what it runs.
 e2e_require_go() {
