@@ -34,6 +34,10 @@
 # same debug=1 and debug=2, byte for byte; so must the kernel's core of a
 # second target, run with GOTRACEBACK=crash and killed with SIGABRT.
 #
+# On go1.26.8 with GODEBUG=tracebacklabels=1 and on go1.27.3 (a go 1.27
+# module: labels by default) the debug=2 headers show the goroutines' pprof
+# labels, and ours must show the same (GOROUTINES_LABELS_VERSIONS).
+#
 # GOROUTINES_VERSIONS="go1.26.8 ..." picks toolchains (GOROUTINES_BUSY_VERSIONS
 # those of the busy case); GOROUTINES_COUNT sets the goroutines of the one
 # site (10000). A toolchain that the go_programs
@@ -183,6 +187,44 @@ minutes() {
     pass "$version minutes: $(grep -c ', 1 minutes\]' "$dir/ours2.txt") headers say 1 minutes, as the target's within one"
   else
     fail "$version minutes: the minutes differ ($dir)" "$dir/check.out"
+  fi
+  e2e_stop_pids
+}
+
+# labels <version>: the pprof labels of the dump's headers (Go 1.26+), shown
+# when the target's GODEBUG says tracebacklabels=1: on 1.26 set in its
+# environment, from 1.27 the default of a go 1.27 module (the fixture's
+# exe-mod127 build; the plain build's go 1.18 module keeps the old default,
+# 0, which run_version's debug=2 checks). Ours must read the setting from
+# the target and show the same labels in the same headers (check_dump),
+# and both dumps must show some.
+label_re='^goroutine [0-9]* \[.*\(labels:{\|\] {\)'
+label_headers() { grep -c "$label_re" "$1" || true; }
+labels() {
+  local version=$1 dir=$work/$1-labels build=exe godebug=GODEBUG=tracebacklabels=1 prog ours theirs
+  if (($(toolchain_minor "$version") >= 27)); then
+    build=exe-mod127 godebug=GODEBUG=
+  fi
+  local label="$version labels ($build, $godebug)"
+  [[ $godebug == GODEBUG= ]] && label="$version labels ($build: the go 1.27 module's default)"
+  goroutines_program "$version" "$build" "$label" || return
+  mkdir -p "$dir/out"
+  e2e_start "$dir/target.out" "$dir/target.err" env "$godebug" "$prog" "$dir/out" 100
+  if ! e2e_wait_until 120 test -e "$dir/out/ready"; then
+    fail "$label: the target did not write its profiles" "$dir/target.err"
+  elif ! "$tool" goroutines "$target_pid" --format debug2 -v -o "$dir/ours2.txt" 2>"$dir/tool.err"; then
+    fail "$label: goheap2pprof goroutines failed" "$dir/tool.err"
+  elif ! grep -q 'tracebacklabels=1, read from the target' "$dir/tool.err"; then
+    fail "$label: the target's GODEBUG tracebacklabels=1 was not read" "$dir/tool.err"
+  elif ! check_dump "$dir/out/goroutine2.txt" "$dir/ours2.txt" >"$dir/check.out" 2>&1; then
+    fail "$label: the dumps differ ($dir)" "$dir/check.out"
+  else
+    ours=$(label_headers "$dir/ours2.txt") theirs=$(label_headers "$dir/out/goroutine2.txt")
+    if ((ours >= 3 && ours == theirs)); then
+      pass "$label: $ours headers with the target's labels, e.g. $(grep -m 1 -o "$label_re.*" "$dir/ours2.txt")"
+    else
+      fail "$label: $ours headers with labels in ours, $theirs in theirs, not the same 3 or more ($dir)"
+    fi
   fi
   e2e_stop_pids
 }
@@ -341,6 +383,10 @@ done
 # The minutes of the dump's headers (a 65 s wait) on one toolchain.
 for version in ${GOROUTINES_MINUTES_VERSIONS:-go1.26.8}; do
   [[ $(go_programs_status "$version") == ok ]] && minutes "$version"
+done
+# The labels of the dump's headers where Go prints them (1.26+).
+for version in ${GOROUTINES_LABELS_VERSIONS:-go1.26.8 go1.27.3}; do
+  [[ $(go_programs_status "$version") == ok ]] && labels "$version"
 done
 for version in ${GOROUTINES_VERSIONS:-$(toolchain_versions)}; do
   run_version "$version"

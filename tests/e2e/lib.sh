@@ -153,6 +153,12 @@ toolchain_versions() {
   awk '$1 ~ /^go/ {print $1}' "$toolchains_list"
 }
 
+# toolchain_minor <version>: the minor number of a go1.N[.P] version (N).
+toolchain_minor() {
+  local minor=${1#go1.}
+  echo "${minor%%.*}"
+}
+
 # toolchain_how <version>: shared, path, gotoolchain or a go binary's path.
 toolchain_how() {
   awk -v v="$1" '$1 == v {print $2}' "$toolchains_list"

@@ -191,7 +191,7 @@ TEST_F(GoroutineReaderTest, KeepsRunningGoroutinesForTheDumpInAllgsOrder) {
 // The debug=2 dump over the hand-built pclntab (pprof/goroutine_dump.h).
 class GoroutineDumpTest : public GoroutineReaderTest {
  protected:
-  std::string Dump(const Goroutine& g, GoVersion v = {1, 26, 8}) {
+  std::string Dump(const Goroutine& g, GoVersion v = {1, 26, 8}, bool traceback_labels = false) {
     const RuntimeTraits traits = TraitsForVersion(v);
     Symbolizer sym(tab_, traits);
     const GoroutineDumpInput in{.pclntab = &tab_,
@@ -199,7 +199,8 @@ class GoroutineDumpTest : public GoroutineReaderTest {
                                 .version = v,
                                 .bias = 0,
                                 .wait_reasons = {"", "GC assist marking", "IO wait"},
-                                .now = int64_t{10} * 60'000'000'000};
+                                .now = int64_t{10} * 60'000'000'000,
+                                .traceback_labels = traceback_labels};
     return GoroutineDumpText(in, std::span<const Goroutine>(&g, 1));
   }
 };
@@ -227,6 +228,30 @@ TEST_F(GoroutineDumpTest, HeaderFramesAndCreator) {
   EXPECT_TRUE(d.ends_with(" +0x10\n")) << d;
   // Before Go 1.21: no "in goroutine".
   EXPECT_NE(Dump(g, {1, 20, 14}).find("created by main.worker\n"), std::string::npos);
+}
+
+// GODEBUG tracebacklabels=1 (Go 1.26+): the pprof labels in the header,
+// inside the brackets and always quoted in 1.26, after them and quoted only
+// where needed from 1.27 (runtime.goroutineheader, printquoted).
+TEST_F(GoroutineDumpTest, HeaderLabelsAsTheVersionPrintsThem) {
+  Goroutine g;
+  g.goid = 17;
+  g.status = kWaiting;
+  g.wait_reason = 2;
+  g.wait_since = 60'000'000'000;
+  g.labels = {{"job", "7"}, {"k y", "a\"b\n"}, {"t", "\xc3\xa9\x01\xff"}};
+  EXPECT_TRUE(Dump(g, {1, 26, 8}, true)
+                  .starts_with("goroutine 17 [IO wait, 9 minutes labels:{\"job\": \"7\", "
+                               "\"k y\": \"a\\\"b\\n\", \"t\": \"\\u00e9\\x01\\ufffd\"}]:\n"))
+      << Dump(g, {1, 26, 8}, true);
+  EXPECT_TRUE(Dump(g, {1, 27, 3}, true)
+                  .starts_with("goroutine 17 [IO wait, 9 minutes] {job: 7, \"k y\": \"a\\\"b\\n\", "
+                               "t: \"\\u00e9\\x01\\xff\"}:\n"))
+      << Dump(g, {1, 27, 3}, true);
+  // tracebacklabels=0, and no labels at all: the plain header.
+  EXPECT_TRUE(Dump(g, {1, 27, 3}).starts_with("goroutine 17 [IO wait, 9 minutes]:\n"));
+  g.labels.clear();
+  EXPECT_TRUE(Dump(g, {1, 27, 3}, true).starts_with("goroutine 17 [IO wait, 9 minutes]:\n"));
 }
 
 TEST_F(GoroutineDumpTest, StatusWithoutWaitReasonOrClock) {
