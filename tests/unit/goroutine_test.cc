@@ -203,14 +203,20 @@ class GoroutineDumpTest : public GoroutineReaderTest {
                                 .traceback_labels = traceback_labels};
     return GoroutineDumpText(in, std::span<const Goroutine>(&g, 1));
   }
+
+  // Goroutine 17, in "IO wait" for 9 minutes at Dump's clock.
+  static Goroutine InIoWait() {
+    Goroutine g;
+    g.goid = 17;
+    g.status = kWaiting;
+    g.wait_reason = 2;
+    g.wait_since = 60'000'000'000;
+    return g;
+  }
 };
 
 TEST_F(GoroutineDumpTest, HeaderFramesAndCreator) {
-  Goroutine g;
-  g.goid = 17;
-  g.status = kWaiting;
-  g.wait_reason = 2;
-  g.wait_since = 60'000'000'000;
+  Goroutine g = InIoWait();
   g.gopc = kWorker + 0x10;
   g.parent_goid = 3;
   g.pcs = {kGopark + 0x20, kWorker + 0x45, kWorker + 0x31, kGoexit + 1};
@@ -234,11 +240,7 @@ TEST_F(GoroutineDumpTest, HeaderFramesAndCreator) {
 // inside the brackets and always quoted in 1.26, after them and quoted only
 // where needed from 1.27 (runtime.goroutineheader, printquoted).
 TEST_F(GoroutineDumpTest, HeaderLabelsAsTheVersionPrintsThem) {
-  Goroutine g;
-  g.goid = 17;
-  g.status = kWaiting;
-  g.wait_reason = 2;
-  g.wait_since = 60'000'000'000;
+  Goroutine g = InIoWait();
   g.labels = {{"job", "7"}, {"k y", "a\"b\n"}, {"t", "\xc3\xa9\x01\xff"}};
   EXPECT_TRUE(Dump(g, {1, 26, 8}, true)
                   .starts_with("goroutine 17 [IO wait, 9 minutes labels:{\"job\": \"7\", "
