@@ -3,7 +3,8 @@
 # Go test program once per toolchain of tests/go_toolchains.txt and build
 # mode into <build>/go-programs/<version>/, where the suites that need them
 # (go_binary_tests, e2e.oracle_test, e2e.stripped_oracle_test,
-# e2e.arm64_qemu_test, ...) read them instead of building their own.
+# e2e.arm64_qemu_test, e2e.goroutines_test, ...) read them instead of
+# building their own.
 #
 #   bash tests/go_programs.sh <build-dir>
 #
@@ -30,7 +31,7 @@ mkdir -p "$out"
 bash "$src/scripts/unpack-toolchains.sh" || echo "FAIL: unpacking the shared toolchains (above)"
 
 # build_one <version> <program> <arch> <mode exe|pie> <cgo 0|1> <variant
-# plain|stripped|twin>: builds testdata/<program> into
+# plain|stripped|twin|mod127>: builds testdata/<program> into
 # $out/<version>/<name>, name = <basename>-<arch>-<mode>[-cgo][-<variant>].
 build_one() {
   local version=$1 program=$2 arch=$3 mode=$4 cgo=$5 variant=$6 name key flags=()
@@ -43,13 +44,20 @@ build_one() {
   fi
   # The twin's -ldflags has the length of the stripped one's: build info
   # records the flags, and another length would move every data section.
+  local ldflags=""
   case $variant in
-    stripped) flags+=("-ldflags=-s -w") ;;
-    twin) flags+=("-ldflags=-w -w") ;;
+    stripped) ldflags="-s -w" ;;
+    twin) ldflags="-w -w" ;;
   esac
+  # testdata/goroutines has no C of its own: its cgo build is linked
+  # externally on purpose (.text then starts 0x100 below runtime.text).
+  [[ $program == goroutines && $cgo == 1 ]] && ldflags+="${ldflags:+ }-linkmode=external"
+  [[ -n $ldflags ]] && flags+=("-ldflags=$ldflags")
+  # Its module's go.mod says go 1.27: the GODEBUG defaults are Go 1.27's.
+  [[ $variant == mod127 ]] && flags+=(-modfile=go127.mod)
   [[ ($program == oracle || $program == memstats) && $cgo == 1 ]] && flags+=(-tags withcgo)
   key="$version_text|$arch|$mode|$cgo|${flags[*]}|$(cat "$src/testdata/$program"/*.go \
-    "$src/testdata/$program/go.mod" | md5sum)"
+    "$src/testdata/$program"/*.mod | md5sum)"
   if [[ -x $out/$version/$name && $(cat "$out/$version/$name.key" 2>/dev/null) == "$key" ]]; then
     return 0
   fi
@@ -114,6 +122,24 @@ build_all() {
   if toolchain_arm64_live "$version"; then
     build_one "$version" memstats arm64 exe 0 plain || ok=1
     build_one "$version" memstats arm64 pie 0 stripped || ok=1
+  fi
+  # The goroutine oracle (tests/e2e/goroutines_test.sh, serve_goroutine_test.sh):
+  # plain, as a stripped PIE and, on goroutines_cgo_versions (lib.sh), as a
+  # stripped externally linked cgo PIE.
+  build_one "$version" goroutines amd64 exe 0 plain || ok=1
+  build_one "$version" goroutines amd64 pie 0 stripped || ok=1
+  if [[ " $goroutines_cgo_versions " == *" $version "* ]]; then
+    build_one "$version" goroutines amd64 pie 1 stripped || ok=1
+  fi
+  # And for qemu (tests/e2e/goroutines_arm64_test.sh), where arm64 runs live.
+  if toolchain_arm64_live "$version"; then
+    build_one "$version" goroutines arm64 exe 0 plain || ok=1
+    build_one "$version" goroutines arm64 pie 0 stripped || ok=1
+  fi
+  # From Go 1.27, a build of a go 1.27 module, whose dump's headers show the
+  # goroutines' pprof labels by default (GODEBUG tracebacklabels=1).
+  if [[ $(toolchain_minor "$version") -ge 27 ]]; then
+    build_one "$version" goroutines amd64 exe 0 mod127 || ok=1
   fi
   # The target of the sampling-state and enable-sampling suites
   # (tests/e2e/sampling_state_test.sh, enable_sampling_test.sh): it links no

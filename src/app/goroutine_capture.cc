@@ -24,8 +24,8 @@ namespace {
 
 // Where allgs, the finalizer state and the wait reasons are: from the
 // symbol table, or recovered from the runtime's code (gobin/).
-GoroutineVariables LocateVariables(const ExecutableAnalysis& analysis, GoroutineCapture& out) {
-  const GoBinary bin(analysis.elf());
+GoroutineVariables LocateVariables(const ExecutableAnalysis& analysis, const GoBinary& bin,
+                                   GoroutineCapture& out) {
   const RuntimeTraits& traits = analysis.traits();
   const GoroutineVariables v = LocateGoroutineVariables(
       bin, {.fing_is_bool = traits.version.major == 1 && traits.version.minor <= 19,
@@ -122,6 +122,82 @@ std::vector<std::string> ReadWaitReasons(const GoroutineVariables& vars, uint64_
   return names;
 }
 
+// The int32 of the GODEBUG setting `name` in the target's runtime.dbgvars
+// (a []*dbgVar at `table`; dbgVar is {name string; value *int32; atomic
+// *atomic.Int32; def int32} in Go 1.26 and 1.27): nullopt where it
+// cannot be read.
+std::optional<int32_t> ReadDbgVar(MemoryReader& mem, uint64_t table, std::string_view name) {
+  uint8_t head[16];
+  ReadRequest slice{table, head, false};
+  mem.ReadMany({&slice, 1});
+  const uint64_t n = slice.ok ? LoadU64(head + 8) : 0;
+  if (n == 0 || n > 256) return std::nullopt;
+  std::vector<uint8_t> ptrs(n * 8), entries(n * 40);
+  ReadRequest array{LoadU64(head), ptrs, false};
+  mem.ReadMany({&array, 1});
+  if (!array.ok) return std::nullopt;
+  std::vector<ReadRequest> reqs;
+  for (uint64_t i = 0; i < n; ++i) {
+    reqs.push_back({LoadU64(&ptrs[i * 8]), {&entries[i * 40], 40}, false});
+  }
+  mem.ReadMany(reqs);
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint8_t* e = &entries[i * 40];
+    if (!reqs[i].ok || LoadU64(e + 8) != name.size()) continue;
+    std::string text(name.size(), '\0');
+    uint8_t value[4];
+    const uint64_t var = LoadU64(e + 24) != 0 ? LoadU64(e + 24) : LoadU64(e + 16);
+    ReadRequest more[] = {
+        {LoadU64(e), {reinterpret_cast<uint8_t*>(text.data()), text.size()}, false},
+        {var, value, false}};
+    mem.ReadMany(more);
+    if (more[0].ok && text == name)
+      return more[1].ok ? std::optional(static_cast<int32_t>(LoadU32(value))) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// tracebacklabels in the build's DefaultGODEBUG (its build info: the
+// defaults of its go.mod's go version and //go:debug lines), else the
+// version's default: 1 from Go 1.27.
+int32_t DefaultTracebackLabels(const GoBinary& bin, const GoVersion& version) {
+  const std::optional<BuildInfo> info = bin.build_info();
+  const std::string_view line = "build\tDefaultGODEBUG=";
+  const size_t at = info ? info->modinfo.find(line) : std::string::npos;
+  if (at != std::string::npos) {
+    const size_t end = info->modinfo.find('\n', at);
+    const std::string defaults =
+        "," + info->modinfo.substr(at + line.size(), end - at - line.size());
+    const size_t setting = defaults.find(",tracebacklabels=");
+    if (setting != std::string::npos) return defaults.compare(setting + 17, 1, "1") == 0 ? 1 : 0;
+  }
+  return version.major == 1 && version.minor >= 27 ? 1 : 0;
+}
+
+// GODEBUG tracebacklabels (Go 1.26+): whether the dump's headers show pprof
+// labels. The runtime's debug.tracebacklabels, read from the target as its
+// runtime reads it when it prints, through runtime.dbgvars (each entry a
+// name and a pointer to its variable: no field offset of runtime.debug is
+// needed). Without that symbol (a stripped binary), the build's default,
+// which misses a GODEBUG setting of the target's own: said in -v.
+bool ReadTracebackLabels(const GoBinary& bin, const GoVersion& version, uint64_t bias,
+                         MemoryReader& mem, GoroutineCapture& out) {
+  if (version.major == 1 && version.minor < 26) return false;
+  if (const std::optional<uint64_t> table = bin.SymbolAddress("runtime.dbgvars")) {
+    if (const std::optional<int32_t> v = ReadDbgVar(mem, *table + bias, "tracebacklabels")) {
+      out.notes.push_back(
+          Concat("GODEBUG tracebacklabels=", *v, ", read from the target (runtime.dbgvars)"));
+      return *v == 1;
+    }
+  }
+  const int32_t def = DefaultTracebackLabels(bin, version);
+  out.notes.push_back(
+      Concat("GODEBUG tracebacklabels: not read from the target (no "
+             "runtime.dbgvars); assuming the build's default, ",
+             def, ", which a GODEBUG setting of the target's own would change"));
+  return def == 1;
+}
+
 int64_t ClockNanos(clockid_t clock) {
   timespec ts{};
   clock_gettime(clock, &ts);
@@ -166,7 +242,8 @@ GoroutineCapture CaptureGoroutines(CaptureSource& source, const ExecutableAnalys
   }
   GoroutineCapture out;
   out.bias = ComputeLoadBias(analysis.elf(), source.mappings(), source.executable().running);
-  const GoroutineVariables vars = LocateVariables(analysis, out);
+  const GoBinary bin(analysis.elf());
+  const GoroutineVariables vars = LocateVariables(analysis, bin, out);
   GoroutineContext ctx = MakeContext(analysis, vars, out.bias, out);
   CheckRecoveredAllgs(source.memory(), ctx, vars);
   if (options.dump) {
@@ -176,6 +253,8 @@ GoroutineCapture CaptureGoroutines(CaptureSource& source, const ExecutableAnalys
     ctx.profile_depth = size_t{1} << 20;
     out.wait_reasons = ReadWaitReasons(vars, out.bias, source.memory(), out);
     out.now = TargetNanotime(source, options);
+    out.traceback_labels =
+        ReadTracebackLabels(bin, analysis.traits().version, out.bias, source.memory(), out);
   }
   out.time_nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
@@ -210,7 +289,8 @@ GoroutineDumpInput GoroutineDumpInputOf(const ExecutableAnalysis& analysis,
           .version = analysis.traits().version,
           .bias = capture.bias,
           .wait_reasons = capture.wait_reasons,
-          .now = capture.now};
+          .now = capture.now,
+          .traceback_labels = capture.traceback_labels};
 }
 
 std::string GoroutineDump(const ExecutableAnalysis& analysis, const GoroutineCapture& capture) {

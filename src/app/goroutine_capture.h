@@ -38,6 +38,8 @@ struct GoroutineCapture {
   // when it was read (a core's is estimated from its file's time).
   std::vector<std::string> wait_reasons;
   std::optional<int64_t> now;
+  // For the dump: the target's GODEBUG tracebacklabels (labels in headers).
+  bool traceback_labels = false;
   uint64_t bias = 0;
   int64_t time_nanos = 0;
   std::vector<std::string> notes;     // for -v

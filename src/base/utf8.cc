@@ -54,6 +54,11 @@ void AppendEscaped(std::string& out, std::string_view bytes) {
 
 }  // namespace
 
+size_t Utf8SequenceLength(std::string_view text) {
+  size_t consumed = 0;
+  return NextSequence(text, &consumed);
+}
+
 bool IsValidUtf8(std::string_view text) {
   while (!text.empty()) {
     size_t consumed = 0;

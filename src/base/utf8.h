@@ -22,6 +22,10 @@ inline constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";
 // nothing above U+10FFFF, no truncated sequence).
 bool IsValidUtf8(std::string_view text);
 
+// The length of the well-formed sequence at the start of text (1..4), or 0
+// when it starts with an ill-formed one (text must not be empty).
+size_t Utf8SequenceLength(std::string_view text);
+
 // text with every maximal ill-formed subsequence replaced by U+FFFD.
 std::string ValidUtf8(std::string_view text);
 

@@ -1,11 +1,13 @@
 #include "pprof/goroutine_dump.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cinttypes>
 #include <cstdio>
 #include <string_view>
 
 #include "pprof/hash_index.h"
+#include "base/utf8.h"
 
 namespace goheap2pprof {
 
@@ -284,12 +286,85 @@ class StackTexts {
 
 }  // namespace
 
+namespace {
+
+// One rune of s at i as Go's range over a string decodes it: U+FFFD and
+// width 1 for an ill-formed byte (flagged by *invalid).
+char32_t DecodeRune(std::string_view s, size_t i, size_t* width, bool* invalid) {
+  const size_t n = Utf8SequenceLength(s.substr(i));
+  *invalid = n == 0;
+  *width = n == 0 ? 1 : n;
+  if (n <= 1) return n == 0 ? 0xFFFD : static_cast<unsigned char>(s[i]);
+  static constexpr unsigned char kLeadMask[] = {0, 0, 0x1F, 0x0F, 0x07};
+  char32_t r = static_cast<unsigned char>(s[i]) & kLeadMask[n];
+  for (size_t k = 1; k < n; ++k) r = (r << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  return r;
+}
+
+void AppendHex(std::string& out, const char* prefix, uint32_t v, int digits) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%s%0*x", prefix, digits, v);
+  out += buf;
+}
+
+// The runtime's printquoted: printable ASCII as is, \n \r \t \\ \" escaped,
+// other runes \xNN (below DEL), \uNNNN or \UNNNNNNNN; an ill-formed byte is
+// U+FFFD up to 1.26, \xNN from 1.27.
+std::string RuntimeQuoted(std::string_view s, const GoVersion& version) {
+  std::string out = "\"";
+  for (size_t i = 0, width = 1; i < s.size(); i += width) {
+    bool invalid = false;
+    const char32_t r = DecodeRune(s, i, &width, &invalid);
+    if (r == '\n' || r == '\r' || r == '\t') {
+      out += r == '\n' ? "\\n" : r == '\r' ? "\\r" : "\\t";
+    } else if (r == '\\' || r == '"') {
+      out += {'\\', static_cast<char>(r)};
+    } else if (invalid && AtLeast(version, 27)) {
+      AppendHex(out, "\\x", static_cast<unsigned char>(s[i]), 2);
+    } else if (r >= ' ' && r <= '~') {
+      out += static_cast<char>(r);
+    } else if (r < 127) {
+      AppendHex(out, "\\x", r, 2);
+    } else {
+      AppendHex(out, r < 0x10000 ? "\\u" : "\\U", r, r < 0x10000 ? 4 : 8);
+    }
+  }
+  return out + "\"";
+}
+
+// 1.27's tracebackStringNeedsQuoting: anything but [A-Za-z0-9./_].
+bool NeedsQuoting(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) {
+    return !std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '/' && c != '_';
+  });
+}
+
+}  // namespace
+
+std::string GoroutineHeaderLabels(const GoVersion& version, const Labels& labels) {
+  if (labels.empty()) return "";
+  const bool new_form = AtLeast(version, 27);
+  const auto quote = [&](const std::string& s) {
+    return !new_form || NeedsQuoting(s) ? RuntimeQuoted(s, version) : s;
+  };
+  std::string out = new_form ? " {" : " labels:{";
+  for (size_t i = 0; i < labels.size(); ++i) {
+    out += (i ? ", " : "") + quote(labels[i].first) + ": " + quote(labels[i].second);
+  }
+  return out + "}";
+}
+
 std::string GoroutineDumpText(const GoroutineDumpInput& in, std::span<const Goroutine> goroutines) {
   StackTexts stacks(in);
   std::string out;
   for (const Goroutine& g : goroutines) {
     if (!out.empty()) out += "\n";
-    out += "goroutine " + std::to_string(g.goid) + " [" + GoroutineStatusText(in, g) + "]:\n";
+    // goroutineheader: the labels inside the brackets up to 1.26, after
+    // them from 1.27.
+    const std::string labels =
+        in.traceback_labels ? GoroutineHeaderLabels(in.version, g.labels) : "";
+    out += "goroutine " + std::to_string(g.goid) + " [" + GoroutineStatusText(in, g) +
+           (AtLeast(in.version, 27) ? "]" + labels : labels + "]") + ":\n";
     if (g.on_cpu && (g.status & ~kGscan) == kGrunning) {
       // Its registers are on a thread; reading them would mean stopping it.
       out +=

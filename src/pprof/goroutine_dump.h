@@ -1,7 +1,8 @@
 // The ?debug=2 dump of goroutines (runtime.Stack(buf, true) as
 // runtime/pprof's writeGoroutineStacks calls it), as the target's own Go
 // version prints it (go-goroutine-facts.md §5, §6.5): per goroutine, in
-// allgs order, the header "goroutine N [wait reason, M minutes]:", its frames
+// allgs order, the header "goroutine N [wait reason, M minutes]:" (with
+// the goroutine's pprof labels where the target's GODEBUG says so), its frames
 // with "\tfile:line +0xoff" (unexported runtime frames hidden, the version's
 // frame limit), and "created by F[ in goroutine K]". Argument values are not
 // printed: every frame shows "(...)", because the runtime prints spill slots
@@ -38,6 +39,9 @@ struct GoroutineDumpInput {
   std::vector<std::string> wait_reasons;
   // The target's nanotime() when it was read; nullopt prints no minutes.
   std::optional<int64_t> now;
+  // The target's GODEBUG tracebacklabels (Go 1.26+): whether its headers
+  // show each goroutine's pprof labels.
+  bool traceback_labels = false;
 };
 
 // One logical frame as the dump prints it; `shown` is showframe's verdict
@@ -113,6 +117,11 @@ int64_t GoroutineWaitMinutes(const GoroutineDumpInput& in, const Goroutine& g);
 
 // The "[...]" part of a goroutine's header (without labels).
 std::string GoroutineStatusText(const GoroutineDumpInput& in, const Goroutine& g);
+
+// The header's pprof labels as the runtime prints them with GODEBUG
+// tracebacklabels=1: ' labels:{"k": "v"}' inside the brackets (Go 1.26),
+// ' {k: v}' after them, quoted only where needed (1.27+); "" without labels.
+std::string GoroutineHeaderLabels(const GoVersion& version, const Labels& labels);
 
 // The whole dump: one block per goroutine, blank lines between them.
 std::string GoroutineDumpText(const GoroutineDumpInput& in, std::span<const Goroutine> goroutines);

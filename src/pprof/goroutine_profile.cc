@@ -57,11 +57,6 @@ std::string StackKey(const std::vector<uint64_t>& pcs, const Labels& labels) {
   return key;
 }
 
-void SetType(pb::ValueType* t, int64_t type, int64_t unit) {
-  t->set_type(type);
-  t->set_unit(unit);
-}
-
 }  // namespace
 
 std::string LabelsText(const Labels& labels) {
@@ -94,10 +89,10 @@ pb::Profile BuildGoroutineProfile(Symbolizer& symbolizer, const RuntimeTraits& t
                                   std::vector<ProfileMapping> mappings, uint64_t bias,
                                   int64_t time_nanos, std::span<const GoroutineStack> stacks,
                                   std::span<const std::string> comments) {
-  // The heap builder makes the locations, functions and mappings; its
-  // heap sample types and values are then replaced by the count profile's.
-  HeapProfileBuilder builder(symbolizer, traits, std::move(mappings), 1, time_nanos, bias);
-  builder.KeepLeadingRuntimeFrames();
+  // The heap builder makes the locations, functions and mappings, with the
+  // count profile's types; the samples' values and labels are then ours.
+  HeapProfileBuilder builder(symbolizer, traits, std::move(mappings),
+                             HeapProfileBuilder::CountProfile{"goroutine"}, time_nanos, bias);
   std::vector<Bucket> buckets(stacks.size());
   for (size_t i = 0; i < stacks.size(); ++i) {
     buckets[i].stack = stacks[i].pcs;
@@ -115,15 +110,10 @@ pb::Profile BuildGoroutineProfile(Symbolizer& symbolizer, const RuntimeTraits& t
     return it->second;
   };
   for (int i = 0; i < p.string_table_size(); ++i) strings.try_emplace(p.string_table(i), i);
-  p.clear_sample_type();
-  SetType(p.add_sample_type(), str("goroutine"), str("count"));
-  SetType(p.mutable_period_type(), str("goroutine"), str("count"));
-  p.set_period(1);
   for (int i = 0; i < p.sample_size(); ++i) {
     pb::Sample* s = p.mutable_sample(i);
     s->clear_value();
     s->add_value(stacks[i].count);
-    s->clear_label();
     for (const auto& [k, v] : stacks[i].labels) {
       pb::Label* l = s->add_label();
       l->set_key(str(k));

@@ -12,6 +12,18 @@ namespace goheap2pprof {
 HeapProfileBuilder::HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTraits& traits,
                                        std::vector<ProfileMapping> mappings, int64_t rate,
                                        int64_t time_nanos, uint64_t load_bias)
+    : HeapProfileBuilder(symbolizer, traits, std::move(mappings), rate, time_nanos, load_bias,
+                         CountProfile{}) {}
+
+HeapProfileBuilder::HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTraits& traits,
+                                       std::vector<ProfileMapping> mappings, CountProfile count,
+                                       int64_t time_nanos, uint64_t load_bias)
+    : HeapProfileBuilder(symbolizer, traits, std::move(mappings), 1, time_nanos, load_bias, count) {
+}
+
+HeapProfileBuilder::HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTraits& traits,
+                                       std::vector<ProfileMapping> mappings, int64_t rate,
+                                       int64_t time_nanos, uint64_t load_bias, CountProfile count)
     : sym_(symbolizer),
       traits_(traits),
       rate_(rate),
@@ -32,6 +44,14 @@ HeapProfileBuilder::HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTrai
     vt->set_type(Str(type));
     vt->set_unit(Str(unit));
   };
+  // Only the types of the profile built: no string goes unreferenced.
+  if (!count.name.empty()) {
+    count_profile_ = true;
+    hide_runtime_ = false;
+    set_type(profile_->mutable_period_type(), count.name, "count");
+    set_type(profile_->add_sample_type(), count.name, "count");
+    return;
+  }
   set_type(profile_->mutable_period_type(), "space", "bytes");
   set_type(profile_->add_sample_type(), "alloc_objects", "count");
   set_type(profile_->add_sample_type(), "alloc_space", "bytes");
@@ -434,7 +454,12 @@ void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
   }
   const uint32_t run = RunOf(r.bucket->stack);
   tables_->sample_runs.push_back(run);
-  const SampleValues values = HeapSampleValues(r, traits_, rate_);
+  SampleValues values;
+  if (count_profile_) {
+    values.values[0] = r.alloc_objects;  // the count; no "bytes" label
+  } else {
+    values = HeapSampleValues(r, traits_, rate_);
+  }
   // "bytes" enters the string table when the first label needs it, as in
   // runtime/pprof.
   if (bytes_key_ < 0 && values.has_label) bytes_key_ = Str("bytes");

@@ -76,6 +76,18 @@ class HeapProfileBuilder {
                      std::vector<ProfileMapping> mappings, int64_t rate, int64_t time_nanos,
                      uint64_t load_bias = 0);
 
+  // A count profile such as the goroutine profile (runtime/pprof's
+  // printCountProfile): sample and period type <name>/count, period 1,
+  // locations built as writeHeapProto does but without hideRuntime, and no
+  // "bytes" label. A record's alloc_objects is its sample's first value (the
+  // caller keeps only that one of the four).
+  struct CountProfile {
+    std::string_view name;
+  };
+  HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTraits& traits,
+                     std::vector<ProfileMapping> mappings, CountProfile count, int64_t time_nanos,
+                     uint64_t load_bias);
+
   // Writes each sample to out as it is added, so that the compression of
   // the samples runs while the rest are built; the finished profile then
   // holds the rest (FinishedProfile::SerializeRemainderTo). out must outlive
@@ -91,10 +103,6 @@ class HeapProfileBuilder {
   // keeps them so). The same holds for AddStack's.
   void AddRecord(const MemProfileRecord& record);
   void AddComment(std::string_view text);
-  // For a count profile (goroutine): runtime/pprof's printCountProfile builds
-  // locations as writeHeapProto does but without hideRuntime. Before any
-  // record is added.
-  void KeepLeadingRuntimeFrames() { hide_runtime_ = false; }
   // Completes the profile (mappings, string table) and returns it as a
   // message (decoded from its encoding, which is what the tests check); it
   // lives as long as the builder. Nothing may be added after.
@@ -148,6 +156,10 @@ class HeapProfileBuilder {
     bool failed = false;
   };
 
+  // Either profile's (an empty count.name: the heap profile).
+  HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTraits& traits,
+                     std::vector<ProfileMapping> mappings, int64_t rate, int64_t time_nanos,
+                     uint64_t load_bias, CountProfile count);
   void TakeMappings(std::vector<ProfileMapping> mappings);
   int64_t Str(std::string_view s);
   // Whether a PC whose first frame is `next` joins an inline group whose
@@ -243,10 +255,11 @@ class HeapProfileBuilder {
   // of the stacks (the runtime builds them in its list's order, which puts
   // new buckets first). Set by the constructor where it can hold at all.
   bool order_independent_ = false;
-  bool continuing_ = false;   // made by the continuing constructor
-  int64_t base_strings_ = 0;  // continuing: string_table entries before profile_'s
-  bool tables_done_ = false;  // CompleteTables ran
-  bool hide_runtime_ = true;  // hideRuntime (heap profiles), see KeepLeadingRuntimeFrames
+  bool continuing_ = false;     // made by the continuing constructor
+  int64_t base_strings_ = 0;    // continuing: string_table entries before profile_'s
+  bool tables_done_ = false;    // CompleteTables ran
+  bool hide_runtime_ = true;    // hideRuntime (heap profiles)
+  bool count_profile_ = false;  // see CountProfile
 };
 
 struct HeapProfileBuilder::Seed {

@@ -144,7 +144,9 @@ func main() {
 		panic(err)
 	}
 	go accept(ln)
-	pprof.Do(context.Background(), pprof.Labels("job", "reindex", "shard", "7"),
+	// Labels, one of them with characters the dump's header must quote
+	// (GODEBUG tracebacklabels=1, Go 1.26+).
+	pprof.Do(context.Background(), pprof.Labels("job", "reindex", "shard", "7", "owner", `core "infra"`),
 		func(context.Context) {
 			for i := 0; i < 3; i++ {
 				go recvForever()

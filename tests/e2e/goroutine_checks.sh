@@ -4,11 +4,25 @@
 # under qemu; serve_goroutine_test.sh: serve's /debug/pprof/goroutine), and
 # the build of that target. Not a test: sourced after lib.sh.
 #
+#   goroutines_program <version> <build> <label>  # sets prog
 #   check_diff <profdiff.out>; check_text <theirs.txt> <ours.txt>;
 #   check_dump <theirs2.txt> <ours2.txt>;
-#   usable_toolchain <version>; build_goroutines <version> <output> [flags];
+#   usable_toolchain <version>;
 #   check_goroutine_profile <label> <dir> <pid>; check_texts <label> <dir> <pid>;
 #   check_busy <profdiff.out>; busy <version> [label]
+
+# goroutines_program <version> <build> <label>: sets prog to the go_programs
+# fixture's build goroutines-<arch>-<build> of testdata/goroutines for that
+# toolchain (tests/go_programs.sh: exe, pie-stripped, pie-cgo-stripped,
+# exe-mod127; arch is $GOARCH, amd64 unless set: arm64 has exe and
+# pie-stripped where it runs live); fails <label> and returns 1 when the
+# fixture has none.
+goroutines_program() {
+  prog=$(go_program "$1" "goroutines-${GOARCH:-amd64}-$2")
+  [[ -x $prog ]] && return 0
+  fail "$3: the go_programs fixture did not build $prog (bash tests/go_programs.sh $bin)"
+  return 1
+}
 
 # check_diff <profdiff.out>: the only differences are the writer goroutine
 # (only in the target's file, inside runtime/pprof.writeGoroutine) and main
@@ -100,16 +114,6 @@ usable_toolchain() {
   fi
 }
 
-# build_goroutines <version> <output> [go build flags...]: testdata/goroutines
-# built with that toolchain (CGO_ENABLED=$cgo, 0 unless set; GOARCH from the
-# environment).
-build_goroutines() {
-  local version=$1 out=$2 gocmd
-  shift 2
-  read -r -a gocmd <<<"$(go_cmd "$version")"
-  (cd "$src/testdata/goroutines" && CGO_ENABLED=${cgo:-0} "${gocmd[@]}" build "$@" -o "$out" .)
-}
-
 # check_texts <label> <dir> <pid>: our debug=1 must be the target's
 # ($dir/out/goroutine.txt) byte for byte but the writer's record, and our
 # debug=2 its dump but the writer (check_text, check_dump).
@@ -198,14 +202,11 @@ PY
 # $count goroutines from one site, and runs under the command in the array
 # target_runner when it is set (qemu).
 busy() {
-  local version=$1 label=${2:-$1} dir=$work/$1-busy i retried=0 dropped=0 r d bad=""
+  local version=$1 label=${2:-$1} dir=$work/$1-busy i retried=0 dropped=0 r d bad="" prog
+  goroutines_program "$version" exe "$label busy" || return
   mkdir -p "$dir/out"
-  if ! build_goroutines "$version" "$dir/goroutines" >"$dir/build.log" 2>&1; then
-    fail "$label busy: go build of testdata/goroutines" "$dir/build.log"
-    return
-  fi
   e2e_start "$dir/target.out" "$dir/target.err" ${target_runner[@]+"${target_runner[@]}"} \
-    "$dir/goroutines" "$dir/out" "$count" churn
+    "$prog" "$dir/out" "$count" churn
   local pid=$target_pid
   if ! e2e_wait_until 120 test -e "$dir/out/ready"; then
     fail "$label busy: the target did not write its profiles" "$dir/target.err"

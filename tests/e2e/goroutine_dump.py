@@ -6,7 +6,8 @@ goroutine suites (goroutines_test.sh, goroutines_prometheus_test.sh):
     dump = blocks("goroutine2.txt")  # {"17": (state, minutes, lines), ...}
 
 in the dump's order. The state is the header's bracket without its
-", N minutes" (the minutes apart, 0 when absent); each frame line's argument
+", N minutes" (the minutes apart, 0 when absent), with the pprof labels the
+header shows (Go 1.26+ with GODEBUG tracebacklabels=1); each frame line's argument
 list is masked as "(...)", since the runtime prints stack slots that a reader
 from outside cannot tell live from stale. A block that is no goroutine ends
 the caller with an error.
@@ -21,10 +22,13 @@ def blocks(path):
         if not b.strip():
             continue
         lines = b.strip('\n').split('\n')
-        m = re.match(r'goroutine (\d+) \[(.*)\]:$', lines[0])
+        # Go 1.26 prints pprof labels (GODEBUG tracebacklabels=1) inside
+        # the brackets, ' labels:{...}', 1.27 after them, ' {...}': either
+        # stays part of the state.
+        m = re.match(r'goroutine (\d+) \[(.*?)\]((?: \{.*\})?):$', lines[0])
         if not m:
             sys.exit(f"{path}: not a goroutine header: {lines[0]!r}")
-        state = m.group(2)
+        state = m.group(2) + m.group(3)
         minutes = re.search(r', (\d+) minutes', state)
         state = re.sub(r', \d+ minutes', '', state)
         body = [l if l.startswith(('\t', 'created by ', '...')) else re.sub(r'\([^()]*\)$', '(...)', l)

@@ -33,19 +33,14 @@ trap 'exit 1' INT TERM
 count=${GOROUTINES_COUNT:-10000}
 target_runner=("$qemu" -L "$qemu_sysroot")
 
-# arm64_case <version> <label> [go build flags...]: builds the target, runs
-# it under qemu until it has written its files, and checks our three
-# formats against them.
+# arm64_case <version> <build>: runs the fixture's arm64 build of the target
+# (exe or pie-stripped) under qemu until it has written its files, and
+# checks our three formats against them.
 arm64_case() {
-  local version=$1 label=$2 dir=$work/$1-$2
-  shift 2
+  local version=$1 label=$2 dir=$work/$1-$2 prog
+  GOARCH=arm64 goroutines_program "$version" "$label" "$version arm64 $label" || return
   mkdir -p "$dir/out"
-  if ! GOARCH=arm64 build_goroutines "$version" "$dir/goroutines" "$@" >"$dir/build.log" 2>&1; then
-    fail "$version arm64 $label: go build of testdata/goroutines" "$dir/build.log"
-    return
-  fi
-  e2e_start "$dir/target.out" "$dir/target.err" "${target_runner[@]}" "$dir/goroutines" \
-    "$dir/out" "$count"
+  e2e_start "$dir/target.out" "$dir/target.err" "${target_runner[@]}" "$prog" "$dir/out" "$count"
   if e2e_wait_until 120 test -e "$dir/out/ready"; then
     check_goroutine_profile "$version arm64 $label" "$dir" "$target_pid"
     check_texts "$version arm64 $label" "$dir" "$target_pid"
@@ -60,7 +55,7 @@ for version in "${versions[@]}"; do
   usable_toolchain "$version" || continue
   arm64_case "$version" exe
   if [[ $version == "${versions[-1]}" ]]; then
-    arm64_case "$version" stripped-pie -buildmode=pie "-ldflags=-s -w"
+    arm64_case "$version" pie-stripped
     GOARCH=arm64 busy "$version" "$version arm64"
   fi
 done

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The goroutine oracle: testdata/goroutines, built with every Go toolchain of
+# The goroutine oracle: testdata/goroutines, as the go_programs fixture
+# (tests/go_programs.sh) built it with every Go toolchain of
 # tests/go_toolchains.txt, parks goroutines in known ways (channels, select,
 # mutex, WaitGroup, sleep, sync.Cond, network accept, an inlined frame, pprof
 # labels, 10,000 from one site), writes its own goroutine profile
@@ -20,7 +21,8 @@
 # The same target built as a stripped PIE (no .symtab, no DWARF: the
 # runtime's variables recovered from its code) must give the same debug=1
 # and debug=2 on every toolchain; so must a stripped, externally linked cgo
-# PIE on GOROUTINES_CGO_VERSIONS (go1.19.8 go1.26.8).
+# PIE on GOROUTINES_CGO_VERSIONS (by default lib.sh's goroutines_cgo_versions,
+# go1.19.8 go1.26.8: the toolchains the fixture makes that build with).
 #
 # A busy variant of the target (its goroutines come and go, up to 50,000 a
 # second) is captured five times on two toolchains: every capture must
@@ -36,6 +38,10 @@
 # with gcore right after a live capture: `goroutines --core` must give the
 # same debug=1 and debug=2, byte for byte; so must the kernel's core of a
 # second target, run with GOTRACEBACK=crash and killed with SIGABRT.
+#
+# On go1.26.8 with GODEBUG=tracebacklabels=1 and on go1.27.3 (a go 1.27
+# module: labels by default) the debug=2 headers show the goroutines' pprof
+# labels, and ours must show the same (GOROUTINES_LABELS_VERSIONS).
 #
 # GOROUTINES_VERSIONS="go1.26.8 ..." picks toolchains (GOROUTINES_BUSY_VERSIONS
 # those of the busy case, GOROUTINES_TORN_VERSIONS of the torn one); GOROUTINES_COUNT sets the goroutines of the one
@@ -111,10 +117,11 @@ core_case() {
 # SIGABRT, and the kernel's core (core_pattern permitting) must give the
 # same, byte for byte.
 abort_case() {
-  local version=$1 dir=$2/abort pid f i
+  local version=$1 dir=$2/abort pid f i prog
+  goroutines_program "$version" exe "$version abort core" || return
   mkdir -p "$dir/out"
   e2e_start "$dir/target.out" "$dir/target.err" bash -c \
-    'ulimit -c unlimited && cd "$1" && exec env GOTRACEBACK=crash ../goroutines out "$2"' _ "$dir" "$count"
+    'ulimit -c unlimited && cd "$1" && exec env GOTRACEBACK=crash "$3" out "$2"' _ "$dir" "$count" "$prog"
   pid=$target_pid
   if ! e2e_wait_until 120 test -e "$dir/out/ready"; then
     fail "$version abort core: the target did not start" "$dir/target.err"
@@ -148,13 +155,10 @@ abort_case() {
 # again: its headers say "1 minutes", and ours, read right after, must say
 # the same within one (check_dump), with at least one goroutine at 1.
 minutes() {
-  local version=$1 dir=$work/$1-minutes
+  local version=$1 dir=$work/$1-minutes prog
+  goroutines_program "$version" exe "$version minutes" || return
   mkdir -p "$dir/out"
-  if ! build_goroutines "$version" "$dir/goroutines" >"$dir/build.log" 2>&1; then
-    fail "$version minutes: go build of testdata/goroutines" "$dir/build.log"
-    return
-  fi
-  e2e_start "$dir/target.out" "$dir/target.err" "$dir/goroutines" "$dir/out" 100 minutes
+  e2e_start "$dir/target.out" "$dir/target.err" "$prog" "$dir/out" 100 minutes
   local pid=$target_pid
   if ! e2e_wait_until 150 test -e "$dir/out/ready2"; then
     fail "$version minutes: the target did not write its second dump" "$dir/target.err"
@@ -167,6 +171,44 @@ minutes() {
     pass "$version minutes: $(grep -c ', 1 minutes\]' "$dir/ours2.txt") headers say 1 minutes, as the target's within one"
   else
     fail "$version minutes: the minutes differ ($dir)" "$dir/check.out"
+  fi
+  e2e_stop_pids
+}
+
+# labels <version>: the pprof labels of the dump's headers (Go 1.26+), shown
+# when the target's GODEBUG says tracebacklabels=1: on 1.26 set in its
+# environment, from 1.27 the default of a go 1.27 module (the fixture's
+# exe-mod127 build; the plain build's go 1.18 module keeps the old default,
+# 0, which run_version's debug=2 checks). Ours must read the setting from
+# the target and show the same labels in the same headers (check_dump),
+# and both dumps must show some.
+label_re='^goroutine [0-9]* \[.*\(labels:{\|\] {\)'
+label_headers() { grep -c "$label_re" "$1" || true; }
+labels() {
+  local version=$1 dir=$work/$1-labels build=exe godebug=GODEBUG=tracebacklabels=1 prog ours theirs
+  if (($(toolchain_minor "$version") >= 27)); then
+    build=exe-mod127 godebug=GODEBUG=
+  fi
+  local label="$version labels ($build, $godebug)"
+  [[ $godebug == GODEBUG= ]] && label="$version labels ($build: the go 1.27 module's default)"
+  goroutines_program "$version" "$build" "$label" || return
+  mkdir -p "$dir/out"
+  e2e_start "$dir/target.out" "$dir/target.err" env "$godebug" "$prog" "$dir/out" 100
+  if ! e2e_wait_until 120 test -e "$dir/out/ready"; then
+    fail "$label: the target did not write its profiles" "$dir/target.err"
+  elif ! "$tool" goroutines "$target_pid" --format debug2 -v -o "$dir/ours2.txt" 2>"$dir/tool.err"; then
+    fail "$label: goheap2pprof goroutines failed" "$dir/tool.err"
+  elif ! grep -q 'tracebacklabels=1, read from the target' "$dir/tool.err"; then
+    fail "$label: the target's GODEBUG tracebacklabels=1 was not read" "$dir/tool.err"
+  elif ! check_dump "$dir/out/goroutine2.txt" "$dir/ours2.txt" >"$dir/check.out" 2>&1; then
+    fail "$label: the dumps differ ($dir)" "$dir/check.out"
+  else
+    ours=$(label_headers "$dir/ours2.txt") theirs=$(label_headers "$dir/out/goroutine2.txt")
+    if ((ours >= 3 && ours == theirs)); then
+      pass "$label: $ours headers with the target's labels, e.g. $(grep -m 1 -o "$label_re.*" "$dir/ours2.txt")"
+    else
+      fail "$label: $ours headers with labels in ours, $theirs in theirs, not the same 3 or more ($dir)"
+    fi
   fi
   e2e_stop_pids
 }
@@ -214,13 +256,10 @@ PY
 # recorded. A reader that accepted a goroutine that moved between its reads
 # (resumed, re-parked, exited, its g reused) would show a torn mix.
 torn() {
-  local version=$1 dir=$work/$1-torn i r d retried=0 dropped=0 pid
+  local version=$1 dir=$work/$1-torn i r d retried=0 dropped=0 pid prog
   mkdir -p "$dir/out"
-  if ! build_goroutines "$version" "$dir/goroutines" >"$dir/build.log" 2>&1; then
-    fail "$version torn: go build of testdata/goroutines" "$dir/build.log"
-    return
-  fi
-  e2e_start "$dir/target.out" "$dir/target.err" "$dir/goroutines" "$dir/out" 100 record
+  goroutines_program "$version" exe "$version torn" || return
+  e2e_start "$dir/target.out" "$dir/target.err" "$prog" "$dir/out" 100 record
   pid=$target_pid
   if ! e2e_wait_until 120 test -e "$dir/out/ready"; then
     fail "$version torn: the target did not start" "$dir/target.err"
@@ -253,19 +292,11 @@ torn() {
 # finalizer state and wait reasons are recovered from the runtime's code:
 # its debug=1 and debug=2 must be the target's, as for the plain build.
 stripped_case() {
-  local version=$1 cgo=$2 dir=$work/$1-stripped$2 label="$1 stripped PIE" ldflags="-s -w"
-  ((cgo)) && label+=" cgo" ldflags+=" -linkmode=external"
+  local version=$1 cgo=$2 dir=$work/$1-stripped$2 label="$1 stripped PIE" build=pie-stripped prog
+  ((cgo)) && label+=" cgo" build=pie-cgo-stripped
+  goroutines_program "$version" "$build" "$label" || return
   mkdir -p "$dir/out"
-  if ! build_goroutines "$version" "$dir/goroutines" -buildmode=pie "-ldflags=$ldflags" \
-    >"$dir/build.log" 2>&1; then
-    fail "$label: go build of testdata/goroutines" "$dir/build.log"
-    return
-  fi
-  if LC_ALL=C readelf -S "$dir/goroutines" | grep -q ' \.symtab '; then
-    fail "$label: the build has a symbol table" "$dir/build.log"
-    return
-  fi
-  e2e_start "$dir/target.out" "$dir/target.err" "$dir/goroutines" "$dir/out" "$count"
+  e2e_start "$dir/target.out" "$dir/target.err" "$prog" "$dir/out" "$count"
   if e2e_wait_until 120 test -e "$dir/out/ready"; then
     check_texts "$label" "$dir" "$target_pid"
   else
@@ -275,14 +306,11 @@ stripped_case() {
 }
 
 run_version() {
-  local version=$1 dir=$work/$1
+  local version=$1 dir=$work/$1 prog
   usable_toolchain "$version" || return
+  goroutines_program "$version" exe "$version" || return
   mkdir -p "$dir/out"
-  if ! build_goroutines "$version" "$dir/goroutines" >"$dir/build.log" 2>&1; then
-    fail "$version: go build of testdata/goroutines" "$dir/build.log"
-    return
-  fi
-  e2e_start "$dir/target.out" "$dir/target.err" "$dir/goroutines" "$dir/out" "$count"
+  e2e_start "$dir/target.out" "$dir/target.err" "$prog" "$dir/out" "$count"
   local pid=$target_pid
   if ! e2e_wait_until 120 test -e "$dir/out/ready"; then
     fail "$version: the target did not write its profiles" "$dir/target.err"
@@ -306,7 +334,7 @@ run_version() {
   ((core)) && abort_case "$version" "$dir"
   e2e_stop_pids
   stripped_case "$version" 0
-  [[ " ${GOROUTINES_CGO_VERSIONS:-go1.19.8 go1.26.8} " == *" $version "* ]] && stripped_case "$version" 1
+  [[ " ${GOROUTINES_CGO_VERSIONS:-$goroutines_cgo_versions} " == *" $version "* ]] && stripped_case "$version" 1
 }
 
 # The busy, torn and minutes cases first: a log cut to its first lines (as CI's
@@ -322,6 +350,10 @@ done
 # The minutes of the dump's headers (a 65 s wait) on one toolchain.
 for version in ${GOROUTINES_MINUTES_VERSIONS:-go1.26.8}; do
   [[ $(go_programs_status "$version") == ok ]] && minutes "$version"
+done
+# The labels of the dump's headers where Go prints them (1.26+).
+for version in ${GOROUTINES_LABELS_VERSIONS:-go1.26.8 go1.27.3}; do
+  [[ $(go_programs_status "$version") == ok ]] && labels "$version"
 done
 for version in ${GOROUTINES_VERSIONS:-$(toolchain_versions)}; do
   run_version "$version"

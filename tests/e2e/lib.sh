@@ -188,6 +188,12 @@ toolchain_versions() {
   awk '$1 ~ /^go/ {print $1}' "$toolchains_list"
 }
 
+# toolchain_minor <version>: the minor number of a go1.N[.P] version (N).
+toolchain_minor() {
+  local minor=${1#go1.}
+  echo "${minor%%.*}"
+}
+
 # toolchain_how <version>: shared, path, gotoolchain or a go binary's path.
 toolchain_how() {
   awk -v v="$1" '$1 == v {print $2}' "$toolchains_list"
@@ -259,6 +265,13 @@ e2e_toolchain_states() {
 go_program() {
   echo "$bin/go-programs/$1/$2"
 }
+
+# The toolchains with which the go_programs fixture also builds
+# testdata/goroutines as a stripped, externally linked cgo PIE
+# (goroutines-amd64-pie-cgo-stripped): two, the external link being the
+# slowest build; go1.19.8 built Debian's prometheus, go1.26.8 is the newest
+# stable one.
+goroutines_cgo_versions="go1.19.8 go1.26.8"
 
 # e2e_require_go: sets the array go to the command that runs Go 1.26.8 (the
 # `go` on PATH), or skips the test (exit 77) when that is not what it runs.

@@ -29,20 +29,15 @@ source "$(dirname "$0")/serve_lib.sh"
 trap e2e_stop_pids EXIT
 trap 'exit 1' INT TERM
 
-# start_oracle <version>: builds and starts testdata/goroutines; sets tpid
-# and dir, or fails and returns 1.
+# start_oracle <version>: starts testdata/goroutines as the go_programs
+# fixture built it; sets tpid, dir and prog, or fails and returns 1.
 start_oracle() {
-  local version=$1 gocmd
+  local version=$1
   dir=$work/$version
   usable_toolchain "$version" || return 1
-  read -r -a gocmd <<<"$(go_cmd "$version")"
+  goroutines_program "$version" exe "$version" || return 1
   mkdir -p "$dir/out"
-  if ! (cd "$src/testdata/goroutines" && CGO_ENABLED=0 "${gocmd[@]}" build -o "$dir/goroutines" .) \
-    >"$dir/build.log" 2>&1; then
-    fail "$version: go build of testdata/goroutines" "$dir/build.log"
-    return 1
-  fi
-  e2e_start "$dir/target.out" "$dir/target.err" "$dir/goroutines" "$dir/out" 1000
+  e2e_start "$dir/target.out" "$dir/target.err" "$prog" "$dir/out" 1000
   tpid=$target_pid
   if ! e2e_wait_until 120 test -e "$dir/out/ready"; then
     fail "$version: the target did not write its profiles" "$dir/target.err"
@@ -124,7 +119,7 @@ kill "$serve_pid"
 # The dump of 50,000 goroutines gzips to more than the smallest
 # --max-capture-bytes (64 KiB; 1,000 gzip to 4 KB).
 mkdir -p "$work/big"
-e2e_start "$work/big.out" "$work/big.err" "$dir/goroutines" "$work/big" 50000
+e2e_start "$work/big.out" "$work/big.err" "$prog" "$work/big" 50000
 big=$target_pid
 if e2e_wait_until 120 test -e "$work/big/ready"; then
   start_serve small -- --max-capture-bytes 64KiB --capture-timeout 120

@@ -162,6 +162,19 @@ class ToolchainTest : public ::testing::TestWithParam<ToolchainCase> {
   const Mode* mode_ = nullptr;
 };
 
+// The builds of testdata/gobin/frames that the go_programs fixture makes
+// with every toolchain (frames-amd64-<label>): non-PIE and PIE, internally
+// and externally (cgo) linked. The mode list of the tests that recover the
+// runtime's variables from an ordinary program's code.
+struct FramesBuild {
+  std::string label;
+};
+
+inline const std::vector<FramesBuild>& FramesBuilds() {
+  static const std::vector<FramesBuild> kBuilds = {{"exe"}, {"pie"}, {"exe-cgo"}, {"pie-cgo"}};
+  return kBuilds;
+}
+
 // A Go program opened for analysis; the GoBinary refers to the ElfFile, so
 // both live on the heap and move together.
 struct OpenedGoBinary {

@@ -104,8 +104,9 @@ TEST_P(GoroutineVariablesTest, WaitReasonTableCheckedByItsStrings) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Builds, GoroutineVariablesTest, testing_go::ToolchainCases(Modes),
-                         testing_go::CaseNamer(Modes));
+INSTANTIATE_TEST_SUITE_P(Builds, GoroutineVariablesTest,
+                         testing_go::ToolchainCases(testing_go::FramesBuilds),
+                         testing_go::CaseNamer(testing_go::FramesBuilds));
 
 }  // namespace
 }  // namespace goheap2pprof

@@ -22,16 +22,8 @@
 namespace goheap2pprof {
 namespace {
 
-struct Mode {
-  std::string label;
-};
-
-const std::vector<Mode>& Modes() {
-  static const std::vector<Mode> kModes = {{"exe"}, {"pie"}, {"exe-cgo"}, {"pie-cgo"}};
-  return kModes;
-}
-
-class MemstatsVariablesTest : public testing_go::ToolchainTest<Mode, Modes> {};
+class MemstatsVariablesTest
+    : public testing_go::ToolchainTest<testing_go::FramesBuild, testing_go::FramesBuilds> {};
 
 TEST_P(MemstatsVariablesTest, RecoveredFromCodeEqualSymbols) {
   testing_go::GoProgram p = testing_go::FindGoProgram(*tc_, "frames-amd64-" + mode_->label);
@@ -74,8 +66,9 @@ TEST_P(MemstatsVariablesTest, RecoveredFromCodeEqualSymbols) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Builds, MemstatsVariablesTest, testing_go::ToolchainCases(Modes),
-                         testing_go::CaseNamer(Modes));
+INSTANTIATE_TEST_SUITE_P(Builds, MemstatsVariablesTest,
+                         testing_go::ToolchainCases(testing_go::FramesBuilds),
+                         testing_go::CaseNamer(testing_go::FramesBuilds));
 
 }  // namespace
 }  // namespace goheap2pprof

@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <set>
 
 #include "base/error.h"
 #include "goroutine/goroutine_reader.h"
 #include "goroutine/labels.h"
 #include "hand_pclntab.h"
 #include "pprof/goroutine_dump.h"
+#include "pprof/goroutine_profile.h"
 #include "pprof/goroutine_report.h"
 #include "proc/memory_reader.h"
 #include "runtime/goroutine_layout.h"
@@ -280,7 +282,7 @@ TEST_F(GoroutineReaderTest, KeepsRunningGoroutinesForTheDumpInAllgsOrder) {
 // The debug=2 dump over the hand-built pclntab (pprof/goroutine_dump.h).
 class GoroutineDumpTest : public GoroutineReaderTest {
  protected:
-  std::string Dump(const Goroutine& g, GoVersion v = {1, 26, 8}) {
+  std::string Dump(const Goroutine& g, GoVersion v = {1, 26, 8}, bool traceback_labels = false) {
     const RuntimeTraits traits = TraitsForVersion(v);
     Symbolizer sym(tab_, traits);
     const GoroutineDumpInput in{.pclntab = &tab_,
@@ -288,17 +290,24 @@ class GoroutineDumpTest : public GoroutineReaderTest {
                                 .version = v,
                                 .bias = 0,
                                 .wait_reasons = {"", "GC assist marking", "IO wait"},
-                                .now = int64_t{10} * 60'000'000'000};
+                                .now = int64_t{10} * 60'000'000'000,
+                                .traceback_labels = traceback_labels};
     return GoroutineDumpText(in, std::span<const Goroutine>(&g, 1));
+  }
+
+  // Goroutine 17, in "IO wait" for 9 minutes at Dump's clock.
+  static Goroutine InIoWait() {
+    Goroutine g;
+    g.goid = 17;
+    g.status = kWaiting;
+    g.wait_reason = 2;
+    g.wait_since = 60'000'000'000;
+    return g;
   }
 };
 
 TEST_F(GoroutineDumpTest, HeaderFramesAndCreator) {
-  Goroutine g;
-  g.goid = 17;
-  g.status = kWaiting;
-  g.wait_reason = 2;
-  g.wait_since = 60'000'000'000;
+  Goroutine g = InIoWait();
   g.gopc = kWorker + 0x10;
   g.parent_goid = 3;
   g.pcs = {kGopark + 0x20, kWorker + 0x45, kWorker + 0x31, kGoexit + 1};
@@ -316,6 +325,26 @@ TEST_F(GoroutineDumpTest, HeaderFramesAndCreator) {
   EXPECT_TRUE(d.ends_with(" +0x10\n")) << d;
   // Before Go 1.21: no "in goroutine".
   EXPECT_NE(Dump(g, {1, 20, 14}).find("created by main.worker\n"), std::string::npos);
+}
+
+// GODEBUG tracebacklabels=1 (Go 1.26+): the pprof labels in the header,
+// inside the brackets and always quoted in 1.26, after them and quoted only
+// where needed from 1.27 (runtime.goroutineheader, printquoted).
+TEST_F(GoroutineDumpTest, HeaderLabelsAsTheVersionPrintsThem) {
+  Goroutine g = InIoWait();
+  g.labels = {{"job", "7"}, {"k y", "a\"b\n"}, {"t", "\xc3\xa9\x01\xff"}};
+  EXPECT_TRUE(Dump(g, {1, 26, 8}, true)
+                  .starts_with("goroutine 17 [IO wait, 9 minutes labels:{\"job\": \"7\", "
+                               "\"k y\": \"a\\\"b\\n\", \"t\": \"\\u00e9\\x01\\ufffd\"}]:\n"))
+      << Dump(g, {1, 26, 8}, true);
+  EXPECT_TRUE(Dump(g, {1, 27, 3}, true)
+                  .starts_with("goroutine 17 [IO wait, 9 minutes] {job: 7, \"k y\": \"a\\\"b\\n\", "
+                               "t: \"\\u00e9\\x01\\xff\"}:\n"))
+      << Dump(g, {1, 27, 3}, true);
+  // tracebacklabels=0, and no labels at all: the plain header.
+  EXPECT_TRUE(Dump(g, {1, 27, 3}).starts_with("goroutine 17 [IO wait, 9 minutes]:\n"));
+  g.labels.clear();
+  EXPECT_TRUE(Dump(g, {1, 27, 3}, true).starts_with("goroutine 17 [IO wait, 9 minutes]:\n"));
 }
 
 TEST_F(GoroutineDumpTest, StatusWithoutWaitReasonOrClock) {
@@ -397,6 +426,49 @@ TEST_F(GoroutineDumpTest, TopTableAndJsonCountSitesAndStates) {
   EXPECT_NE(json.find("\"goroutines\": 3"), std::string::npos) << json;
   EXPECT_NE(json.find("\"oldest_wait_minutes\": 9"), std::string::npos) << json;
   EXPECT_NE(json.find("\"function\": \"main.worker\""), std::string::npos) << json;
+}
+
+// The goroutine profile's string table holds only strings that a field
+// refers to: no heap sample types (alloc_objects, inuse_space, bytes) left
+// over from the builder it shares with the heap profile.
+TEST_F(GoroutineReaderTest, GoroutineProfileStringsAreAllReferenced) {
+  Goroutine labeled;
+  labeled.pcs = {kGopark + 0x20, kWorker + 0x45, kGoexit + 1};
+  labeled.labels = {{"job", "7"}};
+  Goroutine plain = labeled;
+  plain.labels.clear();
+  const std::vector<Goroutine> gs = {labeled, plain, plain};
+  for (GoVersion v : {GoVersion{1, 26, 8}, GoVersion{1, 27, 3}}) {
+    const RuntimeTraits traits = TraitsForVersion(v);
+    Symbolizer sym(tab_, traits);
+    const std::vector<GoroutineStack> stacks = CountGoroutineStacks(gs);
+    const std::string comments[] = {"retried 0, dropped 0"};
+    std::vector<ProfileMapping> mappings(1);
+    mappings[0] = {.start = kText, .limit = kText + 0x1000, .file = "/bin/t", .build_id = "b1"};
+    std::string wire;
+    ASSERT_TRUE(BuildGoroutineProfile(sym, traits, mappings, 0, 1, stacks, comments)
+                    .SerializeToString(&wire));
+    pb::Profile p;
+    ASSERT_TRUE(p.ParseFromString(wire));
+    std::set<int64_t> used = {p.period_type().type(), p.period_type().unit(),
+                              p.default_sample_type(), p.drop_frames(), p.keep_frames()};
+    for (const pb::ValueType& t : p.sample_type()) used.insert({t.type(), t.unit()});
+    for (const pb::Sample& s : p.sample()) {
+      for (const pb::Label& l : s.label()) used.insert({l.key(), l.str(), l.num_unit()});
+    }
+    for (const pb::Mapping& m : p.mapping()) used.insert({m.filename(), m.build_id()});
+    for (const pb::Function& f : p.function()) {
+      used.insert({f.name(), f.system_name(), f.filename()});
+    }
+    used.insert(p.comment().begin(), p.comment().end());
+    for (int i = 1; i < p.string_table_size(); ++i) {
+      EXPECT_TRUE(used.contains(i)) << "Go " << v.minor << ": string " << i << " \""
+                                    << p.string_table(i) << "\" is not referenced";
+    }
+    ASSERT_EQ(p.sample_type_size(), 1);
+    EXPECT_EQ(p.string_table(p.sample_type(0).type()), "goroutine");
+    EXPECT_EQ(p.period(), 1);
+  }
 }
 
 TEST_F(GoroutineReaderTest, RereadsGoroutineThatMovedWhileUnwound) {
