@@ -33,6 +33,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -55,6 +56,14 @@ func selectForever() {
 func lockForever()  { mu.Lock() }
 func waitForever()  { wg.Wait() }
 func sleepForever() { time.Sleep(24 * time.Hour) }
+
+// inSyscall blocks in read(2) on a pipe nobody writes (a blocking fd, not
+// the netpoller's): the goroutine stays in _Gsyscall, and its stack is the
+// one its entersyscall saved (syscallsp, syscallpc).
+func inSyscall(fd int) {
+	buf := make([]byte, 1)
+	syscall.Read(fd, buf)
+}
 func condForever() {
 	cond.L.Lock()
 	for {
@@ -144,6 +153,11 @@ func main() {
 		panic(err)
 	}
 	go accept(ln)
+	var pipe [2]int
+	if err := syscall.Pipe(pipe[:]); err != nil {
+		panic(err)
+	}
+	go inSyscall(pipe[0])
 	// Labels, one of them with characters the dump's header must quote
 	// (GODEBUG tracebacklabels=1, Go 1.26+).
 	pprof.Do(context.Background(), pprof.Labels("job", "reindex", "shard", "7", "owner", `core "infra"`),
