@@ -281,7 +281,7 @@ for name in "${targets[@]}"; do
   say "$name" "" "kept B" || fail "$name: no answer to keep B" "$work/$name.err"
 done
 pushed() { (($("$receiver" count -dir "$work/rec" -pid "$1" 2>/dev/null || echo 0) > 0)); }
-watched() { compgen -G "$work/watch/*-$1-*.pb.gz" >/dev/null; }
+watched() { compgen -G "$work/watch/*-$1-*.heap.pb.gz" >/dev/null; }
 all_done() {
   local name
   for name in "${targets[@]}"; do
@@ -310,7 +310,7 @@ for name in "${targets[@]}"; do
     [[ $file == /* ]] || file=$work/rec/$file
     check_profile "$name: push" "$file" 1000 4096000
   fi
-  file=$(compgen -G "$work/watch/*-$pid-*.pb.gz" | head -n 1)
+  file=$(compgen -G "$work/watch/*-$pid-*.heap.pb.gz" | head -n 1)
   if [[ -z $file ]]; then
     fail "$name: watch: no profile within 30 s of crossing --rss-above 45M" "$work/watch.log"
   else
@@ -351,13 +351,13 @@ if wanted "$version" && [[ ${toolchain_state[$version]:-} == ok ]]; then
   else
     say w_off "keep A 1000 4096" "kept A"
     say w_off "keep B 10000 4096" "kept B"
-    watched_off() { compgen -G "$work/watch-off/*-$pid-*.pb.gz" >/dev/null; }
+    watched_off() { compgen -G "$work/watch-off/*-$pid-*.heap.pb.gz" >/dev/null; }
     if ! e2e_wait_until 30 watched_off; then
       fail "watch: no profile of pid $pid within 30 s of enable-sampling and --rss-above" \
         "$work/watch-off.log"
     else
       check_profile "$version exe: watch before enable-sampling, trigger after" \
-        "$(compgen -G "$work/watch-off/*-$pid-*.pb.gz" | head -n 1)" 1000 4096000
+        "$(compgen -G "$work/watch-off/*-$pid-*.heap.pb.gz" | head -n 1)" 1000 4096000
     fi
   fi
   kill "$watch_pid" 2>/dev/null
