@@ -68,7 +68,7 @@ class Symbolizer {
  private:
   mutable std::mutex mu_;
   const Pclntab& tab_;
-  const RuntimeTraits& traits_;
+  const RuntimeTraits traits_;  // a copy: callers pass TraitsForVersion(...)'s temporaries
   std::unordered_map<uint64_t, PcFrames> frames_cache_;
   std::unordered_map<uint64_t, std::optional<std::string_view>> name_cache_;
   std::unordered_set<uint64_t> not_inlined_final_pcs_;
