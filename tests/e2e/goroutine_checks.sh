@@ -28,14 +28,10 @@ goroutines_program() {
 # (only in the target's file, inside runtime/pprof.writeGoroutine) and main
 # parked in select{} (only in ours), one goroutine each.
 check_diff() {
-  python3 - "$1" <<'PY'
+  PYTHONPATH="$src/tests/e2e" python3 - "$1" <<'PY'
 import re, sys
-text = open(sys.argv[1]).read()
-if re.search(r'^(header differs|main mapping differs)', text, re.M):
-    sys.exit("header or main mapping differs")
-blocks = re.split(r'^(?=only in (?:expected|actual):)', text, flags=re.M)[1:]
-expected = [b for b in blocks if b.startswith('only in expected')]
-actual = [b for b in blocks if b.startswith('only in actual')]
+from goroutine_dump import profdiff_blocks
+expected, actual = profdiff_blocks(sys.argv[1])
 ok = (len(expected) == 1 and 'values [1]' in expected[0] and
       'runtime/pprof.writeGoroutine' in expected[0] and
       len(actual) == 1 and 'values [1]' in actual[0] and
@@ -161,14 +157,10 @@ check_goroutine_profile() {
 # (only in theirs) and, only in ours, main parked in select{} and the
 # churning goroutines and spawners.
 check_busy() {
-  python3 - "$1" <<'PY'
+  PYTHONPATH="$src/tests/e2e" python3 - "$1" <<'PY'
 import re, sys
-text = open(sys.argv[1]).read()
-if re.search(r'^(header differs|main mapping differs)', text, re.M):
-    sys.exit("header or main mapping differs")
-blocks = re.split(r'^(?=only in (?:expected|actual):)', text, flags=re.M)[1:]
-expected = [b for b in blocks if b.startswith('only in expected')]
-actual = [b for b in blocks if b.startswith('only in actual')]
+from goroutine_dump import profdiff_blocks
+expected, actual = profdiff_blocks(sys.argv[1])
 def count(b):
     return int(re.match(r'only in \w+: values \[(\d+)\]', b).group(1))
 def frames(b):

@@ -4,13 +4,16 @@ goroutine suites (goroutines_test.sh, goroutines_prometheus_test.sh):
 
     from goroutine_dump import blocks
     dump = blocks("goroutine2.txt")  # {"17": (state, minutes, lines), ...}
+    expected, actual = profdiff_blocks("profdiff.out")
 
 in the dump's order. The state is the header's bracket without its
 ", N minutes" (the minutes apart, 0 when absent), with the pprof labels the
 header shows (Go 1.26+ with GODEBUG tracebacklabels=1); each frame line's argument
 list is masked as "(...)", since the runtime prints stack slots that a reader
 from outside cannot tell live from stale. A block that is no goroutine ends
-the caller with an error.
+the caller with an error. profdiff_blocks splits profdiff's output into its
+"only in expected" and "only in actual" samples, and ends the caller with an
+error when the header or the main mapping differs.
 """
 import re
 import sys
@@ -35,3 +38,12 @@ def blocks(path):
                 for l in lines[1:]]
         out[m.group(1)] = (state, int(minutes.group(1)) if minutes else 0, body)
     return out
+
+
+def profdiff_blocks(path):
+    text = open(path).read()
+    if re.search(r'^(header differs|main mapping differs)', text, re.M):
+        sys.exit("header or main mapping differs")
+    found = re.split(r'^(?=only in (?:expected|actual):)', text, flags=re.M)[1:]
+    return ([b for b in found if b.startswith('only in expected')],
+            [b for b in found if b.startswith('only in actual')])
