@@ -90,7 +90,11 @@ bool IsSystemGoroutine(MemoryReader& mem, const GoroutineContext& ctx, StartKind
 }
 
 // What must be equal in the two reads of a g for its stack to be the one
-// the goroutine had: status, id, saved registers, stack bounds, labels.
+// the goroutine had: status, id, saved registers, stack bounds, labels, and
+// the wait reason: a goroutine that woke and parked again elsewhere between
+// the reads can have its gopark frame at the very same SP (a sleep under k
+// recursive frames and a mutex wait under others), so that only the reason
+// tells the header of the first read from the stack of the second.
 bool SameGoroutine(const GoroutineLayout& l, std::span<const uint8_t> a,
                    std::span<const uint8_t> b) {
   const uint64_t words[] = {l.stack_lo, l.stack_hi,  l.sched_sp,  l.sched_pc, l.sched_lr,
@@ -98,7 +102,8 @@ bool SameGoroutine(const GoroutineLayout& l, std::span<const uint8_t> a,
   for (uint64_t off : words) {
     if (U64At(a, off) != U64At(b, off)) return false;
   }
-  return LoadU32(a.data() + l.atomicstatus) == LoadU32(b.data() + l.atomicstatus);
+  return LoadU32(a.data() + l.atomicstatus) == LoadU32(b.data() + l.atomicstatus) &&
+         a[l.waitreason] == b[l.waitreason];
 }
 
 // One goroutine of a batch between its reads.
