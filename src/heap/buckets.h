@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -105,6 +106,19 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
                        StackStore& stacks);
 // The same, interning into the result's own store.
 WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits);
+
+// The walk of WalkBuckets without keeping anything: each bucket is handed
+// to the sink as it is read, its stack and futures in scratch of the walk's
+// that the next bucket reuses (copy what must outlive the call). Reads go
+// through mem in the walk's order, so a BlockCacheReader bounds the bytes
+// held to its blocks. Throws as WalkBuckets does.
+struct WalkEnd {
+  size_t buckets = 0;         // handed to the sink
+  bool reached_stop = false;  // see WalkResult
+};
+using BucketSink = std::function<void(const Bucket& b)>;
+WalkEnd StreamBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits,
+                      const BucketSink& sink);
 
 // Reads every bucket's memRecord again, in batched vectored reads. Headers
 // and stacks never change once a bucket exists; only the counters move, so

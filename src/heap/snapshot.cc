@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "base/huge_pages.h"
 
 namespace goheap2pprof {
 
@@ -108,6 +109,61 @@ HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
   snap.buckets = std::move(walk.buckets);
   snap.new_buckets = snap.buckets.size();
   Settle(mem, addrs, traits, limits, before, snap);
+  return snap;
+}
+
+namespace {
+
+// One walk of StreamHeapSnapshot: the buckets' counters into snap, each
+// bucket streamed on.
+void StreamOneWalk(MemoryReader& mem, const RuntimeTraits& traits, const SnapshotLimits& limits,
+                   const SnapshotStream& stream, HeapSnapshot& snap) {
+  WalkLimits walk_limits = LimitsFor(traits, limits);
+  auto keep = [&](const Bucket& b) {
+    stream.bucket(b);
+    Bucket counters = b;
+    counters.stack = {};
+    counters.future_words = nullptr;
+    MemRecordCycle future[3];
+    for (uint32_t i = 0; i < 3; ++i) future[i] = b.Future(i);
+    SetFutures(counters, future, snap.stacks);
+    GrowWithHugePages(snap.buckets, 1);
+    snap.buckets.push_back(counters);
+  };
+  if (limits.cache_ranges.empty()) {
+    StreamBuckets(mem, snap.head, walk_limits, keep);
+    return;
+  }
+  BlockCacheReader cached(mem, limits.cache_ranges, limits.cache_block_size, limits.cache_blocks);
+  StreamBuckets(cached, snap.head, walk_limits, keep);
+}
+
+}  // namespace
+
+HeapSnapshot StreamHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
+                                const RuntimeTraits& traits, const SnapshotLimits& limits,
+                                const SnapshotStream& stream) {
+  HeapSnapshot snap;
+  GrowWithHugePages(snap.buckets, std::min(limits.reserve_buckets, limits.max_buckets));
+  uint32_t before = 0;
+  for (;;) {
+    ++snap.walks;
+    snap.buckets.clear();
+    snap.stacks = StackStore();
+    snap.rate = static_cast<int64_t>(mem.ReadU64(addrs.mem_profile_rate, "runtime.MemProfileRate"));
+    before = mem.ReadU32(addrs.cycle, traits.variables.cycle_symbol);
+    snap.head = mem.ReadU64(addrs.mbuckets, "runtime.mbuckets");
+    stream.start(snap.rate);
+    StreamOneWalk(mem, traits, limits, stream, snap);
+    const uint32_t after = mem.ReadU32(addrs.cycle, traits.variables.cycle_symbol);
+    if (after == before && !FlushInProgress(before, traits, snap.buckets)) break;
+    if (snap.walks >= limits.max_walks) {
+      snap.consistent = false;
+      break;
+    }
+  }
+  snap.new_buckets = snap.buckets.size();
+  snap.cycle = DecodeCycle(before, traits.cycle_encoding);
   return snap;
 }
 

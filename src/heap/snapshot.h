@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "heap/buckets.h"
@@ -74,6 +75,23 @@ HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
 // afresh.
 bool RefreshHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs, const RuntimeTraits& traits,
                          const SnapshotLimits& limits, HeapSnapshot& snap);
+
+// What a streamed read hands its caller: `start` when a walk begins (again,
+// after a walk the cycle tore: drop what the last one made), then each
+// bucket as it is read, its stack valid only during the call.
+struct SnapshotStream {
+  std::function<void(int64_t rate)> start;
+  BucketSink bucket;
+};
+
+// ReadHeapSnapshot without keeping the stacks: each walk streams its buckets
+// to `stream`, and the snapshot keeps their counters only (every bucket's
+// stack is empty; its futures are in snap.stacks). A walk the profile cycle
+// tore is discarded and walked again whole, into the same (cleared) storage,
+// so a retry takes no more memory than the first walk.
+HeapSnapshot StreamHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
+                                const RuntimeTraits& traits, const SnapshotLimits& limits,
+                                const SnapshotStream& stream);
 
 // The cycle number from the raw cycle word.
 uint32_t DecodeCycle(uint32_t word, CycleEncoding encoding);
