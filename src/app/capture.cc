@@ -162,6 +162,15 @@ SnapshotStream StreamInto(const CaptureSource& source, const ExecutableAnalysis&
   };
 }
 
+// BucketCountBound, for a one-shot capture only: a state keeps its
+// buckets, and an agent's memory budget counts their capacity.
+uint64_t ReservedBuckets(CaptureSource& source, const ExecutableAnalysis& analysis, uint64_t bias,
+                         bool one_shot, CaptureReport& report) {
+  const uint64_t bound = one_shot ? BucketCountBound(source, analysis, bias) : 0;
+  if (bound != 0) report.notes.push_back(Concat("room reserved for ", bound, " heap buckets"));
+  return bound;
+}
+
 // Pass 3: the rate and the bucket list, the walk repeated if a GC published a
 // new profile cycle meanwhile; with a state of the same process, only what
 // changed since its last capture.
@@ -570,10 +579,7 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
   // overwrites. Not an optional: GCC 12 at -O2 warns that its value may be
   // used uninitialized.
   const int64_t previous_rate = snap.rate;
-  // Only a one-shot capture reserves by the bound: a state keeps its
-  // buckets, and an agent's memory budget counts their capacity.
-  const uint64_t bound = state == nullptr ? BucketCountBound(source, analysis, bias) : 0;
-  if (bound != 0) report.notes.push_back(Concat("room reserved for ", bound, " heap buckets"));
+  const uint64_t bound = ReservedBuckets(source, analysis, bias, state == nullptr, report);
   // A one-shot capture streams its walk into the build (nobody asks for the
   // records whole, and no state keeps the buckets for the next capture).
   StreamedBuild streamed;

@@ -478,6 +478,64 @@ TEST(ReadHeapSnapshot, FlushInProgressIsRetried) {
 namespace goheap2pprof {
 namespace {
 
+// The streamed walk keeps nothing per bucket: every bucket is handed over in
+// the same scratch, and holds what WalkBuckets keeps.
+TEST(StreamBuckets, HandsEachBucketOverInOneReusedScratch) {
+  BucketArena arena(0x10000);
+  uint64_t b1 = arena.Add(16, {0x401000, 0x402000}, {1, 0, 16, 0}, {{{1, 0, 16, 0}, {}, {}}});
+  uint64_t b2 = arena.Add(32, {0x403000, 0x404000}, {2, 1, 64, 32});
+  arena.SetAllnext(b2, b1);
+  TestMemory mem;
+  arena.MapInto(mem);
+  std::vector<std::vector<uint64_t>> stacks;
+  std::vector<const uint64_t*> where;
+  std::vector<uint64_t> future_allocs;
+  const WalkEnd end = StreamBuckets(mem, b2, {.max_stack_words = 32}, [&](const Bucket& b) {
+    stacks.emplace_back(b.stack.begin(), b.stack.end());
+    where.push_back(b.stack.data());
+    future_allocs.push_back(b.Future(0).allocs);
+  });
+  EXPECT_EQ(end.buckets, 2u);
+  const WalkResult kept = WalkBuckets(mem, b2, {.max_stack_words = 32});
+  ASSERT_EQ(stacks.size(), kept.buckets.size());
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    EXPECT_TRUE(std::equal(stacks[i].begin(), stacks[i].end(), kept.buckets[i].stack.begin(),
+                           kept.buckets[i].stack.end()));
+    EXPECT_EQ(future_allocs[i], kept.buckets[i].Future(0).allocs);
+  }
+  EXPECT_EQ(where[0], where[1]);
+}
+
+// A walk the cycle tore is walked again whole: the sink starts over, and the
+// snapshot keeps the second walk's counters, without stacks.
+TEST(StreamHeapSnapshot, ATornWalkIsWalkedAgainWholeAndTheSinkStartsOver) {
+  RuntimeImage img(/*cycle_word=*/6 << 1);
+  bool bucket_read = false, published = false;
+  img.mem.SetReadHook([&](uint64_t addr, uint64_t len) {
+    if (bucket_read && !published) {
+      published = true;
+      img.mem.PutU64(RuntimeImage::kVars + 16, 7 << 1);
+    }
+    bucket_read |= Touches(addr, len, img.bucket, img.bucket_end);
+  });
+  std::vector<int64_t> starts;
+  int streamed = 0;
+  HeapSnapshot s = StreamHeapSnapshot(
+      img.mem, img.addrs, TraitsForVersion({1, 26, 0}), {},
+      {.start = [&](int64_t rate) { starts.push_back(rate); },
+       .bucket = [&](const Bucket& b) { streamed += b.stack.size() == 1 ? 1 : 100; }});
+  ASSERT_TRUE(published);
+  EXPECT_EQ(s.walks, 2);
+  EXPECT_TRUE(s.consistent);
+  EXPECT_EQ(s.cycle, 7u);
+  EXPECT_EQ(starts, std::vector<int64_t>(2, 512 * 1024));
+  EXPECT_EQ(streamed, 2);
+  ASSERT_EQ(s.buckets.size(), 1u);
+  EXPECT_TRUE(s.buckets[0].stack.empty());
+  EXPECT_EQ(s.buckets[0].active.allocs, 4u);
+  EXPECT_EQ(s.buckets[0].Future(0).allocs, 1u);
+}
+
 TEST(ReadHeapSnapshot, RetryTakesNewBucketsAndRereadsOnlyCounters) {
   // Two buckets in memory; the list starts at `old_b`. During the first walk
   // a GC publishes (new cycle, new counters) and a bucket is prepended.
