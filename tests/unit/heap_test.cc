@@ -314,6 +314,18 @@ struct RuntimeImage {
   }
 };
 
+// Makes the "GC" publish cycle 7 with the first read after the bucket was
+// read (once); published says it did.
+void PublishCycle7AfterTheBucket(RuntimeImage& img, bool& published) {
+  img.mem.SetReadHook([&img, &published, bucket_read = false](uint64_t addr, uint64_t len) mutable {
+    if (bucket_read && !published) {
+      published = true;
+      img.mem.PutU64(RuntimeImage::kVars + 16, 7 << 1);
+    }
+    bucket_read |= Touches(addr, len, img.bucket, img.bucket_end);
+  });
+}
+
 TEST(ReadHeapSnapshot, StableCycleNeedsOneWalk) {
   // Between mProf_NextCycle and mProf_Flush (flushed bit clear): future[C%3]
   // is pending and the emulation adds it, as MemProfile would.
@@ -330,14 +342,8 @@ TEST(ReadHeapSnapshot, CycleChangingMidWalkIsRetried) {
   RuntimeImage img(/*cycle_word=*/6 << 1);
   // The GC publishes (the next cycle) right after the first walk has read
   // the bucket; the second walk sees a stable cycle.
-  bool bucket_read = false, published = false;
-  img.mem.SetReadHook([&](uint64_t addr, uint64_t len) {
-    if (bucket_read && !published) {
-      published = true;
-      img.mem.PutU64(RuntimeImage::kVars + 16, 7 << 1);
-    }
-    bucket_read |= Touches(addr, len, img.bucket, img.bucket_end);
-  });
+  bool published = false;
+  PublishCycle7AfterTheBucket(img, published);
   HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, TraitsForVersion({1, 26, 0}));
   ASSERT_TRUE(published);
   EXPECT_EQ(s.walks, 2);
@@ -510,14 +516,8 @@ TEST(StreamBuckets, HandsEachBucketOverInOneReusedScratch) {
 // snapshot keeps the second walk's counters, without stacks.
 TEST(StreamHeapSnapshot, ATornWalkIsWalkedAgainWholeAndTheSinkStartsOver) {
   RuntimeImage img(/*cycle_word=*/6 << 1);
-  bool bucket_read = false, published = false;
-  img.mem.SetReadHook([&](uint64_t addr, uint64_t len) {
-    if (bucket_read && !published) {
-      published = true;
-      img.mem.PutU64(RuntimeImage::kVars + 16, 7 << 1);
-    }
-    bucket_read |= Touches(addr, len, img.bucket, img.bucket_end);
-  });
+  bool published = false;
+  PublishCycle7AfterTheBucket(img, published);
   std::vector<int64_t> starts;
   int streamed = 0;
   HeapSnapshot s = StreamHeapSnapshot(
