@@ -74,9 +74,7 @@ uint32_t LocationTables::AddRun(std::span<const uint64_t> ids) {
   return static_cast<uint32_t>(runs.size() - 1);
 }
 
-void LocationTables::Reserve(size_t ids) {
-  GrowWithHugePages(loc_bytes, 2 * ids);
-}
+void LocationTables::Reserve(size_t ids) { GrowWithHugePages(loc_bytes, 2 * ids); }
 
 FinishedProfile::FinishedProfile(std::shared_ptr<const ProfileTables> tables,
                                  std::vector<SampleValues> samples, int64_t period,

@@ -66,7 +66,8 @@ struct LocationTables {
   // stack), their encodings at 2 bytes an id (ids below 16384).
   void Reserve(size_t ids);
   size_t ApproximateBytes() const {
-    return encoded.capacity() + mappings_encoded.capacity() + loc_bytes.capacity() + sizeof(Run) * runs.capacity();
+    return encoded.capacity() + mappings_encoded.capacity() + loc_bytes.capacity() +
+           sizeof(Run) * runs.capacity();
   }
 };
 
