@@ -283,23 +283,50 @@ void SetFutures(Bucket& b, const MemRecordCycle (&future)[3], StackStore& store)
   StoreFutures(b, future);
 }
 
+namespace {
+
+// Reads the memRecord of each bucket again (bucket i's at record_at(i)), in
+// batched vectored reads through buffers of a bounded size, reused.
+template <typename RecordAt>
+void Reread(MemoryReader& mem, std::span<Bucket> buckets, RecordAt record_at,
+            MemRecordLayout layout, StackStore& store) {
+  constexpr size_t kBatch = 4096;  // 512 KiB of records at most
+  const uint64_t record_size = MemRecordSize(layout);
+  std::vector<uint8_t> bytes(std::min(buckets.size(), kBatch) * record_size);
+  std::vector<ReadRequest> requests;
+  for (size_t begin = 0; begin < buckets.size(); begin += kBatch) {
+    const size_t n = std::min(kBatch, buckets.size() - begin);
+    requests.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      requests[i] = {record_at(begin + i),
+                     std::span<uint8_t>(bytes.data() + i * record_size, record_size), false};
+    }
+    mem.ReadMany(requests);
+    for (size_t i = 0; i < n; ++i) {
+      if (!requests[i].ok) {
+        throw Error(ErrorKind::kMalformed, "bucket at ", Hex(buckets[begin + i].addr),
+                    ": its record is no longer mapped");
+      }
+      LoadRecord(bytes.data() + i * record_size, layout, buckets[begin + i], store);
+    }
+  }
+}
+
+}  // namespace
+
 void RereadRecords(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout,
                    StackStore& store) {
-  const uint64_t record_size = MemRecordSize(layout);
-  std::vector<uint8_t> bytes(buckets.size() * record_size);
-  std::vector<ReadRequest> requests(buckets.size());
-  for (size_t i = 0; i < buckets.size(); ++i) {
-    requests[i].addr = buckets[i].addr + kBucketHeaderSize + 8 * buckets[i].stack.size();
-    requests[i].dst = std::span<uint8_t>(bytes.data() + i * record_size, record_size);
-  }
-  mem.ReadMany(requests);
-  for (size_t i = 0; i < buckets.size(); ++i) {
-    if (!requests[i].ok) {
-      throw Error(ErrorKind::kMalformed, "bucket at ", Hex(buckets[i].addr),
-                  ": its record is no longer mapped");
-    }
-    LoadRecord(bytes.data() + i * record_size, layout, buckets[i], store);
-  }
+  Reread(
+      mem, buckets,
+      [&](size_t i) { return buckets[i].addr + kBucketHeaderSize + 8 * buckets[i].stack.size(); },
+      layout, store);
+}
+
+void RereadRecordsAt(MemoryReader& mem, std::span<Bucket> buckets,
+                     std::span<const uint64_t> record_at, MemRecordLayout layout,
+                     StackStore& store) {
+  Reread(
+      mem, buckets, [&](size_t i) { return record_at[i]; }, layout, store);
 }
 
 namespace {

@@ -127,6 +127,12 @@ WalkEnd StreamBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits
 void RereadRecords(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout,
                    StackStore& store);
 
+// The same for buckets whose stacks were not kept (StreamHeapSnapshot's):
+// bucket i's memRecord is at record_at[i].
+void RereadRecordsAt(MemoryReader& mem, std::span<Bucket> buckets,
+                     std::span<const uint64_t> record_at, MemRecordLayout layout,
+                     StackStore& store);
+
 // Where RevalidateBuckets finds each bucket's header and record in the
 // target and in its read buffer. Made from the buckets' addresses (a sort),
 // it stays right for as long as the same buckets are revalidated: kept

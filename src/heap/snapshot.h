@@ -41,6 +41,9 @@ struct HeapSnapshot {
   // Buckets this read added: all of them for ReadHeapSnapshot, those created
   // since for RefreshHeapSnapshot (they are buckets[0, new_buckets)).
   size_t new_buckets = 0;
+  // StreamHeapSnapshot's: where each bucket's memRecord is (its stack was
+  // not kept), for a retry that re-reads only the counters.
+  std::vector<uint64_t> record_at;
   std::vector<uint8_t> scratch;  // RefreshHeapSnapshot's read buffer, reused
   RevalidationPlan plan;         // and where its buckets are in it
 };
@@ -87,8 +90,11 @@ struct SnapshotStream {
 // ReadHeapSnapshot without keeping the stacks: each walk streams its buckets
 // to `stream`, and the snapshot keeps their counters only (every bucket's
 // stack is empty; its futures are in snap.stacks). A walk the profile cycle
-// tore is discarded and walked again whole, into the same (cleared) storage,
-// so a retry takes no more memory than the first walk.
+// tore is settled as ReadHeapSnapshot does, by re-reading the counters
+// only, while the list's head stays where it was; once buckets were added
+// (first in the list, which changes the order the stacks are built in), it
+// is discarded and walked again whole, into the same (cleared) storage, so
+// a retry takes no more memory than the first walk.
 HeapSnapshot StreamHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
                                 const RuntimeTraits& traits, const SnapshotLimits& limits,
                                 const SnapshotStream& stream);
