@@ -7,6 +7,7 @@
 
 #include "base/bytes.h"
 #include "base/error.h"
+#include "base/huge_pages.h"
 #include "elf/load_bias.h"
 #include "heap/buckets.h"
 #include "heap/snapshot.h"
@@ -124,11 +125,58 @@ uint64_t BucketCountBound(CaptureSource& source, const ExecutableAnalysis& analy
   return HeapBucketBound(LoadU64(bytes), analysis.traits().record_layout, kMaxReserved);
 }
 
+// Profile.time_nanos: the caller's, or the wall clock now.
+int64_t ProfileTime(const CaptureOptions& options) {
+  return options.time_nanos.value_or(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                         std::chrono::system_clock::now().time_since_epoch())
+                                         .count());
+}
+
+// A one-shot capture's build, fed by the walk as it reads (issue 42): each
+// bucket's stack becomes a run of locations while it is in the walk's
+// scratch, so no stack is kept; the samples follow once the counters are
+// settled (the consistency check needs the whole walk). A walk discarded
+// for a torn cycle discards the build with it.
+struct StreamedBuild {
+  std::optional<HeapProfileBuilder> builder;
+  std::vector<uint32_t> runs;  // per bucket, in list order
+  int64_t time_nanos = 0;
+};
+
+SnapshotStream StreamInto(const CaptureSource& source, const ExecutableAnalysis& analysis,
+                          uint64_t bias, const CaptureOptions& options, StreamedBuild& build) {
+  return SnapshotStream{
+      .start =
+          [&source, &analysis, bias, &options, &build](int64_t rate) {
+            build.builder.reset();
+            build.runs.clear();
+            build.time_nanos = ProfileTime(options);
+            build.builder.emplace(analysis.symbolizer(), analysis.traits(),
+                                  source.ProfileMappings(), rate, build.time_nanos, bias);
+          },
+      .bucket =
+          [&build](const Bucket& b) {
+            GrowWithHugePages(build.runs, 1);
+            build.runs.push_back(build.builder->RunOfTransient(b.stack));
+          },
+  };
+}
+
+// BucketCountBound, for a one-shot capture only: a state keeps its
+// buckets, and an agent's memory budget counts their capacity.
+uint64_t ReservedBuckets(CaptureSource& source, const ExecutableAnalysis& analysis, uint64_t bias,
+                         bool one_shot, CaptureReport& report) {
+  const uint64_t bound = one_shot ? BucketCountBound(source, analysis, bias) : 0;
+  if (bound != 0) report.notes.push_back(Concat("room reserved for ", bound, " heap buckets"));
+  return bound;
+}
+
 // Pass 3: the rate and the bucket list, the walk repeated if a GC published a
 // new profile cycle meanwhile; with a state of the same process, only what
 // changed since its last capture.
 void WalkHeap(CaptureSource& source, const HeapAddresses& addrs, const RuntimeTraits& traits,
-              uint64_t bucket_bound, CaptureReport& report, HeapSnapshot& snap, bool refresh) {
+              uint64_t bucket_bound, CaptureReport& report, HeapSnapshot& snap, bool refresh,
+              const SnapshotStream* stream) {
   // Buckets live in the runtime's persistentalloc chunks: reading whole
   // blocks of the readable mappings makes the walk cost one system call per
   // block instead of a few per bucket.
@@ -147,7 +195,11 @@ void WalkHeap(CaptureSource& source, const HeapAddresses& addrs, const RuntimeTr
           "process's: read afresh");
     }
   }
-  if (!report.repeated) snap = ReadHeapSnapshot(mem, addrs, traits, limits);
+  if (stream != nullptr) {
+    snap = StreamHeapSnapshot(mem, addrs, traits, limits, *stream);
+  } else if (!report.repeated) {
+    snap = ReadHeapSnapshot(mem, addrs, traits, limits);
+  }
   report.buckets = snap.buckets.size();
   report.walks = snap.walks;
   report.torn_walks = static_cast<uint64_t>(snap.walks - (snap.consistent ? 1 : 0));
@@ -356,18 +408,51 @@ std::shared_ptr<const ProfileTables> TablesForNewBuckets(const CaptureSource& so
   return tables;
 }
 
+// Pass 6's fresh build: the samples of `records` into builder, whose runs
+// are made as they come (runs empty) or were made by the walk (one per
+// record), then the comments; the profile completed.
+FinishedProfile BuildSamples(const ExecutableAnalysis& analysis, HeapProfileBuilder& builder,
+                             std::span<const uint32_t> runs, const Records& records,
+                             const std::vector<std::string>& comments,
+                             const CaptureOptions& options, size_t stack_words,
+                             CaptureReport& report, ProcessCaptureState* state) {
+  if (options.sample_stream != nullptr) {
+    builder.StreamSamplesTo(options.sample_stream, options.keep_streamed_samples);
+  }
+  builder.Reserve(records.size(), stack_words);
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (runs.empty()) {
+      builder.AddRecord(records[i]);
+    } else {
+      builder.AddSample(runs[i], records[i]);
+    }
+  }
+  for (const std::string& text : comments) builder.AddComment(text);
+  const Symbolizer& symbolizer = analysis.symbolizer();
+  report.notes.push_back(Concat(symbolizer.distinct_pcs(), " distinct PCs symbolized, ",
+                                symbolizer.failed_lookups(), " failed (since ",
+                                analysis.elf().name(), " was analysed)"));
+  std::unique_ptr<HeapProfileBuilder::Seed> seed;
+  if (state != nullptr) seed = builder.TakeSeed();  // completes the profile
+  FinishedProfile profile = std::move(builder).TakeProfile();
+  report.notes.push_back(profile.tables()->locations->order_independent
+                             ? "the profile's locations do not depend on the order of its stacks"
+                             : "the profile's locations depend on the order of its stacks: a "
+                               "repeated capture after new buckets builds them again");
+  if (state != nullptr) state->KeepTables(profile.tables(), std::move(seed));
+  return profile;
+}
+
 // Pass 6: the profile runtime/pprof's writeHeapProto would write in the
 // target, symbolized with the analysis's (link-time) symbolizer; or, for a
 // repeated capture whose buckets are those of the state's template, the
-// template filled with the new counters.
+// template filled with the new counters; or, for a streamed walk, the
+// samples added to the build the walk fed.
 FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalysis& analysis,
                              uint64_t bias, const HeapSnapshot& snap, const Records& records,
                              const CaptureOptions& options, CaptureReport& report,
-                             ProcessCaptureState* state) {
-  const int64_t now_ns =
-      options.time_nanos.value_or(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                      std::chrono::system_clock::now().time_since_epoch())
-                                      .count());
+                             ProcessCaptureState* state, StreamedBuild* streamed) {
+  const int64_t now_ns = streamed != nullptr ? streamed->time_nanos : ProfileTime(options);
   const std::vector<std::string> comments = ProfileComments(analysis, snap, options, report);
   report.samples = records.size();
   if (state != nullptr && report.repeated && snap.new_buckets == 0 && state->profile_tables &&
@@ -390,28 +475,17 @@ FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalys
     }
   }
   Symbolizer& symbolizer = analysis.symbolizer();
-  HeapProfileBuilder builder(symbolizer, analysis.traits(), source.ProfileMappings(), snap.rate,
-                             now_ns, bias);
-  if (options.sample_stream != nullptr) {
-    builder.StreamSamplesTo(options.sample_stream, options.keep_streamed_samples);
+  std::optional<HeapProfileBuilder> fresh;
+  if (streamed == nullptr) {
+    fresh.emplace(symbolizer, analysis.traits(), source.ProfileMappings(), snap.rate, now_ns, bias);
   }
+  HeapProfileBuilder& builder = streamed != nullptr ? *streamed->builder : *fresh;
   // A one-shot capture reserves by its stacks' words too: an agent's memory
   // budget counts the capacity its state keeps.
-  builder.Reserve(records.size(), state == nullptr ? snap.stacks.words() : 0);
-  for (size_t i = 0; i < records.size(); ++i) builder.AddRecord(records[i]);
-  for (const std::string& text : comments) builder.AddComment(text);
-  report.notes.push_back(Concat(symbolizer.distinct_pcs(), " distinct PCs symbolized, ",
-                                symbolizer.failed_lookups(), " failed (since ",
-                                analysis.elf().name(), " was analysed)"));
-  std::unique_ptr<HeapProfileBuilder::Seed> seed;
-  if (state != nullptr) seed = builder.TakeSeed();  // completes the profile
-  FinishedProfile profile = std::move(builder).TakeProfile();
-  report.notes.push_back(profile.tables()->locations->order_independent
-                             ? "the profile's locations do not depend on the order of its stacks"
-                             : "the profile's locations depend on the order of its stacks: a "
-                               "repeated capture after new buckets builds them again");
-  if (state != nullptr) state->KeepTables(profile.tables(), std::move(seed));
-  return profile;
+  const std::span<const uint32_t> runs =
+      streamed != nullptr ? streamed->runs : std::span<const uint32_t>();
+  return BuildSamples(analysis, builder, runs, records, comments, options,
+                      state == nullptr ? snap.stacks.words() : 0, report, state);
 }
 
 // The identity a state must have been made with to be used for source.
@@ -461,10 +535,11 @@ void CountWalk(ProcessCaptureState& state, bool repeated, bool refresh) {
 void WalkProvingLayout(CaptureSource& source, const ExecutableAnalysis& analysis,
                        const HeapAddresses& addrs, uint64_t bound,
                        const ReportPosition& analysis_notes, CaptureReport& report,
-                       HeapSnapshot& snap, bool refresh, ProcessCaptureState* state) {
+                       HeapSnapshot& snap, bool refresh, ProcessCaptureState* state,
+                       const SnapshotStream* stream) {
   const ReportPosition walk_notes{report.notes.size(), report.warnings.size()};
   try {
-    WalkHeap(source, addrs, analysis.traits(), bound, report, snap, refresh);
+    WalkHeap(source, addrs, analysis.traits(), bound, report, snap, refresh, stream);
   } catch (const Error&) {
     // Rollback: a walk that failed drops its notes if the layout is refused,
     // and that refusal, which explains the failure, is thrown instead.
@@ -504,11 +579,14 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
   // overwrites. Not an optional: GCC 12 at -O2 warns that its value may be
   // used uninitialized.
   const int64_t previous_rate = snap.rate;
-  // Only a one-shot capture reserves by the bound: a state keeps its
-  // buckets, and an agent's memory budget counts their capacity.
-  const uint64_t bound = state == nullptr ? BucketCountBound(source, analysis, bias) : 0;
-  if (bound != 0) report.notes.push_back(Concat("room reserved for ", bound, " heap buckets"));
-  WalkProvingLayout(source, analysis, addrs, bound, analysis_notes, report, snap, refresh, state);
+  const uint64_t bound = ReservedBuckets(source, analysis, bias, state == nullptr, report);
+  // A one-shot capture streams its walk into the build (nobody asks for the
+  // records whole, and no state keeps the buckets for the next capture).
+  StreamedBuild streamed;
+  const bool stream = state == nullptr && !options.on_records;
+  const SnapshotStream sink = StreamInto(source, analysis, bias, options, streamed);
+  WalkProvingLayout(source, analysis, addrs, bound, analysis_notes, report, snap, refresh, state,
+                    stream ? &sink : nullptr);
   timer.Done("walk");
 
   // 4. Refuse a target whose heap sampling is off; warn when it is empty, or
@@ -526,8 +604,8 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
   if (options.on_records) options.on_records(records.All(), snap.rate, bias);
 
   // 6. Symbolize and build the profile as runtime/pprof does.
-  FinishedProfile profile =
-      BuildProfile(source, analysis, bias, snap, records, options, report, state);
+  FinishedProfile profile = BuildProfile(source, analysis, bias, snap, records, options, report,
+                                         state, stream ? &streamed : nullptr);
   timer.Done("symbolize+build");
 
   // 7. The target must still be the process we started with: a pid reused

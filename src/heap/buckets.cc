@@ -156,21 +156,56 @@ const uint8_t* ReadWholeBucket(MemoryReader& mem, uint64_t addr, uint64_t total,
   return buf.data();
 }
 
-void Walk(MemoryReader& mem, uint64_t head, const WalkLimits& limits, StackStore& stacks,
-          WalkResult& result) {
+// The scratch a streamed bucket's stack and futures are copied to: reused
+// from one bucket to the next, so a walk takes no memory per bucket.
+struct BucketScratch {
+  std::vector<uint64_t> stack;
+  uint64_t futures[12] = {};
+};
+
+// The bucket at addr (header, stack and record read whole at `data`) into b,
+// its stack and futures in scratch.
+void DecodeBucket(const uint8_t* data, uint64_t addr, const BucketHeader& header,
+                  MemRecordLayout layout, BucketScratch& scratch, Bucket& b) {
+  b.addr = addr;
+  b.size = header.size;
+  b.allnext = header.allnext;
+  b.hash = header.hash;
+  scratch.stack.resize(header.nstk);
+  for (uint64_t i = 0; i < header.nstk; ++i) {
+    scratch.stack[i] = LoadU64(data + kBucketHeaderSize + 8 * i);
+  }
+  b.stack = scratch.stack;
+  const uint8_t* rec = data + kBucketHeaderSize + 8 * header.nstk;
+  const uint64_t cycle_size = MemRecordCycleSize(layout);
+  b.active = LoadCycle(rec, layout, b.size);
+  MemRecordCycle future[3];
+  for (uint64_t i = 0; i < 3; ++i)
+    future[i] = LoadCycle(rec + cycle_size * (i + 1), layout, b.size);
+  b.future_words = nullptr;
+  if (!AllZero(future)) {
+    b.future_words = scratch.futures;
+    StoreFutures(b, future);
+  }
+}
+
+}  // namespace
+
+WalkEnd StreamBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits,
+                      const BucketSink& sink) {
   LoopCheck loop;
   std::vector<uint8_t> buf;
+  BucketScratch scratch;
   const uint64_t record_size = MemRecordSize(limits.record_layout);
   uint64_t addr = head;
   uint64_t total_words = 0;
-  // 88 bytes a bucket: 250k buckets are 22 MiB of fresh memory.
-  GrowWithHugePages(result.buckets, std::min(limits.reserve_buckets, limits.max_buckets));
+  WalkEnd end;
   while (addr != 0 && addr != limits.stop_at) {
-    if (result.buckets.size() >= limits.max_buckets) {
+    if (end.buckets >= limits.max_buckets) {
       throw Error(ErrorKind::kMalformed, "heap bucket list has more than ", limits.max_buckets,
                   " buckets (stopped at ", Hex(addr), ")");
     }
-    loop.Visit(addr, result.buckets.size());
+    loop.Visit(addr, end.buckets);
     if ((addr & 7) != 0) {
       throw Error(ErrorKind::kMalformed, "heap bucket pointer ", Hex(addr), " is misaligned");
     }
@@ -178,31 +213,45 @@ void Walk(MemoryReader& mem, uint64_t head, const WalkLimits& limits, StackStore
     // deep stacks or at the end of a mapping.
     const uint64_t guess = kBucketHeaderSize + 8 * kSpeculativeStackWords + record_size;
     uint64_t have = 0;
-    const uint8_t* data = ReadBucketStart(mem, addr, guess, buf, &have, result.buckets.size());
+    const uint8_t* data = ReadBucketStart(mem, addr, guess, buf, &have, end.buckets);
     const BucketHeader header = ReadBucketHeader(data, addr, limits);
-    const uint64_t nstk = header.nstk;
-    total_words += nstk;
+    total_words += header.nstk;
     if (total_words > limits.max_total_stack_words) {
       throw Error(ErrorKind::kMalformed, "heap bucket stacks exceed ", limits.max_total_stack_words,
-                  " words in total (at bucket ", Hex(addr), ", bucket ", result.buckets.size(),
-                  ")");
+                  " words in total (at bucket ", Hex(addr), ", bucket ", end.buckets, ")");
     }
-    const uint64_t total = kBucketHeaderSize + 8 * nstk + record_size;
-    data = ReadWholeBucket(mem, addr, total, nstk, data, have, buf);
+    const uint64_t total = kBucketHeaderSize + 8 * header.nstk + record_size;
+    data = ReadWholeBucket(mem, addr, total, header.nstk, data, have, buf);
     Bucket b;
-    b.addr = addr;
-    b.size = header.size;
-    b.allnext = header.allnext;
-    b.hash = header.hash;
-    // Buckets of one allocation site differ only in size: their stacks
-    // are stored once.
-    b.stack = stacks.Intern(data + kBucketHeaderSize, nstk);
-    LoadRecord(data + kBucketHeaderSize + 8 * nstk, limits.record_layout, b, stacks);
-    GrowWithHugePages(result.buckets, 1);
-    result.buckets.push_back(b);
+    DecodeBucket(data, addr, header, limits.record_layout, scratch, b);
+    sink(b);
+    ++end.buckets;
     addr = header.allnext;
   }
-  result.reached_stop = addr != 0 && addr == limits.stop_at;
+  end.reached_stop = addr != 0 && addr == limits.stop_at;
+  return end;
+}
+
+namespace {
+
+void Walk(MemoryReader& mem, uint64_t head, const WalkLimits& limits, StackStore& stacks,
+          WalkResult& result) {
+  // 88 bytes a bucket: 250k buckets are 22 MiB of fresh memory.
+  GrowWithHugePages(result.buckets, std::min(limits.reserve_buckets, limits.max_buckets));
+  const WalkEnd end = StreamBuckets(mem, head, limits, [&](const Bucket& streamed) {
+    Bucket b = streamed;
+    // Buckets of one allocation site differ only in size: their stacks
+    // are stored once.
+    b.stack = stacks.Intern(reinterpret_cast<const uint8_t*>(streamed.stack.data()),
+                            streamed.stack.size());
+    b.future_words = nullptr;
+    MemRecordCycle future[3];
+    for (uint32_t i = 0; i < 3; ++i) future[i] = streamed.Future(i);
+    SetFutures(b, future, stacks);
+    GrowWithHugePages(result.buckets, 1);
+    result.buckets.push_back(b);
+  });
+  result.reached_stop = end.reached_stop;
 }
 
 }  // namespace
@@ -234,23 +283,50 @@ void SetFutures(Bucket& b, const MemRecordCycle (&future)[3], StackStore& store)
   StoreFutures(b, future);
 }
 
+namespace {
+
+// Reads the memRecord of each bucket again (bucket i's at record_at(i)), in
+// batched vectored reads through buffers of a bounded size, reused.
+template <typename RecordAt>
+void Reread(MemoryReader& mem, std::span<Bucket> buckets, RecordAt record_at,
+            MemRecordLayout layout, StackStore& store) {
+  constexpr size_t kBatch = 4096;  // 512 KiB of records at most
+  const uint64_t record_size = MemRecordSize(layout);
+  std::vector<uint8_t> bytes(std::min(buckets.size(), kBatch) * record_size);
+  std::vector<ReadRequest> requests;
+  for (size_t begin = 0; begin < buckets.size(); begin += kBatch) {
+    const size_t n = std::min(kBatch, buckets.size() - begin);
+    requests.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      requests[i] = {record_at(begin + i),
+                     std::span<uint8_t>(bytes.data() + i * record_size, record_size), false};
+    }
+    mem.ReadMany(requests);
+    for (size_t i = 0; i < n; ++i) {
+      if (!requests[i].ok) {
+        throw Error(ErrorKind::kMalformed, "bucket at ", Hex(buckets[begin + i].addr),
+                    ": its record is no longer mapped");
+      }
+      LoadRecord(bytes.data() + i * record_size, layout, buckets[begin + i], store);
+    }
+  }
+}
+
+}  // namespace
+
 void RereadRecords(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout,
                    StackStore& store) {
-  const uint64_t record_size = MemRecordSize(layout);
-  std::vector<uint8_t> bytes(buckets.size() * record_size);
-  std::vector<ReadRequest> requests(buckets.size());
-  for (size_t i = 0; i < buckets.size(); ++i) {
-    requests[i].addr = buckets[i].addr + kBucketHeaderSize + 8 * buckets[i].stack.size();
-    requests[i].dst = std::span<uint8_t>(bytes.data() + i * record_size, record_size);
-  }
-  mem.ReadMany(requests);
-  for (size_t i = 0; i < buckets.size(); ++i) {
-    if (!requests[i].ok) {
-      throw Error(ErrorKind::kMalformed, "bucket at ", Hex(buckets[i].addr),
-                  ": its record is no longer mapped");
-    }
-    LoadRecord(bytes.data() + i * record_size, layout, buckets[i], store);
-  }
+  Reread(
+      mem, buckets,
+      [&](size_t i) { return buckets[i].addr + kBucketHeaderSize + 8 * buckets[i].stack.size(); },
+      layout, store);
+}
+
+void RereadRecordsAt(MemoryReader& mem, std::span<Bucket> buckets,
+                     std::span<const uint64_t> record_at, MemRecordLayout layout,
+                     StackStore& store) {
+  Reread(
+      mem, buckets, [&](size_t i) { return record_at[i]; }, layout, store);
 }
 
 namespace {

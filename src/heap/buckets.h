@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -106,12 +107,31 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
 // The same, interning into the result's own store.
 WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits);
 
+// The walk of WalkBuckets without keeping anything: each bucket is handed
+// to the sink as it is read, its stack and futures in scratch of the walk's
+// that the next bucket reuses (copy what must outlive the call). Reads go
+// through mem in the walk's order, so a BlockCacheReader bounds the bytes
+// held to its blocks. Throws as WalkBuckets does.
+struct WalkEnd {
+  size_t buckets = 0;         // handed to the sink
+  bool reached_stop = false;  // see WalkResult
+};
+using BucketSink = std::function<void(const Bucket& b)>;
+WalkEnd StreamBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits,
+                      const BucketSink& sink);
+
 // Reads every bucket's memRecord again, in batched vectored reads. Headers
 // and stacks never change once a bucket exists; only the counters move, so
 // this is all a retry after a concurrent GC publication needs. store is the
 // one the buckets were walked into (it takes futures that became non-zero).
 void RereadRecords(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout,
                    StackStore& store);
+
+// The same for buckets whose stacks were not kept (StreamHeapSnapshot's):
+// bucket i's memRecord is at record_at[i].
+void RereadRecordsAt(MemoryReader& mem, std::span<Bucket> buckets,
+                     std::span<const uint64_t> record_at, MemRecordLayout layout,
+                     StackStore& store);
 
 // Where RevalidateBuckets finds each bucket's header and record in the
 // target and in its read buffer. Made from the buckets' addresses (a sort),

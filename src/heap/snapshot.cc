@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "base/huge_pages.h"
 
 namespace goheap2pprof {
 
@@ -60,23 +61,33 @@ bool TakeNewBuckets(MemoryReader& mem, const RuntimeTraits& traits, const Snapsh
   return true;
 }
 
+// After a read of the list: whether it must be read again because the
+// profile cycle changed since `before` (or a flush was under way), within
+// the bound on walks; if so, counts the walk and reads `before` and the
+// head anew. Past the bound the snapshot is marked inconsistent.
+bool ReadAgain(MemoryReader& mem, const HeapAddresses& addrs, const RuntimeTraits& traits,
+               const SnapshotLimits& limits, uint32_t& before, uint64_t& head, HeapSnapshot& snap) {
+  const uint32_t after = mem.ReadU32(addrs.cycle, traits.variables.cycle_symbol);
+  if (after == before && !FlushInProgress(before, traits, snap.buckets)) return false;
+  if (snap.walks >= limits.max_walks) {
+    snap.consistent = false;
+    return false;
+  }
+  ++snap.walks;
+  before = mem.ReadU32(addrs.cycle, traits.variables.cycle_symbol);
+  head = mem.ReadU64(addrs.mbuckets, "runtime.mbuckets");
+  return true;
+}
+
 // Repeats reading the counters until the profile cycle stayed the same over
 // a whole read (before: the cycle word read before the last read).
 void Settle(MemoryReader& mem, const HeapAddresses& addrs, const RuntimeTraits& traits,
             const SnapshotLimits& limits, uint32_t before, HeapSnapshot& snap) {
-  for (;;) {
-    uint32_t after = mem.ReadU32(addrs.cycle, traits.variables.cycle_symbol);
-    if (after == before && !FlushInProgress(before, traits, snap.buckets)) break;
-    if (snap.walks >= limits.max_walks) {
-      snap.consistent = false;
-      break;
-    }
-    // A GC published (or was publishing) a cycle meanwhile. Buckets never
-    // change but their counters, and new ones are only prepended: take the
-    // new ones, then re-read every counter between two reads of the cycle.
-    ++snap.walks;
-    before = mem.ReadU32(addrs.cycle, traits.variables.cycle_symbol);
-    uint64_t new_head = mem.ReadU64(addrs.mbuckets, "runtime.mbuckets");
+  uint64_t new_head = 0;
+  // A GC published (or was publishing) a cycle meanwhile. Buckets never
+  // change but their counters, and new ones are only prepended: take the
+  // new ones, then re-read every counter between two reads of the cycle.
+  while (ReadAgain(mem, addrs, traits, limits, before, new_head, snap)) {
     if (!TakeNewBuckets(mem, traits, limits, new_head, snap)) {
       throw Error(ErrorKind::kMalformed, "heap bucket list from ", Hex(new_head),
                   " does not lead to the earlier head ", Hex(snap.head));
@@ -108,6 +119,63 @@ HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
   snap.buckets = std::move(walk.buckets);
   snap.new_buckets = snap.buckets.size();
   Settle(mem, addrs, traits, limits, before, snap);
+  return snap;
+}
+
+namespace {
+
+// One walk of StreamHeapSnapshot: the buckets' counters into snap, each
+// bucket streamed on.
+void StreamOneWalk(MemoryReader& mem, const RuntimeTraits& traits, const SnapshotLimits& limits,
+                   const SnapshotStream& stream, HeapSnapshot& snap) {
+  WalkLimits walk_limits = LimitsFor(traits, limits);
+  auto keep = [&](const Bucket& b) {
+    stream.bucket(b);
+    Bucket counters = b;
+    counters.stack = {};
+    counters.future_words = nullptr;
+    MemRecordCycle future[3];
+    for (uint32_t i = 0; i < 3; ++i) future[i] = b.Future(i);
+    SetFutures(counters, future, snap.stacks);
+    GrowWithHugePages(snap.buckets, 1);
+    snap.buckets.push_back(counters);
+    GrowWithHugePages(snap.record_at, 1);
+    snap.record_at.push_back(b.addr + kBucketHeaderSize + 8 * b.stack.size());
+  };
+  if (limits.cache_ranges.empty()) {
+    StreamBuckets(mem, snap.head, walk_limits, keep);
+    return;
+  }
+  BlockCacheReader cached(mem, limits.cache_ranges, limits.cache_block_size, limits.cache_blocks);
+  StreamBuckets(cached, snap.head, walk_limits, keep);
+}
+
+}  // namespace
+
+HeapSnapshot StreamHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
+                                const RuntimeTraits& traits, const SnapshotLimits& limits,
+                                const SnapshotStream& stream) {
+  HeapSnapshot snap;
+  GrowWithHugePages(snap.buckets, std::min(limits.reserve_buckets, limits.max_buckets));
+  snap.rate = static_cast<int64_t>(mem.ReadU64(addrs.mem_profile_rate, "runtime.MemProfileRate"));
+  snap.walks = 1;
+  uint32_t before = mem.ReadU32(addrs.cycle, traits.variables.cycle_symbol);
+  uint64_t head = mem.ReadU64(addrs.mbuckets, "runtime.mbuckets");
+  for (;;) {
+    if (head != snap.head || snap.walks == 1) {
+      snap.buckets.clear();
+      snap.record_at.clear();
+      snap.stacks = StackStore();
+      snap.head = head;
+      stream.start(snap.rate);
+      StreamOneWalk(mem, traits, limits, stream, snap);
+    } else {
+      RereadRecordsAt(mem, snap.buckets, snap.record_at, traits.record_layout, snap.stacks);
+    }
+    if (!ReadAgain(mem, addrs, traits, limits, before, head, snap)) break;
+  }
+  snap.new_buckets = snap.buckets.size();
+  snap.cycle = DecodeCycle(before, traits.cycle_encoding);
   return snap;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "heap/buckets.h"
@@ -40,6 +41,9 @@ struct HeapSnapshot {
   // Buckets this read added: all of them for ReadHeapSnapshot, those created
   // since for RefreshHeapSnapshot (they are buckets[0, new_buckets)).
   size_t new_buckets = 0;
+  // StreamHeapSnapshot's: where each bucket's memRecord is (its stack was
+  // not kept), for a retry that re-reads only the counters.
+  std::vector<uint64_t> record_at;
   std::vector<uint8_t> scratch;  // RefreshHeapSnapshot's read buffer, reused
   RevalidationPlan plan;         // and where its buckets are in it
 };
@@ -74,6 +78,26 @@ HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
 // afresh.
 bool RefreshHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs, const RuntimeTraits& traits,
                          const SnapshotLimits& limits, HeapSnapshot& snap);
+
+// What a streamed read hands its caller: `start` when a walk begins (again,
+// after a walk the cycle tore: drop what the last one made), then each
+// bucket as it is read, its stack valid only during the call.
+struct SnapshotStream {
+  std::function<void(int64_t rate)> start;
+  BucketSink bucket;
+};
+
+// ReadHeapSnapshot without keeping the stacks: each walk streams its buckets
+// to `stream`, and the snapshot keeps their counters only (every bucket's
+// stack is empty; its futures are in snap.stacks). A walk the profile cycle
+// tore is settled as ReadHeapSnapshot does, by re-reading the counters
+// only, while the list's head stays where it was; once buckets were added
+// (first in the list, which changes the order the stacks are built in), it
+// is discarded and walked again whole, into the same (cleared) storage, so
+// a retry takes no more memory than the first walk.
+HeapSnapshot StreamHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
+                                const RuntimeTraits& traits, const SnapshotLimits& limits,
+                                const SnapshotStream& stream);
 
 // The cycle number from the raw cycle word.
 uint32_t DecodeCycle(uint32_t word, CycleEncoding encoding);

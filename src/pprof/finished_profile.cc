@@ -57,9 +57,7 @@ uint32_t LocationTables::AddRun(std::span<const uint64_t> ids) {
   if (runs.size() >= std::numeric_limits<uint32_t>::max()) {
     throw Error(ErrorKind::kInternal, "more than 2^32 location runs in one profile");
   }
-  Run run{.at = loc_ids.size(), .count = ids.size(), .bytes_at = loc_bytes.size(), .bytes = 0};
-  GrowWithHugePages(loc_ids, ids.size());
-  loc_ids.insert(loc_ids.end(), ids.begin(), ids.end());
+  Run run{.count = ids.size(), .bytes_at = loc_bytes.size(), .bytes = 0};
   if (!ids.empty()) {
     size_t payload = 0;
     for (uint64_t id : ids) payload += VarintSize(id);
@@ -76,10 +74,7 @@ uint32_t LocationTables::AddRun(std::span<const uint64_t> ids) {
   return static_cast<uint32_t>(runs.size() - 1);
 }
 
-void LocationTables::Reserve(size_t ids) {
-  GrowWithHugePages(loc_ids, ids);
-  GrowWithHugePages(loc_bytes, 2 * ids);
-}
+void LocationTables::Reserve(size_t ids) { GrowWithHugePages(loc_bytes, 2 * ids); }
 
 FinishedProfile::FinishedProfile(std::shared_ptr<const ProfileTables> tables,
                                  std::vector<SampleValues> samples, int64_t period,

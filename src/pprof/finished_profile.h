@@ -43,16 +43,15 @@ struct LocationTables {
   std::string mappings_encoded;
   int64_t strings = 0;     // string_table entries in `encoded`
   int64_t bytes_key = -1;  // index of "bytes" in it, or -1
-  // Runs of location ids, one per stack: run r's ids are loc_ids[at, at +
-  // count), and their encoding as Sample.location_id (tag, length, packed
-  // varints) is loc_bytes[bytes_at, bytes_at + bytes).
+  // Runs of location ids, one per stack: run r's `count` ids are kept only
+  // as their encoding as Sample.location_id (tag, length, packed varints),
+  // loc_bytes[bytes_at, bytes_at + bytes): a copy as uint64_t took four
+  // times their encoding's memory and was never read (issue 42).
   struct Run {
-    size_t at = 0;
     size_t count = 0;
     size_t bytes_at = 0;
     size_t bytes = 0;
   };
-  std::vector<uint64_t> loc_ids;
   std::vector<uint8_t> loc_bytes;
   std::vector<Run> runs;
   // Whether the build proved that every stack's run is the one the runtime
@@ -67,8 +66,8 @@ struct LocationTables {
   // stack), their encodings at 2 bytes an id (ids below 16384).
   void Reserve(size_t ids);
   size_t ApproximateBytes() const {
-    return encoded.capacity() + mappings_encoded.capacity() + 8 * loc_ids.capacity() +
-           loc_bytes.capacity() + sizeof(Run) * runs.capacity();
+    return encoded.capacity() + mappings_encoded.capacity() + loc_bytes.capacity() +
+           sizeof(Run) * runs.capacity();
   }
 };
 
@@ -80,10 +79,6 @@ struct ProfileTables {
   std::vector<uint32_t> sample_runs;
 
   size_t samples() const { return sample_runs.size(); }
-  std::span<const uint64_t> SampleLocs(size_t i) const {
-    const LocationTables::Run& r = locations->runs[sample_runs[i]];
-    return {locations->loc_ids.data() + r.at, r.count};
-  }
   size_t ApproximateBytes() const {
     return locations->ApproximateBytes() + 4 * sample_runs.capacity();
   }

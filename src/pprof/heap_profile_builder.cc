@@ -146,6 +146,7 @@ uint64_t HeapProfileBuilder::EmitLocation() {
     memo_ = PcMap<uint32_t>();
     memo_entries_.clear();
     by_storage_ = PcMap<StoredStack>();
+    last_transient_.clear();
   }
   locs_.Insert(link_addr, static_cast<uint32_t>(loc_infos_.size()));
   LocInfo& info = loc_infos_.emplace_back();
@@ -348,7 +349,8 @@ FinishedProfile FillProfile(std::shared_ptr<const ProfileTables> tables,
                          std::move(comment_keys), bytes_key);
 }
 
-uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> stack, bool& fixed) {
+uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> stack, bool& fixed,
+                                         bool remember) {
   fixed = true;
   // The locations are made from the frames hideRuntime leaves: stacks that
   // differ only in hidden frames (Go 1.27's size-specialized mallocgc
@@ -356,8 +358,8 @@ uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> stack, bool& 
   // remembered run.
   const size_t hidden = HiddenFrames(stack);
   const std::span<const uint64_t> shown = stack.subspan(hidden);
-  const uint64_t shown_hash = StackHash(shown);
-  if (const uint32_t* index = memo_.Find(shown_hash)) {
+  const uint64_t shown_hash = remember ? StackHash(shown) : 0;
+  if (const uint32_t* index = remember ? memo_.Find(shown_hash) : nullptr) {
     const MemoEntry& e = memo_entries_[*index];
     if (std::equal(shown.begin(), shown.end(), e.words, e.words + e.n)) return e.run;
   }
@@ -377,6 +379,11 @@ uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> stack, bool& 
   // the deck retry, a stack that emitted locations may come out differently
   // when next seen, as in runtime/pprof.)
   if (loc_overwrites_ != overwrites_before) return run;
+  if (!remember) {
+    fixed = (loc_infos_.size() == locations_before && !locs_scratch_.empty()) ||
+            traits_.cached_location_deck_retry;
+    return run;
+  }
   const std::span<const uint64_t> made_from = stack.subspan(used);
   const uint64_t hash = used == hidden ? shown_hash : StackHash(made_from);
   if (loc_infos_.size() == locations_before && !locs_scratch_.empty() &&
@@ -448,11 +455,38 @@ uint32_t HeapProfileBuilder::AddStack(std::span<const uint64_t> stack) {
   return RunOf(stack);
 }
 
+uint32_t HeapProfileBuilder::RunOfTransient(std::span<const uint64_t> stack) {
+  if (finished_ || continuing_) {
+    throw Error(ErrorKind::kInternal, "a stack added to a finished profile or to tables");
+  }
+  // Buckets of one call site (one per object size) follow each other in the
+  // list: the last stack, if its run is its own for good, serves them all.
+  if (!last_transient_.empty() &&
+      std::equal(stack.begin(), stack.end(), last_transient_.begin(), last_transient_.end())) {
+    return last_transient_run_;
+  }
+  bool fixed = false;
+  const uint32_t run = RunForStack(stack, fixed, /*remember=*/false);
+  last_transient_.clear();
+  if (fixed && !stack.empty()) {
+    last_transient_.assign(stack.begin(), stack.end());
+    last_transient_run_ = run;
+  }
+  return run;
+}
+
 void HeapProfileBuilder::AddRecord(const MemProfileRecord& r) {
   if (finished_ || continuing_) {
     throw Error(ErrorKind::kInternal, "a record added to a finished profile or to tables");
   }
-  const uint32_t run = RunOf(r.bucket->stack);
+  AddSample(RunOf(r.bucket->stack), r);
+}
+
+void HeapProfileBuilder::AddSample(uint32_t run, const MemProfileRecord& r) {
+  if (finished_ || continuing_ || run >= locations_->runs.size()) {
+    throw Error(ErrorKind::kInternal, "a sample added to a finished profile, to tables, or of ",
+                "an unknown run");
+  }
   tables_->sample_runs.push_back(run);
   SampleValues values;
   if (count_profile_) {

@@ -102,6 +102,14 @@ class HeapProfileBuilder {
   // lives: stacks are remembered by their address (a snapshot's StackStore
   // keeps them so). The same holds for AddStack's.
   void AddRecord(const MemProfileRecord& record);
+  // The same in two steps, for a streamed walk whose stacks are gone by
+  // the time the samples' values are known (the consistency check settles
+  // the counters after the walk): the run of a stack the builder must not
+  // keep a pointer to (it is copied where it is remembered), then samples
+  // of that run in the profile's order. The runs are made in the order the
+  // stacks come, which must be the samples' order.
+  uint32_t RunOfTransient(std::span<const uint64_t> stack);
+  void AddSample(uint32_t run, const MemProfileRecord& record);
   void AddComment(std::string_view text);
   // Completes the profile (mappings, string table) and returns it as a
   // message (decoded from its encoding, which is what the tests check); it
@@ -189,8 +197,9 @@ class HeapProfileBuilder {
   size_t ComputeLocsForStack(std::span<const uint64_t> full, size_t hidden,
                              std::vector<uint64_t>& locs);
   // The run of a stack (runtime addresses); fixed: whether it is the
-  // stack's for good (remembered).
-  uint32_t RunForStack(std::span<const uint64_t> stack, bool& fixed);
+  // stack's for good (remembered unless `remember` is false: the stack is
+  // the caller's scratch).
+  uint32_t RunForStack(std::span<const uint64_t> stack, bool& fixed, bool remember = true);
   // The run of a stack in runtime addresses (remembered by where it is
   // stored, see by_storage_).
   uint32_t RunOf(std::span<const uint64_t> stack);
@@ -249,6 +258,9 @@ class HeapProfileBuilder {
     uint32_t run = 0;
   };
   PcMap<StoredStack> by_storage_;
+  // RunOfTransient's memo: a copy of the last stack whose run is fixed.
+  std::vector<uint64_t> last_transient_;
+  uint32_t last_transient_run_ = 0;
   uint64_t loc_overwrites_ = 0;  // emitted locations that replaced a cached PC's
   int64_t bytes_key_ = -1;       // string index of "bytes" once a label needed it
   // Whether every stack so far got the locations it would get in any order

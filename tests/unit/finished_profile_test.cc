@@ -101,7 +101,7 @@ TEST(FinishedProfile, SamplesOfOneStackShareTheirLocationRun) {
   pb::Profile want;
   auto tables = Tables({{1, 2}}, {0, 0, 0}, want);
   EXPECT_EQ(tables->locations->runs.size(), 1u);
-  EXPECT_EQ(tables->locations->loc_ids.size(), 2u);
+  EXPECT_EQ(tables->locations->runs[0].count, 2u);
   FinishedProfile p(tables, std::vector<SampleValues>(3, SampleValues{{1, 1, 1, 1}, 0, false}), 1,
                     0, {}, {}, 3);
   ASSERT_EQ(p.get().sample_size(), 3);

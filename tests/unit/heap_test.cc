@@ -314,6 +314,18 @@ struct RuntimeImage {
   }
 };
 
+// Makes the "GC" publish cycle 7 with the first read after the bucket was
+// read (once); published says it did.
+void PublishCycle7AfterTheBucket(RuntimeImage& img, bool& published) {
+  img.mem.SetReadHook([&img, &published, bucket_read = false](uint64_t addr, uint64_t len) mutable {
+    if (bucket_read && !published) {
+      published = true;
+      img.mem.PutU64(RuntimeImage::kVars + 16, 7 << 1);
+    }
+    bucket_read |= Touches(addr, len, img.bucket, img.bucket_end);
+  });
+}
+
 TEST(ReadHeapSnapshot, StableCycleNeedsOneWalk) {
   // Between mProf_NextCycle and mProf_Flush (flushed bit clear): future[C%3]
   // is pending and the emulation adds it, as MemProfile would.
@@ -330,14 +342,8 @@ TEST(ReadHeapSnapshot, CycleChangingMidWalkIsRetried) {
   RuntimeImage img(/*cycle_word=*/6 << 1);
   // The GC publishes (the next cycle) right after the first walk has read
   // the bucket; the second walk sees a stable cycle.
-  bool bucket_read = false, published = false;
-  img.mem.SetReadHook([&](uint64_t addr, uint64_t len) {
-    if (bucket_read && !published) {
-      published = true;
-      img.mem.PutU64(RuntimeImage::kVars + 16, 7 << 1);
-    }
-    bucket_read |= Touches(addr, len, img.bucket, img.bucket_end);
-  });
+  bool published = false;
+  PublishCycle7AfterTheBucket(img, published);
   HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, TraitsForVersion({1, 26, 0}));
   ASSERT_TRUE(published);
   EXPECT_EQ(s.walks, 2);
@@ -478,47 +484,128 @@ TEST(ReadHeapSnapshot, FlushInProgressIsRetried) {
 namespace goheap2pprof {
 namespace {
 
-TEST(ReadHeapSnapshot, RetryTakesNewBucketsAndRereadsOnlyCounters) {
-  // Two buckets in memory; the list starts at `old_b`. During the first walk
-  // a GC publishes (new cycle, new counters) and a bucket is prepended.
+// The streamed walk keeps nothing per bucket: every bucket is handed over in
+// the same scratch, and holds what WalkBuckets keeps.
+TEST(StreamBuckets, HandsEachBucketOverInOneReusedScratch) {
   BucketArena arena(0x10000);
-  uint64_t old_b = arena.Add(64, {0x401000}, {1, 0, 64, 0});
-  const uint64_t old_end = arena.End();
-  // Its pending allocation sits in future[(C+2)%3] = future[1], where mallocs go.
-  uint64_t new_b = arena.Add(32, {0x402000, 0x403000}, {0, 0, 0, 0}, {{{}, {2, 0, 64, 0}, {}}});
-  arena.SetAllnext(new_b, old_b);
+  uint64_t b1 = arena.Add(16, {0x401000, 0x402000}, {1, 0, 16, 0}, {{{1, 0, 16, 0}, {}, {}}});
+  uint64_t b2 = arena.Add(32, {0x403000, 0x404000}, {2, 1, 64, 32});
+  arena.SetAllnext(b2, b1);
   TestMemory mem;
   arena.MapInto(mem);
-  constexpr uint64_t kVars = 0x5000;
-  std::vector<uint8_t> vars(24, 0);
-  std::memcpy(&vars[0], &old_b, 8);
-  int64_t rate = 1;
-  std::memcpy(&vars[8], &rate, 8);
-  uint32_t cycle_word = 4 << 1;
-  std::memcpy(&vars[16], &cycle_word, 4);
-  mem.Map(kVars, vars);
-  // The GC publishes right after the first walk has read old_b.
-  bool old_read = false, published = false;
-  mem.SetReadHook([&](uint64_t addr, uint64_t len) {
-    if (old_read && !published) {
-      published = true;
-      mem.PutU64(kVars, new_b);
-      mem.PutU64(kVars + 16, (5 << 1) | 1);
-      mem.PutU64(old_b + 48 + 8, 3);  // old bucket's active.allocs: 1 -> 3
-    }
-    old_read |= Touches(addr, len, old_b, old_end);
+  std::vector<std::vector<uint64_t>> stacks;
+  std::vector<const uint64_t*> where;
+  std::vector<uint64_t> future_allocs;
+  const WalkEnd end = StreamBuckets(mem, b2, {.max_stack_words = 32}, [&](const Bucket& b) {
+    stacks.emplace_back(b.stack.begin(), b.stack.end());
+    where.push_back(b.stack.data());
+    future_allocs.push_back(b.Future(0).allocs);
   });
-  HeapSnapshot s =
-      ReadHeapSnapshot(mem, {kVars, kVars + 8, kVars + 16}, TraitsForVersion({1, 26, 0}));
+  EXPECT_EQ(end.buckets, 2u);
+  const WalkResult kept = WalkBuckets(mem, b2, {.max_stack_words = 32});
+  ASSERT_EQ(stacks.size(), kept.buckets.size());
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    EXPECT_TRUE(std::equal(stacks[i].begin(), stacks[i].end(), kept.buckets[i].stack.begin(),
+                           kept.buckets[i].stack.end()));
+    EXPECT_EQ(future_allocs[i], kept.buckets[i].Future(0).allocs);
+  }
+  EXPECT_EQ(where[0], where[1]);
+}
+
+// A walk the cycle tore, with no bucket added, is settled by reading the
+// counters again: the stacks streamed stay, and the snapshot keeps the
+// counters of the last read, without stacks.
+TEST(StreamHeapSnapshot, ATornWalkRereadsOnlyTheCounters) {
+  RuntimeImage img(/*cycle_word=*/6 << 1);
+  bool published = false;
+  PublishCycle7AfterTheBucket(img, published);
+  std::vector<int64_t> starts;
+  int streamed = 0;
+  HeapSnapshot s = StreamHeapSnapshot(
+      img.mem, img.addrs, TraitsForVersion({1, 26, 0}), {},
+      {.start = [&](int64_t rate) { starts.push_back(rate); },
+       .bucket = [&](const Bucket& b) { streamed += b.stack.size() == 1 ? 1 : 100; }});
   ASSERT_TRUE(published);
+  EXPECT_EQ(s.walks, 2);
+  EXPECT_TRUE(s.consistent);
+  EXPECT_EQ(s.cycle, 7u);
+  EXPECT_EQ(starts, std::vector<int64_t>(1, 512 * 1024));
+  EXPECT_EQ(streamed, 1);
+  ASSERT_EQ(s.buckets.size(), 1u);
+  EXPECT_TRUE(s.buckets[0].stack.empty());
+  EXPECT_EQ(s.buckets[0].active.allocs, 4u);
+  EXPECT_EQ(s.buckets[0].Future(0).allocs, 1u);
+}
+
+// Two buckets in memory; the list starts at `old_b`. During the first walk
+// a GC publishes (new cycle, new counters) and a bucket is prepended.
+struct PrependingImage {
+  static constexpr uint64_t kVars = 0x5000;
+  TestMemory mem;
+  HeapAddresses addrs{kVars, kVars + 8, kVars + 16};
+  uint64_t old_b = 0, new_b = 0;
+  bool published = false;
+  PrependingImage() {
+    BucketArena arena(0x10000);
+    old_b = arena.Add(64, {0x401000}, {1, 0, 64, 0});
+    const uint64_t old_end = arena.End();
+    // Its pending allocation sits in future[(C+2)%3] = future[1], where mallocs go.
+    new_b = arena.Add(32, {0x402000, 0x403000}, {0, 0, 0, 0}, {{{}, {2, 0, 64, 0}, {}}});
+    arena.SetAllnext(new_b, old_b);
+    arena.MapInto(mem);
+    std::vector<uint8_t> vars(24, 0);
+    std::memcpy(&vars[0], &old_b, 8);
+    int64_t rate = 1;
+    std::memcpy(&vars[8], &rate, 8);
+    uint32_t cycle_word = 4 << 1;
+    std::memcpy(&vars[16], &cycle_word, 4);
+    mem.Map(kVars, vars);
+    // The GC publishes right after the first walk has read old_b.
+    mem.SetReadHook([this, old_end, old_read = false](uint64_t addr, uint64_t len) mutable {
+      if (old_read && !published) {
+        published = true;
+        mem.PutU64(kVars, new_b);
+        mem.PutU64(kVars + 16, (5 << 1) | 1);
+        mem.PutU64(old_b + 48 + 8, 3);  // old bucket's active.allocs: 1 -> 3
+      }
+      old_read |= Touches(addr, len, old_b, old_end);
+    });
+  }
+};
+
+TEST(ReadHeapSnapshot, RetryTakesNewBucketsAndRereadsOnlyCounters) {
+  PrependingImage img;
+  HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, TraitsForVersion({1, 26, 0}));
+  ASSERT_TRUE(img.published);
   EXPECT_EQ(s.walks, 2);
   EXPECT_TRUE(s.consistent);
   EXPECT_EQ(s.cycle, 5u);
   ASSERT_EQ(s.buckets.size(), 2u);
-  EXPECT_EQ(s.buckets[0].addr, new_b);
+  EXPECT_EQ(s.buckets[0].addr, img.new_b);
   EXPECT_EQ(std::vector<uint64_t>(s.buckets[0].stack.begin(), s.buckets[0].stack.end()),
             std::vector<uint64_t>({0x402000, 0x403000}));
-  EXPECT_EQ(s.buckets[1].addr, old_b);
+  EXPECT_EQ(s.buckets[1].addr, img.old_b);
+  EXPECT_EQ(s.buckets[1].active.allocs, 3u);
+}
+
+// Streamed, a retry after buckets were added walks the list again whole (the
+// new ones come first, and the build must see the stacks in list order).
+TEST(StreamHeapSnapshot, ARetryAfterBucketsWereAddedWalksAgainWhole) {
+  PrependingImage img;
+  std::vector<size_t> stacks;
+  int starts = 0;
+  HeapSnapshot s =
+      StreamHeapSnapshot(img.mem, img.addrs, TraitsForVersion({1, 26, 0}), {},
+                         {.start = [&](int64_t) { ++starts; },
+                          .bucket = [&](const Bucket& b) { stacks.push_back(b.stack.size()); }});
+  ASSERT_TRUE(img.published);
+  EXPECT_EQ(s.walks, 2);
+  EXPECT_TRUE(s.consistent);
+  EXPECT_EQ(s.cycle, 5u);
+  EXPECT_EQ(starts, 2);
+  EXPECT_EQ(stacks, (std::vector<size_t>{1, 2, 1}));
+  ASSERT_EQ(s.buckets.size(), 2u);
+  EXPECT_EQ(s.buckets[0].addr, img.new_b);
   EXPECT_EQ(s.buckets[1].active.allocs, 3u);
 }
 
