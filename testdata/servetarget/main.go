@@ -7,6 +7,7 @@
 //	servetarget -retain 0 -http=false   # a small idle Go process (load tests): "READY <pid> 0"
 //	servetarget -gc-on                  # leave the collector on after setup (debug=1's MemStats
 //	                                    # block: with it off, NextGC moves with every allocation)
+//	servetarget -otel-ctx "service.name=a,service.instance.id=b"   # publish an OTEP 4719 context
 //	kill -USR1 <pid>                    # phase 2: retain 1000 more 4096-byte objects, publish, "PHASE2 <pid>"
 //	servetarget -exec-on-usr2 PATH      # kill -USR2 <pid>: execute PATH in place (same pid and
 //	                                    # start time, another program image) as "PATH -retain 2 -http=false"
@@ -83,6 +84,12 @@ func main() {
 	flag.Parse()
 	if *rate > 0 {
 		runtime.MemProfileRate = *rate
+	}
+	if *otelCtx != "" {
+		if err := publishOtelContext(*otelCtx); err != nil {
+			fmt.Fprintln(os.Stderr, "otel-ctx:", err)
+			os.Exit(1)
+		}
 	}
 	allocSmall(20000 * *retain)
 	allocLarge(100 * *retain)
