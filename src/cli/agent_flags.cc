@@ -1,5 +1,7 @@
 #include "cli/agent_flags.h"
 
+#include <cstdlib>
+
 #include "agent/push/labels.h"
 #include "agent/watch/psi.h"
 #include "base/error.h"
@@ -175,6 +177,11 @@ void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::strin
 
 void FinishPushOptions(const std::vector<std::string>& labels, PushOptions& o) {
   for (const std::string& l : labels) o.labels.push_back(ParseLabelOption(l));
+#if GOHEAP2PPROF_TEST_SEAMS
+  if (const char* v = std::getenv("GOHEAP2PPROF_TEST_OTLP_PROFILES_VERSION")) {
+    o.otlp_profiles_version = v;
+  }
+#endif
 }
 
 void AddWatchTriggerOptions(CLI::App& app, WatchArgs& args, WatchOptions& w) {

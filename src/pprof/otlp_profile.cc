@@ -1,6 +1,11 @@
 #include "pprof/otlp_profile.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/wire_format_lite.h>
+
 #include <cstdint>
+#include <limits>
 #include <unordered_map>
 #include <vector>
 
@@ -252,19 +257,18 @@ class OtlpTranslator {
   std::unordered_map<uint64_t, int32_t> function_ids_, mapping_ids_, location_ids_;
 };
 
-void AppendVarint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out += static_cast<char>((v & 0x7f) | 0x80);
-    v >>= 7;
-  }
-  out += static_cast<char>(v);
-}
-
-// A length-delimited field (wire type 2).
+// A length-delimited field (wire type 2), written by libprotobuf's coder.
 void AppendField(std::string& out, uint32_t field, std::string_view bytes) {
-  AppendVarint(out, (uint64_t{field} << 3) | 2);
-  AppendVarint(out, bytes.size());
-  out.append(bytes);
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    throw Error(ErrorKind::kMalformed, "OTLP request part of ", bytes.size(), " bytes: over 2 GiB");
+  }
+  google::protobuf::io::StringOutputStream stream(&out);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.WriteTag(google::protobuf::internal::WireFormatLite::MakeTag(
+      static_cast<int>(field),
+      google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
+  coded.WriteVarint64(bytes.size());
+  coded.WriteRaw(bytes.data(), static_cast<int>(bytes.size()));
 }
 
 }  // namespace

@@ -11,6 +11,12 @@
 //	    its resource attributes (DIR/resources.jsonl) and its profiles
 //	    translated back to one pprof profile (DIR/<pid>.<n>.pb.gz). Prints
 //	    "LISTENING host:port".
+//	otlpreceiver normalize IN OUT
+//	    a pprof profile as push sends it: samples with the same stack and
+//	    labels merged (push keys its alloc deltas so, as godeltaprof does),
+//	    samples whose values are all zero dropped.
+//	otlpreceiver total TYPE FILE...
+//	    the sum of one sample type over the profiles (alloc deltas add up).
 //
 // The translation back to pprof follows the semantic conventions'
 // pprof.* attributes: profiles zip into one sample list (sample j of every
@@ -60,6 +66,18 @@ func main() {
 		dir := fs.String("dir", ".", "where to write what was received")
 		fs.Parse(os.Args[2:])
 		serve(*dir)
+	case "normalize":
+		if err := normalize(os.Args[2], os.Args[3]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	case "total":
+		t, err := total(os.Args[2], os.Args[3:])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println(t)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown command", os.Args[1])
 		os.Exit(2)
@@ -291,4 +309,74 @@ func sampleOf(dict pprofile.ProfilesDictionary, s pprofile.Sample, locations []*
 		ps.NumUnit[key] = append(ps.NumUnit[key], unit)
 	}
 	return ps
+}
+
+func parseFile(path string) (*profile.Profile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return profile.Parse(f)
+}
+
+func total(sampleType string, files []string) (int64, error) {
+	var sum int64
+	for _, path := range files {
+		p, err := parseFile(path)
+		if err != nil {
+			return 0, err
+		}
+		i := -1
+		for k, st := range p.SampleType {
+			if st.Type == sampleType {
+				i = k
+			}
+		}
+		if i < 0 {
+			return 0, fmt.Errorf("%s: no sample type %s", path, sampleType)
+		}
+		for _, s := range p.Sample {
+			sum += s.Value[i]
+		}
+	}
+	return sum, nil
+}
+
+func normalize(in, out string) error {
+	p, err := parseFile(in)
+	if err != nil {
+		return err
+	}
+	merged := map[string]*profile.Sample{}
+	var kept []*profile.Sample
+	for _, s := range p.Sample {
+		key := fmt.Sprint(s.Label, s.NumLabel, s.NumUnit)
+		for _, l := range s.Location {
+			key += fmt.Sprintf(" %x", l.Address)
+		}
+		if m, ok := merged[key]; ok {
+			for i := range m.Value {
+				m.Value[i] += s.Value[i]
+			}
+			continue
+		}
+		merged[key] = s
+		kept = append(kept, s)
+	}
+	p.Sample = nil
+	for _, s := range kept {
+		for _, v := range s.Value {
+			if v != 0 {
+				p.Sample = append(p.Sample, s)
+				break
+			}
+		}
+	}
+	o, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	defer o.Close()
+	return p.Write(o)
 }

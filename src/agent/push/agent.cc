@@ -45,15 +45,6 @@
 namespace goheap2pprof {
 namespace {
 
-// The OTLP profiles version push announces: ours, or in tests another one,
-// to show what a server that speaks another version answers.
-std::string OtlpProfilesVersionSent() {
-#if GOHEAP2PPROF_TEST_SEAMS
-  if (const char* v = std::getenv("GOHEAP2PPROF_TEST_OTLP_PROFILES_VERSION")) return v;
-#endif
-  return std::string(kOtlpProfilesVersion);
-}
-
 // What the agent remembers of one process between intervals.
 struct ProcessState {
   explicit ProcessState(bool new_process) : from_zero(new_process) {}
@@ -450,12 +441,12 @@ class Agent {
   // said once.
   static BackendOptions OtlpProfilesBackend(const PushOptions& o) {
     BackendOptions b = OtlpHttpBackend("otlp", o.otlp_url, "/v1development/profiles", o.delivery);
-    b.headers.emplace_back(kOtlpProfilesVersionHeader, OtlpProfilesVersionSent());
+    b.headers.emplace_back(kOtlpProfilesVersionHeader, o.otlp_profiles_version);
     b.token_file = o.otlp_token_file;
     b.basic_auth_file = o.otlp_basic_auth_file;
-    b.explain_rejection = [](const std::string& why) {
-      return ExplainOtlpProfilesRejection(why, kOtlpProfilesVersionHeader,
-                                          OtlpProfilesVersionSent(), kOtlpProfilesRelease);
+    b.explain_rejection = [version = o.otlp_profiles_version](const std::string& why) {
+      return ExplainOtlpProfilesRejection(why, kOtlpProfilesVersionHeader, version,
+                                          kOtlpProfilesRelease);
     };
     return b;
   }

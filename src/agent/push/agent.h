@@ -33,6 +33,7 @@
 #include "agent/worker/pool.h"
 #include "agent/worker/push_profile.h"
 #include "agent/worker/worker.h"
+#include "pprof/otlp_profile.h"
 
 namespace goheap2pprof {
 
@@ -40,6 +41,9 @@ struct PushOptions {
   std::string pyroscope_url;
   std::string parca_url;
   std::string otlp_url;  // --otlp: OTLP profiles over HTTP (agent/push/otlp_resource.h)
+  // The version announced (pprof/otlp_profile.h); another one only in tests
+  // (GOHEAP2PPROF_TEST_OTLP_PROFILES_VERSION), to show a server's refusal.
+  std::string otlp_profiles_version{kOtlpProfilesVersion};
   std::chrono::milliseconds interval{15000};
   // --profiles: which profiles each round pushes, "heap" (__name__=memory)
   // and "goroutine" (__name__=goroutine, pushed every round: its counts

@@ -19,8 +19,13 @@ std::vector<OtlpAttribute> OtlpResourceAttributes(const GoProcess& process,
   };
   add("service.name", service_name);
   out.push_back({"process.pid", int64_t{f.pid}});
-  add("process.executable.name", f.exe.substr(f.exe.rfind('/') + 1));
-  add("process.executable.path", f.exe);
+  // readlink's " (deleted)" for an executable replaced since it started
+  // is no part of its path.
+  std::string path = f.exe;
+  if (path.ends_with(" (deleted)"))
+    path.resize(path.size() - std::string_view(" (deleted)").size());
+  add("process.executable.name", path.substr(path.rfind('/') + 1));
+  add("process.executable.path", path);
   add("process.executable.build_id.go", process.exe.build_id);
   add("process.runtime.name", "go");
   add("process.runtime.version", process.exe.go_version);
