@@ -2,7 +2,7 @@
 // proto/otlp_profiles.proto): one Profile per pprof sample type (OTLP has
 // one value per sample), all in one ScopeProfiles and one dictionary, so
 // that the heap profile's four types share their stacks, functions and
-// strings. What pprof has and OTLP has no field for goes into the `pprof.*`
+// strings. What pprof has and OTLP has no field for goes into the pprof
 // attributes of the semantic conventions, so that the way back to pprof
 // loses nothing:
 // - scope: pprof.scope.sample_type_order (the types' order) and
