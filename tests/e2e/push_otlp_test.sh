@@ -42,11 +42,11 @@ fi
 e2e_make_work push-otlp
 trap 'e2e_stop_pids -9' EXIT
 
-# The Collector release, pinned (tests/otlpreceiver/go.mod has its modules).
-collector_version=v0.165.0
-# Kept per version of the helper's source too, so that a change to it rebuilds.
-key=$(cat "$src/tests/otlpreceiver/"{main.go,go.mod,go.sum} | sha256sum | cut -c 1-12)
-collector=$bin/otlp-collector-$collector_version-$key/otlpreceiver
+source "$(dirname "$0")/push_lib.sh"
+# The Collector release is pinned there (otlp_collector_version) and in
+# tests/otlpreceiver/go.mod.
+push_otlp_collector
+collector_version=$otlp_collector_version
 if [[ ! -x $collector ]]; then
   echo "== building the OpenTelemetry Collector $collector_version (once, kept in $(dirname "$collector"))"
   mkdir -p "$(dirname "$collector")"
