@@ -170,6 +170,14 @@ TEST(OtlpProfile, StacksInlineFramesAndMappingsAreInTheDictionary) {
                                       "pprof.mapping.has_functions=true"}));
 }
 
+TEST(OtlpProfile, StringsThatAreNotUtf8AreReplaced) {
+  pb::Profile p = Heap();
+  p.set_string_table(8, "main.le\xff");  // a function name from a damaged pclntab
+  const op::ExportProfilesServiceRequest req = Decode(p);
+  const op::ProfilesDictionary& d = req.dictionary();
+  EXPECT_EQ(d.string_table(d.function_table(2).name_strindex()), "main.le\xef\xbf\xbd");
+}
+
 TEST(OtlpProfile, AnIdOutOfRangeIsRefused) {
   pb::Profile p = Heap();
   p.mutable_sample(0)->set_location_id(0, 9);
