@@ -1,5 +1,7 @@
 #include "cli/agent_flags.h"
 
+#include <cstdlib>
+
 #include "agent/push/labels.h"
 #include "agent/watch/psi.h"
 #include "base/error.h"
@@ -122,6 +124,10 @@ void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::strin
   app.add_option("--parca", o.parca_url,
                  "Parca base URL, e.g. http://parca:7070 (its HTTP API under /api is used; give "
                  "a path to use another prefix)");
+  app.add_option("--otlp", o.otlp_url,
+                 "OpenTelemetry Collector (or any OTLP profiles receiver) base URL, e.g. "
+                 "http://otelcol:4318: OTLP profiles over HTTP/protobuf to <URL>/v1development/"
+                 "profiles (docs/opentelemetry.md)");
   AddDurationOption(app, "--interval", o.interval, "time between captures of each process");
   app.add_option("--profiles", o.profiles,
                  "profiles to push each --interval, comma-separated: heap (__name__=memory, "
@@ -141,6 +147,11 @@ void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::strin
                  "send Authorization: Bearer <first line of FILE> to Parca");
   app.add_option("--parca-basic-auth-file", o.parca_basic_auth_file,
                  "send HTTP basic auth to Parca, user:password on the first line of FILE");
+  app.add_option("--otlp-token-file", o.otlp_token_file,
+                 "send Authorization: Bearer <first line of FILE> to the OTLP receiver");
+  app.add_option("--otlp-basic-auth-file", o.otlp_basic_auth_file,
+                 "send HTTP basic auth to the OTLP receiver, user:password on the first line of "
+                 "FILE");
   app.add_flag("--allow-insecure-credentials", o.allow_insecure_credentials,
                "send a token or basic auth over an http:// URL to a host other than loopback, "
                "in clear text (refused without it)");
@@ -166,6 +177,11 @@ void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::strin
 
 void FinishPushOptions(const std::vector<std::string>& labels, PushOptions& o) {
   for (const std::string& l : labels) o.labels.push_back(ParseLabelOption(l));
+#if GOHEAP2PPROF_TEST_SEAMS
+  if (const char* v = std::getenv("GOHEAP2PPROF_TEST_OTLP_PROFILES_VERSION")) {
+    o.otlp_profiles_version = v;
+  }
+#endif
 }
 
 void AddWatchTriggerOptions(CLI::App& app, WatchArgs& args, WatchOptions& w) {

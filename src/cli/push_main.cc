@@ -30,7 +30,8 @@ Command AddPushCommand(CLI::App& root) {
       "goheap2pprof push: capture the heap profile of every Go process on this machine each "
       "--interval and push "
       "it to Grafana Pyroscope (push.v1.PusherService/Push; alloc_* as deltas since the "
-      "previous push, inuse_* as they are) and/or Parca (WriteRaw; the cumulative profile). A "
+      "previous push, inuse_* as they are), Parca (WriteRaw; the cumulative profile) and/or an "
+      "OpenTelemetry Collector (OTLP profiles over HTTP, alloc_* as deltas as for Pyroscope). A "
       "process is pushed only when its heap profile changed (a garbage collection published a "
       "new profile cycle). The agent's own health is on --metrics-listen /metrics.");
   struct Args {

@@ -21,7 +21,9 @@
 #               container, container_id (containerd://), node and
 #               service_name (<namespace>/<container>) of what crictl
 #               inspectp/inspect report; they read the bundles through
-#               --host-root.
+#               --host-root. The same push's OTLP resource carries them as
+#               k8s.*, container.id and service.name (when push_otlp_test.sh's
+#               Collector build is there; else that case is skipped).
 #   agent image the agent in a scratch image, in a pod confined as
 #               deploy/kubernetes/daemonset.yaml says (its CRI view from
 #               tests/e2e/cri_from_daemonset.jq), captures the oracle of the
@@ -163,9 +165,19 @@ labels_push_case() {
   e2e_go_build tests/pushreceiver "$work/bin/pushreceiver"
   receiver=$work/bin/pushreceiver
   push_start_receiver
+  # With the OTLP sink of push_otlp_test.sh's Collector build, when there is one, the same push
+  # sends OTLP profiles too, whose resource must carry the pod's k8s.* attributes.
+  local otlp=()
+  push_otlp_collector
+  if [[ -x $collector ]]; then
+    mkdir -p "$work/otlp"
+    e2e_start "$work/sink.out" "$work/sink.err" "$collector" serve -dir "$work/otlp"
+    e2e_wait_for_line "$work/sink.out" "^LISTENING" "$target_pid" 10 &&
+      otlp=(--otlp "http://$(sed -n 's/^LISTENING //p' "$work/sink.out")")
+  fi
   e2e_start "$work/push.out" "$work/push.log" "$tool" push --pid "$oracle_pid" \
     --pyroscope "http://$raddr" --interval 1s --metrics-listen 127.0.0.1:0 \
-    --host-root "$work/hostroot" --node-name "$node"
+    --host-root "$work/hostroot" --node-name "$node" "${otlp[@]}"
   local push_pid=$target_pid
   for _ in $(seq 1 150); do
     line=$(grep -s "\"pid\":\"$oracle_pid\"" "$work/rec/pyroscope.jsonl" | head -n 1)
@@ -178,7 +190,35 @@ labels_push_case() {
   else
     expect_pod_labels "labels of push (Pyroscope series)" "$(jq -c .labels <<<"$line")"
   fi
+  if ((${#otlp[@]} == 0)); then
+    skip "labels of push (OTLP resource): no OpenTelemetry Collector build at $collector (tests/e2e/push_otlp_test.sh makes it)"
+  else
+    otlp_resource_case "$push_pid"
+  fi
   e2e_stop_pids_but "$cd_pid"
+}
+
+# The pod's identity as the OTLP resource attributes of the same push.
+otlp_resource_case() {
+  local got want
+  for _ in $(seq 1 150); do
+    got=$(grep -s "\"pid\":$oracle_pid," "$work/otlp/resources.jsonl" | head -n 1)
+    [[ -n $got ]] && break
+    kill -0 "$1" 2>/dev/null || break
+    sleep 0.2
+  done
+  want=$(jq -c -n --argjson p "$oracle_podinfo" --argjson c "$oracle_ctrinfo" --arg node "$node" '{
+    "k8s.namespace.name": $p.status.metadata.namespace, "k8s.pod.name": $p.status.metadata.name,
+    "k8s.pod.uid": $p.status.metadata.uid, "k8s.container.name": $c.status.metadata.name,
+    "container.id": $c.status.id, "k8s.node.name": $node,
+    "service.name": ($p.status.metadata.namespace + "/" + $c.status.metadata.name)}')
+  got=$(jq -c --argjson w "$want" '.attributes | with_entries(select(.key as $k | $w | has($k)))' \
+    <<<"$got" 2>/dev/null)
+  if [[ -n $got && $(jq -S . <<<"$got") == "$(jq -S . <<<"$want")" ]]; then
+    pass "labels of push (OTLP resource): $got"
+  else
+    fail "labels of push (OTLP resource): want $want, got ${got:-nothing}" "$work/push.log"
+  fi
 }
 
 # The pod's labels in watch.jsonl: a trigger that fires at once (the

@@ -6,6 +6,10 @@
 #                            into $work/bin; sets receiver
 #   push_start_receiver      starts the receiver on a loopback port, storing
 #                            into $work/rec; sets raddr (host:port)
+#   push_otlp_collector      sets collector: the path of tests/otlpreceiver (a
+#                            real OpenTelemetry Collector and a pdata sink)
+#                            built for this source, kept under the build
+#                            directory (push_otlp_test.sh builds it)
 #   push_start_euid_target <name>
 #                            starts servetarget with effective uid 65534 and
 #                            real uid 0, which sets its effective uid to 0 on
@@ -38,4 +42,14 @@ push_start_euid_target() {
     fail "$1 did not start" "$work/$1.err"
     e2e_finish
   fi
+}
+
+# The Collector release tests/otlpreceiver/go.mod pins.
+otlp_collector_version=v0.165.0
+
+push_otlp_collector() {
+  # Kept per version of the helper's source too, so that a change to it rebuilds.
+  local key
+  key=$(cat "$src/tests/otlpreceiver/"{main.go,go.mod,go.sum} | sha256sum | cut -c 1-12)
+  collector=$bin/otlp-collector-$otlp_collector_version-$key/otlpreceiver
 }

@@ -25,6 +25,7 @@
 #include "agent/common/service_name.h"
 #include "agent/common/signals.h"
 #include "agent/push/metrics.h"
+#include "agent/push/otlp_resource.h"
 #include "agent/push/sender.h"
 #include "agent/worker/capture_metrics.h"
 #include "agent/worker/pool.h"
@@ -36,6 +37,7 @@
 #include "base/error.h"
 #include "base/expected.h"
 #include "base/utf8.h"
+#include "pprof/otlp_profile.h"
 #include "proc/procfs.h"
 #include "proto/parca_profilestore.pb.h"
 #include "proto/pyroscope_push.pb.h"
@@ -83,6 +85,10 @@ class Agent {
       b.token_file = options.parca_token_file;
       b.basic_auth_file = options.parca_basic_auth_file;
       parca_ = std::make_unique<BackendSender>(b, push_metrics_, log_line);
+    }
+    if (!options.otlp_url.empty()) {
+      otlp_ =
+          std::make_unique<BackendSender>(OtlpProfilesBackend(options), push_metrics_, log_line);
     }
   }
 
@@ -181,12 +187,14 @@ class Agent {
     extras.emplace_back("trigger", trigger);
     if (pyroscope_) PushPyroscope(p, what, made, extras);
     if (parca_) PushParca(p, what, made, extras);
+    if (otlp_) PushOtlp(p, what, made, extras);
   }
 
   void Stop(double drain_seconds) {
     stop_ = true;
     if (pyroscope_) pyroscope_->Stop(drain_seconds);
     if (parca_) parca_->Stop(drain_seconds);
+    if (otlp_) otlp_->Stop(drain_seconds);
   }
 
  private:
@@ -209,6 +217,7 @@ class Agent {
     work.limits = options_.limits;
     work.pyroscope = pyroscope_ != nullptr;
     work.parca = parca_ != nullptr;
+    work.otlp = otlp_ != nullptr;
     return work;
   }
 
@@ -276,6 +285,7 @@ class Agent {
     }
     if (pyroscope_) PushPyroscope(p, what, *made, options_.labels, "goroutine");
     if (parca_) PushParca(p, what, *made, options_.labels, "goroutine");
+    if (otlp_) PushOtlp(p, what, *made, options_.labels, "goroutine");
   }
 
   void PushHeap(const GoProcess& p, const std::string& what, ProcessState& state) {
@@ -322,6 +332,7 @@ class Agent {
     }
     state.delta_state = std::move(made->state);
     if (pyroscope_) PushPyroscope(p, what, *made, options_.labels);
+    if (otlp_) PushOtlp(p, what, *made, options_.labels);
     if (parca_ && !PushParca(p, what, *made, options_.labels)) return;
     state.pushed = true;
     state.pushed_cycle = r.reply.cycle;
@@ -425,6 +436,38 @@ class Agent {
     return true;
   }
 
+  // OTLP profiles over HTTP (agent/push/otlp_resource.h), with the version
+  // header (pprof/otlp_profile.h); a server that speaks another version is
+  // said once.
+  static BackendOptions OtlpProfilesBackend(const PushOptions& o) {
+    BackendOptions b = OtlpHttpBackend("otlp", o.otlp_url, "/v1development/profiles", o.delivery);
+    b.headers.emplace_back(kOtlpProfilesVersionHeader, o.otlp_profiles_version);
+    b.token_file = o.otlp_token_file;
+    b.basic_auth_file = o.otlp_basic_auth_file;
+    b.explain_rejection = [version = o.otlp_profiles_version](const std::string& why) {
+      return ExplainOtlpProfilesRejection(why, kOtlpProfilesVersionHeader, version,
+                                          kOtlpProfilesRelease);
+    };
+    return b;
+  }
+
+  // One ResourceProfiles: the process's resource (made here: the agent
+  // knows the process) around what the worker made (never decoded here).
+  void PushOtlp(const GoProcess& p, const std::string& what, const PushMade& made,
+                const std::vector<PushLabel>& extras, std::string_view name = "memory") {
+    if (made.otlp_resource_profiles.empty()) return;
+    const std::string resource =
+        EncodeOtlpResource(OtlpResourceAttributes(p, ServiceNameOfProcess(p), host_name_, extras));
+    std::string body =
+        JoinOtlpProfilesRequest(resource, {made.otlp_resource_profiles, made.otlp_dictionary});
+    if (options_.verbose) {
+      Log("goheap2pprof push: otlp: " + what + ": " + std::string(name) + ", " +
+          std::to_string(made.otlp_samples) + " samples, request " + std::to_string(body.size()) +
+          " bytes");
+    }
+    otlp_->Enqueue({std::move(body), what});
+  }
+
   const PushOptions& options_;
   std::ostream& log_;
   std::mutex log_mu_;
@@ -435,7 +478,8 @@ class Agent {
   WorkerPool& pool_ = parts_.pool();
   Discovery& discovery_ = parts_.discovery();
   uint64_t own_start_;
-  std::unique_ptr<BackendSender> pyroscope_, parca_;
+  std::unique_ptr<BackendSender> pyroscope_, parca_, otlp_;
+  const std::string host_name_ = HostName();
   std::mutex states_mu_;
   std::map<std::pair<pid_t, uint64_t>, ProcessState> states_;
   std::atomic<bool> stop_{false};
@@ -504,8 +548,8 @@ bool PushesProfile(const PushOptions& o, std::string_view profile) {
 }
 
 void ValidatePushOptions(const PushOptions& o) {
-  if (o.pyroscope_url.empty() && o.parca_url.empty()) {
-    throw Error(ErrorKind::kUsage, "push needs --pyroscope URL or --parca URL (or both)");
+  if (o.pyroscope_url.empty() && o.parca_url.empty() && o.otlp_url.empty()) {
+    throw Error(ErrorKind::kUsage, "push needs --pyroscope URL, --parca URL or --otlp URL");
   }
   if (o.profiles.empty()) throw Error(ErrorKind::kUsage, "--profiles names no profile");
   for (const std::string& name : o.profiles) {
@@ -516,9 +560,11 @@ void ValidatePushOptions(const PushOptions& o) {
   }
   if (!o.pyroscope_url.empty()) ParsePushUrl(o.pyroscope_url);
   if (!o.parca_url.empty()) ParsePushUrl(o.parca_url);
+  if (!o.otlp_url.empty()) ParsePushUrl(o.otlp_url);
   CheckCredentialsInClear(o, o.pyroscope_url, "pyroscope", o.pyroscope_token_file,
                           o.pyroscope_basic_auth_file);
   CheckCredentialsInClear(o, o.parca_url, "parca", o.parca_token_file, o.parca_basic_auth_file);
+  CheckCredentialsInClear(o, o.otlp_url, "otlp", o.otlp_token_file, o.otlp_basic_auth_file);
   if (o.interval < std::chrono::milliseconds(100))
     throw Error(ErrorKind::kUsage, "--interval must be >= 100ms");
   if (o.delivery.timeout <= o.delivery.timeout.zero() ||
@@ -649,6 +695,7 @@ int RunPush(const PushOptions& options, std::ostream& log) {
   role.Log("goheap2pprof push: pushing every " + std::to_string(Seconds(options.interval)) + " s" +
            (options.pyroscope_url.empty() ? "" : " to Pyroscope " + options.pyroscope_url) +
            (options.parca_url.empty() ? "" : " to Parca " + options.parca_url) +
+           (options.otlp_url.empty() ? "" : " to OTLP " + options.otlp_url) +
            (metrics_address.empty() ? "" : "; metrics on " + metrics_address));
   role.Run();
   signal_thread.join();

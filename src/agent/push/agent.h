@@ -1,7 +1,10 @@
 // `goheap2pprof push`: a long-running node agent that captures the heap
 // profile of every discovered Go process each --interval and pushes it to
 // Grafana Pyroscope (Connect unary push.v1.PusherService/Push, binary
-// protobuf) and/or Parca (WriteRaw through its HTTP gateway, JSON). It uses
+// protobuf), Parca (WriteRaw through its HTTP gateway, JSON) and/or an
+// OpenTelemetry Collector (OTLP profiles over HTTP/protobuf, one
+// ResourceProfiles per process, alloc_* as deltas as for Pyroscope;
+// docs/opentelemetry.md). It uses
 // serve's discovery, filters, service names and confined capture workers
 // (agent/common/discovery.h, agent/worker/pool.h); a process is pushed only when its profile
 // cycle advanced since its last push. Pyroscope gets alloc_* as deltas
@@ -30,12 +33,17 @@
 #include "agent/worker/pool.h"
 #include "agent/worker/push_profile.h"
 #include "agent/worker/worker.h"
+#include "pprof/otlp_profile.h"
 
 namespace goheap2pprof {
 
 struct PushOptions {
   std::string pyroscope_url;
   std::string parca_url;
+  std::string otlp_url;  // --otlp: OTLP profiles over HTTP (agent/push/otlp_resource.h)
+  // The version announced (pprof/otlp_profile.h); another one only in tests
+  // (GOHEAP2PPROF_TEST_OTLP_PROFILES_VERSION), to show a server's refusal.
+  std::string otlp_profiles_version{kOtlpProfilesVersion};
   std::chrono::milliseconds interval{15000};
   // --profiles: which profiles each round pushes, "heap" (__name__=memory)
   // and "goroutine" (__name__=goroutine, pushed every round: its counts
@@ -46,6 +54,7 @@ struct PushOptions {
   std::string tenant;             // X-Scope-OrgID
   std::string pyroscope_token_file, pyroscope_basic_auth_file;
   std::string parca_token_file, parca_basic_auth_file;
+  std::string otlp_token_file, otlp_basic_auth_file;
   // --allow-insecure-credentials: send a token or basic auth over http://
   // to a host that is not loopback (refused otherwise: clear text).
   bool allow_insecure_credentials = false;

@@ -395,7 +395,15 @@ void BackendSender::Deliver(void* curl, const PushItem& item, bool draining) {
     }
     if (verdict == PushVerdict::kRejected) {
       metrics_.Outcome(options_.name, "rejected");
-      log_(options_.name + ": rejected, not retried: " + item.what + ": " + why);
+      const std::string note =
+          options_.explain_rejection ? options_.explain_rejection(why) : std::string();
+      if (note.empty()) {
+        log_(options_.name + ": rejected, not retried: " + item.what + ": " + why);
+      } else if (!explained_) {
+        explained_ = true;
+        log_(options_.name + ": " + note + " (" + why + "); said once, later requests are " +
+             "rejected the same way and counted");
+      }
       return;
     }
     if (draining || attempt >= options_.delivery.max_attempts) {

@@ -58,6 +58,12 @@ struct BackendOptions {
   std::string token_file;       // Authorization: Bearer <first line>
   std::string basic_auth_file;  // first line user:password
   DeliverySettings delivery;
+  // For a rejected request: a sentence that explains the rejection (from
+  // the "HTTP <status>: <body>" it is given) when it is one that every
+  // request will meet until someone acts, such as a protocol version the
+  // server does not speak; said once in the log instead of per request.
+  // Empty: the usual line per rejected request.
+  std::function<std::string(const std::string&)> explain_rejection;
 };
 
 struct PushItem {
@@ -143,6 +149,7 @@ class BackendSender {
   std::string proxy_;  // HTTP_PROXY for an http URL when http_proxy is unset
   std::vector<std::string> header_lines_;
   std::vector<char> error_buffer_;  // libcurl's message of the sender thread's last failure
+  bool explained_ = false;          // explain_rejection's sentence was logged
   PushMetrics& metrics_;
   std::function<void(const std::string&)> log_;
   std::mutex mu_;

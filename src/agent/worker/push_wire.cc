@@ -2,6 +2,7 @@
 
 #include "agent/worker/wire_codec.h"
 #include "base/error.h"
+#include "pprof/otlp_profile.h"
 #include "pprof/output.h"
 
 namespace goheap2pprof {
@@ -9,6 +10,15 @@ namespace {
 
 constexpr uint32_t kWorkMagic = 0x67327077;  // "g2pw"
 constexpr uint32_t kMadeMagic = 0x6732706d;  // "g2pm"
+
+// The OTLP profiles of `profile` (already Pyroscope's: deltas, trimmed to
+// the limits, which bound an OTLP request too).
+void AddOtlp(const pb::Profile& profile, PushMade& made) {
+  OtlpProfileParts parts = PprofToOtlp(profile, {"goheap2pprof", GOHEAP2PPROF_VERSION});
+  made.otlp_resource_profiles = std::move(parts.resource_profiles);
+  made.otlp_dictionary = std::move(parts.dictionary);
+  made.otlp_samples = parts.samples;
+}
 
 }  // namespace
 
@@ -19,6 +29,7 @@ std::string EncodePushWork(const PushWork& work) {
   w.U64(work.limits.max_bytes);
   w.U8(work.pyroscope ? 1 : 0);
   w.U8(work.parca ? 1 : 0);
+  w.U8(work.otlp ? 1 : 0);
   w.U8(work.from_zero ? 1 : 0);
   w.Str(work.state);
   w.Str(work.profile_gz);
@@ -33,6 +44,7 @@ PushWork DecodePushWork(std::string_view bytes, size_t max_bytes) {
   work.limits.max_bytes = r.U64();
   work.pyroscope = r.Bool("pyroscope");
   work.parca = r.Bool("parca");
+  work.otlp = r.Bool("otlp");
   work.from_zero = r.Bool("from_zero");
   work.state = r.Str(max_bytes, "state");
   work.profile_gz = r.Str(max_bytes, "profile");
@@ -46,8 +58,10 @@ std::string EncodePushMade(const PushMade& made) {
   w.Str(made.pyroscope);
   w.Str(made.parca);
   w.Str(made.state);
-  for (uint64_t v :
-       {made.pyroscope_samples, made.parca_samples, made.nonzero, made.trimmed, made.resets}) {
+  w.Str(made.otlp_resource_profiles);
+  w.Str(made.otlp_dictionary);
+  for (uint64_t v : {made.pyroscope_samples, made.parca_samples, made.otlp_samples, made.nonzero,
+                     made.trimmed, made.resets}) {
     w.U64(v);
   }
   w.U8(made.baseline ? 1 : 0);
@@ -62,8 +76,10 @@ PushMade DecodePushMade(std::string_view bytes, size_t max_bytes) {
   made.pyroscope = r.Str(max_bytes, "Pyroscope profile");
   made.parca = r.Str(max_bytes, "Parca profile");
   made.state = r.Str(max_bytes, "state");
-  for (uint64_t* v :
-       {&made.pyroscope_samples, &made.parca_samples, &made.nonzero, &made.trimmed, &made.resets}) {
+  made.otlp_resource_profiles = r.Str(max_bytes, "OTLP profiles");
+  made.otlp_dictionary = r.Str(max_bytes, "OTLP dictionary");
+  for (uint64_t* v : {&made.pyroscope_samples, &made.parca_samples, &made.otlp_samples,
+                      &made.nonzero, &made.trimmed, &made.resets}) {
     *v = r.U64();
   }
   made.baseline = r.Bool("baseline");
@@ -81,7 +97,7 @@ PushMade MakePushProfiles(pb::Profile cumulative, const PushWork& work,
     cumulative.add_comment(cumulative.string_table_size() - 1);
   }
   PushMade made;
-  if (work.pyroscope) {
+  if (work.pyroscope || work.otlp) {
     AllocDeltaState state = work.state.empty() ? AllocDeltaState(work.from_zero)
                                                : DecodeAllocDeltaState(work.state, max_state_bytes);
     PyroscopeProfile out = MakePyroscopeProfile(cumulative, state, work.limits);
@@ -90,7 +106,9 @@ PushMade MakePushProfiles(pb::Profile cumulative, const PushWork& work,
     made.resets = out.resets;
     made.baseline = out.baseline;
     made.pyroscope_samples = static_cast<uint64_t>(out.profile.sample_size());
-    if (out.profile.sample_size() > 0) made.pyroscope = EncodeProfile(out.profile);
+    if (work.pyroscope && out.profile.sample_size() > 0)
+      made.pyroscope = EncodeProfile(out.profile);
+    if (work.otlp && out.profile.sample_size() > 0) AddOtlp(out.profile, made);
     made.state = EncodeAllocDeltaState(state);
   }
   if (work.parca) {
@@ -109,6 +127,7 @@ PushMade MakeGoroutinePushProfiles(const pb::Profile& profile, const PushWork& w
     made.pyroscope_samples = static_cast<uint64_t>(out.profile.sample_size());
     if (out.profile.sample_size() > 0) made.pyroscope = EncodeProfile(out.profile);
   }
+  if (work.otlp && profile.sample_size() > 0) AddOtlp(profile, made);
   if (work.parca) {
     made.parca_samples = static_cast<uint64_t>(profile.sample_size());
     made.parca = EncodeProfile(profile);

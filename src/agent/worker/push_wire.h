@@ -5,7 +5,7 @@
 // both backends' raw profiles gzipped, ready to be sent as they are, with
 // the process's next delta state, which the agent keeps as opaque bytes
 // and hands to the next push's worker. The agent reads only this
-// envelope: a few counters and three byte strings, each bounded.
+// envelope: a few counters and five byte strings, each bounded.
 //
 //   PushWork work{.limits = limits, .from_zero = true, .state = kept};
 //   request.payload = EncodePushWork(work);                       // agent
@@ -31,6 +31,9 @@ struct PushWork {
   PushLimits limits;
   bool pyroscope = true;  // make Pyroscope's delta profile
   bool parca = true;      // make Parca's cumulative profile
+  // Make OTLP profiles (pprof/otlp_profile.h) of Pyroscope's delta
+  // profile: alloc_* as deltas, the same state.
+  bool otlp = false;
   // The process's state after its last push (EncodeAllocDeltaState, kept by
   // the agent), or empty: a fresh state, from zero or a baseline.
   bool from_zero = false;
@@ -45,6 +48,10 @@ struct PushMade {
   std::string pyroscope;  // gzipped; empty: nothing to push to Pyroscope
   std::string parca;      // gzipped
   std::string state;      // the state after this push, for the next one
+  // OTLP: the ResourceProfiles without its resource and the dictionary
+  // (OtlpProfileParts), serialized; empty: nothing to push.
+  std::string otlp_resource_profiles, otlp_dictionary;
+  uint64_t otlp_samples = 0;
   uint64_t pyroscope_samples = 0, parca_samples = 0;
   uint64_t nonzero = 0, trimmed = 0, resets = 0;
   bool baseline = false;
