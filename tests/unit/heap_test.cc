@@ -416,6 +416,27 @@ TEST(WalkBuckets, TotalStackWordsAreBounded) {
   EXPECT_THROW(WalkBuckets(mem, b2, {.max_total_stack_words = 39}), Error);
 }
 
+// A list past either bound is refused with what the bound protects and what
+// to change in the target, not only as a malformed list.
+TEST(WalkBuckets, ARefusalPastTheBoundsSaysWhatToChange) {
+  BucketArena arena(0x10000);
+  uint64_t b1 = arena.Add(16, std::vector<uint64_t>(20, 1), {});
+  uint64_t b2 = arena.Add(16, std::vector<uint64_t>(20, 2), {});
+  arena.SetAllnext(b2, b1);
+  TestMemory mem;
+  arena.MapInto(mem);
+  for (const WalkLimits& limits : {WalkLimits{.max_total_stack_words = 39},
+                                   WalkLimits{.max_stack_words = 32, .max_buckets = 1}}) {
+    try {
+      WalkBuckets(mem, b2, limits);
+      ADD_FAILURE() << "not refused";
+    } catch (const Error& e) {
+      EXPECT_NE(e.hint().find("its own memory stays bounded"), std::string::npos) << e.hint();
+      EXPECT_NE(e.hint().find("MemProfileRate"), std::string::npos) << e.hint();
+    }
+  }
+}
+
 TEST(WalkBuckets, MisalignedAndWildPointersAreErrorsNotCrashes) {
   BucketArena arena(0x10000);
   uint64_t b1 = arena.Add(16, {1}, {});
