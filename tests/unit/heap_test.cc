@@ -405,13 +405,19 @@ TEST(ReadHeapSnapshot, Go127CountsOnlyRecordDerivesBytesFromSize) {
 namespace goheap2pprof {
 namespace {
 
-TEST(WalkBuckets, TotalStackWordsAreBounded) {
+// Two buckets of 20-word stacks mapped into mem; returns the list's head.
+uint64_t TwoBucketsOf20Words(TestMemory& mem) {
   BucketArena arena(0x10000);
   uint64_t b1 = arena.Add(16, std::vector<uint64_t>(20, 1), {});
   uint64_t b2 = arena.Add(16, std::vector<uint64_t>(20, 2), {});
   arena.SetAllnext(b2, b1);
-  TestMemory mem;
   arena.MapInto(mem);
+  return b2;
+}
+
+TEST(WalkBuckets, TotalStackWordsAreBounded) {
+  TestMemory mem;
+  const uint64_t b2 = TwoBucketsOf20Words(mem);
   EXPECT_EQ(WalkBuckets(mem, b2, {.max_total_stack_words = 40}).buckets.size(), 2u);
   EXPECT_THROW(WalkBuckets(mem, b2, {.max_total_stack_words = 39}), Error);
 }
@@ -419,12 +425,8 @@ TEST(WalkBuckets, TotalStackWordsAreBounded) {
 // A list past either bound is refused with what the bound protects and what
 // to change in the target, not only as a malformed list.
 TEST(WalkBuckets, ARefusalPastTheBoundsSaysWhatToChange) {
-  BucketArena arena(0x10000);
-  uint64_t b1 = arena.Add(16, std::vector<uint64_t>(20, 1), {});
-  uint64_t b2 = arena.Add(16, std::vector<uint64_t>(20, 2), {});
-  arena.SetAllnext(b2, b1);
   TestMemory mem;
-  arena.MapInto(mem);
+  const uint64_t b2 = TwoBucketsOf20Words(mem);
   for (const WalkLimits& limits : {WalkLimits{.max_total_stack_words = 39},
                                    WalkLimits{.max_stack_words = 32, .max_buckets = 1}}) {
     try {
