@@ -7,7 +7,6 @@
 
 #include "base/bytes.h"
 #include "base/error.h"
-#include "base/huge_pages.h"
 #include "elf/load_bias.h"
 #include "heap/buckets.h"
 #include "heap/snapshot.h"
@@ -138,8 +137,7 @@ int64_t ProfileTime(const CaptureOptions& options) {
 // settled (the consistency check needs the whole walk). A walk discarded
 // for a torn cycle discards the build with it.
 struct StreamedBuild {
-  std::optional<HeapProfileBuilder> builder;
-  std::vector<uint32_t> runs;  // per bucket, in list order
+  std::optional<HeapProfileBuilder> builder;  // each bucket's run is its tag in snap.packed
   int64_t time_nanos = 0;
 };
 
@@ -149,16 +147,11 @@ SnapshotStream StreamInto(const CaptureSource& source, const ExecutableAnalysis&
       .start =
           [&source, &analysis, bias, &options, &build](int64_t rate) {
             build.builder.reset();
-            build.runs.clear();
             build.time_nanos = ProfileTime(options);
             build.builder.emplace(analysis.symbolizer(), analysis.traits(),
                                   source.ProfileMappings(), rate, build.time_nanos, bias);
           },
-      .bucket =
-          [&build](const Bucket& b) {
-            GrowWithHugePages(build.runs, 1);
-            build.runs.push_back(build.builder->RunOfTransient(b.stack));
-          },
+      .bucket = [&build](const Bucket& b) { return build.builder->RunOfTransient(b.stack); },
   };
 }
 
@@ -200,7 +193,7 @@ void WalkHeap(CaptureSource& source, const HeapAddresses& addrs, const RuntimeTr
   } else if (!report.repeated) {
     snap = ReadHeapSnapshot(mem, addrs, traits, limits);
   }
-  report.buckets = snap.buckets.size();
+  report.buckets = snap.bucket_count();
   report.walks = snap.walks;
   report.torn_walks = static_cast<uint64_t>(snap.walks - (snap.consistent ? 1 : 0));
   report.read_syscalls = mem.stats().syscalls - before.syscalls;
@@ -214,7 +207,7 @@ void WalkHeap(CaptureSource& source, const HeapAddresses& addrs, const RuntimeTr
                " walks (the target collects garbage constantly); counters may mix two cycles"));
   }
   report.notes.push_back(Concat("MemProfileRate ", snap.rate, ", cycle ", snap.cycle, ", ",
-                                snap.buckets.size(), " buckets, ", snap.walks,
+                                snap.bucket_count(), " buckets, ", snap.walks,
                                 snap.walks == 1 ? " walk" : " walks"));
 }
 
@@ -281,7 +274,7 @@ void CheckSamplingState(CaptureSource& source, const ExecutableAnalysis& analysi
   if (disable && source.memory().TryRead(disable->addr + bias, std::span<uint8_t>(&flag, 1))) {
     compiled_out = flag != 0;
   }
-  if (snap.rate == 0) RefuseRateZero(source, compiled_out, snap.buckets.size());
+  if (snap.rate == 0) RefuseRateZero(source, compiled_out, snap.bucket_count());
   if (compiled_out.value_or(false)) {
     report.sampling_started_late = true;
     report.notes.push_back(
@@ -289,7 +282,7 @@ void CheckSamplingState(CaptureSource& source, const ExecutableAnalysis& analysi
                " (runtime.disableMemoryProfiling is set, and runtime.MemProfileRate was assigned "
                "later): allocations made before that are not in the profile"));
     const int64_t startup = StartupRate(analysis);
-    if (startup > 0 && startup != snap.rate && !snap.buckets.empty()) {
+    if (startup > 0 && startup != snap.rate && snap.bucket_count() != 0) {
       report.mixed_rates.push_back(
           Concat("runtime.MemProfileRate is ", snap.rate, " now, but the buckets made during ",
                  "runtime start-up were sampled at ", startup, " (or at GODEBUG's ",
@@ -297,7 +290,7 @@ void CheckSamplingState(CaptureSource& source, const ExecutableAnalysis& analysi
                  " mixes rates, as the runtime's own profile would"));
     }
   }
-  if (snap.buckets.empty()) {
+  if (snap.bucket_count() == 0) {
     report.warnings.push_back(Concat("no heap allocation has been sampled yet in process ", pid,
                                      "; writing an empty profile, as the runtime would serve"));
   }
@@ -340,27 +333,45 @@ std::vector<std::string> ProfileComments(const ExecutableAnalysis& analysis,
 // Pass 5's records: runtime.MemProfile's (or the published counters) of the
 // snapshot's buckets, made one at a time as the build takes them. A vector
 // of them all, 40 bytes a bucket of fresh memory, is made only for the
-// callers that want them at once.
+// callers that want them at once (whose snapshots are not packed).
 class Records {
  public:
   Records(const HeapSnapshot& snap, CounterSource counters)
       : snap_(snap),
         published_only_(counters == CounterSource::kPublished),
-        nothing_published_(!published_only_ && NothingPublished(snap.buckets, snap.cycle)) {}
-  size_t size() const { return snap_.buckets.size(); }
-  MemProfileRecord operator[](size_t i) const {
-    const Bucket& b = snap_.buckets[i];
-    return published_only_ ? PublishedRecord(b)
-                           : EmulatedRecord(b, snap_.cycle, nothing_published_);
-  }
+        nothing_published_(!published_only_ && NothingPublishedIn(snap)) {}
+  size_t size() const { return snap_.bucket_count(); }
+  // Of an unpacked snapshot (snap.buckets).
+  MemProfileRecord operator[](size_t i) const { return Of(snap_.buckets[i]); }
   std::vector<MemProfileRecord> All() const {
     std::vector<MemProfileRecord> all;
-    all.reserve(size());
-    for (size_t i = 0; i < size(); ++i) all.push_back((*this)[i]);
+    all.reserve(snap_.buckets.size());
+    for (const Bucket& b : snap_.buckets) all.push_back(Of(b));
     return all;
+  }
+  // Of a packed snapshot (snap.packed), in order, each with its bucket's
+  // tag; valid during the call.
+  void ForEachPacked(const std::function<void(const MemProfileRecord& r, uint32_t tag)>& fn) const {
+    snap_.packed.ForEachBatch([&](const PackedBuckets::Batch& batch) {
+      for (size_t i = 0; i < batch.buckets.size(); ++i) fn(Of(batch.buckets[i]), batch.tags[i]);
+      return true;
+    });
   }
 
  private:
+  MemProfileRecord Of(const Bucket& b) const {
+    return published_only_ ? PublishedRecord(b)
+                           : EmulatedRecord(b, snap_.cycle, nothing_published_);
+  }
+  static bool NothingPublishedIn(const HeapSnapshot& snap) {
+    bool nothing = NothingPublished(snap.buckets, snap.cycle);
+    snap.packed.ForEachBatch([&](const PackedBuckets::Batch& batch) {
+      nothing = nothing && NothingPublished(batch.buckets, snap.cycle);
+      return nothing;
+    });
+    return nothing;
+  }
+
   const HeapSnapshot& snap_;
   bool published_only_;
   bool nothing_published_;
@@ -409,10 +420,10 @@ std::shared_ptr<const ProfileTables> TablesForNewBuckets(const CaptureSource& so
 }
 
 // Pass 6's fresh build: the samples of `records` into builder, whose runs
-// are made as they come (runs empty) or were made by the walk (one per
-// record), then the comments; the profile completed.
+// are made as they come or were made by the walk (a packed snapshot's tags),
+// then the comments; the profile completed.
 FinishedProfile BuildSamples(const ExecutableAnalysis& analysis, HeapProfileBuilder& builder,
-                             std::span<const uint32_t> runs, const Records& records,
+                             bool packed, const Records& records,
                              const std::vector<std::string>& comments,
                              const CaptureOptions& options, size_t stack_words,
                              CaptureReport& report, ProcessCaptureState* state) {
@@ -420,12 +431,11 @@ FinishedProfile BuildSamples(const ExecutableAnalysis& analysis, HeapProfileBuil
     builder.StreamSamplesTo(options.sample_stream, options.keep_streamed_samples);
   }
   builder.Reserve(records.size(), stack_words);
-  for (size_t i = 0; i < records.size(); ++i) {
-    if (runs.empty()) {
-      builder.AddRecord(records[i]);
-    } else {
-      builder.AddSample(runs[i], records[i]);
-    }
+  if (packed) {
+    records.ForEachPacked(
+        [&builder](const MemProfileRecord& r, uint32_t run) { builder.AddSample(run, r); });
+  } else {
+    for (size_t i = 0; i < records.size(); ++i) builder.AddRecord(records[i]);
   }
   for (const std::string& text : comments) builder.AddComment(text);
   const Symbolizer& symbolizer = analysis.symbolizer();
@@ -482,9 +492,7 @@ FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalys
   HeapProfileBuilder& builder = streamed != nullptr ? *streamed->builder : *fresh;
   // A one-shot capture reserves by its stacks' words too: an agent's memory
   // budget counts the capacity its state keeps.
-  const std::span<const uint32_t> runs =
-      streamed != nullptr ? streamed->runs : std::span<const uint32_t>();
-  return BuildSamples(analysis, builder, runs, records, comments, options,
+  return BuildSamples(analysis, builder, streamed != nullptr, records, comments, options,
                       state == nullptr ? snap.stacks.words() : 0, report, state);
 }
 

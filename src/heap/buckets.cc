@@ -191,6 +191,19 @@ void DecodeBucket(const uint8_t* data, uint64_t addr, const BucketHeader& header
 
 }  // namespace
 
+namespace {
+
+// Why a walk refuses a list past its bounds (a list that long is more often
+// corrupt or hostile than real, and its profile would be too large to use).
+constexpr const char* kLimitHint =
+    "goheap2pprof reads at most 4M heap buckets and 64M stack words (512 MiB of stacks: about "
+    "0.6 GiB of the target's bucket memory at Go's default 128-frame stacks), so that its own "
+    "memory stays bounded (a profile's location ids grow with its stack words); make the target "
+    "sample less (a larger runtime.MemProfileRate) or keep shorter stacks "
+    "(GODEBUG=profstackdepth)";
+
+}  // namespace
+
 WalkEnd StreamBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits,
                       const BucketSink& sink) {
   LoopCheck loop;
@@ -203,7 +216,8 @@ WalkEnd StreamBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits
   while (addr != 0 && addr != limits.stop_at) {
     if (end.buckets >= limits.max_buckets) {
       throw Error(ErrorKind::kMalformed, "heap bucket list has more than ", limits.max_buckets,
-                  " buckets (stopped at ", Hex(addr), ")");
+                  " buckets (stopped at ", Hex(addr), ")")
+          .WithHint(kLimitHint);
     }
     loop.Visit(addr, end.buckets);
     if ((addr & 7) != 0) {
@@ -218,7 +232,8 @@ WalkEnd StreamBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits
     total_words += header.nstk;
     if (total_words > limits.max_total_stack_words) {
       throw Error(ErrorKind::kMalformed, "heap bucket stacks exceed ", limits.max_total_stack_words,
-                  " words in total (at bucket ", Hex(addr), ", bucket ", end.buckets, ")");
+                  " words in total (at bucket ", Hex(addr), ", bucket ", end.buckets, ")")
+          .WithHint(kLimitHint);
     }
     const uint64_t total = kBucketHeaderSize + 8 * header.nstk + record_size;
     data = ReadWholeBucket(mem, addr, total, header.nstk, data, have, buf);

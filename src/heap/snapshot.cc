@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "base/error.h"
-#include "base/huge_pages.h"
 
 namespace goheap2pprof {
 
@@ -20,15 +19,22 @@ namespace {
 // until the next cycle. So with the bit set, a non-zero future[C%3] means the
 // flush was still running while we read: a bucket caught between its add and
 // its zeroing would be counted twice.
-bool FlushInProgress(uint32_t cycle_word, const RuntimeTraits& traits,
-                     const std::vector<Bucket>& buckets) {
+bool FlushInProgress(uint32_t cycle_word, const RuntimeTraits& traits, const HeapSnapshot& snap) {
   if (traits.cycle_encoding != CycleEncoding::kMProfCycle || (cycle_word & 1) == 0) return false;
   const uint32_t index = DecodeCycle(cycle_word, traits.cycle_encoding) % 3;
-  for (const Bucket& b : buckets) {
-    const MemRecordCycle f = b.Future(index);
-    if (f.allocs != 0 || f.frees != 0) return true;
-  }
-  return false;
+  auto pending = [index](std::span<const Bucket> buckets) {
+    for (const Bucket& b : buckets) {
+      const MemRecordCycle f = b.Future(index);
+      if (f.allocs != 0 || f.frees != 0) return true;
+    }
+    return false;
+  };
+  bool found = pending(snap.buckets);
+  snap.packed.ForEachBatch([&](const PackedBuckets::Batch& batch) {
+    found = found || pending(batch.buckets);
+    return !found;
+  });
+  return found;
 }
 
 }  // namespace
@@ -68,7 +74,7 @@ bool TakeNewBuckets(MemoryReader& mem, const RuntimeTraits& traits, const Snapsh
 bool ReadAgain(MemoryReader& mem, const HeapAddresses& addrs, const RuntimeTraits& traits,
                const SnapshotLimits& limits, uint32_t& before, uint64_t& head, HeapSnapshot& snap) {
   const uint32_t after = mem.ReadU32(addrs.cycle, traits.variables.cycle_symbol);
-  if (after == before && !FlushInProgress(before, traits, snap.buckets)) return false;
+  if (after == before && !FlushInProgress(before, traits, snap)) return false;
   if (snap.walks >= limits.max_walks) {
     snap.consistent = false;
     return false;
@@ -130,17 +136,8 @@ void StreamOneWalk(MemoryReader& mem, const RuntimeTraits& traits, const Snapsho
                    const SnapshotStream& stream, HeapSnapshot& snap) {
   WalkLimits walk_limits = LimitsFor(traits, limits);
   auto keep = [&](const Bucket& b) {
-    stream.bucket(b);
-    Bucket counters = b;
-    counters.stack = {};
-    counters.future_words = nullptr;
-    MemRecordCycle future[3];
-    for (uint32_t i = 0; i < 3; ++i) future[i] = b.Future(i);
-    SetFutures(counters, future, snap.stacks);
-    GrowWithHugePages(snap.buckets, 1);
-    snap.buckets.push_back(counters);
-    GrowWithHugePages(snap.record_at, 1);
-    snap.record_at.push_back(b.addr + kBucketHeaderSize + 8 * b.stack.size());
+    const uint32_t tag = stream.bucket(b);
+    snap.packed.Append(b, b.addr + kBucketHeaderSize + 8 * b.stack.size(), tag);
   };
   if (limits.cache_ranges.empty()) {
     StreamBuckets(mem, snap.head, walk_limits, keep);
@@ -156,25 +153,22 @@ HeapSnapshot StreamHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
                                 const RuntimeTraits& traits, const SnapshotLimits& limits,
                                 const SnapshotStream& stream) {
   HeapSnapshot snap;
-  GrowWithHugePages(snap.buckets, std::min(limits.reserve_buckets, limits.max_buckets));
   snap.rate = static_cast<int64_t>(mem.ReadU64(addrs.mem_profile_rate, "runtime.MemProfileRate"));
   snap.walks = 1;
   uint32_t before = mem.ReadU32(addrs.cycle, traits.variables.cycle_symbol);
   uint64_t head = mem.ReadU64(addrs.mbuckets, "runtime.mbuckets");
   for (;;) {
     if (head != snap.head || snap.walks == 1) {
-      snap.buckets.clear();
-      snap.record_at.clear();
-      snap.stacks = StackStore();
+      snap.packed.Clear();
       snap.head = head;
       stream.start(snap.rate);
       StreamOneWalk(mem, traits, limits, stream, snap);
     } else {
-      RereadRecordsAt(mem, snap.buckets, snap.record_at, traits.record_layout, snap.stacks);
+      RereadPackedRecords(mem, snap.packed, traits.record_layout);
     }
     if (!ReadAgain(mem, addrs, traits, limits, before, head, snap)) break;
   }
-  snap.new_buckets = snap.buckets.size();
+  snap.new_buckets = snap.packed.size();
   snap.cycle = DecodeCycle(before, traits.cycle_encoding);
   return snap;
 }

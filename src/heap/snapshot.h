@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "heap/buckets.h"
+#include "heap/packed_buckets.h"
 #include "heap/stack_store.h"
 #include "proc/block_cache_reader.h"
 #include "proc/memory_reader.h"
@@ -41,11 +42,14 @@ struct HeapSnapshot {
   // Buckets this read added: all of them for ReadHeapSnapshot, those created
   // since for RefreshHeapSnapshot (they are buckets[0, new_buckets)).
   size_t new_buckets = 0;
-  // StreamHeapSnapshot's: where each bucket's memRecord is (its stack was
-  // not kept), for a retry that re-reads only the counters.
-  std::vector<uint64_t> record_at;
+  // StreamHeapSnapshot's buckets instead of `buckets` (which it leaves
+  // empty): their counters, packed, with where each memRecord is (for a
+  // retry that re-reads only the counters) and the stream's tag.
+  PackedBuckets packed;
   std::vector<uint8_t> scratch;  // RefreshHeapSnapshot's read buffer, reused
   RevalidationPlan plan;         // and where its buckets are in it
+
+  size_t bucket_count() const { return buckets.size() + packed.size(); }
 };
 
 struct SnapshotLimits {
@@ -81,15 +85,16 @@ bool RefreshHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs, const Ru
 
 // What a streamed read hands its caller: `start` when a walk begins (again,
 // after a walk the cycle tore: drop what the last one made), then each
-// bucket as it is read, its stack valid only during the call.
+// bucket as it is read, its stack valid only during the call; what `bucket`
+// returns is kept as the bucket's tag (PackedBuckets::Batch::tags).
 struct SnapshotStream {
   std::function<void(int64_t rate)> start;
-  BucketSink bucket;
+  std::function<uint32_t(const Bucket& b)> bucket;
 };
 
 // ReadHeapSnapshot without keeping the stacks: each walk streams its buckets
-// to `stream`, and the snapshot keeps their counters only (every bucket's
-// stack is empty; its futures are in snap.stacks). A walk the profile cycle
+// to `stream`, and the snapshot keeps their counters only, packed
+// (snap.packed; snap.buckets stays empty). A walk the profile cycle
 // tore is settled as ReadHeapSnapshot does, by re-reading the counters
 // only, while the list's head stays where it was; once buckets were added
 // (first in the list, which changes the order the stacks are built in), it

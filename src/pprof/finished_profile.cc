@@ -3,10 +3,10 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "base/error.h"
-#include "base/huge_pages.h"
 
 namespace goheap2pprof {
 
@@ -57,24 +57,36 @@ uint32_t LocationTables::AddRun(std::span<const uint64_t> ids) {
   if (runs.size() >= std::numeric_limits<uint32_t>::max()) {
     throw Error(ErrorKind::kInternal, "more than 2^32 location runs in one profile");
   }
-  Run run{.count = ids.size(), .bytes_at = loc_bytes.size(), .bytes = 0};
+  if (ids.size() > std::numeric_limits<uint32_t>::max() / 16) {
+    throw Error(ErrorKind::kInternal, "a location run of ", ids.size(), " ids");
+  }
+  Run run{.bytes_at = 0, .bytes = 0, .count = static_cast<uint32_t>(ids.size())};
   if (!ids.empty()) {
     size_t payload = 0;
     for (uint64_t id : ids) payload += VarintSize(id);
-    const size_t start = loc_bytes.size();
-    GrowWithHugePages(loc_bytes, 1 + VarintSize(payload) + payload);
-    loc_bytes.resize(start + 1 + VarintSize(payload) + payload);
-    uint8_t* p = loc_bytes.data() + start;
+    const size_t need = 1 + VarintSize(payload) + payload;
+    if (loc_chunks.empty() || loc_chunks.back().capacity() - loc_chunks.back().size() < need) {
+      constexpr size_t kMaxChunk = size_t{1} << 20;
+      loc_chunks.emplace_back().reserve(std::max(need, next_chunk));
+      next_chunk = std::min(2 * next_chunk, kMaxChunk);
+    }
+    std::vector<uint8_t>& chunk = loc_chunks.back();
+    const size_t start = chunk.size();
+    chunk.resize(start + need);  // within its capacity: runs before stay in place
+    uint8_t* p = chunk.data() + start;
     *p++ = kSampleLocationId;
     p = PutVarint(payload, p);
     for (uint64_t id : ids) p = PutVarint(id, p);
-    run.bytes = loc_bytes.size() - start;
+    run.bytes_at = (uint64_t{loc_chunks.size() - 1} << 32) | start;
+    run.bytes = static_cast<uint32_t>(need);
   }
   runs.push_back(run);
   return static_cast<uint32_t>(runs.size() - 1);
 }
 
-void LocationTables::Reserve(size_t ids) { GrowWithHugePages(loc_bytes, 2 * ids); }
+void LocationTables::Reserve(size_t ids) {
+  if (loc_chunks.empty()) next_chunk = std::clamp<size_t>(2 * ids, 4096, size_t{1} << 20);
+}
 
 FinishedProfile::FinishedProfile(std::shared_ptr<const ProfileTables> tables,
                                  std::vector<SampleValues> samples, int64_t period,
@@ -135,8 +147,8 @@ void WriteSample(google::protobuf::io::CodedOutputStream& out, const ProfileTabl
   *h++ = kProfileSample;
   h = PutVarint(run.bytes + tail_len, h);
   out.WriteRaw(head, static_cast<int>(h - head));
-  if (run.bytes != 0) {  // a sample without locations: loc_bytes may be empty, its data() null
-    out.WriteRaw(t.locations->loc_bytes.data() + run.bytes_at, static_cast<int>(run.bytes));
+  if (run.bytes != 0) {  // a sample without locations: no chunk may exist
+    out.WriteRaw(t.locations->RunBytes(run).data(), static_cast<int>(run.bytes));
   }
   out.WriteRaw(tail, static_cast<int>(tail_len));
 }

@@ -45,15 +45,20 @@ struct LocationTables {
   int64_t bytes_key = -1;  // index of "bytes" in it, or -1
   // Runs of location ids, one per stack: run r's `count` ids are kept only
   // as their encoding as Sample.location_id (tag, length, packed varints),
-  // loc_bytes[bytes_at, bytes_at + bytes): a copy as uint64_t took four
-  // times their encoding's memory and was never read (issue 42).
+  // RunBytes(r): a copy as uint64_t took four times their encoding's memory
+  // and was never read (issue 42). The encodings are kept in chunks that
+  // never move (bytes_at: chunk << 32 | offset in it), so that growing them
+  // copies nothing: a vector doubling hundreds of MB of a million deep
+  // stacks' ids held two copies at once.
+  // 16 bytes, not 24: a one-shot capture of 1M distinct stacks keeps 1M runs.
   struct Run {
-    size_t count = 0;
-    size_t bytes_at = 0;
-    size_t bytes = 0;
+    uint64_t bytes_at = 0;
+    uint32_t bytes = 0;  // at most 1 + 10 + 10 x count
+    uint32_t count = 0;  // ids: at most a stack's words (AddRun refuses more)
   };
-  std::vector<uint8_t> loc_bytes;
+  std::vector<std::vector<uint8_t>> loc_chunks;
   std::vector<Run> runs;
+  size_t next_chunk = 4096;  // the capacity of the next chunk (doubling to 1 MiB)
   // Whether the build proved that every stack's run is the one the runtime
   // would make for it whatever the order of the stacks (HeapProfileBuilder's
   // order check): then a later capture whose new buckets all have stacks of
@@ -63,11 +68,18 @@ struct LocationTables {
   // Appends a run of location ids (encoding them) and returns its index.
   uint32_t AddRun(std::span<const uint64_t> ids);
   // Room for runs of this many ids in all (each takes one or more PCs of a
-  // stack), their encodings at 2 bytes an id (ids below 16384).
+  // stack), their encodings at 2 bytes an id (ids below 16384), in the first
+  // chunk (up to 1 MiB).
   void Reserve(size_t ids);
+  // Run r's encoding (empty for a run of no ids).
+  std::span<const uint8_t> RunBytes(const Run& r) const {
+    if (r.bytes == 0) return {};
+    return {loc_chunks[r.bytes_at >> 32].data() + (r.bytes_at & 0xffffffff), r.bytes};
+  }
   size_t ApproximateBytes() const {
-    return encoded.capacity() + mappings_encoded.capacity() + loc_bytes.capacity() +
-           sizeof(Run) * runs.capacity();
+    size_t bytes = encoded.capacity() + mappings_encoded.capacity() + sizeof(Run) * runs.capacity();
+    for (const std::vector<uint8_t>& chunk : loc_chunks) bytes += chunk.capacity();
+    return bytes;
   }
 };
 

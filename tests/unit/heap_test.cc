@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "heap/buckets.h"
+#include "heap/packed_buckets.h"
 #include "heap/snapshot.h"
 #include "proc/block_cache_reader.h"
 #include "proc/memory_reader.h"
@@ -404,15 +405,38 @@ TEST(ReadHeapSnapshot, Go127CountsOnlyRecordDerivesBytesFromSize) {
 namespace goheap2pprof {
 namespace {
 
-TEST(WalkBuckets, TotalStackWordsAreBounded) {
+// Two buckets of 20-word stacks mapped into mem; returns the list's head.
+uint64_t TwoBucketsOf20Words(TestMemory& mem) {
   BucketArena arena(0x10000);
   uint64_t b1 = arena.Add(16, std::vector<uint64_t>(20, 1), {});
   uint64_t b2 = arena.Add(16, std::vector<uint64_t>(20, 2), {});
   arena.SetAllnext(b2, b1);
-  TestMemory mem;
   arena.MapInto(mem);
+  return b2;
+}
+
+TEST(WalkBuckets, TotalStackWordsAreBounded) {
+  TestMemory mem;
+  const uint64_t b2 = TwoBucketsOf20Words(mem);
   EXPECT_EQ(WalkBuckets(mem, b2, {.max_total_stack_words = 40}).buckets.size(), 2u);
   EXPECT_THROW(WalkBuckets(mem, b2, {.max_total_stack_words = 39}), Error);
+}
+
+// A list past either bound is refused with what the bound protects and what
+// to change in the target, not only as a malformed list.
+TEST(WalkBuckets, ARefusalPastTheBoundsSaysWhatToChange) {
+  TestMemory mem;
+  const uint64_t b2 = TwoBucketsOf20Words(mem);
+  for (const WalkLimits& limits : {WalkLimits{.max_total_stack_words = 39},
+                                   WalkLimits{.max_stack_words = 32, .max_buckets = 1}}) {
+    try {
+      WalkBuckets(mem, b2, limits);
+      ADD_FAILURE() << "not refused";
+    } catch (const Error& e) {
+      EXPECT_NE(e.hint().find("its own memory stays bounded"), std::string::npos) << e.hint();
+      EXPECT_NE(e.hint().find("MemProfileRate"), std::string::npos) << e.hint();
+    }
+  }
 }
 
 TEST(WalkBuckets, MisalignedAndWildPointersAreErrorsNotCrashes) {
@@ -521,20 +545,28 @@ TEST(StreamHeapSnapshot, ATornWalkRereadsOnlyTheCounters) {
   PublishCycle7AfterTheBucket(img, published);
   std::vector<int64_t> starts;
   int streamed = 0;
-  HeapSnapshot s = StreamHeapSnapshot(
-      img.mem, img.addrs, TraitsForVersion({1, 26, 0}), {},
-      {.start = [&](int64_t rate) { starts.push_back(rate); },
-       .bucket = [&](const Bucket& b) { streamed += b.stack.size() == 1 ? 1 : 100; }});
+  HeapSnapshot s = StreamHeapSnapshot(img.mem, img.addrs, TraitsForVersion({1, 26, 0}), {},
+                                      {.start = [&](int64_t rate) { starts.push_back(rate); },
+                                       .bucket =
+                                           [&](const Bucket& b) {
+                                             streamed += b.stack.size() == 1 ? 1 : 100;
+                                             return 7u;
+                                           }});
   ASSERT_TRUE(published);
   EXPECT_EQ(s.walks, 2);
   EXPECT_TRUE(s.consistent);
   EXPECT_EQ(s.cycle, 7u);
   EXPECT_EQ(starts, std::vector<int64_t>(1, 512 * 1024));
   EXPECT_EQ(streamed, 1);
-  ASSERT_EQ(s.buckets.size(), 1u);
-  EXPECT_TRUE(s.buckets[0].stack.empty());
-  EXPECT_EQ(s.buckets[0].active.allocs, 4u);
-  EXPECT_EQ(s.buckets[0].Future(0).allocs, 1u);
+  EXPECT_TRUE(s.buckets.empty());
+  ASSERT_EQ(s.packed.size(), 1u);
+  s.packed.ForEachBatch([](const PackedBuckets::Batch& batch) {
+    EXPECT_TRUE(batch.buckets[0].stack.empty());
+    EXPECT_EQ(batch.buckets[0].active.allocs, 4u);
+    EXPECT_EQ(batch.buckets[0].Future(0).allocs, 1u);
+    EXPECT_EQ(batch.tags[0], 7u);
+    return true;
+  });
 }
 
 // Two buckets in memory; the list starts at `old_b`. During the first walk
@@ -594,19 +626,64 @@ TEST(StreamHeapSnapshot, ARetryAfterBucketsWereAddedWalksAgainWhole) {
   PrependingImage img;
   std::vector<size_t> stacks;
   int starts = 0;
-  HeapSnapshot s =
-      StreamHeapSnapshot(img.mem, img.addrs, TraitsForVersion({1, 26, 0}), {},
-                         {.start = [&](int64_t) { ++starts; },
-                          .bucket = [&](const Bucket& b) { stacks.push_back(b.stack.size()); }});
+  HeapSnapshot s = StreamHeapSnapshot(img.mem, img.addrs, TraitsForVersion({1, 26, 0}), {},
+                                      {.start = [&](int64_t) { ++starts; },
+                                       .bucket =
+                                           [&](const Bucket& b) {
+                                             stacks.push_back(b.stack.size());
+                                             return static_cast<uint32_t>(stacks.size());
+                                           }});
   ASSERT_TRUE(img.published);
   EXPECT_EQ(s.walks, 2);
   EXPECT_TRUE(s.consistent);
   EXPECT_EQ(s.cycle, 5u);
   EXPECT_EQ(starts, 2);
   EXPECT_EQ(stacks, (std::vector<size_t>{1, 2, 1}));
-  ASSERT_EQ(s.buckets.size(), 2u);
-  EXPECT_EQ(s.buckets[0].addr, img.new_b);
-  EXPECT_EQ(s.buckets[1].active.allocs, 3u);
+  ASSERT_EQ(s.packed.size(), 2u);
+  s.packed.ForEachBatch([&](const PackedBuckets::Batch& batch) {
+    EXPECT_EQ(batch.buckets[0].addr, img.new_b);
+    EXPECT_EQ(batch.buckets[1].addr, img.old_b);
+    EXPECT_EQ(batch.buckets[1].active.allocs, 3u);
+    EXPECT_EQ(batch.tags[0], 2u);  // the second walk's
+    EXPECT_EQ(batch.tags[1], 3u);
+    return true;
+  });
+}
+
+// Packed buckets decode to the counters, size, address and tag they were
+// packed with, across batches and chunks, with futures only where some were
+// not zero; a bucket takes a few bytes, not the 100 of a Bucket, its
+// record's address and its run.
+TEST(PackedBuckets, KeepWhatTheSamplesNeedInAFewBytesABucket) {
+  constexpr size_t kN = 50000;
+  StackStore store;
+  PackedBuckets packed;
+  for (size_t i = 0; i < kN; ++i) {
+    Bucket b;
+    b.addr = 0xc000000000 + 400 * (kN - i);  // newest first: addresses fall
+    b.size = 16 + i % 7;
+    b.active = {i, i / 2, 16 * i, 8 * i};
+    if (i % 1000 == 0) SetFutures(b, {{}, {1, 0, 64, 0}, {~uint64_t{0}, 2, 3, 4}}, store);
+    packed.Append(b, b.addr + kBucketHeaderSize + 8 * (i % 40), static_cast<uint32_t>(i));
+  }
+  ASSERT_EQ(packed.size(), kN);
+  EXPECT_LT(packed.ApproximateBytes(), kN * 32);
+  size_t i = 0;
+  packed.ForEachBatch([&](const PackedBuckets::Batch& batch) {
+    EXPECT_LE(batch.buckets.size(), PackedBuckets::kBatch);
+    for (size_t k = 0; k < batch.buckets.size(); ++k, ++i) {
+      const Bucket& b = batch.buckets[k];
+      EXPECT_EQ(b.addr, 0xc000000000 + 400 * (kN - i));
+      EXPECT_EQ(batch.record_at[k], b.addr + kBucketHeaderSize + 8 * (i % 40));
+      EXPECT_EQ(b.size, 16 + i % 7);
+      EXPECT_EQ(b.active.free_bytes, 8 * i);
+      EXPECT_EQ(batch.tags[k], i);
+      EXPECT_EQ(b.future_words != nullptr, i % 1000 == 0);
+      EXPECT_EQ(b.Future(2).allocs, i % 1000 == 0 ? ~uint64_t{0} : 0);
+    }
+    return true;
+  });
+  EXPECT_EQ(i, kN);
 }
 
 }  // namespace
