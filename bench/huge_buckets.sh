@@ -17,6 +17,8 @@
 #          stay within 1,024 frames, beyond which Go 1.26.8's runtime dies with
 #          "fatal error: bad profile stack count")
 #   LIMIT  the cgroup's memory (and memory+swap) limit (default 256M)
+#   SERVE_ARGS  more flags for serve (e.g. "--worker-memory 192M": its workers'
+#          RLIMIT_AS, 2 GiB by default, above such a cgroup's limit)
 #   PID    capture this running target instead (its bucket memory is then not printed)
 #   TOOL   goheap2pprof (default <repo>/build-rel/goheap2pprof)
 #   GO     the Go command for the target (default "env GOTOOLCHAIN=local go", Go 1.26.8)
@@ -116,7 +118,8 @@ row "one-shot" "$rc" "$(awk -v n=$(($(date +%s%N) - s)) 'BEGIN {printf "%.1f", n
 
 # serve in the cgroup: its worker makes and keeps the process's state.
 echo 0 >"$cg/memory.max_usage_in_bytes"
-in_cgroup "$tool" serve --listen 127.0.0.1:0 -v 2>"$work/serve.log" >/dev/null &
+read -r -a serve_args <<<"${SERVE_ARGS:-}"
+in_cgroup "$tool" serve --listen 127.0.0.1:0 -v "${serve_args[@]}" 2>"$work/serve.log" >/dev/null &
 serve_pid=$!
 for _ in $(seq 50); do grep -q 'listening on' "$work/serve.log" && break; sleep 0.1; done
 addr=$(sed -n 's/.*listening on //p' "$work/serve.log" | head -n 1)
@@ -127,7 +130,7 @@ for i in 1 2; do
     "http://$addr/debug/pprof/heap?pid=$target_pid")
   if [[ $code == 200 ]]; then echo "200 OK" >"$work/serve$i.msg"; else cp "$work/serve$i.pb.gz" "$work/serve$i.msg"; : >"$work/serve$i.pb.gz"; fi
   kill -0 "$serve_pid" 2>/dev/null || echo "serve died: $(tail -n 3 "$work/serve.log" | tr '\n' ' ')" >"$work/serve$i.msg"
-  row "serve fetch $i" "$code" "$(awk -v n=$(($(date +%s%N) - s)) 'BEGIN {printf "%.1f", n / 1e9}')" \
+  row "serve${SERVE_ARGS:+ $SERVE_ARGS} fetch $i" "$code" "$(awk -v n=$(($(date +%s%N) - s)) 'BEGIN {printf "%.1f", n / 1e9}')" \
     - "$work/serve$i.pb.gz" "$work/serve$i.msg"
 done
 grep -iE 'killed|oom|signal|worker' "$work/serve.log" | tail -n 5 >&2
