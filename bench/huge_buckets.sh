@@ -67,7 +67,8 @@ mkdir "$cg" || die "cannot create $cg"
 echo "$limit" >"$cg/memory.limit_in_bytes" || die "cannot set the limit"
 [[ -f $cg/memory.memsw.limit_in_bytes ]] && echo "$limit" >"$cg/memory.memsw.limit_in_bytes"
 oom_kills() { awk '$1 == "oom_kill" {print $2}' "$cg/memory.oom_control"; }
-in_cgroup() { sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "$cg" "$@"; }
+# (sh execs the command, so a background one's $! is the command's pid.)
+join_cgroup=(sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "$cg")
 
 start_target() {
   (cd "$src/testdata/benchtarget" && "${go_cmd[@]}" build -o "$work/benchtarget" .) ||
@@ -107,7 +108,7 @@ row() { # <capture> <exit> <seconds> <peak RSS KiB or -> <output file> <message 
 # A one-shot capture.
 echo 0 >"$cg/memory.max_usage_in_bytes"
 s=$(date +%s%N)
-in_cgroup /usr/bin/time -f '%M' -o "$work/rss" "$tool" "$target_pid" -o "$work/cold.pb.gz" \
+"${join_cgroup[@]}" /usr/bin/time -f '%M' -o "$work/rss" "$tool" "$target_pid" -o "$work/cold.pb.gz" \
   2>"$work/cold.err"
 rc=$?
 rss=$(tail -n 1 "$work/rss" 2>/dev/null)
@@ -119,7 +120,7 @@ row "one-shot" "$rc" "$(awk -v n=$(($(date +%s%N) - s)) 'BEGIN {printf "%.1f", n
 # serve in the cgroup: its worker makes and keeps the process's state.
 echo 0 >"$cg/memory.max_usage_in_bytes"
 read -r -a serve_args <<<"${SERVE_ARGS:-}"
-in_cgroup "$tool" serve --listen 127.0.0.1:0 -v "${serve_args[@]}" 2>"$work/serve.log" >/dev/null &
+"${join_cgroup[@]}" "$tool" serve --listen 127.0.0.1:0 -v "${serve_args[@]}" 2>"$work/serve.log" >/dev/null &
 serve_pid=$!
 for _ in $(seq 50); do grep -q 'listening on' "$work/serve.log" && break; sleep 0.1; done
 addr=$(sed -n 's/.*listening on //p' "$work/serve.log" | head -n 1)
