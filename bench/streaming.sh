@@ -3,9 +3,9 @@
 # target's heap buckets grow, for each bucket shape, Go release and bucket
 # count asked for, against the target's own /debug/pprof/heap. Several
 # goheap2pprof binaries can be measured on the same target in one run
-# (before/after a change); the rounds are paired: each round runs every tool's
-# cold capture, the endpoint, and every tool's repeated capture through its
-# own `goheap2pprof serve`.
+# (before/after a change); the rounds are paired: each round fetches the
+# endpoint, then (SETTLE seconds later) runs every tool's cold capture and
+# every tool's repeated capture through its own `goheap2pprof serve`.
 #
 #   bash bench/streaming.sh                              # quick: Go 1.26.8, binary+short, 100k
 #   GOS="1.19.8 1.26.8 1.27.3" SHAPES="short binary deep" N="100000 250000" bash bench/streaming.sh
@@ -28,6 +28,9 @@
 #           /usr/lib/go-1.19/bin/go (apt-get install golang-1.19-go), 1.26.8 `go`
 #           with GOTOOLCHAIN=local, any other is GOTOOLCHAIN=go<version> go
 #   RUNS    paired rounds (default 3); medians and min-max spreads are printed
+#   SETTLE  seconds between the endpoint's fetch and the captures (default 2), so
+#           that the GC work the fetch leaves is not counted as the target's
+#           CPU during the captures
 #   TOOLS   "label=path ..." (default "tool=<repo>/build-rel/goheap2pprof", a Release build)
 #
 # Columns: peak RSS is /usr/bin/time's maximum resident set of the cold capture;
@@ -37,7 +40,10 @@
 # of the target's own /debug/pprof/heap; x = endpoint / capture of the same
 # round (the goals: cold >= 10x, repeated >= 30x); target CPU = the target's
 # utime+stime (/proc/<pid>/stat, 10 ms ticks) over all the tool's captures of
-# the target (it is otherwise idle), and over one endpoint fetch for contrast.
+# the target (it is otherwise idle), and over one endpoint fetch for contrast;
+# cold CPU = the tool's user+sys for a cold capture, endpoint CPU = the
+# target's for one fetch, CPU x = their ratio per round: on a loaded machine
+# the wall times measure the run queue as much as the work, the CPU does not.
 set -u
 
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -148,17 +154,22 @@ measure() {
       die "serve capture failed"
   done
   for ((r = 0; r < runs; r++)); do
+    # The endpoint first: the GC work its garbage leaves runs after the
+    # fetch, and is not to be counted against the captures that follow.
+    timed "$r endpoint endpoint" curl -sf -o /dev/null "$endpoint" || die "endpoint failed"
+    sleep "${SETTLE:-2}"
     for t in "${tools[@]}"; do
       label=${t%%=*}
-      if ! timed "$r $label cold" /usr/bin/time -f '%M' -o "$work/rss" "${t#*=}" "$target_pid" \
+      if ! timed "$r $label cold" /usr/bin/time -f '%M %U %S' -o "$work/rss" "${t#*=}" "$target_pid" \
         -o "$work/$label.pb.gz" 2>"$work/$label.err"; then
         failed="$label: $(grep -v '^Command' "$work/$label.err" | head -n 1 | cut -c1-160)"
         return 1
       fi
-      echo "$r $label size $(<"$work/rss") $(stat -c %s "$work/$label.pb.gz")" \
-        "$(zcat "$work/$label.pb.gz" | wc -c)" >>"$work/rows"
+      read -r rss user sys <"$work/rss"
+      echo "$r $label size $rss $(stat -c %s "$work/$label.pb.gz")" \
+        "$(zcat "$work/$label.pb.gz" | wc -c) $(awk -v u="$user" -v s="$sys" 'BEGIN {print (u + s) * 1000}')" \
+        >>"$work/rows"
     done
-    timed "$r endpoint endpoint" curl -sf -o /dev/null "$endpoint" || die "endpoint failed"
     for t in "${tools[@]}"; do
       label=${t%%=*}
       serve_url="http://${serve_addr[$label]}/debug/pprof/heap?pid=$target_pid"
@@ -174,15 +185,22 @@ measure() {
 # med [digits]: "median (min-max)" of the values on stdin, to that many
 # significant digits (default 4).
 med() {
-  sort -g | awk -v d="${1:-4}" '{v[NR] = $1} END {if (NR == 0) {print "-"; exit}
+  sort -g | awk -v d="${1:-4}" '
+    function f(x) {return x >= 1000 ? sprintf("%d", x + 0.5) : sprintf("%." d "g", x)}
+    {v[NR] = $1} END {if (NR == 0) {print "-"; exit}
     m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-    f = "%." d "g"
-    printf f " (" f "-" f ")\n", m, v[1], v[NR]}'
+    printf "%s (%s-%s)\n", f(m), f(v[1]), f(v[NR])}'
 }
 col() { awk -v l="$1" -v k="$2" -v c="$3" '$2 == l && $3 == k {print $c}' "$work/rows"; }
 # speedup <label> <kind>: endpoint / capture, round by round.
 speedup() {
   awk -v l="$1" -v k="$2" '$2 == "endpoint" {e[$1] = $4} $2 == l && $3 == k {c[$1] = $4}
+    END {for (r in c) if (c[r] > 0) print e[r] / c[r]}' "$work/rows" | med 3
+}
+# cpu_speedup <label>: the target's CPU for the endpoint / the tool's CPU
+# (user+sys) for its cold capture, round by round.
+cpu_speedup() {
+  awk -v l="$1" '$2 == "endpoint" {e[$1] = $5} $2 == l && $3 == "size" {c[$1] = $7}
     END {for (r in c) if (c[r] > 0) print e[r] / c[r]}' "$work/rows" | med 3
 }
 cpu_sum() { col "$1" "$2" 5 | awk '{s += $1} END {print s + 0}'; }
@@ -199,14 +217,16 @@ rows_for() {
     echo "| $1 | $2 | $buckets | $(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1048576}') | $label" \
       "| $rss | $(awk '{printf "%.0f / %.0f", $1 / 1024, $2 / 1024}' <<<"$size")" \
       "| $(col "$label" cold 4 | med) | $(col "$label" repeated 4 | med) | $(col endpoint endpoint 4 | med)" \
-      "| $(speedup "$label" cold) | $(speedup "$label" repeated) | $cpu |"
+      "| $(speedup "$label" cold) | $(speedup "$label" repeated) | $cpu" \
+      "| $(col "$label" size 7 | med) | $(col endpoint endpoint 5 | med) | $(cpu_speedup "$label") |"
   done
 }
 
 echo "streaming: $runs paired rounds a target; tools: ${tools[*]}" >&2
 echo "| Go | shape | buckets | bucket MiB | tool | peak RSS MiB | output KiB gz / raw |" \
-  "cold ms | repeated ms | endpoint ms | cold x | repeated x | target CPU ms cold / repeated / endpoint |"
-echo "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"
+  "cold ms | repeated ms | endpoint ms | cold x | repeated x | target CPU ms cold / repeated / endpoint |" \
+  "cold CPU ms | endpoint CPU ms | CPU x |"
+echo "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"
 for v in "${gos[@]}"; do
   build_target "$v"
   for shape in "${shapes[@]}"; do
@@ -218,7 +238,7 @@ for v in "${gos[@]}"; do
       else
         read -r buckets bytes < <(curl -sf "http://127.0.0.1:$port/bucketmem")
         echo "| $v | $shape | $buckets | $(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1048576}')" \
-          "| capture failed: $failed |||||||||"
+          "| capture failed: $failed |$(printf ' |%.0s' {1..11})"
       fi
       bench_stop "$target_pid"
       target_pid=""
