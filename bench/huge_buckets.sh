@@ -122,7 +122,7 @@ echo 0 >"$cg/memory.max_usage_in_bytes"
 read -r -a serve_args <<<"${SERVE_ARGS:-}"
 "${join_cgroup[@]}" "$tool" serve --listen 127.0.0.1:0 -v "${serve_args[@]}" 2>"$work/serve.log" >/dev/null &
 serve_pid=$!
-for _ in $(seq 50); do grep -q 'listening on' "$work/serve.log" && break; sleep 0.1; done
+for _ in $(seq 50); do grep -qs 'listening on' "$work/serve.log" && break; sleep 0.1; done
 addr=$(sed -n 's/.*listening on //p' "$work/serve.log" | head -n 1)
 [[ -n $addr ]] || die "serve did not start"
 for i in 1 2; do
