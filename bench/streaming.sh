@@ -120,7 +120,7 @@ for t in "${tools[@]}"; do
   label=${t%%=*}
   "${t#*=}" serve --listen 127.0.0.1:0 -v 2>"$work/serve-$label.log" >/dev/null &
   serve_pids+=($!)
-  for _ in $(seq 50); do grep -q 'listening on' "$work/serve-$label.log" && break; sleep 0.1; done
+  for _ in $(seq 50); do grep -qs 'listening on' "$work/serve-$label.log" && break; sleep 0.1; done
   serve_addr[$label]=$(sed -n 's/.*listening on //p' "$work/serve-$label.log" | head -n 1)
   [[ -n ${serve_addr[$label]} ]] || die "$label serve did not start"
 done
