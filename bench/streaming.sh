@@ -115,7 +115,7 @@ start_target() {
 }
 
 # One serve per tool, for the repeated captures.
-declare -A serve_addr
+declare -A serve_addr serve_failed
 for t in "${tools[@]}"; do
   label=${t%%=*}
   "${t#*=}" serve --listen 127.0.0.1:0 -v 2>"$work/serve-$label.log" >/dev/null &
@@ -149,9 +149,15 @@ measure() {
   local endpoint=http://127.0.0.1:$port/debug/pprof/heap r t label serve_url
   # Warm-up: the handler's own first allocations make buckets; then the set is stable.
   for _ in 1 2 3; do curl -sf -o /dev/null "$endpoint" || die "endpoint failed"; done
+  # A serve that cannot capture the target is a cell of the table, not the end.
+  serve_failed=()
+  local code
   for t in "${tools[@]}"; do
-    curl -sf -o /dev/null "http://${serve_addr[${t%%=*}]}/debug/pprof/heap?pid=$target_pid" ||
-      die "serve capture failed"
+    label=${t%%=*}
+    code=$(curl -s -o "$work/serve-reply" -w '%{http_code}' \
+      "http://${serve_addr[$label]}/debug/pprof/heap?pid=$target_pid")
+    [[ $code == 200 ]] ||
+      serve_failed[$label]="serve: HTTP $code $(head -c 120 "$work/serve-reply" | tr -d '\n|')"
   done
   for ((r = 0; r < runs; r++)); do
     # The endpoint first: the GC work its garbage leaves runs after the
@@ -172,6 +178,7 @@ measure() {
     done
     for t in "${tools[@]}"; do
       label=${t%%=*}
+      [[ -z ${serve_failed[$label]:-} ]] || continue
       serve_url="http://${serve_addr[$label]}/debug/pprof/heap?pid=$target_pid"
       timed "$r $label repeated" curl -sf -o /dev/null "$serve_url" || die "$label serve capture failed"
     done
@@ -216,8 +223,8 @@ rows_for() {
     cpu="$(cpu_sum "$label" cold) / $(cpu_sum "$label" repeated) / $(col endpoint endpoint 5 | head -n 1)"
     echo "| $1 | $2 | $buckets | $(awk -v b="$bytes" 'BEGIN {printf "%.1f", b / 1048576}') | $label" \
       "| $rss | $(awk '{printf "%.0f / %.0f", $1 / 1024, $2 / 1024}' <<<"$size")" \
-      "| $(col "$label" cold 4 | med) | $(col "$label" repeated 4 | med) | $(col endpoint endpoint 4 | med)" \
-      "| $(speedup "$label" cold) | $(speedup "$label" repeated) | $cpu" \
+      "| $(col "$label" cold 4 | med) | ${serve_failed[$label]:-$(col "$label" repeated 4 | med)}" \
+      "| $(col endpoint endpoint 4 | med) | $(speedup "$label" cold) | $(speedup "$label" repeated) | $cpu" \
       "| $(col "$label" size 7 | med) | $(col endpoint endpoint 5 | med) | $(cpu_speedup "$label") |"
   done
 }
