@@ -5,6 +5,7 @@
 //
 //	benchtarget -buckets 100000 [-port 0]
 //	GODEBUG=profstackdepth=1024 benchtarget -buckets 10000 -deep 1000
+//	benchtarget -buckets 250000 -sizes 1 -short   (after gensites, below)
 //
 // A heap bucket is keyed by its stack and its allocation size, and the size
 // the runtime records is the object's size class. So the program allocates
@@ -14,6 +15,11 @@
 // classes from 16 bytes up (the tiny allocator below 16 bytes would merge
 // them). -deep D first recurses D frames, so that every stack is about D
 // frames deep (Go >= 1.23 keeps up to GODEBUG=profstackdepth frames, max 1024).
+// -short allocates instead at generated call sites, each called straight from
+// main: stacks of four frames (site, short, main.main, runtime.main) plus
+// runtime.goexit. The sites are written at build time by
+// `go run ./gensites -sites S -o sites_gen.go` (S >= buckets / sizes); without
+// them -short refuses.
 //
 // The objects are retained, so every bucket has in-use bytes. Then two GCs
 // publish the profile, and the program prints
@@ -52,7 +58,28 @@ var (
 	depth    int      // tree levels
 	paths    int      // call paths in use
 	total    int      // objects to allocate
+
+	// The -short shape's call sites, set by the generated sites_gen.go:
+	// shortFuncs[i](site, n) allocates n bytes at its own site'th site.
+	shortFuncs   []func(site, n int)
+	shortPerFunc int
 )
+
+// retain keeps b, so that its bucket has in-use bytes. Not inlined: each
+// generated site is then two calls, which keeps the generated code small.
+//
+//go:noinline
+func retain(b []byte) { retained = append(retained, b) }
+
+// short allocates each (site, size class) pair once, at generated sites.
+//
+//go:noinline
+func short() {
+	for i := 0; i < total; i++ {
+		site := i / nsizes
+		shortFuncs[site/shortPerFunc](site%shortPerFunc, sizes[i%nsizes])
+	}
+}
 
 // f0 and f1 are the two tree nodes: each level of the recursion calls one of
 // them depending on bit `level` of path, so every path has its own stack.
@@ -121,6 +148,7 @@ func main() {
 	nbuckets := flag.Int("buckets", 1000, "distinct heap buckets to create")
 	perPath := flag.Int("sizes", 16, "size classes per call path (1.."+fmt.Sprint(len(sizes))+")")
 	deep := flag.Int("deep", 0, "recurse this many frames before allocating (stacks ~this deep)")
+	shortShape := flag.Bool("short", false, "allocate at generated call sites (stacks 4 frames deep)")
 	port := flag.Int("port", 0, "TCP port on 127.0.0.1 for net/http/pprof (0: any free port)")
 	flag.Parse()
 	if *perPath < 1 || *perPath > len(sizes) || *nbuckets < 1 || *deep < 0 {
@@ -134,7 +162,16 @@ func main() {
 		depth++
 	}
 	retained = make([][]byte, 0, total)
-	down(*deep)
+	if *shortShape {
+		if shortPerFunc*len(shortFuncs) < paths {
+			fmt.Fprintf(os.Stderr, "benchtarget: -short needs %d generated sites, has %d (go run ./gensites -sites %d)\n",
+				paths, shortPerFunc*len(shortFuncs), paths)
+			os.Exit(2)
+		}
+		short()
+	} else {
+		down(*deep)
+	}
 
 	// Publish the profile: after two GCs every bucket's counts are in
 	// memRecord.active, as in a long-running service.
