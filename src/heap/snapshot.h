@@ -44,6 +44,9 @@ struct HeapSnapshot {
   // StreamHeapSnapshot's: where each bucket's memRecord is (its stack was
   // not kept), for a retry that re-reads only the counters.
   std::vector<uint64_t> record_at;
+  // With SnapshotStream::keep_ends: what RefreshStreamedSnapshot checks of
+  // each bucket's stack (one per bucket).
+  std::vector<StackEnds> ends;
   std::vector<uint8_t> scratch;  // RefreshHeapSnapshot's read buffer, reused
   RevalidationPlan plan;         // and where its buckets are in it
 };
@@ -85,6 +88,9 @@ bool RefreshHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs, const Ru
 struct SnapshotStream {
   std::function<void(int64_t rate)> start;
   BucketSink bucket;
+  // Keep each bucket's StackEnds (HeapSnapshot::ends), so that the snapshot
+  // can be refreshed (RefreshStreamedSnapshot) for a later capture.
+  bool keep_ends = false;
 };
 
 // ReadHeapSnapshot without keeping the stacks: each walk streams its buckets
@@ -98,6 +104,24 @@ struct SnapshotStream {
 HeapSnapshot StreamHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
                                 const RuntimeTraits& traits, const SnapshotLimits& limits,
                                 const SnapshotStream& stream);
+
+// RefreshHeapSnapshot of a snapshot StreamHeapSnapshot made with keep_ends
+// (a capture state's, which keeps counters but no stacks): the buckets
+// created since are streamed to `stream` (start called before each walk of
+// them: a later walk's buckets, created meanwhile, go before all those
+// streamed so far) and their counters put in front; every remembered
+// bucket's header and stack ends must read back unchanged. A null stream
+// refuses new buckets (the caller cannot add them to what it keeps: it
+// walks afresh instead). Anything but kRefreshed leaves snap to be
+// dropped.
+enum class StreamedRefresh {
+  kRefreshed,
+  kNotTheList,    // the process no longer holds the remembered buckets
+  kBucketsAdded,  // with a null stream: buckets were added
+};
+StreamedRefresh RefreshStreamedSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
+                                        const RuntimeTraits& traits, const SnapshotLimits& limits,
+                                        const SnapshotStream* stream, HeapSnapshot& snap);
 
 // The cycle number from the raw cycle word.
 uint32_t DecodeCycle(uint32_t word, CycleEncoding encoding);
