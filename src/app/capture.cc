@@ -1,12 +1,15 @@
 #include "app/capture.h"
 
 #include <chrono>
+#include <functional>
 #include <iomanip>
 #include <iterator>
+#include <optional>
 #include <sstream>
 
 #include "base/bytes.h"
 #include "base/error.h"
+#include "base/huge_pages.h"
 #include "elf/load_bias.h"
 #include "heap/buckets.h"
 #include "heap/snapshot.h"
@@ -137,21 +140,36 @@ int64_t ProfileTime(const CaptureOptions& options) {
 // settled (the consistency check needs the whole walk). A walk discarded
 // for a torn cycle discards the build with it.
 struct StreamedBuild {
-  std::optional<HeapProfileBuilder> builder;  // each bucket's run is its tag in snap.packed
+  std::optional<HeapProfileBuilder> builder;
+  // A state's walk's runs, one per bucket in list order (a one-shot
+  // capture's are the tags in snap.packed).
+  std::vector<uint32_t> runs;
   int64_t time_nanos = 0;
 };
 
+// keep_ends: for a state, whose snapshot a later capture refreshes.
 SnapshotStream StreamInto(const CaptureSource& source, const ExecutableAnalysis& analysis,
-                          uint64_t bias, const CaptureOptions& options, StreamedBuild& build) {
+                          uint64_t bias, const CaptureOptions& options, bool keep_ends,
+                          StreamedBuild& build) {
   return SnapshotStream{
       .start =
           [&source, &analysis, bias, &options, &build](int64_t rate) {
             build.builder.reset();
+            build.runs.clear();
             build.time_nanos = ProfileTime(options);
             build.builder.emplace(analysis.symbolizer(), analysis.traits(),
                                   source.ProfileMappings(), rate, build.time_nanos, bias);
           },
-      .bucket = [&build](const Bucket& b) { return build.builder->RunOfTransient(b.stack); },
+      .bucket =
+          [&build, keep_ends](const Bucket& b) {
+            const uint32_t run = build.builder->RunOfTransient(b.stack);
+            if (keep_ends) {  // the snapshot packs it otherwise
+              GrowWithHugePages(build.runs, 1);
+              build.runs.push_back(run);
+            }
+            return run;
+          },
+      .keep_ends = keep_ends,
   };
 }
 
@@ -164,12 +182,21 @@ uint64_t ReservedBuckets(CaptureSource& source, const ExecutableAnalysis& analys
   return bound;
 }
 
+// How pass 3 reads: a fresh walk streamed into a build (or, without
+// `fresh`, keeping every stack); with a state of the same process, first
+// its refresh, which sets report.repeated and says whether the snapshot is
+// ready (false: walk afresh).
+struct HeapWalk {
+  const SnapshotStream* fresh = nullptr;
+  std::function<bool(MemoryReader& mem, const SnapshotLimits& limits)> refresh;
+};
+
 // Pass 3: the rate and the bucket list, the walk repeated if a GC published a
 // new profile cycle meanwhile; with a state of the same process, only what
 // changed since its last capture.
 void WalkHeap(CaptureSource& source, const HeapAddresses& addrs, const RuntimeTraits& traits,
-              uint64_t bucket_bound, CaptureReport& report, HeapSnapshot& snap, bool refresh,
-              const SnapshotStream* stream) {
+              uint64_t bucket_bound, CaptureReport& report, HeapSnapshot& snap,
+              const HeapWalk& walk) {
   // Buckets live in the runtime's persistentalloc chunks: reading whole
   // blocks of the readable mappings makes the walk cost one system call per
   // block instead of a few per bucket.
@@ -180,18 +207,9 @@ void WalkHeap(CaptureSource& source, const HeapAddresses& addrs, const RuntimeTr
   }
   MemoryReader& mem = source.memory();
   const ReadStats before = mem.stats();
-  if (refresh) {
-    report.repeated = RefreshHeapSnapshot(mem, addrs, traits, limits, snap);
-    if (!report.repeated) {
-      report.notes.push_back(
-          "repeated capture: the remembered buckets are no longer the "
-          "process's: read afresh");
-    }
-  }
-  if (stream != nullptr) {
-    snap = StreamHeapSnapshot(mem, addrs, traits, limits, *stream);
-  } else if (!report.repeated) {
-    snap = ReadHeapSnapshot(mem, addrs, traits, limits);
+  if (!walk.refresh || !walk.refresh(mem, limits)) {
+    snap = walk.fresh != nullptr ? StreamHeapSnapshot(mem, addrs, traits, limits, *walk.fresh)
+                                 : ReadHeapSnapshot(mem, addrs, traits, limits);
   }
   report.buckets = snap.bucket_count();
   report.walks = snap.walks;
@@ -341,6 +359,7 @@ class Records {
         published_only_(counters == CounterSource::kPublished),
         nothing_published_(!published_only_ && NothingPublishedIn(snap)) {}
   size_t size() const { return snap_.bucket_count(); }
+  bool packed() const { return !snap_.packed.empty(); }
   // Of an unpacked snapshot (snap.buckets).
   MemProfileRecord operator[](size_t i) const { return Of(snap_.buckets[i]); }
   std::vector<MemProfileRecord> All() const {
@@ -377,53 +396,110 @@ class Records {
   bool nothing_published_;
 };
 
-// A repeated capture's tables after buckets were added: the remembered
-// buckets keep their runs, a new bucket at a stack the tables hold takes its
-// run (Go 1.27 keys a bucket by its object size too, so a known call site
-// allocating a new size adds one), and the stacks they lack are added to a
-// copy of them. The runtime builds its locations in list order, new buckets
-// first; these tables mean the same only if their build, and this one,
-// proved that order does not matter (LocationTables::order_independent).
-// Null otherwise (the caller builds afresh).
-std::shared_ptr<const ProfileTables> TablesForNewBuckets(const CaptureSource& source,
-                                                         const ExecutableAnalysis& analysis,
-                                                         uint64_t bias, const HeapSnapshot& snap,
-                                                         ProcessCaptureState& state) {
-  const std::shared_ptr<const ProfileTables> old = state.profile_tables;
-  if (!old || !old->locations->order_independent || snap.new_buckets == 0 ||
-      old->samples() != snap.buckets.size() - snap.new_buckets) {
-    return nullptr;
+// A repeated capture's tables after buckets were added. The state keeps no
+// stacks (issue 42), so the refresh streams each new bucket's stack into a
+// continuation of the state's tables as it reads it: the remembered buckets
+// keep their runs, the new ones get runs of the continued tables (one at a
+// stack the tables hold gets the same locations again: Go 1.27 keys a
+// bucket by its object size too, so a known call site allocating a new
+// size adds one). The runtime builds its locations in list order, new
+// buckets first; these tables mean the same only if their build, and this
+// one, proved that order does not matter (LocationTables::order_independent).
+// Otherwise the capture walks afresh.
+class Continuation {
+ public:
+  Continuation(const CaptureSource& source, const ExecutableAnalysis& analysis, uint64_t bias,
+               ProcessCaptureState& state)
+      : source_(source), analysis_(analysis), bias_(bias), state_(state) {}
+  // What RefreshStreamedSnapshot hands the new buckets to: a later walk's
+  // (buckets created meanwhile) go before the earlier ones'.
+  SnapshotStream Stream() {
+    return SnapshotStream{
+        .start = [this](int64_t) { at_ = 0; },
+        .bucket =
+            [this](const Bucket& b) {
+              const uint32_t run = Builder().RunOfTransient(b.stack);
+              runs_.insert(runs_.begin() + static_cast<ptrdiff_t>(at_++), run);
+              return run;
+            },
+        .keep_ends = true,
+    };
   }
-  auto tables = std::make_shared<ProfileTables>();
-  tables->sample_runs.reserve(snap.buckets.size());
-  std::optional<HeapProfileBuilder> more;  // once a stack is new
-  for (size_t i = 0; i < snap.new_buckets; ++i) {
-    const std::span<const uint64_t> stack = snap.buckets[i].stack;
-    if (std::optional<uint32_t> run = state.RunOfStack(stack)) {
-      tables->sample_runs.push_back(*run);
-      continue;
+  // After a refresh that added snap.new_buckets: whether the continued
+  // tables mean what a fresh build would; if so, the state keeps them.
+  bool Finish(const HeapSnapshot& snap) {
+    const std::shared_ptr<const ProfileTables> old = state_.profile_tables;
+    if (!more_ || !old || runs_.size() != snap.new_buckets ||
+        old->samples() != snap.buckets.size() - snap.new_buckets) {
+      return false;
     }
-    if (!more) {
-      std::unique_ptr<HeapProfileBuilder::Seed> seed = state.TakeSeed();
-      if (!seed) return nullptr;
-      more.emplace(analysis.symbolizer(), analysis.traits(), source.ProfileMappings(), bias,
-                   std::move(seed), *old->locations);
-    }
-    tables->sample_runs.push_back(more->AddStack(stack));
+    auto tables = std::make_shared<ProfileTables>();
+    tables->locations = more_->FinishLocations();
+    if (!tables->locations->order_independent) return false;
+    new_stacks_ = tables->locations->runs.size() - old->locations->runs.size();
+    tables->sample_runs.reserve(snap.buckets.size());
+    tables->sample_runs = std::move(runs_);
+    tables->sample_runs.insert(tables->sample_runs.end(), old->sample_runs.begin(),
+                               old->sample_runs.end());
+    state_.KeepContinued(tables, more_->TakeSeed());
+    return true;
   }
-  tables->locations = more ? more->FinishLocations() : old->locations;
-  if (!tables->locations->order_independent) return nullptr;
-  tables->sample_runs.insert(tables->sample_runs.end(), old->sample_runs.begin(),
-                             old->sample_runs.end());
-  state.KeepContinued(tables, more ? more->TakeSeed() : state.TakeSeed());
-  return tables;
+  size_t new_stacks() const { return new_stacks_; }
+
+ private:
+  HeapProfileBuilder& Builder() {
+    if (!more_) {
+      more_.emplace(analysis_.symbolizer(), analysis_.traits(), source_.ProfileMappings(), bias_,
+                    state_.TakeSeed(), *state_.profile_tables->locations);
+    }
+    return *more_;
+  }
+  const CaptureSource& source_;
+  const ExecutableAnalysis& analysis_;
+  uint64_t bias_;
+  ProcessCaptureState& state_;
+  std::optional<HeapProfileBuilder> more_;  // once a bucket was added
+  std::vector<uint32_t> runs_;              // the new buckets', in list order
+  size_t at_ = 0;                           // where the current walk's runs go
+  size_t new_stacks_ = 0;
+};
+
+// A state's refresh (HeapWalk::refresh): the remembered buckets' counters
+// re-read, and the buckets added since streamed into a continuation of the
+// state's tables when they can be continued; otherwise added buckets mean
+// walking afresh, as does a process that no longer holds the buckets.
+bool RefreshState(MemoryReader& mem, const SnapshotLimits& limits, const HeapAddresses& addrs,
+                  const RuntimeTraits& traits, ProcessCaptureState& state, Continuation& more,
+                  CaptureReport& report) {
+  const SnapshotStream stream = more.Stream();
+  HeapSnapshot& snap = state.snapshot;
+  const StreamedRefresh r = RefreshStreamedSnapshot(mem, addrs, traits, limits,
+                                                    state.CanContinue() ? &stream : nullptr, snap);
+  report.repeated = r != StreamedRefresh::kNotTheList;
+  if (!report.repeated) {
+    report.notes.push_back(
+        "repeated capture: the remembered buckets are no longer the process's: read afresh");
+    return false;
+  }
+  const std::shared_ptr<const ProfileTables>& tables = state.profile_tables;
+  if (r == StreamedRefresh::kRefreshed && tables && snap.new_buckets == 0 &&
+      tables->samples() == snap.buckets.size()) {
+    return true;
+  }
+  if (r == StreamedRefresh::kRefreshed && more.Finish(snap)) return true;
+  report.notes.push_back(
+      "repeated capture: buckets were added, and the last capture's locations depend on the "
+      "order of its stacks: walked afresh");
+  state.DropTables();
+  return false;
 }
 
 // Pass 6's fresh build: the samples of `records` into builder, whose runs
-// are made as they come or were made by the walk (a packed snapshot's tags),
-// then the comments; the profile completed.
+// are made as they come (runs empty, nothing packed) or were made by the
+// walk (a packed snapshot's tags, or for a state's walk one per record in
+// `runs`), then the comments; the profile completed.
 FinishedProfile BuildSamples(const ExecutableAnalysis& analysis, HeapProfileBuilder& builder,
-                             bool packed, const Records& records,
+                             std::span<const uint32_t> runs, const Records& records,
                              const std::vector<std::string>& comments,
                              const CaptureOptions& options, size_t stack_words,
                              CaptureReport& report, ProcessCaptureState* state) {
@@ -431,9 +507,11 @@ FinishedProfile BuildSamples(const ExecutableAnalysis& analysis, HeapProfileBuil
     builder.StreamSamplesTo(options.sample_stream, options.keep_streamed_samples);
   }
   builder.Reserve(records.size(), stack_words);
-  if (packed) {
+  if (records.packed()) {
     records.ForEachPacked(
         [&builder](const MemProfileRecord& r, uint32_t run) { builder.AddSample(run, r); });
+  } else if (!runs.empty()) {
+    for (size_t i = 0; i < records.size(); ++i) builder.AddSample(runs[i], records[i]);
   } else {
     for (size_t i = 0; i < records.size(); ++i) builder.AddRecord(records[i]);
   }
@@ -454,45 +532,41 @@ FinishedProfile BuildSamples(const ExecutableAnalysis& analysis, HeapProfileBuil
 }
 
 // Pass 6: the profile runtime/pprof's writeHeapProto would write in the
-// target, symbolized with the analysis's (link-time) symbolizer; or, for a
-// repeated capture whose buckets are those of the state's template, the
-// template filled with the new counters; or, for a streamed walk, the
-// samples added to the build the walk fed.
+// target, symbolized with the analysis's (link-time) symbolizer: the
+// samples added to the build a streamed walk fed (or, for a walk that kept
+// the stacks, to a fresh build); or, for a repeated capture that did not
+// walk afresh, the state's tables (reused, or continued with the added
+// buckets' `new_stacks`) filled with the new counters.
 FinishedProfile BuildProfile(const CaptureSource& source, const ExecutableAnalysis& analysis,
                              uint64_t bias, const HeapSnapshot& snap, const Records& records,
                              const CaptureOptions& options, CaptureReport& report,
-                             ProcessCaptureState* state, StreamedBuild* streamed) {
-  const int64_t now_ns = streamed != nullptr ? streamed->time_nanos : ProfileTime(options);
+                             ProcessCaptureState* state, StreamedBuild& streamed,
+                             size_t new_stacks) {
+  const bool walked = streamed.builder.has_value();
+  const int64_t now_ns = walked ? streamed.time_nanos : ProfileTime(options);
   const std::vector<std::string> comments = ProfileComments(analysis, snap, options, report);
   report.samples = records.size();
-  if (state != nullptr && report.repeated && snap.new_buckets == 0 && state->profile_tables &&
-      state->profile_tables->samples() == records.size()) {
-    report.notes.push_back("no bucket added since the last capture: its locations reused");
-    report.tables = ProfileTablesOrigin::kReused;
+  if (state != nullptr && !walked) {
+    if (snap.new_buckets == 0) {
+      report.notes.push_back("no bucket added since the last capture: its locations reused");
+      report.tables = ProfileTablesOrigin::kReused;
+    } else {
+      report.notes.push_back(Concat(snap.new_buckets,
+                                    " buckets added since the last capture: its tables continued (",
+                                    new_stacks, " new stacks)"));
+      report.tables = ProfileTablesOrigin::kContinued;
+    }
     return FillProfile(state->profile_tables, records.All(), analysis.traits(), snap.rate, now_ns,
                        comments);
   }
-  if (state != nullptr && report.repeated) {
-    const size_t known = state->profile_tables ? state->profile_tables->locations->runs.size() : 0;
-    if (std::shared_ptr<const ProfileTables> tables =
-            TablesForNewBuckets(source, analysis, bias, snap, *state)) {
-      report.notes.push_back(Concat(snap.new_buckets,
-                                    " buckets added since the last capture: its tables continued (",
-                                    tables->locations->runs.size() - known, " new stacks)"));
-      report.tables = ProfileTablesOrigin::kContinued;
-      return FillProfile(std::move(tables), records.All(), analysis.traits(), snap.rate, now_ns,
-                         comments);
-    }
+  if (!walked) {
+    streamed.builder.emplace(analysis.symbolizer(), analysis.traits(), source.ProfileMappings(),
+                             snap.rate, now_ns, bias);
   }
-  Symbolizer& symbolizer = analysis.symbolizer();
-  std::optional<HeapProfileBuilder> fresh;
-  if (streamed == nullptr) {
-    fresh.emplace(symbolizer, analysis.traits(), source.ProfileMappings(), snap.rate, now_ns, bias);
-  }
-  HeapProfileBuilder& builder = streamed != nullptr ? *streamed->builder : *fresh;
   // A one-shot capture reserves by its stacks' words too: an agent's memory
   // budget counts the capacity its state keeps.
-  return BuildSamples(analysis, builder, streamed != nullptr, records, comments, options,
+  const std::span<const uint32_t> runs = walked ? streamed.runs : std::span<const uint32_t>();
+  return BuildSamples(analysis, *streamed.builder, runs, records, comments, options,
                       state == nullptr ? snap.stacks.words() : 0, report, state);
 }
 
@@ -544,10 +618,10 @@ void WalkProvingLayout(CaptureSource& source, const ExecutableAnalysis& analysis
                        const HeapAddresses& addrs, uint64_t bound,
                        const ReportPosition& analysis_notes, CaptureReport& report,
                        HeapSnapshot& snap, bool refresh, ProcessCaptureState* state,
-                       const SnapshotStream* stream) {
+                       const HeapWalk& walk) {
   const ReportPosition walk_notes{report.notes.size(), report.warnings.size()};
   try {
-    WalkHeap(source, addrs, analysis.traits(), bound, report, snap, refresh, stream);
+    WalkHeap(source, addrs, analysis.traits(), bound, report, snap, walk);
   } catch (const Error&) {
     // Rollback: a walk that failed drops its notes if the layout is refused,
     // and that refusal, which explains the failure, is thrown instead.
@@ -557,6 +631,32 @@ void WalkProvingLayout(CaptureSource& source, const ExecutableAnalysis& analysis
   if (state != nullptr) CountWalk(*state, report.repeated, refresh);
   ProvenLayout(analysis, analysis_notes, walk_notes, report);
 }
+
+// Pass 3's parts: the build a streamed walk feeds and, for a state of this
+// process, the continuation its refresh feeds. Made in place (the streams
+// point into it).
+struct WalkParts {
+  WalkParts(const CaptureSource& source, const ExecutableAnalysis& analysis, uint64_t bias,
+            const HeapAddresses& addrs, const CaptureOptions& options, ProcessCaptureState* state,
+            bool refresh, CaptureReport& report)
+      : sink(StreamInto(source, analysis, bias, options, state != nullptr, streamed)) {
+    // Every walk streams into the build but for a caller that asks for the
+    // records whole (they hold the stacks; no state serves it).
+    walk.fresh = options.on_records ? nullptr : &sink;
+    if (!refresh) return;
+    continued.emplace(source, analysis, bias, *state);
+    walk.refresh = [this, &addrs, &analysis, state, &report](MemoryReader& mem,
+                                                             const SnapshotLimits& limits) {
+      return RefreshState(mem, limits, addrs, analysis.traits(), *state, *continued, report);
+    };
+  }
+  size_t new_stacks() const { return continued ? continued->new_stacks() : 0; }
+
+  StreamedBuild streamed;
+  SnapshotStream sink;
+  std::optional<Continuation> continued;
+  HeapWalk walk;
+};
 
 }  // namespace
 
@@ -588,13 +688,9 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
   // used uninitialized.
   const int64_t previous_rate = snap.rate;
   const uint64_t bound = ReservedBuckets(source, analysis, bias, state == nullptr, report);
-  // A one-shot capture streams its walk into the build (nobody asks for the
-  // records whole, and no state keeps the buckets for the next capture).
-  StreamedBuild streamed;
-  const bool stream = state == nullptr && !options.on_records;
-  const SnapshotStream sink = StreamInto(source, analysis, bias, options, streamed);
+  WalkParts parts(source, analysis, bias, addrs, options, state, refresh, report);
   WalkProvingLayout(source, analysis, addrs, bound, analysis_notes, report, snap, refresh, state,
-                    stream ? &sink : nullptr);
+                    parts.walk);
   timer.Done("walk");
 
   // 4. Refuse a target whose heap sampling is off; warn when it is empty, or
@@ -613,7 +709,7 @@ CaptureResult RunPasses(CaptureSource& source, const ExecutableAnalysis& analysi
 
   // 6. Symbolize and build the profile as runtime/pprof does.
   FinishedProfile profile = BuildProfile(source, analysis, bias, snap, records, options, report,
-                                         state, stream ? &streamed : nullptr);
+                                         state, parts.streamed, parts.new_stacks());
   timer.Done("symbolize+build");
 
   // 7. The target must still be the process we started with: a pid reused
@@ -640,6 +736,10 @@ CaptureResult Capture(CaptureSource& source,
                       const std::shared_ptr<const ExecutableAnalysis>& analysis,
                       const CaptureOptions& options, CaptureReport& report,
                       ProcessCaptureState& state) {
+  // A state keeps no stacks (issue 42), and on_records hands them out: such
+  // a capture (serve's ?debug=1 text) reads afresh and leaves the state as
+  // it was.
+  if (options.on_records) return RunPasses(source, *analysis, analysis, options, report, nullptr);
   return RunPasses(source, *analysis, analysis, options, report, &state);
 }
 

@@ -41,10 +41,13 @@ void ProcessCaptureState::Reset(std::string reason) {
 }
 
 size_t ProcessCaptureState::ApproximateBytes() const {
-  size_t bytes = snapshot.buckets.capacity() * sizeof(Bucket) + snapshot.scratch.capacity() +
-                 snapshot.stacks.ApproximateBytes();
+  const HeapSnapshot& s = snapshot;
+  size_t bytes = s.buckets.capacity() * sizeof(Bucket) + s.scratch.capacity() +
+                 s.stacks.ApproximateBytes() + s.record_at.capacity() * sizeof(uint64_t) +
+                 s.ends.capacity() * sizeof(StackEnds) +
+                 (s.plan.header_at.capacity() + s.plan.record_at.capacity()) * sizeof(uint64_t) +
+                 s.plan.ranges.capacity() * sizeof(RevalidationPlan::Range);
   if (profile_tables) bytes += profile_tables->ApproximateBytes();
-  bytes += runs_by_stack_.ApproximateBytes();
   if (seed_) bytes += seed_->ApproximateBytes();
   return bytes;
 }
@@ -54,37 +57,17 @@ void ProcessCaptureState::KeepTables(std::shared_ptr<const ProfileTables> tables
   DropTables();
   seed_ = std::move(seed);
   profile_tables = std::move(tables);
-  RememberRuns(snapshot.buckets.size());
 }
 
 void ProcessCaptureState::KeepContinued(std::shared_ptr<const ProfileTables> tables,
                                         std::unique_ptr<HeapProfileBuilder::Seed> seed) {
   seed_ = std::move(seed);
   profile_tables = std::move(tables);
-  RememberRuns(snapshot.new_buckets);
-}
-
-void ProcessCaptureState::RememberRuns(size_t buckets) {
-  if (profile_tables->samples() != snapshot.buckets.size()) return;
-  for (size_t i = 0; i < buckets; ++i) {
-    const std::span<const uint64_t> stack = snapshot.buckets[i].stack;
-    const uint64_t at = reinterpret_cast<uintptr_t>(stack.data());
-    if (at != 0 && runs_by_stack_.Find(at) == nullptr) {
-      runs_by_stack_.Insert(at, {stack.size(), profile_tables->sample_runs[i]});
-    }
-  }
 }
 
 void ProcessCaptureState::DropTables() {
   profile_tables.reset();
-  runs_by_stack_ = PcMap<StackRun>();
   seed_.reset();
-}
-
-std::optional<uint32_t> ProcessCaptureState::RunOfStack(std::span<const uint64_t> stack) const {
-  const StackRun* r = runs_by_stack_.Find(reinterpret_cast<uintptr_t>(stack.data()));
-  if (r == nullptr || r->words != stack.size()) return std::nullopt;
-  return r->run;
 }
 
 }  // namespace goheap2pprof

@@ -8,9 +8,14 @@
 //     header and counters of every remembered bucket (not the stacks);
 //   - reuses the locations, functions and strings (ProfileTables) when no
 //     bucket was added; when buckets were, it continues them with the new
-//     buckets' stacks if their build proved that the order of the stacks
-//     does not change them (the runtime puts new buckets first), and
-//     otherwise builds afresh (with the symbolizer's per-PC cache).
+//     buckets' stacks as the walk streams them, if their build proved that
+//     the order of the stacks does not change them (the runtime puts new
+//     buckets first), and otherwise walks and builds afresh (with the
+//     symbolizer's per-PC cache).
+// Like a one-shot capture's, the walk streams each stack into the build
+// (issue 42): the state keeps each bucket's counters, record address and
+// stack ends (HeapSnapshot::ends, for the check below), and each bucket's
+// run of the tables, not the stacks.
 // The state is trusted only for the process it was made from: the same pid,
 // start time, running executable (path, inode, build ID), analysis, load
 // bias and executable mappings, and only while every remembered header
@@ -32,7 +37,6 @@
 #include <string>
 #include <vector>
 
-#include "base/pc_map.h"
 #include "heap/snapshot.h"
 #include "pprof/heap_profile_builder.h"
 
@@ -49,8 +53,8 @@ class ProcessCaptureState {
   // Why the last capture started afresh ("first capture", "start time
   // changed", ...); empty if it reused the state.
   const std::string& fresh_reason() const { return fresh_reason_; }
-  // Bytes held: stacks, buckets and the template's location ids (for an
-  // agent bounding its states).
+  // Bytes held: buckets, their revalidation buffer and plan, and the tables
+  // (for an agent bounding its states).
   size_t ApproximateBytes() const;
 
   // The engine's (app/capture.cc); callers only hold the state.
@@ -99,18 +103,12 @@ class ProcessCaptureState {
                      std::unique_ptr<HeapProfileBuilder::Seed> seed);
   std::unique_ptr<HeapProfileBuilder::Seed> TakeSeed() { return std::move(seed_); }
   void DropTables();
-  // The run of the kept tables that a stack of snapshot's store has.
-  std::optional<uint32_t> RunOfStack(std::span<const uint64_t> stack) const;
+  // Whether the kept tables can be continued with more stacks.
+  bool CanContinue() const {
+    return profile_tables && seed_ && profile_tables->locations->order_independent;
+  }
 
  private:
-  // Runs by where the stack is stored: the snapshot's store keeps one copy of
-  // equal stacks, so a new bucket at a known stack points at the same words.
-  struct StackRun {
-    size_t words = 0;
-    uint32_t run = 0;
-  };
-  void RememberRuns(size_t buckets);  // of snapshot.buckets[0, buckets)
-  PcMap<StackRun> runs_by_stack_;
   std::unique_ptr<HeapProfileBuilder::Seed> seed_;
   std::optional<Key> key_;
   uint64_t reused_ = 0;

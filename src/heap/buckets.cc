@@ -353,8 +353,14 @@ namespace {
 // time). So a range takes in the next header or record when the gap to it
 // is at most `gap`; the stacks in between are read along when they are short
 // and skipped when they are long (1000-frame stacks are 8 KB each).
-RevalidationPlan PlanRevalidation(std::span<const Bucket> buckets, uint64_t record_size,
-                                  uint64_t gap) {
+// The depth of bucket i's stack: the kept stack's, or the remembered one's
+// (ends, for buckets whose stacks were not kept; empty otherwise).
+uint64_t StackWords(std::span<const Bucket> buckets, std::span<const StackEnds> ends, size_t i) {
+  return ends.empty() ? buckets[i].stack.size() : ends[i].words;
+}
+
+RevalidationPlan PlanRevalidation(std::span<const Bucket> buckets, std::span<const StackEnds> ends,
+                                  uint64_t record_size, uint64_t gap) {
   RevalidationPlan plan;
   plan.buckets = buckets.size();
   plan.first = buckets.front().addr;
@@ -373,8 +379,8 @@ RevalidationPlan PlanRevalidation(std::span<const Bucket> buckets, uint64_t reco
   for (size_t i = 0; i < buckets.size(); ++i) {
     const Bucket& b = buckets[i];
     segs.push_back({b.addr, static_cast<uint32_t>(i), false});
-    segs.push_back(
-        {b.addr + kBucketHeaderSize + 8 * b.stack.size(), static_cast<uint32_t>(i), true});
+    segs.push_back({b.addr + kBucketHeaderSize + 8 * StackWords(buckets, ends, i),
+                    static_cast<uint32_t>(i), true});
   }
   std::sort(segs.begin(), segs.end());
   RevalidationPlan::Range range;
@@ -397,7 +403,7 @@ RevalidationPlan PlanRevalidation(std::span<const Bucket> buckets, uint64_t reco
   // A stack between its header and record in one range was read along.
   plan.stack_read.resize(buckets.size());
   for (size_t i = 0; i < buckets.size(); ++i) {
-    const uint64_t words = buckets[i].stack.size();
+    const uint64_t words = StackWords(buckets, ends, i);
     plan.stack_read[i] =
         words == 0 || plan.record_at[i] - plan.header_at[i] == kBucketHeaderSize + 8 * words;
   }
@@ -410,9 +416,9 @@ RevalidationPlan PlanRevalidation(std::span<const Bucket> buckets, uint64_t reco
 // the runtime never frees a bucket. The two words catch another object at the
 // same address; comparing every word cost an eighth of a repeated capture
 // (250k buckets).
-bool SameStackEnds(const uint8_t* p, std::span<const uint64_t> stack) {
-  if (stack.empty()) return true;
-  return LoadU64(p) == stack.front() && LoadU64(p + 8 * (stack.size() - 1)) == stack.back();
+bool SameStackEnds(const uint8_t* p, const StackEnds& stack) {
+  if (stack.words == 0) return true;
+  return LoadU64(p) == stack.first && LoadU64(p + 8 * (stack.words - 1)) == stack.last;
 }
 
 // Extends plan to the `added` buckets before the planned ones: their ranges
@@ -420,8 +426,9 @@ bool SameStackEnds(const uint8_t* p, std::span<const uint64_t> stack) {
 // record by address (a tenth of a repeated capture of 250k buckets), and a
 // list gains a few buckets between most captures (the target's own
 // allocations), so only the new ones are planned.
-void ExtendPlan(RevalidationPlan& plan, std::span<const Bucket> added, uint64_t record_size) {
-  const RevalidationPlan front = PlanRevalidation(added, record_size, plan.gap);
+void ExtendPlan(RevalidationPlan& plan, std::span<const Bucket> added,
+                std::span<const StackEnds> added_ends, uint64_t record_size) {
+  const RevalidationPlan front = PlanRevalidation(added, added_ends, record_size, plan.gap);
   for (RevalidationPlan::Range r : front.ranges) {
     r.at += plan.size;
     plan.ranges.push_back(r);
@@ -444,14 +451,15 @@ void ExtendPlan(RevalidationPlan& plan, std::span<const Bucket> added, uint64_t 
 // The plan for buckets: plan itself, extended, or made anew. A plan extended
 // many times reads in many small ranges; at twice the ranges of a whole plan
 // (plus 64) it is made anew.
-void UpdatePlan(RevalidationPlan& plan, std::span<const Bucket> buckets, uint64_t record_size,
-                uint64_t gap) {
+void UpdatePlan(RevalidationPlan& plan, std::span<const Bucket> buckets,
+                std::span<const StackEnds> ends, uint64_t record_size, uint64_t gap) {
   if (plan.Fits(buckets)) return;
   if (plan.FitsTail(buckets) && plan.ranges.size() < 2 * plan.planned_ranges + 64) {
-    ExtendPlan(plan, buckets.first(buckets.size() - plan.buckets), record_size);
+    const size_t added = buckets.size() - plan.buckets;
+    ExtendPlan(plan, buckets.first(added), ends.empty() ? ends : ends.first(added), record_size);
     return;
   }
-  plan = PlanRevalidation(buckets, record_size, gap);
+  plan = PlanRevalidation(buckets, ends, record_size, gap);
 }
 
 // Reads the plan's ranges into scratch; false if any failed.
@@ -475,22 +483,30 @@ bool ReadPlanned(MemoryReader& mem, const RevalidationPlan& plan, std::vector<ui
 namespace {
 
 // Whether bucket i's header in the buffer is still the one remembered.
-bool SameHeader(const uint8_t* buffer, const RevalidationPlan& plan, size_t i, const Bucket& b) {
+// ends: what is remembered of its stack.
+bool SameHeader(const uint8_t* buffer, const RevalidationPlan& plan, size_t i, const Bucket& b,
+                const StackEnds& ends) {
   const uint8_t* h = buffer + plan.header_at[i];
   return LoadU64(h + kBucketAllnextOffset) == b.allnext &&
          LoadU64(h + kBucketTypOffset) == kMemProfileBucketType &&
          LoadU64(h + kBucketHashOffset) == b.hash && LoadU64(h + kBucketSizeOffset) == b.size &&
-         LoadU64(h + kBucketNstkOffset) == b.stack.size() &&
-         (!plan.stack_read[i] || SameStackEnds(h + kBucketHeaderSize, b.stack));
+         LoadU64(h + kBucketNstkOffset) == ends.words &&
+         (!plan.stack_read[i] || SameStackEnds(h + kBucketHeaderSize, ends));
+}
+
+StackEnds EndsOf(std::span<const uint64_t> stack) {
+  if (stack.empty()) return {};
+  return {stack.size(), stack.front(), stack.back()};
 }
 
 // SameHeader and LoadRecordInPlace for buckets [begin, end); the buckets
 // whose futures need storage go to `later`. False at the first that differs.
 bool CheckAndLoadRange(const uint8_t* buffer, const RevalidationPlan& plan,
-                       std::span<Bucket> buckets, size_t begin, size_t end, MemRecordLayout layout,
-                       std::vector<size_t>& later) {
+                       std::span<Bucket> buckets, std::span<const StackEnds> ends, size_t begin,
+                       size_t end, MemRecordLayout layout, std::vector<size_t>& later) {
   for (size_t i = begin; i < end; ++i) {
-    if (!SameHeader(buffer, plan, i, buckets[i])) return false;
+    const StackEnds stack = ends.empty() ? EndsOf(buckets[i].stack) : ends[i];
+    if (!SameHeader(buffer, plan, i, buckets[i], stack)) return false;
     if (!LoadRecordInPlace(buffer + plan.record_at[i], layout, buckets[i])) later.push_back(i);
   }
   return true;
@@ -503,20 +519,20 @@ constexpr size_t kParallelCheckBuckets = 32768;
 // large list on two threads (the loads were a tenth of a repeated capture's
 // CPU at 250k buckets, reading 110 MB of buffer and buckets on one core).
 bool CheckAndLoad(const uint8_t* buffer, const RevalidationPlan& plan, std::span<Bucket> buckets,
-                  MemRecordLayout layout, StackStore& store) {
+                  std::span<const StackEnds> ends, MemRecordLayout layout, StackStore& store) {
   std::vector<size_t> later, second_later;
   const size_t n = buckets.size();
   bool first_ok = true, second_ok = true;
   auto first = [&](size_t end) {
-    first_ok = CheckAndLoadRange(buffer, plan, buckets, 0, end, layout, later);
+    first_ok = CheckAndLoadRange(buffer, plan, buckets, ends, 0, end, layout, later);
   };
   if (n < kParallelCheckBuckets) {
     first(n);
   } else {
     RunSideBySide([&] { first(n / 2); },
                   [&] {
-                    second_ok =
-                        CheckAndLoadRange(buffer, plan, buckets, n / 2, n, layout, second_later);
+                    second_ok = CheckAndLoadRange(buffer, plan, buckets, ends, n / 2, n, layout,
+                                                  second_later);
                   });
   }
   if (!first_ok || !second_ok) return false;
@@ -529,19 +545,29 @@ bool CheckAndLoad(const uint8_t* buffer, const RevalidationPlan& plan, std::span
 
 bool RevalidateBuckets(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout,
                        std::vector<uint8_t>& scratch, RevalidationPlan& plan, StackStore& store) {
+  return RevalidateBuckets(mem, buckets, {}, layout, scratch, plan, store);
+}
+
+bool RevalidateBuckets(MemoryReader& mem, std::span<Bucket> buckets,
+                       std::span<const StackEnds> ends, MemRecordLayout layout,
+                       std::vector<uint8_t>& scratch, RevalidationPlan& plan, StackStore& store) {
   if (buckets.empty()) return true;
+  if (!ends.empty() && ends.size() != buckets.size()) {
+    throw Error(ErrorKind::kInternal, "revalidating ", buckets.size(), " buckets with ",
+                ends.size(), " remembered stacks");
+  }
   constexpr uint64_t kGap = 4096;
   const uint64_t record_size = MemRecordSize(layout);
-  UpdatePlan(plan, buckets, record_size, plan.buckets > 0 ? plan.gap : kGap);
+  UpdatePlan(plan, buckets, ends, record_size, plan.buckets > 0 ? plan.gap : kGap);
   std::vector<ReadRequest> requests;
   if (!ReadPlanned(mem, plan, scratch, requests)) {
     // A gap read along may be unmapped: read only the buckets' own bytes
     // (and keep doing so for this list).
     if (plan.gap == 0) return false;
-    plan = PlanRevalidation(buckets, record_size, 0);
+    plan = PlanRevalidation(buckets, ends, record_size, 0);
     if (!ReadPlanned(mem, plan, scratch, requests)) return false;
   }
-  return CheckAndLoad(scratch.data(), plan, buckets, layout, store);
+  return CheckAndLoad(scratch.data(), plan, buckets, ends, layout, store);
 }
 
 namespace {

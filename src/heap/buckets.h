@@ -176,6 +176,20 @@ struct RevalidationPlan {
 bool RevalidateBuckets(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout,
                        std::vector<uint8_t>& scratch, RevalidationPlan& plan, StackStore& store);
 
+// What the revalidation checks of a bucket whose stack was not kept (a
+// streamed walk's, for a capture state): its depth and its first and last
+// PCs, 24 bytes where the stack took 8 a frame.
+struct StackEnds {
+  uint64_t words = 0;
+  uint64_t first = 0;
+  uint64_t last = 0;
+};
+// RevalidateBuckets of such buckets: bucket i's stack is ends[i] (one per
+// bucket), its record right after it.
+bool RevalidateBuckets(MemoryReader& mem, std::span<Bucket> buckets,
+                       std::span<const StackEnds> ends, MemRecordLayout layout,
+                       std::vector<uint8_t>& scratch, RevalidationPlan& plan, StackStore& store);
+
 // One runtime.MemProfileRecord (memProfileInternal with inuseZero = true).
 struct MemProfileRecord {
   int64_t alloc_bytes = 0;

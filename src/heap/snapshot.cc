@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "base/huge_pages.h"
 
 namespace goheap2pprof {
 
@@ -130,21 +131,43 @@ HeapSnapshot ReadHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
 
 namespace {
 
-// One walk of StreamHeapSnapshot: the buckets' counters into snap, each
-// bucket streamed on.
-void StreamOneWalk(MemoryReader& mem, const RuntimeTraits& traits, const SnapshotLimits& limits,
-                   const SnapshotStream& stream, HeapSnapshot& snap) {
-  WalkLimits walk_limits = LimitsFor(traits, limits);
+// A state's bucket (SnapshotStream::keep_ends): its counters (futures in
+// store), record address and stack ends, each in its own vector.
+void KeepUnpacked(const Bucket& b, uint64_t record_at, StackStore& store, HeapSnapshot& into) {
+  Bucket counters = b;
+  counters.stack = {};
+  counters.future_words = nullptr;
+  MemRecordCycle future[3];
+  for (uint32_t i = 0; i < 3; ++i) future[i] = b.Future(i);
+  SetFutures(counters, future, store);
+  GrowWithHugePages(into.buckets, 1);
+  into.buckets.push_back(counters);
+  GrowWithHugePages(into.record_at, 1);
+  into.record_at.push_back(record_at);
+  GrowWithHugePages(into.ends, 1);
+  into.ends.push_back(b.stack.empty() ? StackEnds{}
+                                      : StackEnds{b.stack.size(), b.stack.front(), b.stack.back()});
+}
+
+// One walk of StreamHeapSnapshot (or of the buckets a streamed refresh
+// takes: walk_limits.stop_at), from head: each bucket streamed on, its
+// counters packed into `into` with the stream's tag, or when
+// stream.keep_ends, kept unpacked (KeepUnpacked, futures in `store`).
+WalkEnd StreamOneWalk(MemoryReader& mem, const SnapshotLimits& limits,
+                      const WalkLimits& walk_limits, uint64_t head, const SnapshotStream& stream,
+                      StackStore& store, HeapSnapshot& into) {
   auto keep = [&](const Bucket& b) {
     const uint32_t tag = stream.bucket(b);
-    snap.packed.Append(b, b.addr + kBucketHeaderSize + 8 * b.stack.size(), tag);
+    const uint64_t record_at = b.addr + kBucketHeaderSize + 8 * b.stack.size();
+    if (stream.keep_ends) {
+      KeepUnpacked(b, record_at, store, into);
+    } else {
+      into.packed.Append(b, record_at, tag);
+    }
   };
-  if (limits.cache_ranges.empty()) {
-    StreamBuckets(mem, snap.head, walk_limits, keep);
-    return;
-  }
+  if (limits.cache_ranges.empty()) return StreamBuckets(mem, head, walk_limits, keep);
   BlockCacheReader cached(mem, limits.cache_ranges, limits.cache_block_size, limits.cache_blocks);
-  StreamBuckets(cached, snap.head, walk_limits, keep);
+  return StreamBuckets(cached, head, walk_limits, keep);
 }
 
 }  // namespace
@@ -160,15 +183,21 @@ HeapSnapshot StreamHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
   for (;;) {
     if (head != snap.head || snap.walks == 1) {
       snap.packed.Clear();
+      snap.buckets.clear();
+      snap.record_at.clear();
+      snap.ends.clear();
+      snap.stacks = StackStore();
       snap.head = head;
       stream.start(snap.rate);
-      StreamOneWalk(mem, traits, limits, stream, snap);
+      StreamOneWalk(mem, limits, LimitsFor(traits, limits), head, stream, snap.stacks, snap);
+    } else if (stream.keep_ends) {
+      RereadRecordsAt(mem, snap.buckets, snap.record_at, traits.record_layout, snap.stacks);
     } else {
       RereadPackedRecords(mem, snap.packed, traits.record_layout);
     }
     if (!ReadAgain(mem, addrs, traits, limits, before, head, snap)) break;
   }
-  snap.new_buckets = snap.packed.size();
+  snap.new_buckets = snap.bucket_count();
   snap.cycle = DecodeCycle(before, traits.cycle_encoding);
   return snap;
 }
@@ -196,6 +225,85 @@ bool RefreshHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs, const Ru
   }
   Settle(mem, addrs, traits, limits, before, snap);
   return true;
+}
+
+namespace {
+
+// TakeNewBuckets for a streamed snapshot: the buckets created since
+// snap.head streamed (stream.start first) and their counters put in front.
+bool TakeNewStreamed(MemoryReader& mem, const RuntimeTraits& traits, const SnapshotLimits& limits,
+                     uint64_t new_head, const SnapshotStream& stream, HeapSnapshot& snap) {
+  if (new_head == snap.head) return true;
+  WalkLimits prefix_limits = LimitsFor(traits, limits);
+  prefix_limits.stop_at = snap.head;
+  prefix_limits.max_buckets =
+      limits.max_buckets - std::min<uint64_t>(limits.max_buckets, snap.buckets.size());
+  HeapSnapshot fresh;
+  stream.start(snap.rate);
+  const WalkEnd end =
+      StreamOneWalk(mem, limits, prefix_limits, new_head, stream, snap.stacks, fresh);
+  if (!end.reached_stop && snap.head != 0) return false;
+  snap.buckets.insert(snap.buckets.begin(), fresh.buckets.begin(), fresh.buckets.end());
+  snap.record_at.insert(snap.record_at.begin(), fresh.record_at.begin(), fresh.record_at.end());
+  snap.ends.insert(snap.ends.begin(), fresh.ends.begin(), fresh.ends.end());
+  snap.head = new_head;
+  snap.new_buckets += fresh.buckets.size();
+  return true;
+}
+
+// Settle for a streamed snapshot: new buckets streamed, counters re-read
+// from where each record is.
+StreamedRefresh SettleStreamed(MemoryReader& mem, const HeapAddresses& addrs,
+                               const RuntimeTraits& traits, const SnapshotLimits& limits,
+                               const SnapshotStream* stream, uint32_t before, HeapSnapshot& snap) {
+  uint64_t new_head = 0;
+  while (ReadAgain(mem, addrs, traits, limits, before, new_head, snap)) {
+    if (new_head != snap.head && stream == nullptr) return StreamedRefresh::kBucketsAdded;
+    if (!TakeNewStreamed(mem, traits, limits, new_head, *stream, snap)) {
+      throw Error(ErrorKind::kMalformed, "heap bucket list from ", Hex(new_head),
+                  " does not lead to the earlier head ", Hex(snap.head));
+    }
+    RereadRecordsAt(mem, snap.buckets, snap.record_at, traits.record_layout, snap.stacks);
+  }
+  snap.cycle = DecodeCycle(before, traits.cycle_encoding);
+  return StreamedRefresh::kRefreshed;
+}
+
+}  // namespace
+
+StreamedRefresh RefreshStreamedSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
+                                        const RuntimeTraits& traits, const SnapshotLimits& limits,
+                                        const SnapshotStream* stream, HeapSnapshot& snap) {
+  if (snap.ends.size() != snap.buckets.size() || snap.record_at.size() != snap.buckets.size() ||
+      !snap.packed.empty() || (stream != nullptr && !stream->keep_ends)) {
+    throw Error(ErrorKind::kInternal, "refreshing a snapshot that kept no stack ends");
+  }
+  snap.rate = static_cast<int64_t>(mem.ReadU64(addrs.mem_profile_rate, "runtime.MemProfileRate"));
+  snap.walks = 1;
+  snap.consistent = true;
+  snap.new_buckets = 0;
+  const uint32_t before = mem.ReadU32(addrs.cycle, traits.variables.cycle_symbol);
+  const uint64_t new_head = mem.ReadU64(addrs.mbuckets, "runtime.mbuckets");
+  if (new_head != snap.head && stream == nullptr) return StreamedRefresh::kBucketsAdded;
+  const size_t known = snap.buckets.size();
+  if (stream != nullptr && !TakeNewStreamed(mem, traits, limits, new_head, *stream, snap)) {
+    return StreamedRefresh::kNotTheList;
+  }
+  // The remembered buckets are trusted only if each still has the header it
+  // had; their counters come with the same read.
+  const size_t added = snap.buckets.size() - known;
+  if (!RevalidateBuckets(mem, std::span<Bucket>(snap.buckets).subspan(added),
+                         std::span<const StackEnds>(snap.ends).subspan(added), traits.record_layout,
+                         snap.scratch, snap.plan, snap.stacks)) {
+    return StreamedRefresh::kNotTheList;
+  }
+  if (added > 0) {
+    // The new ones were read by the walk, but before the old ones' counters.
+    RereadRecordsAt(mem, std::span<Bucket>(snap.buckets).first(added),
+                    std::span<const uint64_t>(snap.record_at).first(added), traits.record_layout,
+                    snap.stacks);
+  }
+  return SettleStreamed(mem, addrs, traits, limits, stream, before, snap);
 }
 
 }  // namespace goheap2pprof

@@ -42,10 +42,18 @@ struct HeapSnapshot {
   // Buckets this read added: all of them for ReadHeapSnapshot, those created
   // since for RefreshHeapSnapshot (they are buckets[0, new_buckets)).
   size_t new_buckets = 0;
-  // StreamHeapSnapshot's buckets instead of `buckets` (which it leaves
-  // empty): their counters, packed, with where each memRecord is (for a
-  // retry that re-reads only the counters) and the stream's tag.
+  // StreamHeapSnapshot's buckets of a one-shot capture, instead of
+  // `buckets` (which it leaves empty): their counters, packed, with where
+  // each memRecord is (for a retry that re-reads only the counters) and the
+  // stream's tag.
   PackedBuckets packed;
+  // With SnapshotStream::keep_ends (a capture state's), StreamHeapSnapshot
+  // keeps `buckets` (counters only: empty stacks, futures in `stacks`) and,
+  // one per bucket, where its memRecord is and what RefreshStreamedSnapshot
+  // checks of its stack. The header check needs each bucket's hash and
+  // links, which the packed form does not keep.
+  std::vector<uint64_t> record_at;
+  std::vector<StackEnds> ends;
   std::vector<uint8_t> scratch;  // RefreshHeapSnapshot's read buffer, reused
   RevalidationPlan plan;         // and where its buckets are in it
 
@@ -86,15 +94,21 @@ bool RefreshHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs, const Ru
 // What a streamed read hands its caller: `start` when a walk begins (again,
 // after a walk the cycle tore: drop what the last one made), then each
 // bucket as it is read, its stack valid only during the call; what `bucket`
-// returns is kept as the bucket's tag (PackedBuckets::Batch::tags).
+// returns (the run the build gave its stack) is kept as the bucket's tag
+// (PackedBuckets::Batch::tags) unless keep_ends.
 struct SnapshotStream {
   std::function<void(int64_t rate)> start;
   std::function<uint32_t(const Bucket& b)> bucket;
+  // Keep each bucket's StackEnds and counters unpacked (HeapSnapshot::ends,
+  // buckets, record_at; the tags are not kept), so that the snapshot can be
+  // refreshed (RefreshStreamedSnapshot) for a later capture.
+  bool keep_ends = false;
 };
 
 // ReadHeapSnapshot without keeping the stacks: each walk streams its buckets
 // to `stream`, and the snapshot keeps their counters only, packed
-// (snap.packed; snap.buckets stays empty). A walk the profile cycle
+// (snap.packed; snap.buckets stays empty), or with keep_ends unpacked with
+// their stacks' ends. A walk the profile cycle
 // tore is settled as ReadHeapSnapshot does, by re-reading the counters
 // only, while the list's head stays where it was; once buckets were added
 // (first in the list, which changes the order the stacks are built in), it
@@ -103,6 +117,24 @@ struct SnapshotStream {
 HeapSnapshot StreamHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
                                 const RuntimeTraits& traits, const SnapshotLimits& limits,
                                 const SnapshotStream& stream);
+
+// RefreshHeapSnapshot of a snapshot StreamHeapSnapshot made with keep_ends
+// (a capture state's, which keeps counters but no stacks): the buckets
+// created since are streamed to `stream` (start called before each walk of
+// them: a later walk's buckets, created meanwhile, go before all those
+// streamed so far) and their counters put in front; every remembered
+// bucket's header and stack ends must read back unchanged. A null stream
+// refuses new buckets (the caller cannot add them to what it keeps: it
+// walks afresh instead). Anything but kRefreshed leaves snap to be
+// dropped.
+enum class StreamedRefresh {
+  kRefreshed,
+  kNotTheList,    // the process no longer holds the remembered buckets
+  kBucketsAdded,  // with a null stream: buckets were added
+};
+StreamedRefresh RefreshStreamedSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
+                                        const RuntimeTraits& traits, const SnapshotLimits& limits,
+                                        const SnapshotStream* stream, HeapSnapshot& snap);
 
 // The cycle number from the raw cycle word.
 uint32_t DecodeCycle(uint32_t word, CycleEncoding encoding);

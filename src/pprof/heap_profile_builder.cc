@@ -456,8 +456,8 @@ uint32_t HeapProfileBuilder::AddStack(std::span<const uint64_t> stack) {
 }
 
 uint32_t HeapProfileBuilder::RunOfTransient(std::span<const uint64_t> stack) {
-  if (finished_ || continuing_) {
-    throw Error(ErrorKind::kInternal, "a stack added to a finished profile or to tables");
+  if (finished_ || tables_done_) {
+    throw Error(ErrorKind::kInternal, "a stack added to a finished profile or tables");
   }
   // Buckets of one call site (one per object size) follow each other in the
   // list: the last stack, if its run is its own for good, serves them all.

@@ -107,7 +107,8 @@ class HeapProfileBuilder {
   // the counters after the walk): the run of a stack the builder must not
   // keep a pointer to (it is copied where it is remembered), then samples
   // of that run in the profile's order. The runs are made in the order the
-  // stacks come, which must be the samples' order.
+  // stacks come, which must be the samples' order. Continuing tables, it is
+  // AddStack for such a stack (a state's streamed refresh).
   uint32_t RunOfTransient(std::span<const uint64_t> stack);
   void AddSample(uint32_t run, const MemProfileRecord& record);
   void AddComment(std::string_view text);

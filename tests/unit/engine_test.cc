@@ -592,6 +592,26 @@ TEST_F(RepeatedCaptureTest, ASecondCaptureReusesTheStateAndMeansTheSame) {
   EXPECT_EQ(second.profile.get().location_size(), first.profile.get().location_size());
 }
 
+TEST_F(RepeatedCaptureTest, ADebugTextCaptureLeavesTheStateAsItWas) {
+  // on_records hands out the stacks, which a state does not keep: such a
+  // capture reads afresh, and the state serves the next one as before.
+  ProcessCaptureState state;
+  CaptureBoth(Buckets(5), state);
+  CaptureOptions options;
+  size_t stack_words = 0;
+  options.on_records = [&](std::span<const MemProfileRecord> records, int64_t, uint64_t) {
+    for (const MemProfileRecord& rec : records) stack_words += rec.bucket->stack.size();
+  };
+  CaptureReport report;
+  Capture(*Source(kEngineBias, Buckets(6)), analysis_, options, report, state);
+  EXPECT_EQ(stack_words, 4u);  // two buckets of two PCs
+  EXPECT_FALSE(report.repeated);
+  auto [r, fresh] = CaptureBoth(Buckets(7), state);
+  EXPECT_TRUE(r.report.repeated);
+  EXPECT_EQ(r.report.tables, ProfileTablesOrigin::kReused);
+  EXPECT_EQ(SampleTexts(r.profile.get()), fresh);
+}
+
 TEST_F(RepeatedCaptureTest, AProcessReplacedUnderTheSamePidStartsAfresh) {
   ProcessCaptureState state;
   CaptureBoth(Buckets(5), state);
@@ -710,6 +730,26 @@ TEST_F(RepeatedCaptureTest, ANewStackThatWouldChangeTheOldOnesIsBuiltAfresh) {
   // Alone, kGroupStack's tables do not depend on any order; kCutStack, new,
   // meets its group's location with other PCs after main.helper's.
   ExpectBuiltAfresh({{128, kGroupStack, {3, 1, 384, 128}}}, {64, kCutStack, {5, 1, 320, 64}});
+}
+
+TEST_F(RepeatedCaptureTest, AStateKeepsNoStacks) {
+  // The walk streams each stack into the build (issue 42): a state keeps
+  // counters, record addresses and stack ends, then continues its tables
+  // with the new buckets' stacks as they are read.
+  ProcessCaptureState state;
+  const std::vector<TestBucket> old = {{64, kGroupStack, {5, 1, 320, 64}},
+                                       {128, {1, 0x10, 2, 0x10}, {3, 1, 384, 128}}};
+  CaptureBoth(old, state, /*oldest_first=*/true);
+  std::vector<TestBucket> now = old;
+  now.insert(now.begin(), {256, {2, 0x10, 1, 0x45}, {2, 0, 512, 0}});
+  auto [r, fresh] = CaptureBoth(now, state, /*oldest_first=*/true);
+  EXPECT_EQ(r.report.tables, ProfileTablesOrigin::kContinued);
+  EXPECT_EQ(SampleTexts(r.profile.get()), fresh);
+  ASSERT_EQ(state.snapshot.buckets.size(), 3u);
+  for (const Bucket& b : state.snapshot.buckets) EXPECT_TRUE(b.stack.empty());
+  EXPECT_EQ(state.snapshot.stacks.words(), 0u);
+  ASSERT_EQ(state.snapshot.ends.size(), 3u);
+  EXPECT_EQ(state.snapshot.ends[0].words, 2u);  // PCs
 }
 
 TEST_F(RepeatedCaptureTest, ARateChangedSinceTheLastCaptureIsSaidToMixRates) {

@@ -1011,6 +1011,117 @@ TEST(RefreshHeapSnapshot, AGcPublishingMidReadIsSettled) {
   EXPECT_EQ(s.buckets[0].active.allocs, 9u);
 }
 
+// What a streamed refresh handed its caller: the depth of each stack, and
+// -1 where a walk of new buckets began.
+struct Handed {
+  std::vector<int64_t> calls;
+  SnapshotStream Stream() {
+    return {.start = [this](int64_t) { calls.push_back(-1); },
+            .bucket =
+                [this](const Bucket& b) {
+                  calls.push_back(static_cast<int64_t>(b.stack.size()));
+                  return 0u;
+                },
+            .keep_ends = true};
+  }
+};
+
+// GrowingImage's list as a capture state keeps it: streamed, no stacks.
+HeapSnapshot StreamedState(GrowingImage& img) {
+  Handed first;
+  const SnapshotStream stream = first.Stream();
+  return StreamHeapSnapshot(img.mem, img.addrs, Go126(), {}, stream);
+}
+
+// Prepends a bucket of `stack` to the list at `next` in a mapping of its own.
+uint64_t Prepend(GrowingImage& img, uint64_t base, uint64_t next,
+                 const std::vector<uint64_t>& stack) {
+  BucketArena more(base);
+  const uint64_t b = more.Add(256, stack, {1, 0, 256, 0});
+  more.SetAllnext(b, next);
+  more.MapInto(img.mem);
+  return b;
+}
+
+TEST(RefreshStreamedSnapshot, KeepsNoStacksAndStreamsOnlyTheNewBuckets) {
+  GrowingImage img;
+  HeapSnapshot s = StreamedState(img);
+  ASSERT_EQ(s.ends.size(), 2u);
+  EXPECT_EQ(s.ends[1].words, 2u);
+  EXPECT_EQ(s.ends[1].last, 0x402000u);
+  const uint64_t b0 = Prepend(img, 0x20000, img.b1, {0x404000, 0x405000, 0x406000});
+  img.SetVars(b0, 6 << 1);
+  img.SetAllocs(img.b2, 2, 40);
+  Handed handed;
+  const SnapshotStream stream = handed.Stream();
+  ASSERT_EQ(RefreshStreamedSnapshot(img.mem, img.addrs, Go126(), {}, &stream, s),
+            StreamedRefresh::kRefreshed);
+  EXPECT_EQ(handed.calls, (std::vector<int64_t>{-1, 3}));
+  ASSERT_EQ(s.buckets.size(), 3u);
+  EXPECT_EQ(s.new_buckets, 1u);
+  EXPECT_EQ(s.buckets[0].addr, b0);
+  EXPECT_EQ(s.ends[0].words, 3u);
+  EXPECT_EQ(s.buckets[2].active.allocs, 40u);
+  for (const Bucket& b : s.buckets) EXPECT_TRUE(b.stack.empty());
+  // Nothing new: nothing streamed, the counters read again.
+  img.SetAllocs(img.b1, 1, 8);
+  handed.calls.clear();
+  ASSERT_EQ(RefreshStreamedSnapshot(img.mem, img.addrs, Go126(), {}, &stream, s),
+            StreamedRefresh::kRefreshed);
+  EXPECT_TRUE(handed.calls.empty());
+  EXPECT_EQ(s.new_buckets, 0u);
+  EXPECT_EQ(s.buckets[1].active.allocs, 8u);
+}
+
+TEST(RefreshStreamedSnapshot, AStackThatNoLongerEndsAsRememberedIsNotTheList) {
+  GrowingImage img;
+  HeapSnapshot s = StreamedState(img);
+  // Same header, another last PC in b2's stack (read along with the header).
+  img.mem.PutU64(img.b2 + kBucketHeaderSize + 8, 0x409000);
+  EXPECT_EQ(RefreshStreamedSnapshot(img.mem, img.addrs, Go126(), {}, nullptr, s),
+            StreamedRefresh::kNotTheList);
+}
+
+TEST(RefreshStreamedSnapshot, WithoutAStreamAddedBucketsAreRefused) {
+  GrowingImage img;
+  HeapSnapshot s = StreamedState(img);
+  ASSERT_EQ(RefreshStreamedSnapshot(img.mem, img.addrs, Go126(), {}, nullptr, s),
+            StreamedRefresh::kRefreshed);
+  img.SetVars(Prepend(img, 0x20000, img.b1, {0x404000}), 6 << 1);
+  EXPECT_EQ(RefreshStreamedSnapshot(img.mem, img.addrs, Go126(), {}, nullptr, s),
+            StreamedRefresh::kBucketsAdded);
+}
+
+TEST(RefreshStreamedSnapshot, BucketsAddedWhileAGcPublishesGoFirst) {
+  GrowingImage img;
+  HeapSnapshot s = StreamedState(img);
+  const uint64_t b0 = Prepend(img, 0x20000, img.b1, {0x404000, 0x405000, 0x406000});
+  img.SetVars(b0, 6 << 1);
+  // Once the refresh reads the remembered buckets, a GC publishes and one
+  // more bucket is prepended: it is streamed by a second walk, and goes first.
+  uint64_t bm = 0;
+  img.mem.SetReadHook([&](uint64_t addr, uint64_t len) {
+    if (bm == 0 && Touches(addr, len, img.b1, img.arena.End())) {
+      bm = Prepend(img, 0x30000, b0, {0x407000});
+      img.SetVars(bm, 7 << 1);
+    }
+  });
+  Handed handed;
+  const SnapshotStream stream = handed.Stream();
+  ASSERT_EQ(RefreshStreamedSnapshot(img.mem, img.addrs, Go126(), {}, &stream, s),
+            StreamedRefresh::kRefreshed);
+  ASSERT_NE(bm, 0u);
+  EXPECT_EQ(handed.calls, (std::vector<int64_t>{-1, 3, -1, 1}));
+  EXPECT_EQ(s.walks, 2);
+  EXPECT_EQ(s.cycle, 7u);
+  ASSERT_EQ(s.buckets.size(), 4u);
+  EXPECT_EQ(s.new_buckets, 2u);
+  EXPECT_EQ(s.buckets[0].addr, bm);
+  EXPECT_EQ(s.buckets[1].addr, b0);
+  EXPECT_EQ(s.ends[0].first, 0x407000u);
+  EXPECT_EQ(s.record_at[1], b0 + kBucketHeaderSize + 24);
+}
+
 }  // namespace
 }  // namespace goheap2pprof
 
