@@ -254,17 +254,12 @@ void Walk(MemoryReader& mem, uint64_t head, const WalkLimits& limits, StackStore
   // 88 bytes a bucket: 250k buckets are 22 MiB of fresh memory.
   GrowWithHugePages(result.buckets, std::min(limits.reserve_buckets, limits.max_buckets));
   const WalkEnd end = StreamBuckets(mem, head, limits, [&](const Bucket& streamed) {
-    Bucket b = streamed;
     // Buckets of one allocation site differ only in size: their stacks
     // are stored once.
-    b.stack = stacks.Intern(reinterpret_cast<const uint8_t*>(streamed.stack.data()),
-                            streamed.stack.size());
-    b.future_words = nullptr;
-    MemRecordCycle future[3];
-    for (uint32_t i = 0; i < 3; ++i) future[i] = streamed.Future(i);
-    SetFutures(b, future, stacks);
+    const std::span<const uint64_t> stack = stacks.Intern(
+        reinterpret_cast<const uint8_t*>(streamed.stack.data()), streamed.stack.size());
     GrowWithHugePages(result.buckets, 1);
-    result.buckets.push_back(b);
+    result.buckets.push_back(KeepStreamed(streamed, stack, stacks));
   });
   result.reached_stop = end.reached_stop;
 }
@@ -296,6 +291,16 @@ void SetFutures(Bucket& b, const MemRecordCycle (&future)[3], StackStore& store)
     b.future_words = store.Allocate(12);
   }
   StoreFutures(b, future);
+}
+
+Bucket KeepStreamed(const Bucket& streamed, std::span<const uint64_t> stack, StackStore& store) {
+  Bucket b = streamed;
+  b.stack = stack;
+  b.future_words = nullptr;
+  MemRecordCycle future[3];
+  for (uint32_t i = 0; i < 3; ++i) future[i] = streamed.Future(i);
+  SetFutures(b, future, store);
+  return b;
 }
 
 namespace {

@@ -62,6 +62,11 @@ struct Bucket {
 // is not zero (and reused after).
 void SetFutures(Bucket& b, const MemRecordCycle (&future)[3], StackStore& store);
 
+// A copy of a streamed bucket to keep after the walk moves on: its stack is
+// `stack` (a kept copy, or empty), its futures copied into store (the
+// streamed bucket's are in the walk's scratch).
+Bucket KeepStreamed(const Bucket& streamed, std::span<const uint64_t> stack, StackStore& store);
+
 struct WalkLimits {
   uint64_t max_stack_words = 32;
   uint64_t max_buckets = 4'000'000;

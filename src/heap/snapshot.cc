@@ -134,14 +134,8 @@ namespace {
 // A state's bucket (SnapshotStream::keep_ends): its counters (futures in
 // store), record address and stack ends, each in its own vector.
 void KeepUnpacked(const Bucket& b, uint64_t record_at, StackStore& store, HeapSnapshot& into) {
-  Bucket counters = b;
-  counters.stack = {};
-  counters.future_words = nullptr;
-  MemRecordCycle future[3];
-  for (uint32_t i = 0; i < 3; ++i) future[i] = b.Future(i);
-  SetFutures(counters, future, store);
   GrowWithHugePages(into.buckets, 1);
-  into.buckets.push_back(counters);
+  into.buckets.push_back(KeepStreamed(b, {}, store));
   GrowWithHugePages(into.record_at, 1);
   into.record_at.push_back(record_at);
   GrowWithHugePages(into.ends, 1);
