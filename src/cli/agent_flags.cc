@@ -122,6 +122,15 @@ void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::strin
   app.add_option("--parca", o.parca_url,
                  "Parca base URL, e.g. http://parca:7070 (its HTTP API under /api is used; give "
                  "a path to use another prefix)");
+  app.add_option("--otlp-metrics", o.otlp_metrics_url,
+                 "OpenTelemetry OTLP base URL (e.g. http://collector:4318, or :4317 with "
+                 "--otlp-protocol grpc) to send each Go process's runtime metrics to, under the "
+                 "semantic conventions' go.* names (OTLP/HTTP: POST <URL>/v1/metrics)");
+  app.add_option("--otlp-protocol", o.otlp_protocol,
+                 "how OTLP is sent, as OTEL_EXPORTER_OTLP_PROTOCOL names it: http/protobuf or "
+                 "grpc")
+      ->check(CLI::IsMember({"http/protobuf", "grpc"}))
+      ->capture_default_str();
   AddDurationOption(app, "--interval", o.interval, "time between captures of each process");
   app.add_option("--profiles", o.profiles,
                  "profiles to push each --interval, comma-separated: heap (__name__=memory, "

@@ -25,6 +25,7 @@
 #include "agent/common/service_name.h"
 #include "agent/common/signals.h"
 #include "agent/push/metrics.h"
+#include "agent/push/otlp_metrics.h"
 #include "agent/push/sender.h"
 #include "agent/worker/capture_metrics.h"
 #include "agent/worker/pool.h"
@@ -55,6 +56,7 @@ struct ProcessState {
   bool pushed = false;
   std::string last_error;  // logged once until it changes
   std::string last_goroutine_error;
+  std::string last_metrics_error;
 };
 
 class Agent {
@@ -83,6 +85,10 @@ class Agent {
       b.token_file = options.parca_token_file;
       b.basic_auth_file = options.parca_basic_auth_file;
       parca_ = std::make_unique<BackendSender>(b, push_metrics_, log_line);
+    }
+    if (!options.otlp_metrics_url.empty()) {
+      otlp_metrics_ =
+          std::make_unique<BackendSender>(OtlpMetricsBackend(options), push_metrics_, log_line);
     }
   }
 
@@ -187,6 +193,7 @@ class Agent {
     stop_ = true;
     if (pyroscope_) pyroscope_->Stop(drain_seconds);
     if (parca_) parca_->Stop(drain_seconds);
+    if (otlp_metrics_) otlp_metrics_->Stop(drain_seconds);
   }
 
  private:
@@ -210,6 +217,16 @@ class Agent {
     work.pyroscope = pyroscope_ != nullptr;
     work.parca = parca_ != nullptr;
     return work;
+  }
+
+  // OTLP/HTTP's POST /v1/metrics, or gRPC's MetricsService/Export.
+  static BackendOptions OtlpMetricsBackend(const PushOptions& o) {
+    BackendOptions b = Backend(o, "otlp-metrics", o.otlp_metrics_url);
+    b.grpc = o.otlp_protocol == "grpc";
+    b.route =
+        b.grpc ? "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export" : "/v1/metrics";
+    b.content_type = b.grpc ? "application/grpc" : "application/x-protobuf";
+    return b;
   }
 
   static BackendOptions Backend(const PushOptions& o, const char* name, const std::string& url) {
@@ -243,8 +260,42 @@ class Agent {
     const std::string what =
         "pid " + std::to_string(p.facts.pid) + " (" + ServiceNameOfProcess(p) + ")";
     ProcessState& state = StateOf(p);
-    if (PushesProfile(options_, "heap")) PushHeap(p, what, state);
-    if (PushesProfile(options_, "goroutine")) PushGoroutines(p, what, state);
+    if (pyroscope_ || parca_) {
+      if (PushesProfile(options_, "heap")) PushHeap(p, what, state);
+      if (PushesProfile(options_, "goroutine")) PushGoroutines(p, what, state);
+    }
+    if (otlp_metrics_) PushOtelMetrics(p, what, state);
+  }
+
+  // The runtime metrics of one process, every round (gauges and cumulative
+  // sums: each push stands alone), read in a worker as `mem` reads them.
+  void PushOtelMetrics(const GoProcess& p, const std::string& what, ProcessState& state) {
+    PoolResult r =
+        RunForProcess(pool_, capture_metrics_, {WorkerOp::kRuntimeStats, p.facts.pid, {}}, p.facts,
+                      options_.discovery.filter, Call());
+    if (PoolOutcomeName(r) != "ok") {
+      LogFailure(r, "the runtime metrics of " + what, state.last_metrics_error);
+      return;
+    }
+    state.last_metrics_error.clear();
+    if (r.reply.start_time != p.facts.start_time) return;  // pid reused since the scan
+    const Expected<GoRuntimeStats> stats = TryDecodeRuntimeStats(r.reply.body);
+    if (!stats) {
+      Log("goheap2pprof push: runtime metrics of " + what + ": " + stats.error().what());
+      return;
+    }
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    std::string body = OtlpMetricsRequest(
+        OtelGoMetrics(*stats),
+        OtelResourceAttributes(p, options_.discovery.service_name_from, host_name_),
+        ProcessStartUnixNano(p.facts.start_time),
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()));
+    if (options_.verbose) {
+      Log("goheap2pprof push: otlp-metrics: " + what + ": request " + std::to_string(body.size()) +
+          " bytes");
+    }
+    if (options_.otlp_protocol == "grpc") body = GrpcFrame(body);
+    otlp_metrics_->Enqueue({std::move(body), what});
   }
 
   // A capture's outcome other than "ok", logged once until it changes; the
@@ -435,7 +486,8 @@ class Agent {
   WorkerPool& pool_ = parts_.pool();
   Discovery& discovery_ = parts_.discovery();
   uint64_t own_start_;
-  std::unique_ptr<BackendSender> pyroscope_, parca_;
+  std::unique_ptr<BackendSender> pyroscope_, parca_, otlp_metrics_;
+  const std::string host_name_ = HostName();
   std::mutex states_mu_;
   std::map<std::pair<pid_t, uint64_t>, ProcessState> states_;
   std::atomic<bool> stop_{false};
@@ -504,9 +556,15 @@ bool PushesProfile(const PushOptions& o, std::string_view profile) {
 }
 
 void ValidatePushOptions(const PushOptions& o) {
-  if (o.pyroscope_url.empty() && o.parca_url.empty()) {
-    throw Error(ErrorKind::kUsage, "push needs --pyroscope URL or --parca URL (or both)");
+  if (o.pyroscope_url.empty() && o.parca_url.empty() && o.otlp_metrics_url.empty()) {
+    throw Error(ErrorKind::kUsage,
+                "push needs --pyroscope URL, --parca URL or --otlp-metrics URL (or several)");
   }
+  if (o.otlp_protocol != "http/protobuf" && o.otlp_protocol != "grpc") {
+    throw Error(ErrorKind::kUsage, "--otlp-protocol ", o.otlp_protocol, ": unknown protocol")
+        .WithHint("give http/protobuf or grpc");
+  }
+  if (!o.otlp_metrics_url.empty()) ParsePushUrl(o.otlp_metrics_url);
   if (o.profiles.empty()) throw Error(ErrorKind::kUsage, "--profiles names no profile");
   for (const std::string& name : o.profiles) {
     if (name != "heap" && name != "goroutine") {
@@ -649,6 +707,10 @@ int RunPush(const PushOptions& options, std::ostream& log) {
   role.Log("goheap2pprof push: pushing every " + std::to_string(Seconds(options.interval)) + " s" +
            (options.pyroscope_url.empty() ? "" : " to Pyroscope " + options.pyroscope_url) +
            (options.parca_url.empty() ? "" : " to Parca " + options.parca_url) +
+           (options.otlp_metrics_url.empty()
+                ? ""
+                : " runtime metrics to OTLP " + options.otlp_metrics_url + " (" +
+                      options.otlp_protocol + ")") +
            (metrics_address.empty() ? "" : "; metrics on " + metrics_address));
   role.Run();
   signal_thread.join();

@@ -36,6 +36,10 @@ namespace goheap2pprof {
 struct PushOptions {
   std::string pyroscope_url;
   std::string parca_url;
+  // --otlp-metrics: an OTLP receiver's base URL, for the runtime metrics
+  // (agent/push/otlp_metrics.h); --otlp-protocol: "http/protobuf" or "grpc".
+  std::string otlp_metrics_url;
+  std::string otlp_protocol = "http/protobuf";
   std::chrono::milliseconds interval{15000};
   // --profiles: which profiles each round pushes, "heap" (__name__=memory)
   // and "goroutine" (__name__=goroutine, pushed every round: its counts

@@ -58,6 +58,11 @@ struct BackendOptions {
   std::string token_file;       // Authorization: Bearer <first line>
   std::string basic_auth_file;  // first line user:password
   DeliverySettings delivery;
+  // A unary gRPC call instead of a plain POST: `route` is /service/method,
+  // each body one GrpcFrame (agent/push/otlp_metrics.h), sent over HTTP/2
+  // (prior knowledge for http://, ALPN for https://) with TE: trailers; the
+  // answer is the grpc-status its trailers carry (ClassifyGrpcStatus).
+  bool grpc = false;
 };
 
 struct PushItem {
@@ -81,6 +86,11 @@ void HttpClientGlobalInit();
 // followed) rejected.
 enum class PushVerdict { kSent, kRetry, kRejected };
 PushVerdict ClassifyStatus(long status);
+
+// What a gRPC status code means for delivery, as OTLP's exporters read it:
+// 0 (OK) sent; CANCELLED, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED,
+// OUT_OF_RANGE, UNAVAILABLE and DATA_LOSS retried; the others rejected.
+PushVerdict ClassifyGrpcStatus(long code);
 
 // The wait a Retry-After header value asks for (RFC 9110 10.2.3):
 // delta-seconds, or an HTTP-date taken relative to `now_unix`; a date in the
@@ -135,6 +145,7 @@ class BackendSender {
   PushVerdict Send(void* curl, const PushItem& item, std::string& why,
                    std::optional<double>& retry_after);
   void Configure(void* curl);
+  PushVerdict GrpcVerdict(const Attempt& attempt, std::string& why);
 
   BackendOptions options_;
   ParsedUrl url_;
