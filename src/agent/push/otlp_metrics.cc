@@ -61,7 +61,9 @@ std::vector<OtlpAttribute> OtelResourceAttributes(const GoProcess& process,
   if (service.empty()) service = "unknown_service";
   AddString(out, "service.name", service);
   out.push_back({"process.pid", "", static_cast<int64_t>(process.facts.pid)});
-  const std::string& exe = process.facts.exe;
+  // The kernel marks an executable replaced or removed since the start.
+  std::string exe = process.facts.exe;
+  if (exe.ends_with(" (deleted)")) exe.resize(exe.size() - std::string_view(" (deleted)").size());
   AddString(out, "process.executable.name", exe.substr(exe.rfind('/') + 1));
   AddString(out, "process.executable.path", exe);
   AddString(out, "process.runtime.name", "gc");
