@@ -332,6 +332,11 @@ void BackendSender::Configure(void* curl) {
                        : tls          ? CURL_HTTP_VERSION_2TLS
                                       : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
   lib.easy_setopt(curl, CURLOPT_HTTP_VERSION, version);
+  // libcurl 7.88 (Debian 12) fails the second gRPC call on a reused HTTP/2
+  // connection with "Error in the HTTP2 framing layer" (curl's own client
+  // does too, against the Collector's Go gRPC server): one connection per
+  // call, a handshake per process and interval.
+  if (options_.grpc) lib.easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
   lib.easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
   lib.easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
   if (!options_.delivery.ca_file.empty()) {
