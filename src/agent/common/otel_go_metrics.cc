@@ -12,12 +12,49 @@ constexpr std::string_view kTotal = "/memory/classes/total:bytes";
 constexpr std::string_view kReleased = "/memory/classes/heap/released:bytes";
 constexpr std::string_view kStacks = "/memory/classes/heap/stacks:bytes";
 
-// A metric with one point, from one runtime/metrics value; nothing when the
-// target's Go lacks the value or it does not fit an int64.
-void AddSimple(std::vector<OtelGoMetric>& out, OtelGoMetric metric, std::optional<uint64_t> value) {
-  if (!value || *value > kInt64Max) return;
-  metric.points.push_back({{}, {}, static_cast<int64_t>(*value)});
-  out.push_back(std::move(metric));
+// A metric of one point, the value of one runtime/metrics metric.
+struct SimpleMetric {
+  std::string_view name, unit, description;
+  OtelInstrument instrument;
+  std::string_view source;
+};
+
+// In the conventions' order, after go.memory.used.
+constexpr SimpleMetric kSimpleMetrics[] = {
+    {"go.memory.limit", "By", "The soft memory limit (GOMEMLIMIT) in effect",
+     OtelInstrument::kUpDownCounter, "/gc/gomemlimit:bytes"},
+    {"go.memory.allocated", "By", "Heap bytes allocated since the process started",
+     OtelInstrument::kCounter, "/gc/heap/allocs:bytes"},
+    {"go.memory.allocations", "{allocation}",
+     "Heap objects allocated since the process started (tiny allocations apart)",
+     OtelInstrument::kCounter, "/gc/heap/allocs:objects"},
+    {"go.memory.gc.goal", "By", "Heap size the garbage collector aims to end its cycle at",
+     OtelInstrument::kUpDownCounter, "/gc/heap/goal:bytes"},
+    {"go.memory.gc.cycles", "{gc_cycle}", "Garbage collections completed", OtelInstrument::kCounter,
+     "/gc/cycles/total:gc-cycles"},
+    {"go.goroutine.count", "{goroutine}",
+     "Goroutines that exist (system goroutines included from Go 1.26)",
+     OtelInstrument::kUpDownCounter, "/sched/goroutines:goroutines"},
+    {"go.processor.limit", "{thread}", "GOMAXPROCS: threads that may run Go code at once",
+     OtelInstrument::kUpDownCounter, "/sched/gomaxprocs:threads"},
+    // GOGC=off reads as 2^64-1 (the runtime's -1 as unsigned): above
+    // INT64_MAX, so left out.
+    {"go.config.gogc", "%", "GOGC in effect, in percent", OtelInstrument::kUpDownCounter,
+     "/gc/gogc:percent"},
+};
+
+// The value of row's source; nothing when the target's Go lacks it, or the
+// conventions leave it out.
+std::optional<uint64_t> SourceValue(const SimpleMetric& row, const GoRuntimeStats& stats) {
+  std::optional<uint64_t> v = stats.Uint(row.source);
+  // No limit reads as MaxInt64, which the conventions leave out.
+  if (row.source == "/gc/gomemlimit:bytes" && v && *v >= kInt64Max) return std::nullopt;
+  // Go 1.18 has no /sched/gomaxprocs:threads; the variable it would read is
+  // the one the reader reads for GOMAXPROCS.
+  if (row.source == "/sched/gomaxprocs:threads" && !v && stats.gomaxprocs > 0) {
+    return static_cast<uint64_t>(stats.gomaxprocs);
+  }
+  return v;
 }
 
 // go.memory.used by go.memory.type: the stack class, and the rest of what
@@ -45,67 +82,13 @@ void AddMemoryUsed(std::vector<OtelGoMetric>& out, const GoRuntimeStats& stats) 
 std::vector<OtelGoMetric> OtelGoMetrics(const GoRuntimeStats& stats) {
   std::vector<OtelGoMetric> out;
   AddMemoryUsed(out, stats);
-  // No limit reads as MaxInt64, which the conventions leave out.
-  std::optional<uint64_t> limit = stats.Uint("/gc/gomemlimit:bytes");
-  if (limit && *limit >= kInt64Max) limit.reset();
-  AddSimple(out,
-            {"go.memory.limit",
-             "By",
-             "The soft memory limit (GOMEMLIMIT) in effect",
-             OtelInstrument::kUpDownCounter,
-             {}},
-            limit);
-  AddSimple(out,
-            {"go.memory.allocated",
-             "By",
-             "Heap bytes allocated since the process started",
-             OtelInstrument::kCounter,
-             {}},
-            stats.Uint("/gc/heap/allocs:bytes"));
-  AddSimple(out,
-            {"go.memory.allocations",
-             "{allocation}",
-             "Heap objects allocated since the process started (tiny allocations apart)",
-             OtelInstrument::kCounter,
-             {}},
-            stats.Uint("/gc/heap/allocs:objects"));
-  AddSimple(out,
-            {"go.memory.gc.goal",
-             "By",
-             "Heap size the garbage collector aims to end its cycle at",
-             OtelInstrument::kUpDownCounter,
-             {}},
-            stats.Uint("/gc/heap/goal:bytes"));
-  AddSimple(out,
-            {"go.memory.gc.cycles",
-             "{gc_cycle}",
-             "Garbage collections completed",
-             OtelInstrument::kCounter,
-             {}},
-            stats.Uint("/gc/cycles/total:gc-cycles"));
-  AddSimple(out,
-            {"go.goroutine.count",
-             "{goroutine}",
-             "Goroutines that exist (system goroutines included from Go 1.26)",
-             OtelInstrument::kUpDownCounter,
-             {}},
-            stats.Uint("/sched/goroutines:goroutines"));
-  // Go 1.18 has no /sched/gomaxprocs:threads; the variable it would read is
-  // the one the reader reads for GOMAXPROCS.
-  std::optional<uint64_t> procs = stats.Uint("/sched/gomaxprocs:threads");
-  if (!procs && stats.gomaxprocs > 0) procs = static_cast<uint64_t>(stats.gomaxprocs);
-  AddSimple(out,
-            {"go.processor.limit",
-             "{thread}",
-             "GOMAXPROCS: threads that may run Go code at once",
-             OtelInstrument::kUpDownCounter,
-             {}},
-            procs);
-  // GOGC=off reads as 2^64-1 (the runtime's -1 as unsigned): left out.
-  AddSimple(
-      out,
-      {"go.config.gogc", "%", "GOGC in effect, in percent", OtelInstrument::kUpDownCounter, {}},
-      stats.Uint("/gc/gogc:percent"));
+  for (const SimpleMetric& row : kSimpleMetrics) {
+    const std::optional<uint64_t> v = SourceValue(row, stats);
+    // A value above INT64_MAX would wrap: left out.
+    if (!v || *v > kInt64Max) continue;
+    out.push_back({row.name, row.unit, row.description, row.instrument, {}});
+    out.back().points.push_back({{}, {}, static_cast<int64_t>(*v)});
+  }
   return out;
 }
 
