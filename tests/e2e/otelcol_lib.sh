@@ -6,7 +6,7 @@
 # cores the first time, a 54 MB binary), then reused.
 #
 #   e2e_require_otelcol            # sets otelcol, or skips (exit 77) saying why
-#   e2e_start_otelcol metrics      # pipelines: metrics (or profiles: adds the gate)
+#   e2e_start_otelcol metrics      # pipelines: metrics (or profiles: adds the gate; or traces)
 #   ... otelcol_http, otelcol_grpc (host:port), otelcol_log (the debug exporter's output)
 
 # e2e_require_otelcol: GOHEAP2PPROF_OTELCOL, else <build>/otelcol/otelcol
@@ -30,16 +30,17 @@ e2e_require_otelcol() {
   mv "$otelcol.new" "$otelcol"
 }
 
-# e2e_start_otelcol <pipeline>: starts the Collector on two free loopback
-# ports with one pipeline (metrics or profiles) from the OTLP receiver to
-# the debug exporter at detailed verbosity; sets otelcol_http, otelcol_grpc,
+# e2e_start_otelcol <pipeline> [name]: starts the Collector on two free
+# loopback ports with one pipeline (metrics, profiles or traces) from the
+# OTLP receiver to the debug exporter at detailed verbosity; its files are
+# $work/<name>.* (name: otelcol); sets otelcol_http, otelcol_grpc,
 # otelcol_pid and otelcol_log, and waits until it is ready.
 e2e_start_otelcol() {
-  local pipeline=$1 gates=()
+  local pipeline=$1 name=${2:-otelcol} gates=()
   [[ $pipeline == profiles ]] && gates=(--feature-gates=+service.profilesSupport)
   otelcol_http=127.0.0.1:$(e2e_free_port)
   otelcol_grpc=127.0.0.1:$(e2e_free_port)
-  cat >"$work/otelcol.yaml" <<YAML
+  cat >"$work/$name.yaml" <<YAML
 receivers:
   otlp:
     protocols:
@@ -52,8 +53,8 @@ service:
   pipelines:
     $pipeline: { receivers: [otlp], exporters: [debug] }
 YAML
-  otelcol_log=$work/otelcol.log
-  e2e_start "$work/otelcol.out" "$otelcol_log" "$otelcol" --config="file:$work/otelcol.yaml" "${gates[@]}"
+  otelcol_log=$work/$name.log
+  e2e_start "$work/$name.out" "$otelcol_log" "$otelcol" --config="file:$work/$name.yaml" "${gates[@]}"
   otelcol_pid=$target_pid
   e2e_wait_for_line "$otelcol_log" "Everything is ready" "$otelcol_pid" 30 ||
     { fail "the Collector did not start" "$otelcol_log"; e2e_finish; }

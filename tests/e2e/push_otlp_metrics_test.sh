@@ -205,4 +205,24 @@ PY
 push_round http/protobuf "$otelcol_http" http
 push_round grpc "$otelcol_grpc" grpc
 
+# A Collector without a metrics pipeline has no MetricsService: its gRPC
+# server answers grpc-status 12 (UNIMPLEMENTED) in the trailers, which is
+# the request's fault: said once per push, never retried.
+e2e_start_otelcol traces otelcol-traces
+e2e_start "$work/refused.out" "$work/refused.log" "$tool" push --otlp-metrics "http://$otelcol_grpc" \
+  --otlp-protocol grpc --interval 1s --discover-interval 1s --pid "$tpid" --metrics-listen ''
+ppid=$target_pid
+for _ in $(seq 1 100); do
+  (($(grep -c "rejected, not retried" "$work/refused.log") >= 2)) && break
+  sleep 0.1
+done
+kill -TERM "$ppid"
+wait "$ppid" 2>/dev/null
+if (($(grep -c "rejected, not retried: pid $tpid .*grpc-status 12: " "$work/refused.log") >= 2)) &&
+  ! grep -q "retrying\|gave up" "$work/refused.log"; then
+  pass "gRPC: grpc-status 12 from the trailers is said and not retried ($(grep -m1 -o 'grpc-status 12: .*' "$work/refused.log" | head -c 100))"
+else
+  fail "gRPC: a refused call" "$work/refused.log"
+fi
+
 e2e_finish
