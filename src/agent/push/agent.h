@@ -9,7 +9,9 @@
 // --profiles goroutine, each process's goroutine profile too, as both
 // backends' goroutine profile type. All are made in
 // the capture worker (agent/worker/push_wire.h): push itself decodes no
-// profile. Delivery is per backend
+// profile. With --otlp-metrics, each process's Go runtime metrics go to an
+// OTLP receiver under OpenTelemetry's names (agent/push/otlp_metrics.h),
+// every round. Delivery is per backend
 // (agent/push/sender.h). The agent's own health is on a loopback /metrics.
 //
 //   PushOptions o;  o.pyroscope_url = "http://pyroscope:4040";
