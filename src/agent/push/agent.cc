@@ -87,8 +87,10 @@ class Agent {
       parca_ = std::make_unique<BackendSender>(b, push_metrics_, log_line);
     }
     if (!options.otlp_metrics_url.empty()) {
-      otlp_metrics_ =
-          std::make_unique<BackendSender>(OtlpMetricsBackend(options), push_metrics_, log_line);
+      otlp_metrics_ = std::make_unique<BackendSender>(
+          OtlpBackend(options, "otlp-metrics", options.otlp_metrics_url, "/v1/metrics",
+                      "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"),
+          push_metrics_, log_line);
     }
   }
 
@@ -219,12 +221,14 @@ class Agent {
     return work;
   }
 
-  // OTLP/HTTP's POST /v1/metrics, or gRPC's MetricsService/Export.
-  static BackendOptions OtlpMetricsBackend(const PushOptions& o) {
-    BackendOptions b = Backend(o, "otlp-metrics", o.otlp_metrics_url);
+  // An OTLP signal's backend, as --otlp-protocol says: OTLP/HTTP's POST of
+  // the protobuf message to <url><http_path>, or the gRPC call
+  // <grpc_method> (/package.Service/Method) with it.
+  static BackendOptions OtlpBackend(const PushOptions& o, const char* name, const std::string& url,
+                                    const char* http_path, const char* grpc_method) {
+    BackendOptions b = Backend(o, name, url);
     b.grpc = o.otlp_protocol == "grpc";
-    b.route =
-        b.grpc ? "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export" : "/v1/metrics";
+    b.route = b.grpc ? grpc_method : http_path;
     b.content_type = b.grpc ? "application/grpc" : "application/x-protobuf";
     return b;
   }
@@ -294,7 +298,6 @@ class Agent {
       Log("goheap2pprof push: otlp-metrics: " + what + ": request " + std::to_string(body.size()) +
           " bytes");
     }
-    if (options_.otlp_protocol == "grpc") body = GrpcFrame(body);
     otlp_metrics_->Enqueue({std::move(body), what});
   }
 

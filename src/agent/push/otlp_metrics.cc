@@ -107,15 +107,4 @@ std::string OtlpMetricsRequest(const std::vector<OtelGoMetric>& metrics,
   return body;
 }
 
-std::string GrpcFrame(std::string_view message) {
-  std::string out(5, '\0');
-  const auto n = static_cast<uint32_t>(message.size());
-  out[1] = static_cast<char>(n >> 24);
-  out[2] = static_cast<char>(n >> 16);
-  out[3] = static_cast<char>(n >> 8);
-  out[4] = static_cast<char>(n);
-  out.append(message);
-  return out;
-}
-
 }  // namespace goheap2pprof

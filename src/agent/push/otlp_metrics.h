@@ -53,9 +53,4 @@ std::string OtlpMetricsRequest(const std::vector<OtelGoMetric>& metrics,
                                const std::vector<OtlpAttribute>& resource, uint64_t start_unix_nano,
                                uint64_t time_unix_nano);
 
-// A gRPC message on the wire (the gRPC over HTTP/2 spec's
-// Length-Prefixed-Message): a 0 byte (not compressed), the length as 4
-// bytes big-endian, the message. For any unary gRPC call push makes.
-std::string GrpcFrame(std::string_view message);
-
 }  // namespace goheap2pprof

@@ -112,6 +112,17 @@ PushVerdict ClassifyGrpcStatus(long code) {
   }
 }
 
+std::string GrpcFrame(std::string_view message) {
+  std::string out(5, '\0');
+  const auto n = static_cast<uint32_t>(message.size());
+  out[1] = static_cast<char>(n >> 24);
+  out[2] = static_cast<char>(n >> 16);
+  out[3] = static_cast<char>(n >> 8);
+  out[4] = static_cast<char>(n);
+  out.append(message);
+  return out;
+}
+
 std::optional<double> ParseRetryAfter(std::string_view value, int64_t now_unix) {
   value = Trim(value);
   if (value.empty() || value.size() > kMaxRetryAfterValue) return std::nullopt;
@@ -246,6 +257,7 @@ BackendSender::BackendSender(BackendOptions options, PushMetrics& metrics,
 BackendSender::~BackendSender() { Stop(0); }
 
 void BackendSender::Enqueue(PushItem item) {
+  if (options_.grpc) item.body = GrpcFrame(item.body);
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return;
   for (const PushItem& gone : queue_.Push(std::move(item))) {

@@ -58,10 +58,11 @@ struct BackendOptions {
   std::string token_file;       // Authorization: Bearer <first line>
   std::string basic_auth_file;  // first line user:password
   DeliverySettings delivery;
-  // A unary gRPC call instead of a plain POST: `route` is /service/method,
-  // each body one GrpcFrame (agent/push/otlp_metrics.h), sent over HTTP/2
-  // (prior knowledge for http://, ALPN for https://) with TE: trailers; the
-  // answer is the grpc-status its trailers carry (ClassifyGrpcStatus).
+  // A unary gRPC call instead of a plain POST: `route` is
+  // /package.Service/Method, each enqueued body the serialized request
+  // message (Enqueue frames it: GrpcFrame), sent over HTTP/2 (prior
+  // knowledge for http://, ALPN for https://) with TE: trailers; the answer
+  // is the grpc-status its trailers carry (ClassifyGrpcStatus).
   bool grpc = false;
 };
 
@@ -86,6 +87,11 @@ void HttpClientGlobalInit();
 // followed) rejected.
 enum class PushVerdict { kSent, kRetry, kRejected };
 PushVerdict ClassifyStatus(long status);
+
+// A gRPC message on the wire (the gRPC over HTTP/2 spec's
+// Length-Prefixed-Message): a 0 byte (not compressed), the length as 4
+// bytes big-endian, the message.
+std::string GrpcFrame(std::string_view message);
 
 // What a gRPC status code means for delivery, as OTLP's exporters read it:
 // 0 (OK) sent; CANCELLED, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED,
