@@ -2,8 +2,9 @@
 // from runtime/metrics as the semantic conventions say (go.memory.used by
 // type, what is left out and why), the names OTel's Prometheus exporter
 // gives them (serve's /pid/N/metrics?names=otel), the OTLP request push
-// --otlp-metrics sends (decoded back with our own proto), the process's
-// resource attributes, and the gRPC framing and status of its transport.
+// --otlp-metrics sends (decoded back with our own proto; the resource is
+// agent/push/otlp_resource.h's, tested with the OTLP profiles), and the gRPC
+// framing and status of its transport.
 // The e2e suites serve_otel_metrics_test.sh and push_otlp_metrics_test.sh
 // check the values against the target's own and a real Collector.
 #include "agent/common/otel_go_metrics.h"
@@ -15,6 +16,7 @@
 #include <string>
 
 #include "agent/push/otlp_metrics.h"
+#include "agent/push/otlp_resource.h"
 #include "agent/push/sender.h"
 #include "agent/serve/go_metrics_text.h"
 #include "agent/serve/query.h"
@@ -159,45 +161,9 @@ TEST(OtelGoMetrics, ServeRouteNamesParameter) {
   EXPECT_EQ(bad.error->status, 400);
 }
 
-GoProcess OtelPodProcess() {
-  GoProcess p;
-  p.facts.pid = 4321;
-  p.facts.exe = "/usr/local/bin/api-server (deleted)";
-  p.facts.comm = "api-server";
-  p.exe.go_version = "go1.26.8";
-  PodIdentity& id = p.facts.identity;
-  id.cgroup.container_id = std::string(64, 'a');
-  id.cgroup.pod_uid = "6d3a2a3c-1b5e-4e6f-9a0b-2c3d4e5f6a7b";
-  id.runtime = ContainerRuntime::kContainerd;
-  id.names.pod_namespace = "shop";
-  id.names.pod = "web-0";
-  id.names.container = "api";
-  id.node = "node-a";
-  return p;
-}
-
-TEST(OtlpMetrics, ResourceAttributesOfAPodsProcess) {
-  std::vector<OtlpAttribute> want = {
-      {"service.name", "shop/api", std::nullopt},
-      {"process.pid", "", 4321},
-      {"process.executable.name", "api-server", std::nullopt},
-      {"process.executable.path", "/usr/local/bin/api-server", std::nullopt},
-      {"process.runtime.name", "gc", std::nullopt},
-      {"process.runtime.version", "go1.26.8", std::nullopt},
-      {"container.id", std::string(64, 'a'), std::nullopt},
-      {"k8s.namespace.name", "shop", std::nullopt},
-      {"k8s.pod.name", "web-0", std::nullopt},
-      {"k8s.pod.uid", "6d3a2a3c-1b5e-4e6f-9a0b-2c3d4e5f6a7b", std::nullopt},
-      {"k8s.container.name", "api", std::nullopt},
-      {"k8s.node.name", "node-a", std::nullopt},
-      {"host.name", "h1", std::nullopt},
-  };
-  EXPECT_EQ(OtelResourceAttributes(OtelPodProcess(), "auto", "h1"), want);
-}
-
 TEST(OtlpMetrics, RequestDecodesToTheMetrics) {
-  const std::vector<OtlpAttribute> resource = {{"service.name", "svc", std::nullopt},
-                                               {"process.pid", "", 42}};
+  const std::string resource =
+      EncodeOtlpResource({{"service.name", std::string("svc")}, {"process.pid", int64_t{42}}});
   const std::string body =
       OtlpMetricsRequest(OtelGoMetrics(OtelStats(50, 1 << 30)), resource, 111, 222);
   otlp::metrics::ExportMetricsServiceRequest req;

@@ -26,6 +26,7 @@
 #include "agent/common/signals.h"
 #include "agent/push/metrics.h"
 #include "agent/push/otlp_metrics.h"
+#include "agent/push/otlp_resource.h"
 #include "agent/push/sender.h"
 #include "agent/worker/capture_metrics.h"
 #include "agent/worker/pool.h"
@@ -291,7 +292,8 @@ class Agent {
     const auto now = std::chrono::system_clock::now().time_since_epoch();
     std::string body = OtlpMetricsRequest(
         OtelGoMetrics(*stats),
-        OtelResourceAttributes(p, options_.discovery.service_name_from, host_name_),
+        EncodeOtlpResource(
+            OtlpResourceAttributes(p, ServiceNameOfProcess(p), host_name_, options_.labels)),
         ProcessStartUnixNano(p.facts.start_time),
         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()));
     if (options_.verbose) {

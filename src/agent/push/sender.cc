@@ -379,6 +379,10 @@ PushVerdict BackendSender::Send(void* curl, const PushItem& item, std::string& w
   lib.easy_setopt(curl, CURLOPT_HEADERDATA, &attempt);
   error_buffer_[0] = '\0';
   CURLcode rc = lib.easy_perform(curl);
+  // A gRPC server that refuses a call may answer with its status at once
+  // (trailers-only) and reset the stream before it has read the request:
+  // libcurl then fails the transfer, but the status stands.
+  if (rc != CURLE_OK && options_.grpc && attempt.grpc_status) return GrpcVerdict(attempt, why);
   if (rc != CURLE_OK) {
     why = std::string("no answer: ") +
           (error_buffer_[0] != '\0' ? error_buffer_.data() : lib.easy_strerror(rc));

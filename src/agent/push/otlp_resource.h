@@ -1,0 +1,61 @@
+// What every OTLP export of `goheap2pprof push` shares, whatever the signal
+// (profiles here, metrics beside it): the resource of one Go process, with
+// its attributes named as OpenTelemetry's semantic conventions and its eBPF
+// profiler name them, from what discovery already knows (the pod identity
+// of agent/common/pod_identity.h, the executable, the Go version); the
+// serialized Resource (proto/otlp_common.proto); and the HTTP/protobuf
+// delivery options of an OTLP backend, which reuse the sender's retries,
+// Retry-After, TLS and headers (agent/push/sender.h).
+//
+//   std::vector<OtlpAttribute> a = OtlpResourceAttributes(process, "svc", HostName());
+//   std::string resource = EncodeOtlpResource(a);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "agent/common/discovery.h"
+#include "agent/push/labels.h"
+#include "agent/push/sender.h"
+
+namespace goheap2pprof {
+
+struct OtlpAttribute {
+  std::string key;
+  std::variant<std::string, int64_t> value;
+  bool operator==(const OtlpAttribute&) const = default;
+};
+
+// service.name, process.pid, process.executable.name/.path,
+// process.executable.build_id.go, process.runtime.name/.version,
+// container.id, k8s.namespace.name, k8s.pod.name, k8s.pod.uid,
+// k8s.container.name, k8s.node.name and host.name, each when known (an
+// empty value is left out), then the --label extras as they are; strings
+// made valid UTF-8.
+std::vector<OtlpAttribute> OtlpResourceAttributes(const GoProcess& process,
+                                                  const std::string& service_name,
+                                                  const std::string& host_name,
+                                                  const std::vector<PushLabel>& extras = {});
+
+// A serialized opentelemetry.proto.resource.v1.Resource.
+std::string EncodeOtlpResource(const std::vector<OtlpAttribute>& attributes);
+
+// This machine's host name (uname's nodename), or "".
+std::string HostName();
+
+// The delivery options of an OTLP/HTTP backend: POST <url><route> with an
+// application/x-protobuf body and `headers` (e.g. a version header).
+BackendOptions OtlpHttpBackend(const std::string& name, const std::string& url,
+                               const std::string& route, const DeliverySettings& delivery);
+
+// For BackendOptions::explain_rejection of OTLP profiles: a 400 that names
+// the version header is a server that speaks another protocol version than
+// `version`: every request will be rejected the same way until one side is
+// upgraded. "" for any other rejection.
+std::string ExplainOtlpProfilesRejection(const std::string& why, std::string_view header,
+                                         std::string_view version, std::string_view release);
+
+}  // namespace goheap2pprof
