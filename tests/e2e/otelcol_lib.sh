@@ -5,17 +5,19 @@
 # <build>/otelcol/otelcol (about 4 minutes of downloads and compiling on 2
 # cores the first time, a 54 MB binary), then reused.
 #
-#   e2e_require_otelcol            # sets otelcol, or skips (exit 77) saying why
+#   e2e_require_otelcol            # sets otelcol_cmd, or skips (exit 77) saying why
 #   e2e_start_otelcol metrics      # pipelines: metrics (or profiles: adds the gate; or traces)
 #   ... otelcol_http, otelcol_grpc (host:port), otelcol_log (the debug exporter's output)
 
-# e2e_require_otelcol: GOHEAP2PPROF_OTELCOL, else <build>/otelcol/otelcol
-# (built now if missing or older than tests/otelcol); skips when it cannot
-# be had (no Go 1.26.8, no module proxy).
+# e2e_require_otelcol: sets otelcol_cmd, the command that runs the
+# Collector (before its --config): GOHEAP2PPROF_OTELCOL, else
+# <build>/otelcol/otelcol (built now if missing or older than
+# tests/otelcol); skips when it cannot be had (no Go 1.26.8, no module proxy).
 e2e_require_otelcol() {
   e2e_require_go
   e2e_require_command curl "needs curl"
   otelcol=${GOHEAP2PPROF_OTELCOL:-$bin/otelcol/otelcol}
+  otelcol_cmd=("$otelcol")
   [[ -n ${GOHEAP2PPROF_OTELCOL:-} ]] && return 0
   if [[ -x $otelcol && $otelcol -nt $src/tests/otelcol/go.sum && $otelcol -nt $src/tests/otelcol/main.go ]]; then
     return 0
@@ -54,7 +56,7 @@ service:
     $pipeline: { receivers: [otlp], exporters: [debug] }
 YAML
   otelcol_log=$work/$name.log
-  e2e_start "$work/$name.out" "$otelcol_log" "$otelcol" --config="file:$work/$name.yaml" "${gates[@]}"
+  e2e_start "$work/$name.out" "$otelcol_log" "${otelcol_cmd[@]}" --config="file:$work/$name.yaml" "${gates[@]}"
   otelcol_pid=$target_pid
   e2e_wait_for_line "$otelcol_log" "Everything is ready" "$otelcol_pid" 30 ||
     { fail "the Collector did not start" "$otelcol_log"; e2e_finish; }
