@@ -127,7 +127,16 @@ void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::strin
   app.add_option("--otlp", o.otlp_url,
                  "OpenTelemetry Collector (or any OTLP profiles receiver) base URL, e.g. "
                  "http://otelcol:4318: OTLP profiles over HTTP/protobuf to <URL>/v1development/"
-                 "profiles (docs/opentelemetry.md)");
+                 "profiles, or over gRPC with --otlp-protocol grpc (docs/opentelemetry.md)");
+  app.add_option("--otlp-metrics", o.otlp_metrics_url,
+                 "OpenTelemetry OTLP base URL (e.g. http://collector:4318, or :4317 with "
+                 "--otlp-protocol grpc) to send each Go process's runtime metrics to, under the "
+                 "semantic conventions' go.* names (OTLP/HTTP: POST <URL>/v1/metrics)");
+  app.add_option("--otlp-protocol", o.otlp_protocol,
+                 "how OTLP (--otlp and --otlp-metrics) is sent, as OTEL_EXPORTER_OTLP_PROTOCOL "
+                 "names it: http/protobuf or grpc")
+      ->check(CLI::IsMember({"http/protobuf", "grpc"}))
+      ->capture_default_str();
   AddDurationOption(app, "--interval", o.interval, "time between captures of each process");
   app.add_option("--profiles", o.profiles,
                  "profiles to push each --interval, comma-separated: heap (__name__=memory, "

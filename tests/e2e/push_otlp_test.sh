@@ -45,19 +45,8 @@ trap 'e2e_stop_pids -9' EXIT
 source "$(dirname "$0")/push_lib.sh"
 # The Collector release is pinned there (otlp_collector_version) and in
 # tests/otlpreceiver/go.mod.
-push_otlp_collector
+push_require_collector
 collector_version=$otlp_collector_version
-if [[ ! -x $collector ]]; then
-  echo "== building the OpenTelemetry Collector $collector_version (once, kept in $(dirname "$collector"))"
-  mkdir -p "$(dirname "$collector")"
-  if ! (cd "$src/tests/otlpreceiver" && nice "${go[@]}" build -p 1 -o "$collector.tmp" .) \
-    >"$work/build-collector.log" 2>&1; then
-    tail -n 5 "$work/build-collector.log"
-    echo "SKIP: the OpenTelemetry Collector $collector_version could not be built from the Go module proxy (log above)"
-    exit 77
-  fi
-  mv "$collector.tmp" "$collector"
-fi
 
 mkdir -p "$work/bin"
 (cd "$src/testdata/servetarget" && CGO_ENABLED=0 "${go[@]}" build -o "$work/bin/target" .) \

@@ -62,17 +62,6 @@ std::string HostName() {
   return u.nodename;
 }
 
-BackendOptions OtlpHttpBackend(const std::string& name, const std::string& url,
-                               const std::string& route, const DeliverySettings& delivery) {
-  BackendOptions b;
-  b.name = name;
-  b.url = url;
-  b.route = route;
-  b.content_type = "application/x-protobuf";
-  b.delivery = delivery;
-  return b;
-}
-
 std::string ExplainOtlpProfilesRejection(const std::string& why, std::string_view header,
                                          std::string_view version, std::string_view release) {
   if (!why.starts_with("HTTP 400") || why.find(header) == std::string::npos) return "";

@@ -3,9 +3,8 @@
 // its attributes named as OpenTelemetry's semantic conventions and its eBPF
 // profiler name them, from what discovery already knows (the pod identity
 // of agent/common/pod_identity.h, the executable, the Go version); the
-// serialized Resource (proto/otlp_common.proto); and the HTTP/protobuf
-// delivery options of an OTLP backend, which reuse the sender's retries,
-// Retry-After, TLS and headers (agent/push/sender.h).
+// serialized Resource (proto/otlp_common.proto); and how a refusal of our
+// OTLP profiles version is explained once.
 //
 //   std::vector<OtlpAttribute> a = OtlpResourceAttributes(process, "svc", HostName());
 //   std::string resource = EncodeOtlpResource(a);
@@ -45,11 +44,6 @@ std::string EncodeOtlpResource(const std::vector<OtlpAttribute>& attributes);
 
 // This machine's host name (uname's nodename), or "".
 std::string HostName();
-
-// The delivery options of an OTLP/HTTP backend: POST <url><route> with an
-// application/x-protobuf body and `headers` (e.g. a version header).
-BackendOptions OtlpHttpBackend(const std::string& name, const std::string& url,
-                               const std::string& route, const DeliverySettings& delivery);
 
 // For BackendOptions::explain_rejection of OTLP profiles: a 400 that names
 // the version header is a server that speaks another protocol version than
