@@ -117,6 +117,31 @@ void AddWorkerOptions(CLI::App& app, const WorkerFlags& flags) {
   app.add_option("--worker-gid", limits.gid, "the group of --worker-uid")->capture_default_str();
 }
 
+namespace {
+
+// Each backend's token and basic auth files, and the one flag that lets
+// them travel in clear text.
+void AddPushCredentialOptions(CLI::App& app, PushOptions& o) {
+  app.add_option("--pyroscope-token-file", o.pyroscope_token_file,
+                 "send Authorization: Bearer <first line of FILE> to Pyroscope");
+  app.add_option("--pyroscope-basic-auth-file", o.pyroscope_basic_auth_file,
+                 "send HTTP basic auth to Pyroscope, user:password on the first line of FILE");
+  app.add_option("--parca-token-file", o.parca_token_file,
+                 "send Authorization: Bearer <first line of FILE> to Parca");
+  app.add_option("--parca-basic-auth-file", o.parca_basic_auth_file,
+                 "send HTTP basic auth to Parca, user:password on the first line of FILE");
+  app.add_option("--otlp-token-file", o.otlp_token_file,
+                 "send Authorization: Bearer <first line of FILE> to the OTLP receiver");
+  app.add_option("--otlp-basic-auth-file", o.otlp_basic_auth_file,
+                 "send HTTP basic auth to the OTLP receiver, user:password on the first line of "
+                 "FILE");
+  app.add_flag("--allow-insecure-credentials", o.allow_insecure_credentials,
+               "send a token or basic auth over an http:// URL to a host other than loopback, "
+               "in clear text (refused without it)");
+}
+
+}  // namespace
+
 void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::string>& labels) {
   app.add_option(
       "--pyroscope", o.pyroscope_url,
@@ -148,22 +173,7 @@ void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::strin
   app.add_option("--tenant", o.tenant, "X-Scope-OrgID header for a multi-tenant Pyroscope");
   app.add_option("--ca-file", o.delivery.ca_file,
                  "PEM file of CA certificates for https URLs (default: the system store)");
-  app.add_option("--pyroscope-token-file", o.pyroscope_token_file,
-                 "send Authorization: Bearer <first line of FILE> to Pyroscope");
-  app.add_option("--pyroscope-basic-auth-file", o.pyroscope_basic_auth_file,
-                 "send HTTP basic auth to Pyroscope, user:password on the first line of FILE");
-  app.add_option("--parca-token-file", o.parca_token_file,
-                 "send Authorization: Bearer <first line of FILE> to Parca");
-  app.add_option("--parca-basic-auth-file", o.parca_basic_auth_file,
-                 "send HTTP basic auth to Parca, user:password on the first line of FILE");
-  app.add_option("--otlp-token-file", o.otlp_token_file,
-                 "send Authorization: Bearer <first line of FILE> to the OTLP receiver");
-  app.add_option("--otlp-basic-auth-file", o.otlp_basic_auth_file,
-                 "send HTTP basic auth to the OTLP receiver, user:password on the first line of "
-                 "FILE");
-  app.add_flag("--allow-insecure-credentials", o.allow_insecure_credentials,
-               "send a token or basic auth over an http:// URL to a host other than loopback, "
-               "in clear text (refused without it)");
+  AddPushCredentialOptions(app, o);
   AddDurationOption(app, "--push-timeout", o.delivery.timeout, "time limit of one push attempt");
   app.add_option("--queue", o.delivery.queue_limit,
                  "profiles waiting per backend; when full the oldest is dropped")
