@@ -64,7 +64,10 @@ std::string HostName() {
 
 std::string ExplainOtlpProfilesRejection(const std::string& why, std::string_view header,
                                          std::string_view version, std::string_view release) {
-  if (!why.starts_with("HTTP 400") || why.find(header) == std::string::npos) return "";
+  // The Collector refuses over HTTP with 400, over gRPC with
+  // INVALID_ARGUMENT (3) before it reads the message; both name the header.
+  const bool invalid = why.starts_with("HTTP 400") || why.starts_with("grpc-status 3:");
+  if (!invalid || why.find(header) == std::string::npos) return "";
   return "the server does not speak our OTLP profiles protocol version " + std::string(version) +
          " (" + std::string(header) + ": " + std::string(version) + ", " + std::string(release) +
          "): upgrade the one that is behind";

@@ -45,8 +45,9 @@ std::string EncodeOtlpResource(const std::vector<OtlpAttribute>& attributes);
 // This machine's host name (uname's nodename), or "".
 std::string HostName();
 
-// For BackendOptions::explain_rejection of OTLP profiles: a 400 that names
-// the version header is a server that speaks another protocol version than
+// For BackendOptions::explain_rejection of OTLP profiles: a 400 (over
+// gRPC: grpc-status 3, INVALID_ARGUMENT) that names the version header is
+// a server that speaks another protocol version than
 // `version`: every request will be rejected the same way until one side is
 // upgraded. "" for any other rejection.
 std::string ExplainOtlpProfilesRejection(const std::string& why, std::string_view header,
