@@ -17,7 +17,8 @@
 #   a --label extra) and the scope (goheap2pprof, its version, four profiles,
 #   pprof.scope.sample_type_order);
 # - gRPC (--otlp-protocol grpc, the Collector's gRPC receiver): for a second
-#   target, the profile equals our capture and the resource is its own;
+#   target, the profile equals our capture and the resource is its own, with
+#   the service.name and service.instance.id it publishes (OTEL_CTX);
 # - version: a push that announces another protocol version is refused by
 #   the Collector with 400; push says so once, naming the version, retries
 #   nothing, and goes on pushing to its other backend (Pyroscope, on
@@ -157,7 +158,9 @@ fi
 kill "$push_pid"
 
 # gRPC: the same meaning and identity through the Collector's gRPC receiver,
-# for a second target that starts after this push (alloc values as they are).
+# for a second target that starts after this push (alloc values as they are)
+# and publishes an OTel process context (OTEP 4719): its own service.name
+# and service.instance.id go on its resource.
 echo "== gRPC"
 e2e_start "$work/pushg.out" "$work/pushg.log" "$tool" push --otlp "http://127.0.0.1:$gport" \
   --otlp-protocol grpc --interval 1s --discover-interval 1 --allow-uid 65534 --label env=grpc \
@@ -165,7 +168,7 @@ e2e_start "$work/pushg.out" "$work/pushg.log" "$tool" push --otlp "http://127.0.
 pushg_pid=$target_pid
 e2e_wait_for_line "$work/pushg.log" "pushing every" "$pushg_pid" 10 || { fail "push start" "$work/pushg.log"; e2e_finish; }
 e2e_start "$work/t2.out" "$work/t2.err" setpriv --reuid=65534 --regid=65534 --clear-groups \
-  "$work/bin/target" -rate 1
+  "$work/bin/target" -rate 1 -otel-ctx "service.name=checkout,service.instance.id=inst-7"
 tpid2=$target_pid
 e2e_wait_for_line "$work/t2.out" "^READY" "$tpid2" 20 || { fail "target 2 start" "$work/t2.err"; e2e_finish; }
 received2() { ls "$work/rec/$tpid2".*.pb.gz 2>/dev/null | wc -l; }
@@ -178,9 +181,10 @@ if e2e_wait_until 30 got_grpc; then
   grep "\"pid\":$tpid2," "$work/rec/resources.jsonl" | tail -n 1 >"$work/resource2.json"
   if "$profdiff" --ignore-comments "$work/ours3.n.pb.gz" "$work/rec/$tpid2.$n2.pb.gz" >"$work/diff3.txt" 2>&1 &&
     jq -e --argjson pid "$tpid2" '.attributes["process.pid"] == $pid and .attributes.env == "grpc"
-      and .attributes["service.name"] == "target" and (.scopes | length) == 1' \
+      and .attributes["service.name"] == "checkout" and .attributes["service.instance.id"] == "inst-7"
+      and (.scopes | length) == 1' \
       "$work/resource2.json" >/dev/null; then
-    pass "over gRPC: the profile, back in pprof, equals our capture ($(grep '^samples:' "$work/diff3.txt")), resource $(jq -c .attributes "$work/resource2.json" | cut -c 1-120)..."
+    pass "over gRPC: the profile, back in pprof, equals our capture ($(grep '^samples:' "$work/diff3.txt")), its own names $(jq -c '.attributes | {"service.name", "service.instance.id", env}' "$work/resource2.json")"
   else
     fail "over gRPC: profile or resource differs" "$work/diff3.txt"
     cat "$work/resource2.json"

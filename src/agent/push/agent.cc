@@ -59,6 +59,9 @@ struct ProcessState {
   std::string last_error;  // logged once until it changes
   std::string last_goroutine_error;
   std::string last_metrics_error;
+  // The names the process gives itself (OTEL_CTX) as its last profile
+  // capture read them, for the resource of its OTLP metrics.
+  OtelProcessIdentity otel;
 };
 
 class Agent {
@@ -300,8 +303,8 @@ class Agent {
     const auto now = std::chrono::system_clock::now().time_since_epoch();
     std::string body = OtlpMetricsRequest(
         OtelGoMetrics(*stats),
-        EncodeOtlpResource(
-            OtlpResourceAttributes(p, ServiceNameOfProcess(p), host_name_, options_.labels)),
+        EncodeOtlpResource(OtlpResourceAttributes(p, ServiceNameOfProcess(p), host_name_,
+                                                  options_.labels, state.otel)),
         ProcessStartUnixNano(p.facts.start_time),
         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()));
     if (options_.verbose) {
@@ -340,6 +343,7 @@ class Agent {
     }
     if (pyroscope_) PushPyroscope(p, what, *made, options_.labels, "goroutine");
     if (parca_) PushParca(p, what, *made, options_.labels, "goroutine");
+    state.otel = made->otel;
     if (otlp_) PushOtlp(p, what, *made, options_.labels, "goroutine");
   }
 
@@ -386,6 +390,7 @@ class Agent {
       return;
     }
     state.delta_state = std::move(made->state);
+    state.otel = made->otel;
     if (pyroscope_) PushPyroscope(p, what, *made, options_.labels);
     if (otlp_) PushOtlp(p, what, *made, options_.labels);
     if (parca_ && !PushParca(p, what, *made, options_.labels)) return;
@@ -509,12 +514,13 @@ class Agent {
   }
 
   // One ResourceProfiles: the process's resource (made here: the agent
-  // knows the process) around what the worker made (never decoded here).
+  // knows the process; the names it gives itself, if any, the worker read)
+  // around what the worker made (never decoded here).
   void PushOtlp(const GoProcess& p, const std::string& what, const PushMade& made,
                 const std::vector<PushLabel>& extras, std::string_view name = "memory") {
     if (made.otlp_resource_profiles.empty()) return;
-    const std::string resource =
-        EncodeOtlpResource(OtlpResourceAttributes(p, ServiceNameOfProcess(p), host_name_, extras));
+    const std::string resource = EncodeOtlpResource(
+        OtlpResourceAttributes(p, ServiceNameOfProcess(p), host_name_, extras, made.otel));
     std::string body =
         JoinOtlpProfilesRequest(resource, {made.otlp_resource_profiles, made.otlp_dictionary});
     if (options_.verbose) {

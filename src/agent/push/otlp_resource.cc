@@ -10,14 +10,16 @@ namespace goheap2pprof {
 std::vector<OtlpAttribute> OtlpResourceAttributes(const GoProcess& process,
                                                   const std::string& service_name,
                                                   const std::string& host_name,
-                                                  const std::vector<PushLabel>& extras) {
+                                                  const std::vector<PushLabel>& extras,
+                                                  const OtelProcessIdentity& own) {
   const ProcessFacts& f = process.facts;
   const PodIdentity& id = f.identity;
   std::vector<OtlpAttribute> out;
   auto add = [&out](const char* key, const std::string& value) {
     if (!value.empty()) out.push_back({key, ValidUtf8(value)});
   };
-  add("service.name", service_name);
+  add("service.name", own.service_name.empty() ? service_name : own.service_name);
+  add("service.instance.id", own.service_instance_id);
   out.push_back({"process.pid", int64_t{f.pid}});
   // readlink's " (deleted)" for an executable replaced since it started
   // is no part of its path.

@@ -19,6 +19,7 @@
 #include "agent/common/discovery.h"
 #include "agent/push/labels.h"
 #include "agent/push/sender.h"
+#include "agent/worker/otel_identity.h"
 
 namespace goheap2pprof {
 
@@ -33,11 +34,13 @@ struct OtlpAttribute {
 // container.id, k8s.namespace.name, k8s.pod.name, k8s.pod.uid,
 // k8s.container.name, k8s.node.name and host.name, each when known (an
 // empty value is left out), then the --label extras as they are; strings
-// made valid UTF-8.
+// made valid UTF-8. The names the process gives itself (OTEL_CTX, `own`)
+// win: its service.name over `service_name`, and its service.instance.id.
 std::vector<OtlpAttribute> OtlpResourceAttributes(const GoProcess& process,
                                                   const std::string& service_name,
                                                   const std::string& host_name,
-                                                  const std::vector<PushLabel>& extras = {});
+                                                  const std::vector<PushLabel>& extras = {},
+                                                  const OtelProcessIdentity& own = {});
 
 // A serialized opentelemetry.proto.resource.v1.Resource.
 std::string EncodeOtlpResource(const std::vector<OtlpAttribute>& attributes);
