@@ -209,25 +209,25 @@ GOHEAP2PPROF_TEST_OTLP_PROFILES_VERSION=2 e2e_start "$work/push2g.out" "$work/pu
   --discover-interval 1 --pid "$tpid" --metrics-listen "" --attempts 5
 pyro_count() { "$work/bin/pushreceiver" count -dir "$work/prec" -pid "$tpid" -backend pyroscope; }
 pyro_at_least() { (($(pyro_count) >= $1)); }
-if e2e_wait_until 30 pyro_at_least 4; then
-  said=$(grep -c "does not speak our OTLP profiles protocol version 2" "$work/push2.log")
-  retried=$(grep -c "otlp: attempt" "$work/push2.log")
-  if ((said == 1 && retried == 0)); then
-    pass "version 2 refused: said once, not retried, Pyroscope got $(pyro_count) pushes meanwhile"
-    sed -n 's/^/    /; /does not speak/p' "$work/push2.log" | cut -c 1-400
+# refused_once <log> <what> <a line that must be absent> <what it is>
+refused_once() {
+  local said absent
+  said=$(grep -c "does not speak our OTLP profiles protocol version 2" "$1")
+  absent=$(grep -c "$3" "$1")
+  if ((said == 1 && absent == 0)); then
+    pass "version 2 refused$2"
+    sed -n 's/^/    /; /does not speak/p' "$1" | cut -c 1-400
   else
-    fail "version 2: said $said times, $retried retries" "$work/push2.log"
+    fail "version 2$2: said $said times, $absent $4" "$1"
   fi
+}
+if e2e_wait_until 30 pyro_at_least 4; then
+  refused_once "$work/push2.log" ": said once, not retried, Pyroscope got $(pyro_count) pushes meanwhile" \
+    "otlp: attempt" retries
   # Over gRPC libcurl may fail the refused call's stream before it passes the
   # status on (docs/opentelemetry.md, gRPC): a retry, then the same refusal.
-  said=$(grep -c "does not speak our OTLP profiles protocol version 2" "$work/push2g.log")
-  refused=$(grep -c "otlp: rejected" "$work/push2g.log")
-  if ((said == 1 && refused == 0)); then
-    pass "version 2 refused over gRPC too: said once"
-    sed -n 's/^/    /; /does not speak/p' "$work/push2g.log" | cut -c 1-400
-  else
-    fail "version 2 over gRPC: said $said times, $refused rejections not explained" "$work/push2g.log"
-  fi
+  refused_once "$work/push2g.log" " over gRPC too: said once" "otlp: rejected" \
+    "rejections not explained"
 else
   fail "push did not go on to Pyroscope while the Collector refused it" "$work/push2.log"
 fi
