@@ -18,7 +18,8 @@
 #   pprof.scope.sample_type_order);
 # - gRPC (--otlp-protocol grpc, the Collector's gRPC receiver): for a second
 #   target, the profile equals our capture and the resource is its own, with
-#   the service.name and service.instance.id it publishes (OTEL_CTX);
+#   the service.name and service.instance.id it publishes (OTEL_CTX), on its
+#   OTLP metrics' resource too (--otlp-metrics in the same push);
 # - version: a push that announces another protocol version is refused by
 #   the Collector with 400; push says so once, naming the version, retries
 #   nothing, and goes on pushing to its other backend (Pyroscope, on
@@ -72,10 +73,12 @@ receivers:
 exporters:
   otlphttp: { endpoint: "http://$sink", compression: none, retry_on_failure: { enabled: false } }
   debug: { verbosity: basic }
+  debug/metrics: { verbosity: detailed }
 service:
   telemetry: { metrics: { level: none } }
   pipelines:
     profiles: { receivers: [otlp], exporters: [otlphttp, debug] }
+    metrics: { receivers: [otlp], exporters: [debug/metrics] }
 EOF
 e2e_start "$work/collector.out" "$work/collector.err" "$collector" collector \
   --config="file:$work/collector.yaml" --feature-gates=+service.profilesSupport
@@ -163,8 +166,8 @@ kill "$push_pid"
 # and service.instance.id go on its resource.
 echo "== gRPC"
 e2e_start "$work/pushg.out" "$work/pushg.log" "$tool" push --otlp "http://127.0.0.1:$gport" \
-  --otlp-protocol grpc --interval 1s --discover-interval 1 --allow-uid 65534 --label env=grpc \
-  --metrics-listen ""
+  --otlp-protocol grpc --otlp-metrics "http://127.0.0.1:$gport" --interval 1s --discover-interval 1 \
+  --allow-uid 65534 --label env=grpc --metrics-listen ""
 pushg_pid=$target_pid
 e2e_wait_for_line "$work/pushg.log" "pushing every" "$pushg_pid" 10 || { fail "push start" "$work/pushg.log"; e2e_finish; }
 e2e_start "$work/t2.out" "$work/t2.err" setpriv --reuid=65534 --regid=65534 --clear-groups \
@@ -191,6 +194,17 @@ if e2e_wait_until 30 got_grpc; then
   fi
 else
   fail "nothing reached the sink through the Collector's gRPC receiver in 30 s" "$work/pushg.log"
+fi
+# Its runtime metrics (the same push) carry the names its profile capture read.
+own_metrics() {
+  grep -B 2 "process.pid: Int($tpid2)" "$work/collector.err" >"$work/metrics2.txt"
+  grep -q "service.name: Str(checkout)" "$work/metrics2.txt" &&
+    grep -q "service.instance.id: Str(inst-7)" "$work/metrics2.txt"
+}
+if e2e_wait_until 10 own_metrics; then
+  pass "over gRPC: its OTLP metrics' resource has service.name checkout and service.instance.id inst-7"
+else
+  fail "over gRPC: no ResourceMetrics of pid $tpid2 with its own names" "$work/collector.err"
 fi
 kill "$pushg_pid"
 
