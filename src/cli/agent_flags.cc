@@ -117,28 +117,11 @@ void AddWorkerOptions(CLI::App& app, const WorkerFlags& flags) {
   app.add_option("--worker-gid", limits.gid, "the group of --worker-uid")->capture_default_str();
 }
 
-void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::string>& labels) {
-  app.add_option(
-      "--pyroscope", o.pyroscope_url,
-      "Pyroscope (or Alloy pyroscope.receive_http) base URL, e.g. http://pyroscope:4040");
-  app.add_option("--parca", o.parca_url,
-                 "Parca base URL, e.g. http://parca:7070 (its HTTP API under /api is used; give "
-                 "a path to use another prefix)");
-  app.add_option("--otlp", o.otlp_url,
-                 "OpenTelemetry Collector (or any OTLP profiles receiver) base URL, e.g. "
-                 "http://otelcol:4318: OTLP profiles over HTTP/protobuf to <URL>/v1development/"
-                 "profiles (docs/opentelemetry.md)");
-  AddDurationOption(app, "--interval", o.interval, "time between captures of each process");
-  app.add_option("--profiles", o.profiles,
-                 "profiles to push each --interval, comma-separated: heap (__name__=memory, "
-                 "when its profile cycle advanced) and goroutine (__name__=goroutine, every "
-                 "interval)")
-      ->delimiter(',')
-      ->capture_default_str();
-  app.add_option("--label", labels, "extra series label NAME=VALUE (repeatable)");
-  app.add_option("--tenant", o.tenant, "X-Scope-OrgID header for a multi-tenant Pyroscope");
-  app.add_option("--ca-file", o.delivery.ca_file,
-                 "PEM file of CA certificates for https URLs (default: the system store)");
+namespace {
+
+// Each backend's token and basic auth files, and the one flag that lets
+// them travel in clear text.
+void AddPushCredentialOptions(CLI::App& app, PushOptions& o) {
   app.add_option("--pyroscope-token-file", o.pyroscope_token_file,
                  "send Authorization: Bearer <first line of FILE> to Pyroscope");
   app.add_option("--pyroscope-basic-auth-file", o.pyroscope_basic_auth_file,
@@ -155,6 +138,42 @@ void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::strin
   app.add_flag("--allow-insecure-credentials", o.allow_insecure_credentials,
                "send a token or basic auth over an http:// URL to a host other than loopback, "
                "in clear text (refused without it)");
+}
+
+}  // namespace
+
+void AddPushBackendOptions(CLI::App& app, PushOptions& o, std::vector<std::string>& labels) {
+  app.add_option(
+      "--pyroscope", o.pyroscope_url,
+      "Pyroscope (or Alloy pyroscope.receive_http) base URL, e.g. http://pyroscope:4040");
+  app.add_option("--parca", o.parca_url,
+                 "Parca base URL, e.g. http://parca:7070 (its HTTP API under /api is used; give "
+                 "a path to use another prefix)");
+  app.add_option("--otlp", o.otlp_url,
+                 "OpenTelemetry Collector (or any OTLP profiles receiver) base URL, e.g. "
+                 "http://otelcol:4318: OTLP profiles over HTTP/protobuf to <URL>/v1development/"
+                 "profiles, or over gRPC with --otlp-protocol grpc (docs/opentelemetry.md)");
+  app.add_option("--otlp-metrics", o.otlp_metrics_url,
+                 "OpenTelemetry OTLP base URL (e.g. http://collector:4318, or :4317 with "
+                 "--otlp-protocol grpc) to send each Go process's runtime metrics to, under the "
+                 "semantic conventions' go.* names (OTLP/HTTP: POST <URL>/v1/metrics)");
+  app.add_option("--otlp-protocol", o.otlp_protocol,
+                 "how OTLP (--otlp and --otlp-metrics) is sent, as OTEL_EXPORTER_OTLP_PROTOCOL "
+                 "names it: http/protobuf or grpc")
+      ->check(CLI::IsMember({"http/protobuf", "grpc"}))
+      ->capture_default_str();
+  AddDurationOption(app, "--interval", o.interval, "time between captures of each process");
+  app.add_option("--profiles", o.profiles,
+                 "profiles to push each --interval, comma-separated: heap (__name__=memory, "
+                 "when its profile cycle advanced) and goroutine (__name__=goroutine, every "
+                 "interval)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--label", labels, "extra series label NAME=VALUE (repeatable)");
+  app.add_option("--tenant", o.tenant, "X-Scope-OrgID header for a multi-tenant Pyroscope");
+  app.add_option("--ca-file", o.delivery.ca_file,
+                 "PEM file of CA certificates for https URLs (default: the system store)");
+  AddPushCredentialOptions(app, o);
   AddDurationOption(app, "--push-timeout", o.delivery.timeout, "time limit of one push attempt");
   app.add_option("--queue", o.delivery.queue_limit,
                  "profiles waiting per backend; when full the oldest is dropped")

@@ -53,7 +53,7 @@ Command AddAgentCommand(CLI::App& root) {
             AgentOptions& agent = a->o;
             agent.serve_on = !agent.serve.listener.listen.empty();
             agent.push_on = !agent.push.pyroscope_url.empty() || !agent.push.parca_url.empty() ||
-                            !agent.push.otlp_url.empty();
+                            !agent.push.otlp_url.empty() || !agent.push.otlp_metrics_url.empty();
             agent.watch_on = !agent.watch.dir.empty();
             for (const CLI::Option* t : triggers) agent.watch_on = agent.watch_on || t->count() > 0;
             FinishPushOptions(a->labels, agent.push);

@@ -215,7 +215,7 @@ WalkEnd StreamBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits
   WalkEnd end;
   while (addr != 0 && addr != limits.stop_at) {
     if (end.buckets >= limits.max_buckets) {
-      throw Error(ErrorKind::kMalformed, "heap bucket list has more than ", limits.max_buckets,
+      throw Error(ErrorKind::kUnsupported, "heap bucket list has more than ", limits.max_buckets,
                   " buckets (stopped at ", Hex(addr), ")")
           .WithHint(kLimitHint);
     }
@@ -231,8 +231,9 @@ WalkEnd StreamBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits
     const BucketHeader header = ReadBucketHeader(data, addr, limits);
     total_words += header.nstk;
     if (total_words > limits.max_total_stack_words) {
-      throw Error(ErrorKind::kMalformed, "heap bucket stacks exceed ", limits.max_total_stack_words,
-                  " words in total (at bucket ", Hex(addr), ", bucket ", end.buckets, ")")
+      throw Error(ErrorKind::kUnsupported, "heap bucket stacks exceed ",
+                  limits.max_total_stack_words, " words in total (at bucket ", Hex(addr),
+                  ", bucket ", end.buckets, ")")
           .WithHint(kLimitHint);
     }
     const uint64_t total = kBucketHeaderSize + 8 * header.nstk + record_size;

@@ -9,7 +9,10 @@
 #   push_otlp_collector      sets collector: the path of tests/otlpreceiver (a
 #                            real OpenTelemetry Collector and a pdata sink)
 #                            built for this source, kept under the build
-#                            directory (push_otlp_test.sh builds it)
+#                            directory
+#   push_require_collector   push_otlp_collector, and builds it there through
+#                            the Go module proxy if missing (the one Collector
+#                            build of the OTLP suites), or skips (exit 77)
 #   push_start_euid_target <name>
 #                            starts servetarget with effective uid 65534 and
 #                            real uid 0, which sets its effective uid to 0 on
@@ -52,4 +55,19 @@ push_otlp_collector() {
   local key
   key=$(cat "$src/tests/otlpreceiver/"{main.go,go.mod,go.sum} | sha256sum | cut -c 1-12)
   collector=$bin/otlp-collector-$otlp_collector_version-$key/otlpreceiver
+}
+
+push_require_collector() {
+  push_otlp_collector
+  [[ -x $collector ]] && return 0
+  echo "== building the OpenTelemetry Collector $otlp_collector_version (once, kept in $(dirname "$collector"))"
+  mkdir -p "$(dirname "$collector")"
+  local log=$(dirname "$collector")/build.log
+  if ! (cd "$src/tests/otlpreceiver" && nice timeout 1500 "${go[@]}" build -p 1 -o "$collector.tmp" .) \
+    >"$log" 2>&1; then
+    tail -n 5 "$log"
+    echo "SKIP: the OpenTelemetry Collector $otlp_collector_version could not be built from the Go module proxy (log above)"
+    exit 77
+  fi
+  mv "$collector.tmp" "$collector"
 }

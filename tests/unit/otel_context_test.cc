@@ -93,7 +93,8 @@ TEST(OtelContext, FindsTheMappingByName) {
   e.start = 1;
   e.end = 4097;
   e.perms = "rw-s";
-  for (const char* name : {"/memfd:OTEL_CTX (deleted)", "[anon_shmem:OTEL_CTX]", "[anon:OTEL_CTX]"}) {
+  for (const char* name :
+       {"/memfd:OTEL_CTX (deleted)", "[anon_shmem:OTEL_CTX]", "[anon:OTEL_CTX]"}) {
     e.path = name;
     EXPECT_TRUE(IsOtelContextMapping(e)) << name;
   }

@@ -249,6 +249,17 @@ TEST(OtlpResource, AVersionRefusalIsExplainedOnce) {
   const std::string note = ExplainOtlpProfilesRejection(collector, kOtlpProfilesVersionHeader,
                                                         kOtlpProfilesVersion, kOtlpProfilesRelease);
   EXPECT_NE(note.find("protocol version 1"), std::string::npos) << note;
+  // What the Collector's gRPC receiver answers (the sender's "why").
+  const std::string over_grpc =
+      "grpc-status 3: invalid or unsupported otlp-profiles-development-version: supported "
+      "version is 2";
+  EXPECT_EQ(ExplainOtlpProfilesRejection(over_grpc, kOtlpProfilesVersionHeader,
+                                         kOtlpProfilesVersion, kOtlpProfilesRelease),
+            note);
+  EXPECT_EQ(ExplainOtlpProfilesRejection("grpc-status 12: otlp-profiles-development-version",
+                                         kOtlpProfilesVersionHeader, kOtlpProfilesVersion,
+                                         kOtlpProfilesRelease),
+            "");
   EXPECT_EQ(ExplainOtlpProfilesRejection("HTTP 400: bad profile", kOtlpProfilesVersionHeader,
                                          kOtlpProfilesVersion, kOtlpProfilesRelease),
             "");

@@ -25,6 +25,7 @@
 #include "agent/common/service_name.h"
 #include "agent/common/signals.h"
 #include "agent/push/metrics.h"
+#include "agent/push/otlp_metrics.h"
 #include "agent/push/otlp_resource.h"
 #include "agent/push/sender.h"
 #include "agent/worker/capture_metrics.h"
@@ -57,6 +58,10 @@ struct ProcessState {
   bool pushed = false;
   std::string last_error;  // logged once until it changes
   std::string last_goroutine_error;
+  std::string last_metrics_error;
+  // The names the process gives itself (OTEL_CTX) as its last profile
+  // capture read them, for the resource of its OTLP metrics.
+  OtelProcessIdentity otel;
 };
 
 class Agent {
@@ -89,6 +94,12 @@ class Agent {
     if (!options.otlp_url.empty()) {
       otlp_ =
           std::make_unique<BackendSender>(OtlpProfilesBackend(options), push_metrics_, log_line);
+    }
+    if (!options.otlp_metrics_url.empty()) {
+      otlp_metrics_ = std::make_unique<BackendSender>(
+          OtlpBackend(options, "otlp-metrics", options.otlp_metrics_url, "/v1/metrics",
+                      "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"),
+          push_metrics_, log_line);
     }
   }
 
@@ -195,6 +206,7 @@ class Agent {
     if (pyroscope_) pyroscope_->Stop(drain_seconds);
     if (parca_) parca_->Stop(drain_seconds);
     if (otlp_) otlp_->Stop(drain_seconds);
+    if (otlp_metrics_) otlp_metrics_->Stop(drain_seconds);
   }
 
  private:
@@ -219,6 +231,18 @@ class Agent {
     work.parca = parca_ != nullptr;
     work.otlp = otlp_ != nullptr;
     return work;
+  }
+
+  // An OTLP signal's backend, as --otlp-protocol says: OTLP/HTTP's POST of
+  // the protobuf message to <url><http_path>, or the gRPC call
+  // <grpc_method> (/package.Service/Method) with it.
+  static BackendOptions OtlpBackend(const PushOptions& o, const char* name, const std::string& url,
+                                    const char* http_path, const char* grpc_method) {
+    BackendOptions b = Backend(o, name, url);
+    b.grpc = o.otlp_protocol == "grpc";
+    b.route = b.grpc ? grpc_method : http_path;
+    b.content_type = b.grpc ? "application/grpc" : "application/x-protobuf";
+    return b;
   }
 
   static BackendOptions Backend(const PushOptions& o, const char* name, const std::string& url) {
@@ -252,8 +276,42 @@ class Agent {
     const std::string what =
         "pid " + std::to_string(p.facts.pid) + " (" + ServiceNameOfProcess(p) + ")";
     ProcessState& state = StateOf(p);
-    if (PushesProfile(options_, "heap")) PushHeap(p, what, state);
-    if (PushesProfile(options_, "goroutine")) PushGoroutines(p, what, state);
+    if (pyroscope_ || parca_ || otlp_) {
+      if (PushesProfile(options_, "heap")) PushHeap(p, what, state);
+      if (PushesProfile(options_, "goroutine")) PushGoroutines(p, what, state);
+    }
+    if (otlp_metrics_) PushOtelMetrics(p, what, state);
+  }
+
+  // The runtime metrics of one process, every round (gauges and cumulative
+  // sums: each push stands alone), read in a worker as `mem` reads them.
+  void PushOtelMetrics(const GoProcess& p, const std::string& what, ProcessState& state) {
+    PoolResult r =
+        RunForProcess(pool_, capture_metrics_, {WorkerOp::kRuntimeStats, p.facts.pid, {}}, p.facts,
+                      options_.discovery.filter, Call());
+    if (PoolOutcomeName(r) != "ok") {
+      LogFailure(r, "the runtime metrics of " + what, state.last_metrics_error);
+      return;
+    }
+    state.last_metrics_error.clear();
+    if (r.reply.start_time != p.facts.start_time) return;  // pid reused since the scan
+    const Expected<GoRuntimeStats> stats = TryDecodeRuntimeStats(r.reply.body);
+    if (!stats) {
+      Log("goheap2pprof push: runtime metrics of " + what + ": " + stats.error().what());
+      return;
+    }
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    std::string body = OtlpMetricsRequest(
+        OtelGoMetrics(*stats),
+        EncodeOtlpResource(OtlpResourceAttributes(p, ServiceNameOfProcess(p), host_name_,
+                                                  options_.labels, state.otel)),
+        ProcessStartUnixNano(p.facts.start_time),
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()));
+    if (options_.verbose) {
+      Log("goheap2pprof push: otlp-metrics: " + what + ": request " + std::to_string(body.size()) +
+          " bytes");
+    }
+    otlp_metrics_->Enqueue({std::move(body), what});
   }
 
   // A capture's outcome other than "ok", logged once until it changes; the
@@ -285,6 +343,7 @@ class Agent {
     }
     if (pyroscope_) PushPyroscope(p, what, *made, options_.labels, "goroutine");
     if (parca_) PushParca(p, what, *made, options_.labels, "goroutine");
+    state.otel = made->otel;
     if (otlp_) PushOtlp(p, what, *made, options_.labels, "goroutine");
   }
 
@@ -331,6 +390,7 @@ class Agent {
       return;
     }
     state.delta_state = std::move(made->state);
+    state.otel = made->otel;
     if (pyroscope_) PushPyroscope(p, what, *made, options_.labels);
     if (otlp_) PushOtlp(p, what, *made, options_.labels);
     if (parca_ && !PushParca(p, what, *made, options_.labels)) return;
@@ -436,11 +496,13 @@ class Agent {
     return true;
   }
 
-  // OTLP profiles over HTTP (agent/push/otlp_resource.h), with the version
-  // header (pprof/otlp_profile.h); a server that speaks another version is
-  // said once.
+  // OTLP profiles over HTTP or gRPC (agent/push/otlp_resource.h), with the
+  // version header (pprof/otlp_profile.h; gRPC metadata over gRPC); a server
+  // that speaks another version is said once.
   static BackendOptions OtlpProfilesBackend(const PushOptions& o) {
-    BackendOptions b = OtlpHttpBackend("otlp", o.otlp_url, "/v1development/profiles", o.delivery);
+    BackendOptions b =
+        OtlpBackend(o, "otlp", o.otlp_url, "/v1development/profiles",
+                    "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export");
     b.headers.emplace_back(kOtlpProfilesVersionHeader, o.otlp_profiles_version);
     b.token_file = o.otlp_token_file;
     b.basic_auth_file = o.otlp_basic_auth_file;
@@ -452,12 +514,13 @@ class Agent {
   }
 
   // One ResourceProfiles: the process's resource (made here: the agent
-  // knows the process) around what the worker made (never decoded here).
+  // knows the process; the names it gives itself, if any, the worker read)
+  // around what the worker made (never decoded here).
   void PushOtlp(const GoProcess& p, const std::string& what, const PushMade& made,
                 const std::vector<PushLabel>& extras, std::string_view name = "memory") {
     if (made.otlp_resource_profiles.empty()) return;
-    const std::string resource =
-        EncodeOtlpResource(OtlpResourceAttributes(p, ServiceNameOfProcess(p), host_name_, extras));
+    const std::string resource = EncodeOtlpResource(
+        OtlpResourceAttributes(p, ServiceNameOfProcess(p), host_name_, extras, made.otel));
     std::string body =
         JoinOtlpProfilesRequest(resource, {made.otlp_resource_profiles, made.otlp_dictionary});
     if (options_.verbose) {
@@ -478,7 +541,7 @@ class Agent {
   WorkerPool& pool_ = parts_.pool();
   Discovery& discovery_ = parts_.discovery();
   uint64_t own_start_;
-  std::unique_ptr<BackendSender> pyroscope_, parca_, otlp_;
+  std::unique_ptr<BackendSender> pyroscope_, parca_, otlp_, otlp_metrics_;
   const std::string host_name_ = HostName();
   std::mutex states_mu_;
   std::map<std::pair<pid_t, uint64_t>, ProcessState> states_;
@@ -548,9 +611,17 @@ bool PushesProfile(const PushOptions& o, std::string_view profile) {
 }
 
 void ValidatePushOptions(const PushOptions& o) {
-  if (o.pyroscope_url.empty() && o.parca_url.empty() && o.otlp_url.empty()) {
-    throw Error(ErrorKind::kUsage, "push needs --pyroscope URL, --parca URL or --otlp URL");
+  if (o.pyroscope_url.empty() && o.parca_url.empty() && o.otlp_url.empty() &&
+      o.otlp_metrics_url.empty()) {
+    throw Error(ErrorKind::kUsage,
+                "push needs --pyroscope URL, --parca URL, --otlp URL or --otlp-metrics URL (or "
+                "several)");
   }
+  if (o.otlp_protocol != "http/protobuf" && o.otlp_protocol != "grpc") {
+    throw Error(ErrorKind::kUsage, "--otlp-protocol ", o.otlp_protocol, ": unknown protocol")
+        .WithHint("give http/protobuf or grpc");
+  }
+  if (!o.otlp_metrics_url.empty()) ParsePushUrl(o.otlp_metrics_url);
   if (o.profiles.empty()) throw Error(ErrorKind::kUsage, "--profiles names no profile");
   for (const std::string& name : o.profiles) {
     if (name != "heap" && name != "goroutine") {
@@ -695,7 +766,13 @@ int RunPush(const PushOptions& options, std::ostream& log) {
   role.Log("goheap2pprof push: pushing every " + std::to_string(Seconds(options.interval)) + " s" +
            (options.pyroscope_url.empty() ? "" : " to Pyroscope " + options.pyroscope_url) +
            (options.parca_url.empty() ? "" : " to Parca " + options.parca_url) +
-           (options.otlp_url.empty() ? "" : " to OTLP " + options.otlp_url) +
+           (options.otlp_url.empty()
+                ? ""
+                : " to OTLP " + options.otlp_url + " (" + options.otlp_protocol + ")") +
+           (options.otlp_metrics_url.empty()
+                ? ""
+                : " runtime metrics to OTLP " + options.otlp_metrics_url + " (" +
+                      options.otlp_protocol + ")") +
            (metrics_address.empty() ? "" : "; metrics on " + metrics_address));
   role.Run();
   signal_thread.join();

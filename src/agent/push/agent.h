@@ -12,7 +12,9 @@
 // --profiles goroutine, each process's goroutine profile too, as both
 // backends' goroutine profile type. All are made in
 // the capture worker (agent/worker/push_wire.h): push itself decodes no
-// profile. Delivery is per backend
+// profile. With --otlp-metrics, each process's Go runtime metrics go to an
+// OTLP receiver under OpenTelemetry's names (agent/push/otlp_metrics.h),
+// every round. Delivery is per backend
 // (agent/push/sender.h). The agent's own health is on a loopback /metrics.
 //
 //   PushOptions o;  o.pyroscope_url = "http://pyroscope:4040";
@@ -40,10 +42,15 @@ namespace goheap2pprof {
 struct PushOptions {
   std::string pyroscope_url;
   std::string parca_url;
-  std::string otlp_url;  // --otlp: OTLP profiles over HTTP (agent/push/otlp_resource.h)
+  std::string otlp_url;  // --otlp: OTLP profiles (agent/push/otlp_resource.h)
   // The version announced (pprof/otlp_profile.h); another one only in tests
   // (GOHEAP2PPROF_TEST_OTLP_PROFILES_VERSION), to show a server's refusal.
   std::string otlp_profiles_version{kOtlpProfilesVersion};
+  // --otlp-metrics: an OTLP receiver's base URL, for the runtime metrics
+  // (agent/push/otlp_metrics.h); --otlp-protocol (both OTLP signals):
+  // "http/protobuf" or "grpc".
+  std::string otlp_metrics_url;
+  std::string otlp_protocol = "http/protobuf";
   std::chrono::milliseconds interval{15000};
   // --profiles: which profiles each round pushes, "heap" (__name__=memory)
   // and "goroutine" (__name__=goroutine, pushed every round: its counts

@@ -10,14 +10,16 @@ namespace goheap2pprof {
 std::vector<OtlpAttribute> OtlpResourceAttributes(const GoProcess& process,
                                                   const std::string& service_name,
                                                   const std::string& host_name,
-                                                  const std::vector<PushLabel>& extras) {
+                                                  const std::vector<PushLabel>& extras,
+                                                  const OtelProcessIdentity& own) {
   const ProcessFacts& f = process.facts;
   const PodIdentity& id = f.identity;
   std::vector<OtlpAttribute> out;
   auto add = [&out](const char* key, const std::string& value) {
     if (!value.empty()) out.push_back({key, ValidUtf8(value)});
   };
-  add("service.name", service_name);
+  add("service.name", own.service_name.empty() ? service_name : own.service_name);
+  add("service.instance.id", own.service_instance_id);
   out.push_back({"process.pid", int64_t{f.pid}});
   // readlink's " (deleted)" for an executable replaced since it started
   // is no part of its path.
@@ -62,20 +64,12 @@ std::string HostName() {
   return u.nodename;
 }
 
-BackendOptions OtlpHttpBackend(const std::string& name, const std::string& url,
-                               const std::string& route, const DeliverySettings& delivery) {
-  BackendOptions b;
-  b.name = name;
-  b.url = url;
-  b.route = route;
-  b.content_type = "application/x-protobuf";
-  b.delivery = delivery;
-  return b;
-}
-
 std::string ExplainOtlpProfilesRejection(const std::string& why, std::string_view header,
                                          std::string_view version, std::string_view release) {
-  if (!why.starts_with("HTTP 400") || why.find(header) == std::string::npos) return "";
+  // The Collector refuses over HTTP with 400, over gRPC with
+  // INVALID_ARGUMENT (3) before it reads the message; both name the header.
+  const bool invalid = why.starts_with("HTTP 400") || why.starts_with("grpc-status 3:");
+  if (!invalid || why.find(header) == std::string::npos) return "";
   return "the server does not speak our OTLP profiles protocol version " + std::string(version) +
          " (" + std::string(header) + ": " + std::string(version) + ", " + std::string(release) +
          "): upgrade the one that is behind";

@@ -3,9 +3,8 @@
 // its attributes named as OpenTelemetry's semantic conventions and its eBPF
 // profiler name them, from what discovery already knows (the pod identity
 // of agent/common/pod_identity.h, the executable, the Go version); the
-// serialized Resource (proto/otlp_common.proto); and the HTTP/protobuf
-// delivery options of an OTLP backend, which reuse the sender's retries,
-// Retry-After, TLS and headers (agent/push/sender.h).
+// serialized Resource (proto/otlp_common.proto); and how a refusal of our
+// OTLP profiles version is explained once.
 //
 //   std::vector<OtlpAttribute> a = OtlpResourceAttributes(process, "svc", HostName());
 //   std::string resource = EncodeOtlpResource(a);
@@ -20,6 +19,7 @@
 #include "agent/common/discovery.h"
 #include "agent/push/labels.h"
 #include "agent/push/sender.h"
+#include "agent/worker/otel_identity.h"
 
 namespace goheap2pprof {
 
@@ -34,11 +34,13 @@ struct OtlpAttribute {
 // container.id, k8s.namespace.name, k8s.pod.name, k8s.pod.uid,
 // k8s.container.name, k8s.node.name and host.name, each when known (an
 // empty value is left out), then the --label extras as they are; strings
-// made valid UTF-8.
+// made valid UTF-8. The names the process gives itself (OTEL_CTX, `own`)
+// win: its service.name over `service_name`, and its service.instance.id.
 std::vector<OtlpAttribute> OtlpResourceAttributes(const GoProcess& process,
                                                   const std::string& service_name,
                                                   const std::string& host_name,
-                                                  const std::vector<PushLabel>& extras = {});
+                                                  const std::vector<PushLabel>& extras = {},
+                                                  const OtelProcessIdentity& own = {});
 
 // A serialized opentelemetry.proto.resource.v1.Resource.
 std::string EncodeOtlpResource(const std::vector<OtlpAttribute>& attributes);
@@ -46,13 +48,9 @@ std::string EncodeOtlpResource(const std::vector<OtlpAttribute>& attributes);
 // This machine's host name (uname's nodename), or "".
 std::string HostName();
 
-// The delivery options of an OTLP/HTTP backend: POST <url><route> with an
-// application/x-protobuf body and `headers` (e.g. a version header).
-BackendOptions OtlpHttpBackend(const std::string& name, const std::string& url,
-                               const std::string& route, const DeliverySettings& delivery);
-
-// For BackendOptions::explain_rejection of OTLP profiles: a 400 that names
-// the version header is a server that speaks another protocol version than
+// For BackendOptions::explain_rejection of OTLP profiles: a 400 (over
+// gRPC: grpc-status 3, INVALID_ARGUMENT) that names the version header is
+// a server that speaks another protocol version than
 // `version`: every request will be rejected the same way until one side is
 // upgraded. "" for any other rejection.
 std::string ExplainOtlpProfilesRejection(const std::string& why, std::string_view header,

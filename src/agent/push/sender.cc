@@ -95,6 +95,34 @@ PushVerdict ClassifyStatus(long status) {
   return PushVerdict::kRejected;
 }
 
+PushVerdict ClassifyGrpcStatus(long code) {
+  switch (code) {
+    case 0:
+      return PushVerdict::kSent;
+    case 1:   // CANCELLED
+    case 4:   // DEADLINE_EXCEEDED
+    case 8:   // RESOURCE_EXHAUSTED: the server's 429
+    case 10:  // ABORTED
+    case 11:  // OUT_OF_RANGE
+    case 14:  // UNAVAILABLE
+    case 15:  // DATA_LOSS
+      return PushVerdict::kRetry;
+    default:
+      return PushVerdict::kRejected;
+  }
+}
+
+std::string GrpcFrame(std::string_view message) {
+  std::string out(5, '\0');
+  const auto n = static_cast<uint32_t>(message.size());
+  out[1] = static_cast<char>(n >> 24);
+  out[2] = static_cast<char>(n >> 16);
+  out[3] = static_cast<char>(n >> 8);
+  out[4] = static_cast<char>(n);
+  out.append(message);
+  return out;
+}
+
 std::optional<double> ParseRetryAfter(std::string_view value, int64_t now_unix) {
   value = Trim(value);
   if (value.empty() || value.size() > kMaxRetryAfterValue) return std::nullopt;
@@ -203,6 +231,11 @@ BackendSender::BackendSender(BackendOptions options, PushMetrics& metrics,
     throw Error(ErrorKind::kUsage, "cannot push to ", options_.url, ": libcurl ", curl->version,
                 " has no TLS support");
   }
+  if (options_.grpc && !(curl->features & CURL_VERSION_HTTP2)) {
+    throw Error(ErrorKind::kUsage, "cannot push over gRPC to ", options_.url, ": libcurl ",
+                curl->version, " has no HTTP/2 support")
+        .WithHint("use --otlp-protocol http/protobuf");
+  }
   // libcurl reads only the lower-case http_proxy (upper case is settable
   // by a CGI request's Proxy header, "httpoxy"); the agent is no CGI
   // program, and operators set HTTP_PROXY as for every other tool.
@@ -210,6 +243,8 @@ BackendSender::BackendSender(BackendOptions options, PushMetrics& metrics,
     if (const char* upper = std::getenv("HTTP_PROXY"); upper != nullptr) proxy_ = upper;
   }
   header_lines_.push_back("Content-Type: " + options_.content_type);
+  // gRPC servers refuse a request that does not say it accepts trailers.
+  if (options_.grpc) header_lines_.push_back("TE: trailers");
   for (const auto& [k, v] : headers_) header_lines_.push_back(k + ": " + v);
   if (!bearer_token_.empty()) header_lines_.push_back("Authorization: Bearer " + bearer_token_);
   // No "Expect: 100-continue" round trip before large bodies.
@@ -222,6 +257,7 @@ BackendSender::BackendSender(BackendOptions options, PushMetrics& metrics,
 BackendSender::~BackendSender() { Stop(0); }
 
 void BackendSender::Enqueue(PushItem item) {
+  if (options_.grpc) item.body = GrpcFrame(item.body);
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return;
   for (const PushItem& gone : queue_.Push(std::move(item))) {
@@ -254,6 +290,17 @@ void BackendSender::Stop(double drain_seconds) {
 struct BackendSender::Attempt {
   std::string body;  // at most kMaxResponseBody
   std::optional<std::string> retry_after;
+  // A gRPC answer's, from its trailers (or its headers: a trailers-only answer).
+  std::optional<std::string> grpc_status, grpc_message;
+
+  // The value of `line` if it is header `name`'s.
+  static std::optional<std::string> Value(std::string_view line, std::string_view name) {
+    size_t colon = line.find(':');
+    if (colon == std::string_view::npos || !EqualsIgnoringCase(line.substr(0, colon), name)) {
+      return std::nullopt;
+    }
+    return std::string(Trim(line.substr(colon + 1)).substr(0, kLoggedResponseBody));
+  }
 
   static size_t OnBody(char* data, size_t size, size_t n, void* self) {
     std::string& body = static_cast<Attempt*>(self)->body;
@@ -267,13 +314,14 @@ struct BackendSender::Attempt {
     std::string_view line(data, size * n);
     // A proxy's CONNECT answer or an interim 100 come first: only the final
     // response's headers count.
-    if (line.rfind("HTTP/", 0) == 0) a.retry_after.reset();
-    size_t colon = line.find(':');
-    if (colon != std::string_view::npos &&
-        EqualsIgnoringCase(line.substr(0, colon), "retry-after")) {
-      std::string_view value = Trim(line.substr(colon + 1));
-      a.retry_after = std::string(value.substr(0, kMaxRetryAfterValue + 1));
+    if (line.rfind("HTTP/", 0) == 0) {
+      a.retry_after.reset();
+      a.grpc_status.reset();
+      a.grpc_message.reset();
     }
+    if (auto v = Value(line, "retry-after")) a.retry_after = v->substr(0, kMaxRetryAfterValue + 1);
+    if (auto v = Value(line, "grpc-status")) a.grpc_status = std::move(v);
+    if (auto v = Value(line, "grpc-message")) a.grpc_message = std::move(v);
     return size * n;
   }
 };
@@ -289,8 +337,18 @@ void BackendSender::Configure(void* curl) {
   lib.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
   lib.easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
   // The same protocol whatever nghttp2 libcurl was built with (the static
-  // build has none).
-  lib.easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+  // build has none); gRPC is HTTP/2 only, so a cleartext URL speaks it
+  // from the first byte (no Upgrade, which gRPC servers do not answer).
+  const bool tls = url.rfind("https:", 0) == 0;
+  const long version = !options_.grpc ? CURL_HTTP_VERSION_1_1
+                       : tls          ? CURL_HTTP_VERSION_2TLS
+                                      : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
+  lib.easy_setopt(curl, CURLOPT_HTTP_VERSION, version);
+  // libcurl 7.88 (Debian 12) fails the second gRPC call on a reused HTTP/2
+  // connection with "Error in the HTTP2 framing layer" (curl's own client
+  // does too, against the Collector's Go gRPC server): one connection per
+  // call, a handshake per process and interval.
+  if (options_.grpc) lib.easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
   lib.easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
   lib.easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
   if (!options_.delivery.ca_file.empty()) {
@@ -321,6 +379,10 @@ PushVerdict BackendSender::Send(void* curl, const PushItem& item, std::string& w
   lib.easy_setopt(curl, CURLOPT_HEADERDATA, &attempt);
   error_buffer_[0] = '\0';
   CURLcode rc = lib.easy_perform(curl);
+  // A gRPC server that refuses a call may answer with its status at once
+  // (trailers-only) and reset the stream before it has read the request:
+  // libcurl then fails the transfer, but the status stands.
+  if (rc != CURLE_OK && options_.grpc && attempt.grpc_status) return GrpcVerdict(attempt, why);
   if (rc != CURLE_OK) {
     why = std::string("no answer: ") +
           (error_buffer_[0] != '\0' ? error_buffer_.data() : lib.easy_strerror(rc));
@@ -329,10 +391,30 @@ PushVerdict BackendSender::Send(void* curl, const PushItem& item, std::string& w
   long status = 0;
   lib.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   PushVerdict verdict = ClassifyStatus(status);
+  if (verdict == PushVerdict::kSent && options_.grpc) return GrpcVerdict(attempt, why);
   if (verdict == PushVerdict::kSent) return verdict;
   why = "HTTP " + std::to_string(status) + ": " + Printable(attempt.body);
   if (verdict == PushVerdict::kRetry && attempt.retry_after) {
     retry_after = ParseRetryAfter(*attempt.retry_after, static_cast<int64_t>(std::time(nullptr)));
+  }
+  return verdict;
+}
+
+PushVerdict BackendSender::GrpcVerdict(const Attempt& attempt, std::string& why) {
+  // An answer that ends without a status was cut short: a proxy or a
+  // server that died mid-answer.
+  if (!attempt.grpc_status) {
+    why = "gRPC answer without grpc-status";
+    return PushVerdict::kRetry;
+  }
+  const std::string& text = *attempt.grpc_status;
+  const bool digits =
+      !text.empty() && text.size() <= 3 &&
+      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const long code = digits ? std::stol(text) : -1;
+  const PushVerdict verdict = ClassifyGrpcStatus(code);
+  if (verdict != PushVerdict::kSent) {
+    why = "grpc-status " + Printable(text) + ": " + Printable(attempt.grpc_message.value_or(""));
   }
   return verdict;
 }

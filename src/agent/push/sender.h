@@ -64,6 +64,12 @@ struct BackendOptions {
   // server does not speak; said once in the log instead of per request.
   // Empty: the usual line per rejected request.
   std::function<std::string(const std::string&)> explain_rejection;
+  // A unary gRPC call instead of a plain POST: `route` is
+  // /package.Service/Method, each enqueued body the serialized request
+  // message (Enqueue frames it: GrpcFrame), sent over HTTP/2 (prior
+  // knowledge for http://, ALPN for https://) with TE: trailers; the answer
+  // is the grpc-status its trailers carry (ClassifyGrpcStatus).
+  bool grpc = false;
 };
 
 struct PushItem {
@@ -87,6 +93,16 @@ void HttpClientGlobalInit();
 // followed) rejected.
 enum class PushVerdict { kSent, kRetry, kRejected };
 PushVerdict ClassifyStatus(long status);
+
+// A gRPC message on the wire (the gRPC over HTTP/2 spec's
+// Length-Prefixed-Message): a 0 byte (not compressed), the length as 4
+// bytes big-endian, the message.
+std::string GrpcFrame(std::string_view message);
+
+// What a gRPC status code means for delivery, as OTLP's exporters read it:
+// 0 (OK) sent; CANCELLED, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED,
+// OUT_OF_RANGE, UNAVAILABLE and DATA_LOSS retried; the others rejected.
+PushVerdict ClassifyGrpcStatus(long code);
 
 // The wait a Retry-After header value asks for (RFC 9110 10.2.3):
 // delta-seconds, or an HTTP-date taken relative to `now_unix`; a date in the
@@ -141,6 +157,7 @@ class BackendSender {
   PushVerdict Send(void* curl, const PushItem& item, std::string& why,
                    std::optional<double>& retry_after);
   void Configure(void* curl);
+  PushVerdict GrpcVerdict(const Attempt& attempt, std::string& why);
 
   BackendOptions options_;
   ParsedUrl url_;

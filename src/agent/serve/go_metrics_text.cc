@@ -294,4 +294,28 @@ std::string GoCollectorText(const GoRuntimeStats& stats) {
   return std::move(w).SortedText();
 }
 
+std::string OtelGoMetricsText(const GoRuntimeStats& stats) {
+  PrometheusWriter w;
+  constexpr std::string_view kScope = "goheap2pprof";
+  constexpr std::string_view kVersion = GOHEAP2PPROF_VERSION;
+  for (const OtelGoMetric& m : OtelGoMetrics(stats)) {
+    const std::string name = OtelPrometheusName(m);
+    const std::string help = std::string(m.description) + " (OpenTelemetry " + std::string(m.name) +
+                             ", unit " + std::string(m.unit) + ").";
+    w.Family({name, m.instrument == OtelInstrument::kCounter ? "counter" : "gauge", help});
+    for (const OtelGoPoint& p : m.points) {
+      if (p.attribute_key.empty()) {
+        w.Sample({{"otel_scope_name", kScope}, {"otel_scope_version", kVersion}}, p.value);
+        continue;
+      }
+      const std::string label = OtelPrometheusLabel(p.attribute_key);
+      w.Sample({{label, p.attribute_value},
+                {"otel_scope_name", kScope},
+                {"otel_scope_version", kVersion}},
+               p.value);
+    }
+  }
+  return std::move(w).SortedText();
+}
+
 }  // namespace goheap2pprof

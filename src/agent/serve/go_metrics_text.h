@@ -23,6 +23,7 @@
 #include <string>
 #include <string_view>
 
+#include "agent/common/otel_go_metrics.h"
 #include "agent/common/prometheus_text.h"
 #include "memstats/go_runtime_stats.h"
 
@@ -47,5 +48,12 @@ std::optional<std::string> PrometheusNameOfRuntimeMetric(std::string_view name, 
 // The whole exposition: families sorted by name as client_golang's Gather
 // writes them, each with its # HELP and # TYPE lines.
 std::string GoCollectorText(const GoRuntimeStats& stats);
+
+// The same values under OpenTelemetry's semantic-convention names
+// (agent/common/otel_go_metrics.h), written as OTel's Prometheus exporter
+// writes them: an UpDownCounter as a gauge, a Counter as a counter, each
+// attribute a label, and every sample labelled with the instrumentation
+// scope (otel_scope_name, otel_scope_version). Families sorted by name.
+std::string OtelGoMetricsText(const GoRuntimeStats& stats);
 
 }  // namespace goheap2pprof

@@ -13,7 +13,10 @@ namespace {
 
 HttpError BadRequest(std::string text) { return HttpError{400, std::move(text)}; }
 
-ServeRoute ProcessMetricsRoute(const std::string& pid_text) {
+// `names` picks the metric names: client_golang's (the default, or
+// names=prometheus) or OpenTelemetry's (names=otel).
+ServeRoute ProcessMetricsRoute(const std::string& pid_text,
+                               const std::vector<std::pair<std::string, std::string>>& query) {
   ServeRoute route;
   route.endpoint = Endpoint::kProcessMetrics;
   std::optional<pid_t> pid = ParsePid(pid_text);
@@ -22,6 +25,12 @@ ServeRoute ProcessMetricsRoute(const std::string& pid_text) {
     return route;
   }
   route.profile.pid = *pid;
+  const std::string names = FormValue(query, "names");
+  if (names == "otel") {
+    route.metric_names = MetricNames::kOpenTelemetry;
+  } else if (!names.empty() && names != "prometheus") {
+    route.error = BadRequest("invalid names - must be prometheus (the default) or otel");
+  }
   return route;
 }
 
@@ -90,7 +99,7 @@ std::optional<ServeRoute> ServerRoute(const std::string& path, std::string_view 
     route.endpoint = Endpoint::kMetrics;
     return route;
   }
-  return ProcessMetricsRoute(FormValue(query, "pid"));
+  return ProcessMetricsRoute(FormValue(query, "pid"), query);
 }
 
 // net/http/pprof's handler.ServeHTTP, in its order: seconds (a delta),
@@ -181,9 +190,9 @@ ServeRoute ParseServeTarget(std::string_view target, const ServeQueryLimits& lim
     if (slash == std::string_view::npos) return ErrorRoute(HttpError{404, "404 page not found"});
     path_pid = rest.substr(0, slash);
     rest.remove_prefix(slash);
-    if (rest == "/metrics") return ProcessMetricsRoute(std::string(*path_pid));
   }
   const std::vector<std::pair<std::string, std::string>> query = ParseGoQuery(raw_query);
+  if (path_pid && rest == "/metrics") return ProcessMetricsRoute(std::string(*path_pid), query);
   if (rest == "/flamegraph") return FlamegraphRoute(path_pid, query);
   constexpr std::string_view kPprofPrefix = "/debug/pprof/";
   if (rest.substr(0, kPprofPrefix.size()) != kPprofPrefix) {

@@ -38,6 +38,11 @@ struct FlamegraphRequest {
   std::string sample_index = "inuse_space";  // one of the heap profile's four types
 };
 
+// The names /pid/N/metrics writes the Go runtime's metrics under:
+// client_golang's (agent/serve/go_metrics_text.h) or OpenTelemetry's
+// semantic conventions (agent/common/otel_go_metrics.h).
+enum class MetricNames { kPrometheus, kOpenTelemetry };
+
 struct HttpError {
   int status = 400;
   std::string text;  // the body, one line, as net/http/pprof's serveError writes it
@@ -47,6 +52,7 @@ struct ServeRoute {
   Endpoint endpoint = Endpoint::kIndex;
   ProfileRequest profile;        // for kProfile; for kProcessMetrics only its pid
   FlamegraphRequest flamegraph;  // for kFlamegraph
+  MetricNames metric_names = MetricNames::kPrometheus;  // for kProcessMetrics
   std::optional<HttpError> error;
 };
 
@@ -62,7 +68,9 @@ struct ServeQueryLimits {
 //   /pid/N/debug/pprof/{heap,allocs,goroutine}
 //                                       kProfile (a ?pid= is then ignored)
 //   /metrics?pid=N, /pid/N/metrics      kProcessMetrics (the Go runtime's
-//                                       metrics of process N)
+//                                       metrics of process N; names=otel for
+//                                       OpenTelemetry's names, else 400
+//                                       unless empty or prometheus)
 //   /pid/N/flamegraph?sample_index=T    kFlamegraph (/flamegraph?pid=N too); T is
 //                                       inuse_space (default), inuse_objects,
 //                                       alloc_space or alloc_objects, else 400

@@ -165,7 +165,7 @@ class Service {
       case Endpoint::kProfile:
         return Profile(route.profile, req.client_gone, res);
       case Endpoint::kProcessMetrics:
-        return ProcessMetrics(route.profile.pid, req.client_gone, res);
+        return ProcessMetrics(route.profile.pid, route.metric_names, req.client_gone, res);
       case Endpoint::kFlamegraph:
         return Flamegraph(route.flamegraph, req.client_gone, res);
     }
@@ -361,9 +361,10 @@ class Service {
   }
 
   // The Go runtime's metrics of one process, as its own client_golang
-  // would export them. Read in a worker like a capture, with the same
-  // identity and allow-list checks; the reply is decoded as untrusted.
-  void ProcessMetrics(pid_t pid, const ClientGone& gone, HttpReply& res) {
+  // would export them, or under OpenTelemetry's names. Read in a worker like
+  // a capture, with the same identity and allow-list checks; the reply is
+  // decoded as untrusted.
+  void ProcessMetrics(pid_t pid, MetricNames names, const ClientGone& gone, HttpReply& res) {
     std::optional<ProcessFacts> facts = VisibleOrAnswer(pid, res);
     if (!facts) return;
     const Captured c = CaptureOf(*facts, WorkerOp::kRuntimeStats, gone);
@@ -376,7 +377,10 @@ class Service {
           "memory statistics of process " + std::to_string(pid) + ": " + stats.error().what());
       return;
     }
-    SetContent(res, GoCollectorText(*stats), "text/plain; version=0.0.4; charset=utf-8");
+    SetContent(
+        res,
+        names == MetricNames::kOpenTelemetry ? OtelGoMetricsText(*stats) : GoCollectorText(*stats),
+        "text/plain; version=0.0.4; charset=utf-8");
   }
 
   // The page is made in the worker from a capture of its own; requests for

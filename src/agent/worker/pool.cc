@@ -141,7 +141,10 @@ std::string HowItEnded(int status) {
     std::string how = std::string("the capture worker was killed by signal ") +
                       std::to_string(sig) + " (" + strsignal(sig) + ")";
     if (sig == SIGSYS) how += ": a system call outside its seccomp filter";
-    if (sig == SIGXCPU || sig == SIGKILL) how += ": it may have exceeded its CPU time limit";
+    if (sig == SIGXCPU) how += ": it exceeded its CPU time limit";
+    if (sig == SIGKILL) {
+      how += ": it may have exceeded its CPU time limit, or the kernel's OOM killer ended it";
+    }
     return how;
   }
   return "the capture worker exited with status " + std::to_string(WEXITSTATUS(status));
@@ -185,9 +188,35 @@ bool IsPriorityRole(PoolRole role) {
   return role == PoolRole::kPush || role == PoolRole::kWatch || role == PoolRole::kDiscovery;
 }
 
+uint64_t WorkerMemoryInCgroup(uint64_t configured, int max_concurrent, const MemoryReading& own) {
+  if (!own.limit || !own.usage) return configured;
+  const uint64_t room = *own.limit > *own.usage ? *own.limit - *own.usage : 0;
+  const uint64_t share = room / static_cast<uint64_t>(std::max(1, max_concurrent));
+  return std::min(configured, std::max(share, kMinWorkerAddressSpace));
+}
+
+namespace {
+
+// The memory cgroup this process runs in, as it reads now (nothing when it
+// has none or it cannot be read: then --worker-memory stands as given).
+MemoryReading OwnMemoryCgroup() {
+  const CgroupFs fs;
+  std::optional<MemoryCgroup> cg = fs.FindMemoryCgroup(getpid());
+  return cg ? fs.Read(*cg) : MemoryReading{};
+}
+
+WorkerSettings FitToOwnCgroup(WorkerSettings workers) {
+  workers.limits.address_space_bytes = WorkerMemoryInCgroup(
+      workers.limits.address_space_bytes, workers.max_concurrent, OwnMemoryCgroup());
+  return workers;
+}
+
+}  // namespace
+
 WorkerPool::WorkerPool(PoolOptions options)
     : options_(std::move(options)),
       workers_(static_cast<size_t>(std::max(1, options_.workers.max_concurrent))) {
+  options_.workers = FitToOwnCgroup(options_.workers);
   // The server process relays profiles of up to --max-capture-bytes from
   // many handler threads. glibc's default raises its mmap threshold to the
   // size of any large block freed, after which such blocks come from the

@@ -45,6 +45,7 @@
 #include "agent/worker/worker.h"
 #include "app/process_source.h"
 #include "base/error.h"
+#include "proc/cgroup.h"
 
 namespace goheap2pprof {
 
@@ -61,6 +62,17 @@ struct WorkerSettings {
   // them empty: the running file is read).
   ExecutableOptions executable = {};
 };
+
+// The address-space limit each worker gets: at most `configured`
+// (--worker-memory), and at most an equal share, among the pool's
+// `max_concurrent` workers, of the room the memory cgroup this process runs
+// in has left (its limit minus its usage now), so that a capture too large
+// for the cgroup fails with "exceeded the worker's memory limit" instead of
+// the kernel's OOM killer ending a worker (or the server beside it). Never
+// below kMinWorkerAddressSpace, what a worker needs to start; without a
+// finite limit, `configured`.
+inline constexpr uint64_t kMinWorkerAddressSpace = uint64_t{96} << 20;
+uint64_t WorkerMemoryInCgroup(uint64_t configured, int max_concurrent, const MemoryReading& own);
 
 // Made in one place, RoleParts (agent/worker/role_parts.h).
 struct PoolOptions {

@@ -65,6 +65,8 @@ std::string EncodePushMade(const PushMade& made) {
     w.U64(v);
   }
   w.U8(made.baseline ? 1 : 0);
+  w.Str(made.otel.service_name);
+  w.Str(made.otel.service_instance_id);
   return w.Take();
 }
 
@@ -83,6 +85,8 @@ PushMade DecodePushMade(std::string_view bytes, size_t max_bytes) {
     *v = r.U64();
   }
   made.baseline = r.Bool("baseline");
+  made.otel.service_name = r.Str(kMaxOtelIdentityValue, "OTEL_CTX service.name");
+  made.otel.service_instance_id = r.Str(kMaxOtelIdentityValue, "OTEL_CTX service.instance.id");
   r.End();
   return made;
 }

@@ -5,7 +5,7 @@
 // both backends' raw profiles gzipped, ready to be sent as they are, with
 // the process's next delta state, which the agent keeps as opaque bytes
 // and hands to the next push's worker. The agent reads only this
-// envelope: a few counters and five byte strings, each bounded.
+// envelope: a few counters and seven byte strings, each bounded.
 //
 //   PushWork work{.limits = limits, .from_zero = true, .state = kept};
 //   request.payload = EncodePushWork(work);                       // agent
@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 
+#include "agent/worker/otel_identity.h"
 #include "agent/worker/push_profile.h"
 #include "proto/profile.pb.h"
 
@@ -55,6 +56,9 @@ struct PushMade {
   uint64_t pyroscope_samples = 0, parca_samples = 0;
   uint64_t nonzero = 0, trimmed = 0, resets = 0;
   bool baseline = false;
+  // What the live process names itself (OTEL_CTX), read by the worker of a
+  // capture (ops kPush, kPushGoroutine); each at most kMaxOtelIdentityValue.
+  OtelProcessIdentity otel;
 };
 
 std::string EncodePushWork(const PushWork& work);

@@ -403,13 +403,16 @@ std::string DeltaBody(const WorkerRequest& request, const std::string& now) {
 // 8 bytes per frame, against a frame's one or two bytes in the profile.
 size_t PushStateBound(size_t profile_bytes) { return 16 * profile_bytes + (size_t{16} << 20); }
 
-// push's profiles of this capture (agent/worker/push_wire.h).
+// push's profiles of this capture (agent/worker/push_wire.h), with the
+// names the process gives itself (OTEL_CTX), read here, confined.
 std::string PushBody(const WorkerRequest& request, const FinishedProfile& profile,
-                     std::optional<uint32_t> cycle) {
+                     std::optional<uint32_t> cycle, CaptureSource& source) {
   const PushWork work = DecodePushWork(request.payload, request.payload.size());
   const pb::Profile& cumulative = profile.get();
-  return EncodePushMade(
-      MakePushProfiles(cumulative, work, cycle, PushStateBound(cumulative.ByteSizeLong())));
+  PushMade made =
+      MakePushProfiles(cumulative, work, cycle, PushStateBound(cumulative.ByteSizeLong()));
+  made.otel = ReadOtelProcessIdentity(source);
+  return EncodePushMade(made);
 }
 
 // push's profiles of a profile a watch trigger captured, which the agent
@@ -496,7 +499,7 @@ void Capture(const WorkerRequest& request, const std::optional<ServeSeam>& seam,
     if (request.op == WorkerOp::kAllocsDelta) result.profile.SetDefaultSampleType("alloc_space");
     reply.body = DeltaBody(request, result.profile.Serialize());
   } else if (request.op == WorkerOp::kPush) {
-    reply.body = PushBody(request, result.profile, reply.cycle);
+    reply.body = PushBody(request, result.profile, reply.cycle, *t.source);
   } else if (request.op == WorkerOp::kFlamegraph) {
     reply.body = as.Render(result.profile.get(), {.pid = request.pid});
   } else if (request.op == WorkerOp::kAllocs) {
@@ -541,7 +544,9 @@ void CaptureGoroutineProfile(const WorkerRequest& request, const std::optional<S
     const pb::Profile profile = GoroutineProfile(*t.source, *t.analysis, c);
     if (request.op == WorkerOp::kPushGoroutine) {
       const PushWork work = DecodePushWork(request.payload, request.payload.size());
-      reply.body = EncodePushMade(MakeGoroutinePushProfiles(profile, work));
+      PushMade made = MakeGoroutinePushProfiles(profile, work);
+      made.otel = ReadOtelProcessIdentity(*t.source);
+      reply.body = EncodePushMade(made);
     } else {
       reply.body = request.op == WorkerOp::kGoroutineDelta
                        ? DeltaBody(request, profile.SerializeAsString())
