@@ -19,7 +19,8 @@
 # - gRPC (--otlp-protocol grpc, the Collector's gRPC receiver): for a second
 #   target, the profile equals our capture and the resource is its own, with
 #   the service.name and service.instance.id it publishes (OTEL_CTX), on its
-#   OTLP metrics' resource too (--otlp-metrics in the same push);
+#   OTLP metrics' resource too (--otlp-metrics in the same push, and in a
+#   push with --otlp-metrics alone, whose statistics read carries them);
 # - version: a push that announces another protocol version is refused by
 #   the Collector with 400; push says so once, naming the version, retries
 #   nothing, and goes on pushing to its other backend (Pyroscope, on
@@ -207,6 +208,26 @@ else
   fail "over gRPC: no ResourceMetrics of pid $tpid2 with its own names" "$work/collector.err"
 fi
 kill "$pushg_pid"
+
+# OTLP metrics alone (no profile backend, so no profile capture reads the
+# context): the runtime-statistics read carries the process's own names.
+echo "== OTLP metrics alone"
+mark=$(wc -l <"$work/collector.err")
+e2e_start "$work/pushm.out" "$work/pushm.log" "$tool" push --otlp-metrics "http://127.0.0.1:$cport" \
+  --interval 1s --discover-interval 1 --allow-uid 65534 --pid "$tpid2" --metrics-listen ""
+pushm_pid=$target_pid
+own_metrics_alone() {
+  tail -n +"$((mark + 1))" "$work/collector.err" | grep -B 2 "process.pid: Int($tpid2)" >"$work/metrics3.txt"
+  grep -q "service.name: Str(checkout)" "$work/metrics3.txt" &&
+    grep -q "service.instance.id: Str(inst-7)" "$work/metrics3.txt"
+}
+if e2e_wait_until 15 own_metrics_alone; then
+  pass "--otlp-metrics alone: the resource has the process's own service.name and service.instance.id"
+else
+  fail "--otlp-metrics alone: no ResourceMetrics of pid $tpid2 with its own names" "$work/pushm.log"
+  tail -n +"$((mark + 1))" "$work/collector.err" | grep -B 2 -A 12 "process.pid: Int($tpid2)" | head -30
+fi
+kill "$pushm_pid"
 
 echo "== a Collector that speaks another protocol version"
 (cd "$src/tests/pushreceiver" && "${go[@]}" build -o "$work/bin/pushreceiver" .) \

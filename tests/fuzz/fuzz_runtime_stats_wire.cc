@@ -15,14 +15,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace goheap2pprof;
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
   GoRuntimeStats stats;
+  OtelProcessIdentity otel;
   try {
-    stats = DecodeRuntimeStats(bytes);
+    stats = DecodeRuntimeStats(bytes, &otel);
   } catch (const Error&) {
     return 0;
   }
   if (stats.metrics.size() > RuntimeStatsWireLimits::kMaxMetrics) __builtin_trap();
   // What was accepted encodes back to the same bytes.
-  if (EncodeRuntimeStats(stats) != bytes) __builtin_trap();
+  if (otel.service_name.size() > kMaxOtelIdentityValue) __builtin_trap();
+  if (EncodeRuntimeStats(stats, otel) != bytes) __builtin_trap();
   const std::string text = GoCollectorText(stats);
   size_t at = 0;
   while (at < text.size()) {

@@ -287,6 +287,26 @@ TEST(RuntimeStatsWire, RefusesTruncatedTrailingAndOversized) {
   }
 }
 
+TEST(RuntimeStatsWire, CarriesTheProcesssOwnOtelNames) {
+  const std::string seed = EncodeRuntimeStats(GoRuntimeStats{}, {"checkout", "inst-7"});
+  OtelProcessIdentity back;
+  DecodeRuntimeStats(seed, &back);
+  EXPECT_EQ(back, (OtelProcessIdentity{"checkout", "inst-7"}));
+  // Without a place for them (serve, watch) they are read and dropped.
+  EXPECT_NO_THROW(DecodeRuntimeStats(seed));
+  // A name past the bound is cut by the worker and refused from a forged reply.
+  const std::string long_name(kMaxOtelIdentityValue + 10, 'a');
+  DecodeRuntimeStats(EncodeRuntimeStats(GoRuntimeStats{}, {long_name, ""}), &back);
+  EXPECT_EQ(back.service_name.size(), kMaxOtelIdentityValue);
+  std::string forged = EncodeRuntimeStats(GoRuntimeStats{}, {"", ""});
+  forged.resize(forged.size() - 8);
+  const uint32_t n = kMaxOtelIdentityValue + 1;
+  forged.append(reinterpret_cast<const char*>(&n), 4);
+  forged.append(n, 'a');
+  forged.append(4, '\0');
+  EXPECT_THROW(DecodeRuntimeStats(forged, &back), Error);
+}
+
 TEST(RuntimeStatsWire, TheFuzzSeedsAreValidReplies) {
   // testdata/fuzz/runtime_stats_wire holds replies in this build's format:
   // a change of the format must regenerate them, or the fuzzer starts from

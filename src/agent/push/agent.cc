@@ -59,9 +59,6 @@ struct ProcessState {
   std::string last_error;  // logged once until it changes
   std::string last_goroutine_error;
   std::string last_metrics_error;
-  // The names the process gives itself (OTEL_CTX) as its last profile
-  // capture read them, for the resource of its OTLP metrics.
-  OtelProcessIdentity otel;
 };
 
 class Agent {
@@ -295,7 +292,11 @@ class Agent {
     }
     state.last_metrics_error.clear();
     if (r.reply.start_time != p.facts.start_time) return;  // pid reused since the scan
-    const Expected<GoRuntimeStats> stats = TryDecodeRuntimeStats(r.reply.body);
+    // The names the process gives itself (OTEL_CTX), read with the
+    // statistics: its metrics carry them whether or not its profiles are
+    // pushed too.
+    OtelProcessIdentity own;
+    const Expected<GoRuntimeStats> stats = TryDecodeRuntimeStats(r.reply.body, &own);
     if (!stats) {
       Log("goheap2pprof push: runtime metrics of " + what + ": " + stats.error().what());
       return;
@@ -303,8 +304,8 @@ class Agent {
     const auto now = std::chrono::system_clock::now().time_since_epoch();
     std::string body = OtlpMetricsRequest(
         OtelGoMetrics(*stats),
-        EncodeOtlpResource(OtlpResourceAttributes(p, ServiceNameOfProcess(p), host_name_,
-                                                  options_.labels, state.otel)),
+        EncodeOtlpResource(
+            OtlpResourceAttributes(p, ServiceNameOfProcess(p), host_name_, options_.labels, own)),
         ProcessStartUnixNano(p.facts.start_time),
         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()));
     if (options_.verbose) {
@@ -343,7 +344,6 @@ class Agent {
     }
     if (pyroscope_) PushPyroscope(p, what, *made, options_.labels, "goroutine");
     if (parca_) PushParca(p, what, *made, options_.labels, "goroutine");
-    state.otel = made->otel;
     if (otlp_) PushOtlp(p, what, *made, options_.labels, "goroutine");
   }
 
@@ -390,7 +390,6 @@ class Agent {
       return;
     }
     state.delta_state = std::move(made->state);
-    state.otel = made->otel;
     if (pyroscope_) PushPyroscope(p, what, *made, options_.labels);
     if (otlp_) PushOtlp(p, what, *made, options_.labels);
     if (parca_ && !PushParca(p, what, *made, options_.labels)) return;

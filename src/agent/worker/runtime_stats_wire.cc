@@ -27,7 +27,7 @@ void EachU64(MemStats& m, F&& f) {
 
 }  // namespace
 
-std::string EncodeRuntimeStats(const GoRuntimeStats& stats) {
+std::string EncodeRuntimeStats(const GoRuntimeStats& stats, const OtelProcessIdentity& otel) {
   WireWriter w;
   w.U32(kMagic);
   w.Str(stats.go_version.substr(0, RuntimeStatsWireLimits::kMaxVersionBytes));
@@ -60,10 +60,12 @@ std::string EncodeRuntimeStats(const GoRuntimeStats& stats) {
   for (size_t i = 0; i < notes; ++i) {
     w.Str(std::string_view(stats.notes[i]).substr(0, RuntimeStatsWireLimits::kMaxNoteBytes));
   }
+  w.Str(std::string_view(otel.service_name).substr(0, kMaxOtelIdentityValue));
+  w.Str(std::string_view(otel.service_instance_id).substr(0, kMaxOtelIdentityValue));
   return w.Take();
 }
 
-GoRuntimeStats DecodeRuntimeStats(std::string_view bytes) {
+GoRuntimeStats DecodeRuntimeStats(std::string_view bytes, OtelProcessIdentity* otel) {
   using L = RuntimeStatsWireLimits;
   WireReader r(bytes, "memory-statistics reply");
   if (r.U32() != kMagic) throw Error(ErrorKind::kMalformed, "memory-statistics reply: bad magic");
@@ -102,12 +104,16 @@ GoRuntimeStats DecodeRuntimeStats(std::string_view bytes) {
   }
   const uint32_t notes = r.Count(L::kMaxNotes, "notes");
   for (uint32_t i = 0; i < notes; ++i) s.notes.push_back(r.Str(L::kMaxNoteBytes, "note"));
+  OtelProcessIdentity own;
+  own.service_name = r.Str(kMaxOtelIdentityValue, "OTel service.name");
+  own.service_instance_id = r.Str(kMaxOtelIdentityValue, "OTel service.instance.id");
   r.End();
+  if (otel != nullptr) *otel = std::move(own);
   return s;
 }
 
-Expected<GoRuntimeStats> TryDecodeRuntimeStats(std::string_view bytes) {
-  return TryDecodeReply([bytes] { return DecodeRuntimeStats(bytes); });
+Expected<GoRuntimeStats> TryDecodeRuntimeStats(std::string_view bytes, OtelProcessIdentity* otel) {
+  return TryDecodeReply([bytes, otel] { return DecodeRuntimeStats(bytes, otel); });
 }
 
 }  // namespace goheap2pprof

@@ -7,13 +7,19 @@
 // Private to one build of the binary (the agent execs itself): a magic,
 // then fixed little-endian fields in the order of the struct.
 //
-//   std::string bytes = EncodeRuntimeStats(stats);        // in the worker
-//   GoRuntimeStats back = DecodeRuntimeStats(bytes);       // in the agent
+//   std::string bytes = EncodeRuntimeStats(stats, otel);  // in the worker
+//   GoRuntimeStats back = DecodeRuntimeStats(bytes, &otel);  // in the agent
+//
+// The reply also carries the names the process gives itself through the
+// OTel process context (agent/worker/otel_identity.h), read in the same
+// confined worker, for push's OTLP metrics of a process whose profiles are
+// not pushed (which would carry them otherwise).
 #pragma once
 
 #include <string>
 #include <string_view>
 
+#include "agent/worker/otel_identity.h"
 #include "base/expected.h"
 #include "memstats/go_runtime_stats.h"
 
@@ -28,11 +34,13 @@ struct RuntimeStatsWireLimits {
   static constexpr size_t kMaxVersionBytes = 64;
 };
 
-std::string EncodeRuntimeStats(const GoRuntimeStats& stats);
-// Throws Error(kMalformed) naming what is wrong.
-GoRuntimeStats DecodeRuntimeStats(std::string_view bytes);
+std::string EncodeRuntimeStats(const GoRuntimeStats& stats, const OtelProcessIdentity& otel = {});
+// Throws Error(kMalformed) naming what is wrong; the OTel names go to *otel
+// when it is given (each at most kMaxOtelIdentityValue bytes).
+GoRuntimeStats DecodeRuntimeStats(std::string_view bytes, OtelProcessIdentity* otel = nullptr);
 // The same with the Error returned: for the roles, to whom a worker's bad
 // reply fails one answer or one log line, not the role.
-Expected<GoRuntimeStats> TryDecodeRuntimeStats(std::string_view bytes);
+Expected<GoRuntimeStats> TryDecodeRuntimeStats(std::string_view bytes,
+                                               OtelProcessIdentity* otel = nullptr);
 
 }  // namespace goheap2pprof

@@ -565,8 +565,9 @@ void ReadStats(const WorkerRequest& request, const std::optional<ServeSeam>& sea
                WorkerReply& reply, bool* identified) {
   OpenedTarget t = OpenForRead(request, seam, reply, identified, "read");
   const GoRuntimeStats stats = ReadGoRuntimeStats(*t.source, *t.analysis);
+  const OtelProcessIdentity otel = ReadOtelProcessIdentity(*t.source);
   t.source->CheckSameProcess();
-  reply.body = EncodeRuntimeStats(stats);
+  reply.body = EncodeRuntimeStats(stats, otel);
   reply.owner = std::move(t.owner);
 }
 
