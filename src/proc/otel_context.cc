@@ -2,9 +2,10 @@
 
 #include <array>
 #include <chrono>
-#include <cstring>
 #include <string_view>
 #include <thread>
+
+#include "base/bytes.h"
 
 namespace goheap2pprof {
 namespace {
@@ -21,18 +22,6 @@ struct Header {
   uint64_t published_at_ns = 0;
   uint64_t payload_addr = 0;
 };
-
-uint32_t LoadU32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-uint64_t LoadU64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 
 // The header at addr if it is mapped, signed and of a version we read.
 std::optional<Header> ReadHeader(MemoryReader& mem, uint64_t addr) {
