@@ -4,6 +4,7 @@
 #include <functional>
 #include <iomanip>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -13,6 +14,7 @@
 #include "elf/load_bias.h"
 #include "heap/buckets.h"
 #include "heap/snapshot.h"
+#include "pprof/stack_warmer.h"
 #include "runtime/memstats_layout.h"
 #include "runtime/runtime_traits.h"
 
@@ -170,6 +172,11 @@ SnapshotStream StreamInto(const CaptureSource& source, const ExecutableAnalysis&
             return run;
           },
       .keep_ends = keep_ends,
+      // The walk's thread symbolizes ahead of the build (most of a cold
+      // capture's time when every bucket has its own call site).
+      .ahead = [warmer =
+                    std::make_shared<StackWarmer>(analysis.symbolizer(), analysis.traits(), bias)](
+                   const Bucket& b) { warmer->Warm(b.stack); },
   };
 }
 

@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "base/huge_pages.h"
+#include "heap/pipelined_walk.h"
 
 namespace goheap2pprof {
 
@@ -159,9 +160,13 @@ WalkEnd StreamOneWalk(MemoryReader& mem, const SnapshotLimits& limits,
       into.packed.Append(b, record_at, tag);
     }
   };
-  if (limits.cache_ranges.empty()) return StreamBuckets(mem, head, walk_limits, keep);
+  auto walk = [&](MemoryReader& from) {
+    if (!stream.ahead) return StreamBuckets(from, head, walk_limits, keep);
+    return StreamBucketsPipelined(from, head, walk_limits, stream.ahead, keep);
+  };
+  if (limits.cache_ranges.empty()) return walk(mem);
   BlockCacheReader cached(mem, limits.cache_ranges, limits.cache_block_size, limits.cache_blocks);
-  return StreamBuckets(cached, head, walk_limits, keep);
+  return walk(cached);
 }
 
 }  // namespace

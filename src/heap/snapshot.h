@@ -103,6 +103,12 @@ struct SnapshotStream {
   // buckets, record_at; the tags are not kept), so that the snapshot can be
   // refreshed (RefreshStreamedSnapshot) for a later capture.
   bool keep_ends = false;
+  // When set, the walk runs on a thread of its own where there is a second
+  // CPU (heap/pipelined_walk.h), and `ahead` on that thread for each bucket
+  // before `bucket` gets it: work that makes `bucket`'s cheaper without
+  // changing what it does (symbolizing the stack), which must be safe
+  // beside `bucket`.
+  std::function<void(const Bucket& b)> ahead = nullptr;
 };
 
 // ReadHeapSnapshot without keeping the stacks: each walk streams its buckets

@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "base/huge_pages.h"
 #include "heap/stack_store.h"
+#include "pprof/stack_warmer.h"
 
 namespace goheap2pprof {
 
@@ -262,6 +263,15 @@ void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
   while (!stk.empty()) {
     const uint64_t addr = stk.front();
     if (const uint32_t* index = locs_.Find(addr)) {
+      // Most PCs of most stacks: a one-PC location that no PC can join,
+      // with nothing in the deck, which TakeCachedLocation would take as
+      // it is (the order check cannot fail on it).
+      const LocInfo& l = loc_infos_[*index];
+      if (deck_.pcs.empty() && l.complete && l.pcs.size() == 1) {
+        out.push_back(l.id);
+        stk = stk.subspan(1);
+        continue;
+      }
       stk = TakeCachedLocation(*index, stk, out);
       continue;
     }
@@ -403,12 +413,8 @@ uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> stack, bool& 
 size_t HeapProfileBuilder::HiddenFrames(std::span<const uint64_t> stack) {
   if (!hide_runtime_) return 0;
   for (size_t i = 0; i < stack.size(); ++i) {
-    const std::optional<std::string_view> name = sym_.FuncNameForPc(stack[i] - bias_);
-    bool hidden = false;
-    if (name) {
-      for (std::string_view prefix : traits_.hidden_prefixes) hidden |= name->starts_with(prefix);
-    }
-    if (!hidden) return i;  // the first non-runtime frame and its callers
+    // The first non-runtime frame and its callers are shown.
+    if (!HiddenByRuntime(sym_, traits_, stack[i] - bias_)) return i;
   }
   return 0;  // every frame hidden: hideRuntime keeps them all
 }

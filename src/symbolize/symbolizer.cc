@@ -32,23 +32,39 @@ uint64_t Symbolizer::failed_lookups() const {
 }
 
 std::optional<std::string_view> Symbolizer::FuncNameForPc(uint64_t pc) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = name_cache_.find(pc);
-  if (it != name_cache_.end()) return it->second;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = name_cache_.find(pc);
+    if (it != name_cache_.end()) return it->second;
+  }
+  // Decoded without the lock, so that a capture's two threads (the walk's
+  // symbolizing ahead, the build's) do not wait on each other's decoding;
+  // either one's answer is the same.
   std::optional<std::string_view> name;
   if (std::optional<FuncRef> f = tab_.FindFunc(pc)) {
     // A corrupt table entry is a failed lookup, as a nil *Func would be.
     if (Expected<PcFrame> frame = tab_.TryFrameAt(*f, pc)) name = frame->function;
   }
-  name_cache_.emplace(pc, name);
-  return name;
+  std::lock_guard<std::mutex> lock(mu_);
+  return name_cache_.emplace(pc, name).first->second;
 }
 
 const PcFrames& Symbolizer::FramesFor(uint64_t addr) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = frames_cache_.find(addr);
+    if (it != frames_cache_.end()) return it->second;
+  }
+  // Decoded without the lock (see FuncNameForPc); the first answer stored
+  // is the one every caller gets.
+  PcFrames result = Decode(addr);
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = frames_cache_.find(addr);
-  if (it != frames_cache_.end()) return it->second;
+  const auto [it, added] = frames_cache_.emplace(addr, std::move(result));
+  if (added && it->second.lookup_failed) ++failed_lookups_;
+  return it->second;
+}
 
+PcFrames Symbolizer::Decode(uint64_t addr) const {
   PcFrames result;
   SymFrame frame;
   // CallersFrames looks the function up at the return PC itself, then
@@ -67,17 +83,14 @@ const PcFrames& Symbolizer::FramesFor(uint64_t addr) {
       frame.printed_name = PrintedName(pf->function);
     }
   }
-  if (frame.printed_name == "runtime.goexit") {
-    // allFrames returns nothing: goexit produces no location.
-    return frames_cache_.emplace(addr, std::move(result)).first->second;
-  }
+  // runtime.goexit: allFrames returns nothing, goexit produces no location.
+  if (frame.printed_name == "runtime.goexit") return result;
   if (frame.pc == 0 || frame.printed_name.empty() || frame.file.empty() || frame.line == 0) {
     result.lookup_failed = true;
-    ++failed_lookups_;
   }
   if (frame.pc == 0) frame.pc = addr - 1;
   result.frames.push_back(std::move(frame));
-  return frames_cache_.emplace(addr, std::move(result)).first->second;
+  return result;
 }
 
 std::optional<std::vector<uint64_t>> Symbolizer::ExpandFinalInlineFrame(

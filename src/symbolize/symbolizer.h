@@ -66,6 +66,9 @@ class Symbolizer {
   uint64_t failed_lookups() const;
 
  private:
+  // FramesFor's answer, decoded from the table (no cache, no lock).
+  PcFrames Decode(uint64_t addr) const;
+
   mutable std::mutex mu_;
   const Pclntab& tab_;
   const RuntimeTraits traits_;  // a copy: callers pass TraitsForVersion(...)'s temporaries

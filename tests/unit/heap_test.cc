@@ -3,11 +3,15 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
+#include <thread>
 
 #include "base/error.h"
+#include "base/side_by_side.h"
 #include "heap/buckets.h"
 #include "heap/packed_buckets.h"
+#include "heap/pipelined_walk.h"
 #include "heap/snapshot.h"
 #include "proc/block_cache_reader.h"
 #include "proc/memory_reader.h"
@@ -1284,6 +1288,130 @@ TEST(StackStore, StacksStayInPlaceAsTheStoreGrowsAndMoves) {
   for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(Holds(got[i], want[i])) << i;
   EXPECT_EQ(moved.stacks(), 3000u);
   EXPECT_GE(moved.ApproximateBytes(), 8 * moved.words());
+}
+
+}  // namespace
+}  // namespace goheap2pprof
+
+namespace goheap2pprof {
+namespace {
+
+// A list of n buckets with stacks of 1 to 40 words (bucket i's words
+// i * 1000 + j), futures on every seventh, and one bucket of `deep_words`
+// at index n / 2: the newest first from the returned head.
+uint64_t ListOf(size_t n, size_t deep_words, BucketArena& arena) {
+  uint64_t next = 0;
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<uint64_t> stack(i == n / 2 ? deep_words : i % 40 + 1);
+    for (size_t j = 0; j < stack.size(); ++j) stack[j] = i * 1000 + j + 1;
+    std::array<MemRecordCycle, 3> future = {};
+    if (i % 7 == 0) future[1] = {i, 1, 16 * i, 16};
+    const uint64_t b = arena.Add(16, stack, {i + 1, 0, 16 * (i + 1), 0}, future);
+    arena.SetAllnext(b, next);
+    next = b;
+  }
+  return next;
+}
+
+// What a sink saw of each bucket.
+struct Seen {
+  uint64_t addr = 0;
+  std::vector<uint64_t> stack;
+  uint64_t active_allocs = 0;
+  uint64_t future_allocs = 0;
+  bool operator==(const Seen&) const = default;
+};
+Seen SeenOf(const Bucket& b) {
+  return {b.addr, std::vector<uint64_t>(b.stack.begin(), b.stack.end()), b.active.allocs,
+          b.Future(1).allocs};
+}
+
+// Over several batches (by count and, with the deep bucket, by words), the
+// build's thread gets what StreamBuckets gives, in its order, each bucket
+// after the walk's thread had it.
+TEST(StreamBucketsPipelined, HandsOverWhatStreamBucketsGivesInItsOrder) {
+  BucketArena arena(0x100000);
+  const uint64_t head = ListOf(3000, 70000, arena);
+  TestMemory mem;
+  arena.MapInto(mem);
+  const WalkLimits limits{.max_stack_words = 70000};
+  std::vector<Seen> plain;
+  StreamBuckets(mem, head, limits, [&](const Bucket& b) { plain.push_back(SeenOf(b)); });
+  std::vector<Seen> ahead, built;
+  std::atomic<size_t> ahead_count = 0;
+  std::thread::id ahead_thread, build_thread;
+  size_t built_before_ahead = 0;
+  const WalkEnd end = StreamBucketsPipelined(
+      mem, head, limits,
+      [&](const Bucket& b) {
+        ahead_thread = std::this_thread::get_id();
+        ahead.push_back(SeenOf(b));
+        ++ahead_count;
+      },
+      [&](const Bucket& b) {
+        build_thread = std::this_thread::get_id();
+        built_before_ahead += ahead_count <= built.size() ? 1 : 0;
+        built.push_back(SeenOf(b));
+      });
+  EXPECT_EQ(end.buckets, 3000u);
+  EXPECT_EQ(plain.size(), 3000u);
+  EXPECT_EQ(ahead, plain);
+  EXPECT_EQ(built, plain);
+  EXPECT_EQ(built_before_ahead, 0u);
+  EXPECT_EQ(build_thread, std::this_thread::get_id());
+  if (CpusAvailable() >= 2) {
+    EXPECT_NE(ahead_thread, build_thread);
+  }
+}
+
+// A malformed bucket ends the walk with its own error, after the build got
+// every bucket before it.
+TEST(StreamBucketsPipelined, TheWalksErrorComesAfterEveryBucketBeforeIt) {
+  BucketArena arena(0x100000);
+  uint64_t next = ListOf(1500, 1, arena);
+  const uint64_t bad = arena.Add(16, {1}, {}, {}, /*typ=*/2);
+  arena.SetAllnext(bad, next);
+  next = bad;
+  for (int i = 0; i < 100; ++i) {
+    const uint64_t b = arena.Add(16, {2}, {});
+    arena.SetAllnext(b, next);
+    next = b;
+  }
+  TestMemory mem;
+  arena.MapInto(mem);
+  size_t built = 0;
+  try {
+    StreamBucketsPipelined(
+        mem, next, {.max_stack_words = 64}, [](const Bucket&) {}, [&](const Bucket&) { ++built; });
+    ADD_FAILURE() << "a malformed list was walked";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kMalformed) << e.what();
+  }
+  EXPECT_EQ(built, 100u);
+}
+
+// The build's error is the one thrown, and it stops the walk within the
+// batches already handed over.
+TEST(StreamBucketsPipelined, TheBuildsErrorStopsTheWalk) {
+  BucketArena arena(0x100000);
+  const uint64_t head = ListOf(40000, 1, arena);
+  TestMemory mem;
+  arena.MapInto(mem);
+  std::atomic<size_t> walked = 0;
+  size_t built = 0;
+  try {
+    StreamBucketsPipelined(
+        mem, head, {.max_stack_words = 64}, [&](const Bucket&) { ++walked; },
+        [&](const Bucket&) {
+          if (++built == 10) throw Error(ErrorKind::kUnsupported, "the build's own limit");
+        });
+    ADD_FAILURE() << "the build's error was lost";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported) << e.what();
+    EXPECT_STREQ(e.what(), "the build's own limit");
+  }
+  EXPECT_EQ(built, 10u);
+  EXPECT_LT(walked.load(), 8000u);
 }
 
 }  // namespace

@@ -1,0 +1,45 @@
+#include "pprof/stack_warmer.h"
+
+namespace goheap2pprof {
+
+bool HiddenByRuntime(Symbolizer& symbolizer, const RuntimeTraits& traits, uint64_t pc) {
+  const std::optional<std::string_view> name = symbolizer.FuncNameForPc(pc);
+  if (!name) return false;
+  for (std::string_view prefix : traits.hidden_prefixes) {
+    if (name->starts_with(prefix)) return true;
+  }
+  return false;
+}
+
+StackWarmer::StackWarmer(Symbolizer& symbolizer, const RuntimeTraits& traits, uint64_t load_bias)
+    : sym_(symbolizer), traits_(traits), bias_(load_bias) {}
+
+uint8_t& StackWarmer::Seen(uint64_t pc) {
+  if (uint8_t* s = seen_.Find(pc)) return *s;
+  return seen_.Insert(pc, 0);
+}
+
+bool StackWarmer::Hidden(uint64_t pc) {
+  uint8_t& seen = Seen(pc);
+  if ((seen & kName) == 0) {
+    seen |= kName | (HiddenByRuntime(sym_, traits_, pc - bias_) ? kHidden : 0);
+  }
+  return (seen & kHidden) != 0;
+}
+
+void StackWarmer::Warm(std::span<const uint64_t> stack) {
+  // HeapProfileBuilder::HiddenFrames: names up to the first shown frame;
+  // then the frames from there (all of them when every frame is hidden).
+  size_t shown = 0;
+  while (shown < stack.size() && stack[shown] != 0 && Hidden(stack[shown])) ++shown;
+  if (shown == stack.size()) shown = 0;
+  for (uint64_t pc : stack.subspan(shown)) {
+    if (pc == 0) continue;  // PcMap's keys are not 0; the builder asks for it itself
+    uint8_t& seen = Seen(pc);
+    if ((seen & kFrames) != 0) continue;
+    sym_.FramesFor(pc - bias_);
+    seen |= kFrames;
+  }
+}
+
+}  // namespace goheap2pprof

@@ -1,0 +1,43 @@
+// Symbolizes a heap profile's stacks ahead of its HeapProfileBuilder, on the
+// walk's thread (heap/pipelined_walk.h): the same PCs the builder will ask
+// the symbolizer for (hideRuntime's function names of a stack's leading
+// frames, the frames of the others), so that the builder finds them in the
+// symbolizer's cache. What the builder makes does not change: the
+// symbolizer's answers are the same whoever asks first.
+//
+//   StackWarmer warmer(symbolizer, traits, load_bias);
+//   warmer.Warm(bucket.stack);   // runtime addresses, like RunOfTransient's
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "base/pc_map.h"
+#include "runtime/runtime_traits.h"
+#include "symbolize/symbolizer.h"
+
+namespace goheap2pprof {
+
+class StackWarmer {
+ public:
+  StackWarmer(Symbolizer& symbolizer, const RuntimeTraits& traits, uint64_t load_bias);
+  void Warm(std::span<const uint64_t> stack);
+
+ private:
+  // What this warmer asked of each PC already (kName, kFrames), and what it
+  // learnt (kHidden): a PC is asked once, and a PC seen before costs no lock.
+  enum : uint8_t { kName = 1, kHidden = 2, kFrames = 4 };
+  uint8_t& Seen(uint64_t pc);
+  bool Hidden(uint64_t pc);
+
+  Symbolizer& sym_;
+  const RuntimeTraits& traits_;
+  uint64_t bias_;
+  PcMap<uint8_t> seen_;
+};
+
+// runtime/pprof's hideRuntime test of one frame: whether the function a PC
+// (link-time) is in has a hidden prefix (runtime., internal/runtime/...).
+bool HiddenByRuntime(Symbolizer& symbolizer, const RuntimeTraits& traits, uint64_t pc);
+
+}  // namespace goheap2pprof
