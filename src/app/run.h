@@ -60,7 +60,9 @@ struct RunOptions {
 // Runs the capture and writes the output; returns the path written. Throws
 // Error on failure, in which case no output file was created or changed and
 // `report` holds what was learned. Only the test seams write to `log`; the
-// caller prints the report (PrintReport), after success or failure.
+// caller prints the report (PrintReport), after success or failure. For a
+// command that exits once it returns: a success leaves the executable's
+// analysis to the exit (base/keep_until_exit.h).
 std::string RunCapture(const RunOptions& options, std::ostream& log, CaptureReport& report);
 
 // The report's notes and pass timings (when verbose) and its warnings, one

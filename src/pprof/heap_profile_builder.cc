@@ -413,8 +413,17 @@ uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> stack, bool& 
 size_t HeapProfileBuilder::HiddenFrames(std::span<const uint64_t> stack) {
   if (!hide_runtime_) return 0;
   for (size_t i = 0; i < stack.size(); ++i) {
-    // The first non-runtime frame and its callers are shown.
-    if (!HiddenByRuntime(sym_, traits_, stack[i] - bias_)) return i;
+    // The first non-runtime frame and its callers are shown. Every stack
+    // asks this of its first few PCs: remembered here, without the
+    // symbolizer's lock.
+    const uint64_t pc = stack[i];
+    const uint8_t* known = hidden_.Find(pc);
+    bool hidden = known != nullptr && *known != 0;
+    if (known == nullptr) {
+      hidden = HiddenByRuntime(sym_, traits_, pc - bias_);
+      if (pc != 0) hidden_.Insert(pc, hidden ? 1 : 0);  // PcMap keys are not 0
+    }
+    if (!hidden) return i;
   }
   return 0;  // every frame hidden: hideRuntime keeps them all
 }

@@ -234,6 +234,7 @@ class HeapProfileBuilder {
   // Emitted locations by their first raw PC (runtime/pprof's b.locs); the
   // map holds indexes into loc_infos_.
   PcMap<uint32_t> locs_;
+  PcMap<uint8_t> hidden_;  // HiddenFrames' answer by runtime PC (1: hidden)
   std::vector<LocInfo> loc_infos_;
   std::unordered_map<std::string, uint64_t> funcs_;
   std::vector<FuncFields> func_fields_;  // by Function id - 1
