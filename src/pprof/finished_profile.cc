@@ -4,6 +4,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "base/error.h"
@@ -45,6 +46,30 @@ uint8_t* PutVarint(uint64_t v, uint8_t* p) {
   return p;
 }
 
+// The ids' varints, one after another. A recursion repeats one id hundreds
+// of times: its encoding (one or two bytes below 16384, most ids) is then
+// made once.
+void PutRepeatedVarints(std::span<const uint64_t> ids, uint8_t* p) {
+  for (size_t i = 0; i < ids.size();) {
+    const uint64_t id = ids[i];
+    size_t j = i + 1;
+    while (j < ids.size() && ids[j] == id) ++j;
+    if (id < 128) {
+      std::memset(p, static_cast<int>(id), j - i);
+      p += j - i;
+    } else if (id < 16384) {
+      const uint8_t low = static_cast<uint8_t>(id | 0x80), high = static_cast<uint8_t>(id >> 7);
+      for (; i < j; ++i, p += 2) {
+        p[0] = low;
+        p[1] = high;
+      }
+    } else {
+      for (; i < j; ++i) p = PutVarint(id, p);
+    }
+    i = j;
+  }
+}
+
 size_t PackedSize(std::span<const int64_t> values) {
   size_t n = 0;
   for (int64_t v : values) n += VarintSize(static_cast<uint64_t>(v));
@@ -63,7 +88,14 @@ uint32_t LocationTables::AddRun(std::span<const uint64_t> ids) {
   Run run{.bytes_at = 0, .bytes = 0, .count = static_cast<uint32_t>(ids.size())};
   if (!ids.empty()) {
     size_t payload = 0;
-    for (uint64_t id : ids) payload += VarintSize(id);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      // Runs of one id (a recursion) are sized once.
+      const size_t size = VarintSize(ids[i]);
+      size_t j = i + 1;
+      while (j < ids.size() && ids[j] == ids[i]) ++j;
+      payload += size * (j - i);
+      i = j - 1;
+    }
     const size_t need = 1 + VarintSize(payload) + payload;
     if (loc_chunks.empty() || loc_chunks.back().capacity() - loc_chunks.back().size() < need) {
       constexpr size_t kMaxChunk = size_t{1} << 20;
@@ -76,7 +108,7 @@ uint32_t LocationTables::AddRun(std::span<const uint64_t> ids) {
     uint8_t* p = chunk.data() + start;
     *p++ = kSampleLocationId;
     p = PutVarint(payload, p);
-    for (uint64_t id : ids) p = PutVarint(id, p);
+    PutRepeatedVarints(ids, p);
     run.bytes_at = (uint64_t{loc_chunks.size() - 1} << 32) | start;
     run.bytes = static_cast<uint32_t>(need);
   }

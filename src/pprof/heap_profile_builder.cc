@@ -268,8 +268,11 @@ void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
       // it is (the order check cannot fail on it).
       const LocInfo& l = loc_infos_[*index];
       if (deck_.pcs.empty() && l.complete && l.pcs.size() == 1) {
-        out.push_back(l.id);
-        stk = stk.subspan(1);
+        // A recursion: the same again, as TakeCachedLocation does.
+        size_t same = 1;
+        while (same < stk.size() && stk[same] == addr) ++same;
+        out.insert(out.end(), same, l.id);
+        stk = stk.subspan(same);
         continue;
       }
       stk = TakeCachedLocation(*index, stk, out);

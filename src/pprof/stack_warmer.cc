@@ -33,8 +33,12 @@ void StackWarmer::Warm(std::span<const uint64_t> stack) {
   size_t shown = 0;
   while (shown < stack.size() && stack[shown] != 0 && Hidden(stack[shown])) ++shown;
   if (shown == stack.size()) shown = 0;
+  uint64_t last = 0;
   for (uint64_t pc : stack.subspan(shown)) {
-    if (pc == 0) continue;  // PcMap's keys are not 0; the builder asks for it itself
+    // A recursion repeats one PC hundreds of times. PcMap's keys are not 0;
+    // the builder asks for that one itself.
+    if (pc == last || pc == 0) continue;
+    last = pc;
     uint8_t& seen = Seen(pc);
     if ((seen & kFrames) != 0) continue;
     sym_.FramesFor(pc - bias_);
