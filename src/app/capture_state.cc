@@ -46,7 +46,9 @@ size_t ProcessCaptureState::ApproximateBytes() const {
                  s.stacks.ApproximateBytes() + s.record_at.capacity() * sizeof(uint64_t) +
                  s.ends.capacity() * sizeof(StackEnds) +
                  (s.plan.header_at.capacity() + s.plan.record_at.capacity()) * sizeof(uint64_t) +
-                 s.plan.ranges.capacity() * sizeof(RevalidationPlan::Range);
+                 s.plan.ranges.capacity() * sizeof(RevalidationPlan::Range) +
+                 s.plan.order.capacity() * sizeof(uint32_t) +
+                 s.plan.batches.capacity() * sizeof(RevalidationPlan::Batch);
   if (profile_tables) bytes += profile_tables->ApproximateBytes();
   if (seed_) bytes += seed_->ApproximateBytes();
   return bytes;

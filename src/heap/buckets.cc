@@ -1,7 +1,9 @@
 #include "heap/buckets.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <limits>
 
 #include "base/bytes.h"
 #include "base/error.h"
@@ -380,8 +382,12 @@ RevalidationPlan PlanRevalidation(std::span<const Bucket> buckets, std::span<con
     bool record;
     bool operator<(const Segment& o) const { return addr < o.addr; }
   };
+  if (buckets.size() > std::numeric_limits<uint32_t>::max()) {
+    throw Error(ErrorKind::kInternal, "revalidating ", buckets.size(), " buckets");
+  }
   std::vector<Segment> segs;
   segs.reserve(2 * buckets.size());
+  plan.order.reserve(buckets.size());
   for (size_t i = 0; i < buckets.size(); ++i) {
     const Bucket& b = buckets[i];
     segs.push_back({b.addr, static_cast<uint32_t>(i), false});
@@ -402,6 +408,7 @@ RevalidationPlan PlanRevalidation(std::span<const Bucket> buckets, std::span<con
     }
     range.len = std::max(range.len, end - range.addr);
     (s.record ? plan.record_at : plan.header_at)[s.bucket] = range.at + (s.addr - range.addr);
+    if (!s.record) plan.order.push_back(s.bucket);  // by address, so by header_at
   }
   plan.ranges.push_back(range);
   plan.size += range.len;
@@ -449,6 +456,11 @@ void ExtendPlan(RevalidationPlan& plan, std::span<const Bucket> added,
   prepend(plan.header_at, front.header_at);
   prepend(plan.record_at, front.record_at);
   plan.stack_read.insert(plan.stack_read.begin(), front.stack_read.begin(), front.stack_read.end());
+  // The planned buckets' indices move up by the added ones, whose ranges
+  // (and so headers) come after theirs.
+  const auto shift = static_cast<uint32_t>(added.size());
+  for (uint32_t& i : plan.order) i += shift;
+  plan.order.insert(plan.order.end(), front.order.begin(), front.order.end());
   plan.size += front.size;
   plan.buckets += added.size();
   plan.first = added.front().addr;
@@ -457,25 +469,59 @@ void ExtendPlan(RevalidationPlan& plan, std::span<const Bucket> added,
 // The plan for buckets: plan itself, extended, or made anew. A plan extended
 // many times reads in many small ranges; at twice the ranges of a whole plan
 // (plus 64) it is made anew.
+// Cuts the plan's bytes into batches of about kRevalidationBatchBytes, each
+// ending only at a header that no earlier bucket's record reaches past, so
+// that every bucket is checked whole in one batch. (Buckets of a hostile
+// target that overlap one another may make a batch larger: at most the
+// bucket memory, what the whole buffer was.)
+void MakeBatches(RevalidationPlan& plan, uint64_t record_size) {
+  plan.batches.clear();
+  plan.largest_batch = 0;
+  RevalidationPlan::Batch batch;
+  uint64_t reach = 0;  // the furthest any record seen so far ends
+  auto close = [&](uint64_t end, size_t last) {
+    batch.end = end;
+    batch.last = last;
+    while (plan.ranges[batch.first_range].at + plan.ranges[batch.first_range].len <= batch.at) {
+      ++batch.first_range;
+    }
+    plan.largest_batch = std::max(plan.largest_batch, end - batch.at);
+    plan.batches.push_back(batch);
+  };
+  for (size_t k = 0; k < plan.order.size(); ++k) {
+    const uint64_t header = plan.header_at[plan.order[k]];
+    if (header >= reach && header - batch.at >= kRevalidationBatchBytes) {
+      close(header, k);
+      batch = {.at = header, .end = 0, .first_range = batch.first_range, .first = k, .last = 0};
+    }
+    reach = std::max(reach, plan.record_at[plan.order[k]] + record_size);
+  }
+  close(plan.size, plan.order.size());
+}
+
 void UpdatePlan(RevalidationPlan& plan, std::span<const Bucket> buckets,
                 std::span<const StackEnds> ends, uint64_t record_size, uint64_t gap) {
   if (plan.Fits(buckets)) return;
   if (plan.FitsTail(buckets) && plan.ranges.size() < 2 * plan.planned_ranges + 64) {
     const size_t added = buckets.size() - plan.buckets;
     ExtendPlan(plan, buckets.first(added), ends.empty() ? ends : ends.first(added), record_size);
-    return;
+  } else {
+    plan = PlanRevalidation(buckets, ends, record_size, gap);
   }
-  plan = PlanRevalidation(buckets, ends, record_size, gap);
+  MakeBatches(plan, record_size);
 }
 
-// Reads the plan's ranges into scratch; false if any failed.
-bool ReadPlanned(MemoryReader& mem, const RevalidationPlan& plan, std::vector<uint8_t>& scratch,
-                 std::vector<ReadRequest>& requests) {
-  scratch.resize(plan.size);
-  requests.resize(plan.ranges.size());
-  for (size_t r = 0; r < plan.ranges.size(); ++r) {
+// Reads batch's bytes of the plan's ranges into buffer; false if any failed.
+bool ReadBatch(MemoryReader& mem, const RevalidationPlan& plan,
+               const RevalidationPlan::Batch& batch, uint8_t* buffer,
+               std::vector<ReadRequest>& requests) {
+  requests.clear();
+  for (size_t r = batch.first_range; r < plan.ranges.size() && plan.ranges[r].at < batch.end; ++r) {
     const RevalidationPlan::Range& range = plan.ranges[r];
-    requests[r] = {range.addr, std::span<uint8_t>(scratch.data() + range.at, range.len), false};
+    const uint64_t from = std::max(range.at, batch.at);
+    const uint64_t to = std::min(range.at + range.len, batch.end);
+    requests.push_back({range.addr + (from - range.at),
+                        std::span<uint8_t>(buffer + (from - batch.at), to - from), false});
   }
   mem.ReadMany(requests);
   for (const ReadRequest& r : requests) {
@@ -488,11 +534,12 @@ bool ReadPlanned(MemoryReader& mem, const RevalidationPlan& plan, std::vector<ui
 
 namespace {
 
-// Whether bucket i's header in the buffer is still the one remembered.
-// ends: what is remembered of its stack.
-bool SameHeader(const uint8_t* buffer, const RevalidationPlan& plan, size_t i, const Bucket& b,
-                const StackEnds& ends) {
-  const uint8_t* h = buffer + plan.header_at[i];
+// Whether bucket i's header in the batch's buffer (which holds the plan's
+// bytes from `at`) is still the one remembered. ends: what is remembered of
+// its stack.
+bool SameHeader(const uint8_t* buffer, uint64_t at, const RevalidationPlan& plan, size_t i,
+                const Bucket& b, const StackEnds& ends) {
+  const uint8_t* h = buffer + (plan.header_at[i] - at);
   return LoadU64(h + kBucketAllnextOffset) == b.allnext &&
          LoadU64(h + kBucketTypOffset) == kMemProfileBucketType &&
          LoadU64(h + kBucketHashOffset) == b.hash && LoadU64(h + kBucketSizeOffset) == b.size &&
@@ -505,46 +552,103 @@ StackEnds EndsOf(std::span<const uint64_t> stack) {
   return {stack.size(), stack.front(), stack.back()};
 }
 
-// SameHeader and LoadRecordInPlace for buckets [begin, end); the buckets
-// whose futures need storage go to `later`. False at the first that differs.
-bool CheckAndLoadRange(const uint8_t* buffer, const RevalidationPlan& plan,
-                       std::span<Bucket> buckets, std::span<const StackEnds> ends, size_t begin,
-                       size_t end, MemRecordLayout layout, std::vector<size_t>& later) {
-  for (size_t i = begin; i < end; ++i) {
+// What one thread of the revalidation has: its buffer and read requests,
+// and the buckets whose futures need storage (LoadRecordInPlace could not
+// load them), with a copy of their records, loaded once every batch passed.
+struct BatchSide {
+  std::span<uint8_t> buffer;
+  std::vector<ReadRequest> requests;
+  std::vector<size_t> later;
+  std::vector<uint8_t> later_records;
+};
+
+enum class BatchesResult { kSame, kDiffers, kUnreadable };
+
+// SameHeader and LoadRecordInPlace for the buckets of one batch read into
+// side.buffer. False at the first that differs.
+bool CheckBatch(const RevalidationPlan& plan, const RevalidationPlan::Batch& batch,
+                std::span<Bucket> buckets, std::span<const StackEnds> ends, MemRecordLayout layout,
+                uint64_t record_size, BatchSide& side) {
+  const uint8_t* buffer = side.buffer.data();
+  for (size_t k = batch.first; k < batch.last; ++k) {
+    const size_t i = plan.order[k];
     const StackEnds stack = ends.empty() ? EndsOf(buckets[i].stack) : ends[i];
-    if (!SameHeader(buffer, plan, i, buckets[i], stack)) return false;
-    if (!LoadRecordInPlace(buffer + plan.record_at[i], layout, buckets[i])) later.push_back(i);
+    if (!SameHeader(buffer, batch.at, plan, i, buckets[i], stack)) return false;
+    const uint8_t* record = buffer + (plan.record_at[i] - batch.at);
+    if (!LoadRecordInPlace(record, layout, buckets[i])) {
+      side.later.push_back(i);
+      side.later_records.insert(side.later_records.end(), record, record + record_size);
+    }
   }
   return true;
 }
 
-// Below this many buckets the check runs on the calling thread alone.
+// Reads and checks batches [begin, end) one after the other; stops early
+// once `stop` is set (the other side's list differs), and sets it when this
+// one finds a batch unreadable or different.
+BatchesResult RunBatches(MemoryReader& mem, const RevalidationPlan& plan, size_t begin, size_t end,
+                         std::span<Bucket> buckets, std::span<const StackEnds> ends,
+                         MemRecordLayout layout, BatchSide& side, std::atomic<bool>& stop) {
+  const uint64_t record_size = MemRecordSize(layout);
+  for (size_t b = begin; b < end && !stop.load(std::memory_order_relaxed); ++b) {
+    const RevalidationPlan::Batch& batch = plan.batches[b];
+    BatchesResult failed = BatchesResult::kSame;
+    if (!ReadBatch(mem, plan, batch, side.buffer.data(), side.requests)) {
+      failed = BatchesResult::kUnreadable;
+    } else if (!CheckBatch(plan, batch, buckets, ends, layout, record_size, side)) {
+      failed = BatchesResult::kDiffers;
+    }
+    if (failed != BatchesResult::kSame) {
+      stop = true;
+      return failed;
+    }
+  }
+  return BatchesResult::kSame;
+}
+
+// Below this many buckets the batches are read and checked on the calling
+// thread alone.
 constexpr size_t kParallelCheckBuckets = 32768;
 
-// Checks every bucket's header and loads its counters from the buffer: a
-// large list on two threads (the loads were a tenth of a repeated capture's
-// CPU at 250k buckets, reading 110 MB of buffer and buckets on one core).
-bool CheckAndLoad(const uint8_t* buffer, const RevalidationPlan& plan, std::span<Bucket> buckets,
-                  std::span<const StackEnds> ends, MemRecordLayout layout, StackStore& store) {
-  std::vector<size_t> later, second_later;
-  const size_t n = buckets.size();
-  bool first_ok = true, second_ok = true;
-  auto first = [&](size_t end) {
-    first_ok = CheckAndLoadRange(buffer, plan, buckets, ends, 0, end, layout, later);
+// Every batch of the plan read and checked, a large list's in two halves on
+// two threads (the read was a third of a repeated capture, the check, from
+// a buffer the size of the bucket memory, a sixth: perf record, 100k
+// buckets); then the records that need storage loaded.
+BatchesResult ReadAndCheck(MemoryReader& mem, const RevalidationPlan& plan,
+                           std::span<Bucket> buckets, std::span<const StackEnds> ends,
+                           MemRecordLayout layout, std::vector<uint8_t>& scratch,
+                           StackStore& store) {
+  const size_t n = plan.batches.size();
+  const bool two = n >= 2 && buckets.size() >= kParallelCheckBuckets && mem.ConcurrentReadMany();
+  scratch.resize((two ? 2 : 1) * plan.largest_batch);
+  BatchSide first, second;
+  first.buffer = std::span<uint8_t>(scratch).first(plan.largest_batch);
+  second.buffer = std::span<uint8_t>(scratch).last(plan.largest_batch);
+  std::atomic<bool> stop = false;
+  BatchesResult first_result = BatchesResult::kSame, second_result = BatchesResult::kSame;
+  auto run = [&](size_t begin, size_t end, BatchSide& side, BatchesResult& result) {
+    result = RunBatches(mem, plan, begin, end, buckets, ends, layout, side, stop);
   };
-  if (n < kParallelCheckBuckets) {
-    first(n);
+  if (two) {
+    RunSideBySide([&] { run(0, n / 2, first, first_result); },
+                  [&] { run(n / 2, n, second, second_result); });
   } else {
-    RunSideBySide([&] { first(n / 2); },
-                  [&] {
-                    second_ok = CheckAndLoadRange(buffer, plan, buckets, ends, n / 2, n, layout,
-                                                  second_later);
-                  });
+    run(0, n, first, first_result);
   }
-  if (!first_ok || !second_ok) return false;
-  later.insert(later.end(), second_later.begin(), second_later.end());
-  for (size_t i : later) LoadRecord(buffer + plan.record_at[i], layout, buckets[i], store);
-  return true;
+  for (BatchesResult r : {first_result, second_result}) {
+    if (r == BatchesResult::kDiffers) return r;
+  }
+  if (first_result != BatchesResult::kSame || second_result != BatchesResult::kSame) {
+    return BatchesResult::kUnreadable;
+  }
+  const uint64_t record_size = MemRecordSize(layout);
+  for (const BatchSide* side : {&first, &second}) {
+    for (size_t j = 0; j < side->later.size(); ++j) {
+      LoadRecord(side->later_records.data() + j * record_size, layout, buckets[side->later[j]],
+                 store);
+    }
+  }
+  return BatchesResult::kSame;
 }
 
 }  // namespace
@@ -565,17 +669,16 @@ bool RevalidateBuckets(MemoryReader& mem, std::span<Bucket> buckets,
   constexpr uint64_t kGap = 4096;
   const uint64_t record_size = MemRecordSize(layout);
   UpdatePlan(plan, buckets, ends, record_size, plan.buckets > 0 ? plan.gap : kGap);
-  std::vector<ReadRequest> requests;
-  if (!ReadPlanned(mem, plan, scratch, requests)) {
+  BatchesResult result = ReadAndCheck(mem, plan, buckets, ends, layout, scratch, store);
+  if (result == BatchesResult::kUnreadable && plan.gap != 0) {
     // A gap read along may be unmapped: read only the buckets' own bytes
     // (and keep doing so for this list).
-    if (plan.gap == 0) return false;
     plan = PlanRevalidation(buckets, ends, record_size, 0);
-    if (!ReadPlanned(mem, plan, scratch, requests)) return false;
+    MakeBatches(plan, record_size);
+    result = ReadAndCheck(mem, plan, buckets, ends, layout, scratch, store);
   }
-  return CheckAndLoad(scratch.data(), plan, buckets, ends, layout, store);
+  return result == BatchesResult::kSame;
 }
-
 namespace {
 MemProfileRecord ToRecord(const Bucket& b, const MemRecordCycle& c) {
   MemProfileRecord r;

@@ -142,7 +142,8 @@ void RereadRecordsAt(MemoryReader& mem, std::span<Bucket> buckets,
 // target and in its read buffer. Made from the buckets' addresses (a sort),
 // it stays right for as long as the same buckets are revalidated: kept
 // between captures of one process, it is remade only after buckets were
-// added.
+// added. Offsets are in the concatenation of the ranges, which is read a
+// batch at a time: the buffer is about a batch, not the bucket memory.
 struct RevalidationPlan {
   size_t buckets = 0;  // the plan is for this many buckets...
   uint64_t first = 0;  // ...the first at this address (lists only grow at the front)
@@ -157,8 +158,22 @@ struct RevalidationPlan {
   std::vector<uint64_t> header_at;  // per bucket: its header's offset in the buffer
   std::vector<uint64_t> record_at;  // per bucket: its memRecord's offset in the buffer
   std::vector<bool> stack_read;     // per bucket: its stack is read too (it lies in between)
-  uint64_t size = 0;                // the buffer's bytes
+  uint64_t size = 0;                // the ranges' bytes
   size_t planned_ranges = 0;        // ranges when last planned whole (not extended)
+  // The buckets by where their headers are (header_at), for the batches.
+  std::vector<uint32_t> order;
+  // Bytes [at, end) of the ranges, read into the buffer at once and then
+  // checked: every header and record of buckets order[first, last) lies in
+  // them. A batch ends only where no bucket before it reaches past it.
+  struct Batch {
+    uint64_t at = 0;
+    uint64_t end = 0;
+    size_t first_range = 0;  // the range holding `at`
+    size_t first = 0;
+    size_t last = 0;
+  };
+  std::vector<Batch> batches;
+  uint64_t largest_batch = 0;  // bytes
   bool Fits(std::span<const Bucket> b) const {
     return !b.empty() && b.size() == buckets && b.front().addr == first && b.back().addr == last;
   }
@@ -177,7 +192,13 @@ struct RevalidationPlan {
 // not read again: the hash is the runtime's hash of the stack and size, and
 // a bucket is never freed or moved. Returns false, with the counters
 // unspecified, if any bucket is unmapped or differs. scratch and plan are
-// reused between calls.
+// reused between calls. The plan's batches (kRevalidationBatchBytes each,
+// about) are read into scratch and checked one after the other, or for a
+// large list and a reader that allows it (MemoryReader::ConcurrentReadMany)
+// each half of them on its own thread: scratch stays at one or two batches
+// whatever the list's size, and each batch is checked while the caches
+// still hold it.
+inline constexpr uint64_t kRevalidationBatchBytes = 512 * 1024;
 bool RevalidateBuckets(MemoryReader& mem, std::span<Bucket> buckets, MemRecordLayout layout,
                        std::vector<uint8_t>& scratch, RevalidationPlan& plan, StackStore& store);
 

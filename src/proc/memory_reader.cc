@@ -211,21 +211,27 @@ void ProcessMemoryReader::ReadMany(std::span<ReadRequest> requests) {
   size_t fallback_from = 0;
   if (!use_proc_mem_) {
     const size_t split = ParallelSplit(requests);
-    fallback_from = split == 0 ? ReadVectored(requests, stats_) : ReadHalves(requests, split);
+    ReadStats stats;
+    fallback_from = split == 0 ? ReadVectored(requests, stats) : ReadHalves(requests, split, stats);
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.syscalls += stats.syscalls;
+    stats_.bytes_read += stats.bytes_read;
   }
   if (fallback_from == requests.size()) return;
+  std::lock_guard<std::mutex> lock(mu_);
   use_proc_mem_ = true;
   for (size_t k = fallback_from; k < requests.size(); ++k)
     requests[k].ok = ReadViaProcMem(requests[k].addr, requests[k].dst);
 }
 
-size_t ProcessMemoryReader::ReadHalves(std::span<ReadRequest> requests, size_t split) {
-  ReadStats second_stats;
+size_t ProcessMemoryReader::ReadHalves(std::span<ReadRequest> requests, size_t split,
+                                       ReadStats& stats) const {
+  ReadStats first_stats, second_stats;
   size_t first_from = split, second_from = requests.size() - split;
-  RunSideBySide([&] { first_from = ReadVectored(requests.first(split), stats_); },
+  RunSideBySide([&] { first_from = ReadVectored(requests.first(split), first_stats); },
                 [&] { second_from = ReadVectored(requests.subspan(split), second_stats); });
-  stats_.syscalls += second_stats.syscalls;
-  stats_.bytes_read += second_stats.bytes_read;
+  stats.syscalls += first_stats.syscalls + second_stats.syscalls;
+  stats.bytes_read += first_stats.bytes_read + second_stats.bytes_read;
   // A fallback re-reads everything after the first request not read (some
   // of the second half, already read, again: harmless and rare).
   if (first_from < split) return first_from;
@@ -248,6 +254,7 @@ void TestMemory::PutU64(uint64_t addr, uint64_t value) {
 }
 
 bool TestMemory::TryRead(uint64_t addr, std::span<uint8_t> dst) {
+  std::lock_guard<std::mutex> lock(*mu_);
   if (hook_) hook_(addr, dst.size());
   ++stats_.syscalls;
   auto it = ranges_.upper_bound(addr);

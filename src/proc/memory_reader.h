@@ -10,10 +10,12 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -45,6 +47,10 @@ class MemoryReader {
   // Reads many ranges, setting each request's ok. The default issues one
   // TryRead per request; a live reader batches them into few system calls.
   virtual void ReadMany(std::span<ReadRequest> requests);
+  // Whether ReadMany may be called from two threads at once, each with
+  // requests of its own (a capture state's revalidation then reads and
+  // checks on both).
+  virtual bool ConcurrentReadMany() const { return false; }
 
   virtual ReadStats stats() const { return {}; }
 
@@ -71,7 +77,11 @@ class ProcessMemoryReader : public MemoryReader {
   ~ProcessMemoryReader() override;
   bool TryRead(uint64_t addr, std::span<uint8_t> dst) override;
   void ReadMany(std::span<ReadRequest> requests) override;
-  ReadStats stats() const override { return stats_; }
+  bool ConcurrentReadMany() const override { return true; }
+  ReadStats stats() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
 
  private:
   bool ReadViaProcMem(uint64_t addr, std::span<uint8_t> dst);
@@ -82,16 +92,19 @@ class ProcessMemoryReader : public MemoryReader {
   // threads on disjoint requests.
   size_t ReadVectored(std::span<ReadRequest> requests, ReadStats& stats) const;
   // ReadVectored of requests[0, split) here and of the rest on a second
-  // thread; returns where a fallback must start, as ReadVectored does.
-  size_t ReadHalves(std::span<ReadRequest> requests, size_t split);
+  // thread, counting into stats; returns where a fallback must start, as
+  // ReadVectored does.
+  size_t ReadHalves(std::span<ReadRequest> requests, size_t split, ReadStats& stats) const;
   // One request read by itself, after a batch faulted at it: ok if it is
   // mapped whole; throws on an error other than a fault.
   void ReadAlone(ReadRequest& request, ReadStats& stats) const;
   [[noreturn]] void ThrowFor(int err, uint64_t addr, size_t len) const;
 
   pid_t pid_;
-  UniqueFd mem_fd_;            // /proc/<pid>/mem, opened on first fallback
-  bool use_proc_mem_ = false;  // process_vm_readv unavailable (ENOSYS)
+  // Guards what follows: ReadMany runs on two threads at once.
+  mutable std::mutex mu_;
+  UniqueFd mem_fd_;                         // /proc/<pid>/mem, opened on first fallback
+  std::atomic<bool> use_proc_mem_ = false;  // process_vm_readv unavailable (ENOSYS)
   ReadStats stats_;
 };
 
@@ -102,6 +115,8 @@ class TestMemory : public MemoryReader {
   void Map(uint64_t addr, std::vector<uint8_t> bytes);
   void PutU64(uint64_t addr, uint64_t value);  // into an existing mapping
   bool TryRead(uint64_t addr, std::span<uint8_t> dst) override;
+  // As a process's: reads (and the hook) take turns.
+  bool ConcurrentReadMany() const override { return true; }
   ReadStats stats() const override { return stats_; }
   // Called before every read with the range about to be read; lets a test
   // change memory mid-walk (the process "moves on" under the reader) when
@@ -111,7 +126,8 @@ class TestMemory : public MemoryReader {
   }
 
  private:
-  std::map<uint64_t, std::vector<uint8_t>> ranges_;  // start -> bytes
+  std::map<uint64_t, std::vector<uint8_t>> ranges_;                  // start -> bytes
+  std::unique_ptr<std::mutex> mu_ = std::make_unique<std::mutex>();  // for TryRead (movable)
   ReadStats stats_;
   std::function<void(uint64_t, uint64_t)> hook_;
 };

@@ -978,6 +978,47 @@ TEST(RefreshHeapSnapshot, ALargeListIsCheckedOnTwoThreadsAsOnOne) {
   EXPECT_FALSE(RefreshHeapSnapshot(mem, addrs, Go126(), {}, s));
 }
 
+// The revalidation reads a batch at a time (issue 42): refreshing 40,000
+// buckets (7.7 MB of bucket memory) takes a buffer of two batches, not the
+// bucket memory, and counters changed anywhere, in buckets planned first
+// or added since (their ranges after the others'), are read.
+TEST(RefreshHeapSnapshot, TheReadBufferIsABatchOrTwoWhateverTheList) {
+  constexpr uint64_t kVars = 0x5000, kBuckets = 40000;
+  TestMemory mem;
+  HeapAddresses addrs{kVars, kVars + 8, kVars + 16};
+  BucketArena arena(0x100000);
+  std::vector<uint64_t> b(kBuckets);  // in list order: b[0] is the head
+  for (uint64_t i = 0; i < kBuckets; ++i) {
+    b[kBuckets - 1 - i] =
+        arena.Add(64, {0x400000 + i % 100, 0x500000}, {i + 1, 0, 64 * (i + 1), 0});
+    if (i > 0) arena.SetAllnext(b[kBuckets - 1 - i], b[kBuckets - i]);
+  }
+  arena.MapInto(mem);
+  MapVars(mem, kVars, b[0], 6 << 1);
+  HeapSnapshot s = ReadHeapSnapshot(mem, addrs, Go126());
+  ASSERT_TRUE(RefreshHeapSnapshot(mem, addrs, Go126(), {}, s));
+  EXPECT_GT(s.plan.size, uint64_t{7} << 20);
+  EXPECT_LE(s.scratch.capacity(), size_t{3} << 19);  // 1.5 MiB
+  // Buckets added at the head, in memory of their own.
+  BucketArena more(0x4000000);
+  const uint64_t added = more.Add(64, {0x600000}, {3, 0, 192, 0});
+  more.SetAllnext(added, b[0]);
+  more.MapInto(mem);
+  MapVars(mem, kVars, added, 6 << 1);
+  mem.PutU64(added + kBucketHeaderSize + 8, 4);  // active allocs (a one-frame stack)
+  for (size_t i : {0ul, 20000ul, 39999ul}) mem.PutU64(b[i] + kBucketHeaderSize + 16, 500 + i);
+  ASSERT_TRUE(RefreshHeapSnapshot(mem, addrs, Go126(), {}, s));
+  ASSERT_EQ(s.buckets.size(), kBuckets + 1);
+  EXPECT_EQ(s.buckets[0].addr, added);
+  EXPECT_EQ(s.buckets[0].active.allocs, 4u);
+  for (size_t i : {0ul, 20000ul, 39999ul}) EXPECT_EQ(s.buckets[i + 1].active.allocs, 500 + i) << i;
+  EXPECT_EQ(s.buckets[10001].active.allocs, kBuckets - 10000);
+  EXPECT_LE(s.scratch.capacity(), size_t{3} << 19);
+  // A header changed in a middle batch refuses the list.
+  mem.PutU64(b[12345] + kBucketHashOffset, 0x4321);
+  EXPECT_FALSE(RefreshHeapSnapshot(mem, addrs, Go126(), {}, s));
+}
+
 TEST(RefreshHeapSnapshot, AnotherListUnderTheSameAddressesIsRefused) {
   GrowingImage img;
   HeapSnapshot s = ReadHeapSnapshot(img.mem, img.addrs, Go126());
