@@ -48,6 +48,25 @@ void ExpectSame(const pb::Profile& got, const pb::Profile& want) {
   EXPECT_TRUE(d.Compare(want, got)) << diff;
 }
 
+// A recursion's run repeats one id: each size of varint around its limits,
+// repeated and alone, must encode as protobuf encodes the packed field.
+TEST(LocationTables, RepeatedIdsEncodeAsProtobufWould) {
+  std::vector<uint64_t> ids;
+  for (uint64_t id : std::vector<uint64_t>{1, 127, 128, 129, 16383, 16384, uint64_t{1} << 40}) {
+    ids.insert(ids.end(), 5, id);
+    ids.push_back(id);
+    ids.push_back(2);
+  }
+  LocationTables t;
+  t.AddRun(ids);
+  pb::Sample want;
+  for (uint64_t id : ids) want.add_location_id(id);
+  std::string encoded;
+  want.SerializeToString(&encoded);
+  const std::span<const uint8_t> run = t.RunBytes(t.runs.front());
+  EXPECT_EQ(std::string(run.begin(), run.end()), encoded);
+}
+
 TEST(FinishedProfile, SamplesDecodeAsProtobufWouldEncodeThem) {
   pb::Profile want;
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
