@@ -20,6 +20,24 @@ constexpr uint64_t kInlinedCallGo120 = 16;
 
 uint32_t ByteSwap32(uint32_t v) { return __builtin_bswap32(v); }
 
+// ByteView::TryUvarint's decoding over a raw range, for the pc-value tables'
+// hot loop: false (and *off unchanged) when the varint does not end inside
+// [0, size) within ten bytes; the caller then asks TryUvarint for the Error.
+inline bool DecodeUvarint(const uint8_t* data, uint64_t size, uint64_t* off, uint64_t* out) {
+  uint64_t at = *off;
+  uint64_t value = 0;
+  for (int shift = 0; shift < 64 && at < size; shift += 7) {
+    const uint8_t b = data[at++];
+    value |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) {
+      *off = at;
+      *out = value;
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 Pclntab::Pclntab(Bytes table, uint64_t text_start, Bytes gofunc)
@@ -231,22 +249,26 @@ Expected<int32_t> Pclntab::PcValueAt(uint64_t entry, uint32_t table_off, uint64_
   // Follows runtime.pcvalue/step. Values and PC deltas are 32-bit in the
   // runtime, so wrap-around is computed in uint32 exactly as it does. Every
   // step consumes at least two bytes, so the loop ends within the table.
+  // Every PC symbolized walks these tables: the bytes are read through a
+  // raw, bounds-checked pointer, and only a table that fails asks pctab_
+  // for its Error.
+  const uint8_t* const data = pctab_.data().data();
+  const uint64_t size = pctab_.size();
   uint64_t p = table_off;
   uint32_t val = static_cast<uint32_t>(-1);
   uint64_t cur = entry;
   bool first = true;
   while (true) {
-    Expected<uint8_t> head = pctab_.TryU8(p);
-    if (!head) return head.error();
-    if (*head == 0 && !first) return -1;
+    if (p >= size) return pctab_.OutOfRange(p, 1);
+    if (data[p] == 0 && !first) return -1;
     first = false;
-    Expected<uint64_t> uvdelta = pctab_.TryUvarint(&p);
-    if (!uvdelta) return uvdelta.error();
-    val += (-(static_cast<uint32_t>(*uvdelta) & 1)) ^ (static_cast<uint32_t>(*uvdelta) >> 1);
-    Expected<uint64_t> pcdelta = pctab_.TryUvarint(&p);
-    if (!pcdelta) return pcdelta.error();
+    uint64_t uvdelta = 0;
+    if (!DecodeUvarint(data, size, &p, &uvdelta)) return pctab_.TryUvarint(&p).error();
+    val += (-(static_cast<uint32_t>(uvdelta) & 1)) ^ (static_cast<uint32_t>(uvdelta) >> 1);
+    uint64_t pcdelta = 0;
+    if (!DecodeUvarint(data, size, &p, &pcdelta)) return pctab_.TryUvarint(&p).error();
     std::optional<uint64_t> next =
-        CheckedAdd(cur, uint64_t{static_cast<uint32_t>(*pcdelta)} * min_lc_);
+        CheckedAdd(cur, uint64_t{static_cast<uint32_t>(pcdelta)} * min_lc_);
     if (!next) {
       return Error(ErrorKind::kMalformed, "pclntab: pc table at ", Hex(table_off),
                    " runs past the end of the address space");

@@ -212,6 +212,49 @@ TEST(PclntabTest, PcValueTableWithoutTerminatorThrows) {
   EXPECT_THROW(tab.PcValue(g, last + 1, kText + 0x100), Error);
 }
 
+// A pc table cut inside a varint, or with a varint of more than ten bytes,
+// fails with the Error ByteView gives for the same bytes: the decoder's raw
+// loop must stop at the same byte and say the same thing.
+TEST(PclntabTest, PcValueErrorsAreByteViewErrors) {
+  HandTable h = BuildHandTable(true);
+  uint64_t pctab_off;
+  std::memcpy(&pctab_off, &h.table[56], 8);
+  auto error_of = [&](const std::vector<uint8_t>& tail, uint32_t* table_off) {
+    std::vector<uint8_t> t = h.table;
+    *table_off = static_cast<uint32_t>(t.size() - pctab_off);
+    t.insert(t.end(), tail.begin(), tail.end());
+    Pclntab tab(t, kText, h.gofunc);
+    try {
+      tab.PcValue(tab.FuncAt(1), *table_off, kText + 0x10000);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  struct Case {
+    std::vector<uint8_t> tail;
+    uint64_t varint_at;  // offset of the failing varint after the table's start
+  };
+  const std::vector<uint8_t> overlong(10, 0x80);
+  std::vector<uint8_t> second_overlong{0x02};
+  second_overlong.insert(second_overlong.end(), overlong.begin(), overlong.end());
+  std::vector<uint8_t> eleven_bytes = overlong;  // ends in an 11th byte: still too long
+  eleven_bytes.insert(eleven_bytes.end(), {0x01, 0x02, 0x10});
+  for (const Case& c : {Case{{0x82}, 0}, Case{{0x02, 0x80, 0x80}, 1}, Case{overlong, 0},
+                        Case{second_overlong, 1}, Case{eleven_bytes, 0}, Case{{0x02, 0x10}, 2}}) {
+    uint32_t table_off = 0;
+    const std::string got = error_of(c.tail, &table_off);
+    std::vector<uint8_t> pctab(h.table.begin() + static_cast<ptrdiff_t>(pctab_off), h.table.end());
+    pctab.insert(pctab.end(), c.tail.begin(), c.tail.end());
+    ByteView view(pctab, "pclntab pctab");
+    uint64_t off = table_off + c.varint_at;
+    Expected<uint64_t> want =
+        c.varint_at == 2 ? Expected<uint64_t>(view.OutOfRange(off, 1)) : view.TryUvarint(&off);
+    ASSERT_FALSE(want.has_value());
+    EXPECT_EQ(got, want.error().what()) << c.tail.size();
+  }
+}
+
 TEST(GoBinaryTest, NotGoAndStripped) {
   // The test binary itself is ELF but not Go.
   ElfFile self = ElfFile::Open("/proc/self/exe");
