@@ -354,6 +354,14 @@ Expected<PcFrame> Pclntab::TryFrameAt(const FuncRef& f, uint64_t pc) const {
   return frame;
 }
 
+Expected<std::string_view> Pclntab::TryFunctionAt(const FuncRef& f, uint64_t pc) const {
+  Expected<FuncHeader> h = ReadFunc(f);
+  if (!h) return h.error();
+  Expected<std::optional<InlinedCall>> call = InlinedCallAt(f, *h, pc);
+  if (!call) return call.error();
+  return NameAt(*call ? (*call)->name_off : h->name_off);
+}
+
 std::optional<uint64_t> Pclntab::InlineParentPc(const FuncRef& f, uint64_t pc) const {
   return TryInlineParentPc(f, pc).value();
 }

@@ -43,7 +43,9 @@ std::optional<std::string_view> Symbolizer::FuncNameForPc(uint64_t pc) {
   std::optional<std::string_view> name;
   if (std::optional<FuncRef> f = tab_.FindFunc(pc)) {
     // A corrupt table entry is a failed lookup, as a nil *Func would be.
-    if (Expected<PcFrame> frame = tab_.TryFrameAt(*f, pc)) name = frame->function;
+    // Only the tables a name needs are read, as Func.Name does: the file
+    // and line tables are not (a corrupt one fails FramesFor, not this).
+    if (Expected<std::string_view> function = tab_.TryFunctionAt(*f, pc)) name = *function;
   }
   std::lock_guard<std::mutex> lock(mu_);
   return name_cache_.emplace(pc, name).first->second;

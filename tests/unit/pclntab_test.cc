@@ -99,6 +99,36 @@ TEST_P(PclntabHandTest, FramesAndInlining) {
   EXPECT_EQ(gf.start_line, go120 ? 50 : 0);
 }
 
+// The name-only lookup of FuncNameForPc names what FrameAt names at every PC,
+// inlined or not, and on every corrupted table where FrameAt still decodes.
+TEST_P(PclntabHandTest, FunctionAtIsFrameAtsFunction) {
+  HandTable h = BuildHandTable(GetParam());
+  auto compare = [&](Bytes table, int* compared) {
+    Expected<Pclntab> tab = Pclntab::TryParse(table, kText, h.gofunc);
+    if (!tab) return;
+    for (uint64_t pc = kText; pc < kText + 0x200; ++pc) {
+      std::optional<FuncRef> f = tab->FindFunc(pc);
+      if (!f) continue;
+      Expected<PcFrame> frame = tab->TryFrameAt(*f, pc);
+      if (!frame) continue;
+      Expected<std::string_view> name = tab->TryFunctionAt(*f, pc);
+      ASSERT_TRUE(name.has_value()) << Hex(pc);
+      EXPECT_EQ(*name, frame->function) << Hex(pc);
+      ++*compared;
+    }
+  };
+  int compared = 0;
+  compare(h.table, &compared);
+  EXPECT_EQ(compared, 0x200);
+  Pclntab tab(h.table, kText, h.gofunc);
+  EXPECT_EQ(*tab.TryFunctionAt(tab.FuncAt(0), kText + 0x25), "main.inl");
+  for (size_t i = 0; i < h.table.size(); ++i) {
+    std::vector<uint8_t> bad = h.table;
+    bad[i] ^= 0x5a;
+    compare(bad, &compared);
+  }
+}
+
 // Every prefix and every single-byte corruption of the table either decodes
 // or throws Error; nothing reads out of bounds (run under ASan in CI).
 TEST_P(PclntabHandTest, CorruptTablesThrowErrorOnly) {
