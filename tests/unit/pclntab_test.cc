@@ -21,6 +21,8 @@
 #include "elf/elf_file.h"
 #include "gobin/go_binary.h"
 #include "hand_pclntab.h"
+#include "runtime/runtime_traits.h"
+#include "symbolize/symbolizer.h"
 
 namespace goheap2pprof {
 namespace {
@@ -283,6 +285,35 @@ TEST(PclntabTest, PcValueErrorsAreByteViewErrors) {
     ASSERT_FALSE(want.has_value());
     EXPECT_EQ(got, want.error().what()) << c.tail.size();
   }
+}
+
+// The symbolizer hands out references into its cache while it grows: a
+// frame looked up first is still there, unchanged, after many thousands more
+// PCs (PC 0 among them) were added, and every PC is counted once.
+TEST(SymbolizerTest, FramesStayValidWhileTheCacheGrows) {
+  HandTable h = BuildHandTable(true);
+  Pclntab tab(h.table, kText, h.gofunc);
+  Symbolizer sym(tab, TraitsForVersion({1, 26, 0}));
+  const PcFrames& inl = sym.FramesFor(kText + 0x26);
+  const SymFrame* frame = inl.frames.data();
+  ASSERT_EQ(inl.frames.size(), 1u);
+  EXPECT_EQ(inl.frames[0].function, "main.inl");
+  EXPECT_EQ(sym.FuncNameForPc(kText + 0x26), "main.inl");
+  EXPECT_EQ(sym.FramesFor(0).frames.size(), 1u);
+  for (uint64_t pc = kText - 0x800; pc < kText + 0x10000; ++pc) {
+    (void)sym.FramesFor(pc);
+    if (pc % 3 == 0) (void)sym.FuncNameForPc(pc);
+  }
+  EXPECT_EQ(&sym.FramesFor(kText + 0x26), &inl);
+  EXPECT_EQ(inl.frames.data(), frame);
+  EXPECT_EQ(frame->function, "main.inl");
+  EXPECT_EQ(frame->printed_name, "main.inl");
+  EXPECT_EQ(frame->pc, kText + 0x25);
+  EXPECT_TRUE(frame->inlined);
+  EXPECT_FALSE(inl.lookup_failed);
+  EXPECT_EQ(sym.FuncNameForPc(kText + 0x26), "main.inl");
+  EXPECT_TRUE(sym.FramesFor(kText + 0x20000).lookup_failed);  // in no function
+  EXPECT_EQ(sym.distinct_pcs(), 0x10800u + 2);                // and PC 0, and the last one
 }
 
 TEST(GoBinaryTest, NotGoAndStripped) {
