@@ -110,16 +110,22 @@ std::optional<Error> Pclntab::ParseHeader() {
   }
   pcln_offset_ = table_.U64(64);
 
-  // nfunc+1 functab entries of 8 bytes must fit; this also bounds nfunc.
+  // nfunc+1 functab entries of 8 bytes must fit; this also bounds nfunc,
+  // and FtabEntryOff reads them unchecked.
   std::optional<uint64_t> ftab_size = CheckedMul(nfunc_, 8);
-  if (!ftab_size || !functab_.Has(0, *ftab_size + 8)) {
+  if (ftab_size) ftab_size = CheckedAdd(*ftab_size, 8);
+  if (!ftab_size || !functab_.Has(0, *ftab_size)) {
     return Error(ErrorKind::kMalformed, "pclntab: nfunc ", nfunc_, " does not fit in the ",
                  functab_.size(), "-byte functab");
   }
   return std::nullopt;
 }
 
-uint32_t Pclntab::FtabEntryOff(uint64_t index) const { return functab_.U32(index * 8); }
+uint32_t Pclntab::FtabEntryOff(uint64_t index) const {
+  // index <= nfunc_: ParseHeader checked that nfunc+1 entries fit, and every
+  // symbolized PC binary-searches here, so no check per read.
+  return LoadU32(functab_.data().data() + index * 8);
+}
 
 uint64_t Pclntab::text_end() const { return text_start_ + FtabEntryOff(nfunc_); }
 
@@ -130,8 +136,8 @@ FuncRef Pclntab::FuncAt(uint32_t index) const {
   }
   FuncRef f;
   f.index = index;
-  f.entry = text_start_ + functab_.U32(uint64_t{index} * 8);
-  f.func_off = pcln_offset_ + functab_.U32(uint64_t{index} * 8 + 4);
+  f.entry = text_start_ + FtabEntryOff(index);
+  f.func_off = pcln_offset_ + LoadU32(functab_.data().data() + uint64_t{index} * 8 + 4);
   return f;
 }
 

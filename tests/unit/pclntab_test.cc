@@ -198,6 +198,8 @@ TEST(PclntabTest, RejectsBadHeaders) {
   t = h.table;
   PutU64(t, 8, uint64_t{1} << 61);  // nfunc * 8 overflows
   EXPECT_EQ(kind_of(t), ErrorKind::kMalformed);
+  PutU64(t, 8, (uint64_t{1} << 61) - 1);  // (nfunc + 1) * 8 overflows
+  EXPECT_EQ(kind_of(t), ErrorKind::kMalformed);
   t = h.table;
   PutU64(t, 8, 1000);  // functab too small
   EXPECT_EQ(kind_of(t), ErrorKind::kMalformed);
