@@ -20,6 +20,24 @@ constexpr uint64_t kInlinedCallGo120 = 16;
 
 uint32_t ByteSwap32(uint32_t v) { return __builtin_bswap32(v); }
 
+// ByteView::TryUvarint's decoding over a raw range, for the pc-value tables'
+// hot loop: false (and *off unchanged) when the varint does not end inside
+// [0, size) within ten bytes; the caller then asks TryUvarint for the Error.
+inline bool DecodeUvarint(const uint8_t* data, uint64_t size, uint64_t* off, uint64_t* out) {
+  uint64_t at = *off;
+  uint64_t value = 0;
+  for (int shift = 0; shift < 64 && at < size; shift += 7) {
+    const uint8_t b = data[at++];
+    value |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) {
+      *off = at;
+      *out = value;
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 Pclntab::Pclntab(Bytes table, uint64_t text_start, Bytes gofunc)
@@ -92,16 +110,22 @@ std::optional<Error> Pclntab::ParseHeader() {
   }
   pcln_offset_ = table_.U64(64);
 
-  // nfunc+1 functab entries of 8 bytes must fit; this also bounds nfunc.
+  // nfunc+1 functab entries of 8 bytes must fit; this also bounds nfunc,
+  // and FtabEntryOff reads them unchecked.
   std::optional<uint64_t> ftab_size = CheckedMul(nfunc_, 8);
-  if (!ftab_size || !functab_.Has(0, *ftab_size + 8)) {
+  if (ftab_size) ftab_size = CheckedAdd(*ftab_size, 8);
+  if (!ftab_size || !functab_.Has(0, *ftab_size)) {
     return Error(ErrorKind::kMalformed, "pclntab: nfunc ", nfunc_, " does not fit in the ",
                  functab_.size(), "-byte functab");
   }
   return std::nullopt;
 }
 
-uint32_t Pclntab::FtabEntryOff(uint64_t index) const { return functab_.U32(index * 8); }
+uint32_t Pclntab::FtabEntryOff(uint64_t index) const {
+  // index <= nfunc_: ParseHeader checked that nfunc+1 entries fit, and every
+  // symbolized PC binary-searches here, so no check per read.
+  return LoadU32(functab_.data().data() + index * 8);
+}
 
 uint64_t Pclntab::text_end() const { return text_start_ + FtabEntryOff(nfunc_); }
 
@@ -112,8 +136,8 @@ FuncRef Pclntab::FuncAt(uint32_t index) const {
   }
   FuncRef f;
   f.index = index;
-  f.entry = text_start_ + functab_.U32(uint64_t{index} * 8);
-  f.func_off = pcln_offset_ + functab_.U32(uint64_t{index} * 8 + 4);
+  f.entry = text_start_ + FtabEntryOff(index);
+  f.func_off = pcln_offset_ + LoadU32(functab_.data().data() + uint64_t{index} * 8 + 4);
   return f;
 }
 
@@ -231,22 +255,26 @@ Expected<int32_t> Pclntab::PcValueAt(uint64_t entry, uint32_t table_off, uint64_
   // Follows runtime.pcvalue/step. Values and PC deltas are 32-bit in the
   // runtime, so wrap-around is computed in uint32 exactly as it does. Every
   // step consumes at least two bytes, so the loop ends within the table.
+  // Every PC symbolized walks these tables: the bytes are read through a
+  // raw, bounds-checked pointer, and only a table that fails asks pctab_
+  // for its Error.
+  const uint8_t* const data = pctab_.data().data();
+  const uint64_t size = pctab_.size();
   uint64_t p = table_off;
   uint32_t val = static_cast<uint32_t>(-1);
   uint64_t cur = entry;
   bool first = true;
   while (true) {
-    Expected<uint8_t> head = pctab_.TryU8(p);
-    if (!head) return head.error();
-    if (*head == 0 && !first) return -1;
+    if (p >= size) return pctab_.OutOfRange(p, 1);
+    if (data[p] == 0 && !first) return -1;
     first = false;
-    Expected<uint64_t> uvdelta = pctab_.TryUvarint(&p);
-    if (!uvdelta) return uvdelta.error();
-    val += (-(static_cast<uint32_t>(*uvdelta) & 1)) ^ (static_cast<uint32_t>(*uvdelta) >> 1);
-    Expected<uint64_t> pcdelta = pctab_.TryUvarint(&p);
-    if (!pcdelta) return pcdelta.error();
+    uint64_t uvdelta = 0;
+    if (!DecodeUvarint(data, size, &p, &uvdelta)) return pctab_.TryUvarint(&p).error();
+    val += (-(static_cast<uint32_t>(uvdelta) & 1)) ^ (static_cast<uint32_t>(uvdelta) >> 1);
+    uint64_t pcdelta = 0;
+    if (!DecodeUvarint(data, size, &p, &pcdelta)) return pctab_.TryUvarint(&p).error();
     std::optional<uint64_t> next =
-        CheckedAdd(cur, uint64_t{static_cast<uint32_t>(*pcdelta)} * min_lc_);
+        CheckedAdd(cur, uint64_t{static_cast<uint32_t>(pcdelta)} * min_lc_);
     if (!next) {
       return Error(ErrorKind::kMalformed, "pclntab: pc table at ", Hex(table_off),
                    " runs past the end of the address space");
@@ -330,6 +358,14 @@ Expected<PcFrame> Pclntab::TryFrameAt(const FuncRef& f, uint64_t pc) const {
   if (!name) return name.error();
   frame.function = *name;
   return frame;
+}
+
+Expected<std::string_view> Pclntab::TryFunctionAt(const FuncRef& f, uint64_t pc) const {
+  Expected<FuncHeader> h = ReadFunc(f);
+  if (!h) return h.error();
+  Expected<std::optional<InlinedCall>> call = InlinedCallAt(f, *h, pc);
+  if (!call) return call.error();
+  return NameAt(*call ? (*call)->name_off : h->name_off);
 }
 
 std::optional<uint64_t> Pclntab::InlineParentPc(const FuncRef& f, uint64_t pc) const {

@@ -80,6 +80,9 @@ class Pclntab {
   // as a failed lookup, as the runtime would find no *Func).
   PcFrame FrameAt(const FuncRef& f, uint64_t pc) const;
   Expected<PcFrame> TryFrameAt(const FuncRef& f, uint64_t pc) const;
+  // TryFrameAt's function alone (FuncForPC(pc).Name()): the inline table and
+  // the name, without the file and line tables a name does not need.
+  Expected<std::string_view> TryFunctionAt(const FuncRef& f, uint64_t pc) const;
   // The caller of the inlined frame at pc: the pc inside the same physical
   // function at which the next outer frame is evaluated (entry + parentPc), or
   // nullopt when the frame at pc is not inlined.

@@ -125,7 +125,7 @@ void AppendStackRecord(std::string& out, std::span<const uint64_t> stack,
     for (const SymFrame& f : frames.frames) {
       // CallersFrames skips a PC that is in no function.
       if (f.entry == 0 && f.printed_name.empty()) continue;
-      const std::string& name = f.printed_name;
+      const std::string_view name = f.printed_name;
       if (name.empty()) {
         show = true;
         lines += "#\t" + GoHex(f.pc + bias) + "\n";

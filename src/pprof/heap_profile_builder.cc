@@ -164,8 +164,7 @@ uint64_t HeapProfileBuilder::EmitLocation() {
   for (const SymFrame& frame : deck_.frames) {
     // Go 1.21 keyed Functions by the printed name while writing the raw one,
     // so the first instantiation of a generic function names them all.
-    const std::string key =
-        traits_.dedup_by_printed_name ? frame.printed_name : std::string(frame.function);
+    const std::string key(traits_.dedup_by_printed_name ? frame.printed_name : frame.function);
     auto [it, inserted] = funcs_.try_emplace(key, funcs_.size() + 1);
     if (inserted) {
       pb::Function* fn = profile_->add_function();

@@ -1,5 +1,7 @@
 #include "symbolize/symbolizer.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 
 namespace goheap2pprof {
@@ -21,9 +23,17 @@ std::string Symbolizer::PrintedName(std::string_view raw) const {
   return out;
 }
 
+std::string_view Symbolizer::StoredPrintedName(std::string_view raw) {
+  // Most names have no shape to elide: those view the pclntab's bytes.
+  if (!traits_.frame_function_elides_shapes || raw.find('[') == std::string_view::npos) return raw;
+  std::string printed = PrintedName(raw);
+  if (printed == raw) return raw;
+  return printed_names_.emplace_back(std::move(printed));
+}
+
 uint64_t Symbolizer::distinct_pcs() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return frames_cache_.size();
+  return distinct_pcs_;
 }
 
 uint64_t Symbolizer::failed_lookups() const {
@@ -31,41 +41,59 @@ uint64_t Symbolizer::failed_lookups() const {
   return failed_lookups_;
 }
 
+Symbolizer::PcEntry& Symbolizer::Entry(uint64_t pc) {
+  if (pc == 0) return zero_pc_;
+  if (PcEntry* const* found = entries_.Find(pc)) return **found;
+  if (used_in_last_chunk_ == last_chunk_size_) {
+    last_chunk_size_ = std::clamp(2 * last_chunk_size_, kFirstChunk, kLargestChunk);
+    chunks_.push_back(std::make_unique<PcEntry[]>(last_chunk_size_));
+    used_in_last_chunk_ = 0;
+  }
+  PcEntry* e = &chunks_.back()[used_in_last_chunk_++];
+  entries_.Insert(pc, e);
+  return *e;
+}
+
 std::optional<std::string_view> Symbolizer::FuncNameForPc(uint64_t pc) {
+  PcEntry* e = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = name_cache_.find(pc);
-    if (it != name_cache_.end()) return it->second;
+    e = &Entry(pc);
+    if (e->name_known) return e->name;
   }
   // Decoded without the lock, so that a capture's two threads (the walk's
   // symbolizing ahead, the build's) do not wait on each other's decoding;
-  // either one's answer is the same.
+  // either one's answer is the same, and e does not move meanwhile.
   std::optional<std::string_view> name;
   if (std::optional<FuncRef> f = tab_.FindFunc(pc)) {
     // A corrupt table entry is a failed lookup, as a nil *Func would be.
-    if (Expected<PcFrame> frame = tab_.TryFrameAt(*f, pc)) name = frame->function;
+    // Only the tables a name needs are read, as Func.Name does: the file
+    // and line tables are not (a corrupt one fails FramesFor, not this).
+    if (Expected<std::string_view> function = tab_.TryFunctionAt(*f, pc)) name = *function;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  return name_cache_.emplace(pc, name).first->second;
+  if (!e->name_known) {
+    e->name = name;
+    e->name_known = true;
+  }
+  return e->name;
 }
 
 const PcFrames& Symbolizer::FramesFor(uint64_t addr) {
+  PcEntry* e = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = frames_cache_.find(addr);
-    if (it != frames_cache_.end()) return it->second;
+    e = &Entry(addr);
+    if (e->frames_known) return e->frames;
   }
-  // Decoded without the lock (see FuncNameForPc); the first answer stored
-  // is the one every caller gets.
-  PcFrames result = Decode(addr);
+  // Decoded without the lock (see FuncNameForPc).
+  SymFrame frame = Decode(addr);
   std::lock_guard<std::mutex> lock(mu_);
-  const auto [it, added] = frames_cache_.emplace(addr, std::move(result));
-  if (added && it->second.lookup_failed) ++failed_lookups_;
-  return it->second;
+  if (!e->frames_known) StoreFrames(addr, std::move(frame), *e);
+  return e->frames;
 }
 
-PcFrames Symbolizer::Decode(uint64_t addr) const {
-  PcFrames result;
+SymFrame Symbolizer::Decode(uint64_t addr) const {
   SymFrame frame;
   // CallersFrames looks the function up at the return PC itself, then
   // evaluates everything at the call instruction (PC - 1). A corrupt table
@@ -80,17 +108,25 @@ PcFrames Symbolizer::Decode(uint64_t addr) const {
       frame.start_line = pf->start_line;
       frame.inlined = pf->inlined;
       frame.entry = f->entry;
-      frame.printed_name = PrintedName(pf->function);
     }
   }
+  return frame;
+}
+
+void Symbolizer::StoreFrames(uint64_t addr, SymFrame frame, PcEntry& e) {
+  e.frames_known = true;
+  ++distinct_pcs_;
+  e.frame = std::move(frame);
+  e.frame.printed_name = StoredPrintedName(e.frame.function);  // "" when not found
   // runtime.goexit: allFrames returns nothing, goexit produces no location.
-  if (frame.printed_name == "runtime.goexit") return result;
-  if (frame.pc == 0 || frame.printed_name.empty() || frame.file.empty() || frame.line == 0) {
-    result.lookup_failed = true;
+  if (e.frame.printed_name == "runtime.goexit") return;
+  if (e.frame.pc == 0 || e.frame.printed_name.empty() || e.frame.file.empty() ||
+      e.frame.line == 0) {
+    e.frames.lookup_failed = true;
+    ++failed_lookups_;
   }
-  if (frame.pc == 0) frame.pc = addr - 1;
-  result.frames.push_back(std::move(frame));
-  return result;
+  if (e.frame.pc == 0) e.frame.pc = addr - 1;
+  e.frames.frames = std::span<const SymFrame>(&e.frame, 1);
 }
 
 std::optional<std::vector<uint64_t>> Symbolizer::ExpandFinalInlineFrame(
@@ -102,16 +138,17 @@ std::optional<std::vector<uint64_t>> Symbolizer::ExpandFinalInlineFrame(
   // Most stacks end in the same few PCs (runtime.main, goexit): remember
   // which ones are not inside inlined code. A corrupt table entry anywhere
   // below means no expansion.
-  if (not_inlined_final_pcs_.contains(pc)) return std::nullopt;
+  PcEntry& e = Entry(pc);
+  if (e.final_not_inlined) return std::nullopt;
   std::optional<FuncRef> f = tab_.FindFunc(tracepc);
   if (!f) {
-    not_inlined_final_pcs_.insert(pc);
+    e.final_not_inlined = true;
     return std::nullopt;
   }
   Expected<PcFrame> final_frame = tab_.TryFrameAt(*f, tracepc);
   if (!final_frame) return std::nullopt;
   if (!final_frame->inlined) {
-    not_inlined_final_pcs_.insert(pc);
+    e.final_not_inlined = true;
     return std::nullopt;
   }
   std::vector<uint64_t> out(stk.begin(), stk.end() - 1);

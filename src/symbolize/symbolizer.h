@@ -5,7 +5,8 @@
 // was opened with load bias 0, as ExecutableAnalysis does), so one symbolizer
 // and its cache serve every process of an executable. All methods lock: one
 // symbolizer may be used by captures on several threads; the references
-// FramesFor returns stay valid as long as the symbolizer.
+// FramesFor returns, and the names and frames they view, stay valid as long
+// as the symbolizer (entries are never moved or freed before it is).
 //
 //   Symbolizer sym(pclntab, traits);
 //   const PcFrames& f = sym.FramesFor(return_pc);   // CallersFrames([]uintptr{pc})
@@ -13,15 +14,16 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
+#include "base/pc_map.h"
 #include "gobin/pclntab.h"
 #include "runtime/runtime_traits.h"
 
@@ -29,9 +31,9 @@ namespace goheap2pprof {
 
 // runtime.Frame, as much of it as runtime/pprof uses.
 struct SymFrame {
-  uint64_t pc = 0;            // return PC - 1 (or the PC itself at a function entry)
-  std::string_view function;  // raw symbol name (runtime_FrameSymbolName)
-  std::string printed_name;   // Frame.Function: generic shapes printed as [...] from 1.21
+  uint64_t pc = 0;                // return PC - 1 (or the PC itself at a function entry)
+  std::string_view function;      // raw symbol name (runtime_FrameSymbolName)
+  std::string_view printed_name;  // Frame.Function: generic shapes printed as [...] from 1.21
   std::string_view file;
   int64_t line = 0;
   int64_t start_line = 0;
@@ -40,9 +42,10 @@ struct SymFrame {
 };
 
 // allFrames(addr) of runtime/pprof: the frames of one return PC.
+// Views the symbolizer's own storage.
 struct PcFrames {
-  std::vector<SymFrame> frames;  // empty for runtime.goexit
-  bool lookup_failed = false;    // PC, function, file or line missing
+  std::span<const SymFrame> frames;  // empty for runtime.goexit, else one frame
+  bool lookup_failed = false;        // PC, function, file or line missing
 };
 
 class Symbolizer {
@@ -66,15 +69,42 @@ class Symbolizer {
   uint64_t failed_lookups() const;
 
  private:
-  // FramesFor's answer, decoded from the table (no cache, no lock).
-  PcFrames Decode(uint64_t addr) const;
+  // Everything known about one PC. A short-stack target brings ~100k PCs
+  // that each occur once: entries are stored flat, in chunks that are never
+  // moved (the references handed out stay valid), and hold no allocation of
+  // their own, so that building and freeing them is cheap.
+  struct PcEntry {
+    PcFrames frames;  // frames views `frame`; valid once frames_known
+    SymFrame frame;
+    std::optional<std::string_view> name;  // FuncNameForPc, valid once name_known
+    bool frames_known = false;
+    bool name_known = false;
+    bool final_not_inlined = false;  // ExpandFinalInlineFrame found nothing to do
+  };
+  // Chunks double from 64 entries (a binary-recursion target has a few
+  // hundred PCs) to 4096.
+  static constexpr size_t kFirstChunk = 64;
+  static constexpr size_t kLargestChunk = 4096;
+
+  PcEntry& Entry(uint64_t pc);  // found or added; never moves
+  // FramesFor's frame, decoded from the table (no cache, no lock, printed
+  // name unset).
+  SymFrame Decode(uint64_t addr) const;
+  // The first decoded answer for a PC: the one every caller gets.
+  void StoreFrames(uint64_t addr, SymFrame frame, PcEntry& e);
+  // PrintedName's result, stored only when it differs from raw.
+  std::string_view StoredPrintedName(std::string_view raw);
 
   mutable std::mutex mu_;
   const Pclntab& tab_;
   const RuntimeTraits traits_;  // a copy: callers pass TraitsForVersion(...)'s temporaries
-  std::unordered_map<uint64_t, PcFrames> frames_cache_;
-  std::unordered_map<uint64_t, std::optional<std::string_view>> name_cache_;
-  std::unordered_set<uint64_t> not_inlined_final_pcs_;
+  PcMap<PcEntry*> entries_;     // every PC but 0, which is zero_pc_
+  PcEntry zero_pc_;
+  std::vector<std::unique_ptr<PcEntry[]>> chunks_;
+  size_t last_chunk_size_ = 0;
+  size_t used_in_last_chunk_ = 0;
+  std::deque<std::string> printed_names_;  // generic names with shapes elided
+  uint64_t distinct_pcs_ = 0;
   uint64_t failed_lookups_ = 0;
 };
 

@@ -21,6 +21,8 @@
 #include "elf/elf_file.h"
 #include "gobin/go_binary.h"
 #include "hand_pclntab.h"
+#include "runtime/runtime_traits.h"
+#include "symbolize/symbolizer.h"
 
 namespace goheap2pprof {
 namespace {
@@ -99,6 +101,36 @@ TEST_P(PclntabHandTest, FramesAndInlining) {
   EXPECT_EQ(gf.start_line, go120 ? 50 : 0);
 }
 
+// The name-only lookup of FuncNameForPc names what FrameAt names at every PC,
+// inlined or not, and on every corrupted table where FrameAt still decodes.
+TEST_P(PclntabHandTest, FunctionAtIsFrameAtsFunction) {
+  HandTable h = BuildHandTable(GetParam());
+  auto compare = [&](Bytes table, int* compared) {
+    Expected<Pclntab> tab = Pclntab::TryParse(table, kText, h.gofunc);
+    if (!tab) return;
+    for (uint64_t pc = kText; pc < kText + 0x200; ++pc) {
+      std::optional<FuncRef> f = tab->FindFunc(pc);
+      if (!f) continue;
+      Expected<PcFrame> frame = tab->TryFrameAt(*f, pc);
+      if (!frame) continue;
+      Expected<std::string_view> name = tab->TryFunctionAt(*f, pc);
+      ASSERT_TRUE(name.has_value()) << Hex(pc);
+      EXPECT_EQ(*name, frame->function) << Hex(pc);
+      ++*compared;
+    }
+  };
+  int compared = 0;
+  compare(h.table, &compared);
+  EXPECT_EQ(compared, 0x200);
+  Pclntab tab(h.table, kText, h.gofunc);
+  EXPECT_EQ(*tab.TryFunctionAt(tab.FuncAt(0), kText + 0x25), "main.inl");
+  for (size_t i = 0; i < h.table.size(); ++i) {
+    std::vector<uint8_t> bad = h.table;
+    bad[i] ^= 0x5a;
+    compare(bad, &compared);
+  }
+}
+
 // Every prefix and every single-byte corruption of the table either decodes
 // or throws Error; nothing reads out of bounds (run under ASan in CI).
 TEST_P(PclntabHandTest, CorruptTablesThrowErrorOnly) {
@@ -166,6 +198,8 @@ TEST(PclntabTest, RejectsBadHeaders) {
   t = h.table;
   PutU64(t, 8, uint64_t{1} << 61);  // nfunc * 8 overflows
   EXPECT_EQ(kind_of(t), ErrorKind::kMalformed);
+  PutU64(t, 8, (uint64_t{1} << 61) - 1);  // (nfunc + 1) * 8 overflows
+  EXPECT_EQ(kind_of(t), ErrorKind::kMalformed);
   t = h.table;
   PutU64(t, 8, 1000);  // functab too small
   EXPECT_EQ(kind_of(t), ErrorKind::kMalformed);
@@ -210,6 +244,78 @@ TEST(PclntabTest, PcValueTableWithoutTerminatorThrows) {
   uint32_t last = static_cast<uint32_t>(h.table.size() - pctab_off - 1);
   EXPECT_THROW(tab.PcValue(g, last, kText + 0x100), Error);
   EXPECT_THROW(tab.PcValue(g, last + 1, kText + 0x100), Error);
+}
+
+// A pc table cut inside a varint, or with a varint of more than ten bytes,
+// fails with the Error ByteView gives for the same bytes: the decoder's raw
+// loop must stop at the same byte and say the same thing.
+TEST(PclntabTest, PcValueErrorsAreByteViewErrors) {
+  HandTable h = BuildHandTable(true);
+  uint64_t pctab_off;
+  std::memcpy(&pctab_off, &h.table[56], 8);
+  auto error_of = [&](const std::vector<uint8_t>& tail, uint32_t* table_off) {
+    std::vector<uint8_t> t = h.table;
+    *table_off = static_cast<uint32_t>(t.size() - pctab_off);
+    t.insert(t.end(), tail.begin(), tail.end());
+    Pclntab tab(t, kText, h.gofunc);
+    try {
+      tab.PcValue(tab.FuncAt(1), *table_off, kText + 0x10000);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  struct Case {
+    std::vector<uint8_t> tail;
+    uint64_t varint_at;  // offset of the failing varint after the table's start
+  };
+  const std::vector<uint8_t> overlong(10, 0x80);
+  std::vector<uint8_t> second_overlong{0x02};
+  second_overlong.insert(second_overlong.end(), overlong.begin(), overlong.end());
+  std::vector<uint8_t> eleven_bytes = overlong;  // ends in an 11th byte: still too long
+  eleven_bytes.insert(eleven_bytes.end(), {0x01, 0x02, 0x10});
+  for (const Case& c : {Case{{0x82}, 0}, Case{{0x02, 0x80, 0x80}, 1}, Case{overlong, 0},
+                        Case{second_overlong, 1}, Case{eleven_bytes, 0}, Case{{0x02, 0x10}, 2}}) {
+    uint32_t table_off = 0;
+    const std::string got = error_of(c.tail, &table_off);
+    std::vector<uint8_t> pctab(h.table.begin() + static_cast<ptrdiff_t>(pctab_off), h.table.end());
+    pctab.insert(pctab.end(), c.tail.begin(), c.tail.end());
+    ByteView view(pctab, "pclntab pctab");
+    uint64_t off = table_off + c.varint_at;
+    Expected<uint64_t> want =
+        c.varint_at == 2 ? Expected<uint64_t>(view.OutOfRange(off, 1)) : view.TryUvarint(&off);
+    ASSERT_FALSE(want.has_value());
+    EXPECT_EQ(got, want.error().what()) << c.tail.size();
+  }
+}
+
+// The symbolizer hands out references into its cache while it grows: a
+// frame looked up first is still there, unchanged, after many thousands more
+// PCs (PC 0 among them) were added, and every PC is counted once.
+TEST(SymbolizerTest, FramesStayValidWhileTheCacheGrows) {
+  HandTable h = BuildHandTable(true);
+  Pclntab tab(h.table, kText, h.gofunc);
+  Symbolizer sym(tab, TraitsForVersion({1, 26, 0}));
+  const PcFrames& inl = sym.FramesFor(kText + 0x26);
+  const SymFrame* frame = inl.frames.data();
+  ASSERT_EQ(inl.frames.size(), 1u);
+  EXPECT_EQ(inl.frames[0].function, "main.inl");
+  EXPECT_EQ(sym.FuncNameForPc(kText + 0x26), "main.inl");
+  EXPECT_EQ(sym.FramesFor(0).frames.size(), 1u);
+  for (uint64_t pc = kText - 0x800; pc < kText + 0x10000; ++pc) {
+    (void)sym.FramesFor(pc);
+    if (pc % 3 == 0) (void)sym.FuncNameForPc(pc);
+  }
+  EXPECT_EQ(&sym.FramesFor(kText + 0x26), &inl);
+  EXPECT_EQ(inl.frames.data(), frame);
+  EXPECT_EQ(frame->function, "main.inl");
+  EXPECT_EQ(frame->printed_name, "main.inl");
+  EXPECT_EQ(frame->pc, kText + 0x25);
+  EXPECT_TRUE(frame->inlined);
+  EXPECT_FALSE(inl.lookup_failed);
+  EXPECT_EQ(sym.FuncNameForPc(kText + 0x26), "main.inl");
+  EXPECT_TRUE(sym.FramesFor(kText + 0x20000).lookup_failed);  // in no function
+  EXPECT_EQ(sym.distinct_pcs(), 0x10800u + 2);                // and PC 0, and the last one
 }
 
 TEST(GoBinaryTest, NotGoAndStripped) {
