@@ -4,6 +4,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <limits>
 
@@ -27,14 +28,9 @@ constexpr uint8_t kSampleLabel = 3 << 3 | 2;
 constexpr uint8_t kLabelKey = 1 << 3 | 0;
 constexpr uint8_t kLabelNum = 3 << 3 | 0;
 
-size_t VarintSize(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
+// 7 bits a byte, of the bits up to the highest one set; without a loop:
+// every id of every frame of every stack is sized.
+size_t VarintSize(uint64_t v) { return 1 + static_cast<size_t>(63 - std::countl_zero(v | 1)) / 7; }
 
 // int64 fields are varints of the two's complement (ten bytes if negative).
 uint8_t* PutVarint(uint64_t v, uint8_t* p) {
@@ -49,15 +45,16 @@ uint8_t* PutVarint(uint64_t v, uint8_t* p) {
 // The ids' varints, one after another. A recursion repeats one id hundreds
 // of times: its encoding (one or two bytes below 16384, most ids) is then
 // made once.
-void PutRepeatedVarints(std::span<const uint64_t> ids, uint8_t* p) {
+uint8_t* PutRepeatedVarints(std::span<const uint64_t> ids, uint8_t* p) {
   for (size_t i = 0; i < ids.size();) {
     const uint64_t id = ids[i];
     size_t j = i + 1;
     while (j < ids.size() && ids[j] == id) ++j;
-    if (id < 128) {
+    if (j - i > 1 && id < 128) {
       std::memset(p, static_cast<int>(id), j - i);
       p += j - i;
-    } else if (id < 16384) {
+      i = j;
+    } else if (j - i > 1 && id < 16384) {
       const uint8_t low = static_cast<uint8_t>(id | 0x80), high = static_cast<uint8_t>(id >> 7);
       for (; i < j; ++i, p += 2) {
         p[0] = low;
@@ -66,8 +63,21 @@ void PutRepeatedVarints(std::span<const uint64_t> ids, uint8_t* p) {
     } else {
       for (; i < j; ++i) p = PutVarint(id, p);
     }
+  }
+  return p;
+}
+
+// What PutRepeatedVarints writes, in bytes; a run of one id (a recursion)
+// is sized once.
+size_t EncodedSize(std::span<const uint64_t> ids) {
+  size_t size = 0;
+  for (size_t i = 0; i < ids.size();) {
+    size_t j = i + 1;
+    while (j < ids.size() && ids[j] == ids[i]) ++j;
+    size += VarintSize(ids[i]) * (j - i);
     i = j;
   }
+  return size;
 }
 
 size_t PackedSize(std::span<const int64_t> values) {
@@ -87,15 +97,12 @@ uint32_t LocationTables::AddRun(std::span<const uint64_t> ids) {
   }
   Run run{.bytes_at = 0, .bytes = 0, .count = static_cast<uint32_t>(ids.size())};
   if (!ids.empty()) {
-    size_t payload = 0;
-    for (size_t i = 0; i < ids.size(); ++i) {
-      // Runs of one id (a recursion) are sized once.
-      const size_t size = VarintSize(ids[i]);
-      size_t j = i + 1;
-      while (j < ids.size() && ids[j] == ids[i]) ++j;
-      payload += size * (j - i);
-      i = j - 1;
-    }
+    // Most stacks' ids are encoded once, here, and copied; a longer one is
+    // sized first and encoded in place.
+    uint8_t local[16 * 1024];
+    const bool fits = ids.size() <= sizeof(local) / 10;
+    const size_t payload =
+        fits ? static_cast<size_t>(PutRepeatedVarints(ids, local) - local) : EncodedSize(ids);
     const size_t need = 1 + VarintSize(payload) + payload;
     if (loc_chunks.empty() || loc_chunks.back().capacity() - loc_chunks.back().size() < need) {
       constexpr size_t kMaxChunk = size_t{1} << 20;
@@ -108,7 +115,11 @@ uint32_t LocationTables::AddRun(std::span<const uint64_t> ids) {
     uint8_t* p = chunk.data() + start;
     *p++ = kSampleLocationId;
     p = PutVarint(payload, p);
-    PutRepeatedVarints(ids, p);
+    if (fits) {
+      std::memcpy(p, local, payload);
+    } else {
+      PutRepeatedVarints(ids, p);
+    }
     run.bytes_at = (uint64_t{loc_chunks.size() - 1} << 32) | start;
     run.bytes = static_cast<uint32_t>(need);
   }
