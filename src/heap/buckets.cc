@@ -466,9 +466,6 @@ void ExtendPlan(RevalidationPlan& plan, std::span<const Bucket> added,
   plan.first = added.front().addr;
 }
 
-// The plan for buckets: plan itself, extended, or made anew. A plan extended
-// many times reads in many small ranges; at twice the ranges of a whole plan
-// (plus 64) it is made anew.
 // Cuts the plan's bytes into batches of about kRevalidationBatchBytes, each
 // ending only at a header that no earlier bucket's record reaches past, so
 // that every bucket is checked whole in one batch. (Buckets of a hostile
@@ -499,6 +496,9 @@ void MakeBatches(RevalidationPlan& plan, uint64_t record_size) {
   close(plan.size, plan.order.size());
 }
 
+// The plan for buckets: plan itself, extended, or made anew, and its
+// batches. A plan extended many times reads in many small ranges; at twice
+// the ranges of a whole plan (plus 64) it is made anew.
 void UpdatePlan(RevalidationPlan& plan, std::span<const Bucket> buckets,
                 std::span<const StackEnds> ends, uint64_t record_size, uint64_t gap) {
   if (plan.Fits(buckets)) return;
@@ -679,6 +679,7 @@ bool RevalidateBuckets(MemoryReader& mem, std::span<Bucket> buckets,
   }
   return result == BatchesResult::kSame;
 }
+
 namespace {
 MemProfileRecord ToRecord(const Bucket& b, const MemRecordCycle& c) {
   MemProfileRecord r;

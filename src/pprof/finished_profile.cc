@@ -67,19 +67,6 @@ uint8_t* PutRepeatedVarints(std::span<const uint64_t> ids, uint8_t* p) {
   return p;
 }
 
-// What PutRepeatedVarints writes, in bytes; a run of one id (a recursion)
-// is sized once.
-size_t EncodedSize(std::span<const uint64_t> ids) {
-  size_t size = 0;
-  for (size_t i = 0; i < ids.size();) {
-    size_t j = i + 1;
-    while (j < ids.size() && ids[j] == ids[i]) ++j;
-    size += VarintSize(ids[i]) * (j - i);
-    i = j;
-  }
-  return size;
-}
-
 size_t PackedSize(std::span<const int64_t> values) {
   size_t n = 0;
   for (int64_t v : values) n += VarintSize(static_cast<uint64_t>(v));
@@ -97,12 +84,17 @@ uint32_t LocationTables::AddRun(std::span<const uint64_t> ids) {
   }
   Run run{.bytes_at = 0, .bytes = 0, .count = static_cast<uint32_t>(ids.size())};
   if (!ids.empty()) {
-    // Most stacks' ids are encoded once, here, and copied; a longer one is
-    // sized first and encoded in place.
+    // Encoded once, here, and copied after the header (whose length is the
+    // encoding's): at most 10 bytes an id, on the stack for all but very
+    // deep stacks.
     uint8_t local[16 * 1024];
-    const bool fits = ids.size() <= sizeof(local) / 10;
-    const size_t payload =
-        fits ? static_cast<size_t>(PutRepeatedVarints(ids, local) - local) : EncodedSize(ids);
+    std::vector<uint8_t> deep;
+    uint8_t* ids_bytes = local;
+    if (ids.size() > sizeof(local) / 10) {
+      deep.resize(10 * ids.size());
+      ids_bytes = deep.data();
+    }
+    const size_t payload = static_cast<size_t>(PutRepeatedVarints(ids, ids_bytes) - ids_bytes);
     const size_t need = 1 + VarintSize(payload) + payload;
     if (loc_chunks.empty() || loc_chunks.back().capacity() - loc_chunks.back().size() < need) {
       constexpr size_t kMaxChunk = size_t{1} << 20;
@@ -115,11 +107,7 @@ uint32_t LocationTables::AddRun(std::span<const uint64_t> ids) {
     uint8_t* p = chunk.data() + start;
     *p++ = kSampleLocationId;
     p = PutVarint(payload, p);
-    if (fits) {
-      std::memcpy(p, local, payload);
-    } else {
-      PutRepeatedVarints(ids, p);
-    }
+    std::memcpy(p, ids_bytes, payload);
     run.bytes_at = (uint64_t{loc_chunks.size() - 1} << 32) | start;
     run.bytes = static_cast<uint32_t>(need);
   }

@@ -223,6 +223,16 @@ std::span<const uint64_t> HeapProfileBuilder::TakeCachedLocation(uint32_t index,
                                                                  std::vector<uint64_t>& out) {
   const uint64_t addr = stk.front();
   const LocInfo& l = loc_infos_[index];
+  if (deck_.pcs.empty() && l.complete && l.pcs.size() == 1) {
+    // Most PCs of most stacks: a one-PC location that no PC can join, and
+    // nothing in the deck to emit; the order check cannot fail on it (its
+    // PC is this one). A recursion repeats one PC hundreds of times, and
+    // each turn would take the same location again.
+    size_t same = 1;
+    while (same < stk.size() && stk[same] == addr) ++same;
+    out.insert(out.end(), same, l.id);
+    return stk.subspan(same);
+  }
   // A cached PC may be a "fake" PC of an inline group still in the deck.
   if (traits_.cached_location_deck_retry && !deck_.pcs.empty()) {
     const PcFrames& first = sym_.FramesFor(l.pcs.front());
@@ -232,24 +242,12 @@ std::span<const uint64_t> HeapProfileBuilder::TakeCachedLocation(uint32_t index,
   // EmitLocation may grow loc_infos_: take what we need from l first.
   const uint64_t cached_id = l.id;
   const size_t cached_pcs = l.pcs.size();
-  const bool cached_complete = l.complete;
   const uint64_t emitted = EmitLocation();
   if (emitted != 0) out.push_back(emitted);
   out.push_back(cached_id);
   // runtime/pprof skips as many PCs as the cached location covers without
   // comparing them (it would panic on a too-short stack; we clamp).
-  stk = stk.subspan(std::min(cached_pcs, stk.size()));
-  // A recursion repeats one PC hundreds of times: while the next PC is
-  // this one again, the turn above would take the same complete one-PC
-  // location with an empty deck, and find it the stack's own (unless an
-  // emitted location just replaced the cached one).
-  if (emitted == 0 && cached_pcs == 1 && cached_complete) {
-    while (!stk.empty() && stk.front() == addr) {
-      out.push_back(cached_id);
-      stk = stk.subspan(1);
-    }
-  }
-  return stk;
+  return stk.subspan(std::min(cached_pcs, stk.size()));
 }
 
 void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
@@ -262,18 +260,6 @@ void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
   while (!stk.empty()) {
     const uint64_t addr = stk.front();
     if (const uint32_t* index = locs_.Find(addr)) {
-      // Most PCs of most stacks: a one-PC location that no PC can join,
-      // with nothing in the deck, which TakeCachedLocation would take as
-      // it is (the order check cannot fail on it).
-      const LocInfo& l = loc_infos_[*index];
-      if (deck_.pcs.empty() && l.complete && l.pcs.size() == 1) {
-        // A recursion: the same again, as TakeCachedLocation does.
-        size_t same = 1;
-        while (same < stk.size() && stk[same] == addr) ++same;
-        out.insert(out.end(), same, l.id);
-        stk = stk.subspan(same);
-        continue;
-      }
       stk = TakeCachedLocation(*index, stk, out);
       continue;
     }

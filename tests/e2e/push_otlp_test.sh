@@ -196,13 +196,15 @@ if e2e_wait_until 30 got_grpc; then
 else
   fail "nothing reached the sink through the Collector's gRPC receiver in 30 s" "$work/pushg.log"
 fi
-# Its runtime metrics (the same push) carry the names its profile capture read.
-own_metrics() {
-  grep -B 2 "process.pid: Int($tpid2)" "$work/collector.err" >"$work/metrics2.txt"
-  grep -q "service.name: Str(checkout)" "$work/metrics2.txt" &&
-    grep -q "service.instance.id: Str(inst-7)" "$work/metrics2.txt"
+# own_metrics_after <line>: whether the Collector logged, after that line
+# of its log, ResourceMetrics of the target with the process's own names.
+own_metrics_after() {
+  tail -n +"$(($1 + 1))" "$work/collector.err" | grep -B 2 "process.pid: Int($tpid2)" >"$work/metrics.txt"
+  grep -q "service.name: Str(checkout)" "$work/metrics.txt" &&
+    grep -q "service.instance.id: Str(inst-7)" "$work/metrics.txt"
 }
-if e2e_wait_until 10 own_metrics; then
+# Its runtime metrics (the same push) carry the names its profile capture read.
+if e2e_wait_until 10 own_metrics_after 0; then
   pass "over gRPC: its OTLP metrics' resource has service.name checkout and service.instance.id inst-7"
 else
   fail "over gRPC: no ResourceMetrics of pid $tpid2 with its own names" "$work/collector.err"
@@ -216,12 +218,7 @@ mark=$(wc -l <"$work/collector.err")
 e2e_start "$work/pushm.out" "$work/pushm.log" "$tool" push --otlp-metrics "http://127.0.0.1:$cport" \
   --interval 1s --discover-interval 1 --allow-uid 65534 --pid "$tpid2" --metrics-listen ""
 pushm_pid=$target_pid
-own_metrics_alone() {
-  tail -n +"$((mark + 1))" "$work/collector.err" | grep -B 2 "process.pid: Int($tpid2)" >"$work/metrics3.txt"
-  grep -q "service.name: Str(checkout)" "$work/metrics3.txt" &&
-    grep -q "service.instance.id: Str(inst-7)" "$work/metrics3.txt"
-}
-if e2e_wait_until 15 own_metrics_alone; then
+if e2e_wait_until 15 own_metrics_after "$mark"; then
   pass "--otlp-metrics alone: the resource has the process's own service.name and service.instance.id"
 else
   fail "--otlp-metrics alone: no ResourceMetrics of pid $tpid2 with its own names" "$work/pushm.log"

@@ -57,14 +57,20 @@ TEST(LocationTables, RepeatedIdsEncodeAsProtobufWould) {
     ids.push_back(id);
     ids.push_back(2);
   }
+  // And a run longer than the encoder's buffer on the stack.
+  std::vector<uint64_t> deep;
+  for (uint64_t i = 0; i < 3000; ++i) deep.push_back(i % 7 == 0 ? 5 : 20000 + i);
   LocationTables t;
   t.AddRun(ids);
-  pb::Sample want;
-  for (uint64_t id : ids) want.add_location_id(id);
-  std::string encoded;
-  want.SerializeToString(&encoded);
-  const std::span<const uint8_t> run = t.RunBytes(t.runs.front());
-  EXPECT_EQ(std::string(run.begin(), run.end()), encoded);
+  t.AddRun(deep);
+  for (size_t r = 0; r < 2; ++r) {
+    pb::Sample want;
+    for (uint64_t id : r == 0 ? ids : deep) want.add_location_id(id);
+    std::string encoded;
+    want.SerializeToString(&encoded);
+    const std::span<const uint8_t> run = t.RunBytes(t.runs[r]);
+    EXPECT_EQ(std::string(run.begin(), run.end()), encoded) << r;
+  }
 }
 
 TEST(FinishedProfile, SamplesDecodeAsProtobufWouldEncodeThem) {

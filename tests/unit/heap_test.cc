@@ -944,22 +944,36 @@ TEST(RefreshHeapSnapshot, APlanExtendedManyTimesIsMadeAnew) {
   EXPECT_EQ(s.buckets[101].active.allocs, 4u);
 }
 
+// A list of 40,000 buckets of 64 bytes with two-frame stacks (bucket i's
+// active allocs i + 1 counted from the oldest), 7.7 MB of bucket memory,
+// and the runtime variables that lead to it.
+constexpr uint64_t kLargeListBuckets = 40000;
+struct LargeList {
+  TestMemory mem;
+  HeapAddresses addrs{0x5000, 0x5008, 0x5010};
+  std::vector<uint64_t> b = std::vector<uint64_t>(kLargeListBuckets);  // b[0] is the head
+};
+void MakeLargeList(LargeList& list) {
+  const uint64_t n = kLargeListBuckets;
+  BucketArena arena(0x100000);
+  for (uint64_t i = 0; i < n; ++i) {
+    list.b[n - 1 - i] = arena.Add(64, {0x400000 + i % 100, 0x500000}, {i + 1, 0, 64 * (i + 1), 0});
+    if (i > 0) arena.SetAllnext(list.b[n - 1 - i], list.b[n - i]);
+  }
+  arena.MapInto(list.mem);
+  MapVars(list.mem, list.addrs.mbuckets, list.b[0], 6 << 1);
+}
+
 // A list of 40,000 buckets is checked and loaded on two threads: counters
 // and futures change in both halves (futures that need storage of their own
 // too), and a header changed in the second half refuses the list.
 TEST(RefreshHeapSnapshot, ALargeListIsCheckedOnTwoThreadsAsOnOne) {
-  constexpr uint64_t kVars = 0x5000, kBuckets = 40000, kCycle = 32;
-  TestMemory mem;
-  HeapAddresses addrs{kVars, kVars + 8, kVars + 16};
-  BucketArena arena(0x100000);
-  std::vector<uint64_t> b(kBuckets);  // in list order: b[0] is the head
-  for (uint64_t i = 0; i < kBuckets; ++i) {
-    b[kBuckets - 1 - i] =
-        arena.Add(64, {0x400000 + i % 100, 0x500000}, {i + 1, 0, 64 * (i + 1), 0});
-    if (i > 0) arena.SetAllnext(b[kBuckets - 1 - i], b[kBuckets - i]);
-  }
-  arena.MapInto(mem);
-  MapVars(mem, kVars, b[0], 6 << 1);
+  constexpr uint64_t kBuckets = kLargeListBuckets, kCycle = 32;
+  LargeList list;
+  MakeLargeList(list);
+  TestMemory& mem = list.mem;
+  const HeapAddresses& addrs = list.addrs;
+  const std::vector<uint64_t>& b = list.b;
   HeapSnapshot s = ReadHeapSnapshot(mem, addrs, Go126());
   ASSERT_TRUE(RefreshHeapSnapshot(mem, addrs, Go126(), {}, s));
   auto record = [&](size_t i) { return b[i] + kBucketHeaderSize + 16; };
@@ -983,18 +997,12 @@ TEST(RefreshHeapSnapshot, ALargeListIsCheckedOnTwoThreadsAsOnOne) {
 // bucket memory, and counters changed anywhere, in buckets planned first
 // or added since (their ranges after the others'), are read.
 TEST(RefreshHeapSnapshot, TheReadBufferIsABatchOrTwoWhateverTheList) {
-  constexpr uint64_t kVars = 0x5000, kBuckets = 40000;
-  TestMemory mem;
-  HeapAddresses addrs{kVars, kVars + 8, kVars + 16};
-  BucketArena arena(0x100000);
-  std::vector<uint64_t> b(kBuckets);  // in list order: b[0] is the head
-  for (uint64_t i = 0; i < kBuckets; ++i) {
-    b[kBuckets - 1 - i] =
-        arena.Add(64, {0x400000 + i % 100, 0x500000}, {i + 1, 0, 64 * (i + 1), 0});
-    if (i > 0) arena.SetAllnext(b[kBuckets - 1 - i], b[kBuckets - i]);
-  }
-  arena.MapInto(mem);
-  MapVars(mem, kVars, b[0], 6 << 1);
+  constexpr uint64_t kBuckets = kLargeListBuckets;
+  LargeList list;
+  MakeLargeList(list);
+  TestMemory& mem = list.mem;
+  const HeapAddresses& addrs = list.addrs;
+  const std::vector<uint64_t>& b = list.b;
   HeapSnapshot s = ReadHeapSnapshot(mem, addrs, Go126());
   ASSERT_TRUE(RefreshHeapSnapshot(mem, addrs, Go126(), {}, s));
   EXPECT_GT(s.plan.size, uint64_t{7} << 20);
@@ -1004,7 +1012,7 @@ TEST(RefreshHeapSnapshot, TheReadBufferIsABatchOrTwoWhateverTheList) {
   const uint64_t added = more.Add(64, {0x600000}, {3, 0, 192, 0});
   more.SetAllnext(added, b[0]);
   more.MapInto(mem);
-  MapVars(mem, kVars, added, 6 << 1);
+  MapVars(mem, addrs.mbuckets, added, 6 << 1);
   mem.PutU64(added + kBucketHeaderSize + 8, 4);  // active allocs (a one-frame stack)
   for (size_t i : {0ul, 20000ul, 39999ul}) mem.PutU64(b[i] + kBucketHeaderSize + 16, 500 + i);
   ASSERT_TRUE(RefreshHeapSnapshot(mem, addrs, Go126(), {}, s));
