@@ -198,10 +198,9 @@ namespace {
 // Why a walk refuses a list past its bounds (a list that long is more often
 // corrupt or hostile than real, and its profile would be too large to use).
 constexpr const char* kLimitHint =
-    "goheap2pprof reads at most 4M heap buckets and 64M stack words (512 MiB of stacks: about "
-    "0.6 GiB of the target's bucket memory at Go's default 128-frame stacks), so that its own "
-    "memory stays bounded (a profile's location ids grow with its stack words); make the target "
-    "sample less (a larger runtime.MemProfileRate) or keep shorter stacks "
+    "goheap2pprof reads at most 4M heap buckets and, where it keeps their stacks whole (the "
+    "debug=1 text format), 64M stack words (512 MiB), so that its own memory stays bounded; make "
+    "the target sample less (a larger runtime.MemProfileRate) or keep shorter stacks "
     "(GODEBUG=profstackdepth)";
 
 }  // namespace

@@ -70,8 +70,9 @@ Bucket KeepStreamed(const Bucket& streamed, std::span<const uint64_t> stack, Sta
 struct WalkLimits {
   uint64_t max_stack_words = 32;
   uint64_t max_buckets = 4'000'000;
-  // Bounds the memory a walk can take (8 bytes per word): 64M words is
-  // 512 MiB of stacks, far above the 250k x 128-word worst cases seen.
+  // Bounds the memory a walk that keeps its stacks can take (8 bytes per
+  // word): 64M words is 512 MiB of stacks. A streamed walk keeps none and
+  // sets no such bound (snapshot.cc, StreamedLimitsFor).
   uint64_t max_total_stack_words = 64'000'000;
   MemRecordLayout record_layout = MemRecordLayout::kCountsAndBytes;
   // Stop before this bucket (the head seen by an earlier walk): new buckets

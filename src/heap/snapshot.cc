@@ -1,6 +1,7 @@
 #include "heap/snapshot.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "base/error.h"
 #include "base/huge_pages.h"
@@ -47,6 +48,15 @@ WalkLimits LimitsFor(const RuntimeTraits& traits, const SnapshotLimits& limits) 
   return WalkLimits{.max_stack_words = traits.max_stack_words,
                     .max_buckets = limits.max_buckets,
                     .record_layout = traits.record_layout};
+}
+
+// A streamed walk keeps no stack, so its stack words in total are not
+// limited: what is kept of them, the profile's location ids, is bounded
+// where it is kept (LocationTables::kMaxBytes). Each bucket's words are.
+WalkLimits StreamedLimitsFor(const RuntimeTraits& traits, const SnapshotLimits& limits) {
+  WalkLimits walk = LimitsFor(traits, limits);
+  walk.max_total_stack_words = std::numeric_limits<uint64_t>::max();
+  return walk;
 }
 
 // Walks the buckets created since snap.head (new ones are only ever
@@ -188,7 +198,8 @@ HeapSnapshot StreamHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs,
       snap.stacks = StackStore();
       snap.head = head;
       stream.start(snap.rate);
-      StreamOneWalk(mem, limits, LimitsFor(traits, limits), head, stream, snap.stacks, snap);
+      StreamOneWalk(mem, limits, StreamedLimitsFor(traits, limits), head, stream, snap.stacks,
+                    snap);
     } else if (stream.keep_ends) {
       RereadRecordsAt(mem, snap.buckets, snap.record_at, traits.record_layout, snap.stacks);
     } else {
@@ -233,7 +244,7 @@ namespace {
 bool TakeNewStreamed(MemoryReader& mem, const RuntimeTraits& traits, const SnapshotLimits& limits,
                      uint64_t new_head, const SnapshotStream& stream, HeapSnapshot& snap) {
   if (new_head == snap.head) return true;
-  WalkLimits prefix_limits = LimitsFor(traits, limits);
+  WalkLimits prefix_limits = StreamedLimitsFor(traits, limits);
   prefix_limits.stop_at = snap.head;
   prefix_limits.max_buckets =
       limits.max_buckets - std::min<uint64_t>(limits.max_buckets, snap.buckets.size());

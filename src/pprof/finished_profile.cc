@@ -82,7 +82,8 @@ uint32_t LocationTables::AddRun(std::span<const uint64_t> ids) {
   if (ids.size() > std::numeric_limits<uint32_t>::max() / 16) {
     throw Error(ErrorKind::kInternal, "a location run of ", ids.size(), " ids");
   }
-  Run run{.bytes_at = 0, .bytes = 0, .count = static_cast<uint32_t>(ids.size())};
+  Run run;
+  CountKept(sizeof(Run));
   if (!ids.empty()) {
     // Encoded once, here, and copied after the header (whose length is the
     // encoding's): at most 10 bytes an id, on the stack for all but very
@@ -95,24 +96,63 @@ uint32_t LocationTables::AddRun(std::span<const uint64_t> ids) {
       ids_bytes = deep.data();
     }
     const size_t payload = static_cast<size_t>(PutRepeatedVarints(ids, ids_bytes) - ids_bytes);
-    const size_t need = 1 + VarintSize(payload) + payload;
-    if (loc_chunks.empty() || loc_chunks.back().capacity() - loc_chunks.back().size() < need) {
-      constexpr size_t kMaxChunk = size_t{1} << 20;
-      loc_chunks.emplace_back().reserve(std::max(need, next_chunk));
-      next_chunk = std::min(2 * next_chunk, kMaxChunk);
-    }
-    std::vector<uint8_t>& chunk = loc_chunks.back();
-    const size_t start = chunk.size();
-    chunk.resize(start + need);  // within its capacity: runs before stay in place
-    uint8_t* p = chunk.data() + start;
+    const size_t shared = SharedTail({ids_bytes, payload});
+    const size_t own = payload - shared;
+    const size_t header = 1 + VarintSize(payload);
+    CountKept(header + own + (shared != 0 ? sizeof(Tail) : 0));
+    run.bytes_at = Append(header + own);
+    uint8_t* p = loc_chunks.back().data() + (run.bytes_at & 0xffffffff);
     *p++ = kSampleLocationId;
     p = PutVarint(payload, p);
-    std::memcpy(p, ids_bytes, payload);
-    run.bytes_at = (uint64_t{loc_chunks.size() - 1} << 32) | start;
-    run.bytes = static_cast<uint32_t>(need);
+    std::memcpy(p, ids_bytes, own);
+    run.bytes = static_cast<uint32_t>(header + own);
+    if (shared != 0) {
+      tails.push_back({shareable_.bytes_at + (shareable_.bytes - shared), shared});
+      run.tail = static_cast<uint32_t>(tails.size());
+    } else if (payload >= kMinTail) {
+      shareable_ = {run.bytes_at + header, payload};
+    }
   }
   runs.push_back(run);
   return static_cast<uint32_t>(runs.size() - 1);
+}
+
+void LocationTables::CountKept(size_t n) {
+  kept_bytes += n;
+  if (kept_bytes > kMaxBytes) {
+    throw Error(ErrorKind::kUnsupported, "the profile's location ids take more than ",
+                kMaxBytes >> 20, " MiB (at stack ", runs.size() + 1, ")")
+        .WithHint(
+            "goheap2pprof keeps each distinct stack's location ids (about 2 bytes a frame; "
+            "stacks that end alike share their end) and no more than this; make the target "
+            "sample less (a larger runtime.MemProfileRate) or keep shorter stacks "
+            "(GODEBUG=profstackdepth)");
+  }
+}
+
+size_t LocationTables::SharedTail(std::span<const uint8_t> payload) const {
+  if (shareable_.bytes == 0 || payload.size() < kMinTail) return 0;
+  const std::span<const uint8_t> base = At(shareable_.bytes_at, shareable_.bytes);
+  const size_t most = std::min(payload.size(), base.size());
+  const uint8_t* a = payload.data() + payload.size();
+  const uint8_t* b = base.data() + base.size();
+  size_t n = 0;
+  // Eight bytes at a time while they match, then byte by byte.
+  while (n + 8 <= most && std::memcmp(a - n - 8, b - n - 8, 8) == 0) n += 8;
+  while (n < most && *(a - n - 1) == *(b - n - 1)) ++n;
+  return n >= kMinTail ? n : 0;
+}
+
+uint64_t LocationTables::Append(size_t n) {
+  if (loc_chunks.empty() || loc_chunks.back().capacity() - loc_chunks.back().size() < n) {
+    constexpr size_t kMaxChunk = size_t{1} << 20;
+    loc_chunks.emplace_back().reserve(std::max(n, next_chunk));
+    next_chunk = std::min(2 * next_chunk, kMaxChunk);
+  }
+  std::vector<uint8_t>& chunk = loc_chunks.back();
+  const size_t start = chunk.size();
+  chunk.resize(start + n);  // within its capacity: runs before stay in place
+  return (uint64_t{loc_chunks.size() - 1} << 32) | start;
 }
 
 void LocationTables::Reserve(size_t ids) {
@@ -151,7 +191,7 @@ void WriteSample(google::protobuf::io::CodedOutputStream& out, const ProfileTabl
   // stack); the values and the label are put together here. At most: 1 + 10
   // (sample tag, length), 1 + 1 + 40 (values), 1 + 1 + 1 + 10 + 1 + 10
   // (label) bytes around the location ids.
-  const LocationTables::Run& run = t.locations->runs[run_index];
+  const LocationTables::Pieces run = t.locations->RunPieces(t.locations->runs[run_index]);
   uint8_t head[16];
   uint8_t tail[96];
   uint8_t* p = tail;
@@ -176,11 +216,11 @@ void WriteSample(google::protobuf::io::CodedOutputStream& out, const ProfileTabl
   const size_t tail_len = static_cast<size_t>(p - tail);
   uint8_t* h = head;
   *h++ = kProfileSample;
-  h = PutVarint(run.bytes + tail_len, h);
+  h = PutVarint(run.size() + tail_len, h);
   out.WriteRaw(head, static_cast<int>(h - head));
-  if (run.bytes != 0) {  // a sample without locations: no chunk may exist
-    out.WriteRaw(t.locations->RunBytes(run).data(), static_cast<int>(run.bytes));
-  }
+  // (A sample without locations has no bytes: no chunk may exist.)
+  if (!run.own.empty()) out.WriteRaw(run.own.data(), static_cast<int>(run.own.size()));
+  if (!run.tail.empty()) out.WriteRaw(run.tail.data(), static_cast<int>(run.tail.size()));
   out.WriteRaw(tail, static_cast<int>(tail_len));
 }
 

@@ -44,46 +44,96 @@ struct LocationTables {
   std::string mappings_encoded;
   int64_t strings = 0;     // string_table entries in `encoded`
   int64_t bytes_key = -1;  // index of "bytes" in it, or -1
-  // Runs of location ids, one per stack: run r's `count` ids are kept only
-  // as their encoding as Sample.location_id (tag, length, packed varints),
-  // RunBytes(r): a copy as uint64_t took four times their encoding's memory
-  // and was never read (issue 42). The encodings are kept in chunks that
-  // never move (bytes_at: chunk << 32 | offset in it), so that growing them
-  // copies nothing: a vector doubling hundreds of MB of a million deep
-  // stacks' ids held two copies at once.
-  // 16 bytes, not 24: a one-shot capture of 1M distinct stacks keeps 1M runs.
+  // Runs of location ids, one per stack: run r's ids are kept only as their
+  // encoding as Sample.location_id (tag, length, packed varints): a copy as
+  // uint64_t took four times their encoding's memory and was never read
+  // (issue 42). The encodings are kept in chunks that never move (bytes_at:
+  // chunk << 32 | offset in it), so that growing them copies nothing: a
+  // vector doubling hundreds of MB of a million deep stacks' ids held two
+  // copies at once.
+  //
+  // A run's encoding may end in a tail shared with an earlier run: stacks
+  // made by one deep recursion differ in their first frames and share the
+  // hundreds after (the bench's deep target: 1.9 KB of ids a stack, all but
+  // ~40 bytes the same). Such a run keeps only its own first bytes (tag and
+  // length included) and the index of its tail, whose bytes are the end of
+  // the last run kept whole; RunPieces gives both. The encoding written is
+  // the same bytes.
+  // 16 bytes: a one-shot capture of 1M distinct stacks keeps 1M runs.
   struct Run {
     uint64_t bytes_at = 0;
-    uint32_t bytes = 0;  // at most 1 + 10 + 10 x count
-    uint32_t count = 0;  // ids: at most a stack's words (AddRun refuses more)
+    uint32_t bytes = 0;  // its own: at most 1 + 10 + 10 x ids (AddRun refuses more)
+    uint32_t tail = 0;   // 1 + its index in tails; 0: none
+  };
+  struct Tail {
+    uint64_t bytes_at = 0;
+    uint64_t bytes = 0;
+  };
+  // A run's encoding: its own bytes, then its tail's (empty if none).
+  struct Pieces {
+    std::span<const uint8_t> own;
+    std::span<const uint8_t> tail;
+    size_t size() const { return own.size() + tail.size(); }
   };
   std::vector<std::vector<uint8_t>> loc_chunks;
   // A deque for the same reason: a vector of 131k runs doubling to 262k held
   // 6 MB at once for 2 MB of runs.
   std::deque<Run> runs;
+  std::deque<Tail> tails;
   size_t next_chunk = 4096;  // the capacity of the next chunk (doubling to 1 MiB)
+  size_t kept_bytes = 0;     // what counts against kMaxBytes
   // Whether the build proved that every stack's run is the one the runtime
   // would make for it whatever the order of the stacks (HeapProfileBuilder's
   // order check): then a later capture whose new buckets all have stacks of
   // these runs means the same with these tables as with a fresh build.
   bool order_independent = false;
 
+  // What the runs may keep (their bytes, and 16 for each run and tail): a
+  // streamed walk keeps no stacks, and this bounds what it keeps of them.
+  // 256 MiB is 128M ids of stacks that share no tail.
+  static constexpr size_t kMaxBytes = size_t{256} << 20;
+
   // Appends a run of location ids (encoding them) and returns its index.
+  // Throws Error(kUnsupported) past kMaxBytes.
   uint32_t AddRun(std::span<const uint64_t> ids);
   // Room for runs of this many ids in all (each takes one or more PCs of a
   // stack), their encodings at 2 bytes an id (ids below 16384), in the first
   // chunk (up to 1 MiB).
   void Reserve(size_t ids);
   // Run r's encoding (empty for a run of no ids).
-  std::span<const uint8_t> RunBytes(const Run& r) const {
-    if (r.bytes == 0) return {};
-    return {loc_chunks[r.bytes_at >> 32].data() + (r.bytes_at & 0xffffffff), r.bytes};
+  Pieces RunPieces(const Run& r) const {
+    Pieces p;
+    if (r.bytes != 0) p.own = At(r.bytes_at, r.bytes);
+    if (r.tail != 0) {
+      const Tail& t = tails[r.tail - 1];
+      p.tail = At(t.bytes_at, t.bytes);
+    }
+    return p;
   }
   size_t ApproximateBytes() const {
-    size_t bytes = encoded.capacity() + mappings_encoded.capacity() + sizeof(Run) * runs.size();
+    size_t bytes = encoded.capacity() + mappings_encoded.capacity() + sizeof(Run) * runs.size() +
+                   sizeof(Tail) * tails.size();
     for (const std::vector<uint8_t>& chunk : loc_chunks) bytes += chunk.capacity();
     return bytes;
   }
+
+ private:
+  // Tails shorter than this are not worth a Tail (16 bytes) and the compare.
+  static constexpr size_t kMinTail = 64;
+  // The ids' encoding of the last run kept whole (at least kMinTail bytes),
+  // whose end later runs may share; bytes == 0: none yet.
+  Tail shareable_;
+  std::span<const uint8_t> At(uint64_t bytes_at, uint64_t n) const {
+    return {loc_chunks[bytes_at >> 32].data() + (bytes_at & 0xffffffff), n};
+  }
+  // How many of payload's last bytes are the last bytes of shareable_ (0 if
+  // fewer than kMinTail).
+  size_t SharedTail(std::span<const uint8_t> payload) const;
+  // Adds n to kept_bytes; throws past kMaxBytes.
+  void CountKept(size_t n);
+  // Room for n bytes at the end of the last chunk (a new one if it has none);
+  // returns where they start (bytes_at).
+  uint64_t Append(size_t n);
 };
 
 // What captures of the same buckets share: the location tables and each

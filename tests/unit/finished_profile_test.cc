@@ -48,6 +48,12 @@ void ExpectSame(const pb::Profile& got, const pb::Profile& want) {
   EXPECT_TRUE(d.Compare(want, got)) << diff;
 }
 
+// Run r's encoding as WriteSample writes it.
+std::string Encoding(const LocationTables& t, size_t r) {
+  const LocationTables::Pieces p = t.RunPieces(t.runs[r]);
+  return std::string(p.own.begin(), p.own.end()) + std::string(p.tail.begin(), p.tail.end());
+}
+
 // A recursion's run repeats one id: each size of varint around its limits,
 // repeated and alone, must encode as protobuf encodes the packed field.
 TEST(LocationTables, RepeatedIdsEncodeAsProtobufWould) {
@@ -68,9 +74,50 @@ TEST(LocationTables, RepeatedIdsEncodeAsProtobufWould) {
     for (uint64_t id : r == 0 ? ids : deep) want.add_location_id(id);
     std::string encoded;
     want.SerializeToString(&encoded);
-    const std::span<const uint8_t> run = t.RunBytes(t.runs[r]);
-    EXPECT_EQ(std::string(run.begin(), run.end()), encoded) << r;
+    EXPECT_EQ(Encoding(t, r), encoded) << r;
   }
+}
+
+// Deep stacks of one recursion share all but their first frames: each run
+// after the first keeps only its own bytes and refers to the first's end.
+// The encoding must be the same bytes, wherever the shared part begins
+// (within a multi-byte varint too), and a run that shares too little is kept
+// whole and shared by those after it.
+TEST(LocationTables, DeepRunsShareTheirTailAndEncodeTheSame) {
+  std::vector<std::vector<uint64_t>> stacks;
+  std::vector<uint64_t> recursion(900, 300);  // two bytes an id
+  for (uint64_t leaf = 0; leaf < 200; ++leaf) {
+    std::vector<uint64_t> s = {leaf + 1, 1000 + leaf % 3};
+    // 300 encodes as ac 02; id 44 + 128 * 2 = 300's first byte is 0xac too,
+    // so some stacks share from within their last own varint.
+    if (leaf % 5 == 0) s.push_back(0x2c | 0x80 * 2);
+    s.insert(s.end(), recursion.begin(), recursion.end());
+    stacks.push_back(std::move(s));
+  }
+  // Another recursion: shares nothing with the first, kept whole, then shared.
+  stacks.push_back(std::vector<uint64_t>(500, 7));
+  stacks.push_back({9, 9, 8});
+  std::vector<uint64_t> other(500, 7);
+  other.insert(other.begin(), 4);
+  stacks.push_back(other);
+  LocationTables t;
+  size_t payloads = 0;
+  for (const auto& s : stacks) t.AddRun(s);
+  for (size_t r = 0; r < stacks.size(); ++r) {
+    pb::Sample want;
+    for (uint64_t id : stacks[r]) want.add_location_id(id);
+    std::string encoded;
+    want.SerializeToString(&encoded);
+    payloads += encoded.size();
+    ASSERT_EQ(Encoding(t, r), encoded) << r;
+  }
+  EXPECT_EQ(t.tails.size(), 199u + 1u);
+  EXPECT_EQ(t.runs[200].tail, 0u);  // the second recursion's first run
+  size_t kept = 0;
+  for (const auto& chunk : t.loc_chunks) kept += chunk.size();
+  // Two whole runs (1.8 KB and 0.5 KB) and at most 8 bytes of each other
+  // (tag, length, own ids): 3.9 KB, where whole runs would take 362 KB.
+  EXPECT_LT(kept, 3900u) << "of " << payloads;
 }
 
 TEST(FinishedProfile, SamplesDecodeAsProtobufWouldEncodeThem) {
@@ -116,6 +163,25 @@ TEST(FinishedProfile, SamplesDecodeAsProtobufWouldEncodeThem) {
   ExpectSame(p.get(), want);
 }
 
+// Samples of runs that share a tail are written whole.
+TEST(FinishedProfile, SamplesOfSharedTailsDecodeWhole) {
+  std::vector<uint64_t> a(400, 200), b(400, 200);
+  a.insert(a.begin(), 1);
+  b.insert(b.begin(), {1, 1});
+  pb::Profile want;
+  auto tables = Tables({a, b}, {1, 0, 1}, want);
+  ASSERT_EQ(tables->locations->runs[1].tail, 1u);
+  const std::vector<SampleValues> values(3, SampleValues{{1, 2, 3, 4}, 0, false});
+  FinishedProfile p(tables, values, 1, 0, {}, {}, 3);
+  for (const auto* ids : {&b, &a, &b}) {
+    pb::Sample* s = want.add_sample();
+    for (uint64_t id : *ids) s->add_location_id(id);
+    for (int64_t v : values[0].values) s->add_value(v);
+  }
+  want.set_period(1);
+  ExpectSame(p.get(), want);
+}
+
 TEST(FinishedProfile, ValuesMustMatchTheTablesSamples) {
   pb::Profile want;
   auto tables = Tables({{1}}, {0, 0}, want);
@@ -126,7 +192,6 @@ TEST(FinishedProfile, SamplesOfOneStackShareTheirLocationRun) {
   pb::Profile want;
   auto tables = Tables({{1, 2}}, {0, 0, 0}, want);
   EXPECT_EQ(tables->locations->runs.size(), 1u);
-  EXPECT_EQ(tables->locations->runs[0].count, 2u);
   FinishedProfile p(tables, std::vector<SampleValues>(3, SampleValues{{1, 1, 1, 1}, 0, false}), 1,
                     0, {}, {}, 3);
   ASSERT_EQ(p.get().sample_size(), 3);
