@@ -47,6 +47,7 @@ namespace {
 WalkLimits LimitsFor(const RuntimeTraits& traits, const SnapshotLimits& limits) {
   return WalkLimits{.max_stack_words = traits.max_stack_words,
                     .max_buckets = limits.max_buckets,
+                    .max_total_stack_words = limits.max_total_stack_words,
                     .record_layout = traits.record_layout};
 }
 

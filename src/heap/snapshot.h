@@ -63,6 +63,9 @@ struct HeapSnapshot {
 struct SnapshotLimits {
   int max_walks = 10;  // retries are cheap: they re-read only the counters
   uint64_t max_buckets = 4'000'000;
+  // WalkLimits::max_total_stack_words of the walks that keep their stacks
+  // (ReadHeapSnapshot); a streamed walk keeps none and has no such bound.
+  uint64_t max_total_stack_words = WalkLimits{}.max_total_stack_words;
   // Readable mappings of the target. When set, each walk reads the bucket
   // list through a fresh BlockCacheReader (large block reads); the runtime
   // variables are always read directly, so a changed cycle word is seen.

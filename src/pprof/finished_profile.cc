@@ -119,9 +119,9 @@ uint32_t LocationTables::AddRun(std::span<const uint64_t> ids) {
 
 void LocationTables::CountKept(size_t n) {
   kept_bytes += n;
-  if (kept_bytes > kMaxBytes) {
-    throw Error(ErrorKind::kUnsupported, "the profile's location ids take more than ",
-                kMaxBytes >> 20, " MiB (at stack ", runs.size() + 1, ")")
+  if (kept_bytes > max_bytes) {
+    throw Error(ErrorKind::kUnsupported, "the profile's location ids take more than ", max_bytes,
+                " bytes (at stack ", runs.size() + 1, ")")
         .WithHint(
             "goheap2pprof keeps each distinct stack's location ids (about 2 bytes a frame; "
             "stacks that end alike share their end) and no more than this; make the target "

@@ -92,9 +92,10 @@ struct LocationTables {
   // streamed walk keeps no stacks, and this bounds what it keeps of them.
   // 256 MiB is 128M ids of stacks that share no tail.
   static constexpr size_t kMaxBytes = size_t{256} << 20;
+  size_t max_bytes = kMaxBytes;
 
   // Appends a run of location ids (encoding them) and returns its index.
-  // Throws Error(kUnsupported) past kMaxBytes.
+  // Throws Error(kUnsupported) past max_bytes.
   uint32_t AddRun(std::span<const uint64_t> ids);
   // Room for runs of this many ids in all (each takes one or more PCs of a
   // stack), their encodings at 2 bytes an id (ids below 16384), in the first
@@ -129,7 +130,7 @@ struct LocationTables {
   // How many of payload's last bytes are the last bytes of shareable_ (0 if
   // fewer than kMinTail).
   size_t SharedTail(std::span<const uint8_t> payload) const;
-  // Adds n to kept_bytes; throws past kMaxBytes.
+  // Adds n to kept_bytes; throws past max_bytes.
   void CountKept(size_t n);
   // Room for n bytes at the end of the last chunk (a new one if it has none);
   // returns where they start (bytes_at).

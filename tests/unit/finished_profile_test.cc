@@ -120,6 +120,32 @@ TEST(LocationTables, DeepRunsShareTheirTailAndEncodeTheSame) {
   EXPECT_LT(kept, 3900u) << "of " << payloads;
 }
 
+// What the runs keep is bounded: past max_bytes a run is refused with a
+// message, and a shared tail keeps the deep stacks that would pass it whole
+// well below it.
+TEST(LocationTables, KeptBytesAreBounded) {
+  std::vector<uint64_t> deep(1000, 300);
+  LocationTables shared;
+  shared.max_bytes = 8192;  // 100 runs kept whole: 200 KB
+  for (uint64_t leaf = 1; leaf <= 100; ++leaf) {
+    deep[0] = leaf;
+    shared.AddRun(deep);  // 2 KB whole, then 16 + 16 + 4 bytes each
+  }
+  LocationTables distinct;
+  distinct.max_bytes = 3000;
+  distinct.AddRun(deep);
+  std::vector<uint64_t> other(1000, 301);
+  try {
+    distinct.AddRun(other);
+    ADD_FAILURE() << "two 2 KB runs kept under a 3000-byte bound";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("location ids take more than 3000 bytes (at stack 2)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(FinishedProfile, SamplesDecodeAsProtobufWouldEncodeThem) {
   pb::Profile want;
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min();

@@ -576,6 +576,24 @@ TEST(StreamHeapSnapshot, ATornWalkRereadsOnlyTheCounters) {
   });
 }
 
+// A walk that keeps its stacks is bounded by their words in total; a
+// streamed one keeps none and is not (issue 42: deep stacks at 100k buckets
+// were refused though nothing kept them).
+TEST(StreamHeapSnapshot, StackWordsInTotalBoundOnlyWalksThatKeepThem) {
+  RuntimeImage img(/*cycle_word=*/6 << 1);
+  const RuntimeTraits traits = TraitsForVersion({1, 26, 0});
+  EXPECT_THROW(ReadHeapSnapshot(img.mem, img.addrs, traits, {.max_total_stack_words = 0}), Error);
+  int streamed = 0;
+  const HeapSnapshot s =
+      StreamHeapSnapshot(img.mem, img.addrs, traits, {.max_total_stack_words = 0},
+                         {.start = [](int64_t) {}, .bucket = [&](const Bucket&) {
+                            ++streamed;
+                            return 0u;
+                          }});
+  EXPECT_EQ(streamed, 1);
+  EXPECT_EQ(s.packed.size(), 1u);
+}
+
 // Two buckets in memory; the list starts at `old_b`. During the first walk
 // a GC publishes (new cycle, new counters) and a bucket is prepended.
 struct PrependingImage {
