@@ -34,11 +34,16 @@ void StackWarmer::Warm(std::span<const uint64_t> stack) {
   while (shown < stack.size() && stack[shown] != 0 && Hidden(stack[shown])) ++shown;
   if (shown == stack.size()) shown = 0;
   uint64_t last = 0;
-  for (uint64_t pc : stack.subspan(shown)) {
-    // A recursion repeats one PC hundreds of times. PcMap's keys are not 0;
-    // the builder asks for that one itself.
+  const uint64_t* p = stack.data() + shown;
+  const uint64_t* const end = stack.data() + stack.size();
+  while (p < end) {
+    const uint64_t pc = *p++;
+    // A recursion repeats one PC hundreds of times: passed over four at a
+    // time (most of a deep stack). PcMap's keys are not 0; the builder asks
+    // for that one itself.
     if (pc == last || pc == 0) continue;
     last = pc;
+    while (end - p >= 4 && p[0] == pc && p[1] == pc && p[2] == pc && p[3] == pc) p += 4;
     uint8_t& seen = Seen(pc);
     if ((seen & kFrames) != 0) continue;
     sym_.FramesFor(pc - bias_);

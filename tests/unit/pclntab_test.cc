@@ -21,6 +21,7 @@
 #include "elf/elf_file.h"
 #include "gobin/go_binary.h"
 #include "hand_pclntab.h"
+#include "pprof/stack_warmer.h"
 #include "runtime/runtime_traits.h"
 #include "symbolize/symbolizer.h"
 
@@ -341,6 +342,38 @@ TEST(GoBinaryTest, ScanForGoVersion) {
   EXPECT_FALSE(scan("go1.21.5 and go1.22.0"));
   EXPECT_FALSE(scan("cargo1.21 only"));
   EXPECT_FALSE(scan("nothing here"));
+}
+
+}  // namespace
+}  // namespace goheap2pprof
+
+namespace goheap2pprof {
+namespace {
+
+// The warmer asks the symbolizer once for each PC of a stack, passing over
+// a recursion's repeats four at a time: a PC between repeats, or among the
+// last three, is asked for all the same; PC 0 never is.
+TEST(StackWarmerTest, AsksForEveryDistinctPcOfARecursion) {
+  HandTable h = BuildHandTable(true);
+  Pclntab tab(h.table, kText, h.gofunc);
+  Symbolizer sym(tab, TraitsForVersion({1, 26, 0}));
+  const uint64_t bias = 0x400000;
+  const uint64_t a = bias + kText + 0x10, b = bias + kText + 0x110, c = bias + kText + 0x26;
+  const uint64_t d = bias + kText + 0x40, e = bias + kText + 0x120;
+  std::vector<uint64_t> stack(8, a);
+  stack.push_back(b);  // where a second skip of four would end
+  stack.insert(stack.end(), 6, a);
+  stack.push_back(0);
+  stack.insert(stack.end(), {a, a, c, a});
+  stack.insert(stack.end(), 5, d);
+  stack.push_back(e);  // among the last words
+  StackWarmer warmer(sym, TraitsForVersion({1, 26, 0}), bias);
+  warmer.Warm(stack);
+  EXPECT_EQ(sym.distinct_pcs(), 5u);
+  for (uint64_t pc : {a, b, c, d, e}) {
+    EXPECT_FALSE(sym.FramesFor(pc - bias).lookup_failed) << std::hex << pc;
+  }
+  EXPECT_EQ(sym.distinct_pcs(), 5u);  // each was cached by Warm
 }
 
 }  // namespace
