@@ -586,10 +586,12 @@ TEST(StreamHeapSnapshot, StackWordsInTotalBoundOnlyWalksThatKeepThem) {
   int streamed = 0;
   const HeapSnapshot s =
       StreamHeapSnapshot(img.mem, img.addrs, traits, {.max_total_stack_words = 0},
-                         {.start = [](int64_t) {}, .bucket = [&](const Bucket&) {
-                            ++streamed;
-                            return 0u;
-                          }});
+                         {.start = [](int64_t) {},
+                          .bucket =
+                              [&](const Bucket&) {
+                                ++streamed;
+                                return 0u;
+                              }});
   EXPECT_EQ(streamed, 1);
   EXPECT_EQ(s.packed.size(), 1u);
 }
