@@ -47,6 +47,10 @@
 set -u
 
 src=$(cd "$(dirname "$0")/.." && pwd)
+# Whether the tools' profiles mean the same: the Release profdiff where there
+# is one (the Debug one takes minutes over the deep shape's 190 MB profiles).
+profdiff=$src/build-rel/profdiff
+[[ -x $profdiff ]] || profdiff=$src/build-quick/profdiff
 # shellcheck source=bench/lib.sh
 source "$src/bench/lib.sh"
 read -r -a sizes <<<"${N:-100000}"
@@ -184,8 +188,8 @@ measure() {
     done
   done
   for t in "${tools[@]:1}"; do
-    "$src/build-quick/profdiff" "$work/${tools[0]%%=*}.pb.gz" "$work/${t%%=*}.pb.gz" >/dev/null 2>&1 ||
-      echo "profdiff ${tools[0]%%=*} vs ${t%%=*}: differ (or no build-quick/profdiff)" >&2
+    "$profdiff" "$work/${tools[0]%%=*}.pb.gz" "$work/${t%%=*}.pb.gz" >/dev/null 2>&1 ||
+      echo "profdiff ${tools[0]%%=*} vs ${t%%=*}: differ (or no $profdiff)" >&2
   done
 }
 
