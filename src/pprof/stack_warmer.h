@@ -20,7 +20,10 @@ namespace goheap2pprof {
 
 class StackWarmer {
  public:
+  // traits is kept by reference: it must outlive the warmer (a temporary
+  // does not compile).
   StackWarmer(Symbolizer& symbolizer, const RuntimeTraits& traits, uint64_t load_bias);
+  StackWarmer(Symbolizer& symbolizer, const RuntimeTraits&& traits, uint64_t load_bias) = delete;
   void Warm(std::span<const uint64_t> stack);
 
  private:

@@ -356,7 +356,9 @@ namespace {
 TEST(StackWarmerTest, AsksForEveryDistinctPcOfARecursion) {
   HandTable h = BuildHandTable(true);
   Pclntab tab(h.table, kText, h.gofunc);
-  Symbolizer sym(tab, TraitsForVersion({1, 26, 0}));
+  // The warmer keeps a reference to the traits: they must outlive it.
+  const RuntimeTraits traits = TraitsForVersion({1, 26, 0});
+  Symbolizer sym(tab, traits);
   const uint64_t bias = 0x400000;
   const uint64_t a = bias + kText + 0x10, b = bias + kText + 0x110, c = bias + kText + 0x26;
   const uint64_t d = bias + kText + 0x40, e = bias + kText + 0x120;
@@ -367,7 +369,7 @@ TEST(StackWarmerTest, AsksForEveryDistinctPcOfARecursion) {
   stack.insert(stack.end(), {a, a, c, a});
   stack.insert(stack.end(), 5, d);
   stack.push_back(e);  // among the last words
-  StackWarmer warmer(sym, TraitsForVersion({1, 26, 0}), bias);
+  StackWarmer warmer(sym, traits, bias);
   warmer.Warm(stack);
   EXPECT_EQ(sym.distinct_pcs(), 5u);
   for (uint64_t pc : {a, b, c, d, e}) {
