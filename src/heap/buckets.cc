@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "base/bytes.h"
 #include "base/error.h"
@@ -197,11 +198,11 @@ namespace {
 
 // Why a walk refuses a list past its bounds (a list that long is more often
 // corrupt or hostile than real, and its profile would be too large to use).
-constexpr const char* kLimitHint =
-    "goheap2pprof reads at most 4M heap buckets and, where it keeps their stacks whole (the "
-    "debug=1 text format), 64M stack words (512 MiB), so that its own memory stays bounded; make "
-    "the target sample less (a larger runtime.MemProfileRate) or keep shorter stacks "
-    "(GODEBUG=profstackdepth)";
+const std::string kLimitHint =
+    std::string(
+        "goheap2pprof reads at most 4M heap buckets and, where it keeps their stacks whole (the "
+        "debug=1 text format), 64M stack words (512 MiB), so that its own memory stays bounded; ") +
+    kSmallerProfileAdvice;
 
 }  // namespace
 

@@ -67,6 +67,13 @@ void SetFutures(Bucket& b, const MemRecordCycle (&future)[3], StackStore& store)
 // streamed bucket's are in the walk's scratch).
 Bucket KeepStreamed(const Bucket& streamed, std::span<const uint64_t> stack, StackStore& store);
 
+// What a target whose heap profile is too large for goheap2pprof's bounds
+// can change: the end of every such refusal's hint (here and in the
+// profile's location tables).
+inline constexpr const char* kSmallerProfileAdvice =
+    "make the target sample less (a larger runtime.MemProfileRate) or keep shorter stacks "
+    "(GODEBUG=profstackdepth)";
+
 struct WalkLimits {
   uint64_t max_stack_words = 32;
   uint64_t max_buckets = 4'000'000;

@@ -53,7 +53,7 @@ WalkLimits LimitsFor(const RuntimeTraits& traits, const SnapshotLimits& limits) 
 
 // A streamed walk keeps no stack, so its stack words in total are not
 // limited: what is kept of them, the profile's location ids, is bounded
-// where it is kept (LocationTables::kMaxBytes). Each bucket's words are.
+// where it is kept (LocationTables::max_bytes). Each bucket's words are.
 WalkLimits StreamedLimitsFor(const RuntimeTraits& traits, const SnapshotLimits& limits) {
   WalkLimits walk = LimitsFor(traits, limits);
   walk.max_total_stack_words = std::numeric_limits<uint64_t>::max();

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "base/error.h"
+#include "heap/buckets.h"
 
 namespace goheap2pprof {
 
@@ -118,15 +119,14 @@ uint32_t LocationTables::AddRun(std::span<const uint64_t> ids) {
 }
 
 void LocationTables::CountKept(size_t n) {
-  kept_bytes += n;
-  if (kept_bytes > max_bytes) {
+  kept_bytes_ += n;
+  if (kept_bytes_ > max_bytes) {
     throw Error(ErrorKind::kUnsupported, "the profile's location ids take more than ", max_bytes,
                 " bytes (at stack ", runs.size() + 1, ")")
-        .WithHint(
-            "goheap2pprof keeps each distinct stack's location ids (about 2 bytes a frame; "
-            "stacks that end alike share their end) and no more than this; make the target "
-            "sample less (a larger runtime.MemProfileRate) or keep shorter stacks "
-            "(GODEBUG=profstackdepth)");
+        .WithHint(std::string("goheap2pprof keeps each distinct stack's location ids (about 2 "
+                              "bytes a frame; stacks that end alike share their end) and no more "
+                              "than this; ") +
+                  kSmallerProfileAdvice);
   }
 }
 

@@ -81,7 +81,6 @@ struct LocationTables {
   std::deque<Run> runs;
   std::deque<Tail> tails;
   size_t next_chunk = 4096;  // the capacity of the next chunk (doubling to 1 MiB)
-  size_t kept_bytes = 0;     // what counts against kMaxBytes
   // Whether the build proved that every stack's run is the one the runtime
   // would make for it whatever the order of the stacks (HeapProfileBuilder's
   // order check): then a later capture whose new buckets all have stacks of
@@ -124,13 +123,14 @@ struct LocationTables {
   // The ids' encoding of the last run kept whole (at least kMinTail bytes),
   // whose end later runs may share; bytes == 0: none yet.
   Tail shareable_;
+  size_t kept_bytes_ = 0;  // what counts against max_bytes
   std::span<const uint8_t> At(uint64_t bytes_at, uint64_t n) const {
     return {loc_chunks[bytes_at >> 32].data() + (bytes_at & 0xffffffff), n};
   }
   // How many of payload's last bytes are the last bytes of shareable_ (0 if
   // fewer than kMinTail).
   size_t SharedTail(std::span<const uint8_t> payload) const;
-  // Adds n to kept_bytes; throws past max_bytes.
+  // Adds n to kept_bytes_; throws past max_bytes.
   void CountKept(size_t n);
   // Room for n bytes at the end of the last chunk (a new one if it has none);
   // returns where they start (bytes_at).

@@ -143,6 +143,7 @@ TEST(LocationTables, KeptBytesAreBounded) {
     EXPECT_NE(std::string(e.what()).find("location ids take more than 3000 bytes (at stack 2)"),
               std::string::npos)
         << e.what();
+    EXPECT_NE(e.hint().find("GODEBUG=profstackdepth"), std::string::npos) << e.hint();
   }
 }
 
