@@ -43,7 +43,17 @@ uid=$((61000 + $$ % 4000))
 
 push_build_programs
 e2e_go_build oomgrower "$work/bin/oomgrower"
-patched=$work/bin/$'gr\x1b[2Jower'
+# The targets run as $uid and must reach their executable: a clone in a
+# private directory (mktemp -d makes it 0700) does not let them through, so
+# the patched copy then goes to a directory of its own under /tmp.
+exec_dir=$work/bin
+if ! setpriv --reuid=$uid --regid=$uid --clear-groups test -x "$work/bin/oomgrower"; then
+  exec_dir=$(mktemp -d /tmp/goheap2pprof-agent-utf8.XXXXXX)
+  chmod 755 "$exec_dir"
+  trap 'e2e_stop_pids -9; rm -rf "$exec_dir"' EXIT
+  echo "the build directory is not reachable by uid $uid: the target runs from $exec_dir"
+fi
+patched=$exec_dir/$'gr\x1b[2Jower'
 raw=$'main.gr\xffwHeap' shown=$'main.gr\xef\xbf\xbdwHeap'
 n=$(perl -0777 -ne 'print scalar(() = /main\.growHeap/g)' "$work/bin/oomgrower")
 perl -0777 -pe 's/main\.growHeap/main.gr\xffwHeap/g' "$work/bin/oomgrower" >"$patched"
