@@ -34,13 +34,25 @@ trap 'e2e_stop_pids -9' EXIT
 mkdir -p "$work/bin"
 e2e_go_build testdata/servetarget "$work/bin/servetarget"
 chmod 755 "$work/bin" "$work/bin/servetarget"
+# The uid-1234 target must reach its own executable (its runtime reads the
+# build ID there): from a clone in a private directory (mktemp -d makes it
+# 0700) it runs from a directory of its own under /tmp, removed on exit.
+target_bin=$work/bin/servetarget
+if ! setpriv --reuid=1234 --regid=1234 --clear-groups test -r "$target_bin"; then
+  exec_dir=$(mktemp -d /tmp/goheap2pprof-worker-user.XXXXXX)
+  chmod 755 "$exec_dir"
+  cp -p "$target_bin" "$exec_dir/servetarget"
+  target_bin=$exec_dir/servetarget
+  trap 'e2e_stop_pids -9; rm -rf "$exec_dir"' EXIT
+  echo "the build directory is not reachable by uid 1234: the targets run from $exec_dir"
+fi
 
 # start_target <name> [runner...]: sets <name>_pid and <name>_own (its own
 # /debug/pprof) once it is READY.
 start_target() {
   local name=$1
   shift
-  e2e_start "$work/$name.out" "$work/$name.err" "$@" "$work/bin/servetarget"
+  e2e_start "$work/$name.out" "$work/$name.err" "$@" "$target_bin"
   if ! e2e_wait_for_line "$work/$name.out" "^READY" "$target_pid" 20; then
     fail "$name did not start" "$work/$name.err"
     e2e_finish
