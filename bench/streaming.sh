@@ -37,7 +37,9 @@
 # output is the written .pb.gz and its uncompressed size; cold = a fresh
 # `goheap2pprof <pid>`, repeated = a fetch from serve, whose worker keeps the
 # process's capture state (its first, unmeasured fetch made it); endpoint = curl
-# of the target's own /debug/pprof/heap; x = endpoint / capture of the same
+# of the target's own /debug/pprof/heap (the two fetches timed by curl's
+# time_total, without curl's own start-up; a cold capture is timed whole, its
+# process's start-up and exit included); x = endpoint / capture of the same
 # round (the goals: cold >= 10x, repeated >= 30x); target CPU = the target's
 # utime+stime (/proc/<pid>/stat, 10 ms ticks) over all the tool's captures of
 # the target (it is otherwise idle), and over one endpoint fetch for contrast;
@@ -147,6 +149,17 @@ timed() {
   echo "$prefix $(ms_since "$s") $(($(target_cpu_ms) - c))" >>"$work/rows"
 }
 
+# fetched <row prefix> <url>: like timed, for an HTTP fetch: the time is
+# curl's own time_total (from the connection to the last byte), which leaves
+# out curl's start-up (about 8 ms here: it loads its libraries), a cost of
+# the measuring client, not of either server.
+fetched() {
+  local prefix=$1 c t
+  c=$(target_cpu_ms)
+  t=$(curl -sf -o /dev/null -w '%{time_total}' "$2") || return 1
+  echo "$prefix $(awk -v t="$t" 'BEGIN {printf "%.1f", t * 1000}') $(($(target_cpu_ms) - c))" >>"$work/rows"
+}
+
 # One target: warm up, then RUNS paired rounds into $work/rows. Returns 1,
 # with the tool's message in `failed`, when a cold capture fails.
 measure() {
@@ -166,7 +179,7 @@ measure() {
   for ((r = 0; r < runs; r++)); do
     # The endpoint first: the GC work its garbage leaves runs after the
     # fetch, and is not to be counted against the captures that follow.
-    timed "$r endpoint endpoint" curl -sf -o /dev/null "$endpoint" || die "endpoint failed"
+    fetched "$r endpoint endpoint" "$endpoint" || die "endpoint failed"
     sleep "${SETTLE:-2}"
     for t in "${tools[@]}"; do
       label=${t%%=*}
@@ -184,7 +197,7 @@ measure() {
       label=${t%%=*}
       [[ -z ${serve_failed[$label]:-} ]] || continue
       serve_url="http://${serve_addr[$label]}/debug/pprof/heap?pid=$target_pid"
-      timed "$r $label repeated" curl -sf -o /dev/null "$serve_url" || die "$label serve capture failed"
+      fetched "$r $label repeated" "$serve_url" || die "$label serve capture failed"
     done
   done
   for t in "${tools[@]:1}"; do
