@@ -255,7 +255,14 @@ void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
   out.clear();
   deck_.Reset();
   // Only a stack cut inside an inline group changes; others are used as is.
-  std::optional<std::vector<uint64_t>> expanded = sym_.ExpandFinalInlineFrame(input);
+  std::optional<std::vector<uint64_t>> expanded;
+  // Most stacks end in the same few PCs: one known to need no expansion is
+  // not asked again (the symbolizer's lock, once a stack).
+  if (input.empty() || plain_finals_.Find(input.back()) == nullptr) {
+    bool plain = false;
+    expanded = sym_.ExpandFinalInlineFrame(input, &plain);
+    if (plain && input.back() != 0) plain_finals_.Insert(input.back(), 1);  // PcMap keys are not 0
+  }
   std::span<const uint64_t> stk = expanded ? std::span<const uint64_t>(*expanded) : input;
   while (!stk.empty()) {
     const uint64_t addr = stk.front();

@@ -235,6 +235,8 @@ class HeapProfileBuilder {
   // map holds indexes into loc_infos_.
   PcMap<uint32_t> locs_;
   PcMap<uint8_t> hidden_;  // HiddenFrames' answer by runtime PC (1: hidden)
+  // Last PCs (link-time) of stacks that ExpandFinalInlineFrame leaves as they are.
+  PcMap<uint8_t> plain_finals_;
   std::vector<LocInfo> loc_infos_;
   std::unordered_map<std::string, uint64_t> funcs_;
   std::vector<FuncFields> func_fields_;  // by Function id - 1

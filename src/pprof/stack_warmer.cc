@@ -2,13 +2,18 @@
 
 namespace goheap2pprof {
 
-bool HiddenByRuntime(Symbolizer& symbolizer, const RuntimeTraits& traits, uint64_t pc) {
-  const std::optional<std::string_view> name = symbolizer.FuncNameForPc(pc);
+namespace {
+bool HasHiddenPrefix(const std::optional<std::string_view>& name, const RuntimeTraits& traits) {
   if (!name) return false;
   for (std::string_view prefix : traits.hidden_prefixes) {
     if (name->starts_with(prefix)) return true;
   }
   return false;
+}
+}  // namespace
+
+bool HiddenByRuntime(Symbolizer& symbolizer, const RuntimeTraits& traits, uint64_t pc) {
+  return HasHiddenPrefix(symbolizer.FuncNameForPc(pc), traits);
 }
 
 StackWarmer::StackWarmer(Symbolizer& symbolizer, const RuntimeTraits& traits, uint64_t load_bias)
@@ -22,7 +27,10 @@ uint8_t& StackWarmer::Seen(uint64_t pc) {
 bool StackWarmer::Hidden(uint64_t pc) {
   uint8_t& seen = Seen(pc);
   if ((seen & kName) == 0) {
-    seen |= kName | (HiddenByRuntime(sym_, traits_, pc - bias_) ? kHidden : 0);
+    // The frames too: the first shown PC's are asked for next, and a hidden
+    // one's when every frame is hidden (a few runtime PCs in all).
+    const std::optional<std::string_view> name = sym_.FuncNameForPcAndFrames(pc - bias_);
+    seen |= kName | kFrames | (HasHiddenPrefix(name, traits_) ? kHidden : 0);
   }
   return (seen & kHidden) != 0;
 }

@@ -64,18 +64,47 @@ std::optional<std::string_view> Symbolizer::FuncNameForPc(uint64_t pc) {
   // Decoded without the lock, so that a capture's two threads (the walk's
   // symbolizing ahead, the build's) do not wait on each other's decoding;
   // either one's answer is the same, and e does not move meanwhile.
-  std::optional<std::string_view> name;
-  if (std::optional<FuncRef> f = tab_.FindFunc(pc)) {
-    // A corrupt table entry is a failed lookup, as a nil *Func would be.
-    // Only the tables a name needs are read, as Func.Name does: the file
-    // and line tables are not (a corrupt one fails FramesFor, not this).
-    if (Expected<std::string_view> function = tab_.TryFunctionAt(*f, pc)) name = *function;
-  }
+  const std::optional<std::string_view> name = DecodeName(pc);
   std::lock_guard<std::mutex> lock(mu_);
   if (!e->name_known) {
     e->name = name;
     e->name_known = true;
   }
+  return e->name;
+}
+
+std::optional<std::string_view> Symbolizer::DecodeName(uint64_t pc) const {
+  std::optional<FuncRef> f = tab_.FindFunc(pc);
+  if (!f) return std::nullopt;
+  // A corrupt table entry is a failed lookup, as a nil *Func would be. Only
+  // the tables a name needs are read, as Func.Name does: the file and line
+  // tables are not (a corrupt one fails FramesFor, not this).
+  Expected<std::string_view> function = tab_.TryFunctionAt(*f, pc);
+  if (!function) return std::nullopt;
+  return *function;
+}
+
+std::optional<std::string_view> Symbolizer::FuncNameForPcAndFrames(uint64_t pc) {
+  PcEntry* e = nullptr;
+  bool need_name = false, need_frames = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    e = &Entry(pc);
+    need_name = !e->name_known;
+    need_frames = !e->frames_known;
+    if (!need_name && !need_frames) return e->name;
+  }
+  // Decoded without the lock (see FuncNameForPc).
+  std::optional<std::string_view> name;
+  if (need_name) name = DecodeName(pc);
+  SymFrame frame;
+  if (need_frames) frame = Decode(pc);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (need_name && !e->name_known) {
+    e->name = name;
+    e->name_known = true;
+  }
+  if (need_frames && !e->frames_known) StoreFrames(pc, std::move(frame), *e);
   return e->name;
 }
 
@@ -130,7 +159,10 @@ void Symbolizer::StoreFrames(uint64_t addr, SymFrame frame, PcEntry& e) {
 }
 
 std::optional<std::vector<uint64_t>> Symbolizer::ExpandFinalInlineFrame(
-    std::span<const uint64_t> stk) {
+    std::span<const uint64_t> stk, bool* plain) {
+  bool ignored = false;
+  bool& known_plain = plain != nullptr ? *plain : ignored;
+  known_plain = false;
   if (stk.empty()) return std::nullopt;
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t pc = stk.back();
@@ -139,16 +171,19 @@ std::optional<std::vector<uint64_t>> Symbolizer::ExpandFinalInlineFrame(
   // which ones are not inside inlined code. A corrupt table entry anywhere
   // below means no expansion.
   PcEntry& e = Entry(pc);
-  if (e.final_not_inlined) return std::nullopt;
+  if (e.final_not_inlined) {
+    known_plain = true;
+    return std::nullopt;
+  }
   std::optional<FuncRef> f = tab_.FindFunc(tracepc);
   if (!f) {
-    e.final_not_inlined = true;
+    e.final_not_inlined = known_plain = true;
     return std::nullopt;
   }
   Expected<PcFrame> final_frame = tab_.TryFrameAt(*f, tracepc);
   if (!final_frame) return std::nullopt;
   if (!final_frame->inlined) {
-    e.final_not_inlined = true;
+    e.final_not_inlined = known_plain = true;
     return std::nullopt;
   }
   std::vector<uint64_t> out(stk.begin(), stk.end() - 1);

@@ -56,10 +56,19 @@ class Symbolizer {
   // nullopt if pc is in no function.
   std::optional<std::string_view> FuncNameForPc(uint64_t pc);
   const PcFrames& FramesFor(uint64_t addr);
+  // FuncNameForPc(pc), with FramesFor(pc) decoded too: what symbolizing
+  // ahead (StackWarmer) asks of a stack's first shown PC, under the lock
+  // twice instead of four times (the lock's cache line passes between the
+  // capture's two threads at each).
+  std::optional<std::string_view> FuncNameForPcAndFrames(uint64_t pc);
   // runtime_expandFinalInlineFrame: restores inline frames lost when the
   // stack was truncated in the middle of an inline group. nullopt when the
-  // stack stays as it is (the last PC is not inside inlined code).
-  std::optional<std::vector<uint64_t>> ExpandFinalInlineFrame(std::span<const uint64_t> stk);
+  // stack stays as it is (the last PC is not inside inlined code). *plain,
+  // if given, says whether that holds for every stack ending in this one's
+  // last PC (it is not inside inlined code, or in no function), so that a
+  // caller may remember it.
+  std::optional<std::vector<uint64_t>> ExpandFinalInlineFrame(std::span<const uint64_t> stk,
+                                                              bool* plain = nullptr);
 
   // Frame.Function as printed: since Go 1.21 "pkg.F[go.shape.int]" -> "pkg.F[...]".
   std::string PrintedName(std::string_view raw) const;
@@ -90,6 +99,8 @@ class Symbolizer {
   // FramesFor's frame, decoded from the table (no cache, no lock, printed
   // name unset).
   SymFrame Decode(uint64_t addr) const;
+  // FuncNameForPc's answer, decoded from the table (no cache, no lock).
+  std::optional<std::string_view> DecodeName(uint64_t pc) const;
   // The first decoded answer for a PC: the one every caller gets.
   void StoreFrames(uint64_t addr, SymFrame frame, PcEntry& e);
   // PrintedName's result, stored only when it differs from raw.

@@ -319,6 +319,62 @@ TEST(SymbolizerTest, FramesStayValidWhileTheCacheGrows) {
   EXPECT_EQ(sym.distinct_pcs(), 0x10800u + 2);                // and PC 0, and the last one
 }
 
+// The lookup that symbolizing ahead makes of a stack's first shown PC
+// answers as FuncNameForPc and FramesFor each would, whichever of the two
+// was asked before, and decodes each PC once.
+TEST(SymbolizerTest, NameAndFramesAtOnceAnswerAsEachAlone) {
+  HandTable h = BuildHandTable(true);
+  Pclntab tab(h.table, kText, h.gofunc);
+  const RuntimeTraits traits = TraitsForVersion({1, 26, 0});
+  Symbolizer alone(tab, traits);
+  Symbolizer together(tab, traits);
+  for (uint64_t pc = kText - 0x10; pc < kText + 0x210; ++pc) {
+    if (pc % 3 == 0) (void)together.FuncNameForPc(pc);
+    if (pc % 3 == 1) (void)together.FramesFor(pc);
+    EXPECT_EQ(together.FuncNameForPcAndFrames(pc), alone.FuncNameForPc(pc)) << Hex(pc);
+    const PcFrames& want = alone.FramesFor(pc);
+    const PcFrames& got = together.FramesFor(pc);
+    EXPECT_EQ(got.lookup_failed, want.lookup_failed) << Hex(pc);
+    ASSERT_EQ(got.frames.size(), want.frames.size()) << Hex(pc);
+    for (size_t i = 0; i < got.frames.size(); ++i) {
+      EXPECT_EQ(got.frames[i].function, want.frames[i].function) << Hex(pc);
+      EXPECT_EQ(got.frames[i].file, want.frames[i].file) << Hex(pc);
+      EXPECT_EQ(got.frames[i].line, want.frames[i].line) << Hex(pc);
+      EXPECT_EQ(got.frames[i].pc, want.frames[i].pc) << Hex(pc);
+    }
+  }
+  EXPECT_EQ(together.FuncNameForPcAndFrames(kText + 0x26), "main.inl");
+  EXPECT_EQ(together.distinct_pcs(), alone.distinct_pcs());
+  EXPECT_EQ(together.failed_lookups(), alone.failed_lookups());
+}
+
+// ExpandFinalInlineFrame says when its answer holds for every stack that ends
+// at the same PC: not inside inlined code, or in no function; a PC inside
+// inlined code is expanded each time.
+TEST(SymbolizerTest, FinalFrameExpansionSaysWhenItHoldsForEveryStack) {
+  HandTable h = BuildHandTable(true);
+  Pclntab tab(h.table, kText, h.gofunc);
+  Symbolizer sym(tab, TraitsForVersion({1, 26, 0}));
+  for (int turn = 0; turn < 2; ++turn) {
+    bool plain = true;
+    const std::vector<uint64_t> inlined = {kText + 0x111, kText + 0x26};
+    const std::optional<std::vector<uint64_t>> expanded =
+        sym.ExpandFinalInlineFrame(inlined, &plain);
+    ASSERT_TRUE(expanded.has_value()) << turn;
+    EXPECT_GT(expanded->size(), inlined.size()) << turn;
+    EXPECT_FALSE(plain) << turn;
+    for (uint64_t last : {kText + 0x31, kText + 0x20000}) {
+      plain = false;
+      const std::vector<uint64_t> stack = {kText + 0x111, last};
+      EXPECT_FALSE(sym.ExpandFinalInlineFrame(stack, &plain).has_value()) << Hex(last);
+      EXPECT_TRUE(plain) << Hex(last) << " turn " << turn;
+    }
+  }
+  bool plain = true;
+  EXPECT_FALSE(sym.ExpandFinalInlineFrame({}, &plain).has_value());
+  EXPECT_FALSE(plain);
+}
+
 TEST(GoBinaryTest, NotGoAndStripped) {
   // The test binary itself is ELF but not Go.
   ElfFile self = ElfFile::Open("/proc/self/exe");
