@@ -32,12 +32,12 @@ std::string_view Symbolizer::StoredPrintedName(std::string_view raw) {
 }
 
 uint64_t Symbolizer::distinct_pcs() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<AdaptiveMutex> lock(mu_);
   return distinct_pcs_;
 }
 
 uint64_t Symbolizer::failed_lookups() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<AdaptiveMutex> lock(mu_);
   return failed_lookups_;
 }
 
@@ -57,7 +57,7 @@ Symbolizer::PcEntry& Symbolizer::Entry(uint64_t pc) {
 std::optional<std::string_view> Symbolizer::FuncNameForPc(uint64_t pc) {
   PcEntry* e = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<AdaptiveMutex> lock(mu_);
     e = &Entry(pc);
     if (e->name_known) return e->name;
   }
@@ -65,7 +65,7 @@ std::optional<std::string_view> Symbolizer::FuncNameForPc(uint64_t pc) {
   // symbolizing ahead, the build's) do not wait on each other's decoding;
   // either one's answer is the same, and e does not move meanwhile.
   const std::optional<std::string_view> name = DecodeName(pc);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<AdaptiveMutex> lock(mu_);
   if (!e->name_known) {
     e->name = name;
     e->name_known = true;
@@ -88,7 +88,7 @@ std::optional<std::string_view> Symbolizer::FuncNameForPcAndFrames(uint64_t pc) 
   PcEntry* e = nullptr;
   bool need_name = false, need_frames = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<AdaptiveMutex> lock(mu_);
     e = &Entry(pc);
     need_name = !e->name_known;
     need_frames = !e->frames_known;
@@ -99,7 +99,7 @@ std::optional<std::string_view> Symbolizer::FuncNameForPcAndFrames(uint64_t pc) 
   if (need_name) name = DecodeName(pc);
   SymFrame frame;
   if (need_frames) frame = Decode(pc);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<AdaptiveMutex> lock(mu_);
   if (need_name && !e->name_known) {
     e->name = name;
     e->name_known = true;
@@ -111,13 +111,13 @@ std::optional<std::string_view> Symbolizer::FuncNameForPcAndFrames(uint64_t pc) 
 const PcFrames& Symbolizer::FramesFor(uint64_t addr) {
   PcEntry* e = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<AdaptiveMutex> lock(mu_);
     e = &Entry(addr);
     if (e->frames_known) return e->frames;
   }
   // Decoded without the lock (see FuncNameForPc).
   SymFrame frame = Decode(addr);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<AdaptiveMutex> lock(mu_);
   if (!e->frames_known) StoreFrames(addr, std::move(frame), *e);
   return e->frames;
 }
@@ -164,7 +164,7 @@ std::optional<std::vector<uint64_t>> Symbolizer::ExpandFinalInlineFrame(
   bool& known_plain = plain != nullptr ? *plain : ignored;
   known_plain = false;
   if (stk.empty()) return std::nullopt;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<AdaptiveMutex> lock(mu_);
   const uint64_t pc = stk.back();
   const uint64_t tracepc = pc - 1;
   // Most stacks end in the same few PCs (runtime.main, goexit): remember

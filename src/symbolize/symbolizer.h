@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/adaptive_mutex.h"
 #include "base/pc_map.h"
 #include "gobin/pclntab.h"
 #include "runtime/runtime_traits.h"
@@ -106,7 +107,7 @@ class Symbolizer {
   // PrintedName's result, stored only when it differs from raw.
   std::string_view StoredPrintedName(std::string_view raw);
 
-  mutable std::mutex mu_;
+  mutable AdaptiveMutex mu_;
   const Pclntab& tab_;
   const RuntimeTraits traits_;  // a copy: callers pass TraitsForVersion(...)'s temporaries
   PcMap<PcEntry*> entries_;     // every PC but 0, which is zero_pc_
