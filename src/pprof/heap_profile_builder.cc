@@ -270,7 +270,8 @@ void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
       stk = TakeCachedLocation(*index, stk, out);
       continue;
     }
-    const PcFrames& frames = sym_.FramesFor(addr);
+    const HiddenAnswer* asked = hide_runtime_ ? hidden_.Find(addr + bias_) : nullptr;
+    const PcFrames& frames = asked != nullptr ? *asked->frames : sym_.FramesFor(addr);
     if (frames.frames.empty()) {  // runtime.goexit
       if (uint64_t id = EmitLocation()) out.push_back(id);
       stk = stk.subspan(1);
@@ -412,11 +413,13 @@ size_t HeapProfileBuilder::HiddenFrames(std::span<const uint64_t> stack) {
     // asks this of its first few PCs: remembered here, without the
     // symbolizer's lock.
     const uint64_t pc = stack[i];
-    const uint8_t* known = hidden_.Find(pc);
-    bool hidden = known != nullptr && *known != 0;
+    const HiddenAnswer* known = hidden_.Find(pc);
+    bool hidden = known != nullptr && known->hidden;
     if (known == nullptr) {
-      hidden = HiddenByRuntime(sym_, traits_, pc - bias_);
-      if (pc != 0) hidden_.Insert(pc, hidden ? 1 : 0);  // PcMap keys are not 0
+      // The frames too: the first shown PC's are asked for next.
+      const Symbolizer::NameAndFrames got = sym_.FuncNameForPcAndFrames(pc - bias_);
+      hidden = HasHiddenByRuntimePrefix(got.name, traits_);
+      if (pc != 0) hidden_.Insert(pc, {got.frames, hidden});  // PcMap keys are not 0
     }
     if (!hidden) return i;
   }

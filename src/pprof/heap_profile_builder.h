@@ -234,7 +234,13 @@ class HeapProfileBuilder {
   // Emitted locations by their first raw PC (runtime/pprof's b.locs); the
   // map holds indexes into loc_infos_.
   PcMap<uint32_t> locs_;
-  PcMap<uint8_t> hidden_;  // HiddenFrames' answer by runtime PC (1: hidden)
+  // HiddenFrames' answer by runtime PC, and the PC's frames, asked for at
+  // the same time (AppendLocsForStack's, when the PC makes a new location).
+  struct HiddenAnswer {
+    const PcFrames* frames = nullptr;
+    bool hidden = false;
+  };
+  PcMap<HiddenAnswer> hidden_;
   // Last PCs (link-time) of stacks that ExpandFinalInlineFrame leaves as they are.
   PcMap<uint8_t> plain_finals_;
   std::vector<LocInfo> loc_infos_;

@@ -2,18 +2,13 @@
 
 namespace goheap2pprof {
 
-namespace {
-bool HasHiddenPrefix(const std::optional<std::string_view>& name, const RuntimeTraits& traits) {
+bool HasHiddenByRuntimePrefix(const std::optional<std::string_view>& name,
+                              const RuntimeTraits& traits) {
   if (!name) return false;
   for (std::string_view prefix : traits.hidden_prefixes) {
     if (name->starts_with(prefix)) return true;
   }
   return false;
-}
-}  // namespace
-
-bool HiddenByRuntime(Symbolizer& symbolizer, const RuntimeTraits& traits, uint64_t pc) {
-  return HasHiddenPrefix(symbolizer.FuncNameForPc(pc), traits);
 }
 
 StackWarmer::StackWarmer(Symbolizer& symbolizer, const RuntimeTraits& traits, uint64_t load_bias)
@@ -29,8 +24,8 @@ bool StackWarmer::Hidden(uint64_t pc) {
   if ((seen & kName) == 0) {
     // The frames too: the first shown PC's are asked for next, and a hidden
     // one's when every frame is hidden (a few runtime PCs in all).
-    const std::optional<std::string_view> name = sym_.FuncNameForPcAndFrames(pc - bias_);
-    seen |= kName | kFrames | (HasHiddenPrefix(name, traits_) ? kHidden : 0);
+    const std::optional<std::string_view> name = sym_.FuncNameForPcAndFrames(pc - bias_).name;
+    seen |= kName | kFrames | (HasHiddenByRuntimePrefix(name, traits_) ? kHidden : 0);
   }
   return (seen & kHidden) != 0;
 }

@@ -39,8 +39,10 @@ class StackWarmer {
   PcMap<uint8_t> seen_;
 };
 
-// runtime/pprof's hideRuntime test of one frame: whether the function a PC
-// (link-time) is in has a hidden prefix (runtime., internal/runtime/...).
-bool HiddenByRuntime(Symbolizer& symbolizer, const RuntimeTraits& traits, uint64_t pc);
+// runtime/pprof's hideRuntime test of one frame, of the name of the
+// function its PC is in (FuncNameForPc's answer): whether it has a hidden
+// prefix (runtime., internal/runtime/...).
+bool HasHiddenByRuntimePrefix(const std::optional<std::string_view>& name,
+                              const RuntimeTraits& traits);
 
 }  // namespace goheap2pprof

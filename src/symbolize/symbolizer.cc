@@ -84,7 +84,7 @@ std::optional<std::string_view> Symbolizer::DecodeName(uint64_t pc) const {
   return *function;
 }
 
-std::optional<std::string_view> Symbolizer::FuncNameForPcAndFrames(uint64_t pc) {
+Symbolizer::NameAndFrames Symbolizer::FuncNameForPcAndFrames(uint64_t pc) {
   PcEntry* e = nullptr;
   bool need_name = false, need_frames = false;
   {
@@ -92,7 +92,7 @@ std::optional<std::string_view> Symbolizer::FuncNameForPcAndFrames(uint64_t pc) 
     e = &Entry(pc);
     need_name = !e->name_known;
     need_frames = !e->frames_known;
-    if (!need_name && !need_frames) return e->name;
+    if (!need_name && !need_frames) return {e->name, &e->frames};
   }
   // Decoded without the lock (see FuncNameForPc).
   std::optional<std::string_view> name;
@@ -105,7 +105,7 @@ std::optional<std::string_view> Symbolizer::FuncNameForPcAndFrames(uint64_t pc) 
     e->name_known = true;
   }
   if (need_frames && !e->frames_known) StoreFrames(pc, std::move(frame), *e);
-  return e->name;
+  return {e->name, &e->frames};
 }
 
 const PcFrames& Symbolizer::FramesFor(uint64_t addr) {

@@ -57,11 +57,15 @@ class Symbolizer {
   // nullopt if pc is in no function.
   std::optional<std::string_view> FuncNameForPc(uint64_t pc);
   const PcFrames& FramesFor(uint64_t addr);
-  // FuncNameForPc(pc), with FramesFor(pc) decoded too: what symbolizing
-  // ahead (StackWarmer) asks of a stack's first shown PC, under the lock
-  // twice instead of four times (the lock's cache line passes between the
-  // capture's two threads at each).
-  std::optional<std::string_view> FuncNameForPcAndFrames(uint64_t pc);
+  // FuncNameForPc(pc) and FramesFor(pc) at once: what symbolizing ahead
+  // (StackWarmer) and the build (hideRuntime's test) ask of a stack's first
+  // PCs, under the lock at most twice instead of up to four times (the lock's
+  // cache line passes between the capture's two threads at each).
+  struct NameAndFrames {
+    std::optional<std::string_view> name;
+    const PcFrames* frames = nullptr;  // never null; valid as FramesFor's
+  };
+  NameAndFrames FuncNameForPcAndFrames(uint64_t pc);
   // runtime_expandFinalInlineFrame: restores inline frames lost when the
   // stack was truncated in the middle of an inline group. nullopt when the
   // stack stays as it is (the last PC is not inside inlined code). *plain,

@@ -331,9 +331,11 @@ TEST(SymbolizerTest, NameAndFramesAtOnceAnswerAsEachAlone) {
   for (uint64_t pc = kText - 0x10; pc < kText + 0x210; ++pc) {
     if (pc % 3 == 0) (void)together.FuncNameForPc(pc);
     if (pc % 3 == 1) (void)together.FramesFor(pc);
-    EXPECT_EQ(together.FuncNameForPcAndFrames(pc), alone.FuncNameForPc(pc)) << Hex(pc);
+    const Symbolizer::NameAndFrames at_once = together.FuncNameForPcAndFrames(pc);
+    EXPECT_EQ(at_once.name, alone.FuncNameForPc(pc)) << Hex(pc);
     const PcFrames& want = alone.FramesFor(pc);
     const PcFrames& got = together.FramesFor(pc);
+    EXPECT_EQ(at_once.frames, &got) << Hex(pc);
     EXPECT_EQ(got.lookup_failed, want.lookup_failed) << Hex(pc);
     ASSERT_EQ(got.frames.size(), want.frames.size()) << Hex(pc);
     for (size_t i = 0; i < got.frames.size(); ++i) {
@@ -343,7 +345,7 @@ TEST(SymbolizerTest, NameAndFramesAtOnceAnswerAsEachAlone) {
       EXPECT_EQ(got.frames[i].pc, want.frames[i].pc) << Hex(pc);
     }
   }
-  EXPECT_EQ(together.FuncNameForPcAndFrames(kText + 0x26), "main.inl");
+  EXPECT_EQ(together.FuncNameForPcAndFrames(kText + 0x26).name, "main.inl");
   EXPECT_EQ(together.distinct_pcs(), alone.distinct_pcs());
   EXPECT_EQ(together.failed_lookups(), alone.failed_lookups());
 }
