@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "base/utf8.h"
+#include "pprof/stack_warmer.h"
 
 namespace goheap2pprof {
 namespace {
@@ -100,13 +101,6 @@ class Tabwriter {
   std::string out_;
 };
 
-bool HasHiddenPrefix(std::string_view name, const RuntimeTraits& traits) {
-  for (std::string_view p : traits.hidden_prefixes) {
-    if (name.substr(0, p.size()) == p) return true;
-  }
-  return false;
-}
-
 int64_t Add(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
 }
@@ -129,7 +123,7 @@ void AppendStackRecord(std::string& out, std::span<const uint64_t> stack,
       if (name.empty()) {
         show = true;
         lines += "#\t" + GoHex(f.pc + bias) + "\n";
-      } else if (name != "runtime.goexit" && (show || !HasHiddenPrefix(name, traits))) {
+      } else if (name != "runtime.goexit" && (show || !HasHiddenByRuntimePrefix(name, traits))) {
         show = true;
         // The runtime prints the pclntab's bytes; a text answer is UTF-8.
         lines += "#\t" + GoHex(f.pc + bias) + "\t" + ValidUtf8(name) + "+" + GoHex(f.pc - f.entry) +

@@ -2,8 +2,7 @@
 
 namespace goheap2pprof {
 
-bool HasHiddenByRuntimePrefix(const std::optional<std::string_view>& name,
-                              const RuntimeTraits& traits) {
+bool HasHiddenByRuntimePrefix(std::optional<std::string_view> name, const RuntimeTraits& traits) {
   if (!name) return false;
   for (std::string_view prefix : traits.hidden_prefixes) {
     if (name->starts_with(prefix)) return true;

@@ -40,9 +40,8 @@ class StackWarmer {
 };
 
 // runtime/pprof's hideRuntime test of one frame, of the name of the
-// function its PC is in (FuncNameForPc's answer): whether it has a hidden
-// prefix (runtime., internal/runtime/...).
-bool HasHiddenByRuntimePrefix(const std::optional<std::string_view>& name,
-                              const RuntimeTraits& traits);
+// function its PC is in (FuncNameForPc's answer; no name is not hidden):
+// whether it has a hidden prefix (runtime., internal/runtime/...).
+bool HasHiddenByRuntimePrefix(std::optional<std::string_view> name, const RuntimeTraits& traits);
 
 }  // namespace goheap2pprof

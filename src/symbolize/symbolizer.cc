@@ -54,23 +54,44 @@ Symbolizer::PcEntry& Symbolizer::Entry(uint64_t pc) {
   return *e;
 }
 
-std::optional<std::string_view> Symbolizer::FuncNameForPc(uint64_t pc) {
+Symbolizer::PcEntry& Symbolizer::Known(uint64_t pc, bool name, bool frames) {
   PcEntry* e = nullptr;
+  bool need_name = false, need_frames = false;
   {
     std::lock_guard<AdaptiveMutex> lock(mu_);
     e = &Entry(pc);
-    if (e->name_known) return e->name;
+    need_name = name && !e->name_known;
+    need_frames = frames && !e->frames_known;
+    if (!need_name && !need_frames) return *e;
   }
   // Decoded without the lock, so that a capture's two threads (the walk's
   // symbolizing ahead, the build's) do not wait on each other's decoding;
-  // either one's answer is the same, and e does not move meanwhile.
-  const std::optional<std::string_view> name = DecodeName(pc);
+  // either one's answer is the same, and e does not move meanwhile. Once
+  // known, an answer is never written again: it is read without the lock.
+  std::optional<std::string_view> decoded_name;
+  if (need_name) decoded_name = DecodeName(pc);
+  SymFrame frame;
+  if (need_frames) frame = Decode(pc);
   std::lock_guard<AdaptiveMutex> lock(mu_);
-  if (!e->name_known) {
-    e->name = name;
+  if (need_name && !e->name_known) {
+    e->name = decoded_name;
     e->name_known = true;
   }
-  return e->name;
+  if (need_frames && !e->frames_known) StoreFrames(pc, std::move(frame), *e);
+  return *e;
+}
+
+std::optional<std::string_view> Symbolizer::FuncNameForPc(uint64_t pc) {
+  return Known(pc, /*name=*/true, /*frames=*/false).name;
+}
+
+const PcFrames& Symbolizer::FramesFor(uint64_t addr) {
+  return Known(addr, /*name=*/false, /*frames=*/true).frames;
+}
+
+Symbolizer::NameAndFrames Symbolizer::FuncNameForPcAndFrames(uint64_t pc) {
+  const PcEntry& e = Known(pc, /*name=*/true, /*frames=*/true);
+  return {e.name, &e.frames};
 }
 
 std::optional<std::string_view> Symbolizer::DecodeName(uint64_t pc) const {
@@ -82,44 +103,6 @@ std::optional<std::string_view> Symbolizer::DecodeName(uint64_t pc) const {
   Expected<std::string_view> function = tab_.TryFunctionAt(*f, pc);
   if (!function) return std::nullopt;
   return *function;
-}
-
-Symbolizer::NameAndFrames Symbolizer::FuncNameForPcAndFrames(uint64_t pc) {
-  PcEntry* e = nullptr;
-  bool need_name = false, need_frames = false;
-  {
-    std::lock_guard<AdaptiveMutex> lock(mu_);
-    e = &Entry(pc);
-    need_name = !e->name_known;
-    need_frames = !e->frames_known;
-    if (!need_name && !need_frames) return {e->name, &e->frames};
-  }
-  // Decoded without the lock (see FuncNameForPc).
-  std::optional<std::string_view> name;
-  if (need_name) name = DecodeName(pc);
-  SymFrame frame;
-  if (need_frames) frame = Decode(pc);
-  std::lock_guard<AdaptiveMutex> lock(mu_);
-  if (need_name && !e->name_known) {
-    e->name = name;
-    e->name_known = true;
-  }
-  if (need_frames && !e->frames_known) StoreFrames(pc, std::move(frame), *e);
-  return {e->name, &e->frames};
-}
-
-const PcFrames& Symbolizer::FramesFor(uint64_t addr) {
-  PcEntry* e = nullptr;
-  {
-    std::lock_guard<AdaptiveMutex> lock(mu_);
-    e = &Entry(addr);
-    if (e->frames_known) return e->frames;
-  }
-  // Decoded without the lock (see FuncNameForPc).
-  SymFrame frame = Decode(addr);
-  std::lock_guard<AdaptiveMutex> lock(mu_);
-  if (!e->frames_known) StoreFrames(addr, std::move(frame), *e);
-  return e->frames;
 }
 
 SymFrame Symbolizer::Decode(uint64_t addr) const {

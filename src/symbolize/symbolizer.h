@@ -101,6 +101,8 @@ class Symbolizer {
   static constexpr size_t kLargestChunk = 4096;
 
   PcEntry& Entry(uint64_t pc);  // found or added; never moves
+  // Entry(pc) with its name and/or frames known (decoded if need be).
+  PcEntry& Known(uint64_t pc, bool name, bool frames);
   // FramesFor's frame, decoded from the table (no cache, no lock, printed
   // name unset).
   SymFrame Decode(uint64_t addr) const;
