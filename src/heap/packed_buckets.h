@@ -31,6 +31,9 @@ class PackedBuckets {
   bool empty() const { return count_ == 0; }
   void Clear() { *this = PackedBuckets(); }
   size_t ApproximateBytes() const;
+  // Whether a bucket's future[i] (i < 3) counted an allocation or a free:
+  // known without decoding them (the consistency check asks after a walk).
+  bool AnyFutureCounts(uint32_t i) const { return i < 3 && future_counts_[i]; }
 
   // Buckets decoded in list order: their stacks are empty, their futures
   // in the batch's own storage; valid during the call only.
@@ -50,6 +53,7 @@ class PackedBuckets {
   static constexpr size_t kChunkBytes = 256 * 1024;
   std::vector<std::vector<uint8_t>> chunks_;
   size_t count_ = 0;
+  bool future_counts_[3] = {false, false, false};
   uint64_t last_record_at_ = 0;  // entries keep the difference to the last one
 };
 

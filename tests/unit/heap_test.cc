@@ -509,6 +509,50 @@ TEST(ReadHeapSnapshot, FlushInProgressIsRetried) {
   EXPECT_EQ(recs[0].alloc_objects, 5);  // counted once
 }
 
+// The same, streamed: the packed buckets say whether one held future[0]
+// counts without being decoded again, and the walk is read again as above.
+TEST(StreamHeapSnapshot, FlushInProgressIsRetried) {
+  RuntimeImage img(/*cycle_word=*/(6 << 1) | 1);
+  const uint64_t future0 = 0x10000 + 48 + 8 + 32;
+  bool bucket_read = false, flushed = false;
+  img.mem.SetReadHook([&](uint64_t addr, uint64_t len) {
+    if (bucket_read && !flushed && Touches(addr, len, img.addrs.cycle, img.addrs.cycle + 4)) {
+      flushed = true;
+      img.mem.PutU64(0x10000 + 48 + 8, 5);
+      img.mem.PutU64(future0, 0);
+      img.mem.PutU64(future0 + 16, 0);
+    }
+    bucket_read |= Touches(addr, len, img.bucket, img.bucket_end);
+  });
+  HeapSnapshot s = StreamHeapSnapshot(
+      img.mem, img.addrs, TraitsForVersion({1, 26, 0}), {},
+      {.start = [](int64_t) {}, .bucket = [](const Bucket&) { return uint32_t{0}; }});
+  ASSERT_TRUE(flushed);
+  EXPECT_EQ(s.walks, 2);
+  EXPECT_TRUE(s.consistent);
+  ASSERT_EQ(s.packed.size(), 1u);
+  EXPECT_FALSE(s.packed.AnyFutureCounts(0));
+  s.packed.ForEachBatch([](const PackedBuckets::Batch& batch) {
+    EXPECT_EQ(EmulatedRecord(batch.buckets[0], 6, false).alloc_objects, 5);  // counted once
+    return true;
+  });
+}
+
+// A flushed cycle whose buckets hold no future counts is read once: the
+// packed buckets' answer, not a pass over them.
+TEST(StreamHeapSnapshot, FlushedCycleWithoutFutureCountsIsReadOnce) {
+  RuntimeImage img(/*cycle_word=*/(6 << 1) | 1);
+  const uint64_t future0 = 0x10000 + 48 + 8 + 32;
+  img.mem.PutU64(future0, 0);
+  img.mem.PutU64(future0 + 16, 0);
+  HeapSnapshot s = StreamHeapSnapshot(
+      img.mem, img.addrs, TraitsForVersion({1, 26, 0}), {},
+      {.start = [](int64_t) {}, .bucket = [](const Bucket&) { return uint32_t{0}; }});
+  EXPECT_EQ(s.walks, 1);
+  EXPECT_TRUE(s.consistent);
+  EXPECT_EQ(s.packed.size(), 1u);
+}
+
 }  // namespace
 }  // namespace goheap2pprof
 
@@ -711,6 +755,32 @@ TEST(PackedBuckets, KeepWhatTheSamplesNeedInAFewBytesABucket) {
     return true;
   });
   EXPECT_EQ(i, kN);
+  EXPECT_FALSE(packed.AnyFutureCounts(0));  // {}: no counts
+  EXPECT_TRUE(packed.AnyFutureCounts(1));   // one allocation
+  EXPECT_TRUE(packed.AnyFutureCounts(2));
+  EXPECT_FALSE(packed.AnyFutureCounts(3));
+}
+
+// Whether a future slot counted allocations or frees: bytes alone do not
+// count (the consistency check asks of the counts), and a cleared store
+// forgets.
+TEST(PackedBuckets, SayWhichFutureSlotsHoldCounts) {
+  StackStore store;
+  PackedBuckets packed;
+  Bucket quiet;
+  packed.Append(quiet, kBucketHeaderSize, 1);
+  Bucket bytes_only;
+  SetFutures(bytes_only, {{0, 0, 64, 0}, {}, {}}, store);
+  packed.Append(bytes_only, kBucketHeaderSize, 2);
+  EXPECT_FALSE(packed.AnyFutureCounts(0));
+  Bucket freed;
+  SetFutures(freed, {{}, {}, {0, 1, 0, 0}}, store);
+  packed.Append(freed, kBucketHeaderSize, 3);
+  EXPECT_FALSE(packed.AnyFutureCounts(0));
+  EXPECT_FALSE(packed.AnyFutureCounts(1));
+  EXPECT_TRUE(packed.AnyFutureCounts(2));
+  packed.Clear();
+  EXPECT_FALSE(packed.AnyFutureCounts(2));
 }
 
 }  // namespace
