@@ -297,14 +297,20 @@ std::optional<Bytes> ElfFile::ReadVaddr(uint64_t vaddr, uint64_t size) const {
   return std::nullopt;
 }
 
-std::optional<Bytes> ElfFile::ReadVaddrToSegmentEnd(uint64_t vaddr) const {
+std::optional<uint64_t> ElfFile::BytesToSegmentEnd(uint64_t vaddr) const {
   for (const ElfSegment& seg : segments_) {
     if (seg.type != PT_LOAD) continue;
     uint64_t backed = std::min(seg.filesz, seg.memsz);
     if (vaddr < seg.vaddr || vaddr - seg.vaddr >= backed) continue;
-    return ReadVaddr(vaddr, backed - (vaddr - seg.vaddr));
+    return backed - (vaddr - seg.vaddr);
   }
   return std::nullopt;
+}
+
+std::optional<Bytes> ElfFile::ReadVaddrToSegmentEnd(uint64_t vaddr) const {
+  const std::optional<uint64_t> size = BytesToSegmentEnd(vaddr);
+  if (!size) return std::nullopt;
+  return ReadVaddr(vaddr, *size);
 }
 
 template <typename Fn>

@@ -106,6 +106,8 @@ class ElfFile {
   // File bytes from vaddr to the end of the file-backed part of the PT_LOAD
   // containing it; nullopt if vaddr is not file-backed.
   std::optional<Bytes> ReadVaddrToSegmentEnd(uint64_t vaddr) const;
+  // How many file bytes ReadVaddrToSegmentEnd would give, without reading them.
+  std::optional<uint64_t> BytesToSegmentEnd(uint64_t vaddr) const;
 
   // Hex of the NT_GNU_BUILD_ID note found in SHT_NOTE sections (what
   // runtime/pprof reports); empty if none.

@@ -334,9 +334,13 @@ void GoBinary::SetGoFunc(PclntabLocation& loc) const {
     }
   }
   if (loc.gofunc_vaddr == 0 && loc.moduledata) loc.gofunc_vaddr = loc.moduledata->gofunc;
-  if (loc.gofunc_vaddr != 0) {
-    loc.gofunc = elf_.ReadVaddrToSegmentEnd(loc.gofunc_vaddr).value_or(Bytes());
-  }
+  if (loc.gofunc_vaddr == 0) return;
+  const std::optional<uint64_t> size = elf_.BytesToSegmentEnd(loc.gofunc_vaddr);
+  if (!size) return;
+  loc.gofunc.size = *size;
+  loc.gofunc.read = [elf = &elf_, vaddr = loc.gofunc_vaddr](uint64_t off, uint64_t len) {
+    return elf->ReadVaddr(vaddr + off, len);  // within the segment: GoFuncAt checks
+  };
 }
 
 Pclntab GoBinary::OpenPclntab(uint64_t load_bias) const {

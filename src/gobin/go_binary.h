@@ -46,7 +46,10 @@ struct PclntabLocation {
   // "runtime.text", "moduledata.text" or "pcHeader.textStart"
   std::string text_source;
   uint64_t gofunc_vaddr = 0;  // link-time go:func.* (go.func.* before 1.20); 0 if unknown
-  Bytes gofunc;               // from gofunc_vaddr to the end of its segment's file bytes
+  // From gofunc_vaddr to the end of its segment's file bytes, read from the
+  // ElfFile as the Pclntab asks (the file must outlive it and stay put, as
+  // for this GoBinary).
+  GoFuncBytes gofunc;
   // runtime.firstmoduledata from the file; only looked for when the binary
   // has no symbol table.
   std::optional<ModuleData> moduledata;

@@ -43,10 +43,22 @@ inline bool DecodeUvarint(const uint8_t* data, uint64_t size, uint64_t* off, uin
 Pclntab::Pclntab(Bytes table, uint64_t text_start, Bytes gofunc)
     : Pclntab(TryParse(table, text_start, gofunc).value()) {}
 
+GoFuncBytes GoFuncBytes::Of(Bytes bytes) {
+  return GoFuncBytes{.size = bytes.size(),
+                     .read = [bytes](uint64_t off, uint64_t len) -> std::optional<Bytes> {
+                       if (off > bytes.size() || len > bytes.size() - off) return std::nullopt;
+                       return bytes.subspan(off, len);
+                     }};
+}
+
 Expected<Pclntab> Pclntab::TryParse(Bytes table, uint64_t text_start, Bytes gofunc) {
+  return TryParse(table, text_start, GoFuncBytes::Of(gofunc));
+}
+
+Expected<Pclntab> Pclntab::TryParse(Bytes table, uint64_t text_start, GoFuncBytes gofunc) {
   Pclntab tab;
   tab.table_ = ByteView(table, "pclntab");
-  tab.gofunc_ = ByteView(gofunc, "pclntab funcdata (go:func.*)");
+  tab.gofunc_ = std::move(gofunc);
   tab.text_start_ = text_start;
   if (std::optional<Error> bad = tab.ParseHeader()) return std::move(*bad);
   return tab;
@@ -298,8 +310,8 @@ Expected<std::optional<Pclntab::InlinedCall>> Pclntab::InlinedCallAt(const FuncR
   InlinedCall call;
   if (format_ == PclntabFormat::kGo120) {
     // {u8 funcID; u8 pad[3]; i32 nameOff; i32 parentPc; i32 startLine}
-    Expected<ByteView> sub = gofunc_.TrySub(uint64_t{*tree} + uint64_t(*ix) * kInlinedCallGo120,
-                                            kInlinedCallGo120, "inlinedCall");
+    Expected<ByteView> sub = GoFuncAt(uint64_t{*tree} + uint64_t(*ix) * kInlinedCallGo120,
+                                      kInlinedCallGo120, "inlinedCall");
     if (!sub) return sub.error();
     const ByteView& e = *sub;
     call.func_id = e.U8(0);
@@ -308,8 +320,8 @@ Expected<std::optional<Pclntab::InlinedCall>> Pclntab::InlinedCallAt(const FuncR
     call.start_line = e.I32(12);
   } else {
     // {i16 parent; u8 funcID; u8 pad; i32 file; i32 line; i32 func; i32 parentPc}
-    Expected<ByteView> sub = gofunc_.TrySub(uint64_t{*tree} + uint64_t(*ix) * kInlinedCallGo118,
-                                            kInlinedCallGo118, "inlinedCall");
+    Expected<ByteView> sub = GoFuncAt(uint64_t{*tree} + uint64_t(*ix) * kInlinedCallGo118,
+                                      kInlinedCallGo118, "inlinedCall");
     if (!sub) return sub.error();
     const ByteView& e = *sub;
     call.func_id = e.U8(2);
@@ -317,6 +329,18 @@ Expected<std::optional<Pclntab::InlinedCall>> Pclntab::InlinedCallAt(const FuncR
     call.parent_pc = e.I32(16);
   }
   return std::optional<InlinedCall>(call);
+}
+
+Expected<ByteView> Pclntab::GoFuncAt(uint64_t off, uint64_t len, std::string_view what) const {
+  std::optional<Bytes> bytes;
+  if (off <= gofunc_.size && len <= gofunc_.size - off && gofunc_.read) {
+    bytes = gofunc_.read(off, len);
+  }
+  if (!bytes || bytes->size() != len) {
+    return Error(ErrorKind::kMalformed, "pclntab funcdata (go:func.*): read of ", len,
+                 " bytes at offset ", Hex(off), " is outside its ", gofunc_.size, " bytes");
+  }
+  return ByteView(*bytes, what);
 }
 
 PcFrame Pclntab::FrameAt(const FuncRef& f, uint64_t pc) const { return TryFrameAt(f, pc).value(); }

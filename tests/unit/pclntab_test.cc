@@ -168,6 +168,43 @@ TEST_P(PclntabHandTest, CorruptTablesThrowErrorOnly) {
   }
 }
 
+// The go:func.* region is read as asked, an inlinedCall record at a time:
+// opening the table reads none of it, and frames come out as from the
+// bytes at hand. Bytes that cannot be had are an Error, as bytes past the
+// region's end are.
+TEST_P(PclntabHandTest, ReadsTheGoFuncRegionOnlyWhereAnInlineTreeIs) {
+  const bool go120 = GetParam();
+  HandTable h = BuildHandTable(go120);
+  std::vector<std::pair<uint64_t, uint64_t>> asked;
+  bool readable = true;
+  GoFuncBytes lazy{.size = h.gofunc.size(),
+                   .read = [&](uint64_t off, uint64_t len) -> std::optional<Bytes> {
+                     asked.emplace_back(off, len);
+                     if (!readable) return std::nullopt;
+                     return Bytes(h.gofunc).subspan(off, len);
+                   }};
+  Expected<Pclntab> tab = Pclntab::TryParse(h.table, kText, lazy);
+  ASSERT_TRUE(tab);
+  EXPECT_TRUE(asked.empty());
+  const Pclntab eager(h.table, kText, h.gofunc);
+  const FuncRef f = tab->FuncAt(0);
+  for (uint64_t pc : {kText + 0x1f, kText + 0x25, kText + 0x30}) {
+    const PcFrame got = tab->FrameAt(f, pc);
+    const PcFrame want = eager.FrameAt(f, pc);
+    EXPECT_EQ(got.function, want.function) << Hex(pc);
+    EXPECT_EQ(got.inlined, want.inlined) << Hex(pc);
+    EXPECT_EQ(got.start_line, want.start_line) << Hex(pc);
+  }
+  ASSERT_FALSE(asked.empty());  // the inlined PC's record
+  for (const auto& [off, len] : asked) {
+    EXPECT_EQ(len, go120 ? 16u : 20u);
+    EXPECT_LE(off + len, h.gofunc.size());
+  }
+  readable = false;
+  EXPECT_FALSE(tab->TryFrameAt(f, kText + 0x25));
+  EXPECT_TRUE(tab->TryFrameAt(f, kText + 0x1f));  // not inlined: no record asked
+}
+
 INSTANTIATE_TEST_SUITE_P(PclntabLayouts, PclntabHandTest, ::testing::Values(false, true),
                          [](const auto& param_info) {
                            return param_info.param ? "Go120" : "Go118";
