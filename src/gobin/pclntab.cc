@@ -44,10 +44,9 @@ Pclntab::Pclntab(Bytes table, uint64_t text_start, Bytes gofunc)
     : Pclntab(TryParse(table, text_start, gofunc).value()) {}
 
 GoFuncBytes GoFuncBytes::Of(Bytes bytes) {
-  return GoFuncBytes{.size = bytes.size(),
-                     .read = [bytes](uint64_t off, uint64_t len) -> std::optional<Bytes> {
-                       if (off > bytes.size() || len > bytes.size() - off) return std::nullopt;
-                       return bytes.subspan(off, len);
+  // Within size: GoFuncAt checks before it reads.
+  return GoFuncBytes{.size = bytes.size(), .read = [bytes](uint64_t off, uint64_t len) {
+                       return std::optional<Bytes>(bytes.subspan(off, len));
                      }};
 }
 
@@ -332,13 +331,14 @@ Expected<std::optional<Pclntab::InlinedCall>> Pclntab::InlinedCallAt(const FuncR
 }
 
 Expected<ByteView> Pclntab::GoFuncAt(uint64_t off, uint64_t len, std::string_view what) const {
-  std::optional<Bytes> bytes;
-  if (off <= gofunc_.size && len <= gofunc_.size - off && gofunc_.read) {
-    bytes = gofunc_.read(off, len);
-  }
-  if (!bytes || bytes->size() != len) {
+  if (off > gofunc_.size || len > gofunc_.size - off) {
     return Error(ErrorKind::kMalformed, "pclntab funcdata (go:func.*): read of ", len,
                  " bytes at offset ", Hex(off), " is outside its ", gofunc_.size, " bytes");
+  }
+  const std::optional<Bytes> bytes = gofunc_.read ? gofunc_.read(off, len) : std::nullopt;
+  if (!bytes || bytes->size() != len) {
+    return Error(ErrorKind::kMalformed, "pclntab funcdata (go:func.*): ", len, " bytes at offset ",
+                 Hex(off), " could not be read");
   }
   return ByteView(*bytes, what);
 }

@@ -50,9 +50,9 @@ struct PcFrame {
 // The go:func.* region, read as it is asked for: a capture reads a few
 // inline trees scattered over it, and before Go 1.26 it starts among the
 // read-only data, megabytes before the end of its segment (4.8 MB in the
-// bench's Go 1.19.8 binary, 2.5 MB of them outside the pclntab). `read`
-// gives [off, off + len) for a range within size, or nullopt when the bytes
-// cannot be had.
+// bench's Go 1.19.8 binary, 2.5 MB of them outside the pclntab). `read` is
+// asked only for ranges within size (Pclntab checks), and gives nullopt when
+// the bytes cannot be had.
 struct GoFuncBytes {
   uint64_t size = 0;
   std::function<std::optional<Bytes>(uint64_t off, uint64_t len)> read;

@@ -97,9 +97,9 @@ void PackedBuckets::Append(const Bucket& b, uint64_t record_at, uint32_t tag) {
   bool has_futures = false;
   for (uint32_t i = 0; i < 3; ++i) {
     future[i] = b.Future(i);
-    future_counts_[i] |= future[i].allocs != 0 || future[i].frees != 0;
-    has_futures |= future[i].allocs != 0 || future[i].frees != 0 || future[i].alloc_bytes != 0 ||
-                   future[i].free_bytes != 0;
+    const bool counts = future[i].allocs != 0 || future[i].frees != 0;
+    future_counts_[i] |= counts;
+    has_futures |= counts || future[i].alloc_bytes != 0 || future[i].free_bytes != 0;
   }
   out.push_back(has_futures ? kHasFutures : 0);
   const int64_t delta = static_cast<int64_t>(record_at - last_record_at_);
