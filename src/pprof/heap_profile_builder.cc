@@ -218,21 +218,59 @@ void HeapProfileBuilder::CheckFunctionFields(uint64_t id, const SymFrame& frame)
   order_independent_ &= same;
 }
 
+size_t HeapProfileBuilder::TakePlainLocation(uint32_t index, std::span<const uint64_t> stk,
+                                             std::vector<uint64_t>& out) {
+  const LocInfo& l = loc_infos_[index];
+  if (!deck_.pcs.empty() || !l.complete || l.pcs.size() != 1) return 0;
+  // Most PCs of most stacks: a one-PC location that no PC can join, and
+  // nothing in the deck to emit; the order check cannot fail on it (its PC
+  // is this one). A recursion repeats one PC hundreds of times, and each
+  // turn would take the same location again.
+  size_t same = 1;
+  while (same < stk.size() && stk[same] == stk.front()) ++same;
+  out.insert(out.end(), same, l.id);
+  return same;
+}
+
+size_t HeapProfileBuilder::TakePlainPrefix(std::span<const uint64_t> stk,
+                                           std::vector<uint64_t>& out) {
+  // Those it shares with the last stack's, then its own.
+  size_t plain = TakeSharedPrefix(stk, out);
+  while (plain < stk.size()) {
+    const uint32_t* index = locs_.Find(stk[plain]);
+    const size_t n = index != nullptr ? TakePlainLocation(*index, stk.subspan(plain), out) : 0;
+    if (n == 0) break;
+    plain += n;
+  }
+  return plain;
+}
+
+size_t HeapProfileBuilder::TakeSharedPrefix(std::span<const uint64_t> stk,
+                                            std::vector<uint64_t>& out) const {
+  if (plain_prefix_.overwrites != loc_overwrites_) return 0;
+  const std::vector<uint64_t>& pcs = plain_prefix_.pcs;
+  const size_t most = std::min(stk.size(), pcs.size());
+  const size_t n = static_cast<size_t>(
+      std::mismatch(stk.begin(), stk.begin() + most, pcs.begin()).first - stk.begin());
+  out.insert(out.end(), plain_prefix_.ids.begin(), plain_prefix_.ids.begin() + n);
+  return n;
+}
+
+void HeapProfileBuilder::KeepPlainPrefix(std::span<const uint64_t> pcs,
+                                         std::span<const uint64_t> ids, uint64_t overwrites) {
+  // A location emitted after them may have replaced one of theirs.
+  const size_t n = overwrites == loc_overwrites_ ? pcs.size() : 0;
+  plain_prefix_.pcs.assign(pcs.begin(), pcs.begin() + n);
+  plain_prefix_.ids.assign(ids.begin(), ids.begin() + n);
+  plain_prefix_.overwrites = loc_overwrites_;
+}
+
 std::span<const uint64_t> HeapProfileBuilder::TakeCachedLocation(uint32_t index,
                                                                  std::span<const uint64_t> stk,
                                                                  std::vector<uint64_t>& out) {
+  if (const size_t plain = TakePlainLocation(index, stk, out)) return stk.subspan(plain);
   const uint64_t addr = stk.front();
   const LocInfo& l = loc_infos_[index];
-  if (deck_.pcs.empty() && l.complete && l.pcs.size() == 1) {
-    // Most PCs of most stacks: a one-PC location that no PC can join, and
-    // nothing in the deck to emit; the order check cannot fail on it (its
-    // PC is this one). A recursion repeats one PC hundreds of times, and
-    // each turn would take the same location again.
-    size_t same = 1;
-    while (same < stk.size() && stk[same] == addr) ++same;
-    out.insert(out.end(), same, l.id);
-    return stk.subspan(same);
-  }
   // A cached PC may be a "fake" PC of an inline group still in the deck.
   if (traits_.cached_location_deck_retry && !deck_.pcs.empty()) {
     const PcFrames& first = sym_.FramesFor(l.pcs.front());
@@ -254,6 +292,7 @@ void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
                                             std::vector<uint64_t>& out) {
   out.clear();
   deck_.Reset();
+  const uint64_t overwrites = loc_overwrites_;
   // Only a stack cut inside an inline group changes; others are used as is.
   std::optional<std::vector<uint64_t>> expanded;
   // Most stacks end in the same few PCs: one known to need no expansion is
@@ -263,7 +302,10 @@ void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
     expanded = sym_.ExpandFinalInlineFrame(input, &plain);
     if (plain && input.back() != 0) plain_finals_.Insert(input.back(), 1);  // PcMap keys are not 0
   }
-  std::span<const uint64_t> stk = expanded ? std::span<const uint64_t>(*expanded) : input;
+  const std::span<const uint64_t> whole =
+      expanded ? std::span<const uint64_t>(*expanded) : std::span<const uint64_t>(input);
+  const size_t plain = TakePlainPrefix(whole, out);
+  std::span<const uint64_t> stk = whole.subspan(plain);
   while (!stk.empty()) {
     const uint64_t addr = stk.front();
     if (const uint32_t* index = locs_.Find(addr)) {
@@ -293,6 +335,7 @@ void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
     }
   }
   if (uint64_t id = EmitLocation()) out.push_back(id);
+  KeepPlainPrefix(whole.first(plain), std::span<const uint64_t>(out).first(plain), overwrites);
 }
 
 namespace {

@@ -183,6 +183,21 @@ class HeapProfileBuilder {
   void CheckFunctionFields(uint64_t id, const SymFrame& frame);
   // Location ids for a stack, into out (cleared first).
   void AppendLocsForStack(std::span<const uint64_t> stk, std::vector<uint64_t>& out);
+  // The turn of AppendLocsForStack whose first PC has a cached one-PC
+  // location that no PC can join, with nothing in the deck: its ids into
+  // out; returns how many PCs it took (0: not such a turn).
+  size_t TakePlainLocation(uint32_t index, std::span<const uint64_t> stk,
+                           std::vector<uint64_t>& out);
+  // The ids of stk's leading plain turns into out; returns how many PCs
+  // they took.
+  size_t TakePlainPrefix(std::span<const uint64_t> stk, std::vector<uint64_t>& out);
+  // The ids of the leading PCs that stk shares with the last stack's plain
+  // turns (plain_prefix_), into out; returns how many.
+  size_t TakeSharedPrefix(std::span<const uint64_t> stk, std::vector<uint64_t>& out) const;
+  // Remembers a stack's leading plain turns (none if a location emitted
+  // since `overwrites` replaced a cached one).
+  void KeepPlainPrefix(std::span<const uint64_t> pcs, std::span<const uint64_t> ids,
+                       uint64_t overwrites);
   // The turn of AppendLocsForStack whose first PC has a cached location
   // (loc_infos_[index]): its ids into out; returns the rest of the stack.
   std::span<const uint64_t> TakeCachedLocation(uint32_t index, std::span<const uint64_t> stk,
@@ -272,7 +287,19 @@ class HeapProfileBuilder {
   std::vector<uint64_t> last_transient_;
   uint32_t last_transient_run_ = 0;
   uint64_t loc_overwrites_ = 0;  // emitted locations that replaced a cached PC's
-  int64_t bytes_key_ = -1;       // string index of "bytes" once a label needed it
+  // The last stack's leading PCs that took plain turns (TakePlainLocation),
+  // and their ids. Such a turn gives the same id whenever its PC comes with
+  // an empty deck, as long as no location replaces a cached one: stacks
+  // that start alike (one allocation site reached from many callers, which
+  // the bucket list often holds one after another) take these ids without
+  // a lookup each.
+  struct PlainPrefix {
+    std::vector<uint64_t> pcs;
+    std::vector<uint64_t> ids;
+    uint64_t overwrites = 0;  // loc_overwrites_ when they were kept
+  };
+  PlainPrefix plain_prefix_;
+  int64_t bytes_key_ = -1;  // string index of "bytes" once a label needed it
   // Whether every stack so far got the locations it would get in any order
   // of the stacks (the runtime builds them in its list's order, which puts
   // new buckets first). Set by the constructor where it can hold at all.

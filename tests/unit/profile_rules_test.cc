@@ -9,8 +9,10 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -325,6 +327,54 @@ TEST(LocationReuse, SharedStackStorageGivesWhatCopiesGive) {
     }
   }
   EXPECT_EQ(got.location_size(), want.location_size());
+}
+
+// Stacks that start as the one before did take the ids of its leading
+// one-PC locations that no PC can join without looking each PC up. The
+// profile must be the one built with nothing carried from one stack to the
+// next (an empty stack, which makes no location, between any two), for
+// stacks that start alike up to, into and past inline groups, recursions,
+// hidden frames, runtime.goexit, unknown PCs and PC 0, on each deck rule.
+TEST(LocationReuse, StacksStartingAlikeGetWhatTheyGetAlone) {
+  const std::vector<uint64_t> pool = {Pc(kMain, 0x10),      Pc(kMain, 0x20),
+                                      Pc(kAlloc, 0x48),     Pc(kAlloc, 0x31),
+                                      Pc(kAlloc, 0x80),     Pc(kRuntimeMain, 0x10),
+                                      Pc(kGoexit, 0x10),    Pc(kGoexit, 0x09),
+                                      Pc(kGoexit, 0x30),    Pc(kMallocgc, 0x10),
+                                      Pc(kMapsAlloc, 0x10), Pc(kGenericInt, 0x10),
+                                      kRulesText + 0x5000,  0};
+  std::mt19937 rng(42);
+  std::vector<std::vector<uint64_t>> stacks = {{}};
+  for (int i = 0; i < 400; ++i) {
+    const std::vector<uint64_t>& last = stacks.back();
+    std::vector<uint64_t> s(last.begin(), last.begin() + rng() % (last.size() + 1));
+    const size_t more = rng() % 6;
+    for (size_t k = 0; k < more; ++k) s.push_back(pool[rng() % pool.size()]);
+    if (rng() % 4 == 0 && !s.empty()) s.insert(s.end(), rng() % 5, s.back());  // a recursion
+    stacks.push_back(std::move(s));
+  }
+  for (GoVersion v : {GoVersion{1, 18, 0}, GoVersion{1, 21, 0}, GoVersion{1, 26, 0}}) {
+    Rules together(v), apart(v);
+    for (const auto& stack : stacks) {
+      together.Add(stack, 1, 64);
+      apart.Add(stack, 1, 64);
+      apart.Add({}, 1, 64);
+    }
+    const pb::Profile& want = apart.Finish();
+    const pb::Profile& got = together.Finish();
+    ASSERT_EQ(got.location_size(), want.location_size()) << "go1." << v.minor;
+    for (int i = 0; i < got.location_size(); ++i) {
+      EXPECT_EQ(got.location(i).SerializeAsString(), want.location(i).SerializeAsString())
+          << "go1." << v.minor << " location " << i;
+    }
+    for (int i = 0; i < got.sample_size(); ++i) {
+      const auto& ids = got.sample(i).location_id();
+      const auto& alone = want.sample(2 * i).location_id();
+      EXPECT_TRUE(std::equal(ids.begin(), ids.end(), alone.begin(), alone.end()))
+          << "go1." << v.minor << " sample " << i << ": " << Stack(got, i) << " alone "
+          << Stack(want, 2 * i);
+    }
+  }
 }
 
 // A streamed walk's runs, made from stacks in a buffer that is overwritten
