@@ -1,5 +1,7 @@
 #include "pprof/stack_warmer.h"
 
+#include <algorithm>
+
 namespace goheap2pprof {
 
 bool HasHiddenByRuntimePrefix(std::optional<std::string_view> name, const RuntimeTraits& traits) {
@@ -29,14 +31,29 @@ bool StackWarmer::Hidden(uint64_t pc) {
   return (seen & kHidden) != 0;
 }
 
+size_t StackWarmer::FirstShown(std::span<const uint64_t> stack, size_t from) {
+  size_t i = from;
+  while (i < stack.size() && stack[i] != 0 && Hidden(stack[i])) ++i;
+  return i;
+}
+
 void StackWarmer::Warm(std::span<const uint64_t> stack) {
-  // HeapProfileBuilder::HiddenFrames: names up to the first shown frame;
-  // then the frames from there (all of them when every frame is hidden).
-  size_t shown = 0;
-  while (shown < stack.size() && stack[shown] != 0 && Hidden(stack[shown])) ++shown;
-  if (shown == stack.size()) shown = 0;
+  // The PCs this stack starts with alike the last one's were warmed with it
+  // (a hidden one's frames too): stacks of one allocation site reached from
+  // many callers share most of theirs.
+  const size_t shared = static_cast<size_t>(
+      std::mismatch(stack.begin(), stack.begin() + std::min(stack.size(), last_.size()),
+                    last_.begin())
+          .first -
+      stack.begin());
+  // HeapProfileBuilder::HiddenFrames: names up to the first shown frame
+  // (the last stack's, if this one shares it); then the frames from there
+  // (all of them when every frame is hidden).
+  const size_t first_shown =
+      shared > last_first_shown_ ? last_first_shown_ : FirstShown(stack, shared);
+  const size_t shown = first_shown == stack.size() ? 0 : first_shown;
   uint64_t last = 0;
-  const uint64_t* p = stack.data() + shown;
+  const uint64_t* p = stack.data() + std::max(shown, shared);
   const uint64_t* const end = stack.data() + stack.size();
   while (p < end) {
     const uint64_t pc = *p++;
@@ -51,6 +68,8 @@ void StackWarmer::Warm(std::span<const uint64_t> stack) {
     sym_.FramesFor(pc - bias_);
     seen |= kFrames;
   }
+  last_.assign(stack.begin(), stack.end());
+  last_first_shown_ = first_shown;
 }
 
 }  // namespace goheap2pprof

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "base/pc_map.h"
 #include "runtime/runtime_traits.h"
@@ -32,11 +33,18 @@ class StackWarmer {
   enum : uint8_t { kName = 1, kHidden = 2, kFrames = 4 };
   uint8_t& Seen(uint64_t pc);
   bool Hidden(uint64_t pc);
+  // The index of stack's first PC from `from` on that is 0 or not hidden
+  // (stack.size() if none), each one's name asked for on the way.
+  size_t FirstShown(std::span<const uint64_t> stack, size_t from);
 
   Symbolizer& sym_;
   const RuntimeTraits& traits_;
   uint64_t bias_;
   PcMap<uint8_t> seen_;
+  // The last stack warmed, and FirstShown's answer for it from 0: every PC
+  // of it but 0 has had its frames asked for.
+  std::vector<uint64_t> last_;
+  size_t last_first_shown_ = 0;
 };
 
 // runtime/pprof's hideRuntime test of one frame, of the name of the

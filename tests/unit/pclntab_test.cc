@@ -20,6 +20,7 @@
 
 #include "elf/elf_file.h"
 #include "gobin/go_binary.h"
+#include "hand_go_elf.h"
 #include "hand_pclntab.h"
 #include "pprof/stack_warmer.h"
 #include "runtime/runtime_traits.h"
@@ -471,6 +472,45 @@ TEST(StackWarmerTest, AsksForEveryDistinctPcOfARecursion) {
     EXPECT_FALSE(sym.FramesFor(pc - bias).lookup_failed) << std::hex << pc;
   }
   EXPECT_EQ(sym.distinct_pcs(), 5u);  // each was cached by Warm
+}
+
+// A stack that starts as the last one did is warmed from where the two part
+// (the last one's PCs were all asked for). Still, after its turn every PC of
+// every stack is in the symbolizer's cache, whether they part among the
+// hidden leading frames, at the first shown one, after it, or not at all,
+// with PC 0, a recursion and all-hidden stacks among them.
+TEST(StackWarmerTest, StacksStartingAlikeHaveEveryPcAsked) {
+  const HandTable h = BuildGo120Table({testing_go_elf::HandMallocgc(), testing_go_elf::HandMain(),
+                                       testing_go_elf::HandAllocWithInlinedHelper()});
+  Pclntab tab(h.table, kText, h.gofunc);
+  const RuntimeTraits traits = TraitsForVersion({1, 26, 0});
+  Symbolizer sym(tab, traits);
+  const uint64_t bias = 0x400000;
+  const auto hidden = [&](uint64_t off) { return bias + kText + off; };
+  const auto main_pc = [&](uint64_t off) { return bias + kText + 0x100 + off; };
+  const auto alloc = [&](uint64_t off) { return bias + kText + 0x200 + off; };
+  const std::vector<std::vector<uint64_t>> stacks = {
+      {hidden(0x10), hidden(0x20), alloc(0x48), main_pc(0x10)},
+      {hidden(0x10), hidden(0x20), alloc(0x48), main_pc(0x20)},  // part after the first shown
+      {hidden(0x10), hidden(0x20), alloc(0x31), main_pc(0x20)},  // at it
+      {hidden(0x10), hidden(0x30), alloc(0x50), main_pc(0x30)},  // among the hidden
+      {hidden(0x10), hidden(0x30)},                              // all hidden
+      {hidden(0x10), hidden(0x30), hidden(0x40)},                // and more
+      {hidden(0x10), hidden(0x30), hidden(0x40), 0, alloc(0x60)},
+      {0, alloc(0x70)},
+      {alloc(0x70), main_pc(0x40), main_pc(0x40), main_pc(0x40), main_pc(0x40), main_pc(0x50)},
+      {alloc(0x70), main_pc(0x40), main_pc(0x40), main_pc(0x60)},
+      {alloc(0x70), main_pc(0x40), main_pc(0x40), main_pc(0x60)},  // all alike
+  };
+  StackWarmer warmer(sym, traits, bias);
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    warmer.Warm(stacks[i]);
+    const uint64_t cached = sym.distinct_pcs();
+    for (uint64_t pc : stacks[i]) {
+      if (pc != 0) sym.FramesFor(pc - bias);
+    }
+    EXPECT_EQ(sym.distinct_pcs(), cached) << "stack " << i;
+  }
 }
 
 }  // namespace
