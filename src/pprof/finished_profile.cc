@@ -43,27 +43,27 @@ uint8_t* PutVarint(uint64_t v, uint8_t* p) {
   return p;
 }
 
-// The ids' varints, one after another. A recursion repeats one id hundreds
-// of times: its encoding (one or two bytes below 16384, most ids) is then
-// made once.
-uint8_t* PutRepeatedVarints(std::span<const uint64_t> ids, uint8_t* p) {
-  for (size_t i = 0; i < ids.size();) {
-    const uint64_t id = ids[i];
-    size_t j = i + 1;
-    while (j < ids.size() && ids[j] == id) ++j;
-    if (j - i > 1 && id < 128) {
-      std::memset(p, static_cast<int>(id), j - i);
-      p += j - i;
-      i = j;
-    } else if (j - i > 1 && id < 16384) {
-      const uint8_t low = static_cast<uint8_t>(id | 0x80), high = static_cast<uint8_t>(id >> 7);
-      for (; i < j; ++i, p += 2) {
-        p[0] = low;
-        p[1] = high;
-      }
-    } else {
-      for (; i < j; ++i) p = PutVarint(id, p);
-    }
+// The ids' varints, one after another. Most profiles have fewer than 16384
+// locations, whose ids take one or two bytes: written then without a branch
+// an id (a stack's ids follow no pattern a branch predictor could learn),
+// or a byte an id, in vector lanes, below 128. May write one byte past the
+// end (the buffer holds 10 bytes an id).
+uint8_t* PutIdVarints(std::span<const uint64_t> ids, uint8_t* p) {
+  uint64_t all = 0;
+  for (uint64_t id : ids) all |= id;
+  if (all < 128) {
+    for (size_t i = 0; i < ids.size(); ++i) p[i] = static_cast<uint8_t>(ids[i]);
+    return p + ids.size();
+  }
+  if (all >= 16384) {
+    for (uint64_t id : ids) p = PutVarint(id, p);
+    return p;
+  }
+  for (uint64_t id : ids) {
+    const bool two = id >= 128;
+    p[0] = static_cast<uint8_t>(id | (two ? 0x80 : 0));
+    p[1] = static_cast<uint8_t>(id >> 7);
+    p += 1 + static_cast<size_t>(two);
   }
   return p;
 }
@@ -96,7 +96,7 @@ uint32_t LocationTables::AddRun(std::span<const uint64_t> ids) {
       deep.resize(10 * ids.size());
       ids_bytes = deep.data();
     }
-    const size_t payload = static_cast<size_t>(PutRepeatedVarints(ids, ids_bytes) - ids_bytes);
+    const size_t payload = static_cast<size_t>(PutIdVarints(ids, ids_bytes) - ids_bytes);
     const size_t shared = SharedTail({ids_bytes, payload});
     const size_t own = payload - shared;
     const size_t header = 1 + VarintSize(payload);

@@ -78,6 +78,32 @@ TEST(LocationTables, RepeatedIdsEncodeAsProtobufWould) {
   }
 }
 
+// Runs whose largest id takes one byte, two, or more: each is encoded its
+// own way (byte lanes, a branch-free one-or-two-byte varint, the general
+// varint) and must encode as protobuf encodes the packed field, at every
+// boundary of a varint's width and for runs of one id.
+TEST(LocationTables, IdsOfEachWidthEncodeAsProtobufWould) {
+  const std::vector<std::vector<uint64_t>> runs = {
+      {1},
+      {127, 1, 127, 127, 5},
+      std::vector<uint64_t>(100, 3),
+      {128},
+      {1, 128, 127, 16383, 129, 2, 255, 256, 16383, 1},
+      {16384},
+      {1, 16384, 127, 128, 16383, uint64_t{1} << 35, 2},
+      {~uint64_t{0}, 1},
+  };
+  LocationTables t;
+  for (const auto& r : runs) t.AddRun(r);
+  for (size_t r = 0; r < runs.size(); ++r) {
+    pb::Sample want;
+    for (uint64_t id : runs[r]) want.add_location_id(id);
+    std::string encoded;
+    want.SerializeToString(&encoded);
+    EXPECT_EQ(Encoding(t, r), encoded) << r;
+  }
+}
+
 // Deep stacks of one recursion share all but their first frames: each run
 // after the first keeps only its own bytes and refers to the first's end.
 // The encoding must be the same bytes, wherever the shared part begins
