@@ -4,8 +4,9 @@
 # count asked for, against the target's own /debug/pprof/heap. Several
 # goheap2pprof binaries can be measured on the same target in one run
 # (before/after a change); the rounds are paired: each round fetches the
-# endpoint, then (SETTLE seconds later) runs every tool's cold capture and
-# every tool's repeated capture through its own `goheap2pprof serve`.
+# endpoint, then (SETTLE seconds later) runs every tool's cold capture, the
+# tools taking turns at going first, and every tool's repeated capture through
+# its own `goheap2pprof serve`.
 #
 #   bash bench/streaming.sh                              # quick: Go 1.26.8, binary+short, 100k
 #   GOS="1.19.8 1.26.8 1.27.3" SHAPES="short binary deep" N="100000 250000" bash bench/streaming.sh
@@ -181,7 +182,10 @@ measure() {
     # fetch, and is not to be counted against the captures that follow.
     fetched "$r endpoint endpoint" "$endpoint" || die "endpoint failed"
     sleep "${SETTLE:-2}"
-    for t in "${tools[@]}"; do
+    # The first capture after the settle runs slower (bench/README.md: fresh
+    # memory after a quiet spell), so the tools take turns at going first.
+    local order=("${tools[@]:r % ${#tools[@]}}" "${tools[@]:0:r % ${#tools[@]}}")
+    for t in "${order[@]}"; do
       label=${t%%=*}
       if ! timed "$r $label cold" /usr/bin/time -f '%M %U %S' -o "$work/rss" "${t#*=}" "$target_pid" \
         -o "$work/$label.pb.gz" 2>"$work/$label.err"; then
