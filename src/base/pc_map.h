@@ -6,10 +6,14 @@
 //   PcMap<uint32_t> m;
 //   m.Insert(0x401234, 7);
 //   if (const uint32_t* v = m.Find(0x401234)) use(*v);
+//
+// And how many leading PCs two stacks share (SharedLeadingPcs).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -73,5 +77,12 @@ class PcMap {
   std::vector<Entry> slots_;
   size_t size_ = 0;
 };
+
+// The number of leading words a and b have in common.
+inline size_t SharedLeadingPcs(std::span<const uint64_t> a, std::span<const uint64_t> b) {
+  const size_t most = std::min(a.size(), b.size());
+  return static_cast<size_t>(std::mismatch(a.begin(), a.begin() + most, b.begin()).first -
+                             a.begin());
+}
 
 }  // namespace goheap2pprof

@@ -248,10 +248,7 @@ size_t HeapProfileBuilder::TakePlainPrefix(std::span<const uint64_t> stk,
 size_t HeapProfileBuilder::TakeSharedPrefix(std::span<const uint64_t> stk,
                                             std::vector<uint64_t>& out) const {
   if (plain_prefix_.overwrites != loc_overwrites_) return 0;
-  const std::vector<uint64_t>& pcs = plain_prefix_.pcs;
-  const size_t most = std::min(stk.size(), pcs.size());
-  const size_t n = static_cast<size_t>(
-      std::mismatch(stk.begin(), stk.begin() + most, pcs.begin()).first - stk.begin());
+  const size_t n = SharedLeadingPcs(stk, plain_prefix_.pcs);
   out.insert(out.end(), plain_prefix_.ids.begin(), plain_prefix_.ids.begin() + n);
   return n;
 }

@@ -41,11 +41,7 @@ void StackWarmer::Warm(std::span<const uint64_t> stack) {
   // The PCs this stack starts with alike the last one's were warmed with it
   // (a hidden one's frames too): stacks of one allocation site reached from
   // many callers share most of theirs.
-  const size_t shared = static_cast<size_t>(
-      std::mismatch(stack.begin(), stack.begin() + std::min(stack.size(), last_.size()),
-                    last_.begin())
-          .first -
-      stack.begin());
+  const size_t shared = SharedLeadingPcs(stack, last_);
   // HeapProfileBuilder::HiddenFrames: names up to the first shown frame
   // (the last stack's, if this one shares it); then the frames from there
   // (all of them when every frame is hidden).

@@ -1,10 +1,11 @@
-// PcMap against std::map on the same operations.
+// PcMap against std::map on the same operations; SharedLeadingPcs.
 #include "base/pc_map.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <random>
+#include <vector>
 
 namespace goheap2pprof {
 namespace {
@@ -28,6 +29,17 @@ TEST(PcMap, AgreesWithStdMap) {
   }
   EXPECT_EQ(m.Find(0), nullptr);
   EXPECT_EQ(m.Find(0x3fffff), nullptr);
+}
+
+// Up to the first word that differs, or the shorter stack's end.
+TEST(SharedLeadingPcs, CountsUpToTheFirstDifferenceOrTheShorterEnd) {
+  const std::vector<uint64_t> a = {1, 2, 3, 4};
+  EXPECT_EQ(SharedLeadingPcs(a, std::vector<uint64_t>{1, 2, 9, 4}), 2u);
+  EXPECT_EQ(SharedLeadingPcs(a, std::vector<uint64_t>{1, 2}), 2u);
+  EXPECT_EQ(SharedLeadingPcs(std::vector<uint64_t>{1, 2}, a), 2u);
+  EXPECT_EQ(SharedLeadingPcs(a, a), 4u);
+  EXPECT_EQ(SharedLeadingPcs(a, std::vector<uint64_t>{}), 0u);
+  EXPECT_EQ(SharedLeadingPcs(a, std::vector<uint64_t>{2, 2, 3, 4}), 0u);
 }
 
 }  // namespace
