@@ -41,7 +41,7 @@ void StackWarmer::Warm(std::span<const uint64_t> stack) {
   // The PCs this stack starts with alike the last one's were warmed with it
   // (a hidden one's frames too): stacks of one allocation site reached from
   // many callers share most of theirs.
-  const size_t shared = SharedLeadingPcs(stack, last_);
+  const size_t shared = SharedLeadingPcs(stack, last_stack_);
   // HeapProfileBuilder::HiddenFrames: names up to the first shown frame
   // (the last stack's, if this one shares it); then the frames from there
   // (all of them when every frame is hidden).
@@ -64,7 +64,7 @@ void StackWarmer::Warm(std::span<const uint64_t> stack) {
     sym_.FramesFor(pc - bias_);
     seen |= kFrames;
   }
-  last_.assign(stack.begin(), stack.end());
+  last_stack_.assign(stack.begin(), stack.end());
   last_first_shown_ = first_shown;
 }
 

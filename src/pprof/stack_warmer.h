@@ -43,7 +43,7 @@ class StackWarmer {
   PcMap<uint8_t> seen_;
   // The last stack warmed, and FirstShown's answer for it from 0: every PC
   // of it but 0 has had its frames asked for.
-  std::vector<uint64_t> last_;
+  std::vector<uint64_t> last_stack_;
   size_t last_first_shown_ = 0;
 };
 

@@ -48,6 +48,13 @@ void ExpectSame(const pb::Profile& got, const pb::Profile& want) {
   EXPECT_TRUE(d.Compare(want, got)) << diff;
 }
 
+// What protobuf writes for a Sample holding only these location ids.
+std::string ProtobufEncoding(const std::vector<uint64_t>& ids) {
+  pb::Sample want;
+  for (uint64_t id : ids) want.add_location_id(id);
+  return want.SerializeAsString();
+}
+
 // Run r's encoding as WriteSample writes it.
 std::string Encoding(const LocationTables& t, size_t r) {
   const LocationTables::Pieces p = t.RunPieces(t.runs[r]);
@@ -70,11 +77,7 @@ TEST(LocationTables, RepeatedIdsEncodeAsProtobufWould) {
   t.AddRun(ids);
   t.AddRun(deep);
   for (size_t r = 0; r < 2; ++r) {
-    pb::Sample want;
-    for (uint64_t id : r == 0 ? ids : deep) want.add_location_id(id);
-    std::string encoded;
-    want.SerializeToString(&encoded);
-    EXPECT_EQ(Encoding(t, r), encoded) << r;
+    EXPECT_EQ(Encoding(t, r), ProtobufEncoding(r == 0 ? ids : deep)) << r;
   }
 }
 
@@ -96,11 +99,7 @@ TEST(LocationTables, IdsOfEachWidthEncodeAsProtobufWould) {
   LocationTables t;
   for (const auto& r : runs) t.AddRun(r);
   for (size_t r = 0; r < runs.size(); ++r) {
-    pb::Sample want;
-    for (uint64_t id : runs[r]) want.add_location_id(id);
-    std::string encoded;
-    want.SerializeToString(&encoded);
-    EXPECT_EQ(Encoding(t, r), encoded) << r;
+    EXPECT_EQ(Encoding(t, r), ProtobufEncoding(runs[r])) << r;
   }
 }
 
@@ -130,10 +129,7 @@ TEST(LocationTables, DeepRunsShareTheirTailAndEncodeTheSame) {
   size_t payloads = 0;
   for (const auto& s : stacks) t.AddRun(s);
   for (size_t r = 0; r < stacks.size(); ++r) {
-    pb::Sample want;
-    for (uint64_t id : stacks[r]) want.add_location_id(id);
-    std::string encoded;
-    want.SerializeToString(&encoded);
+    const std::string encoded = ProtobufEncoding(stacks[r]);
     payloads += encoded.size();
     ASSERT_EQ(Encoding(t, r), encoded) << r;
   }
