@@ -12,6 +12,7 @@
 #include <mutex>
 #include <utility>
 
+#include "base/hash_index.h"
 #include "base/unique_fd.h"
 #include "elf/libelf_calls.h"
 
@@ -21,13 +22,49 @@ namespace goheap2pprof {
 struct ElfFile::SymbolTables {
   std::once_flag once;
   bool has_symtab = false;
-  // Keys point into the string tables libelf holds (in the file image, or
+  // Names point into the string tables libelf holds (in the file image, or
   // read into its own buffers), which live as long as the ElfFile's Elf
-  // handle (moves keep them where they are).
-  std::unordered_map<std::string_view, ElfSymbol> by_name;
+  // handle (moves keep them where they are). One entry per name: the first
+  // symbol of that name.
+  struct Entry {
+    std::string_view name;
+    ElfSymbol symbol;
+  };
+  std::vector<Entry> entries;
+  HashIndex by_name;
+  // Enters a symbol unless one of its name is in already.
+  void Add(std::string_view name, ElfSymbol symbol) {
+    const auto next = static_cast<uint32_t>(entries.size());
+    if (by_name.FindOrInsert(name, next, [&](uint32_t e) { return entries[e].name; }) == next) {
+      entries.push_back({name, symbol});
+    }
+  }
 };
 
 namespace {
+
+// The bytes of string table section `index`, or nullptr when it cannot be
+// read (libelf's elf_strptr would find no name in it either).
+const Elf_Data* StringTableData(Elf* elf, size_t index) {
+  Elf_Scn* scn = elf_getscn(elf, index);
+  GElf_Shdr shdr;
+  if (scn == nullptr || gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != SHT_STRTAB) {
+    return nullptr;
+  }
+  const Elf_Data* data = elf_getdata(scn, nullptr);
+  return data != nullptr && data->d_buf != nullptr ? data : nullptr;
+}
+
+// The name at `offset` of a string table: empty when it starts past the
+// table's end or runs past it unterminated. (elf_strptr, once per symbol,
+// took 0.8 ms of the 3.7 that indexing a small Go program's symbols did.)
+std::string_view NameAt(const Elf_Data& table, uint64_t offset) {
+  if (offset >= table.d_size) return {};
+  const char* start = static_cast<const char*>(table.d_buf) + offset;
+  const void* end = std::memchr(start, '\0', table.d_size - offset);
+  if (end == nullptr) return {};
+  return std::string_view(start, static_cast<size_t>(static_cast<const char*>(end) - start));
+}
 
 std::string MachineName(uint16_t machine) {
   switch (machine) {
@@ -253,7 +290,11 @@ void ElfFile::IndexSymbols() const {
         if (data == nullptr) {
           throw Error(ErrorKind::kMalformed, name_, ": cannot read symbol table: ", ElfErrorText());
         }
-        size_t count = data->d_size / shdr.sh_entsize;
+        const size_t count = data->d_size / shdr.sh_entsize;
+        const Elf_Data* names = StringTableData(elf, shdr.sh_link);
+        if (names == nullptr) continue;  // no symbol of it has a name
+        tables.entries.reserve(tables.entries.size() + count);
+        tables.by_name.Reserve(tables.entries.size() + count);
         for (size_t i = 1; i < count; ++i) {
           GElf_Sym sym;
           if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) {
@@ -263,9 +304,8 @@ void ElfFile::IndexSymbols() const {
           if (sym.st_shndx == SHN_UNDEF || sym.st_name == 0) continue;
           int type = GELF_ST_TYPE(sym.st_info);
           if (type == STT_SECTION || type == STT_FILE) continue;
-          const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-          if (name == nullptr || *name == '\0') continue;
-          tables.by_name.try_emplace(std::string_view(name), ElfSymbol{sym.st_value, sym.st_size});
+          const std::string_view name = NameAt(*names, sym.st_name);
+          if (!name.empty()) tables.Add(name, ElfSymbol{sym.st_value, sym.st_size});
         }
       }
     }
@@ -274,9 +314,10 @@ void ElfFile::IndexSymbols() const {
 
 std::optional<ElfSymbol> ElfFile::FindSymbol(std::string_view name) const {
   IndexSymbols();
-  auto it = symbols_->by_name.find(name);
-  if (it == symbols_->by_name.end()) return std::nullopt;
-  return it->second;
+  const SymbolTables& tables = *symbols_;
+  const uint32_t at = tables.by_name.Find(name, [&](uint32_t e) { return tables.entries[e].name; });
+  if (at == HashIndex::kNone) return std::nullopt;
+  return tables.entries[at].symbol;
 }
 
 bool ElfFile::HasSymtab() const {

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <string_view>
 
+#include "base/hash_index.h"
 #include "base/utf8.h"
-#include "pprof/hash_index.h"
 
 namespace goheap2pprof {
 

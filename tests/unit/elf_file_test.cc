@@ -175,6 +175,113 @@ TEST(ElfFileTest, HandBuiltImage) {
   EXPECT_EQ(assigned.GnuBuildId(), "0123abff");
 }
 
+// A symbol table's entry: name offset, value, size, type and section index.
+Elf64_Sym Sym(uint32_t name, uint64_t value, uint8_t type = STT_OBJECT, uint16_t shndx = 1) {
+  Elf64_Sym s = {};
+  s.st_name = name;
+  s.st_value = value;
+  s.st_size = value / 16;
+  s.st_info = ELF64_ST_INFO(STB_GLOBAL, type);
+  s.st_shndx = shndx;
+  return s;
+}
+
+// ehdr | .symtab | .strtab | .dynsym | .dynstr | .shstrtab | section headers.
+std::vector<uint8_t> BuildElfWithSymbols(const std::vector<Elf64_Sym>& symtab,
+                                         std::string_view strtab,
+                                         const std::vector<Elf64_Sym>& dynsym,
+                                         std::string_view dynstr) {
+  std::vector<uint8_t> b(sizeof(Elf64_Ehdr), 0);
+  const auto append = [&](const void* data, size_t size) {
+    b.resize((b.size() + 7) / 8 * 8, 0);
+    const size_t at = b.size();
+    const auto* bytes = static_cast<const uint8_t*>(data);
+    b.insert(b.end(), bytes, bytes + size);
+    return at;
+  };
+  const std::string shstr("\0.symtab\0.strtab\0.dynsym\0.dynstr\0.shstrtab\0", 43);
+  Elf64_Shdr sh[6] = {};
+  const auto table = [&](int i, uint32_t name, uint32_t type, const std::vector<Elf64_Sym>& syms,
+                         uint32_t link) {
+    sh[i].sh_name = name;
+    sh[i].sh_type = type;
+    sh[i].sh_offset = append(syms.data(), syms.size() * sizeof(Elf64_Sym));
+    sh[i].sh_size = syms.size() * sizeof(Elf64_Sym);
+    sh[i].sh_link = link;
+    sh[i].sh_info = 1;
+    sh[i].sh_addralign = 8;
+    sh[i].sh_entsize = sizeof(Elf64_Sym);
+  };
+  const auto strings = [&](int i, uint32_t name, std::string_view text) {
+    sh[i].sh_name = name;
+    sh[i].sh_type = SHT_STRTAB;
+    sh[i].sh_offset = append(text.data(), text.size());
+    sh[i].sh_size = text.size();
+    sh[i].sh_addralign = 1;
+  };
+  table(1, 1, SHT_SYMTAB, symtab, 2);
+  strings(2, 9, strtab);
+  table(3, 17, SHT_DYNSYM, dynsym, 4);
+  strings(4, 25, dynstr);
+  strings(5, 33, shstr);
+  const size_t shoff = append(sh, sizeof(sh));
+  Elf64_Ehdr eh = {};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = ET_EXEC;
+  eh.e_machine = EM_X86_64;
+  eh.e_version = EV_CURRENT;
+  eh.e_shoff = shoff;
+  eh.e_ehsize = sizeof(Elf64_Ehdr);
+  eh.e_shentsize = sizeof(Elf64_Shdr);
+  eh.e_shnum = 6;
+  eh.e_shstrndx = 5;
+  Put(b, 0, eh);
+  return b;
+}
+
+// The first symbol of a name is the one found, .symtab's before .dynsym's;
+// imports, section and file symbols, and names that start past their table
+// or run past its end unterminated are not symbols to find.
+TEST(ElfFileTest, SymbolsByNameFirstDefinitionWins) {
+  // Names at 1, 8, 15, 21, 26 and 31.
+  const std::string strtab("\0main.x\0main.y\0dup.z\0sect\0file\0undef\0", 37);
+  const std::vector<Elf64_Sym> symtab = {Sym(0, 0),
+                                         Sym(1, 0x1000),
+                                         Sym(8, 0x2000),
+                                         Sym(15, 0x3000),
+                                         Sym(15, 0x3100),
+                                         Sym(21, 0x4000, STT_SECTION),
+                                         Sym(26, 0x5000, STT_FILE),
+                                         Sym(31, 0x6000, STT_OBJECT, SHN_UNDEF),
+                                         Sym(500, 0x7000)};
+  // Names at 1, 10 and 16 (unterminated).
+  const std::string dynstr("\0dyn.only\0dup.z\0tail", 20);
+  const std::vector<Elf64_Sym> dynsym = {Sym(0, 0), Sym(1, 0x8000), Sym(10, 0x9000),
+                                         Sym(16, 0xa000), Sym(0, 0xb000)};
+  const ElfFile elf =
+      ElfFile::FromBytes(BuildElfWithSymbols(symtab, strtab, dynsym, dynstr), "syms.elf");
+  EXPECT_TRUE(elf.HasSymtab());
+  const auto value = [&](std::string_view name) -> int64_t {
+    const std::optional<ElfSymbol> s = elf.FindSymbol(name);
+    return s ? static_cast<int64_t>(s->value) : -1;
+  };
+  EXPECT_EQ(value("main.x"), 0x1000);
+  EXPECT_EQ(elf.FindSymbol("main.x")->size, 0x100u);
+  EXPECT_EQ(value("main.y"), 0x2000);
+  EXPECT_EQ(value("dup.z"), 0x3000);  // not .symtab's second, nor .dynsym's
+  EXPECT_EQ(value("dyn.only"), 0x8000);
+  EXPECT_EQ(value("sect"), -1);
+  EXPECT_EQ(value("file"), -1);
+  EXPECT_EQ(value("undef"), -1);
+  EXPECT_EQ(value("tail"), -1);  // the table ends before its terminator
+  EXPECT_EQ(value(""), -1);
+  EXPECT_EQ(value("main"), -1);
+  EXPECT_EQ(value(std::string_view("main.x\0", 7)), -1);
+}
+
 TEST(ElfFileTest, RejectsNonElfAndUnsupported) {
   std::string msg;
   EXPECT_EQ(ElfKindOf({'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd', '!', '!', '!', '!',

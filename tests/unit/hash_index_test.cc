@@ -1,8 +1,8 @@
-// The growth collector's hash index (pprof/hash_index.h): a key found again
-// is its first entry and different keys are different entries, also when
-// every hash collides (a constant hash: only the comparison of the keys
-// tells them apart) and across the table's growth from its first 64 slots.
-#include "pprof/hash_index.h"
+// The hash index (base/hash_index.h): a key found again is its first entry
+// and different keys are different entries, also when every hash collides
+// (a constant hash: only the comparison of the keys tells them apart) and
+// across the table's growth from its first 64 slots; Find enters nothing.
+#include "base/hash_index.h"
 
 #include <gtest/gtest.h>
 
@@ -59,6 +59,35 @@ TEST(HashIndexTest, FindsEachKeyAgainAcrossGrowth) {
 TEST(HashIndexTest, KeysWhoseHashesCollideStayApart) {
   HashIndex index([](std::string_view, uint64_t) -> uint64_t { return 42; });
   ExpectOneEntryPerKey(index, 300);
+}
+
+// Find gives each entered key's entry and kNone for the others, before and
+// after a Reserve (which rehashes) and with colliding hashes, and enters
+// nothing.
+TEST(HashIndexTest, FindsEnteredKeysOnly) {
+  for (const bool collide : {false, true}) {
+    HashIndex index =
+        collide ? HashIndex([](std::string_view, uint64_t) -> uint64_t { return 9; }) : HashIndex();
+    const std::vector<std::string> keys = Keys(collide ? 200 : 3000);
+    std::vector<std::string> entries;
+    const auto key_of = [&](uint32_t entry) { return std::string_view(entries[entry]); };
+    for (size_t i = 0; i < keys.size(); i += 2) {
+      const auto next = static_cast<uint32_t>(entries.size());
+      ASSERT_EQ(index.FindOrInsert(keys[i], next, key_of), next);
+      entries.push_back(keys[i]);
+      if (i == keys.size() / 2) index.Reserve(keys.size() * 4);
+    }
+    const size_t entered = index.size();
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const uint32_t found = index.Find(keys[i], key_of);
+      if (i % 2 == 0) {
+        ASSERT_EQ(found, i / 2) << keys[i];
+      } else {
+        ASSERT_EQ(found, HashIndex::kNone) << i;
+      }
+    }
+    EXPECT_EQ(index.size(), entered);
+  }
 }
 
 TEST(HashIndexTest, HashSeesEveryByteAndTheLength) {

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/hash_index.h"
 #include "pprof/growth/sites.h"
-#include "pprof/hash_index.h"
 
 namespace goheap2pprof {
 

@@ -32,8 +32,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/hash_index.h"
 #include "pprof/growth/growth.h"
-#include "pprof/hash_index.h"
 #include "pprof/profile/view.h"
 #include "proto/profile.pb.h"
 
