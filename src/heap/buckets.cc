@@ -737,24 +737,4 @@ std::vector<MemProfileRecord> PublishedCounts(std::span<const Bucket> buckets) {
   return out;
 }
 
-namespace {
-// Go's float64 -> int64 conversion as compiled for amd64 (CVTTSD2SI): truncates
-// toward zero, and yields INT64_MIN for NaN and out-of-range values, where a
-// C++ cast would be undefined. Corrupt counters can produce such values.
-int64_t GoFloatToInt64(double v) {
-  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return INT64_MIN;
-  return static_cast<int64_t>(v);
-}
-}  // namespace
-
-ScaledPair ScaleHeapSample(int64_t count, int64_t size, int64_t rate) {
-  if (count == 0 || size == 0) return {0, 0};
-  if (rate <= 1) return {count, size};
-  double avg_size = static_cast<double>(size) / static_cast<double>(count);
-  double scale = 1.0 / (1.0 - std::exp(-avg_size / static_cast<double>(rate)));
-  // Go converts float64 to int64 by truncation toward zero.
-  return {GoFloatToInt64(static_cast<double>(count) * scale),
-          GoFloatToInt64(static_cast<double>(size) * scale)};
-}
-
 }  // namespace goheap2pprof

@@ -8,6 +8,8 @@
 //   HeapValues v = ScaleHeapSample(recs[0].alloc_objects, recs[0].alloc_bytes, rate);
 #pragma once
 
+#include <climits>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -258,11 +260,30 @@ bool NothingPublished(std::span<const Bucket> buckets, uint32_t cycle);
 MemProfileRecord EmulatedRecord(const Bucket& b, uint32_t cycle, bool nothing_published);
 MemProfileRecord PublishedRecord(const Bucket& b);
 
+// Go's float64 -> int64 conversion as compiled for amd64 (CVTTSD2SI): truncates
+// toward zero, and yields INT64_MIN for NaN and out-of-range values, where a
+// C++ cast would be undefined. Corrupt counters can produce such values.
+inline int64_t GoFloatToInt64(double v) {
+  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
 struct ScaledPair {
   int64_t count = 0;
   int64_t bytes = 0;
 };
-// runtime/pprof's scaleHeapSample: unbias Poisson-sampled counts.
-ScaledPair ScaleHeapSample(int64_t count, int64_t size, int64_t rate);
+// runtime/pprof's scaleHeapSample: unbias Poisson-sampled counts. Inline:
+// called, it returned its pair in two registers, which the caller stored
+// and loaded back as one 16-byte word, a load the CPU cannot forward from
+// two stores; that stall was most of each sample's values (HeapSampleValues).
+inline ScaledPair ScaleHeapSample(int64_t count, int64_t size, int64_t rate) {
+  if (count == 0 || size == 0) return {0, 0};
+  if (rate <= 1) return {count, size};
+  double avg_size = static_cast<double>(size) / static_cast<double>(count);
+  double scale = 1.0 / (1.0 - std::exp(-avg_size / static_cast<double>(rate)));
+  // Go converts float64 to int64 by truncation toward zero.
+  return {GoFloatToInt64(static_cast<double>(count) * scale),
+          GoFloatToInt64(static_cast<double>(size) * scale)};
+}
 
 }  // namespace goheap2pprof

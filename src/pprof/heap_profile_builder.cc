@@ -347,6 +347,17 @@ uint64_t StackHash(std::span<const uint64_t> stk) {
 }
 }  // namespace
 
+namespace {
+
+// A count profile's sample: the count, and no "bytes" label.
+SampleValues CountSampleValues(const MemProfileRecord& r) {
+  SampleValues v;
+  v.values[0] = r.alloc_objects;
+  return v;
+}
+
+}  // namespace
+
 SampleValues HeapSampleValues(const MemProfileRecord& r, const RuntimeTraits& traits,
                               int64_t rate) {
   SampleValues v;
@@ -541,12 +552,11 @@ void HeapProfileBuilder::AddSample(uint32_t run, const MemProfileRecord& r) {
                 "an unknown run");
   }
   tables_->sample_runs.push_back(run);
-  SampleValues values;
-  if (count_profile_) {
-    values.values[0] = r.alloc_objects;  // the count; no "bytes" label
-  } else {
-    values = HeapSampleValues(r, traits_, rate_);
-  }
+  // Made in place: assigned from a returned copy, the values were loaded
+  // back in 16-byte words from the callee's 8-byte stores, which the CPU
+  // cannot forward (a stall a sample).
+  const SampleValues values =
+      count_profile_ ? CountSampleValues(r) : HeapSampleValues(r, traits_, rate_);
   // "bytes" enters the string table when the first label needs it, as in
   // runtime/pprof.
   if (bytes_key_ < 0 && values.has_label) bytes_key_ = Str("bytes");
