@@ -10,12 +10,14 @@ namespace {
 
 constexpr uint8_t kHasFutures = 1;
 
-void PutVarint(uint64_t v, std::vector<uint8_t>& out) {
+// Writes v at p; returns the end.
+uint8_t* PutVarint(uint64_t v, uint8_t* p) {
   while (v >= 0x80) {
-    out.push_back(static_cast<uint8_t>(v | 0x80));
+    *p++ = static_cast<uint8_t>(v | 0x80);
     v >>= 7;
   }
-  out.push_back(static_cast<uint8_t>(v));
+  *p++ = static_cast<uint8_t>(v);
+  return p;
 }
 
 // Only entries this store wrote are decoded: no bound checks past the chunk's end.
@@ -28,11 +30,11 @@ uint64_t GetVarint(const uint8_t*& p) {
   }
 }
 
-void PutCycle(const MemRecordCycle& c, std::vector<uint8_t>& out) {
-  PutVarint(c.allocs, out);
-  PutVarint(c.frees, out);
-  PutVarint(c.alloc_bytes, out);
-  PutVarint(c.free_bytes, out);
+uint8_t* PutCycle(const MemRecordCycle& c, uint8_t* p) {
+  p = PutVarint(c.allocs, p);
+  p = PutVarint(c.frees, p);
+  p = PutVarint(c.alloc_bytes, p);
+  return PutVarint(c.free_bytes, p);
 }
 
 MemRecordCycle GetCycle(const uint8_t*& p) {
@@ -104,17 +106,22 @@ void PackedBuckets::Append(const Bucket& b, uint64_t record_at, uint32_t tag) {
     future_counts_[i] |= counts;
     has_futures |= counts || future[i].alloc_bytes != 0 || future[i].free_bytes != 0;
   }
-  out.push_back(has_futures ? kHasFutures : 0);
+  // Encoded on the stack and appended at once: a push_back a byte checked
+  // the capacity each time, and was most of an append.
+  uint8_t entry[kMaxEntry];
+  uint8_t* p = entry;
+  *p++ = has_futures ? kHasFutures : 0;
   const int64_t delta = static_cast<int64_t>(record_at - last_record_at_);
-  PutVarint((static_cast<uint64_t>(delta) << 1) ^ static_cast<uint64_t>(delta >> 63), out);
+  p = PutVarint((static_cast<uint64_t>(delta) << 1) ^ static_cast<uint64_t>(delta >> 63), p);
   last_record_at_ = record_at;
-  PutVarint((record_at - b.addr - kBucketHeaderSize) / 8, out);
-  PutVarint(b.size, out);
-  PutVarint(tag, out);
-  PutCycle(b.active, out);
+  p = PutVarint((record_at - b.addr - kBucketHeaderSize) / 8, p);
+  p = PutVarint(b.size, p);
+  p = PutVarint(tag, p);
+  p = PutCycle(b.active, p);
   if (has_futures) {
-    for (const MemRecordCycle& c : future) PutCycle(c, out);
+    for (const MemRecordCycle& c : future) p = PutCycle(c, p);
   }
+  out.insert(out.end(), entry, p);
   ++count_;
 }
 

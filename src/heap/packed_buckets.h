@@ -48,8 +48,12 @@ class PackedBuckets {
   void ForEachBatch(const std::function<bool(const Batch&)>& fn) const;
 
  private:
-  // An entry is at most this many bytes: flags, 18 varints and a tag.
-  static constexpr size_t kMaxEntry = 1 + 18 * 10 + 5;
+  // An entry is at most this many bytes: flags, 19 varints (the record's
+  // distance from the last one, the stack's length, the size and 16
+  // counters) and a tag. (It said 18 varints, 10 bytes short, which only a
+  // chunk's reserve had to absorb; Append now encodes into a buffer of
+  // this size.)
+  static constexpr size_t kMaxEntry = 1 + 19 * 10 + 5;
   static constexpr size_t kChunkBytes = 256 * 1024;
   std::vector<std::vector<uint8_t>> chunks_;
   size_t count_ = 0;

@@ -761,6 +761,44 @@ TEST(PackedBuckets, KeepWhatTheSamplesNeedInAFewBytesABucket) {
   EXPECT_FALSE(packed.AnyFutureCounts(3));
 }
 
+// Entries at their widest (every varint at its longest, the tag at 2^32-1)
+// come back whole, across chunks: an entry is encoded in a buffer of the
+// largest entry's size, which ASan checks here.
+TEST(PackedBuckets, WidestEntriesComeBackWhole) {
+  constexpr size_t kN = 3000;  // about 580 KB: three chunks
+  constexpr uint64_t kMax = ~uint64_t{0};
+  StackStore store;
+  PackedBuckets packed;
+  const auto record_at = [](size_t i) { return i % 2 == 0 ? uint64_t{0x10} : (uint64_t{1} << 63); };
+  for (size_t i = 0; i < kN; ++i) {
+    Bucket b;
+    b.addr = record_at(i) - kBucketHeaderSize - 8 * (kMax / 8 - i);  // a 9-byte stack length
+    b.size = kMax - i;
+    b.active = {kMax, kMax - 1, kMax - 2, kMax - i};
+    SetFutures(b,
+               {{kMax, kMax, kMax, kMax}, {kMax, kMax, kMax, kMax}, {kMax, kMax, kMax, kMax - i}},
+               store);
+    packed.Append(b, record_at(i), UINT32_MAX - static_cast<uint32_t>(i));
+  }
+  size_t i = 0;
+  packed.ForEachBatch([&](const PackedBuckets::Batch& batch) {
+    for (size_t k = 0; k < batch.buckets.size(); ++k, ++i) {
+      const Bucket& b = batch.buckets[k];
+      EXPECT_EQ(batch.record_at[k], record_at(i));
+      EXPECT_EQ(b.addr, record_at(i) - kBucketHeaderSize - 8 * (kMax / 8 - i));
+      EXPECT_EQ(b.size, kMax - i);
+      EXPECT_EQ(b.active.free_bytes, kMax - i);
+      EXPECT_EQ(b.active.frees, kMax - 1);
+      EXPECT_EQ(batch.tags[k], UINT32_MAX - i);
+      EXPECT_NE(b.future_words, nullptr);
+      EXPECT_EQ(b.Future(0).allocs, kMax);
+      EXPECT_EQ(b.Future(2).free_bytes, kMax - i);
+    }
+    return !::testing::Test::HasFailure();  // one bad batch says enough
+  });
+  EXPECT_EQ(i, kN);
+}
+
 // Whether a future slot counted allocations or frees: bytes alone do not
 // count (the consistency check asks of the counts), and a cleared store
 // forgets.
