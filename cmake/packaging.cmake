@@ -66,9 +66,11 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/copyright
 # install rules above with the prefix /usr, whatever the build's CMAKE_INSTALL_PREFIX.
 #
 # It is made from the ordinary dynamic build, with Depends computed by dpkg-shlibdeps from the
-# libraries the binary really links: on a Debian machine apt then brings zlib, elfutils,
-# protobuf, capstone, libseccomp, OpenSSL and libcurl (with their security updates, which a static
-# copy inside the package would never get). The static tarball is for hosts without apt.
+# libraries the binary really links, plus the two it loads when a feature first needs them
+# (dlopen, which dpkg-shlibdeps cannot see): Capstone for stripped binaries and libcurl for push.
+# On a Debian machine apt then brings zlib, elfutils, protobuf, capstone, libseccomp, OpenSSL and
+# libcurl (with their security updates, which a static copy inside the package would never get).
+# The static tarball is for hosts without apt.
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME goheap2pprof)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
@@ -87,6 +89,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libcapstone4, libcurl4")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "man-db")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "golang-go")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)

@@ -24,7 +24,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/error.h"
 #include "build_info.h"  // generated: GOHEAP2PPROF_GIT_COMMIT (cmake/build_info.cmake)
+#include "gobin/capstone_library.h"
 #if !GOHEAP2PPROF_CAPTURE_ONLY
 #include "agent/push/curl_library.h"
 #endif
@@ -50,15 +52,20 @@ constexpr const char* kLinkage = "dynamic";
 // own (what is really linked, also when a shared library was upgraded under
 // us); header macros for the rest.
 void WriteCaptureLibraries(std::ostream& out) {
+  // A dynamic build loads Capstone only for stripped binaries, and here.
+  std::string capstone_missing;
+  const CapstoneLibrary* capstone = TryCapstone(&capstone_missing);
   int capstone_major = 0, capstone_minor = 0;
-  cs_version(&capstone_major, &capstone_minor);
+  if (capstone != nullptr) capstone->version(&capstone_major, &capstone_minor);
   out << "  protobuf " << google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION) << "\n"
       << "  zlib " << zlibVersion() << "\n"
       << "  elfutils (libelf, libdw) " << dwfl_version(nullptr) << "\n"
       << "  libdeflate " << LIBDEFLATE_VERSION_STRING << "\n"
       << "  ISA-L " << ISAL_MAJOR_VERSION << "." << ISAL_MINOR_VERSION << "." << ISAL_PATCH_VERSION
       << "\n"
-      << "  capstone " << capstone_major << "." << capstone_minor << "." << CS_VERSION_EXTRA
+      << "  capstone "
+      << (capstone != nullptr ? Concat(capstone_major, ".", capstone_minor, ".", CS_VERSION_EXTRA)
+                              : "missing (" + capstone_missing + ")")
       << "\n";
 }
 

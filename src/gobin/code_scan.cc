@@ -7,45 +7,54 @@
 #include <string_view>
 
 #include "base/error.h"
+#include "gobin/capstone_library.h"
 
 namespace goheap2pprof {
 
 namespace {
 
-// Owns a Capstone handle (cs_close on destruction).
+// Owns a Capstone handle (closed on destruction), and the library it is of.
 class CapstoneHandle {
  public:
-  CapstoneHandle(cs_arch arch, cs_mode mode) {
-    if (cs_err err = cs_open(arch, mode, &handle_); err != CS_ERR_OK) {
-      throw Error(ErrorKind::kInternal, "Capstone cs_open failed: ", cs_strerror(err));
+  CapstoneHandle(cs_arch arch, cs_mode mode) : cs_(Capstone()) {
+    if (cs_err err = cs_.open(arch, mode, &handle_); err != CS_ERR_OK) {
+      throw Error(ErrorKind::kInternal, "Capstone cs_open failed: ", cs_.strerror(err));
     }
     open_ = true;
-    if (cs_err err = cs_option(handle_, CS_OPT_DETAIL, CS_OPT_ON); err != CS_ERR_OK) {
+    if (cs_err err = cs_.option(handle_, CS_OPT_DETAIL, CS_OPT_ON); err != CS_ERR_OK) {
       throw Error(ErrorKind::kInternal,
-                  "Capstone cannot enable instruction details: ", cs_strerror(err));
+                  "Capstone cannot enable instruction details: ", cs_.strerror(err));
     }
   }
   ~CapstoneHandle() {
-    if (open_) cs_close(&handle_);
+    if (open_) cs_.close(&handle_);
   }
   CapstoneHandle(const CapstoneHandle&) = delete;
   CapstoneHandle& operator=(const CapstoneHandle&) = delete;
 
   csh get() const { return handle_; }
+  // The next instruction at *code into insn (cs_disasm_iter).
+  bool Next(const uint8_t** code, size_t* size, uint64_t* address, cs_insn* insn) const {
+    return cs_.disasm_iter(handle_, code, size, address, insn);
+  }
+  const char* RegName(unsigned int reg) const { return cs_.reg_name(handle_, reg); }
+  const CapstoneLibrary& library() const { return cs_; }
 
  private:
+  const CapstoneLibrary& cs_;
   csh handle_ = 0;
   bool open_ = false;
 };
 
-// One instruction buffer for cs_disasm_iter (cs_free on destruction).
+// One instruction buffer for Next (freed on destruction).
 struct InsnFree {
-  void operator()(cs_insn* insn) const { cs_free(insn, 1); }
+  void (*free)(cs_insn* insn, size_t count);
+  void operator()(cs_insn* insn) const { free(insn, 1); }
 };
 using InsnPtr = std::unique_ptr<cs_insn, InsnFree>;
 
 InsnPtr AllocInsn(const CapstoneHandle& cs) {
-  InsnPtr insn(cs_malloc(cs.get()));
+  InsnPtr insn(cs.library().malloc(cs.get()), InsnFree{cs.library().free});
   if (!insn) throw Error(ErrorKind::kInternal, "Capstone cs_malloc failed");
   return insn;
 }
@@ -57,7 +66,7 @@ void ScanAmd64(Bytes code, uint64_t vaddr, size_t max_insns, std::vector<DataRef
   size_t left = code.size();
   uint64_t addr = vaddr;
   for (size_t n = 0; n < max_insns && left > 0; ++n) {
-    if (!cs_disasm_iter(cs.get(), &p, &left, &addr, insn.get())) {
+    if (!cs.Next(&p, &left, &addr, insn.get())) {
       // Not an instruction (e.g. padding Capstone does not know): skip a byte.
       ++p;
       --left;
@@ -174,7 +183,7 @@ void ScanArm64(Bytes code, uint64_t vaddr, size_t max_insns, std::vector<DataRef
   // it in the next instruction, which tells the access size.
   arm64_reg add_reg = ARM64_REG_INVALID;
   for (size_t n = 0; n < max_insns && left >= 4; ++n) {
-    if (!cs_disasm_iter(cs.get(), &p, &left, &addr, insn.get())) {
+    if (!cs.Next(&p, &left, &addr, insn.get())) {
       p += 4;
       left -= 4;
       addr += 4;
@@ -187,7 +196,7 @@ void ScanArm64(Bytes code, uint64_t vaddr, size_t max_insns, std::vector<DataRef
     adrp_reg = ARM64_REG_INVALID;
     add_reg = ARM64_REG_INVALID;
     const char* reg_name = a.op_count > 0 && a.operands[0].type == ARM64_OP_REG
-                               ? cs_reg_name(cs.get(), a.operands[0].reg)
+                               ? cs.RegName(a.operands[0].reg)
                                : nullptr;
     if (prev_add != ARM64_REG_INVALID && !out.empty()) {
       AddAccessThroughAdd(*insn, prev_add, reg_name ? reg_name : "", out);

@@ -18,6 +18,8 @@
 #    the target runs in too (a container holding both);
 #  - static arm64 under qemu-aarch64-static captures the arm64 oracle, itself under
 #    qemu-aarch64-static, and the profile equals the program's own;
+#  - the .deb's Depends names Capstone and libcurl, which the binary loads when first needed
+#    (dlopen: no NEEDED entry for dpkg-shlibdeps), and protobuf, which it links;
 #  - the .deb installed with apt-get into a fresh Debian 12 root made by mmdebstrap from
 #    Debian's mirror: goheap2pprof --version, man goheap2pprof, a capture equal to the
 #    program's own, systemd-analyze verify of the unit (and it is not enabled), the options of
@@ -109,6 +111,16 @@ if dpkg-deb -x "$(ls "$work"/dist/goheap2pprof_*.deb | head -n 1)" "$work/deb-co
 else
   fail "cannot unpack the .deb's goheap2pprof"
 fi
+# The libraries the binary loads when first needed (dlopen) are no NEEDED
+# entry for dpkg-shlibdeps to find: the package names them itself.
+depends=$(dpkg-deb -f "$(ls "$work"/dist/goheap2pprof_*.deb | head -n 1)" Depends 2>&1)
+for lib in libcapstone4 libcurl4 libprotobuf32; do
+  if [[ $depends == *"$lib"* ]]; then
+    pass "the .deb depends on $lib"
+  else
+    fail "the .deb's Depends lacks $lib: $depends"
+  fi
+done
 
 # ---- the oracle targets (the go_programs fixture's Go 1.26.8 builds).
 if [[ $(go_programs_status go1.26.8) != ok ]]; then

@@ -11,7 +11,9 @@
 # ?seconds=N delta (goroutine is one of net/http/pprof's delta profiles),
 # 500 for a reply over --max-capture-bytes and for a worker that crashes,
 # 504 for a capture past --capture-timeout and 503 while the one worker is
-# held (test seams).
+# held (test seams). And a stripped Go 1.26.8 target's heap and goroutine
+# profiles are served (its variables found with Capstone, which a confined
+# worker loads before it confines itself).
 #
 #   bash tests/e2e/serve_goroutine_test.sh <goheap2pprof> <profdiff>
 #
@@ -97,6 +99,33 @@ for v in $versions; do
   oracle "$v"
 done
 [[ -n $tpid ]] || e2e_finish
+
+# A stripped target's runtime variables are found by reading its code with
+# Capstone, which a dynamic build loads when first needed; a confined worker
+# cannot map a library (no executable mappings), so it loads Capstone before
+# it confines itself. Its heap and goroutine profiles are served.
+stripped() {
+  local sdir=$work/stripped prog got route
+  goroutines_program go1.26.8 pie-stripped "go1.26.8 stripped" || return
+  mkdir -p "$sdir/out"
+  e2e_start "$sdir/target.out" "$sdir/target.err" "$prog" "$sdir/out" 10
+  if ! e2e_wait_until 120 test -e "$sdir/out/ready"; then
+    fail "the stripped target did not start" "$sdir/target.err"
+    return
+  fi
+  e2e_wait_until 20 grep -q "\"$target_pid\"" <(curl -s "http://$addr/targets")
+  for route in heap goroutine; do
+    got=$(curl -s -o "$sdir/$route.pb.gz" -w '%{http_code}' \
+      "http://$addr/debug/pprof/$route?pid=$target_pid")
+    if [[ $got == 200 ]] && "$profdiff" "$sdir/$route.pb.gz" "$sdir/$route.pb.gz" >/dev/null; then
+      pass "a stripped target's $route profile is served"
+    else
+      fail "a stripped target's $route profile: status $got" "$sdir/$route.pb.gz"
+    fi
+  done
+  kill "$target_pid"
+}
+stripped
 
 # The answers of the heap route, for the last target (still running).
 base="http://$addr/debug/pprof/goroutine"

@@ -1,13 +1,13 @@
 #include "agent/push/curl_library.h"
 
+#include <optional>
 #include <string>
-#include <utility>
 
 #include "base/error.h"
 #include "base/expected.h"
 
 #ifdef GOHEAP2PPROF_CURL_DLOPEN
-#include <dlfcn.h>
+#include "base/shared_library.h"
 #endif
 
 namespace goheap2pprof {
@@ -16,44 +16,27 @@ namespace goheap2pprof {
 
 namespace {
 
-// dlsym of `name` into `fn`; false if the library lacks it.
-template <typename Fn>
-bool Resolve(void* handle, const char* name, Fn& fn) {
-  void* symbol = dlsym(handle, name);
-  if (symbol != nullptr) fn = reinterpret_cast<Fn>(symbol);
-  return symbol != nullptr;
-}
-
 // LoadCurlLibrary, with the Error returned: Curl() keeps it for every
 // caller, TryCurl() reports it.
 Expected<CurlLibrary> TryLoadCurlLibrary(const char* soname) {
-  // Never closed: libcurl's handles and threads may outlive any one user.
-  void* handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* why = dlerror();
-    return Error(ErrorKind::kUnsupported, "push needs libcurl, and ", soname,
-                 " cannot be loaded: ", why != nullptr ? why : "no reason given")
-        .WithHint("install libcurl (Debian: apt-get install libcurl4), or use the static build");
-  }
+  Expected<SharedLibrary> lib = SharedLibrary::Open(
+      soname, "push", "libcurl",
+      "install libcurl (Debian: apt-get install libcurl4), or use the static build");
+  if (!lib) return lib.error();
   CurlLibrary c{};
-  const std::pair<const char*, bool> resolved[] = {
-      {"curl_global_init", Resolve(handle, "curl_global_init", c.global_init)},
-      {"curl_easy_init", Resolve(handle, "curl_easy_init", c.easy_init)},
-      {"curl_easy_setopt", Resolve(handle, "curl_easy_setopt", c.easy_setopt)},
-      {"curl_easy_perform", Resolve(handle, "curl_easy_perform", c.easy_perform)},
-      {"curl_easy_getinfo", Resolve(handle, "curl_easy_getinfo", c.easy_getinfo)},
-      {"curl_easy_cleanup", Resolve(handle, "curl_easy_cleanup", c.easy_cleanup)},
-      {"curl_easy_strerror", Resolve(handle, "curl_easy_strerror", c.easy_strerror)},
-      {"curl_slist_append", Resolve(handle, "curl_slist_append", c.slist_append)},
-      {"curl_slist_free_all", Resolve(handle, "curl_slist_free_all", c.slist_free_all)},
-      {"curl_version_info", Resolve(handle, "curl_version_info", c.version_info)},
-      {"curl_getdate", Resolve(handle, "curl_getdate", c.getdate)},
-  };
-  for (const auto& [name, found] : resolved) {
-    if (!found) {
-      return Error(ErrorKind::kUnsupported, soname, " has no function ", name,
-                   ": it is not the libcurl push was built for");
-    }
+  lib->Resolve("curl_global_init", c.global_init);
+  lib->Resolve("curl_easy_init", c.easy_init);
+  lib->Resolve("curl_easy_setopt", c.easy_setopt);
+  lib->Resolve("curl_easy_perform", c.easy_perform);
+  lib->Resolve("curl_easy_getinfo", c.easy_getinfo);
+  lib->Resolve("curl_easy_cleanup", c.easy_cleanup);
+  lib->Resolve("curl_easy_strerror", c.easy_strerror);
+  lib->Resolve("curl_slist_append", c.slist_append);
+  lib->Resolve("curl_slist_free_all", c.slist_free_all);
+  lib->Resolve("curl_version_info", c.version_info);
+  lib->Resolve("curl_getdate", c.getdate);
+  if (std::optional<Error> missing = lib->Missing("the libcurl push was built for")) {
+    return *missing;
   }
   return c;
 }
