@@ -49,4 +49,14 @@ class SharedLibrary {
   std::string missing_;  // the first function not found
 };
 
+// A table of functions loaded once, or nullptr with *why set to why the
+// library could not be loaded (for --version, which says so rather than
+// fail).
+template <typename Table>
+const Table* LoadedOrWhy(const Expected<Table>& loaded, std::string* why) {
+  if (loaded) return &loaded.value();
+  *why = loaded.error().what();
+  return nullptr;
+}
+
 }  // namespace goheap2pprof

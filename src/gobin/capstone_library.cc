@@ -53,14 +53,7 @@ CapstoneLibrary LoadCapstoneLibrary(const char* soname) {
 
 const CapstoneLibrary& Capstone() { return Load().value(); }
 
-const CapstoneLibrary* TryCapstone(std::string* why) {
-  const Expected<CapstoneLibrary>& loaded = Load();
-  if (!loaded) {
-    *why = loaded.error().what();
-    return nullptr;
-  }
-  return &loaded.value();
-}
+const CapstoneLibrary* TryCapstone(std::string* why) { return LoadedOrWhy(Load(), why); }
 
 #else  // linked in
 

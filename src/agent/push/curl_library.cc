@@ -53,14 +53,7 @@ CurlLibrary LoadCurlLibrary(const char* soname) { return TryLoadCurlLibrary(sona
 
 const CurlLibrary& Curl() { return Load().value(); }
 
-const CurlLibrary* TryCurl(std::string* why) {
-  const Expected<CurlLibrary>& loaded = Load();
-  if (!loaded) {
-    *why = loaded.error().what();
-    return nullptr;
-  }
-  return &loaded.value();
-}
+const CurlLibrary* TryCurl(std::string* why) { return LoadedOrWhy(Load(), why); }
 
 #else  // linked in
 
