@@ -14,10 +14,6 @@ namespace goheap2pprof {
 
 #ifdef GOHEAP2PPROF_CAPSTONE_DLOPEN
 
-namespace {
-
-// LoadCapstoneLibrary, with the Error returned: Capstone() keeps it for
-// every caller, TryCapstone() reports it.
 Expected<CapstoneLibrary> TryLoadCapstoneLibrary(const char* soname) {
   Expected<SharedLibrary> lib = SharedLibrary::Open(
       soname, "reading a stripped Go binary's code", "Capstone",
@@ -39,6 +35,8 @@ Expected<CapstoneLibrary> TryLoadCapstoneLibrary(const char* soname) {
   return c;
 }
 
+namespace {
+
 // The library, or the Error loading it gave; loaded once.
 const Expected<CapstoneLibrary>& Load() {
   static const Expected<CapstoneLibrary> loaded = TryLoadCapstoneLibrary("libcapstone.so.4");
@@ -46,10 +44,6 @@ const Expected<CapstoneLibrary>& Load() {
 }
 
 }  // namespace
-
-CapstoneLibrary LoadCapstoneLibrary(const char* soname) {
-  return TryLoadCapstoneLibrary(soname).value();
-}
 
 const CapstoneLibrary& Capstone() { return Load().value(); }
 

@@ -14,6 +14,8 @@
 
 #include <string>
 
+#include "base/expected.h"
+
 namespace goheap2pprof {
 
 struct CapstoneLibrary {
@@ -39,11 +41,11 @@ const CapstoneLibrary& Capstone();
 const CapstoneLibrary* TryCapstone(std::string* why);
 
 #ifdef GOHEAP2PPROF_CAPSTONE_DLOPEN
-// Loads the Capstone called `soname` and resolves the table's functions.
-// Throws Error(kUnsupported) when the library cannot be loaded or lacks one
-// of them. What Capstone() does with "libcapstone.so.4" (Capstone 4's ABI,
+// Loads the Capstone called `soname` and resolves the table's functions;
+// Error(kUnsupported) when the library cannot be loaded or lacks one of
+// them. What Capstone() does once with "libcapstone.so.4" (Capstone 4's ABI,
 // which the code scan's structures are compiled against).
-CapstoneLibrary LoadCapstoneLibrary(const char* soname);
+Expected<CapstoneLibrary> TryLoadCapstoneLibrary(const char* soname);
 #endif
 
 }  // namespace goheap2pprof

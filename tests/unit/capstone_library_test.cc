@@ -44,19 +44,10 @@ TEST(CapstoneLibrary, IsTheCapstoneTheScanWasBuiltAgainst) {
 }
 
 #ifdef GOHEAP2PPROF_CAPSTONE_DLOPEN
-// The Error LoadCapstoneLibrary(soname) throws; a failure when it loads.
-Error LoadError(const char* soname) {
-  try {
-    LoadCapstoneLibrary(soname);
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "loaded " << soname << " as Capstone";
-  return Error(ErrorKind::kInternal, "loaded");
-}
-
 TEST(CapstoneLibrary, AMissingCapstoneIsNamedWithAHint) {
-  const Error e = LoadError("libcapstone-goheap2pprof-absent.so.4");
+  const auto loaded = TryLoadCapstoneLibrary("libcapstone-goheap2pprof-absent.so.4");
+  ASSERT_FALSE(loaded) << "loaded libcapstone-goheap2pprof-absent.so.4 as Capstone";
+  const Error& e = loaded.error();
   EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
   const std::string what = e.what();
   EXPECT_NE(what.find("reading a stripped Go binary's code needs Capstone"), std::string::npos)
@@ -66,7 +57,9 @@ TEST(CapstoneLibrary, AMissingCapstoneIsNamedWithAHint) {
 }
 
 TEST(CapstoneLibrary, ALibraryWithoutCapstonesFunctionsIsRefused) {
-  const Error e = LoadError("libz.so.1");
+  const auto loaded = TryLoadCapstoneLibrary("libz.so.1");
+  ASSERT_FALSE(loaded) << "loaded libz.so.1 as Capstone";
+  const Error& e = loaded.error();
   EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
   EXPECT_NE(std::string(e.what()).find("libz.so.1 has no function cs_open"), std::string::npos)
       << e.what();

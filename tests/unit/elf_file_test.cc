@@ -50,6 +50,26 @@ void AppendNote(std::vector<uint8_t>& b, std::string_view owner, uint32_t type,
   pad();
 }
 
+// An amd64-style ELF64 little-endian header: the given type, machine,
+// section headers and name table; the caller sets the program headers.
+Elf64_Ehdr Header(uint16_t type, uint16_t machine, uint64_t shoff, uint16_t shnum,
+                  uint16_t shstrndx) {
+  Elf64_Ehdr eh = {};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = type;
+  eh.e_machine = machine;
+  eh.e_version = EV_CURRENT;
+  eh.e_shoff = shoff;
+  eh.e_ehsize = sizeof(Elf64_Ehdr);
+  eh.e_shentsize = sizeof(Elf64_Shdr);
+  eh.e_shnum = shnum;
+  eh.e_shstrndx = shstrndx;
+  return eh;
+}
+
 constexpr uint64_t kBase = 0x400000;
 
 // ehdr | phdr (one PT_LOAD of the whole file at kBase) | notes | shstrtab |
@@ -90,23 +110,11 @@ std::vector<uint8_t> BuildElf(uint16_t machine = EM_X86_64) {
   sh[3].sh_addralign = 1;
   for (int i = 0; i < 4; ++i) Put(b, shoff + i * sizeof(Elf64_Shdr), sh[i]);
 
-  Elf64_Ehdr eh = {};
-  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_type = ET_EXEC;
-  eh.e_machine = machine;
-  eh.e_version = EV_CURRENT;
+  Elf64_Ehdr eh = Header(ET_EXEC, machine, shoff, 4, 3);
   eh.e_entry = kBase + 0x100;
   eh.e_phoff = sizeof(Elf64_Ehdr);
-  eh.e_shoff = shoff;
-  eh.e_ehsize = sizeof(Elf64_Ehdr);
   eh.e_phentsize = sizeof(Elf64_Phdr);
   eh.e_phnum = 1;
-  eh.e_shentsize = sizeof(Elf64_Shdr);
-  eh.e_shnum = 4;
-  eh.e_shstrndx = 3;
   Put(b, 0, eh);
 
   Elf64_Phdr ph = {};
@@ -225,20 +233,7 @@ std::vector<uint8_t> BuildElfWithSymbols(const std::vector<Elf64_Sym>& symtab,
   strings(4, 25, dynstr);
   strings(5, 33, shstr);
   const size_t shoff = append(sh, sizeof(sh));
-  Elf64_Ehdr eh = {};
-  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_type = ET_EXEC;
-  eh.e_machine = EM_X86_64;
-  eh.e_version = EV_CURRENT;
-  eh.e_shoff = shoff;
-  eh.e_ehsize = sizeof(Elf64_Ehdr);
-  eh.e_shentsize = sizeof(Elf64_Shdr);
-  eh.e_shnum = 6;
-  eh.e_shstrndx = 5;
-  Put(b, 0, eh);
+  Put(b, 0, Header(ET_EXEC, EM_X86_64, shoff, 6, 5));
   return b;
 }
 

@@ -46,19 +46,10 @@ TEST(CurlLibrary, IsTheLibcurlPushWasBuiltAgainst) {
 }
 
 #ifdef GOHEAP2PPROF_CURL_DLOPEN
-// The Error LoadCurlLibrary(soname) throws; a failure when it loads.
-Error LoadError(const char* soname) {
-  try {
-    LoadCurlLibrary(soname);
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "loaded " << soname << " as libcurl";
-  return Error(ErrorKind::kInternal, "loaded");
-}
-
 TEST(CurlLibrary, AMissingLibcurlIsNamedWithAHint) {
-  const Error e = LoadError("libcurl-goheap2pprof-absent.so.4");
+  const auto loaded = TryLoadCurlLibrary("libcurl-goheap2pprof-absent.so.4");
+  ASSERT_FALSE(loaded) << "loaded libcurl-goheap2pprof-absent.so.4 as libcurl";
+  const Error& e = loaded.error();
   EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
   EXPECT_NE(std::string(e.what()).find("libcurl-goheap2pprof-absent.so.4"), std::string::npos)
       << e.what();
@@ -66,7 +57,9 @@ TEST(CurlLibrary, AMissingLibcurlIsNamedWithAHint) {
 }
 
 TEST(CurlLibrary, ALibraryWithoutLibcurlsFunctionsIsRefused) {
-  const Error e = LoadError("libz.so.1");
+  const auto loaded = TryLoadCurlLibrary("libz.so.1");
+  ASSERT_FALSE(loaded) << "loaded libz.so.1 as libcurl";
+  const Error& e = loaded.error();
   EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
   EXPECT_NE(std::string(e.what()).find("has no function curl_global_init"), std::string::npos)
       << e.what();

@@ -14,10 +14,6 @@ namespace goheap2pprof {
 
 #ifdef GOHEAP2PPROF_CURL_DLOPEN
 
-namespace {
-
-// LoadCurlLibrary, with the Error returned: Curl() keeps it for every
-// caller, TryCurl() reports it.
 Expected<CurlLibrary> TryLoadCurlLibrary(const char* soname) {
   Expected<SharedLibrary> lib = SharedLibrary::Open(
       soname, "push", "libcurl",
@@ -41,6 +37,8 @@ Expected<CurlLibrary> TryLoadCurlLibrary(const char* soname) {
   return c;
 }
 
+namespace {
+
 // The library, or the Error loading it gave; loaded once.
 const Expected<CurlLibrary>& Load() {
   static const Expected<CurlLibrary> loaded = TryLoadCurlLibrary("libcurl.so.4");
@@ -48,8 +46,6 @@ const Expected<CurlLibrary>& Load() {
 }
 
 }  // namespace
-
-CurlLibrary LoadCurlLibrary(const char* soname) { return TryLoadCurlLibrary(soname).value(); }
 
 const CurlLibrary& Curl() { return Load().value(); }
 

@@ -15,6 +15,8 @@
 #include <ctime>
 #include <string>
 
+#include "base/expected.h"
+
 namespace goheap2pprof {
 
 struct CurlLibrary {
@@ -41,11 +43,11 @@ const CurlLibrary& Curl();
 const CurlLibrary* TryCurl(std::string* why);
 
 #ifdef GOHEAP2PPROF_CURL_DLOPEN
-// Loads the libcurl called `soname` and resolves the table's functions.
-// Throws Error(kUnsupported) when the library cannot be loaded or lacks one
-// of them. What Curl() does with "libcurl.so.4", the soname of libcurl's
+// Loads the libcurl called `soname` and resolves the table's functions;
+// Error(kUnsupported) when the library cannot be loaded or lacks one of
+// them. What Curl() does once with "libcurl.so.4", the soname of libcurl's
 // ABI since 7.16.
-CurlLibrary LoadCurlLibrary(const char* soname);
+Expected<CurlLibrary> TryLoadCurlLibrary(const char* soname);
 #endif
 
 }  // namespace goheap2pprof

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "gobin/capstone_library.h"
 
 namespace goheap2pprof {
 namespace {
@@ -244,6 +245,12 @@ void BecomeCaptureUser(uint32_t uid, uint32_t gid) {
 }  // namespace
 
 void EnterCaptureSandbox(const SandboxLimits& limits) {
+  // Confined, no library can be mapped (no executable mappings): the one a
+  // dynamic build loads when a capture first needs it, Capstone for
+  // stripped targets, is loaded now. If it is missing, the captures that
+  // need it say so.
+  std::string capstone_missing;
+  TryCapstone(&capstone_missing);
   if (limits.address_space_bytes) {
     SetLimit(RLIMIT_AS, limits.address_space_bytes, limits.address_space_bytes, "RLIMIT_AS");
   }

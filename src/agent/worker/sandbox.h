@@ -1,5 +1,6 @@
 // Confinement of a capture worker (agent/worker/worker.h), applied by the worker to
-// itself once, before it reads a byte of any target:
+// itself once, before it reads a byte of any target (first loading what a
+// dynamic build loads on first use and a capture may need: Capstone):
 //   - resource limits: address space and CPU time (a runaway parse ends in
 //     std::bad_alloc or SIGXCPU/SIGKILL, never in the server), no core files,
 //     few open files; oom_score_adj 1000 (the kernel's first choice);

@@ -19,7 +19,6 @@
 #include <memory>
 #include <optional>
 #include <sstream>
-#include <string>
 #include <thread>
 #include <vector>
 
@@ -38,7 +37,6 @@
 #include "app/run.h"
 #include "app/runtime_stats.h"
 #include "base/error.h"
-#include "gobin/capstone_library.h"
 #include "pprof/output.h"
 #include "pprof/profile/delta.h"
 #include "proc/procfs.h"
@@ -831,11 +829,6 @@ int RunCaptureWorker(int fd, const WorkerLimits& limits, const ExecutableOptions
   close(STDOUT_FILENO);
   if (fd > 3) CloseDescriptors(3, static_cast<unsigned>(fd - 1));
   CloseDescriptors(int64_t{fd} + 1, ~0U);
-  // A confined worker cannot map a library (no executable mappings): the
-  // Capstone a dynamic build loads for stripped targets is loaded now. If it
-  // is missing, the captures that need it say so.
-  std::string capstone_missing;
-  TryCapstone(&capstone_missing);
   try {
     EnterCaptureSandbox({limits.address_space_bytes, limits.cpu_seconds, limits.uid, limits.gid});
   } catch (const Error& e) {
