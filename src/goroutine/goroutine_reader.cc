@@ -90,11 +90,12 @@ bool IsSystemGoroutine(MemoryReader& mem, const GoroutineContext& ctx, StartKind
 }
 
 // What must be equal in the two reads of a g for its stack to be the one
-// the goroutine had: status, id, saved registers, stack bounds, labels, and
-// the wait reason: a goroutine that woke and parked again elsewhere between
-// the reads can have its gopark frame at the very same SP (a sleep under k
-// recursive frames and a mutex wait under others), so that only the reason
-// tells the header of the first read from the stack of the second.
+// the goroutine had: status, id, saved registers, stack bounds, labels, the
+// wait reason, and trackingSeq. A goroutine that woke and parked again
+// between the reads can have its gopark frame at the very same SP, with the
+// same reason too (a sleep in a loop), its stack copied while it ran; but
+// parking again bumped its trackingSeq. Only 256 moves (or a multiple) out
+// of _Grunning in between, ending parked at the same place, would pass.
 bool SameGoroutine(const GoroutineLayout& l, std::span<const uint8_t> a,
                    std::span<const uint8_t> b) {
   const uint64_t words[] = {l.stack_lo, l.stack_hi,  l.sched_sp,  l.sched_pc, l.sched_lr,
@@ -103,7 +104,7 @@ bool SameGoroutine(const GoroutineLayout& l, std::span<const uint8_t> a,
     if (U64At(a, off) != U64At(b, off)) return false;
   }
   return LoadU32(a.data() + l.atomicstatus) == LoadU32(b.data() + l.atomicstatus) &&
-         a[l.waitreason] == b[l.waitreason];
+         a[l.waitreason] == b[l.waitreason] && a[l.tracking_seq] == b[l.tracking_seq];
 }
 
 // One goroutine of a batch between its reads.

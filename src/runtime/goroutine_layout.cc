@@ -25,6 +25,7 @@ GoroutineLayout FamilyLayout(int minor) {
   l.goid = 152 + shift;
   l.waitsince = 168 + shift;
   l.waitreason = 176 + shift;
+  l.tracking_seq = minor <= 20 ? 189 : minor == 21 ? 188 : 191 + shift;
   l.lockedm = minor <= 20 ? 232 : 208 + shift;
   if (minor <= 20) {
     l.gopc = 296;
@@ -98,6 +99,7 @@ std::vector<StructLayout> ExpectedGoroutineStructs(const GoroutineLayout& l) {
                   {"goid", l.goid, 8},
                   {"waitsince", l.waitsince, 8},
                   {"waitreason", l.waitreason, 1},
+                  {"trackingSeq", l.tracking_seq, 1},
                   {"lockedm", l.lockedm, 8},
                   {"gopc", l.gopc, 8},
                   {"startpc", l.startpc, 8},

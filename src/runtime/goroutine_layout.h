@@ -40,7 +40,12 @@ struct GoroutineLayout {
   uint64_t atomicstatus = 0;          // uint32
   uint64_t goid = 0;
   uint64_t waitsince = 0;
-  uint64_t waitreason = 0;              // uint8
+  uint64_t waitreason = 0;  // uint8
+  // uint8, bumped by casgstatus on each move out of _Grunning (1.18-1.25;
+  // from 1.26 out of _Grunning or _Gsyscall into neither): differs between
+  // two reads of a g that parked, ran and parked again (runtime/proc.go,
+  // the sampling of scheduling latencies).
+  uint64_t tracking_seq = 0;
   uint64_t lockedm = 0;                 // muintptr: non-zero while locked to a thread
   std::optional<uint64_t> parent_goid;  // 1.21+
   uint64_t gopc = 0;

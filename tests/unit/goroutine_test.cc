@@ -484,6 +484,28 @@ TEST_F(GoroutineReaderTest, RereadsGoroutineThatMovedWhileUnwound) {
   EXPECT_EQ(s.stats.dropped, 0u);
 }
 
+TEST_F(GoroutineReaderTest, RereadsGoroutineThatRanAndParkedAgainTheSameWay) {
+  AddG(kWaiting, 5, kWorker);
+  int stack_reads = 0, g_reads = 0;
+  mem_.SetReadHook([&](uint64_t addr, uint64_t) {
+    // The stack is copied while the goroutine runs: a return address is
+    // another one, which ends the walk early. By the g's second read it has
+    // parked again at the same SP with the same reason; only trackingSeq,
+    // bumped as it parked, tells.
+    if (addr == kSp && ++stack_reads == 1) mem_.PutU64(kSp + 0x18, kGoexit + 1);
+    if (addr == G(0) && ++g_reads == 2) {
+      mem_.PutU64(kSp + 0x18, kWorker + 0x45);
+      const uint64_t seq = layout_.tracking_seq;  // a byte of an otherwise zero word
+      mem_.PutU64(G(0) + (seq & ~uint64_t{7}), uint64_t{7} << (8 * (seq & 7)));
+    }
+  });
+  const GoroutineSnapshot s = Read();
+  ASSERT_EQ(s.goroutines.size(), 1u);
+  EXPECT_EQ(s.goroutines[0].pcs,
+            (std::vector<uint64_t>{kGopark + 0x20, kWorker + 0x45, kWorker + 0x31, kGoexit + 1}));
+  EXPECT_EQ(s.stats.retried, 1u);
+}
+
 TEST_F(GoroutineReaderTest, DropsGoroutineThatKeepsMoving) {
   AddG(kWaiting, 6, kWorker);
   AddG(kWaiting, 7, kWorker);
