@@ -23,6 +23,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -79,22 +80,56 @@ std::string Gunzip(const std::string& path, const std::string& data) {
   return out;
 }
 
+// The text of every distinct location met in either profile, numbered: a
+// sample's key names its locations by number, so that a profile of 250k
+// stacks of 1,000 frames is not held as 250M lines of text (22 GB).
+class LocationTexts {
+ public:
+  uint32_t Number(std::string text) {
+    auto [it, inserted] = numbers_.try_emplace(std::move(text), texts_.size());
+    if (inserted) texts_.push_back(&it->first);
+    return it->second;
+  }
+  const std::string& Text(uint32_t number) const { return *texts_.at(number); }
+
+ private:
+  std::unordered_map<std::string, uint32_t> numbers_;
+  std::vector<const std::string*> texts_;  // by number; keys of numbers_ do not move
+};
+
+// A sample's key: the length of its values and labels as text (4 bytes),
+// that text, then its locations' numbers (4 bytes each, leaf first).
+std::string SampleKeyText(const std::string& key, const LocationTexts& texts) {
+  uint32_t head = 0;
+  std::memcpy(&head, key.data(), 4);
+  std::string out = key.substr(4, head) + "\n";
+  for (size_t at = 4 + size_t{head}; at + 4 <= key.size(); at += 4) {
+    uint32_t number = 0;
+    std::memcpy(&number, key.data() + at, 4);
+    out += "    " + texts.Text(number) + "\n";
+  }
+  return out;
+}
+
 // A profile reduced to what it means.
 struct Canonical {
   std::string header;
   std::string main_mapping;
   std::vector<std::string> other_mappings;  // sorted; reported, never fatal
-  std::map<std::string, int> samples;       // canonical sample -> multiplicity
+  std::map<std::string, int> samples;       // sample key -> multiplicity
   int sample_count = 0;
 };
 
 class Canonicalizer {
  public:
-  Canonicalizer(const std::string& path, const pb::Profile& profile, bool ignore_addresses)
+  Canonicalizer(const std::string& path, const pb::Profile& profile, bool ignore_addresses,
+                LocationTexts& texts)
       : path_(path), p_(profile), ignore_addresses_(ignore_addresses) {
-    for (const pb::Location& loc : p_.location()) locations_[loc.id()] = &loc;
     for (const pb::Function& fn : p_.function()) functions_[fn.id()] = &fn;
     for (const pb::Mapping& m : p_.mapping()) mappings_[m.id()] = &m;
+    for (const pb::Location& loc : p_.location()) {
+      locations_[loc.id()] = texts.Number(LocationText(loc));
+    }
   }
 
   Canonical Run() {
@@ -117,7 +152,7 @@ class Canonicalizer {
     }
     std::sort(c.other_mappings.begin(), c.other_mappings.end());
 
-    for (const pb::Sample& s : p_.sample()) ++c.samples[SampleText(s)];
+    for (const pb::Sample& s : p_.sample()) ++c.samples[SampleKey(s)];
     c.sample_count = p_.sample_size();
     return c;
   }
@@ -157,8 +192,9 @@ class Canonicalizer {
     return out.str();
   }
 
-  // One line per location, leaf first; inline frames joined by " <- ".
-  std::string SampleText(const pb::Sample& s) const {
+  // Values and labels as text, then each location's number, leaf first
+  // (SampleKeyText gives one line per location; inline frames joined by " <- ").
+  std::string SampleKey(const pb::Sample& s) const {
     std::ostringstream out;
     out << "values [";
     for (int i = 0; i < s.value_size(); ++i) out << (i ? " " : "") << s.value(i);
@@ -172,15 +208,18 @@ class Canonicalizer {
     }
     std::sort(labels.begin(), labels.end());
     for (const std::string& l : labels) out << " " << l;
-    out << "\n";
+    const std::string head = out.str();
+    const auto head_size = static_cast<uint32_t>(head.size());
+    std::string key(reinterpret_cast<const char*>(&head_size), 4);
+    key += head;
     for (uint64_t id : s.location_id()) {
       auto it = locations_.find(id);
       if (it == locations_.end()) {
         throw Error(ErrorKind::kMalformed, path_, ": sample refers to missing location ", id);
       }
-      out << "    " << LocationText(*it->second) << "\n";
+      key.append(reinterpret_cast<const char*>(&it->second), 4);
     }
-    return out.str();
+    return key;
   }
 
   std::string LocationText(const pb::Location& loc) const {
@@ -211,12 +250,13 @@ class Canonicalizer {
   const std::string& path_;
   const pb::Profile& p_;
   bool ignore_addresses_;
-  std::unordered_map<uint64_t, const pb::Location*> locations_;
+  std::unordered_map<uint64_t, uint32_t> locations_;  // id -> its text's number
   std::unordered_map<uint64_t, const pb::Function*> functions_;
   std::unordered_map<uint64_t, const pb::Mapping*> mappings_;
 };
 
-Canonical Load(const std::string& path, bool ignore_addresses, bool ignore_comments) {
+Canonical Load(const std::string& path, bool ignore_addresses, bool ignore_comments,
+               LocationTexts& texts) {
   std::string data = Gunzip(path, ReadFile(path));
   pb::Profile profile;
   if (!profile.ParseFromString(data)) {
@@ -224,19 +264,21 @@ Canonical Load(const std::string& path, bool ignore_addresses, bool ignore_comme
   }
   // goheap2pprof's comments carry its warnings, not profile data.
   if (ignore_comments) profile.clear_comment();
-  return Canonicalizer(path, profile, ignore_addresses).Run();
+  return Canonicalizer(path, profile, ignore_addresses, texts).Run();
 }
 
 // Prints the samples of `a` that `b` lacks (counting multiplicity); returns
 // how many there are.
-int ReportMissing(const char* title, const Canonical& a, const Canonical& b) {
+int ReportMissing(const char* title, const Canonical& a, const Canonical& b,
+                  const LocationTexts& texts) {
   int missing = 0;
-  for (const auto& [text, count] : a.samples) {
-    auto it = b.samples.find(text);
+  for (const auto& [key, count] : a.samples) {
+    auto it = b.samples.find(key);
     int extra = count - (it == b.samples.end() ? 0 : it->second);
     if (extra <= 0) continue;
     if (missing < kMaxReported) {
-      std::cout << title << (extra > 1 ? " (x" + std::to_string(extra) + ")" : "") << ": " << text;
+      std::cout << title << (extra > 1 ? " (x" + std::to_string(extra) + ")" : "") << ": "
+                << SampleKeyText(key, texts);
     }
     missing += extra;
   }
@@ -328,8 +370,9 @@ int Run(int argc, char** argv) {
     return 2;
   }
 
-  Canonical expected = Load(expected_path, ignore_addresses, ignore_comments);
-  Canonical actual = Load(actual_path, ignore_addresses, ignore_comments);
+  LocationTexts texts;
+  Canonical expected = Load(expected_path, ignore_addresses, ignore_comments, texts);
+  Canonical actual = Load(actual_path, ignore_addresses, ignore_comments, texts);
 
   bool same = true;
   if (expected.header != actual.header) {
@@ -347,8 +390,8 @@ int Run(int argc, char** argv) {
     for (const std::string& m : expected.other_mappings) std::cout << "  expected: " << m << "\n";
     for (const std::string& m : actual.other_mappings) std::cout << "  actual:   " << m << "\n";
   }
-  int only_expected = ReportMissing("only in expected", expected, actual);
-  int only_actual = ReportMissing("only in actual", actual, expected);
+  int only_expected = ReportMissing("only in expected", expected, actual, texts);
+  int only_actual = ReportMissing("only in actual", actual, expected, texts);
   if (only_expected != 0 || only_actual != 0) same = false;
 
   std::cout << "samples: expected " << expected.sample_count << ", actual " << actual.sample_count
