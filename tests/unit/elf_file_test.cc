@@ -22,6 +22,7 @@
 #include "base/error.h"
 #include "base/unique_fd.h"
 #include "elf/process_files.h"
+#include "elf_bytes.h"
 #include "proc/procfs.h"
 
 // Called through its address below; C linkage keeps the symbol name plain.
@@ -30,40 +31,17 @@ extern "C" __attribute__((noinline)) int goheap2pprof_elf_test_marker(int x) { r
 namespace goheap2pprof {
 namespace {
 
-template <typename T>
-void Put(std::vector<uint8_t>& b, size_t off, const T& v) {
-  if (b.size() < off + sizeof(T)) b.resize(off + sizeof(T));
-  std::memcpy(&b[off], &v, sizeof(T));
-}
+using testing_elf::AppendNote;
+using testing_elf::Elf64Header;
 
-void AppendNote(std::vector<uint8_t>& b, std::string_view owner, uint32_t type,
-                std::string_view desc) {
-  auto pad = [&] { b.resize((b.size() + 3) / 4 * 4, 0); };
-  uint32_t hdr[3] = {static_cast<uint32_t>(owner.size() + 1), static_cast<uint32_t>(desc.size()),
-                     type};
-  size_t at = b.size();
-  Put(b, at, hdr);
-  b.insert(b.end(), owner.begin(), owner.end());
-  b.push_back(0);
-  pad();
-  b.insert(b.end(), desc.begin(), desc.end());
-  pad();
-}
+using testing_elf::PutAt;
 
-// An amd64-style ELF64 little-endian header: the given type, machine,
-// section headers and name table; the caller sets the program headers.
+// The header of the images below: ELF64 for this machine, these section
+// headers; the caller sets the program headers.
 Elf64_Ehdr Header(uint16_t type, uint16_t machine, uint64_t shoff, uint16_t shnum,
                   uint16_t shstrndx) {
-  Elf64_Ehdr eh = {};
-  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_type = type;
-  eh.e_machine = machine;
-  eh.e_version = EV_CURRENT;
+  Elf64_Ehdr eh = Elf64Header(type, machine);
   eh.e_shoff = shoff;
-  eh.e_ehsize = sizeof(Elf64_Ehdr);
   eh.e_shentsize = sizeof(Elf64_Shdr);
   eh.e_shnum = shnum;
   eh.e_shstrndx = shstrndx;
@@ -108,14 +86,14 @@ std::vector<uint8_t> BuildElf(uint16_t machine = EM_X86_64) {
   sh[3].sh_offset = shstr_off;
   sh[3].sh_size = shstr.size();
   sh[3].sh_addralign = 1;
-  for (int i = 0; i < 4; ++i) Put(b, shoff + i * sizeof(Elf64_Shdr), sh[i]);
+  for (int i = 0; i < 4; ++i) PutAt(b, shoff + i * sizeof(Elf64_Shdr), sh[i]);
 
   Elf64_Ehdr eh = Header(ET_EXEC, machine, shoff, 4, 3);
   eh.e_entry = kBase + 0x100;
   eh.e_phoff = sizeof(Elf64_Ehdr);
   eh.e_phentsize = sizeof(Elf64_Phdr);
   eh.e_phnum = 1;
-  Put(b, 0, eh);
+  PutAt(b, 0, eh);
 
   Elf64_Phdr ph = {};
   ph.p_type = PT_LOAD;
@@ -126,7 +104,7 @@ std::vector<uint8_t> BuildElf(uint16_t machine = EM_X86_64) {
   ph.p_filesz = shoff;  // the section headers are not loaded
   ph.p_memsz = shoff + 0x1000;
   ph.p_align = 0x1000;
-  Put(b, sizeof(Elf64_Ehdr), ph);
+  PutAt(b, sizeof(Elf64_Ehdr), ph);
   return b;
 }
 
@@ -233,7 +211,7 @@ std::vector<uint8_t> BuildElfWithSymbols(const std::vector<Elf64_Sym>& symtab,
   strings(4, 25, dynstr);
   strings(5, 33, shstr);
   const size_t shoff = append(sh, sizeof(sh));
-  Put(b, 0, Header(ET_EXEC, EM_X86_64, shoff, 6, 5));
+  PutAt(b, 0, Header(ET_EXEC, EM_X86_64, shoff, 6, 5));
   return b;
 }
 

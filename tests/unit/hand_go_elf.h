@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "elf_bytes.h"
 #include "hand_pclntab.h"
 
 namespace goheap2pprof {
@@ -61,11 +62,7 @@ struct HandGoElf {
   uint64_t load_size = 0;  // the one PT_LOAD maps [0, load_size) of the file at vaddr 0
 };
 
-template <typename T>
-void Put(std::vector<uint8_t>& b, size_t off, const T& v) {
-  if (b.size() < off + sizeof(T)) b.resize(off + sizeof(T));
-  std::memcpy(&b[off], &v, sizeof(T));
-}
+using testing_elf::PutAt;
 
 inline void Align(std::vector<uint8_t>& b, size_t to) { b.resize((b.size() + to - 1) / to * to); }
 
@@ -133,7 +130,7 @@ inline HandGoElf BuildHandGoElf(const HandTable& table, std::string_view go_vers
     s.st_value = value;
     strtab += name;
     strtab.push_back('\0');
-    Put(symtab, symtab.size(), s);
+    PutAt(symtab, symtab.size(), s);
   };
   sym("runtime.text", out.text, 1);
   sym("go:func.*", gofunc, 3);
@@ -162,7 +159,7 @@ inline HandGoElf BuildHandGoElf(const HandTable& table, std::string_view go_vers
 
   Align(b, 8);
   const uint64_t shoff = b.size();
-  Put(b, shoff, Elf64_Shdr{});
+  PutAt(b, shoff, Elf64_Shdr{});
   for (size_t i = 0; i < sections.size(); ++i) {
     const Section& s = sections[i];
     Elf64_Shdr sh{};
@@ -176,27 +173,19 @@ inline HandGoElf BuildHandGoElf(const HandTable& table, std::string_view go_vers
     sh.sh_info = s.info;
     sh.sh_addralign = 1;
     sh.sh_entsize = s.entsize;
-    Put(b, b.size(), sh);
+    PutAt(b, b.size(), sh);
   }
 
-  Elf64_Ehdr eh{};
-  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_type = ET_DYN;
-  eh.e_machine = EM_X86_64;
-  eh.e_version = EV_CURRENT;
+  Elf64_Ehdr eh = testing_elf::Elf64Header(ET_DYN, EM_X86_64);
   eh.e_entry = out.text;
   eh.e_phoff = sizeof(Elf64_Ehdr);
   eh.e_shoff = shoff;
-  eh.e_ehsize = sizeof(Elf64_Ehdr);
   eh.e_phentsize = sizeof(Elf64_Phdr);
   eh.e_phnum = 1;
   eh.e_shentsize = sizeof(Elf64_Shdr);
   eh.e_shnum = static_cast<uint16_t>(sections.size() + 1);
   eh.e_shstrndx = static_cast<uint16_t>(sections.size());
-  Put(b, 0, eh);
+  PutAt(b, 0, eh);
 
   Elf64_Phdr ph{};
   ph.p_type = PT_LOAD;
@@ -207,7 +196,7 @@ inline HandGoElf BuildHandGoElf(const HandTable& table, std::string_view go_vers
   ph.p_filesz = out.load_size;
   ph.p_memsz = out.load_size;
   ph.p_align = 0x1000;
-  Put(b, sizeof(Elf64_Ehdr), ph);
+  PutAt(b, sizeof(Elf64_Ehdr), ph);
   return out;
 }
 

@@ -20,29 +20,16 @@
 #include <utility>
 #include <vector>
 
+#include "elf_bytes.h"
+
 namespace goheap2pprof::testing_core {
 
-template <typename T>
-inline void PutAt(std::vector<uint8_t>& b, size_t off, const T& v) {
-  if (b.size() < off + sizeof(T)) b.resize(off + sizeof(T));
-  std::memcpy(&b[off], &v, sizeof(T));
-}
+using testing_elf::AppendNote;
+using testing_elf::PutAt;
+
 template <typename T>
 inline void Append(std::vector<uint8_t>& b, const T& v) {
   PutAt(b, b.size(), v);
-}
-
-inline void AppendNote(std::vector<uint8_t>& b, std::string_view owner, uint32_t type,
-                       const std::vector<uint8_t>& desc) {
-  auto pad = [&] { b.resize((b.size() + 3) / 4 * 4, 0); };
-  Append(b, static_cast<uint32_t>(owner.size() + 1));
-  Append(b, static_cast<uint32_t>(desc.size()));
-  Append(b, type);
-  b.insert(b.end(), owner.begin(), owner.end());
-  b.push_back(0);
-  pad();
-  b.insert(b.end(), desc.begin(), desc.end());
-  pad();
 }
 
 struct FileEntry {
@@ -59,17 +46,9 @@ inline std::vector<uint8_t> HeaderPage(uint16_t type, uint64_t entry,
                                        const std::string& go_id, const std::vector<uint8_t>& gnu_id,
                                        size_t page = 4096) {
   std::vector<uint8_t> b(page, 0);
-  Elf64_Ehdr eh{};
-  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_type = type;
-  eh.e_machine = EM_X86_64;
-  eh.e_version = EV_CURRENT;
+  Elf64_Ehdr eh = testing_elf::Elf64Header(type, EM_X86_64);
   eh.e_entry = entry;
   eh.e_phoff = sizeof(Elf64_Ehdr);
-  eh.e_ehsize = sizeof(Elf64_Ehdr);
   eh.e_phentsize = sizeof(Elf64_Phdr);
   eh.e_phnum = static_cast<uint16_t>(loads.size() + 1);
   PutAt(b, 0, eh);
@@ -175,16 +154,8 @@ class SyntheticCore {
     const size_t notes_off = sizeof(Elf64_Ehdr) + phnum * sizeof(Elf64_Phdr);
     std::vector<uint8_t> b(notes_off, 0);
     b.insert(b.end(), notes.begin(), notes.end());
-    Elf64_Ehdr eh{};
-    std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-    eh.e_ident[EI_CLASS] = ELFCLASS64;
-    eh.e_ident[EI_DATA] = ELFDATA2LSB;
-    eh.e_ident[EI_VERSION] = EV_CURRENT;
-    eh.e_type = type;
-    eh.e_machine = machine;
-    eh.e_version = EV_CURRENT;
+    Elf64_Ehdr eh = testing_elf::Elf64Header(type, machine);
     eh.e_phoff = sizeof(Elf64_Ehdr);
-    eh.e_ehsize = sizeof(Elf64_Ehdr);
     eh.e_phentsize = sizeof(Elf64_Phdr);
     eh.e_phnum = static_cast<uint16_t>(phnum);
     PutAt(b, 0, eh);
