@@ -166,19 +166,31 @@ struct BucketScratch {
   uint64_t futures[12] = {};
 };
 
-// The bucket at addr (header, stack and record read whole at `data`) into b,
-// its stack and futures in scratch.
-void DecodeBucket(const uint8_t* data, uint64_t addr, const BucketHeader& header,
+// The bucket's stack: the words where they lie in `data` when a caching
+// reader lent them (a view, valid as long as `data`) and they are aligned,
+// as a bucket's are in a block read from its aligned address; else copied
+// to scratch. A deep stack is 8 KiB, and its copy was most of the walk's
+// own time after the read.
+std::span<const uint64_t> StackOf(const uint8_t* data, uint64_t nstk, bool lent,
+                                  BucketScratch& scratch) {
+  const uint8_t* words = data + kBucketHeaderSize;
+  if (lent && reinterpret_cast<uintptr_t>(words) % alignof(uint64_t) == 0) {
+    return {reinterpret_cast<const uint64_t*>(words), nstk};
+  }
+  scratch.stack.resize(nstk);
+  for (uint64_t i = 0; i < nstk; ++i) scratch.stack[i] = LoadU64(words + 8 * i);
+  return scratch.stack;
+}
+
+// The bucket at addr (header, stack and record read whole at `data`, lent
+// by the reader or not) into b, its stack and futures in scratch or `data`.
+void DecodeBucket(const uint8_t* data, bool lent, uint64_t addr, const BucketHeader& header,
                   MemRecordLayout layout, BucketScratch& scratch, Bucket& b) {
   b.addr = addr;
   b.size = header.size;
   b.allnext = header.allnext;
   b.hash = header.hash;
-  scratch.stack.resize(header.nstk);
-  for (uint64_t i = 0; i < header.nstk; ++i) {
-    scratch.stack[i] = LoadU64(data + kBucketHeaderSize + 8 * i);
-  }
-  b.stack = scratch.stack;
+  b.stack = StackOf(data, header.nstk, lent, scratch);
   const uint8_t* rec = data + kBucketHeaderSize + 8 * header.nstk;
   const uint64_t cycle_size = MemRecordCycleSize(layout);
   b.active = LoadCycle(rec, layout, b.size);
@@ -241,7 +253,8 @@ WalkEnd StreamBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limits
     const uint64_t total = kBucketHeaderSize + 8 * header.nstk + record_size;
     data = ReadWholeBucket(mem, addr, total, header.nstk, data, have, buf);
     Bucket b;
-    DecodeBucket(data, addr, header, limits.record_layout, scratch, b);
+    const bool lent = data != buf.data();
+    DecodeBucket(data, lent, addr, header, limits.record_layout, scratch, b);
     sink(b);
     ++end.buckets;
     addr = header.allnext;

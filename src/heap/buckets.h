@@ -124,9 +124,11 @@ WalkResult WalkBuckets(MemoryReader& mem, uint64_t head, const WalkLimits& limit
 
 // The walk of WalkBuckets without keeping anything: each bucket is handed
 // to the sink as it is read, its stack and futures in scratch of the walk's
-// that the next bucket reuses (copy what must outlive the call). Reads go
-// through mem in the walk's order, so a BlockCacheReader bounds the bytes
-// held to its blocks. Throws as WalkBuckets does.
+// that the next bucket reuses, or where a caching reader lent the bytes
+// (MemoryReader::View): copy what must outlive the call, and do not read
+// through mem during it. Reads go through mem in the walk's order, so a
+// BlockCacheReader bounds the bytes held to its blocks. Throws as
+// WalkBuckets does.
 struct WalkEnd {
   size_t buckets = 0;         // handed to the sink
   bool reached_stop = false;  // see WalkResult

@@ -587,6 +587,35 @@ TEST(StreamBuckets, HandsEachBucketOverInOneReusedScratch) {
   EXPECT_EQ(where[0], where[1]);
 }
 
+// Through a caching reader, each stack is handed over where the reader
+// holds it (no copy), and holds what WalkBuckets keeps.
+TEST(StreamBuckets, HandsOverTheCachedBytesOfEachStackInPlace) {
+  BucketArena arena(0x10000);
+  uint64_t b1 = arena.Add(16, {0x401000, 0x402000, 0x402000}, {1, 0, 16, 0});
+  uint64_t b2 = arena.Add(32, {0x403000, 0x404000}, {2, 1, 64, 32});
+  arena.SetAllnext(b2, b1);
+  TestMemory mem;
+  arena.MapInto(mem);
+  BlockCacheReader cached(mem, {{0x10000, arena.End()}}, 4096, 4);
+  std::vector<std::vector<uint64_t>> stacks;
+  std::vector<const uint64_t*> where;
+  StreamBuckets(cached, b2, {.max_stack_words = 32}, [&](const Bucket& b) {
+    stacks.emplace_back(b.stack.begin(), b.stack.end());
+    where.push_back(b.stack.data());
+  });
+  const WalkResult kept = WalkBuckets(mem, b2, {.max_stack_words = 32});
+  ASSERT_EQ(stacks.size(), 2u);
+  ASSERT_EQ(kept.buckets.size(), 2u);
+  const uint64_t addrs[] = {b2, b1};
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(std::equal(stacks[i].begin(), stacks[i].end(), kept.buckets[i].stack.begin(),
+                           kept.buckets[i].stack.end()));
+    // The block is still cached: its bytes are where the stack was.
+    const uint8_t* held = cached.View(addrs[i] + kBucketHeaderSize, 8 * stacks[i].size());
+    EXPECT_EQ(reinterpret_cast<const uint8_t*>(where[i]), held);
+  }
+}
+
 // A walk the cycle tore, with no bucket added, is settled by reading the
 // counters again: the stacks streamed stay, and the snapshot keeps the
 // counters of the last read, without stacks.
