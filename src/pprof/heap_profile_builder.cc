@@ -255,8 +255,10 @@ size_t HeapProfileBuilder::TakeSharedPrefix(std::span<const uint64_t> stk,
 
 void HeapProfileBuilder::KeepPlainPrefix(std::span<const uint64_t> pcs,
                                          std::span<const uint64_t> ids, uint64_t overwrites) {
-  // A location emitted after them may have replaced one of theirs.
-  const size_t n = overwrites == loc_overwrites_ ? pcs.size() : 0;
+  // A location emitted after them may have replaced one of theirs. Stacks
+  // that start alike share their first few frames (an allocation site and
+  // its callers): a deep stack's whole is not copied for them.
+  const size_t n = overwrites == loc_overwrites_ ? std::min(pcs.size(), kPlainPrefixPcs) : 0;
   plain_prefix_.pcs.assign(pcs.begin(), pcs.begin() + n);
   plain_prefix_.ids.assign(ids.begin(), ids.begin() + n);
   plain_prefix_.overwrites = loc_overwrites_;
@@ -421,13 +423,9 @@ uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> stack, bool& 
     if (std::equal(shown.begin(), shown.end(), e.words, e.words + e.n)) return e.run;
   }
   fixed = false;
-  // Unsigned arithmetic: a corrupt PC below the bias wraps and is added
-  // back unchanged; its lookup fails either way.
-  link_stack_.assign(stack.begin(), stack.end());
-  for (uint64_t& pc : link_stack_) pc -= bias_;
   const size_t locations_before = loc_infos_.size();
   const uint64_t overwrites_before = loc_overwrites_;
-  const size_t used = ComputeLocsForStack(link_stack_, hidden, locs_scratch_);
+  const size_t used = ComputeLocsForStack(LinkTime(stack), hidden, locs_scratch_);
   const uint32_t run = locations_->AddRun(locs_scratch_);
   // Many buckets share a stack (one per size class allocated there). A stack
   // whose turn emitted no location found every PC in the location cache, and
@@ -455,6 +453,16 @@ uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> stack, bool& 
   // by where the stack is stored (AddRecord), which equal stacks share.
   fixed |= traits_.cached_location_deck_retry;
   return run;
+}
+
+std::span<const uint64_t> HeapProfileBuilder::LinkTime(std::span<const uint64_t> stack) {
+  // A non-PIE executable's are the same: a deep stack is not copied.
+  if (bias_ == 0) return stack;
+  // Unsigned arithmetic: a corrupt PC below the bias wraps and is added
+  // back unchanged; its lookup fails either way.
+  link_stack_.assign(stack.begin(), stack.end());
+  for (uint64_t& pc : link_stack_) pc -= bias_;
+  return link_stack_;
 }
 
 size_t HeapProfileBuilder::HiddenFrames(std::span<const uint64_t> stack) {
@@ -525,15 +533,22 @@ uint32_t HeapProfileBuilder::RunOfTransient(std::span<const uint64_t> stack) {
   }
   // Buckets of one call site (one per object size) follow each other in the
   // list: the last stack, if its run is its own for good, serves them all.
+  // It is kept in link-time addresses: RunForStack's copy of a PIE's stack
+  // is taken over, not copied again (a deep stack is 8 KiB).
   if (!last_transient_.empty() &&
-      std::equal(stack.begin(), stack.end(), last_transient_.begin(), last_transient_.end())) {
+      std::equal(stack.begin(), stack.end(), last_transient_.begin(), last_transient_.end(),
+                 [this](uint64_t pc, uint64_t link) { return pc - bias_ == link; })) {
     return last_transient_run_;
   }
   bool fixed = false;
   const uint32_t run = RunForStack(stack, fixed, /*remember=*/false);
   last_transient_.clear();
   if (fixed && !stack.empty()) {
-    last_transient_.assign(stack.begin(), stack.end());
+    if (bias_ != 0) {
+      std::swap(last_transient_, link_stack_);  // LinkTime(stack)
+    } else {
+      last_transient_.assign(stack.begin(), stack.end());
+    }
     last_transient_run_ = run;
   }
   return run;

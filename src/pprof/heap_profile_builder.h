@@ -206,6 +206,8 @@ class HeapProfileBuilder {
   // hideRuntime drops: those of functions with a hidden prefix, none if all
   // have one.
   size_t HiddenFrames(std::span<const uint64_t> stack);
+  // A stack in runtime addresses in link-time ones: itself, or link_stack_.
+  std::span<const uint64_t> LinkTime(std::span<const uint64_t> stack);
   // A record's location ids for its whole (link-time) stack: from its frames
   // after the `hidden` ones, or all of them if those make none (hideRuntime's
   // retry). Returns where the frames used start. RunForStack adds them to
@@ -263,7 +265,7 @@ class HeapProfileBuilder {
   std::vector<FuncFields> func_fields_;  // by Function id - 1
   Deck deck_;
   std::vector<uint64_t> locs_scratch_;
-  std::vector<uint64_t> link_stack_;  // the record's stack in link-time addresses
+  std::vector<uint64_t> link_stack_;  // LinkTime's copy of a stack
   // Stacks whose location ids are known for good (see RunForStack), by a
   // hash of the frames they were made from (runtime addresses, where the
   // caller keeps them).
@@ -283,7 +285,8 @@ class HeapProfileBuilder {
     uint32_t run = 0;
   };
   PcMap<StoredStack> by_storage_;
-  // RunOfTransient's memo: a copy of the last stack whose run is fixed.
+  // RunOfTransient's memo: the last stack whose run is fixed, in link-time
+  // addresses.
   std::vector<uint64_t> last_transient_;
   uint32_t last_transient_run_ = 0;
   uint64_t loc_overwrites_ = 0;  // emitted locations that replaced a cached PC's
@@ -293,6 +296,7 @@ class HeapProfileBuilder {
   // that start alike (one allocation site reached from many callers, which
   // the bucket list often holds one after another) take these ids without
   // a lookup each.
+  static constexpr size_t kPlainPrefixPcs = 128;  // kept at most
   struct PlainPrefix {
     std::vector<uint64_t> pcs;
     std::vector<uint64_t> ids;

@@ -64,7 +64,9 @@ void StackWarmer::Warm(std::span<const uint64_t> stack) {
     sym_.FramesFor(pc - bias_);
     seen |= kFrames;
   }
-  last_stack_.assign(stack.begin(), stack.end());
+  // Stacks that start alike share their first few frames: a deep stack's
+  // whole is not copied for them.
+  last_stack_.assign(stack.begin(), stack.begin() + std::min(stack.size(), kKeptPcs));
   last_first_shown_ = first_shown;
 }
 

@@ -80,13 +80,15 @@ uint64_t Pc(Fn fn, uint64_t off) { return kRulesText + 0x100 * fn + off; }
 // Builds profiles for one Go version from records of given stacks.
 class Rules {
  public:
-  explicit Rules(GoVersion version, int64_t rate = 512 * 1024)
+  // bias: a PIE's load bias (stacks are then given in runtime addresses).
+  explicit Rules(GoVersion version, int64_t rate = 512 * 1024, uint64_t bias = 0)
       : table_(BuildGo120Table(Table())),
         pclntab_(table_.table, kRulesText, table_.gofunc),
         traits_(TraitsForVersion(version)),
         symbolizer_(pclntab_, traits_),
-        builder_(symbolizer_, traits_, {{kRulesText, kRulesText + 0x1000, 0, "/app", "b1d", false}},
-                 rate, 1) {
+        builder_(symbolizer_, traits_,
+                 {{kRulesText + bias, kRulesText + bias + 0x1000, 0, "/app", "b1d", false}}, rate,
+                 1, bias) {
     scratch_.reserve(64);
   }
 
@@ -329,30 +331,9 @@ TEST(LocationReuse, SharedStackStorageGivesWhatCopiesGive) {
   EXPECT_EQ(got.location_size(), want.location_size());
 }
 
-// Stacks that start as the one before did take the ids of its leading
-// one-PC locations that no PC can join without looking each PC up. The
-// profile must be the one built with nothing carried from one stack to the
-// next (an empty stack, which makes no location, between any two), for
-// stacks that start alike up to, into and past inline groups, recursions,
-// hidden frames, runtime.goexit, unknown PCs and PC 0, on each deck rule.
-TEST(LocationReuse, StacksStartingAlikeGetWhatTheyGetAlone) {
-  const std::vector<uint64_t> pool = {Pc(kMain, 0x10),      Pc(kMain, 0x20),
-                                      Pc(kAlloc, 0x48),     Pc(kAlloc, 0x31),
-                                      Pc(kAlloc, 0x80),     Pc(kRuntimeMain, 0x10),
-                                      Pc(kGoexit, 0x10),    Pc(kGoexit, 0x09),
-                                      Pc(kGoexit, 0x30),    Pc(kMallocgc, 0x10),
-                                      Pc(kMapsAlloc, 0x10), Pc(kGenericInt, 0x10),
-                                      kRulesText + 0x5000,  0};
-  std::mt19937 rng(42);
-  std::vector<std::vector<uint64_t>> stacks = {{}};
-  for (int i = 0; i < 400; ++i) {
-    const std::vector<uint64_t>& last = stacks.back();
-    std::vector<uint64_t> s(last.begin(), last.begin() + rng() % (last.size() + 1));
-    const size_t more = rng() % 6;
-    for (size_t k = 0; k < more; ++k) s.push_back(pool[rng() % pool.size()]);
-    if (rng() % 4 == 0 && !s.empty()) s.insert(s.end(), rng() % 5, s.back());  // a recursion
-    stacks.push_back(std::move(s));
-  }
+// Each stack's locations, with the stacks added one after the other, are
+// those it gets with an empty stack (which makes no location) before it.
+void ExpectWhatTheyGetAlone(const std::vector<std::vector<uint64_t>>& stacks) {
   for (GoVersion v : {GoVersion{1, 18, 0}, GoVersion{1, 21, 0}, GoVersion{1, 26, 0}}) {
     Rules together(v), apart(v);
     for (const auto& stack : stacks) {
@@ -377,6 +358,55 @@ TEST(LocationReuse, StacksStartingAlikeGetWhatTheyGetAlone) {
   }
 }
 
+// Stacks that start as the one before did take the ids of its leading
+// one-PC locations that no PC can join without looking each PC up. The
+// profile must be the one built with nothing carried from one stack to the
+// next (an empty stack, which makes no location, between any two), for
+// stacks that start alike up to, into and past inline groups, recursions,
+// hidden frames, runtime.goexit, unknown PCs and PC 0, on each deck rule.
+TEST(LocationReuse, StacksStartingAlikeGetWhatTheyGetAlone) {
+  const std::vector<uint64_t> pool = {Pc(kMain, 0x10),      Pc(kMain, 0x20),
+                                      Pc(kAlloc, 0x48),     Pc(kAlloc, 0x31),
+                                      Pc(kAlloc, 0x80),     Pc(kRuntimeMain, 0x10),
+                                      Pc(kGoexit, 0x10),    Pc(kGoexit, 0x09),
+                                      Pc(kGoexit, 0x30),    Pc(kMallocgc, 0x10),
+                                      Pc(kMapsAlloc, 0x10), Pc(kGenericInt, 0x10),
+                                      kRulesText + 0x5000,  0};
+  std::mt19937 rng(42);
+  std::vector<std::vector<uint64_t>> stacks = {{}};
+  for (int i = 0; i < 400; ++i) {
+    const std::vector<uint64_t>& last = stacks.back();
+    std::vector<uint64_t> s(last.begin(), last.begin() + rng() % (last.size() + 1));
+    const size_t more = rng() % 6;
+    for (size_t k = 0; k < more; ++k) s.push_back(pool[rng() % pool.size()]);
+    if (rng() % 4 == 0 && !s.empty()) s.insert(s.end(), rng() % 5, s.back());  // a recursion
+    stacks.push_back(std::move(s));
+  }
+  ExpectWhatTheyGetAlone(stacks);
+}
+
+// The same for deep stacks that share from 100 to 400 leading PCs with the
+// one before, past the prefix the builder keeps (128 PCs).
+TEST(LocationReuse, DeepStacksStartingAlikeGetWhatTheyGetAlone) {
+  // Plain PCs (one-PC locations that no PC joins) for the first 400, so
+  // that the shared part is all plain turns; then any.
+  const std::vector<uint64_t> plain = {Pc(kMain, 0x10), Pc(kMain, 0x20), Pc(kAlloc, 0x80),
+                                       Pc(kRuntimeMain, 0x10)};
+  const std::vector<uint64_t> any = {Pc(kAlloc, 0x48), Pc(kAlloc, 0x31), Pc(kGoexit, 0x10),
+                                     Pc(kGoexit, 0x09), Pc(kMain, 0x10)};
+  std::mt19937 rng(7);
+  std::vector<std::vector<uint64_t>> stacks = {{}};
+  for (int i = 0; i < 60; ++i) {
+    const std::vector<uint64_t>& last = stacks.back();
+    const size_t shared = std::min<size_t>(last.size(), 100 + rng() % 301);
+    std::vector<uint64_t> s(last.begin(), last.begin() + shared);
+    while (s.size() < 400) s.push_back(plain[rng() % plain.size()]);
+    while (s.size() < 450) s.push_back(any[rng() % any.size()]);
+    stacks.push_back(std::move(s));
+  }
+  ExpectWhatTheyGetAlone(stacks);
+}
+
 // A streamed walk's runs, made from stacks in a buffer that is overwritten
 // after each, with the samples added after every run: the profile of the
 // stacks kept, byte for byte, with and without the deck retry, for stacks
@@ -389,15 +419,20 @@ TEST(StreamedStacks, AReusedBufferGivesTheProfileOfKeptStacks) {
   const std::vector<uint64_t> rec = {Pc(kMain, 0x10), Pc(kMain, 0x10), Pc(kRuntimeMain, 0x10)};
   const std::vector<uint64_t> hidden = {Pc(kMallocgc, 0x10), Pc(kAlloc, 0x48), Pc(kMain, 0x10)};
   const std::vector<std::vector<uint64_t>> stacks = {a, b, b, rec, a, hidden, {b[0]}, b, rec};
-  for (GoVersion v : {GoVersion{1, 18, 0}, GoVersion{1, 26, 0}, GoVersion{1, 27, 0}}) {
-    Rules kept(v, 1), streamed(v, 1);
-    for (size_t i = 0; i < stacks.size(); ++i) {
-      const int64_t n = i == 0 ? 0 : static_cast<int64_t>(i);
-      kept.Add(stacks[i], n, 64 * n);
-      streamed.AddStreamed(stacks[i], n, 64 * n);
+  // A PIE's too: the last stack is kept in link-time addresses.
+  for (const uint64_t bias : {uint64_t{0}, uint64_t{0x5555'0000'0000}}) {
+    for (GoVersion v : {GoVersion{1, 18, 0}, GoVersion{1, 26, 0}, GoVersion{1, 27, 0}}) {
+      Rules kept(v, 1, bias), streamed(v, 1, bias);
+      for (size_t i = 0; i < stacks.size(); ++i) {
+        const int64_t n = i == 0 ? 0 : static_cast<int64_t>(i);
+        std::vector<uint64_t> runtime = stacks[i];
+        for (uint64_t& pc : runtime) pc += bias;
+        kept.Add(runtime, n, 64 * n);
+        streamed.AddStreamed(runtime, n, 64 * n);
+      }
+      EXPECT_EQ(streamed.FinishStreamed().SerializeAsString(), kept.Finish().SerializeAsString())
+          << "go1." << v.minor << " bias " << bias;
     }
-    EXPECT_EQ(streamed.FinishStreamed().SerializeAsString(), kept.Finish().SerializeAsString())
-        << "go1." << v.minor;
   }
 }
 
