@@ -7,12 +7,14 @@
 //   m.Insert(0x401234, 7);
 //   if (const uint32_t* v = m.Find(0x401234)) use(*v);
 //
-// And how many leading PCs two stacks share (SharedLeadingPcs).
+// And how many leading PCs two stacks share (SharedLeadingPcs), and how many
+// repeat one PC (LeadingRepeats).
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <utility>
 #include <vector>
@@ -83,6 +85,27 @@ inline size_t SharedLeadingPcs(std::span<const uint64_t> a, std::span<const uint
   const size_t most = std::min(a.size(), b.size());
   return static_cast<size_t>(std::mismatch(a.begin(), a.begin() + most, b.begin()).first -
                              a.begin());
+}
+
+// The number of leading words of `words` equal to pc. A recursion repeats
+// one PC hundreds of times, and every deep stack is scanned for its runs
+// twice (the warmer and the build): eight words are compared at once, with
+// no branch between them, before the last few one by one.
+inline size_t LeadingRepeats(std::span<const uint64_t> words, uint64_t pc) {
+  // Two words a register (SSE2 on amd64, NEON on arm64).
+  using Pair = uint64_t __attribute__((vector_size(16)));
+  const Pair want = {pc, pc};
+  const uint64_t* p = words.data();
+  const uint64_t* const end = p + words.size();
+  while (end - p >= 8) {
+    Pair w[4];
+    std::memcpy(w, p, sizeof(w));
+    const Pair differ = ((w[0] ^ want) | (w[1] ^ want)) | ((w[2] ^ want) | (w[3] ^ want));
+    if ((differ[0] | differ[1]) != 0) break;
+    p += 8;
+  }
+  while (p < end && *p == pc) ++p;
+  return static_cast<size_t>(p - words.data());
 }
 
 }  // namespace goheap2pprof

@@ -49,8 +49,14 @@ uint8_t* PutVarint(uint64_t v, uint8_t* p) {
 // or a byte an id, in vector lanes, below 128. May write one byte past the
 // end (the buffer holds 10 bytes an id).
 uint8_t* PutIdVarints(std::span<const uint64_t> ids, uint8_t* p) {
-  uint64_t all = 0;
-  for (uint64_t id : ids) all |= id;
+  // Four chains, not one: a deep stack's thousand ids took a cycle each.
+  uint64_t any[4] = {};
+  size_t at = 0;
+  for (; at + 4 <= ids.size(); at += 4) {
+    for (size_t k = 0; k < 4; ++k) any[k] |= ids[at + k];
+  }
+  uint64_t all = (any[0] | any[1]) | (any[2] | any[3]);
+  for (; at < ids.size(); ++at) all |= ids[at];
   if (all < 128) {
     for (size_t i = 0; i < ids.size(); ++i) p[i] = static_cast<uint8_t>(ids[i]);
     return p + ids.size();

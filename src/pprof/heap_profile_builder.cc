@@ -226,8 +226,7 @@ size_t HeapProfileBuilder::TakePlainLocation(uint32_t index, std::span<const uin
   // nothing in the deck to emit; the order check cannot fail on it (its PC
   // is this one). A recursion repeats one PC hundreds of times, and each
   // turn would take the same location again.
-  size_t same = 1;
-  while (same < stk.size() && stk[same] == stk.front()) ++same;
+  const size_t same = LeadingRepeats(stk, stk.front());
   out.insert(out.end(), same, l.id);
   return same;
 }

@@ -53,12 +53,12 @@ void StackWarmer::Warm(std::span<const uint64_t> stack) {
   const uint64_t* const end = stack.data() + stack.size();
   while (p < end) {
     const uint64_t pc = *p++;
-    // A recursion repeats one PC hundreds of times: passed over four at a
-    // time (most of a deep stack). PcMap's keys are not 0; the builder asks
-    // for that one itself.
+    // A recursion repeats one PC hundreds of times (most of a deep stack):
+    // passed over at once. PcMap's keys are not 0; the builder asks for that
+    // one itself.
     if (pc == last || pc == 0) continue;
     last = pc;
-    while (end - p >= 4 && p[0] == pc && p[1] == pc && p[2] == pc && p[3] == pc) p += 4;
+    p += LeadingRepeats({p, end}, pc);
     uint8_t& seen = Seen(pc);
     if ((seen & kFrames) != 0) continue;
     sym_.FramesFor(pc - bias_);

@@ -1,4 +1,5 @@
-// PcMap against std::map on the same operations; SharedLeadingPcs.
+// PcMap against std::map on the same operations; SharedLeadingPcs and
+// LeadingRepeats.
 #include "base/pc_map.h"
 
 #include <gtest/gtest.h>
@@ -40,6 +41,20 @@ TEST(SharedLeadingPcs, CountsUpToTheFirstDifferenceOrTheShorterEnd) {
   EXPECT_EQ(SharedLeadingPcs(a, a), 4u);
   EXPECT_EQ(SharedLeadingPcs(a, std::vector<uint64_t>{}), 0u);
   EXPECT_EQ(SharedLeadingPcs(a, std::vector<uint64_t>{2, 2, 3, 4}), 0u);
+}
+
+// Every length of run, from none to the whole, before and after the
+// eight-word steps, against a count one word at a time.
+TEST(LeadingRepeats, CountsTheRunOfOnePcAtTheStart) {
+  for (size_t size = 0; size <= 40; ++size) {
+    for (size_t run = 0; run <= size; ++run) {
+      std::vector<uint64_t> words(size, 7);
+      if (run < size) words[run] = 8;
+      EXPECT_EQ(LeadingRepeats(words, 7), run) << size << " words, run " << run;
+    }
+  }
+  EXPECT_EQ(LeadingRepeats(std::vector<uint64_t>(1000, 5), 5), 1000u);
+  EXPECT_EQ(LeadingRepeats(std::vector<uint64_t>(1000, 5), 6), 0u);
 }
 
 }  // namespace
