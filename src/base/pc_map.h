@@ -80,6 +80,12 @@ class PcMap {
   size_t size_ = 0;
 };
 
+// How many leading PCs a memo of the last stack keeps (the builder's plain
+// prefix, the warmer's last stack): stacks that start alike share their
+// first few frames (an allocation site and its callers), and a deep stack's
+// whole is not copied for them.
+inline constexpr size_t kRememberedLeadingPcs = 128;
+
 // The number of leading words a and b have in common.
 inline size_t SharedLeadingPcs(std::span<const uint64_t> a, std::span<const uint64_t> b) {
   const size_t most = std::min(a.size(), b.size());

@@ -254,10 +254,8 @@ size_t HeapProfileBuilder::TakeSharedPrefix(std::span<const uint64_t> stk,
 
 void HeapProfileBuilder::KeepPlainPrefix(std::span<const uint64_t> pcs,
                                          std::span<const uint64_t> ids, uint64_t overwrites) {
-  // A location emitted after them may have replaced one of theirs. Stacks
-  // that start alike share their first few frames (an allocation site and
-  // its callers): a deep stack's whole is not copied for them.
-  const size_t n = overwrites == loc_overwrites_ ? std::min(pcs.size(), kPlainPrefixPcs) : 0;
+  // A location emitted after them may have replaced one of theirs.
+  const size_t n = overwrites == loc_overwrites_ ? std::min(pcs.size(), kRememberedLeadingPcs) : 0;
   plain_prefix_.pcs.assign(pcs.begin(), pcs.begin() + n);
   plain_prefix_.ids.assign(ids.begin(), ids.begin() + n);
   plain_prefix_.overwrites = loc_overwrites_;

@@ -296,7 +296,6 @@ class HeapProfileBuilder {
   // that start alike (one allocation site reached from many callers, which
   // the bucket list often holds one after another) take these ids without
   // a lookup each.
-  static constexpr size_t kPlainPrefixPcs = 128;  // kept at most
   struct PlainPrefix {
     std::vector<uint64_t> pcs;
     std::vector<uint64_t> ids;

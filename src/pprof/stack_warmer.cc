@@ -64,9 +64,7 @@ void StackWarmer::Warm(std::span<const uint64_t> stack) {
     sym_.FramesFor(pc - bias_);
     seen |= kFrames;
   }
-  // Stacks that start alike share their first few frames: a deep stack's
-  // whole is not copied for them.
-  last_stack_.assign(stack.begin(), stack.begin() + std::min(stack.size(), kKeptPcs));
+  last_stack_.assign(stack.begin(), stack.begin() + std::min(stack.size(), kRememberedLeadingPcs));
   last_first_shown_ = first_shown;
 }
 

@@ -41,9 +41,9 @@ class StackWarmer {
   const RuntimeTraits& traits_;
   uint64_t bias_;
   PcMap<uint8_t> seen_;
-  // The last stack warmed (its first kKeptPcs), and FirstShown's answer
-  // for it from 0: every PC of it but 0 has had its frames asked for.
-  static constexpr size_t kKeptPcs = 128;
+  // The last stack warmed (its first kRememberedLeadingPcs), and
+  // FirstShown's answer for it from 0: every PC of it but 0 has had its
+  // frames asked for.
   std::vector<uint64_t> last_stack_;
   size_t last_first_shown_ = 0;
 };

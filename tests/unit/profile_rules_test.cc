@@ -386,8 +386,10 @@ TEST(LocationReuse, StacksStartingAlikeGetWhatTheyGetAlone) {
 }
 
 // The same for deep stacks that share from 100 to 400 leading PCs with the
-// one before, past the prefix the builder keeps (128 PCs).
+// one before, past the prefix the builder keeps (kRememberedLeadingPcs).
 TEST(LocationReuse, DeepStacksStartingAlikeGetWhatTheyGetAlone) {
+  static_assert(kRememberedLeadingPcs > 100 && kRememberedLeadingPcs < 400,
+                "the shared parts must reach past the kept prefix, and fall short of it");
   // Plain PCs (one-PC locations that no PC joins) for the first 400, so
   // that the shared part is all plain turns; then any.
   const std::vector<uint64_t> plain = {Pc(kMain, 0x10), Pc(kMain, 0x20), Pc(kAlloc, 0x80),
