@@ -7,8 +7,8 @@
 //   m.Insert(0x401234, 7);
 //   if (const uint32_t* v = m.Find(0x401234)) use(*v);
 //
-// And how many leading PCs two stacks share (SharedLeadingPcs), and how many
-// repeat one PC (LeadingRepeats).
+// And how many leading or trailing PCs two stacks share (SharedLeadingPcs,
+// SharedTrailingPcs), and how many repeat one PC (LeadingRepeats).
 #pragma once
 
 #include <algorithm>
@@ -93,16 +93,37 @@ inline size_t SharedLeadingPcs(std::span<const uint64_t> a, std::span<const uint
                              a.begin());
 }
 
+// How many trailing PCs a memo of the last stack keeps (the builder's plain
+// suffix, the warmer's last stack's end): stacks end alike in their callers'
+// frames (a server's loop, main.main, runtime.main, runtime.goexit), and
+// neighbouring call paths of a recursion in the frames from where they part
+// to the root.
+inline constexpr size_t kRememberedTrailingPcs = 32;
+
+// The number of trailing words a and b have in common.
+inline size_t SharedTrailingPcs(std::span<const uint64_t> a, std::span<const uint64_t> b) {
+  const size_t most = std::min(a.size(), b.size());
+  const uint64_t* const a_end = a.data() + a.size();
+  const uint64_t* const b_end = b.data() + b.size();
+  size_t n = 0;
+  while (n < most && *(a_end - n - 1) == *(b_end - n - 1)) ++n;
+  return n;
+}
+
 // The number of leading words of `words` equal to pc. A recursion repeats
 // one PC hundreds of times, and every deep stack is scanned for its runs
 // twice (the warmer and the build): eight words are compared at once, with
 // no branch between them, before the last few one by one.
 inline size_t LeadingRepeats(std::span<const uint64_t> words, uint64_t pc) {
+  // Most runs are of one word or none (the stacks of no recursion): those
+  // are told apart before the registers are set up.
+  if (words.empty() || words[0] != pc) return 0;
+  if (words.size() == 1 || words[1] != pc) return 1;
   // Two words a register (SSE2 on amd64, NEON on arm64).
   using Pair = uint64_t __attribute__((vector_size(16)));
   const Pair want = {pc, pc};
-  const uint64_t* p = words.data();
-  const uint64_t* const end = p + words.size();
+  const uint64_t* p = words.data() + 2;
+  const uint64_t* const end = words.data() + words.size();
   while (end - p >= 8) {
     Pair w[4];
     std::memcpy(w, p, sizeof(w));

@@ -227,15 +227,31 @@ size_t HeapProfileBuilder::TakePlainLocation(uint32_t index, std::span<const uin
   // is this one). A recursion repeats one PC hundreds of times, and each
   // turn would take the same location again.
   const size_t same = LeadingRepeats(stk, stk.front());
-  out.insert(out.end(), same, l.id);
+  if (same == 1) {
+    out.push_back(l.id);
+  } else {
+    out.insert(out.end(), same, l.id);
+  }
   return same;
 }
 
 size_t HeapProfileBuilder::TakePlainPrefix(std::span<const uint64_t> stk,
                                            std::vector<uint64_t>& out) {
-  // Those it shares with the last stack's, then its own.
+  // Those it shares with the last stack's, then its own, until those left
+  // end alike a stack whose turns after its plain ones took no location
+  // (plain_suffix_): the deck is empty here, so each PC left before those
+  // would take its plain turn again.
   size_t plain = TakeSharedPrefix(stk, out);
+  const size_t suffix = SharedPlainSuffix(stk.subspan(plain));
+  suffix_shared_ = suffix;
   while (plain < stk.size()) {
+    const size_t left = stk.size() - plain;
+    if (left <= suffix && left > plain_suffix_.frameless) {
+      const auto& ids = plain_suffix_.ids;
+      out.insert(out.end(), ids.end() - static_cast<std::ptrdiff_t>(left),
+                 ids.end() - static_cast<std::ptrdiff_t>(plain_suffix_.frameless));
+      return stk.size() - plain_suffix_.frameless;
+    }
     const uint32_t* index = locs_.Find(stk[plain]);
     const size_t n = index != nullptr ? TakePlainLocation(*index, stk.subspan(plain), out) : 0;
     if (n == 0) break;
@@ -250,6 +266,38 @@ size_t HeapProfileBuilder::TakeSharedPrefix(std::span<const uint64_t> stk,
   const size_t n = SharedLeadingPcs(stk, plain_prefix_.pcs);
   out.insert(out.end(), plain_prefix_.ids.begin(), plain_prefix_.ids.begin() + n);
   return n;
+}
+
+size_t HeapProfileBuilder::SharedPlainSuffix(std::span<const uint64_t> rest) const {
+  if (plain_suffix_.overwrites != loc_overwrites_) return 0;
+  return SharedTrailingPcs(rest, plain_suffix_.Pcs());
+}
+
+void HeapProfileBuilder::KeepPlainSuffix(std::span<const uint64_t> pcs, size_t plain,
+                                         std::span<const uint64_t> ids, uint64_t overwrites) {
+  const size_t n = std::min(pcs.size(), kRememberedTrailingPcs);
+  const size_t frameless = pcs.size() - plain;
+  PlainSuffix& kept = plain_suffix_;
+  if (n <= frameless) {
+    kept.size = 0;  // none plain (an empty stack): forgotten
+    return;
+  }
+  if (overwrites != loc_overwrites_ || ids.size() != plain) return;
+  // The PCs it ends with alike the kept ones (TakePlainPrefix compared
+  // them) have the same ids: a plain turn's id is its PC's, while no
+  // location replaces a cached one.
+  const size_t same = kept.overwrites == loc_overwrites_ && kept.frameless == frameless
+                          ? std::min(suffix_shared_, n)
+                          : 0;
+  for (size_t i = same; i < n; ++i) {  // the i-th PC from the end
+    const size_t slot = kept.pcs.size() - 1 - i;
+    const size_t at = pcs.size() - 1 - i;
+    kept.pcs[slot] = pcs[at];
+    if (i >= frameless) kept.ids[slot] = ids[at];
+  }
+  kept.size = n;
+  kept.frameless = frameless;
+  kept.overwrites = loc_overwrites_;
 }
 
 void HeapProfileBuilder::KeepPlainPrefix(std::span<const uint64_t> pcs,
@@ -302,19 +350,27 @@ void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
       expanded ? std::span<const uint64_t>(*expanded) : std::span<const uint64_t>(input);
   const size_t plain = TakePlainPrefix(whole, out);
   std::span<const uint64_t> stk = whole.subspan(plain);
+  // Whether every turn after the plain ones took no location, with nothing
+  // in the deck (a stack's final runtime.goexit).
+  bool only_frameless = true;
   while (!stk.empty()) {
     const uint64_t addr = stk.front();
     if (const uint32_t* index = locs_.Find(addr)) {
       stk = TakeCachedLocation(*index, stk, out);
+      only_frameless = false;
       continue;
     }
     const HiddenAnswer* asked = hide_runtime_ ? hidden_.Find(addr + bias_) : nullptr;
     const PcFrames& frames = asked != nullptr ? *asked->frames : sym_.FramesFor(addr);
     if (frames.frames.empty()) {  // runtime.goexit
-      if (uint64_t id = EmitLocation()) out.push_back(id);
+      if (uint64_t id = EmitLocation()) {
+        out.push_back(id);
+        only_frameless = false;
+      }
       stk = stk.subspan(1);
       continue;
     }
+    only_frameless = false;
     if (TryAdd(addr, frames.frames, frames.lookup_failed)) {
       stk = stk.subspan(1);
       continue;
@@ -330,8 +386,12 @@ void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
       stk = stk.subspan(1);
     }
   }
-  if (uint64_t id = EmitLocation()) out.push_back(id);
+  if (uint64_t id = EmitLocation()) {
+    out.push_back(id);
+    only_frameless = false;
+  }
   KeepPlainPrefix(whole.first(plain), std::span<const uint64_t>(out).first(plain), overwrites);
+  if (only_frameless) KeepPlainSuffix(whole, plain, out, overwrites);
 }
 
 namespace {
@@ -524,6 +584,14 @@ uint32_t HeapProfileBuilder::AddStack(std::span<const uint64_t> stack) {
   return RunOf(stack);
 }
 
+bool HeapProfileBuilder::SameLinkTime(std::span<const uint64_t> stack,
+                                      std::span<const uint64_t> link) const {
+  if (stack.size() != link.size()) return false;
+  if (bias_ == 0) return SharedLeadingPcs(stack, link) == stack.size();
+  return std::equal(stack.begin(), stack.end(), link.begin(),
+                    [this](uint64_t pc, uint64_t l) { return pc - bias_ == l; });
+}
+
 uint32_t HeapProfileBuilder::RunOfTransient(std::span<const uint64_t> stack) {
   if (finished_ || tables_done_) {
     throw Error(ErrorKind::kInternal, "a stack added to a finished profile or tables");
@@ -532,11 +600,7 @@ uint32_t HeapProfileBuilder::RunOfTransient(std::span<const uint64_t> stack) {
   // list: the last stack, if its run is its own for good, serves them all.
   // It is kept in link-time addresses: RunForStack's copy of a PIE's stack
   // is taken over, not copied again (a deep stack is 8 KiB).
-  if (!last_transient_.empty() &&
-      std::equal(stack.begin(), stack.end(), last_transient_.begin(), last_transient_.end(),
-                 [this](uint64_t pc, uint64_t link) { return pc - bias_ == link; })) {
-    return last_transient_run_;
-  }
+  if (!last_transient_.empty() && SameLinkTime(stack, last_transient_)) return last_transient_run_;
   bool fixed = false;
   const uint32_t run = RunForStack(stack, fixed, /*remember=*/false);
   last_transient_.clear();

@@ -25,6 +25,7 @@
 
 #include <google/protobuf/arena.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -189,14 +190,23 @@ class HeapProfileBuilder {
   size_t TakePlainLocation(uint32_t index, std::span<const uint64_t> stk,
                            std::vector<uint64_t>& out);
   // The ids of stk's leading plain turns into out; returns how many PCs
-  // they took.
+  // they took. Once the PCs left are the last ones of a stack that took
+  // only plain turns (plain_suffix_), their ids are taken from it.
   size_t TakePlainPrefix(std::span<const uint64_t> stk, std::vector<uint64_t>& out);
+  // How many of rest's trailing PCs are plain_suffix_'s (0 if a location
+  // emitted since replaced a cached one).
+  size_t SharedPlainSuffix(std::span<const uint64_t> rest) const;
   // The ids of the leading PCs that stk shares with the last stack's plain
   // turns (plain_prefix_), into out; returns how many.
   size_t TakeSharedPrefix(std::span<const uint64_t> stk, std::vector<uint64_t>& out) const;
   // Remembers a stack's leading plain turns (none if a location emitted
   // since `overwrites` replaced a cached one).
   void KeepPlainPrefix(std::span<const uint64_t> pcs, std::span<const uint64_t> ids,
+                       uint64_t overwrites);
+  // Remembers the last PCs of a stack whose first `plain` turns were plain
+  // (their ids) and whose others took no location (none if a location
+  // emitted since `overwrites` replaced a cached one).
+  void KeepPlainSuffix(std::span<const uint64_t> pcs, size_t plain, std::span<const uint64_t> ids,
                        uint64_t overwrites);
   // The turn of AppendLocsForStack whose first PC has a cached location
   // (loc_infos_[index]): its ids into out; returns the rest of the stack.
@@ -208,6 +218,8 @@ class HeapProfileBuilder {
   size_t HiddenFrames(std::span<const uint64_t> stack);
   // A stack in runtime addresses in link-time ones: itself, or link_stack_.
   std::span<const uint64_t> LinkTime(std::span<const uint64_t> stack);
+  // Whether a stack in runtime addresses is `link` in link-time ones.
+  bool SameLinkTime(std::span<const uint64_t> stack, std::span<const uint64_t> link) const;
   // A record's location ids for its whole (link-time) stack: from its frames
   // after the `hidden` ones, or all of them if those make none (hideRuntime's
   // retry). Returns where the frames used start. RunForStack adds them to
@@ -302,7 +314,25 @@ class HeapProfileBuilder {
     uint64_t overwrites = 0;  // loc_overwrites_ when they were kept
   };
   PlainPrefix plain_prefix_;
-  int64_t bytes_key_ = -1;  // string index of "bytes" once a label needed it
+  // The same of the last PCs (up to kRememberedTrailingPcs) of the last
+  // stack whose turns were all plain but for its last PCs, which took no
+  // location (runtime.goexit): the stacks of a recursion that branches (one
+  // bucket per call path) end alike, from where they branched to the root,
+  // and the list holds neighbouring paths one after another. The PCs after
+  // a differing start take these ids without a lookup each.
+  // Kept in place, in the last `size` slots: a stack ending alike rewrites
+  // only the slots of the PCs it does not share.
+  struct PlainSuffix {
+    std::array<uint64_t, kRememberedTrailingPcs> pcs{};
+    std::array<uint64_t, kRememberedTrailingPcs> ids{};  // those of pcs but the last `frameless`
+    size_t size = 0;
+    size_t frameless = 0;  // the last PCs, which take no location
+    uint64_t overwrites = 0;
+    std::span<const uint64_t> Pcs() const { return {pcs.data() + pcs.size() - size, size}; }
+  };
+  PlainSuffix plain_suffix_;
+  size_t suffix_shared_ = 0;  // the last PCs TakePlainPrefix found plain_suffix_ ends with
+  int64_t bytes_key_ = -1;    // string index of "bytes" once a label needed it
   // Whether every stack so far got the locations it would get in any order
   // of the stacks (the runtime builds them in its list's order, which puts
   // new buckets first). Set by the constructor where it can hold at all.

@@ -48,9 +48,13 @@ void StackWarmer::Warm(std::span<const uint64_t> stack) {
   const size_t first_shown =
       shared > last_first_shown_ ? last_first_shown_ : FirstShown(stack, shared);
   const size_t shown = first_shown == stack.size() ? 0 : first_shown;
+  // And those it ends with alike the last one's: the stacks of a recursion
+  // that branches (one bucket per call path) share the frames from where
+  // they branched to the root, most of each.
+  const size_t shared_tail = SharedTrailingPcs(stack, last_tail_);
   uint64_t last = 0;
   const uint64_t* p = stack.data() + std::max(shown, shared);
-  const uint64_t* const end = stack.data() + stack.size();
+  const uint64_t* const end = stack.data() + (stack.size() - shared_tail);
   while (p < end) {
     const uint64_t pc = *p++;
     // A recursion repeats one PC hundreds of times (most of a deep stack):
@@ -65,6 +69,7 @@ void StackWarmer::Warm(std::span<const uint64_t> stack) {
     seen |= kFrames;
   }
   last_stack_.assign(stack.begin(), stack.begin() + std::min(stack.size(), kRememberedLeadingPcs));
+  last_tail_.assign(stack.end() - std::min(stack.size(), kRememberedTrailingPcs), stack.end());
   last_first_shown_ = first_shown;
 }
 

@@ -46,6 +46,9 @@ class StackWarmer {
   // frames asked for.
   std::vector<uint64_t> last_stack_;
   size_t last_first_shown_ = 0;
+  // The last stack's last kRememberedTrailingPcs PCs, all of them warmed
+  // (its hidden leading ones' frames too).
+  std::vector<uint64_t> last_tail_;
 };
 
 // runtime/pprof's hideRuntime test of one frame, of the name of the

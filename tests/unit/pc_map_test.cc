@@ -43,6 +43,16 @@ TEST(SharedLeadingPcs, CountsUpToTheFirstDifferenceOrTheShorterEnd) {
   EXPECT_EQ(SharedLeadingPcs(a, std::vector<uint64_t>{2, 2, 3, 4}), 0u);
 }
 
+TEST(SharedTrailingPcs, CountsTheWordsTwoStacksEndWithAlike) {
+  const std::vector<uint64_t> a = {9, 1, 2, 3};
+  EXPECT_EQ(SharedTrailingPcs(a, std::vector<uint64_t>{2, 3}), 2u);
+  EXPECT_EQ(SharedTrailingPcs(a, std::vector<uint64_t>{8, 1, 2, 3}), 3u);
+  EXPECT_EQ(SharedTrailingPcs(a, a), 4u);
+  EXPECT_EQ(SharedTrailingPcs(a, std::vector<uint64_t>{7, 7, 9, 1, 2, 3}), 4u);
+  EXPECT_EQ(SharedTrailingPcs(a, std::vector<uint64_t>{}), 0u);
+  EXPECT_EQ(SharedTrailingPcs(a, std::vector<uint64_t>{1, 2, 3, 4}), 0u);
+}
+
 // Every length of run, from none to the whole, before and after the
 // eight-word steps, against a count one word at a time.
 TEST(LeadingRepeats, CountsTheRunOfOnePcAtTheStart) {

@@ -446,6 +446,21 @@ TEST(GoBinaryTest, ScanForGoVersion) {
 namespace goheap2pprof {
 namespace {
 
+// Each stack warmed, in turn; then every PC of it must be in the
+// symbolizer's cache already.
+void ExpectEveryPcAsked(Symbolizer& sym, const RuntimeTraits& traits, uint64_t bias,
+                        const std::vector<std::vector<uint64_t>>& stacks) {
+  StackWarmer warmer(sym, traits, bias);
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    warmer.Warm(stacks[i]);
+    const uint64_t cached = sym.distinct_pcs();
+    for (uint64_t pc : stacks[i]) {
+      if (pc != 0) sym.FramesFor(pc - bias);
+    }
+    EXPECT_EQ(sym.distinct_pcs(), cached) << "stack " << i;
+  }
+}
+
 // The warmer asks the symbolizer once for each PC of a stack, passing over
 // a recursion's repeats four at a time: a PC between repeats, or among the
 // last three, is asked for all the same; PC 0 never is.
@@ -502,15 +517,46 @@ TEST(StackWarmerTest, StacksStartingAlikeHaveEveryPcAsked) {
       {alloc(0x70), main_pc(0x40), main_pc(0x40), main_pc(0x60)},
       {alloc(0x70), main_pc(0x40), main_pc(0x40), main_pc(0x60)},  // all alike
   };
-  StackWarmer warmer(sym, traits, bias);
-  for (size_t i = 0; i < stacks.size(); ++i) {
-    warmer.Warm(stacks[i]);
-    const uint64_t cached = sym.distinct_pcs();
-    for (uint64_t pc : stacks[i]) {
-      if (pc != 0) sym.FramesFor(pc - bias);
-    }
-    EXPECT_EQ(sym.distinct_pcs(), cached) << "stack " << i;
-  }
+  ExpectEveryPcAsked(sym, traits, bias, stacks);
+}
+
+// A stack that ends as the last one did is warmed up to where the two part
+// (the last one's PCs were all asked for, its hidden leading ones too).
+// Still, every PC of every stack is in the cache after its turn, whether
+// they part among the hidden frames, at the first shown one, after it, in a
+// recursion's run, past the end the warmer keeps (kRememberedTrailingPcs),
+// or not at all, with PC 0 among them.
+TEST(StackWarmerTest, StacksEndingAlikeHaveEveryPcAsked) {
+  const HandTable h = BuildGo120Table({testing_go_elf::HandMallocgc(), testing_go_elf::HandMain(),
+                                       testing_go_elf::HandAllocWithInlinedHelper()});
+  Pclntab tab(h.table, kText, h.gofunc);
+  const RuntimeTraits traits = TraitsForVersion({1, 26, 0});
+  Symbolizer sym(tab, traits);
+  const uint64_t bias = 0x400000;
+  const auto hidden = [&](uint64_t off) { return bias + kText + off; };
+  const auto main_pc = [&](uint64_t off) { return bias + kText + 0x100 + off; };
+  const auto alloc = [&](uint64_t off) { return bias + kText + 0x200 + off; };
+  std::vector<uint64_t> long_end;
+  for (uint64_t k = 0; k < kRememberedTrailingPcs + 8; ++k) long_end.push_back(main_pc(k % 0x80));
+  const auto ending = [&](std::vector<uint64_t> head) {
+    head.insert(head.end(), long_end.begin(), long_end.end());
+    return head;
+  };
+  const std::vector<std::vector<uint64_t>> stacks = {
+      {hidden(0x10), alloc(0x48), main_pc(0x10), main_pc(0x20)},
+      {hidden(0x20), alloc(0x50), main_pc(0x10), main_pc(0x20)},  // part at the first shown
+      {hidden(0x30), hidden(0x40), alloc(0x50), main_pc(0x10), main_pc(0x20)},  // among hidden
+      {alloc(0x60), main_pc(0x10), main_pc(0x20)},                              // all shown
+      {alloc(0x60), alloc(0x60), alloc(0x60), alloc(0x70), main_pc(0x20)},      // in a run
+      {alloc(0x78), alloc(0x70), alloc(0x70), alloc(0x70), main_pc(0x20)},      // the run shared
+      {0, alloc(0x70), main_pc(0x20)},
+      {hidden(0x50), 0, main_pc(0x20)},
+      {hidden(0x50), 0, main_pc(0x20)},  // all alike
+      ending({alloc(0x48)}),
+      ending({alloc(0x31), main_pc(0x7f)}),  // past the end the warmer keeps
+      ending({hidden(0x60), main_pc(0x7e)}),
+  };
+  ExpectEveryPcAsked(sym, traits, bias, stacks);
 }
 
 }  // namespace

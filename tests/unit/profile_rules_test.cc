@@ -332,11 +332,13 @@ TEST(LocationReuse, SharedStackStorageGivesWhatCopiesGive) {
 }
 
 // Each stack's locations, with the stacks added one after the other, are
-// those it gets with an empty stack (which makes no location) before it.
-void ExpectWhatTheyGetAlone(const std::vector<std::vector<uint64_t>>& stacks) {
+// those it gets with an empty stack (which makes no location) before it;
+// with a PIE's load bias, the stacks are given in runtime addresses.
+void ExpectWhatTheyGetAlone(const std::vector<std::vector<uint64_t>>& stacks, uint64_t bias = 0) {
   for (GoVersion v : {GoVersion{1, 18, 0}, GoVersion{1, 21, 0}, GoVersion{1, 26, 0}}) {
-    Rules together(v), apart(v);
-    for (const auto& stack : stacks) {
+    Rules together(v, 512 * 1024, bias), apart(v, 512 * 1024, bias);
+    for (std::vector<uint64_t> stack : stacks) {
+      for (uint64_t& pc : stack) pc += pc != 0 ? bias : 0;
       together.Add(stack, 1, 64);
       apart.Add(stack, 1, 64);
       apart.Add({}, 1, 64);
@@ -407,6 +409,71 @@ TEST(LocationReuse, DeepStacksStartingAlikeGetWhatTheyGetAlone) {
     stacks.push_back(std::move(s));
   }
   ExpectWhatTheyGetAlone(stacks);
+}
+
+// Stacks that end as the one before did take the ids of the last plain PCs
+// of the last stack that had only plain turns but for a final
+// runtime.goexit, without looking each PC up. The profile must be the one
+// built with nothing carried from one stack to the next, for stacks that end
+// alike from inside or past inline groups, recursions (whose run may cross
+// where the two part), hidden frames, runtime.goexit, unknown PCs and PC 0,
+// on each deck rule, with and without a PIE's bias.
+TEST(LocationReuse, StacksEndingAlikeGetWhatTheyGetAlone) {
+  const std::vector<uint64_t> pool = {Pc(kMain, 0x10),      Pc(kMain, 0x20),
+                                      Pc(kAlloc, 0x48),     Pc(kAlloc, 0x31),
+                                      Pc(kAlloc, 0x80),     Pc(kRuntimeMain, 0x10),
+                                      Pc(kGoexit, 0x10),    Pc(kGoexit, 0x09),
+                                      Pc(kGoexit, 0x30),    Pc(kMallocgc, 0x10),
+                                      Pc(kMapsAlloc, 0x10), Pc(kGenericInt, 0x10),
+                                      kRulesText + 0x5000,  0};
+  // Mostly plain, so that many stacks leave a suffix to take.
+  const std::vector<uint64_t> plain = {Pc(kMain, 0x10), Pc(kMain, 0x20), Pc(kAlloc, 0x80),
+                                       Pc(kRuntimeMain, 0x10), Pc(kGenericInt, 0x10)};
+  std::mt19937 rng(43);
+  std::vector<std::vector<uint64_t>> stacks = {{}};
+  for (int i = 0; i < 600; ++i) {
+    const std::vector<uint64_t>& last = stacks.back();
+    const size_t keep = rng() % (last.size() + 1);
+    std::vector<uint64_t> s;
+    const size_t more = rng() % 6;
+    for (size_t k = 0; k < more; ++k) {
+      const std::vector<uint64_t>& from = rng() % 3 == 0 ? pool : plain;
+      s.push_back(from[rng() % from.size()]);
+    }
+    // A recursion whose run goes on into the shared end.
+    if (rng() % 4 == 0 && keep > 0) s.insert(s.end(), rng() % 5, last[last.size() - keep]);
+    s.insert(s.end(), last.end() - static_cast<std::ptrdiff_t>(keep), last.end());
+    if (rng() % 3 == 0) s.push_back(Pc(kGoexit, 0x30));
+    stacks.push_back(std::move(s));
+  }
+  ExpectWhatTheyGetAlone(stacks);
+  ExpectWhatTheyGetAlone(stacks, 0x10000);
+}
+
+// The same for deep stacks of plain PCs ending in runtime.goexit that share
+// from 10 to 70 trailing PCs with the one before: fewer than, as many as and
+// more than the suffix the builder keeps (kRememberedTrailingPcs).
+TEST(LocationReuse, DeepStacksEndingAlikeGetWhatTheyGetAlone) {
+  static_assert(kRememberedTrailingPcs > 10 && kRememberedTrailingPcs < 70,
+                "the shared ends must reach past the kept suffix, and fall short of it");
+  const std::vector<uint64_t> plain = {Pc(kMain, 0x10), Pc(kMain, 0x20), Pc(kAlloc, 0x80),
+                                       Pc(kRuntimeMain, 0x10)};
+  const std::vector<uint64_t> any = {Pc(kAlloc, 0x48), Pc(kAlloc, 0x31), Pc(kGoexit, 0x10),
+                                     Pc(kMain, 0x10)};
+  std::mt19937 rng(8);
+  std::vector<std::vector<uint64_t>> stacks = {{}};
+  for (int i = 0; i < 80; ++i) {
+    const std::vector<uint64_t>& last = stacks.back();
+    const size_t keep = std::min<size_t>(last.size(), 10 + rng() % 61);
+    std::vector<uint64_t> s;
+    while (s.size() < 5) s.push_back(any[rng() % any.size()]);
+    while (s.size() + keep < 100) s.push_back(plain[rng() % plain.size()]);
+    if (keep == 0) s.push_back(Pc(kGoexit, 0x30));
+    s.insert(s.end(), last.end() - static_cast<std::ptrdiff_t>(keep), last.end());
+    stacks.push_back(std::move(s));
+  }
+  ExpectWhatTheyGetAlone(stacks);
+  ExpectWhatTheyGetAlone(stacks, 0x10000);
 }
 
 // A streamed walk's runs, made from stacks in a buffer that is overwritten
