@@ -66,6 +66,13 @@ expect_usage "an unknown push option names push" "^goheap2pprof push: " push --n
 expect_usage "watch without -o names watch" "^goheap2pprof watch: .*--output" watch 1
 expect_usage "help of an unknown command" '^goheap2pprof help: error: no command "nope"' \
   help nope
+# A command is named by an argument alone: cli/main.cc adds every command's
+# options only when an argument names one (or asks for help), so each must be
+# read as itself, not as the capture's pid.
+for cmd in serve push watch agent mem growth probe enable-sampling goroutines help \
+  __capture-worker; do
+  expect_usage "$cmd on a command line is read as $cmd" "^goheap2pprof $cmd: " "$cmd" --no-such-option
+done
 expect_usage "the capture without a pid, as before" "^goheap2pprof: pid is required" -o x.pb.gz
 expect_usage "a capture pid that is not one, as before" \
   '^goheap2pprof: error: "12x" is not a process id' 12x
