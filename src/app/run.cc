@@ -235,8 +235,13 @@ std::string RunCapture(const RunOptions& options, std::ostream& log, CaptureRepo
                                      .runtime_prefixes = analysis->traits().hidden_prefixes}));
   }
   report.phase_ms.emplace_back("write", MsSince(write_start));
-  // The command ends here: its exit frees the analysis's caches faster.
+  // The command ends here: its exit reclaims the analysis's caches, the
+  // profile's tables and the source's buffers at once, faster than freeing
+  // them one by one (the tables and buffers took 0.45 ms of a 100k-bucket
+  // capture: bench/README.md).
   KeepUntilExit(analysis);
+  KeepUntilExit(std::make_shared<std::optional<CaptureResult>>(std::move(result)));
+  KeepUntilExit(std::shared_ptr<CaptureSource>(std::move(run.source)));
   return run.path;
 }
 
