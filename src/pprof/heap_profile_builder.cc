@@ -278,11 +278,12 @@ void HeapProfileBuilder::KeepPlainSuffix(std::span<const uint64_t> pcs, size_t p
   const size_t n = std::min(pcs.size(), kRememberedTrailingPcs);
   const size_t frameless = pcs.size() - plain;
   PlainSuffix& kept = plain_suffix_;
+  if (ids.size() != plain) return;  // a PC after the plain ones made a location
   if (n <= frameless) {
     kept.size = 0;  // none plain (an empty stack): forgotten
     return;
   }
-  if (overwrites != loc_overwrites_ || ids.size() != plain) return;
+  if (overwrites != loc_overwrites_) return;
   // The PCs it ends with alike the kept ones (TakePlainPrefix compared
   // them) have the same ids: a plain turn's id is its PC's, while no
   // location replaces a cached one.
@@ -350,27 +351,19 @@ void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
       expanded ? std::span<const uint64_t>(*expanded) : std::span<const uint64_t>(input);
   const size_t plain = TakePlainPrefix(whole, out);
   std::span<const uint64_t> stk = whole.subspan(plain);
-  // Whether every turn after the plain ones took no location, with nothing
-  // in the deck (a stack's final runtime.goexit).
-  bool only_frameless = true;
   while (!stk.empty()) {
     const uint64_t addr = stk.front();
     if (const uint32_t* index = locs_.Find(addr)) {
       stk = TakeCachedLocation(*index, stk, out);
-      only_frameless = false;
       continue;
     }
     const HiddenAnswer* asked = hide_runtime_ ? hidden_.Find(addr + bias_) : nullptr;
     const PcFrames& frames = asked != nullptr ? *asked->frames : sym_.FramesFor(addr);
     if (frames.frames.empty()) {  // runtime.goexit
-      if (uint64_t id = EmitLocation()) {
-        out.push_back(id);
-        only_frameless = false;
-      }
+      if (uint64_t id = EmitLocation()) out.push_back(id);
       stk = stk.subspan(1);
       continue;
     }
-    only_frameless = false;
     if (TryAdd(addr, frames.frames, frames.lookup_failed)) {
       stk = stk.subspan(1);
       continue;
@@ -386,12 +379,11 @@ void HeapProfileBuilder::AppendLocsForStack(std::span<const uint64_t> input,
       stk = stk.subspan(1);
     }
   }
-  if (uint64_t id = EmitLocation()) {
-    out.push_back(id);
-    only_frameless = false;
-  }
+  if (uint64_t id = EmitLocation()) out.push_back(id);
   KeepPlainPrefix(whole.first(plain), std::span<const uint64_t>(out).first(plain), overwrites);
-  if (only_frameless) KeepPlainSuffix(whole, plain, out, overwrites);
+  // Every turn but the plain ones made a location or joined the deck (whose
+  // location came after) unless out holds the plain ones' ids alone.
+  KeepPlainSuffix(whole, plain, out, overwrites);
 }
 
 namespace {

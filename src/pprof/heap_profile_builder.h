@@ -204,8 +204,9 @@ class HeapProfileBuilder {
   void KeepPlainPrefix(std::span<const uint64_t> pcs, std::span<const uint64_t> ids,
                        uint64_t overwrites);
   // Remembers the last PCs of a stack whose first `plain` turns were plain
-  // (their ids) and whose others took no location (none if a location
-  // emitted since `overwrites` replaced a cached one).
+  // (their ids) if its others took no location (`ids` is then the plain
+  // ones'), and if no location emitted since `overwrites` replaced a cached
+  // one.
   void KeepPlainSuffix(std::span<const uint64_t> pcs, size_t plain, std::span<const uint64_t> ids,
                        uint64_t overwrites);
   // The turn of AppendLocsForStack whose first PC has a cached location
