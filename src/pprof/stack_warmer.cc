@@ -48,9 +48,7 @@ void StackWarmer::Warm(std::span<const uint64_t> stack) {
   const size_t first_shown =
       shared > last_first_shown_ ? last_first_shown_ : FirstShown(stack, shared);
   const size_t shown = first_shown == stack.size() ? 0 : first_shown;
-  // And those it ends with alike the last one's: the stacks of a recursion
-  // that branches (one bucket per call path) share the frames from where
-  // they branched to the root, most of each.
+  // And those it ends with alike the last one's (its callers' frames).
   const size_t shared_tail = SharedTrailingPcs(stack, last_tail_);
   uint64_t last = 0;
   const uint64_t* p = stack.data() + std::max(shown, shared);

@@ -446,6 +446,18 @@ TEST(GoBinaryTest, ScanForGoVersion) {
 namespace goheap2pprof {
 namespace {
 
+// A hidden runtime function (at 0), main.main (0x100) and main.alloc with
+// an inlined helper (0x200), loaded at `bias`, and their symbolizer.
+struct WarmerTable {
+  const HandTable h = BuildGo120Table({testing_go_elf::HandMallocgc(), testing_go_elf::HandMain(),
+                                       testing_go_elf::HandAllocWithInlinedHelper()});
+  Pclntab tab{h.table, kText, h.gofunc};
+  const RuntimeTraits traits = TraitsForVersion({1, 26, 0});
+  Symbolizer sym{tab, traits};
+  const uint64_t bias = 0x400000;
+  uint64_t Pc(uint64_t func, uint64_t off) const { return bias + kText + func + off; }
+};
+
 // Each stack warmed, in turn; then every PC of it must be in the
 // symbolizer's cache already.
 void ExpectEveryPcAsked(Symbolizer& sym, const RuntimeTraits& traits, uint64_t bias,
@@ -495,15 +507,10 @@ TEST(StackWarmerTest, AsksForEveryDistinctPcOfARecursion) {
 // hidden leading frames, at the first shown one, after it, or not at all,
 // with PC 0, a recursion and all-hidden stacks among them.
 TEST(StackWarmerTest, StacksStartingAlikeHaveEveryPcAsked) {
-  const HandTable h = BuildGo120Table({testing_go_elf::HandMallocgc(), testing_go_elf::HandMain(),
-                                       testing_go_elf::HandAllocWithInlinedHelper()});
-  Pclntab tab(h.table, kText, h.gofunc);
-  const RuntimeTraits traits = TraitsForVersion({1, 26, 0});
-  Symbolizer sym(tab, traits);
-  const uint64_t bias = 0x400000;
-  const auto hidden = [&](uint64_t off) { return bias + kText + off; };
-  const auto main_pc = [&](uint64_t off) { return bias + kText + 0x100 + off; };
-  const auto alloc = [&](uint64_t off) { return bias + kText + 0x200 + off; };
+  WarmerTable t;
+  const auto hidden = [&](uint64_t off) { return t.Pc(0, off); };
+  const auto main_pc = [&](uint64_t off) { return t.Pc(0x100, off); };
+  const auto alloc = [&](uint64_t off) { return t.Pc(0x200, off); };
   const std::vector<std::vector<uint64_t>> stacks = {
       {hidden(0x10), hidden(0x20), alloc(0x48), main_pc(0x10)},
       {hidden(0x10), hidden(0x20), alloc(0x48), main_pc(0x20)},  // part after the first shown
@@ -517,7 +524,7 @@ TEST(StackWarmerTest, StacksStartingAlikeHaveEveryPcAsked) {
       {alloc(0x70), main_pc(0x40), main_pc(0x40), main_pc(0x60)},
       {alloc(0x70), main_pc(0x40), main_pc(0x40), main_pc(0x60)},  // all alike
   };
-  ExpectEveryPcAsked(sym, traits, bias, stacks);
+  ExpectEveryPcAsked(t.sym, t.traits, t.bias, stacks);
 }
 
 // A stack that ends as the last one did is warmed up to where the two part
@@ -527,15 +534,10 @@ TEST(StackWarmerTest, StacksStartingAlikeHaveEveryPcAsked) {
 // recursion's run, past the end the warmer keeps (kRememberedTrailingPcs),
 // or not at all, with PC 0 among them.
 TEST(StackWarmerTest, StacksEndingAlikeHaveEveryPcAsked) {
-  const HandTable h = BuildGo120Table({testing_go_elf::HandMallocgc(), testing_go_elf::HandMain(),
-                                       testing_go_elf::HandAllocWithInlinedHelper()});
-  Pclntab tab(h.table, kText, h.gofunc);
-  const RuntimeTraits traits = TraitsForVersion({1, 26, 0});
-  Symbolizer sym(tab, traits);
-  const uint64_t bias = 0x400000;
-  const auto hidden = [&](uint64_t off) { return bias + kText + off; };
-  const auto main_pc = [&](uint64_t off) { return bias + kText + 0x100 + off; };
-  const auto alloc = [&](uint64_t off) { return bias + kText + 0x200 + off; };
+  WarmerTable t;
+  const auto hidden = [&](uint64_t off) { return t.Pc(0, off); };
+  const auto main_pc = [&](uint64_t off) { return t.Pc(0x100, off); };
+  const auto alloc = [&](uint64_t off) { return t.Pc(0x200, off); };
   std::vector<uint64_t> long_end;
   for (uint64_t k = 0; k < kRememberedTrailingPcs + 8; ++k) long_end.push_back(main_pc(k % 0x80));
   const auto ending = [&](std::vector<uint64_t> head) {
@@ -556,7 +558,7 @@ TEST(StackWarmerTest, StacksEndingAlikeHaveEveryPcAsked) {
       ending({alloc(0x31), main_pc(0x7f)}),  // past the end the warmer keeps
       ending({hidden(0x60), main_pc(0x7e)}),
   };
-  ExpectEveryPcAsked(sym, traits, bias, stacks);
+  ExpectEveryPcAsked(t.sym, t.traits, t.bias, stacks);
 }
 
 }  // namespace

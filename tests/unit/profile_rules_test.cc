@@ -360,6 +360,23 @@ void ExpectWhatTheyGetAlone(const std::vector<std::vector<uint64_t>>& stacks, ui
   }
 }
 
+// PCs of every kind a turn can take: in inline groups, recursions, hidden
+// frames, runtime.goexit, unknown, and 0.
+std::vector<uint64_t> AnyPcs() {
+  return {Pc(kMain, 0x10),      Pc(kMain, 0x20),
+          Pc(kAlloc, 0x48),     Pc(kAlloc, 0x31),
+          Pc(kAlloc, 0x80),     Pc(kRuntimeMain, 0x10),
+          Pc(kGoexit, 0x10),    Pc(kGoexit, 0x09),
+          Pc(kGoexit, 0x30),    Pc(kMallocgc, 0x10),
+          Pc(kMapsAlloc, 0x10), Pc(kGenericInt, 0x10),
+          kRulesText + 0x5000,  0};
+}
+
+// PCs whose turns are plain: one-PC locations that no PC joins.
+std::vector<uint64_t> PlainPcs() {
+  return {Pc(kMain, 0x10), Pc(kMain, 0x20), Pc(kAlloc, 0x80), Pc(kRuntimeMain, 0x10)};
+}
+
 // Stacks that start as the one before did take the ids of its leading
 // one-PC locations that no PC can join without looking each PC up. The
 // profile must be the one built with nothing carried from one stack to the
@@ -367,13 +384,7 @@ void ExpectWhatTheyGetAlone(const std::vector<std::vector<uint64_t>>& stacks, ui
 // stacks that start alike up to, into and past inline groups, recursions,
 // hidden frames, runtime.goexit, unknown PCs and PC 0, on each deck rule.
 TEST(LocationReuse, StacksStartingAlikeGetWhatTheyGetAlone) {
-  const std::vector<uint64_t> pool = {Pc(kMain, 0x10),      Pc(kMain, 0x20),
-                                      Pc(kAlloc, 0x48),     Pc(kAlloc, 0x31),
-                                      Pc(kAlloc, 0x80),     Pc(kRuntimeMain, 0x10),
-                                      Pc(kGoexit, 0x10),    Pc(kGoexit, 0x09),
-                                      Pc(kGoexit, 0x30),    Pc(kMallocgc, 0x10),
-                                      Pc(kMapsAlloc, 0x10), Pc(kGenericInt, 0x10),
-                                      kRulesText + 0x5000,  0};
+  const std::vector<uint64_t> pool = AnyPcs();
   std::mt19937 rng(42);
   std::vector<std::vector<uint64_t>> stacks = {{}};
   for (int i = 0; i < 400; ++i) {
@@ -394,8 +405,7 @@ TEST(LocationReuse, DeepStacksStartingAlikeGetWhatTheyGetAlone) {
                 "the shared parts must reach past the kept prefix, and fall short of it");
   // Plain PCs (one-PC locations that no PC joins) for the first 400, so
   // that the shared part is all plain turns; then any.
-  const std::vector<uint64_t> plain = {Pc(kMain, 0x10), Pc(kMain, 0x20), Pc(kAlloc, 0x80),
-                                       Pc(kRuntimeMain, 0x10)};
+  const std::vector<uint64_t> plain = PlainPcs();
   const std::vector<uint64_t> any = {Pc(kAlloc, 0x48), Pc(kAlloc, 0x31), Pc(kGoexit, 0x10),
                                      Pc(kGoexit, 0x09), Pc(kMain, 0x10)};
   std::mt19937 rng(7);
@@ -419,16 +429,10 @@ TEST(LocationReuse, DeepStacksStartingAlikeGetWhatTheyGetAlone) {
 // where the two part), hidden frames, runtime.goexit, unknown PCs and PC 0,
 // on each deck rule, with and without a PIE's bias.
 TEST(LocationReuse, StacksEndingAlikeGetWhatTheyGetAlone) {
-  const std::vector<uint64_t> pool = {Pc(kMain, 0x10),      Pc(kMain, 0x20),
-                                      Pc(kAlloc, 0x48),     Pc(kAlloc, 0x31),
-                                      Pc(kAlloc, 0x80),     Pc(kRuntimeMain, 0x10),
-                                      Pc(kGoexit, 0x10),    Pc(kGoexit, 0x09),
-                                      Pc(kGoexit, 0x30),    Pc(kMallocgc, 0x10),
-                                      Pc(kMapsAlloc, 0x10), Pc(kGenericInt, 0x10),
-                                      kRulesText + 0x5000,  0};
+  const std::vector<uint64_t> pool = AnyPcs();
   // Mostly plain, so that many stacks leave a suffix to take.
-  const std::vector<uint64_t> plain = {Pc(kMain, 0x10), Pc(kMain, 0x20), Pc(kAlloc, 0x80),
-                                       Pc(kRuntimeMain, 0x10), Pc(kGenericInt, 0x10)};
+  std::vector<uint64_t> plain = PlainPcs();
+  plain.push_back(Pc(kGenericInt, 0x10));
   std::mt19937 rng(43);
   std::vector<std::vector<uint64_t>> stacks = {{}};
   for (int i = 0; i < 600; ++i) {
@@ -456,8 +460,7 @@ TEST(LocationReuse, StacksEndingAlikeGetWhatTheyGetAlone) {
 TEST(LocationReuse, DeepStacksEndingAlikeGetWhatTheyGetAlone) {
   static_assert(kRememberedTrailingPcs > 10 && kRememberedTrailingPcs < 70,
                 "the shared ends must reach past the kept suffix, and fall short of it");
-  const std::vector<uint64_t> plain = {Pc(kMain, 0x10), Pc(kMain, 0x20), Pc(kAlloc, 0x80),
-                                       Pc(kRuntimeMain, 0x10)};
+  const std::vector<uint64_t> plain = PlainPcs();
   const std::vector<uint64_t> any = {Pc(kAlloc, 0x48), Pc(kAlloc, 0x31), Pc(kGoexit, 0x10),
                                      Pc(kMain, 0x10)};
   std::mt19937 rng(8);
