@@ -47,6 +47,11 @@ class BlockCacheReader : public MemoryReader {
   const uint8_t* View(uint64_t addr, uint64_t len) override;
   ReadStats stats() const override { return inner_.stats(); }
 
+  // A reader's buffer outlives it, kept for the next reader of the same
+  // size (one buffer in the process at most). This gives it back to the
+  // system: for a process that goes idle.
+  static void ReleaseKeptBuffer();
+
   // Blocks read from the target (including re-reads after eviction), and
   // those that could not be read.
   uint64_t block_reads() const { return block_reads_; }

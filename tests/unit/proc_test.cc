@@ -308,6 +308,54 @@ TEST(BlockCacheReader, ClampsBlocksToMappingsAndFallsBackOutside) {
   EXPECT_FALSE(cached.TryRead(0x50000, buf));  // unmapped
 }
 
+// Where reader's view of 0x100000 + 100 is: the first slot of its buffer.
+const uint8_t* FirstSlotView(BlockCacheReader& reader) { return reader.View(0x100000 + 100, 16); }
+
+TEST(BlockCacheReader, ALaterReaderTakesTheBufferOfOneThatEndedAndReadsItsOwnBytes) {
+  BlockCacheReader::ReleaseKeptBuffer();  // none from an earlier test
+  std::vector<uint8_t> first_bytes;
+  TestMemory first_mem = PatternMemory(first_bytes);
+  const uint8_t* first_view = nullptr;
+  const uint8_t* beside_view = nullptr;
+  {
+    BlockCacheReader first(first_mem, {{0x100000, 0x110000}}, 4096, /*max_blocks=*/4);
+    first_view = FirstSlotView(first);
+    ASSERT_NE(first_view, nullptr);
+  }
+  // Other bytes at the same addresses (another process): the buffer is the
+  // same, what it serves is read anew, none of the first reader's blocks.
+  std::vector<uint8_t> second_bytes(64 * 1024, 0xa5);
+  TestMemory second_mem;
+  second_mem.Map(0x100000, second_bytes);
+  {
+    BlockCacheReader second(second_mem, {{0x100000, 0x110000}}, 4096, /*max_blocks=*/4);
+    const uint8_t* second_view = FirstSlotView(second);
+    ASSERT_NE(second_view, nullptr);
+    EXPECT_EQ(second_view, first_view);
+    EXPECT_EQ(std::memcmp(second_view, second_bytes.data() + 100, 16), 0);
+    EXPECT_EQ(second.block_reads(), 1u);
+    // One buffer is kept: a reader beside this one maps its own.
+    BlockCacheReader beside(first_mem, {{0x100000, 0x110000}}, 4096, /*max_blocks=*/4);
+    beside_view = FirstSlotView(beside);
+    ASSERT_NE(beside_view, nullptr);
+    EXPECT_NE(beside_view, second_view);
+    EXPECT_EQ(std::memcmp(beside_view, first_bytes.data() + 100, 16), 0);
+  }
+  // The reader beside ended first and its buffer is the one kept (the
+  // other was unmapped). A reader whose buffer is another size (4 MiB: 16
+  // blocks of 256 KiB) does not take it; one of its size does.
+  {
+    BlockCacheReader larger(first_mem, {{0x100000, 0x110000}}, 256 * 1024, /*max_blocks=*/16);
+    const uint8_t* larger_view = FirstSlotView(larger);
+    ASSERT_NE(larger_view, nullptr);
+    EXPECT_NE(larger_view, beside_view);
+    EXPECT_EQ(std::memcmp(larger_view, first_bytes.data() + 100, 16), 0);
+    BlockCacheReader same_size(second_mem, {{0x100000, 0x110000}}, 4096, /*max_blocks=*/4);
+    EXPECT_EQ(FirstSlotView(same_size), beside_view);
+  }
+  BlockCacheReader::ReleaseKeptBuffer();
+}
+
 }  // namespace
 }  // namespace goheap2pprof
 

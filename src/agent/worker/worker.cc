@@ -39,6 +39,7 @@
 #include "base/error.h"
 #include "pprof/output.h"
 #include "pprof/profile/delta.h"
+#include "proc/block_cache_reader.h"
 #include "proc/procfs.h"
 
 namespace goheap2pprof {
@@ -814,7 +815,10 @@ void TrimWhenIdle(int fd) {
   do {
     rc = poll(&p, 1, kIdleTrimMs);
   } while (rc < 0 && errno == EINTR);
-  if (rc == 0) malloc_trim(0);
+  if (rc == 0) {
+    malloc_trim(0);
+    BlockCacheReader::ReleaseKeptBuffer();
+  }
 }
 
 }  // namespace
