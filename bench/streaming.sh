@@ -6,7 +6,7 @@
 # (before/after a change); the rounds are paired: each round fetches the
 # endpoint, then (SETTLE seconds later) runs every tool's cold capture, the
 # tools taking turns at going first, and every tool's repeated capture through
-# its own `goheap2pprof serve`.
+# its own `goheap2pprof serve`, in the same turns.
 #
 #   bash bench/streaming.sh                              # quick: Go 1.26.8, binary+short, 100k
 #   GOS="1.19.8 1.26.8 1.27.3" SHAPES="short binary deep" N="100000 250000" bash bench/streaming.sh
@@ -197,7 +197,8 @@ measure() {
         "$(zcat "$work/$label.pb.gz" | wc -c) $(awk -v u="$user" -v s="$sys" 'BEGIN {print (u + s) * 1000}')" \
         >>"$work/rows"
     done
-    for t in "${tools[@]}"; do
+    # Repeated fetches take turns at going first too.
+    for t in "${order[@]}"; do
       label=${t%%=*}
       [[ -z ${serve_failed[$label]:-} ]] || continue
       serve_url="http://${serve_addr[$label]}/debug/pprof/heap?pid=$target_pid"
