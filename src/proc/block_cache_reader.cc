@@ -23,18 +23,21 @@ BlockCacheReader::BlockCacheReader(MemoryReader& inner, std::vector<AddressRange
 
 namespace {
 
-// The buffer of the last reader that ended, kept for the next one: a serve
-// worker walks a target through a new reader at every repeated capture, and
-// each fresh buffer was populated again, its huge pages cleared by the
-// kernel (MADV_POPULATE_WRITE: 8-10% of a worker's CPU in a Go 1.19.8
-// binary 100k target's repeated captures, `perf record`, 2026-12-06). One is
-// kept at most: readers rarely overlap, and one that finds none maps its own.
+// The buffer of the last reader that ended, kept for the next one where the
+// process asked for it (KeepBuffersForReuse): a serve worker walks a target
+// through a new reader at every repeated capture, and each fresh buffer was
+// populated again, its huge pages cleared by the kernel (MADV_POPULATE_WRITE:
+// 8-10% of a worker's CPU in a Go 1.19.8 binary 100k target's repeated
+// captures, `perf record`, 2026-12-06). One is kept at most: readers rarely
+// overlap, and one that finds none maps its own. A one-shot capture keeps
+// none: its peak RSS would hold the buffer to the end.
 struct KeptBuffer {
   uint8_t* data = nullptr;
   size_t mapped = 0;
   size_t populated = 0;
 };
 std::mutex kept_mu;
+bool keep_buffers = false;
 KeptBuffer kept;
 
 // The kept buffer if it is `mapped` bytes, taken; an empty one otherwise.
@@ -66,9 +69,22 @@ BlockCacheReader::~BlockCacheReader() {
   KeptBuffer mine{buffer_, mapped_, populated_};
   {
     std::lock_guard<std::mutex> lock(kept_mu);
-    if (kept.data == nullptr) std::swap(kept, mine);
+    if (keep_buffers && kept.data == nullptr) std::swap(kept, mine);
   }
   if (mine.data != nullptr) munmap(mine.data, mine.mapped);
+}
+
+void BlockCacheReader::KeepBuffersForReuse(bool keep) {
+  {
+    std::lock_guard<std::mutex> lock(kept_mu);
+    keep_buffers = keep;
+  }
+  if (!keep) ReleaseKeptBuffer();
+}
+
+size_t BlockCacheReader::KeptBufferBytes() {
+  std::lock_guard<std::mutex> lock(kept_mu);
+  return kept.mapped;
 }
 
 void BlockCacheReader::ReleaseKeptBuffer() {

@@ -47,10 +47,15 @@ class BlockCacheReader : public MemoryReader {
   const uint8_t* View(uint64_t addr, uint64_t len) override;
   ReadStats stats() const override { return inner_.stats(); }
 
-  // A reader's buffer outlives it, kept for the next reader of the same
-  // size (one buffer in the process at most). This gives it back to the
-  // system: for a process that goes idle.
+  // Whether a reader's buffer outlives it, kept for the next reader of the
+  // same size (one buffer in the process at most): for a process that walks
+  // again and again (a serve worker). Off by default; turning it off gives
+  // back the kept buffer.
+  static void KeepBuffersForReuse(bool keep);
+  // Gives the kept buffer back to the system: for a process that goes idle.
   static void ReleaseKeptBuffer();
+  // The kept buffer's mapped bytes; 0 when none is kept.
+  static size_t KeptBufferBytes();
 
   // Blocks read from the target (including re-reads after eviction), and
   // those that could not be read.

@@ -311,8 +311,32 @@ TEST(BlockCacheReader, ClampsBlocksToMappingsAndFallsBackOutside) {
 // Where reader's view of 0x100000 + 100 is: the first slot of its buffer.
 const uint8_t* FirstSlotView(BlockCacheReader& reader) { return reader.View(0x100000 + 100, 16); }
 
+TEST(BlockCacheReader, KeepsNoBufferUnlessAsked) {
+  std::vector<uint8_t> bytes;
+  TestMemory mem = PatternMemory(bytes);
+  {
+    BlockCacheReader reader(mem, {{0x100000, 0x110000}}, 4096, /*max_blocks=*/4);
+    ASSERT_NE(FirstSlotView(reader), nullptr);
+  }
+  EXPECT_EQ(BlockCacheReader::KeptBufferBytes(), 0u);
+  BlockCacheReader::KeepBuffersForReuse(true);
+  {
+    BlockCacheReader reader(mem, {{0x100000, 0x110000}}, 4096, /*max_blocks=*/4);
+    ASSERT_NE(FirstSlotView(reader), nullptr);
+  }
+  EXPECT_EQ(BlockCacheReader::KeptBufferBytes(), size_t{2} << 20);  // one huge page
+  BlockCacheReader::ReleaseKeptBuffer();
+  EXPECT_EQ(BlockCacheReader::KeptBufferBytes(), 0u);
+  {
+    BlockCacheReader reader(mem, {{0x100000, 0x110000}}, 4096, /*max_blocks=*/4);
+    ASSERT_NE(FirstSlotView(reader), nullptr);
+  }
+  BlockCacheReader::KeepBuffersForReuse(false);  // gives back what it kept
+  EXPECT_EQ(BlockCacheReader::KeptBufferBytes(), 0u);
+}
+
 TEST(BlockCacheReader, ALaterReaderTakesTheBufferOfOneThatEndedAndReadsItsOwnBytes) {
-  BlockCacheReader::ReleaseKeptBuffer();  // none from an earlier test
+  BlockCacheReader::KeepBuffersForReuse(true);
   std::vector<uint8_t> first_bytes;
   TestMemory first_mem = PatternMemory(first_bytes);
   const uint8_t* first_view = nullptr;
@@ -353,7 +377,7 @@ TEST(BlockCacheReader, ALaterReaderTakesTheBufferOfOneThatEndedAndReadsItsOwnByt
     BlockCacheReader same_size(second_mem, {{0x100000, 0x110000}}, 4096, /*max_blocks=*/4);
     EXPECT_EQ(FirstSlotView(same_size), beside_view);
   }
-  BlockCacheReader::ReleaseKeptBuffer();
+  BlockCacheReader::KeepBuffersForReuse(false);
 }
 
 }  // namespace

@@ -39,7 +39,6 @@
 #include "base/expected.h"
 #include "base/utf8.h"
 #include "pprof/otlp_profile.h"
-#include "proc/block_cache_reader.h"
 #include "proc/procfs.h"
 #include "proto/parca_profilestore.pb.h"
 #include "proto/pyroscope_push.pb.h"
@@ -710,7 +709,6 @@ void PushRole::Run() {
     // buckets takes tens of MB) and frees them all; give the memory back
     // rather than keep the peak for the agent's life.
     malloc_trim(0);
-    BlockCacheReader::ReleaseKeptBuffer();
     next += interval;
     // A round longer than the interval skips the ticks it overran.
     auto now = std::chrono::steady_clock::now();

@@ -841,6 +841,9 @@ int RunCaptureWorker(int fd, const WorkerLimits& limits, const ExecutableOptions
     std::cerr << "goheap2pprof worker: " << e.what() << "\n";
     return 10;
   }
+  // A worker walks its targets again and again: each walk takes the last
+  // one's buffer instead of clearing a fresh one (TrimWhenIdle gives it back).
+  BlockCacheReader::KeepBuffersForReuse(true);
   while (ServeOneRequest(fd, limits)) TrimWhenIdle(fd);
   return 0;
 }
