@@ -9,7 +9,9 @@
 #    the C library's and threads' own anonymous pages (measured: under 2 MiB);
 #  - a pure Go build shows at most 4 MiB (written .data/.bss pages);
 #  - the total of the tree equals the target's own runtime/metrics value, in
-#    the text and in --format json;
+#    the text and in --format json, when the target's own figure was the
+#    same before and after our read (SIGUSR1 makes it print it again; a
+#    figure that moved is read again, three times at most);
 #  - --core on a gcore core gives the same total and no process figures, and
 #    the one-shot --format debug1 of it ends its MemStats block without MaxRSS;
 #  - the goroutine stacks by creation site of 10,000 parked goroutines sum
@@ -37,17 +39,45 @@ for cgo in 0 1; do
 done
 
 # start_target <name> <args...>: started (quiescent until killed); sets
-# tpid and own_total.
+# tname, tpid and own_total.
 start_target() {
-  local name=$1
+  tname=$1
   shift
-  e2e_start "$work/$name.out" "$work/$name.err" "$@"
+  e2e_start "$work/$tname.out" "$work/$tname.err" "$@"
   tpid=$target_pid
-  if ! e2e_wait_for_line "$work/$name.out" "^READY" "$tpid" 20; then
-    fail "$name: target did not start" "$work/$name.err"
+  asked=0
+  if ! e2e_wait_for_line "$work/$tname.out" "^READY" "$tpid" 20; then
+    fail "$tname: target did not start" "$work/$tname.err"
     e2e_finish
   fi
-  own_total=$(awk '$2 == "/memory/classes/total:bytes" {print $3}' "$work/$name.out")
+  own_total=$(awk '$2 == "/memory/classes/total:bytes" {t = $3} END {print t}' "$work/$tname.out")
+}
+
+# ask_own_total: the target prints its total again (SIGUSR1); sets own_total.
+ask_own_total() {
+  asked=$((asked + 1))
+  kill -USR1 "$tpid" && e2e_wait_for_line "$work/$tname.out" "^AGAIN $asked\$" "$tpid" 20 ||
+    return 1
+  own_total=$(awk '$2 == "/memory/classes/total:bytes" {t = $3} END {print t}' "$work/$tname.out")
+}
+
+# read_settled <out> <err> <command...>: runs our read between two of the
+# target's own reports of its total, again while they differ (three times at
+# most: the target's own runtime grew meanwhile, say by a thread's signal
+# stack). Returns 1 if the command failed, 2 unless both reports agreed;
+# own_total is the later one.
+read_settled() {
+  local out=$1 err=$2 before attempt
+  shift 2
+  for attempt in 1 2 3; do
+    before=$own_total
+    "$@" >"$out" 2>"$err" || return 1
+    ask_own_total || { echo "$tname did not print its total again" >>"$err"; return 2; }
+    [[ $own_total == "$before" ]] && return 0
+    echo "  ($tname's own total moved from $before to $own_total during read $attempt; reading again)"
+  done
+  echo "$tname's own total never held still across a read" >>"$err"
+  return 2
 }
 
 # check_json <name> <file> <jq-condition> <what>
@@ -62,14 +92,14 @@ check_json() {
 
 # --- cgo: 100 MiB outside the runtime -----------------------------------------
 start_target cgo "$work/bin/memtarget-1" -cmalloc 100
-"$tool" mem --format json "$tpid" >"$work/cgo.json" 2>"$work/cgo.err" ||
+read_settled "$work/cgo.json" "$work/cgo.err" "$tool" mem --format json "$tpid" ||
   fail "mem --format json (cgo)" "$work/cgo.err"
 check_json cgo "$work/cgo.json" "
   .not_managed_by_go_bytes >= 100 * $MiB - (.memstats.Sys - .memstats.HeapReleased) and
   .not_managed_by_go_bytes <= 108 * $MiB" "about 100 MiB not managed by the Go runtime"
 check_json cgo "$work/cgo.json" ".metrics[\"/memory/classes/total:bytes\"] == $own_total and
   .memstats.Sys == $own_total" "the total equals the target's own ($own_total)"
-"$tool" mem "$tpid" >"$work/cgo.txt" 2>"$work/cgo.err" || fail "mem (cgo)" "$work/cgo.err"
+read_settled "$work/cgo.txt" "$work/cgo.err" "$tool" mem "$tpid" || fail "mem (cgo)" "$work/cgo.err"
 not_go=$(jq .not_managed_by_go_bytes "$work/cgo.json")
 if grep -qE "^ +[0-9.]+[KMG]? +$own_total +100\.0%  total$" "$work/cgo.txt" &&
   grep -q "^Not managed by the Go runtime:" "$work/cgo.txt" &&
@@ -84,7 +114,7 @@ cgo_pid=$tpid
 
 # --- pure Go: none outside ----------------------------------------------------
 start_target pure "$work/bin/memtarget-0"
-"$tool" mem --format json "$tpid" >"$work/pure.json" 2>"$work/pure.err" ||
+read_settled "$work/pure.json" "$work/pure.err" "$tool" mem --format json "$tpid" ||
   fail "mem --format json (pure Go)" "$work/pure.err"
 check_json "pure Go" "$work/pure.json" ".not_managed_by_go_bytes <= 4 * $MiB" \
   "at most 4 MiB not managed by the Go runtime"
@@ -97,9 +127,16 @@ else
 fi
 
 # --- --core -------------------------------------------------------------------
-if ! command -v gcore >/dev/null; then
+gcore_rc=127
+if command -v gcore >/dev/null; then
+  read_settled "$work/gcore.out" "$work/gcore.log" gcore -o "$work/core" "$tpid"
+  gcore_rc=$?
+fi
+if ((gcore_rc == 127)); then
   skip "mem --core (gcore not installed: Debian package gdb)"
-elif ! gcore -o "$work/core" "$tpid" >"$work/gcore.log" 2>&1 || [[ ! -f $work/core.$tpid ]]; then
+elif ((gcore_rc == 2)); then
+  fail "gcore of a target whose total held still" "$work/gcore.log"
+elif ((gcore_rc != 0)) || [[ ! -f $work/core.$tpid ]]; then
   skip "mem --core (gcore could not attach: $(tail -n 1 "$work/gcore.log"))"
 else
   if "$tool" mem --core "$work/core.$tpid" --format json >"$work/core.json" 2>"$work/core.err"; then
