@@ -435,29 +435,36 @@ class Continuation {
   // After a refresh that added snap.new_buckets: whether the continued
   // tables mean what a fresh build would; if so, the state keeps them.
   bool Finish(const HeapSnapshot& snap) {
-    const std::shared_ptr<const ProfileTables> old = state_.profile_tables;
-    if (!more_ || !old || runs_.size() != snap.new_buckets ||
-        old->samples() != snap.buckets.size() - snap.new_buckets) {
+    if (!more_ || runs_.size() != snap.new_buckets ||
+        old_sample_runs_.size() != snap.buckets.size() - snap.new_buckets) {
       return false;
     }
     auto tables = std::make_shared<ProfileTables>();
     tables->locations = more_->FinishLocations();
     if (!tables->locations->order_independent) return false;
-    new_stacks_ = tables->locations->runs.size() - old->locations->runs.size();
-    tables->sample_runs.reserve(snap.buckets.size());
+    new_stacks_ = tables->locations->runs.size() - old_runs_;
     tables->sample_runs = std::move(runs_);
-    tables->sample_runs.insert(tables->sample_runs.end(), old->sample_runs.begin(),
-                               old->sample_runs.end());
+    tables->sample_runs.insert(tables->sample_runs.end(), old_sample_runs_.begin(),
+                               old_sample_runs_.end());
     state_.KeepContinued(tables, more_->TakeSeed());
     return true;
   }
   size_t new_stacks() const { return new_stacks_; }
+  // Whether the state's tables were moved into the continuation (not
+  // copied); for the report.
+  bool moved() const { return moved_; }
 
  private:
   HeapProfileBuilder& Builder() {
     if (!more_) {
+      // The state's tables are taken over: it has none until Finish keeps
+      // the continued ones, or the capture starts afresh.
+      ProcessCaptureState::TablesToContinue old = state_.TakeTablesToContinue();
+      old_sample_runs_ = std::move(old.sample_runs);
+      old_runs_ = old.locations.runs.size();
+      moved_ = old.moved;
       more_.emplace(analysis_.symbolizer(), analysis_.traits(), source_.ProfileMappings(), bias_,
-                    state_.TakeSeed(), *state_.profile_tables->locations);
+                    state_.TakeSeed(), std::move(old.locations));
     }
     return *more_;
   }
@@ -469,6 +476,9 @@ class Continuation {
   std::vector<uint32_t> runs_;              // the new buckets', in list order
   size_t at_ = 0;                           // where the current walk's runs go
   size_t new_stacks_ = 0;
+  std::vector<uint32_t> old_sample_runs_;  // the state's, once taken over
+  size_t old_runs_ = 0;                    // the state's tables' runs
+  bool moved_ = false;
 };
 
 // A state's refresh (HeapWalk::refresh): the remembered buckets' counters

@@ -1,5 +1,7 @@
 #include "app/capture_state.h"
 
+#include "base/error.h"
+
 namespace goheap2pprof {
 
 namespace {
@@ -65,6 +67,26 @@ void ProcessCaptureState::KeepContinued(std::shared_ptr<const ProfileTables> tab
                                         std::unique_ptr<HeapProfileBuilder::Seed> seed) {
   seed_ = std::move(seed);
   profile_tables = std::move(tables);
+}
+
+ProcessCaptureState::TablesToContinue ProcessCaptureState::TakeTablesToContinue() {
+  if (!profile_tables) throw Error(ErrorKind::kInternal, "continuing a state without tables");
+  TablesToContinue out;
+  const std::shared_ptr<const ProfileTables> tables = std::move(profile_tables);
+  // Ours alone (this reference and, for the locations, the tables'): no
+  // other thread can come to hold them, so moving them out is safe. Both
+  // were made as non-const objects (std::make_shared) before being shared
+  // as const.
+  out.moved = tables.use_count() == 1 && tables->locations.use_count() == 1;
+  if (out.moved) {
+    auto& owned = const_cast<ProfileTables&>(*tables);
+    out.locations = std::move(const_cast<LocationTables&>(*owned.locations));
+    out.sample_runs = std::move(owned.sample_runs);
+  } else {
+    out.locations = *tables->locations;
+    out.sample_runs = tables->sample_runs;
+  }
+  return out;
 }
 
 void ProcessCaptureState::DropTables() {

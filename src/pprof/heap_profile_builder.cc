@@ -62,7 +62,7 @@ HeapProfileBuilder::HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTrai
 
 HeapProfileBuilder::HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTraits& traits,
                                        std::vector<ProfileMapping> mappings, uint64_t load_bias,
-                                       std::unique_ptr<Seed> seed, const LocationTables& base)
+                                       std::unique_ptr<Seed> seed, LocationTables base)
     : sym_(symbolizer),
       traits_(traits),
       rate_(0),
@@ -70,11 +70,11 @@ HeapProfileBuilder::HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTrai
       bias_(load_bias),
       arena_(std::make_unique<google::protobuf::Arena>()),
       profile_(google::protobuf::Arena::CreateMessage<pb::Profile>(arena_.get())),
-      locations_(std::make_shared<LocationTables>(base)),
+      locations_(std::make_shared<LocationTables>(std::move(base))),
       tables_(std::make_shared<ProfileTables>()),
       continuing_(true),
-      base_strings_(base.strings) {
-  if (seed == nullptr || !base.order_independent) {
+      base_strings_(locations_->strings) {
+  if (seed == nullptr || !locations_->order_independent) {
     throw Error(ErrorKind::kInternal, "continuing tables without their seed or order check");
   }
   tables_->locations = locations_;
@@ -656,7 +656,7 @@ void HeapProfileBuilder::CompleteTables() {
       !mappings->SerializeToString(&locations_->mappings_encoded)) {
     throw Error(ErrorKind::kInternal, "protobuf serialization of the profile's tables failed");
   }
-  // Continuing, the base's encoding (copied) comes first: the string table
+  // Continuing, the base's encoding comes first: the string table
   // and the other repeated fields of the two parts concatenate.
   if (continuing_) {
     locations_->encoded += part;

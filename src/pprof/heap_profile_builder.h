@@ -132,10 +132,11 @@ class HeapProfileBuilder {
   // Continues `base`, the tables of the build that left `seed`, for the
   // same process (same mappings and bias): AddStack gives stacks runs, in
   // base's location ids and new ones, and FinishLocations the tables that
-  // hold them all. Samples are the caller's (FillProfile).
+  // hold them all. Samples are the caller's (FillProfile). `base` is taken
+  // over: a caller that still needs its tables passes a copy.
   HeapProfileBuilder(Symbolizer& symbolizer, const RuntimeTraits& traits,
                      std::vector<ProfileMapping> mappings, uint64_t load_bias,
-                     std::unique_ptr<Seed> seed, const LocationTables& base);
+                     std::unique_ptr<Seed> seed, LocationTables base);
   // The run of a stack (runtime addresses) in the continued tables.
   uint32_t AddStack(std::span<const uint64_t> stack);
   // The continued tables; order_independent says whether they may be used.

@@ -711,6 +711,30 @@ TEST_F(RepeatedCaptureTest, NewStacksAreAddedToTheTablesAsTheRuntimeWouldMakeThe
   EXPECT_EQ(SampleTexts(again.profile.get()), fresh_again);
 }
 
+TEST_F(RepeatedCaptureTest, ContinuingTakesOverTablesNoProfileHoldsAndCopiesHeldOnes) {
+  ProcessCaptureState state;
+  std::vector<TestBucket> now = {{64, kGroupStack, {5, 1, 320, 64}}};
+  CaptureBoth(now, state, kGrown);  // its profile is gone: nothing else holds the tables
+  const uint8_t* kept_chunk = state.profile_tables->locations->loc_chunks.front().data();
+  now.insert(now.begin(), {128, kGroupStack, {2, 0, 256, 0}});
+  auto [held, fresh] = CaptureBoth(now, state, kGrown);
+  EXPECT_EQ(held.report.tables, ProfileTablesOrigin::kContinued);
+  EXPECT_EQ(SampleTexts(held.profile.get()), fresh);
+  // Taken over, not copied: the continued tables hold the same bytes.
+  EXPECT_EQ(state.profile_tables->locations->loc_chunks.front().data(), kept_chunk);
+
+  // `held` still holds the tables it was made from: the next continuation
+  // copies them, and the profile is left as it was.
+  const std::string held_bytes = held.profile.Serialize();
+  now.insert(now.begin(), {256, kGroupStack, {1, 0, 256, 0}});
+  auto [next, fresh_next] = CaptureBoth(now, state, kGrown);
+  EXPECT_EQ(next.report.tables, ProfileTablesOrigin::kContinued);
+  EXPECT_EQ(SampleTexts(next.profile.get()), fresh_next);
+  EXPECT_NE(state.profile_tables->locations->loc_chunks.front().data(), kept_chunk);
+  EXPECT_EQ(held.profile.Serialize(), held_bytes);
+  EXPECT_EQ(held.profile.tables()->locations->loc_chunks.front().data(), kept_chunk);
+}
+
 TEST_F(RepeatedCaptureTest, TablesWhoseStacksDependOnTheirOrderAreBuiltAgain) {
   // In this order kCutStack makes a location of main.helper's PC alone and
   // kGroupStack uses it; with kGroupStack first, as the runtime builds once
