@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
 #include <utility>
 
@@ -244,20 +245,24 @@ class ProcessSource : public CaptureSource {
   MemoryReader& memory() override { return process_.memory; }
   void CheckSameProcess() const override { process_.CheckSame(); }
 
+  // Made once per source (a capture asks twice: its build and its state's
+  // key), from the maps read when it was opened.
   std::vector<ProfileMapping> ProfileMappings() const override {
-    const pid_t pid = process_.identity.pid;
-    return ExecutableFileMappings(process_.maps, executable_.running, executable_.gnu_build_id,
-                                  [pid](const MapsEntry& e) {
-                                    // Not readable or not ELF: runtime/pprof
-                                    // reports no build ID either.
-                                    std::optional<ElfFile> elf = OpenMappedFile(pid, e);
-                                    return elf ? elf->GnuBuildId() : std::string();
-                                  });
+    std::call_once(profile_mappings_once_, [this] {
+      const pid_t pid = process_.identity.pid;
+      // Not readable or not ELF: runtime/pprof reports no build ID either.
+      profile_mappings_ = ExecutableFileMappings(
+          process_.maps, executable_.running, executable_.gnu_build_id,
+          [pid](const MapsEntry& e) { return MappedFileGnuBuildId(pid, e); });
+    });
+    return profile_mappings_;
   }
 
  private:
   LiveProcess process_;
   TargetExecutable executable_;
+  mutable std::once_flag profile_mappings_once_;
+  mutable std::vector<ProfileMapping> profile_mappings_;
 };
 
 // A qemu-user emulator process, captured as its guest program.

@@ -30,4 +30,13 @@ std::optional<ElfFile> TryOpenProcessExecutable(pid_t pid, std::string* why);
 // none of them opens as an ELF we read.
 std::optional<ElfFile> OpenMappedFile(pid_t pid, const MapsEntry& e);
 
+// The GNU build ID of the file behind a maps entry (empty if it has none or
+// none of MappedFilePaths opens as an ELF we read). Remembered for the
+// process's later calls by the file's identity (device, inode, size, mtime
+// and ctime, which no write or utimes leaves as it was), once the file has
+// not changed for a second, for the 64 files asked of last: serve's worker
+// asks at every capture of every process for the same libc, which cost a
+// repeated capture two loads of 1.9 MB files.
+std::string MappedFileGnuBuildId(pid_t pid, const MapsEntry& e);
+
 }  // namespace goheap2pprof

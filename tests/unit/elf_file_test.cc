@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <fstream>
 #include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/error.h"
@@ -393,6 +395,45 @@ TEST(ElfFileTest, TargetTruncatingItsMappedFileIsAnErrorNotASignal) {
   // libelf's own reads (the symbol table, read on first lookup) fail
   // cleanly too.
   EXPECT_THROW(elf->FindSymbol("goheap2pprof_elf_test_marker"), Error);
+  std::filesystem::remove(p);
+}
+
+// serve's worker asks for the build IDs of the same mapped files at every
+// capture: they are remembered, and a file changed in place (the same
+// inode) is read again.
+TEST(ElfFileTest, AMappedFilesBuildIdIsReadAgainOnceTheFileChanged) {
+  const std::filesystem::path p = std::filesystem::temp_directory_path() /
+                                  ("goheap2pprof-build-id-" + std::to_string(getpid()));
+  std::vector<uint8_t> image = BuildElf();
+  auto write = [&] {
+    UniqueFd out(open(p.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));  // in place
+    ASSERT_TRUE(out.valid());
+    ASSERT_EQ(pwrite(out.get(), image.data(), image.size(), 0), static_cast<ssize_t>(image.size()));
+  };
+  write();
+  UniqueFd fd(open(p.c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(fd.valid());
+  void* page = mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd.get(), 0);
+  ASSERT_NE(page, MAP_FAILED);
+  std::optional<MapsEntry> entry;
+  for (const MapsEntry& e : ReadProcMaps(getpid())) {
+    if (e.path == p.string()) entry = e;
+  }
+  ASSERT_TRUE(entry);
+  // Settled (a file changed within the last second is not remembered),
+  // then asked twice: remembered after the first.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  EXPECT_EQ(MappedFileGnuBuildId(getpid(), *entry), "0123abff");
+  EXPECT_EQ(MappedFileGnuBuildId(getpid(), *entry), "0123abff");
+
+  // Another build ID written over the note, in place: same inode and size.
+  const uint8_t old_id[] = {0x01, 0x23, 0xab, 0xff};
+  auto at = std::search(image.begin(), image.end(), std::begin(old_id), std::end(old_id));
+  ASSERT_NE(at, image.end());
+  at[3] = 0xee;
+  write();
+  EXPECT_EQ(MappedFileGnuBuildId(getpid(), *entry), "0123abee");
+  munmap(page, 4096);
   std::filesystem::remove(p);
 }
 
