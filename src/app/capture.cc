@@ -450,9 +450,6 @@ class Continuation {
     return true;
   }
   size_t new_stacks() const { return new_stacks_; }
-  // Whether the state's tables were moved into the continuation (not
-  // copied); for the report.
-  bool moved() const { return moved_; }
 
  private:
   HeapProfileBuilder& Builder() {
@@ -462,7 +459,6 @@ class Continuation {
       ProcessCaptureState::TablesToContinue old = state_.TakeTablesToContinue();
       old_sample_runs_ = std::move(old.sample_runs);
       old_runs_ = old.locations.runs.size();
-      moved_ = old.moved;
       more_.emplace(analysis_.symbolizer(), analysis_.traits(), source_.ProfileMappings(), bias_,
                     state_.TakeSeed(), std::move(old.locations));
     }
@@ -478,7 +474,6 @@ class Continuation {
   size_t new_stacks_ = 0;
   std::vector<uint32_t> old_sample_runs_;  // the state's, once taken over
   size_t old_runs_ = 0;                    // the state's tables' runs
-  bool moved_ = false;
 };
 
 // A state's refresh (HeapWalk::refresh): the remembered buckets' counters

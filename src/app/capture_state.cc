@@ -77,8 +77,7 @@ ProcessCaptureState::TablesToContinue ProcessCaptureState::TakeTablesToContinue(
   // other thread can come to hold them, so moving them out is safe. Both
   // were made as non-const objects (std::make_shared) before being shared
   // as const.
-  out.moved = tables.use_count() == 1 && tables->locations.use_count() == 1;
-  if (out.moved) {
+  if (tables.use_count() == 1 && tables->locations.use_count() == 1) {
     auto& owned = const_cast<ProfileTables&>(*tables);
     out.locations = std::move(const_cast<LocationTables&>(*owned.locations));
     out.sample_runs = std::move(owned.sample_runs);

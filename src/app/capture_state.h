@@ -111,7 +111,6 @@ class ProcessCaptureState {
   struct TablesToContinue {
     LocationTables locations;
     std::vector<uint32_t> sample_runs;
-    bool moved = false;
   };
   TablesToContinue TakeTablesToContinue();
   void DropTables();
