@@ -346,6 +346,19 @@ TEST(ElfFileTest, FifoIsRefusedWithoutBlocking) {
   EXPECT_NE(result.find("planted is not a regular file"), std::string::npos) << result;
 }
 
+// Maps the first page of file p in this process (flags: MAP_PRIVATE or
+// MAP_SHARED), as a target maps its files; entry is that mapping's line of
+// /proc/self/maps (nullopt if the file could not be mapped).
+void* MapFirstPage(const std::filesystem::path& p, int flags, std::optional<MapsEntry>& entry) {
+  UniqueFd fd(open(p.c_str(), O_RDONLY | O_CLOEXEC));
+  void* page = fd.valid() ? mmap(nullptr, 4096, PROT_READ, flags, fd.get(), 0) : MAP_FAILED;
+  if (page == MAP_FAILED) return nullptr;
+  for (const MapsEntry& e : ReadProcMaps(getpid())) {
+    if (e.path == p.string()) entry = e;
+  }
+  return page;
+}
+
 // The files opened under /proc/<pid>/ are the target's: it may truncate its
 // executable or a mapped file while we hold it open. Reading what is gone
 // must be a kIo error, never SIGBUS (which a mapping of the file raises on
@@ -364,14 +377,8 @@ TEST(ElfFileTest, TargetTruncatingItsMappedFileIsAnErrorNotASignal) {
   }
   // Map its first page in this process, as the target maps its files, and
   // open it the way the engine opens a target's mapped file.
-  UniqueFd fd(open(p.c_str(), O_RDONLY | O_CLOEXEC));
-  ASSERT_TRUE(fd.valid());
-  void* page = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE, fd.get(), 0);
-  ASSERT_NE(page, MAP_FAILED);
   std::optional<MapsEntry> entry;
-  for (const MapsEntry& e : ReadProcMaps(getpid())) {
-    if (e.path == p.string()) entry = e;
-  }
+  void* page = MapFirstPage(p, MAP_PRIVATE, entry);
   ASSERT_TRUE(entry);
   std::optional<ElfFile> elf = OpenMappedFile(getpid(), *entry);
   munmap(page, 4096);
@@ -411,14 +418,8 @@ TEST(ElfFileTest, AMappedFilesBuildIdIsReadAgainOnceTheFileChanged) {
     ASSERT_EQ(pwrite(out.get(), image.data(), image.size(), 0), static_cast<ssize_t>(image.size()));
   };
   write();
-  UniqueFd fd(open(p.c_str(), O_RDONLY | O_CLOEXEC));
-  ASSERT_TRUE(fd.valid());
-  void* page = mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd.get(), 0);
-  ASSERT_NE(page, MAP_FAILED);
   std::optional<MapsEntry> entry;
-  for (const MapsEntry& e : ReadProcMaps(getpid())) {
-    if (e.path == p.string()) entry = e;
-  }
+  void* page = MapFirstPage(p, MAP_SHARED, entry);
   ASSERT_TRUE(entry);
   // Settled (a file changed within the last second is not remembered),
   // then asked twice: remembered after the first.
