@@ -166,7 +166,9 @@ TEST_P(DwarfLayoutTest, PartlyInflatedDwarfAnswersAsAllOfIt) {
   }
 
   // Opening inflates a first step (256 KiB, or an eighth of a big section).
-  if (total > 0) EXPECT_LT(lazy->InflatedInfo().first, total);
+  if (total > 0) {
+    EXPECT_LT(lazy->InflatedInfo().first, total);
+  }
   ExpectSameAnswers(*lazy, *whole, traits);
   // How far the lookups reached depends on where the runtime's units are:
   // 78-100% of the way in for these small programs, 22-29% for helm and
