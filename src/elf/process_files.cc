@@ -1,17 +1,16 @@
 #include "elf/process_files.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 #include <deque>
 #include <mutex>
 #include <string>
 #include <utility>
 
 #include "base/error.h"
+#include "proc/file_stamp.h"
 
 namespace goheap2pprof {
 
@@ -64,37 +63,7 @@ std::optional<ElfFile> OpenMappedFile(pid_t pid, const MapsEntry& e) {
 
 namespace {
 
-// A file as stat(2) describes it: any change to its bytes or its times
-// changes the ctime.
-struct FileStamp {
-  dev_t dev = 0;
-  ino_t ino = 0;
-  off_t size = 0;
-  timespec mtime{};
-  timespec ctime{};
-  bool operator==(const FileStamp& o) const {
-    return dev == o.dev && ino == o.ino && size == o.size && mtime.tv_sec == o.mtime.tv_sec &&
-           mtime.tv_nsec == o.mtime.tv_nsec && ctime.tv_sec == o.ctime.tv_sec &&
-           ctime.tv_nsec == o.ctime.tv_nsec;
-  }
-};
-
-std::optional<FileStamp> StampOf(const std::string& path) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return std::nullopt;
-  return FileStamp{st.st_dev, st.st_ino, st.st_size, st.st_mtim, st.st_ctim};
-}
-
-// Whether the file last changed over a second ago. The kernel takes file
-// times from a clock that moves once a tick: a file changed again within
-// the tick its stamp was taken in can keep that stamp, so only a settled
-// file is remembered (a library on disk changed long ago).
-bool Settled(const FileStamp& stamp) {
-  timespec now{};
-  clock_gettime(CLOCK_REALTIME, &now);
-  return stamp.ctime.tv_sec + 1 < now.tv_sec;
-}
-
+// The GNU build IDs of the files asked for last, by their stamps.
 class BuildIdCache {
  public:
   static constexpr size_t kMaxEntries = 64;
@@ -128,14 +97,14 @@ std::string MappedFileGnuBuildId(pid_t pid, const MapsEntry& e) {
   for (const std::string& candidate : MappedFilePaths(pid, e)) {
     // Stamped before it is read: a file changed in between is stamped as it
     // was and read as it is now, so the next call stamps it anew and misses.
-    const std::optional<FileStamp> stamp = StampOf(candidate);
+    const std::optional<FileStamp> stamp = FileStamp::OfPath(candidate);
     if (!stamp) continue;
     if (std::optional<std::string> id = BuildIds().Find(*stamp)) return *id;
     // Not readable or not an ELF we read: try the next way.
     Expected<ElfFile> elf = ElfFile::TryOpen(candidate, file);
     if (!elf) continue;
     std::string id = elf->GnuBuildId();
-    if (Settled(*stamp)) BuildIds().Add(*stamp, id);
+    if (stamp->Settled()) BuildIds().Add(*stamp, id);
     return id;
   }
   return "";

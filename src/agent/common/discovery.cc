@@ -6,7 +6,6 @@
 #include <cctype>
 #include <chrono>
 #include <set>
-#include <sstream>
 
 #include "base/error.h"
 #include "proc/cgroup.h"
@@ -18,12 +17,6 @@ namespace {
 bool IsHex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
 
 }  // namespace
-
-std::string ExeKey::ToString() const {
-  std::ostringstream out;
-  out << dev << ":" << inode << ":" << size << ":" << mtime_ns;
-  return out.str();
-}
 
 std::string ContainerIdFromCgroup(const std::string& path) {
   // The last run of exactly 64 hex digits ("docker-<id>.scope",
@@ -85,16 +78,10 @@ std::optional<ProcessOwner> ReadProcessOwner(pid_t pid) { return ReadOwner(pid, 
 
 namespace {
 
-ExeKey KeyOf(const struct stat& st) {
-  return ExeKey{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
-                static_cast<uint64_t>(st.st_size),
-                static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
-}
-
 // The facts ReadOwner and the filter leave to read: stat, exe and environ.
 // false if the process is gone, not a user process, or not ours to read.
 bool ReadRest(ProcessFacts& f, const std::vector<std::string>& want_env, bool* forbidden,
-              const std::optional<ExeKey>& key_read) {
+              const std::optional<FileStamp>& key_read) {
   std::optional<ProcStat> ps = ReadLiveProcStat(f.pid);
   if (!ps) return false;
   f.comm = ps->comm;
@@ -105,7 +92,7 @@ bool ReadRest(ProcessFacts& f, const std::vector<std::string>& want_env, bool* f
   if (key_read) {
     f.key = *key_read;
   } else if (std::optional<struct stat> st = StatProcExe(f.pid)) {
-    f.key = KeyOf(*st);
+    f.key = FileStamp::Of(*st);
   } else {
     return false;
   }
@@ -121,7 +108,7 @@ bool ReadRest(ProcessFacts& f, const std::vector<std::string>& want_env, bool* f
 // scan has just read it (a stat less per Go process and scan), else read.
 std::optional<ProcessFacts> ReadFacts(pid_t pid, const ProcessFilter& filter,
                                       const std::vector<std::string>& want_env, bool* forbidden,
-                                      const std::optional<ExeKey>& key_read) {
+                                      const std::optional<FileStamp>& key_read) {
   if (forbidden) *forbidden = false;
   if (!filter.AdmitsPid(pid)) return std::nullopt;
   CgroupIdentity where;
@@ -191,11 +178,11 @@ namespace {
 // new one from the next. Throws kIo when /proc cannot be listed or read
 // for want of resources.
 std::vector<ProcessFacts> ListProcesses(const Discovery::Options& options,
-                                        const std::function<bool(const ExeKey&)>& known_not_go) {
+                                        const std::function<bool(const FileStamp&)>& known_not_go) {
   std::vector<ProcessFacts> found;
   ForEachProcess([&](pid_t pid, const struct stat* exe) {
-    std::optional<ExeKey> key;
-    if (exe) key = KeyOf(*exe);
+    std::optional<FileStamp> key;
+    if (exe) key = FileStamp::Of(*exe);
     if (key && known_not_go(*key)) return;
     if (std::optional<ProcessFacts> f =
             ReadFacts(pid, options.settings.filter, options.want_env, nullptr, key)) {
@@ -224,7 +211,7 @@ void Discovery::Scan() {
 }
 
 void Discovery::ScanOrThrow() {
-  std::vector<ProcessFacts> found = ListProcesses(options_, [this](const ExeKey& key) {
+  std::vector<ProcessFacts> found = ListProcesses(options_, [this](const FileStamp& key) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = exes_.find(key);
     if (it == exes_.end() || it->second.is_go) return false;

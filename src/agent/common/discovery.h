@@ -28,6 +28,7 @@
 
 #include "agent/common/cgroup_path.h"
 #include "agent/common/pod_identity.h"
+#include "proc/file_stamp.h"
 
 namespace goheap2pprof {
 
@@ -61,14 +62,6 @@ struct ProcessFilter {
   }
 };
 
-// (device, inode, size, mtime) of /proc/<pid>/exe; build ID comes later.
-struct ExeKey {
-  uint64_t dev = 0, inode = 0, size = 0;
-  int64_t mtime_ns = 0;
-  auto operator<=>(const ExeKey&) const = default;
-  std::string ToString() const;
-};
-
 struct ExeInfo {
   bool is_go = false;
   std::string go_version;
@@ -88,7 +81,7 @@ struct ProcessFacts {
   // runtime's bundle and the node (pod_identity.h).
   PodIdentity identity;
   std::map<std::string, std::string> environ_wanted;  // for --service-name-from env:VAR
-  ExeKey key;
+  FileStamp key;  // of /proc/<pid>/exe; the build ID comes later
 };
 
 struct GoProcess {
@@ -197,8 +190,8 @@ class Discovery {
   std::condition_variable wake_;
   bool stop_ = false;
   std::thread thread_;
-  std::map<ExeKey, ExeInfo> exes_;
-  std::map<ExeKey, uint64_t> exe_last_used_;
+  std::map<FileStamp, ExeInfo> exes_;
+  std::map<FileStamp, uint64_t> exe_last_used_;
   uint64_t scan_number_ = 0;
   uint64_t scan_errors_ = 0;
   double last_success_seconds_ = 0;

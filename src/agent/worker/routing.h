@@ -5,7 +5,7 @@
 // continues (app/capture_state.h). A capture of a process is therefore
 // worth sending to the worker that captured its executable last; elsewhere
 // it is still right, only built afresh (about 100 ms more for a
-// 250k-bucket process). Keys are opaque: the executable's ExeKey as a
+// 250k-bucket process). Keys are opaque: the executable's FileStamp as a
 // string, or empty for a request that needs no cache (discovery's probe).
 //
 //   WorkerKeys keys;                     // one per worker, in the pool

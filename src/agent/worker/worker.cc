@@ -6,7 +6,6 @@
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +39,7 @@
 #include "pprof/output.h"
 #include "pprof/profile/delta.h"
 #include "proc/block_cache_reader.h"
+#include "proc/file_stamp.h"
 #include "proc/procfs.h"
 
 namespace goheap2pprof {
@@ -115,9 +115,8 @@ bool ReadAll(int fd, void* data, size_t size, int64_t deadline_ms, bool* timed_o
 // Analyses of executables, kept between requests so that the processes of
 // one binary cost one analysis. Keyed by what identifies the file the
 // target runs: the running file's path and inode as its maps show them (for
-// a qemu-user guest, the guest program), its GNU build ID, and the device,
-// size and modification time of /proc/<pid>/exe. Bounded: the least
-// recently used analysis goes first.
+// a qemu-user guest, the guest program), its GNU build ID, and the stamp of
+// /proc/<pid>/exe. Bounded: the least recently used analysis goes first.
 class AnalysisCache {
  public:
   static constexpr size_t kMaxEntries = kWorkerCachedEntries;
@@ -127,10 +126,9 @@ class AnalysisCache {
     const TargetExecutable& exe = source.executable();
     std::string key =
         exe.running.path + "\n" + std::to_string(exe.running.inode) + "\n" + exe.gnu_build_id;
-    struct stat st {};
-    if (stat(ProcPath(source.identity().pid, "exe").c_str(), &st) == 0) {
-      key += "\n" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_size) + ":" +
-             std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+    if (std::optional<FileStamp> stamp =
+            FileStamp::OfPath(ProcPath(source.identity().pid, "exe"))) {
+      key += "\n" + stamp->ToString();
     }
     ++clock_;
     for (Entry& e : entries_) {
