@@ -490,6 +490,42 @@ std::pair<uint64_t, uint64_t> DwarfTypes::InflatedInfo() const {
   return {view_->info->inflated(), view_->info->size()};
 }
 
+namespace {
+
+// Adds the named top-level structs and variables of the unit `cu_die` to
+// `structs` and `variables` (the first definition of each name), counting
+// the entries in `indexed_dies`. Throws kMalformed for a bad entry, or past
+// kMaxTopLevelDies in all. `file` is for messages.
+void IndexTopLevel(Dwarf_Die* cu_die, const std::string& file, uint64_t& indexed_dies,
+                   std::unordered_map<std::string, uint64_t>& structs,
+                   std::unordered_map<std::string, uint64_t>& variables) {
+  Dwarf_Die die;
+  int rc = dwarf_child(cu_die, &die);
+  while (rc == 0) {
+    if (++indexed_dies > kMaxTopLevelDies) {
+      throw Error(ErrorKind::kMalformed, file, ": DWARF has more than ", kMaxTopLevelDies,
+                  " top-level entries (or their sibling links loop)");
+    }
+    const int tag = dwarf_tag(&die);
+    if ((tag == DW_TAG_structure_type || tag == DW_TAG_variable) &&
+        !dwarf_hasattr(&die, DW_AT_declaration)) {
+      if (const char* name = dwarf_diename(&die); name != nullptr && *name != '\0') {
+        auto& index = tag == DW_TAG_structure_type ? structs : variables;
+        index.try_emplace(name, dwarf_dieoffset(&die));
+      }
+    }
+    Dwarf_Die sibling;
+    rc = dwarf_siblingof(&die, &sibling);
+    die = sibling;
+  }
+  if (rc < 0) {
+    throw Error(ErrorKind::kMalformed, file, ": bad DWARF entry in the unit at ",
+                Hex(dwarf_dieoffset(cu_die)), ": ", DwarfErrorText());
+  }
+}
+
+}  // namespace
+
 bool DwarfTypes::IndexNextUnit() const {
   Dwarf* dwarf = view_->dwarf.get();
   Dwarf_Die cu_die;
@@ -524,31 +560,11 @@ bool DwarfTypes::IndexNextUnit() const {
     // Pass 0 indexes the preferred units, pass 1 the others.
     if (preferred == (pass_ == 0)) break;
   }
-  Dwarf_Die die;
-  int rc = dwarf_child(&cu_die, &die);
-  while (rc == 0) {
-    if (++indexed_dies_ > kMaxTopLevelDies) {
-      pass_ = 2;
-      throw Error(ErrorKind::kMalformed, name_, ": DWARF has more than ", kMaxTopLevelDies,
-                  " top-level entries (or their sibling links loop)");
-    }
-    const int tag = dwarf_tag(&die);
-    if ((tag == DW_TAG_structure_type || tag == DW_TAG_variable) &&
-        !dwarf_hasattr(&die, DW_AT_declaration)) {
-      if (const char* name = dwarf_diename(&die); name != nullptr && *name != '\0') {
-        auto& index = tag == DW_TAG_structure_type ? structs_ : variables_;
-        index.try_emplace(name, dwarf_dieoffset(&die));
-      }
-    }
-    Dwarf_Die sibling;
-    rc = dwarf_siblingof(&die, &sibling);
-    die = sibling;
-  }
-  if (rc < 0) {
-    pass_ = 2;
-    throw Error(ErrorKind::kMalformed, name_, ": bad DWARF entry in the unit at ",
-                Hex(dwarf_dieoffset(&cu_die)), ": ", DwarfErrorText());
-  }
+  // A bad unit ends the walk: no later lookup reads it again.
+  const int pass = pass_;
+  pass_ = 2;
+  IndexTopLevel(&cu_die, name_, indexed_dies_, structs_, variables_);
+  pass_ = pass;
   return true;
 }
 
