@@ -241,7 +241,11 @@ class LazyInfo {
       const bool at_size = inflated_ == job_.size;
       state_->next_out = at_size ? &spare : out_ + inflated_;
       state_->avail_out = at_size ? 1 : static_cast<uint32_t>(target - inflated_);
-      if (isal_inflate(state_.get()) < 0) Corrupt(" is not a valid zlib stream");
+      const uint32_t in_before = state_->avail_in;
+      const uint32_t out_before = state_->avail_out;
+      // Any answer but OK (an error, or a preset dictionary: zlib sections
+      // have none) is a stream we do not read.
+      if (isal_inflate(state_.get()) != ISAL_DECOMP_OK) Corrupt(" is not a valid zlib stream");
       if (at_size && state_->avail_out == 0) WrongSize();
       inflated_ = state_->total_out;
       finished_ = state_->block_state == ISAL_BLOCK_FINISH;
@@ -249,6 +253,10 @@ class LazyInfo {
       // Room left, and no input: the stream stops short.
       const bool dry = state_->avail_in == 0 && consumed_ == job_.compressed_size;
       if (!finished_ && state_->avail_out > 0 && dry) WrongSize();
+      // Neither input taken nor output made: a loop over a file's bytes
+      // ends even if ISA-L stops moving without saying why.
+      const bool stuck = state_->avail_in == in_before && state_->avail_out == out_before;
+      if (!finished_ && stuck) Corrupt(" is not a valid zlib stream");
     }
   }
 

@@ -426,6 +426,18 @@ TEST_F(DwarfTypesTest, DamagedCompressedSectionIsMalformed) {
                                           }
                                         }),
                   "not a valid zlib stream");
+  // A zlib header that asks for a preset dictionary (FDICT, its check bits
+  // made right again): ISA-L stops and asks for one (ISAL_NEED_DICT), and
+  // no zlib section has one.
+  ExpectMalformed(DamagedCompressedInfo(compressed,
+                                        [](std::vector<uint8_t>& b, uint64_t off, uint64_t) {
+                                          const size_t at = off + sizeof(Elf64_Chdr);
+                                          const unsigned cmf = b[at];
+                                          unsigned flg = (b[at + 1] | 0x20) & ~0x1fu;
+                                          flg |= 31 - (cmf * 256 + flg) % 31;
+                                          b[at + 1] = static_cast<uint8_t>(flg % 256);
+                                        }),
+                  "not a valid zlib stream");
   // The size its header states, one more than the stream inflates to.
   ExpectMalformed(DamagedCompressedInfo(compressed,
                                         [](std::vector<uint8_t>& b, uint64_t off, uint64_t) {
