@@ -4,7 +4,6 @@
 #include <elf.h>
 #include <elfutils/libdw.h>
 #include <isa-l/igzip_lib.h>
-#include <libdeflate.h>
 #include <libelf.h>
 
 #include <algorithm>
@@ -91,9 +90,9 @@ bool TypeOf(Dwarf_Die* die, Dwarf_Die* type, bool& missed) {
 // inflated by us into space after the file's bytes in that image, and our
 // copy of their headers then describes plain sections there: inflating
 // .debug_info was most of a capture's "identify" pass with zlib's inflate
-// (which libdw uses). The small ones are inflated whole with libdeflate's
-// whole-buffer decoder. .debug_info is inflated with ISA-L's streaming one
-// (as fast here: 2.6 against 2.5 ms for a Go 1.19 binary's 1.76 MB), a
+// (which libdw uses). We inflate with ISA-L's streaming inflate (as fast
+// here as libdeflate's whole-buffer one: 2.6 against 2.5 ms for a Go 1.19
+// binary's 1.76 MB). The small sections are inflated whole; .debug_info a
 // step at a time, and its header says the section ends where the last whole
 // unit inflated so far ends; libdw is opened again on each step. Go's
 // runtime units, which the capture's lookups read, end 22% of the way into
@@ -147,49 +146,27 @@ std::optional<Inflation> PlanInflation(const ElfFile& elf, const ElfSection& s) 
                    .size = chdr.ch_size};
 }
 
-struct DecompressorFree {
-  void operator()(libdeflate_decompressor* d) const { libdeflate_free_decompressor(d); }
-};
-
-// Inflates `job`'s zlib stream from the file into its place in `image`.
-// Throws kMalformed when the stream is corrupt or does not inflate to
-// exactly the size its header states.
-void Inflate(const ElfFile& elf, const Inflation& job, MappedBytes& image,
-             libdeflate_decompressor* decompressor) {
-  const std::string& name = elf.sections()[job.index].name;
-  std::vector<uint8_t> compressed(job.compressed_size);
-  if (!elf.CopyFileRange(job.compressed_offset, compressed)) {
-    throw Error(ErrorKind::kMalformed, elf.name(), ": its DWARF section ", name,
-                " runs past the end of the file");
-  }
-  const libdeflate_result rc =
-      libdeflate_zlib_decompress(decompressor, compressed.data(), compressed.size(),
-                                 image.writable_data() + job.image_offset, job.size, nullptr);
-  if (rc != LIBDEFLATE_SUCCESS) {
-    throw Error(ErrorKind::kMalformed, elf.name(), ": cannot read its DWARF: section ", name,
-                rc == LIBDEFLATE_BAD_DATA ? " is not a valid zlib stream"
-                                          : " does not inflate to the size its header states (" +
-                                                std::to_string(job.size) + " bytes)");
-  }
-}
-
-// .debug_info, compressed with zlib, inflated as far as lookups need: a
-// step at a time into its place in the image, with ISA-L's streaming
-// inflate, the compressed bytes read from the file as it goes.
-class LazyInfo {
+// A zlib-compressed section inflated into its place in the image with
+// ISA-L's streaming inflate, the compressed bytes read from the file as it
+// goes: whole (InflateAll), or as far as lookups need (Grow, .debug_info's).
+class SectionInflater {
  public:
-  LazyInfo(const ElfFile& elf, const Inflation& job, uint8_t* out)
+  SectionInflater(const ElfFile& elf, const Inflation& job, uint8_t* out)
       : elf_(elf), job_(job), out_(out), state_(std::make_unique<inflate_state>()) {
     isal_inflate_init(state_.get());
     state_->crc_flag = ISAL_ZLIB;  // the zlib header, and its Adler-32 checked at the end
   }
 
+  const Inflation& job() const { return job_; }
   uint64_t size() const { return job_.size; }
   uint64_t inflated() const { return inflated_; }
   bool complete() const { return finished_; }
   // Where the last unit wholly inflated ends (the section's size when
   // complete): libdw is shown that much.
   uint64_t visible() const { return complete() ? job_.size : visible_; }
+
+  // Inflates all of it. Throws as Grow.
+  void InflateAll() { InflateTo(job_.size); }
 
   // Inflates a step more: at least kStep bytes (an eighth of the section
   // for a big one), then on until one more unit is whole, or to the end.
@@ -337,7 +314,7 @@ void DescribeInflated(MappedBytes& image, const Elf64_Ehdr& ehdr, const Inflatio
   WriteShdr(image, ehdr, job.index, shdr);
 }
 
-// The planned inflation that LazyInfo does, if any: .debug_info's.
+// The planned inflation that is done lazily, if any: .debug_info's.
 std::optional<Inflation> TakeLazyInflation(const ElfFile& elf, std::vector<Inflation>& planned) {
   for (auto it = planned.begin(); it != planned.end(); ++it) {
     if (elf.sections()[it->index].name == ".debug_info") {
@@ -351,16 +328,11 @@ std::optional<Inflation> TakeLazyInflation(const ElfFile& elf, std::vector<Infla
 
 // Puts into the image the sections libdw reads: the type sections (the
 // planned ones inflated, their headers saying so; the lazy one is left to
-// LazyInfo), the name tables and Go 1.18's .zdebug_ sections; the other
+// Grow), the name tables and Go 1.18's .zdebug_ sections; the other
 // debug sections' headers say they have no bytes.
 void WriteSections(const ElfFile& elf, const Elf64_Ehdr& ehdr, bool standard_headers,
                    const std::vector<Inflation>& inflations, const std::optional<Inflation>& lazy,
                    MappedBytes& image) {
-  std::unique_ptr<libdeflate_decompressor, DecompressorFree> decompressor;
-  if (!inflations.empty()) {
-    decompressor.reset(libdeflate_alloc_decompressor());
-    if (decompressor == nullptr) throw Error(ErrorKind::kIo, "out of memory for a decompressor");
-  }
   size_t next_inflation = 0;
   for (size_t i = 0; i < elf.sections().size(); ++i) {
     const ElfSection& s = elf.sections()[i];
@@ -368,7 +340,7 @@ void WriteSections(const ElfFile& elf, const Elf64_Ehdr& ehdr, bool standard_hea
     if (lazy && lazy->index == i) continue;
     if (next_inflation < inflations.size() && inflations[next_inflation].index == i) {
       const Inflation& job = inflations[next_inflation++];
-      Inflate(elf, job, image, decompressor.get());
+      SectionInflater(elf, job, image.writable_data() + job.image_offset).InflateAll();
       DescribeInflated(image, ehdr, job, job.size);
     } else if (IsTypeSection(s.name) || s.name == ".shstrtab") {
       CopyRange(elf, image, s.offset, s.size);
@@ -406,8 +378,7 @@ struct DwarfTypes::View {
   // libdw needs (see above). Declared first, so it outlives the handles.
   MappedBytes image;
   Elf64_Ehdr ehdr{};
-  std::optional<Inflation> info_job;  // .debug_info's, when inflated lazily
-  std::optional<LazyInfo> info;
+  std::optional<SectionInflater> info;  // .debug_info, when inflated lazily
   // Our libelf handle on image, then libdw's on it; destroyed in reverse.
   std::unique_ptr<Elf, ElfEnd> elf;
   std::unique_ptr<Dwarf, DwarfEnd> dwarf;
@@ -433,7 +404,7 @@ struct DwarfTypes::View {
   bool Grow() {
     if (!info || info->complete()) return false;
     info->Grow();
-    DescribeInflated(image, ehdr, *info_job, info->visible());
+    DescribeInflated(image, ehdr, info->job(), info->visible());
     OpenHandles();
     return true;
   }
@@ -448,7 +419,6 @@ std::optional<DwarfTypes> DwarfTypes::Open(const ElfFile& elf,
                                            std::vector<std::string> preferred_units) {
   if (!HasDebugInfo(elf)) return std::nullopt;
   DwarfTypes types;
-  types.name_ = elf.name();
   types.pass_ = preferred_units.empty() ? 1 : 0;
   types.preferred_units_ = std::move(preferred_units);
   types.view_ = std::make_unique<View>();
@@ -467,7 +437,7 @@ std::optional<DwarfTypes> DwarfTypes::Open(const ElfFile& elf,
       section_count * sizeof(Elf64_Shdr) <= elf.file_size() - ehdr.e_shoff;
   uint64_t image_size = elf.file_size();
   std::vector<Inflation> inflations = PlanInflations(elf, standard_headers, image_size);
-  view.info_job = TakeLazyInflation(elf, inflations);
+  const std::optional<Inflation> lazy = TakeLazyInflation(elf, inflations);
   view.image = MappedBytes::Zeroed(image_size, "the DWARF of " + elf.name());
   MappedBytes& image = view.image;
   // The inflated sections fill their space (the file's part is sparse).
@@ -478,14 +448,14 @@ std::optional<DwarfTypes> DwarfTypes::Open(const ElfFile& elf,
   CopyRange(elf, image, 0, sizeof(ehdr));
   CopyRange(elf, image, ehdr.e_phoff, uint64_t{ehdr.e_phnum} * ehdr.e_phentsize);
   CopyRange(elf, image, ehdr.e_shoff, section_count * ehdr.e_shentsize);
-  WriteSections(elf, ehdr, standard_headers, inflations, view.info_job, image);
+  WriteSections(elf, ehdr, standard_headers, inflations, lazy, image);
   // The name table under another name: find it by index.
   if (ehdr.e_shstrndx != SHN_UNDEF && ehdr.e_shstrndx < section_count) {
     const ElfSection& names = elf.sections()[ehdr.e_shstrndx - 1];
     if (names.type != SHT_NOBITS) CopyRange(elf, image, names.offset, names.size);
   }
-  if (view.info_job) {
-    view.info.emplace(elf, *view.info_job, image.writable_data() + view.info_job->image_offset);
+  if (lazy) {
+    view.info.emplace(elf, *lazy, image.writable_data() + lazy->image_offset);
     view.Grow();
   } else {
     view.OpenHandles();
@@ -553,7 +523,8 @@ bool DwarfTypes::IndexNextUnit() const {
     }
     if (unit_rc < 0) {
       pass_ = 2;
-      throw Error(ErrorKind::kMalformed, name_, ": bad DWARF unit header: ", DwarfErrorText());
+      throw Error(ErrorKind::kMalformed, view_->name,
+                  ": bad DWARF unit header: ", DwarfErrorText());
     }
     if (unit_rc != 0) {  // past the last unit: the next pass starts at the first
       ++pass_;
@@ -571,7 +542,7 @@ bool DwarfTypes::IndexNextUnit() const {
   // A bad unit ends the walk: no later lookup reads it again.
   const int pass = pass_;
   pass_ = 2;
-  IndexTopLevel(&cu_die, name_, indexed_dies_, structs_, variables_);
+  IndexTopLevel(&cu_die, view_->name, indexed_dies_, structs_, variables_);
   pass_ = pass;
   return true;
 }
@@ -589,12 +560,8 @@ template <typename Read>
 auto DwarfTypes::WithEnoughInfo(Read read) const -> decltype(read()) {
   for (;;) {
     missed_ = false;
-    try {
-      auto result = read();
-      if (!missed_ || !view_->Grow()) return result;
-    } catch (const Error&) {
-      if (!view_->Grow()) throw;
-    }
+    auto result = read();
+    if (!missed_ || !view_->Grow()) return result;
   }
 }
 
@@ -618,7 +585,7 @@ std::optional<DwarfStruct> DwarfTypes::ReadStruct(uint64_t die_offset) const {
   int rc = dwarf_child(&die, &child);
   while (rc == 0) {
     if (s.members.size() >= kMaxMembers) {
-      throw Error(ErrorKind::kMalformed, name_, ": DWARF struct ", s.name, " has more than ",
+      throw Error(ErrorKind::kMalformed, view_->name, ": DWARF struct ", s.name, " has more than ",
                   kMaxMembers, " members");
     }
     if (dwarf_tag(&child) == DW_TAG_member) {
@@ -650,7 +617,7 @@ std::optional<DwarfStruct> DwarfTypes::ReadStruct(uint64_t die_offset) const {
     child = sibling;
   }
   if (rc < 0) {
-    throw Error(ErrorKind::kMalformed, name_, ": bad DWARF member of struct ", s.name, ": ",
+    throw Error(ErrorKind::kMalformed, view_->name, ": bad DWARF member of struct ", s.name, ": ",
                 DwarfErrorText());
   }
   return s;

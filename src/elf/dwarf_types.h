@@ -100,15 +100,15 @@ class DwarfTypes {
                                  std::string_view name) const;
   // read() run until libdw found everything it followed, growing the
   // inflated part of .debug_info a step each time it did not (read()
-  // notes that in missed_, or throws): what a lookup answers is what it
-  // would answer with all of .debug_info there.
+  // notes that in missed_): what a lookup answers is what it would answer
+  // with all of .debug_info there. (A unit is shown whole or not at all, so
+  // what read() throws for, inside one unit, more units do not change.)
   template <typename Read>
   auto WithEnoughInfo(Read read) const -> decltype(read());
   std::optional<DwarfStruct> StructAt(uint64_t die_offset) const;
   std::optional<DwarfStruct> ReadStruct(uint64_t die_offset) const;
   std::optional<DwarfStruct> ReadVariableStruct(uint64_t die_offset) const;
 
-  std::string name_;  // the file, for messages
   std::unique_ptr<View> view_;
   // Top-level DIE offsets by name (the first definition of each), of the
   // units indexed so far. Pass 0 indexes the preferred units, pass 1 the
