@@ -163,8 +163,9 @@ SnapshotStream StreamInto(const CaptureSource& source, const ExecutableAnalysis&
                                   source.ProfileMappings(), rate, build.time_nanos, bias);
           },
       .bucket =
-          [&build, keep_ends](const Bucket& b) {
-            const uint32_t run = build.builder->RunOfTransient(b.stack);
+          [&build, keep_ends](const Bucket& b, AheadNote hidden) {
+            const uint32_t run = build.builder->RunOfTransient(
+                b.stack, hidden == kNoAheadNote ? HeapProfileBuilder::kHiddenUnknown : hidden);
             if (keep_ends) {  // the snapshot packs it otherwise
               GrowWithHugePages(build.runs, 1);
               build.runs.push_back(run);
@@ -173,10 +174,14 @@ SnapshotStream StreamInto(const CaptureSource& source, const ExecutableAnalysis&
           },
       .keep_ends = keep_ends,
       // The walk's thread symbolizes ahead of the build (most of a cold
-      // capture's time when every bucket has its own call site).
-      .ahead = [warmer =
-                    std::make_shared<StackWarmer>(analysis.symbolizer(), analysis.traits(), bias)](
-                   const Bucket& b) { warmer->Warm(b.stack); },
+      // capture's time when every bucket has its own call site), and tells
+      // it how many of the stack's frames are hidden.
+      .ahead =
+          [warmer = std::make_shared<StackWarmer>(analysis.symbolizer(), analysis.traits(), bias)](
+              const Bucket& b) {
+            const size_t hidden = warmer->Warm(b.stack);
+            return hidden < kNoAheadNote ? static_cast<AheadNote>(hidden) : kNoAheadNote;
+          },
   };
 }
 
@@ -424,7 +429,7 @@ class Continuation {
     return SnapshotStream{
         .start = [this](int64_t) { at_ = 0; },
         .bucket =
-            [this](const Bucket& b) {
+            [this](const Bucket& b, AheadNote) {
               const uint32_t run = Builder().RunOfTransient(b.stack);
               runs_.insert(runs_.begin() + static_cast<ptrdiff_t>(at_++), run);
               return run;

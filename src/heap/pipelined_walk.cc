@@ -21,14 +21,16 @@ constexpr size_t kBatchWords = 64 * 1024;
 constexpr size_t kBatches = 4;
 constexpr uint64_t kNoFutures = ~uint64_t{0};
 
-// Copies of walked buckets, their stacks and futures in `words`.
+// Copies of walked buckets, their stacks and futures in `words`, and their
+// notes.
 class Batch {
  public:
-  void Add(const Bucket& b) {
+  void Add(const Bucket& b, AheadNote note) {
     Bucket copy = b;
     copy.stack = {};
     copy.future_words = nullptr;
     buckets_.push_back(copy);
+    notes_.push_back(note);
     places_.push_back({words_.size(), b.future_words == nullptr ? kNoFutures : 0});
     words_.insert(words_.end(), b.stack.begin(), b.stack.end());
     if (b.future_words != nullptr) {
@@ -39,7 +41,7 @@ class Batch {
   bool Full() const { return buckets_.size() >= kBatchBuckets || words_.size() >= kBatchWords; }
   bool empty() const { return buckets_.empty(); }
   // Each bucket, its stack and futures in this batch, then the batch cleared.
-  void HandTo(const BucketSink& sink) {
+  void HandTo(const NotedBucketSink& sink) {
     for (size_t i = 0; i < buckets_.size(); ++i) {
       Bucket& b = buckets_[i];
       const Place& p = places_[i];
@@ -47,9 +49,10 @@ class Batch {
       const uint64_t stack_end = p.futures_at == kNoFutures ? end : p.futures_at;
       b.stack = std::span<const uint64_t>(words_.data() + p.stack_at, stack_end - p.stack_at);
       b.future_words = p.futures_at == kNoFutures ? nullptr : words_.data() + p.futures_at;
-      sink(b);
+      sink(b, notes_[i]);
     }
     buckets_.clear();
+    notes_.clear();
     places_.clear();
     words_.clear();
   }
@@ -60,6 +63,7 @@ class Batch {
     uint64_t futures_at = kNoFutures;
   };
   std::vector<Bucket> buckets_;
+  std::vector<AheadNote> notes_;
   std::vector<Place> places_;
   std::vector<uint64_t> words_;
 };
@@ -131,7 +135,7 @@ OnExit(F) -> OnExit<F>;
 
 // The walk's stage: batches filled and handed over until the list ends.
 WalkEnd WalkInto(MemoryReader& mem, uint64_t head, const WalkLimits& limits,
-                 const BucketSink& ahead, Handover& handover) {
+                 const AheadStage& ahead, Handover& handover) {
   Batch* batch = handover.TakeFree();
   // What was walked goes to the sink, up to the walk's error if any.
   OnExit over{[&] {
@@ -143,8 +147,7 @@ WalkEnd WalkInto(MemoryReader& mem, uint64_t head, const WalkLimits& limits,
   };
   if (batch == nullptr) throw stopped();
   return StreamBuckets(mem, head, limits, [&](const Bucket& b) {
-    ahead(b);
-    batch->Add(b);
+    batch->Add(b, ahead(b));
     if (!batch->Full()) return;
     handover.PutFull(std::exchange(batch, nullptr));
     batch = handover.TakeFree();
@@ -153,7 +156,7 @@ WalkEnd WalkInto(MemoryReader& mem, uint64_t head, const WalkLimits& limits,
 }
 
 // The sink's stage: every batch handed over, in order.
-void BuildFrom(Handover& handover, const BucketSink& sink) {
+void BuildFrom(Handover& handover, const NotedBucketSink& sink) {
   OnExit stopped{[&] { handover.SinkStopped(); }};
   while (Batch* batch = handover.TakeFull()) {
     batch->HandTo(sink);
@@ -164,7 +167,7 @@ void BuildFrom(Handover& handover, const BucketSink& sink) {
 }  // namespace
 
 WalkEnd StreamBucketsPipelined(MemoryReader& mem, uint64_t head, const WalkLimits& limits,
-                               const BucketSink& ahead, const BucketSink& sink) {
+                               const AheadStage& ahead, const NotedBucketSink& sink) {
   Handover handover;
   WalkEnd end;
   // The sink's error, if any, is rethrown first: the walk's "stopped" is
@@ -173,10 +176,7 @@ WalkEnd StreamBucketsPipelined(MemoryReader& mem, uint64_t head, const WalkLimit
                        [&] { end = WalkInto(mem, head, limits, ahead, handover); })) {
     return end;
   }
-  return StreamBuckets(mem, head, limits, [&](const Bucket& b) {
-    ahead(b);
-    sink(b);
-  });
+  return StreamBuckets(mem, head, limits, [&](const Bucket& b) { sink(b, ahead(b)); });
 }
 
 }  // namespace goheap2pprof

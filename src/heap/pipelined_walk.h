@@ -8,7 +8,9 @@
 //
 // `ahead` runs on the walk's thread for each bucket before it is handed
 // over: work that makes the sink's cheaper without changing what it does
-// (symbolizing the stack's PCs, whose cache the sink then reads). The sink
+// (symbolizing the stack's PCs, whose cache the sink then reads). What it
+// returns for a bucket, its note, is handed to the sink with the bucket
+// (opaque here: a profile build's count of hidden leading frames). The sink
 // sees the same buckets in the same order as StreamBuckets gives them, each
 // valid only during the call. Errors are StreamBuckets's, in the same order:
 // the sink gets every bucket walked before the walk's error, and an error of
@@ -17,13 +19,21 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "heap/buckets.h"
 #include "proc/memory_reader.h"
 
 namespace goheap2pprof {
 
+// What `ahead` says of a bucket, for the sink; kNoAheadNote where nothing
+// ran ahead.
+using AheadNote = uint32_t;
+inline constexpr AheadNote kNoAheadNote = ~AheadNote{0};
+using AheadStage = std::function<AheadNote(const Bucket& b)>;
+using NotedBucketSink = std::function<void(const Bucket& b, AheadNote note)>;
+
 WalkEnd StreamBucketsPipelined(MemoryReader& mem, uint64_t head, const WalkLimits& limits,
-                               const BucketSink& ahead, const BucketSink& sink);
+                               const AheadStage& ahead, const NotedBucketSink& sink);
 
 }  // namespace goheap2pprof

@@ -160,8 +160,8 @@ void KeepUnpacked(const Bucket& b, uint64_t record_at, StackStore& store, HeapSn
 WalkEnd StreamOneWalk(MemoryReader& mem, const SnapshotLimits& limits,
                       const WalkLimits& walk_limits, uint64_t head, const SnapshotStream& stream,
                       StackStore& store, HeapSnapshot& into) {
-  auto keep = [&](const Bucket& b) {
-    const uint32_t tag = stream.bucket(b);
+  auto keep = [&](const Bucket& b, AheadNote note) {
+    const uint32_t tag = stream.bucket(b, note);
     const uint64_t record_at = b.addr + kBucketHeaderSize + 8 * b.stack.size();
     if (stream.keep_ends) {
       KeepUnpacked(b, record_at, store, into);
@@ -170,7 +170,10 @@ WalkEnd StreamOneWalk(MemoryReader& mem, const SnapshotLimits& limits,
     }
   };
   auto walk = [&](MemoryReader& from) {
-    if (!stream.ahead) return StreamBuckets(from, head, walk_limits, keep);
+    if (!stream.ahead) {
+      return StreamBuckets(from, head, walk_limits,
+                           [&](const Bucket& b) { keep(b, kNoAheadNote); });
+    }
     return StreamBucketsPipelined(from, head, walk_limits, stream.ahead, keep);
   };
   if (limits.cache_ranges.empty()) return walk(mem);

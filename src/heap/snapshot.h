@@ -14,6 +14,7 @@
 
 #include "heap/buckets.h"
 #include "heap/packed_buckets.h"
+#include "heap/pipelined_walk.h"
 #include "heap/stack_store.h"
 #include "proc/block_cache_reader.h"
 #include "proc/memory_reader.h"
@@ -96,12 +97,13 @@ bool RefreshHeapSnapshot(MemoryReader& mem, const HeapAddresses& addrs, const Ru
 
 // What a streamed read hands its caller: `start` when a walk begins (again,
 // after a walk the cycle tore: drop what the last one made), then each
-// bucket as it is read, its stack valid only during the call; what `bucket`
-// returns (the run the build gave its stack) is kept as the bucket's tag
+// bucket as it is read, its stack valid only during the call, with what
+// `ahead` said of it (kNoAheadNote without `ahead`); what `bucket` returns
+// (the run the build gave its stack) is kept as the bucket's tag
 // (PackedBuckets::Batch::tags) unless keep_ends.
 struct SnapshotStream {
   std::function<void(int64_t rate)> start;
-  std::function<uint32_t(const Bucket& b)> bucket;
+  std::function<uint32_t(const Bucket& b, AheadNote note)> bucket;
   // Keep each bucket's StackEnds and counters unpacked (HeapSnapshot::ends,
   // buckets, record_at; the tags are not kept), so that the snapshot can be
   // refreshed (RefreshStreamedSnapshot) for a later capture.
@@ -110,8 +112,8 @@ struct SnapshotStream {
   // CPU (heap/pipelined_walk.h), and `ahead` on that thread for each bucket
   // before `bucket` gets it: work that makes `bucket`'s cheaper without
   // changing what it does (symbolizing the stack), which must be safe
-  // beside `bucket`.
-  std::function<void(const Bucket& b)> ahead = nullptr;
+  // beside `bucket`. Its answer is `bucket`'s note.
+  AheadStage ahead = nullptr;
 };
 
 // ReadHeapSnapshot without keeping the stacks: each walk streams its buckets

@@ -458,13 +458,19 @@ FinishedProfile FillProfile(std::shared_ptr<const ProfileTables> tables,
 }
 
 uint32_t HeapProfileBuilder::RunForStack(std::span<const uint64_t> stack, bool& fixed,
-                                         bool remember) {
+                                         bool remember, size_t hidden) {
   fixed = true;
   // The locations are made from the frames hideRuntime leaves: stacks that
   // differ only in hidden frames (Go 1.27's size-specialized mallocgc
   // functions give one call path's buckets different first frames) share a
   // remembered run.
-  const size_t hidden = HiddenFrames(stack);
+  if (!hide_runtime_) {
+    hidden = 0;
+  } else if (hidden == kHiddenUnknown) {
+    hidden = HiddenFrames(stack);
+  } else if (hidden > stack.size()) {
+    throw Error(ErrorKind::kInternal, hidden, " hidden frames in a stack of ", stack.size());
+  }
   const std::span<const uint64_t> shown = stack.subspan(hidden);
   const uint64_t shown_hash = remember ? StackHash(shown) : 0;
   if (const uint32_t* index = remember ? memo_.Find(shown_hash) : nullptr) {
@@ -584,7 +590,7 @@ bool HeapProfileBuilder::SameLinkTime(std::span<const uint64_t> stack,
                     [this](uint64_t pc, uint64_t l) { return pc - bias_ == l; });
 }
 
-uint32_t HeapProfileBuilder::RunOfTransient(std::span<const uint64_t> stack) {
+uint32_t HeapProfileBuilder::RunOfTransient(std::span<const uint64_t> stack, size_t hidden) {
   if (finished_ || tables_done_) {
     throw Error(ErrorKind::kInternal, "a stack added to a finished profile or tables");
   }
@@ -594,7 +600,7 @@ uint32_t HeapProfileBuilder::RunOfTransient(std::span<const uint64_t> stack) {
   // is taken over, not copied again (a deep stack is 8 KiB).
   if (!last_transient_.empty() && SameLinkTime(stack, last_transient_)) return last_transient_run_;
   bool fixed = false;
-  const uint32_t run = RunForStack(stack, fixed, /*remember=*/false);
+  const uint32_t run = RunForStack(stack, fixed, /*remember=*/false, hidden);
   last_transient_.clear();
   if (fixed && !stack.empty()) {
     if (bias_ != 0) {

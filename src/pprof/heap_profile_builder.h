@@ -109,8 +109,11 @@ class HeapProfileBuilder {
   // keep a pointer to (it is copied where it is remembered), then samples
   // of that run in the profile's order. The runs are made in the order the
   // stacks come, which must be the samples' order. Continuing tables, it is
-  // AddStack for such a stack (a state's streamed refresh).
-  uint32_t RunOfTransient(std::span<const uint64_t> stack);
+  // AddStack for such a stack (a state's streamed refresh). `hidden`, when
+  // known, is how many leading frames hideRuntime hides (StackWarmer::Warm's
+  // answer for the stack, which saves the build asking the symbolizer).
+  static constexpr size_t kHiddenUnknown = ~size_t{0};
+  uint32_t RunOfTransient(std::span<const uint64_t> stack, size_t hidden = kHiddenUnknown);
   void AddSample(uint32_t run, const MemProfileRecord& record);
   void AddComment(std::string_view text);
   // Completes the profile (mappings, string table) and returns it as a
@@ -230,8 +233,9 @@ class HeapProfileBuilder {
                              std::vector<uint64_t>& locs);
   // The run of a stack (runtime addresses); fixed: whether it is the
   // stack's for good (remembered unless `remember` is false: the stack is
-  // the caller's scratch).
-  uint32_t RunForStack(std::span<const uint64_t> stack, bool& fixed, bool remember = true);
+  // the caller's scratch). hidden: as RunOfTransient's.
+  uint32_t RunForStack(std::span<const uint64_t> stack, bool& fixed, bool remember = true,
+                       size_t hidden = kHiddenUnknown);
   // The run of a stack in runtime addresses (remembered by where it is
   // stored, see by_storage_).
   uint32_t RunOf(std::span<const uint64_t> stack);

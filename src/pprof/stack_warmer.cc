@@ -37,7 +37,7 @@ size_t StackWarmer::FirstShown(std::span<const uint64_t> stack, size_t from) {
   return i;
 }
 
-void StackWarmer::Warm(std::span<const uint64_t> stack) {
+size_t StackWarmer::Warm(std::span<const uint64_t> stack) {
   // The PCs this stack starts with alike the last one's were warmed with it
   // (a hidden one's frames too): stacks of one allocation site reached from
   // many callers share most of theirs.
@@ -69,6 +69,7 @@ void StackWarmer::Warm(std::span<const uint64_t> stack) {
   last_stack_.assign(stack.begin(), stack.begin() + std::min(stack.size(), kRememberedLeadingPcs));
   last_tail_.assign(stack.end() - std::min(stack.size(), kRememberedTrailingPcs), stack.end());
   last_first_shown_ = first_shown;
+  return shown;
 }
 
 }  // namespace goheap2pprof

@@ -6,7 +6,8 @@
 // symbolizer's answers are the same whoever asks first.
 //
 //   StackWarmer warmer(symbolizer, traits, load_bias);
-//   warmer.Warm(bucket.stack);   // runtime addresses, like RunOfTransient's
+//   size_t hidden = warmer.Warm(bucket.stack);  // runtime addresses, like RunOfTransient's
+//   ... builder.RunOfTransient(bucket.stack, hidden);   // on the build's thread
 #pragma once
 
 #include <cstdint>
@@ -25,7 +26,11 @@ class StackWarmer {
   // does not compile).
   StackWarmer(Symbolizer& symbolizer, const RuntimeTraits& traits, uint64_t load_bias);
   StackWarmer(Symbolizer& symbolizer, const RuntimeTraits&& traits, uint64_t load_bias) = delete;
-  void Warm(std::span<const uint64_t> stack);
+  // Returns what HeapProfileBuilder::HiddenFrames would for the stack: how
+  // many of its leading frames hideRuntime hides (those before the first
+  // that is 0 or in a function without a hidden prefix; 0 if every frame
+  // is hidden), which the warmer works out on the way.
+  size_t Warm(std::span<const uint64_t> stack);
 
  private:
   // What this warmer asked of each PC already (kName, kFrames), and what it

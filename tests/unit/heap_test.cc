@@ -526,7 +526,7 @@ TEST(StreamHeapSnapshot, FlushInProgressIsRetried) {
   });
   HeapSnapshot s = StreamHeapSnapshot(
       img.mem, img.addrs, TraitsForVersion({1, 26, 0}), {},
-      {.start = [](int64_t) {}, .bucket = [](const Bucket&) { return uint32_t{0}; }});
+      {.start = [](int64_t) {}, .bucket = [](const Bucket&, AheadNote) { return uint32_t{0}; }});
   ASSERT_TRUE(flushed);
   EXPECT_EQ(s.walks, 2);
   EXPECT_TRUE(s.consistent);
@@ -547,7 +547,7 @@ TEST(StreamHeapSnapshot, FlushedCycleWithoutFutureCountsIsReadOnce) {
   img.mem.PutU64(future0 + 16, 0);
   HeapSnapshot s = StreamHeapSnapshot(
       img.mem, img.addrs, TraitsForVersion({1, 26, 0}), {},
-      {.start = [](int64_t) {}, .bucket = [](const Bucket&) { return uint32_t{0}; }});
+      {.start = [](int64_t) {}, .bucket = [](const Bucket&, AheadNote) { return uint32_t{0}; }});
   EXPECT_EQ(s.walks, 1);
   EXPECT_TRUE(s.consistent);
   EXPECT_EQ(s.packed.size(), 1u);
@@ -628,7 +628,9 @@ TEST(StreamHeapSnapshot, ATornWalkRereadsOnlyTheCounters) {
   HeapSnapshot s = StreamHeapSnapshot(img.mem, img.addrs, TraitsForVersion({1, 26, 0}), {},
                                       {.start = [&](int64_t rate) { starts.push_back(rate); },
                                        .bucket =
-                                           [&](const Bucket& b) {
+                                           [&](const Bucket& b, AheadNote note) {
+                                             // No `ahead`: nothing to note.
+                                             EXPECT_EQ(note, kNoAheadNote);
                                              streamed += b.stack.size() == 1 ? 1 : 100;
                                              return 7u;
                                            }});
@@ -661,7 +663,7 @@ TEST(StreamHeapSnapshot, StackWordsInTotalBoundOnlyWalksThatKeepThem) {
       StreamHeapSnapshot(img.mem, img.addrs, traits, {.max_total_stack_words = 0},
                          {.start = [](int64_t) {},
                           .bucket =
-                              [&](const Bucket&) {
+                              [&](const Bucket&, AheadNote) {
                                 ++streamed;
                                 return 0u;
                               }});
@@ -729,7 +731,7 @@ TEST(StreamHeapSnapshot, ARetryAfterBucketsWereAddedWalksAgainWhole) {
   HeapSnapshot s = StreamHeapSnapshot(img.mem, img.addrs, TraitsForVersion({1, 26, 0}), {},
                                       {.start = [&](int64_t) { ++starts; },
                                        .bucket =
-                                           [&](const Bucket& b) {
+                                           [&](const Bucket& b, AheadNote) {
                                              stacks.push_back(b.stack.size());
                                              return static_cast<uint32_t>(stacks.size());
                                            }});
@@ -1231,7 +1233,7 @@ struct Handed {
   SnapshotStream Stream() {
     return {.start = [this](int64_t) { calls.push_back(-1); },
             .bucket =
-                [this](const Bucket& b) {
+                [this](const Bucket& b, AheadNote) {
                   calls.push_back(static_cast<int64_t>(b.stack.size()));
                   return 0u;
                 },
@@ -1534,7 +1536,7 @@ Seen SeenOf(const Bucket& b) {
 
 // Over several batches (by count and, with the deep bucket, by words), the
 // build's thread gets what StreamBuckets gives, in its order, each bucket
-// after the walk's thread had it.
+// after the walk's thread had it and with the note it gave.
 TEST(StreamBucketsPipelined, HandsOverWhatStreamBucketsGivesInItsOrder) {
   BucketArena arena(0x100000);
   const uint64_t head = ListOf(3000, 70000, arena);
@@ -1546,17 +1548,20 @@ TEST(StreamBucketsPipelined, HandsOverWhatStreamBucketsGivesInItsOrder) {
   std::vector<Seen> ahead, built;
   std::atomic<size_t> ahead_count = 0;
   std::thread::id ahead_thread, build_thread;
-  size_t built_before_ahead = 0;
+  size_t built_before_ahead = 0, notes_astray = 0;
+  // Each bucket's note: its place in the walk, from the end.
+  const auto note_of = [](size_t i) { return static_cast<AheadNote>(5000 - i); };
   const WalkEnd end = StreamBucketsPipelined(
       mem, head, limits,
       [&](const Bucket& b) {
         ahead_thread = std::this_thread::get_id();
         ahead.push_back(SeenOf(b));
-        ++ahead_count;
+        return note_of(ahead_count++);
       },
-      [&](const Bucket& b) {
+      [&](const Bucket& b, AheadNote note) {
         build_thread = std::this_thread::get_id();
         built_before_ahead += ahead_count <= built.size() ? 1 : 0;
+        notes_astray += note != note_of(built.size()) ? 1 : 0;
         built.push_back(SeenOf(b));
       });
   EXPECT_EQ(end.buckets, 3000u);
@@ -1564,6 +1569,7 @@ TEST(StreamBucketsPipelined, HandsOverWhatStreamBucketsGivesInItsOrder) {
   EXPECT_EQ(ahead, plain);
   EXPECT_EQ(built, plain);
   EXPECT_EQ(built_before_ahead, 0u);
+  EXPECT_EQ(notes_astray, 0u);
   EXPECT_EQ(build_thread, std::this_thread::get_id());
   if (CpusAvailable() >= 2) {
     EXPECT_NE(ahead_thread, build_thread);
@@ -1588,7 +1594,8 @@ TEST(StreamBucketsPipelined, TheWalksErrorComesAfterEveryBucketBeforeIt) {
   size_t built = 0;
   try {
     StreamBucketsPipelined(
-        mem, next, {.max_stack_words = 64}, [](const Bucket&) {}, [&](const Bucket&) { ++built; });
+        mem, next, {.max_stack_words = 64}, [](const Bucket&) { return AheadNote{0}; },
+        [&](const Bucket&, AheadNote) { ++built; });
     ADD_FAILURE() << "a malformed list was walked";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kMalformed) << e.what();
@@ -1607,8 +1614,12 @@ TEST(StreamBucketsPipelined, TheBuildsErrorStopsTheWalk) {
   size_t built = 0;
   try {
     StreamBucketsPipelined(
-        mem, head, {.max_stack_words = 64}, [&](const Bucket&) { ++walked; },
+        mem, head, {.max_stack_words = 64},
         [&](const Bucket&) {
+          ++walked;
+          return AheadNote{0};
+        },
+        [&](const Bucket&, AheadNote) {
           if (++built == 10) throw Error(ErrorKind::kUnsupported, "the build's own limit");
         });
     ADD_FAILURE() << "the build's error was lost";

@@ -458,18 +458,33 @@ struct WarmerTable {
   uint64_t Pc(uint64_t func, uint64_t off) const { return bias + kText + func + off; }
 };
 
+// hideRuntime's count of a stack's hidden leading frames, as
+// HeapProfileBuilder::HiddenFrames counts them: those before the first PC
+// that is 0 or in a function without a hidden prefix; 0 if all are hidden.
+size_t HiddenLeadingFrames(Symbolizer& sym, const RuntimeTraits& traits, uint64_t bias,
+                           std::span<const uint64_t> stack) {
+  for (size_t i = 0; i < stack.size(); ++i) {
+    if (stack[i] == 0 || !HasHiddenByRuntimePrefix(sym.FuncNameForPc(stack[i] - bias), traits)) {
+      return i;
+    }
+  }
+  return 0;
+}
+
 // Each stack warmed, in turn; then every PC of it must be in the
-// symbolizer's cache already.
+// symbolizer's cache already, and Warm must have said how many of its
+// frames are hidden.
 void ExpectEveryPcAsked(Symbolizer& sym, const RuntimeTraits& traits, uint64_t bias,
                         const std::vector<std::vector<uint64_t>>& stacks) {
   StackWarmer warmer(sym, traits, bias);
   for (size_t i = 0; i < stacks.size(); ++i) {
-    warmer.Warm(stacks[i]);
+    const size_t hidden = warmer.Warm(stacks[i]);
     const uint64_t cached = sym.distinct_pcs();
     for (uint64_t pc : stacks[i]) {
       if (pc != 0) sym.FramesFor(pc - bias);
     }
     EXPECT_EQ(sym.distinct_pcs(), cached) << "stack " << i;
+    EXPECT_EQ(hidden, HiddenLeadingFrames(sym, traits, bias, stacks[i])) << "stack " << i;
   }
 }
 
